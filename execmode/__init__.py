@@ -1,0 +1,49 @@
+"""execmode: a tensor engine with an eager and a graph mode, instrumented end to end.
+
+    import execmode as em
+    x = em.randn(64, 512)
+    y = em.nn.functional.relu(x @ w)        # eager: runs now, recorded on the tape
+    step = em.jit(train_step)               # graph: traced, optimized, compiled kernels
+
+The core never imports Textual or CuPy at import time.
+"""
+
+from __future__ import annotations
+
+from . import dtypes, ops  # noqa: F401 - registers the op table
+from . import tensor as _tensor_module
+
+_tensor_module.bind_ops()
+
+from . import nn, optim, random  # noqa: E402
+from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: E402
+from .backend import Device, cuda_is_available  # noqa: E402
+from .dtypes import bool_, float32, float64, int32, int64  # noqa: E402
+from .errors import (  # noqa: E402
+    ArgumentError,
+    BackwardError,
+    DeviceError,
+    DTypeError,
+    ExecmodeError,
+    GraphBreakError,
+    ShapeError,
+)
+from .functional import *  # noqa: E402,F403
+from .functional import __all__ as _functional_all  # noqa: E402
+from .nn.functional import (  # noqa: E402
+    cross_entropy,
+    gelu,
+    layer_norm,
+    linear,
+    log_softmax,
+    logsumexp,
+    mse_loss,
+    relu,
+    sigmoid,
+    softmax,
+)
+from .scope import named_scope  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+
+bool = bool_  # noqa: A001 - em.bool, as the issue asks; the builtin is untouched elsewhere
+__version__ = "0.1.0"

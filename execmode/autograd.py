@@ -1,0 +1,128 @@
+"""Reverse-mode autograd over a tape of GradNodes.
+
+Each op output that needs a gradient keeps a :class:`GradNode`: the op, its inputs and
+attributes (and its output where the vjp reads it). ``backward`` orders the nodes
+topologically without recursion, walks them in reverse, and calls each op's vjp rule.
+vjp rules are written with execmode ops, so under ``em.jit`` backward is traced into the
+same graph as the forward pass.
+"""
+
+from __future__ import annotations
+
+from . import dispatch
+from .errors import BackwardError
+from .tensor import Tensor
+
+
+class GradNode:
+    __slots__ = ("op", "inputs", "attrs", "saved_output")
+
+    def __init__(self, op, inputs, attrs, saved_output):
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs
+        self.saved_output = saved_output
+
+    def __repr__(self) -> str:
+        return f"<GradNode {self.op.name}>"
+
+
+class no_grad:  # noqa: N801 - used like PyTorch's
+    """Context manager (and decorator) that turns autograd recording off."""
+
+    def __enter__(self):
+        self._previous = dispatch.set_grad_enabled(False)
+        return self
+
+    def __exit__(self, *exc):
+        dispatch.set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class enable_grad(no_grad):  # noqa: N801
+    def __enter__(self):
+        self._previous = dispatch.set_grad_enabled(True)
+        return self
+
+
+def is_grad_enabled() -> bool:
+    return dispatch.grad_enabled()
+
+
+def _topological_order(root: Tensor) -> list[Tensor]:
+    """Tensors with a grad_fn reachable from ``root``, each after all its consumers."""
+    order: list[Tensor] = []
+    visited: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if id(t) in visited:
+            continue
+        visited.add(id(t))
+        stack.append((t, True))
+        node = t._grad_fn
+        # Push in reverse so that inputs are visited in order (stable, readable traces).
+        for x in reversed(node.inputs):
+            if isinstance(x, Tensor) and x._grad_fn is not None and id(x) not in visited:
+                stack.append((x, False))
+    order.reverse()
+    return order
+
+
+def backward(root: Tensor, gradient=None) -> None:
+    from . import functional as F
+
+    if gradient is None:
+        if root.size != 1:
+            raise BackwardError(
+                f"backward() needs a gradient argument for a non-scalar tensor of shape "
+                f"{root.shape} (only scalars get an implicit gradient of 1)"
+            )
+        gradient = F.ones_like(root)
+    elif not isinstance(gradient, Tensor):
+        gradient = F.tensor(gradient, dtype=root.dtype, device=root.device)
+    if gradient.shape != root.shape:
+        raise BackwardError(f"gradient shape {gradient.shape} does not match {root.shape}")
+
+    with no_grad():
+        if root._grad_fn is None:  # backward on a leaf: d(x)/d(x) = 1
+            _accumulate(root, gradient)
+            return
+        grads: dict[int, Tensor] = {id(root): gradient}
+        for t in _topological_order(root):
+            g = grads.pop(id(t), None)
+            if g is None:
+                continue
+            if t._retains_grad:
+                _accumulate(t, g)
+            node = t._grad_fn
+            in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
+            for x, gx in zip(node.inputs, in_grads):
+                if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
+                    continue
+                if gx.dtype != x.dtype:
+                    gx = F.astype(gx, x.dtype)
+                if x._grad_fn is None:
+                    _accumulate(x, gx)
+                else:
+                    prev = grads.get(id(x))
+                    grads[id(x)] = gx if prev is None else prev + gx
+
+
+def _accumulate(leaf: Tensor, g: Tensor) -> None:
+    # Reading and writing through the property lets a tracer see .grad as graph state.
+    current = leaf.grad
+    leaf.grad = g if current is None else current + g

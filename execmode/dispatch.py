@@ -1,0 +1,309 @@
+"""The one dispatch point: every op of every mode passes through :func:`apply`.
+
+Like JAX's ``bind``: the op code does not know which mode it runs in. While a trace is
+active, ops are handed to the tracer, which adds graph nodes; otherwise they run eagerly on
+NumPy or CuPy. Autograd recording and instrumentation hook in here, and cost one flag check
+per op when nobody listens.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from . import instrument
+from . import scope as _scope
+from .instrument import OpEvent
+from .instrument import _on_op, _seq  # shared objects: the list is mutated in place
+from .backend import CPU, as_device, device_of_array, xp_for
+from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
+from .ops.registry import Aval, RuleError, probe_dtype
+from .source import user_location
+from .tensor import SCALAR_TYPES, Tensor
+
+# NumPy warns (divide by zero in log, invalid value in sqrt, ...) from inside execmode's
+# implementations, pointing at our lines. Like PyTorch, the engine returns Inf/NaN quietly;
+# NaN breakpoints are the tool for finding them. The user's own NumPy calls still warn.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"execmode(\.|$)")
+
+# --- the flags read on every op --------------------------------------------------------
+_tracer = None          # the active tracer (graph mode), or None
+_listening = False      # an instrumentation listener wants op events
+_before = False         # a listener wants to run before each op (the debugger)
+_plain = True           # no tracer and no listener: the fast path may be taken
+_grad_enabled = True    # autograd records (em.no_grad() clears it)
+
+_perf_ns = time.perf_counter_ns
+_new = object.__new__
+_ndarray = np.ndarray
+_np_generic = np.generic
+
+
+def set_listening(on: bool, before: bool) -> None:
+    global _listening, _before, _plain
+    _listening, _before = on, before
+    _plain = _tracer is None and not _listening
+
+
+def set_tracer(tracer) -> object:
+    """Install ``tracer`` (or None) and return the previous one."""
+    global _tracer, _plain
+    previous = _tracer
+    _tracer = tracer
+    _plain = _tracer is None and not _listening
+    return previous
+
+
+def current_tracer():
+    return _tracer
+
+
+def grad_enabled() -> bool:
+    return _grad_enabled
+
+
+def set_grad_enabled(on: bool) -> bool:
+    global _grad_enabled
+    previous = _grad_enabled
+    _grad_enabled = bool(on)
+    return previous
+
+
+# --- the general path ------------------------------------------------------------------
+
+def apply(op, *inputs, **attrs):
+    """Run ``op`` on ``inputs`` (Tensors, or Python scalars for elementwise ops)."""
+    if _tracer is not None:
+        return _tracer.bind(op, inputs, attrs)
+    return run_eager(op, inputs, attrs)
+
+
+def run_eager(op, inputs, attrs):
+    if _before:
+        instrument.op_started(op, inputs, attrs)
+    arrays = []
+    array_type = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            data = x._data
+            if array_type is None:
+                array_type = data.__class__
+            elif data.__class__ is not array_type:
+                raise _mixed_devices(op, inputs)
+            arrays.append(data)
+        elif x.__class__ in SCALAR_TYPES:
+            arrays.append(x)
+        elif isinstance(x, np.generic) and x.dtype.kind in "biuf":
+            arrays.append(x.item())
+        else:
+            raise _not_a_tensor(op, inputs, x)
+    if array_type is None:  # creation ops: the device is an attribute
+        device = as_device(attrs.get("device"))
+        xp = xp_for(device)
+    elif array_type is _ndarray:
+        device, xp = CPU, np
+    else:
+        device = _common_device(op, inputs)
+        xp = xp_for(device)
+    t0 = _perf_ns() if _listening else 0
+    try:
+        if device is CPU:
+            out = op.impl(xp, *arrays, **attrs)
+        else:
+            with xp.cuda.Device(device.index):
+                out = op.impl(xp, *arrays, **attrs)
+    except ExecmodeError:
+        raise
+    except Exception as exc:
+        raise explain_failure(op, inputs, attrs, exc) from None
+    if out.__class__ is not _ndarray and isinstance(out, _np_generic):
+        out = np.asarray(out)
+    t = _new(Tensor)
+    t._data = out
+    t.requires_grad = False
+    if _grad_enabled and op.vjp is not None:
+        for x in inputs:
+            if isinstance(x, Tensor) and x.requires_grad:
+                _record_grad(op, inputs, attrs, t)
+                break
+    if _listening:
+        _emit_op(op, inputs, attrs, t, out, t0, device)
+    return t
+
+
+def make_operator(op, reflected: bool = False):
+    """A Tensor operator method (``__add__``, ``__radd__``) with the eager fast path inlined.
+
+    With no tracer and no listener, CPU tensors and Python scalars go straight to the op's
+    NumPy ufunc: one Python call, one ufunc call and one object creation. Everything else
+    (GPU, tracing, listeners, errors) takes the general path.
+    """
+    ufunc = op.ufunc
+    name = op.name
+    scalar_types = SCALAR_TYPES
+
+    if not reflected:
+        def operator(self, other):
+            if _plain or (_tracer is None and not _before):
+                sd = self._data
+                if other.__class__ is Tensor or isinstance(other, Tensor):
+                    od = other._data
+                    if od.__class__ is not _ndarray:
+                        return apply(op, self, other)
+                    grad = self.requires_grad or other.requires_grad
+                elif other.__class__ in scalar_types:
+                    od = other
+                    grad = self.requires_grad
+                else:
+                    return apply(op, self, other)
+                if sd.__class__ is _ndarray:
+                    t0 = _perf_ns() if _listening else 0
+                    try:
+                        out = ufunc(sd, od)
+                    except Exception:
+                        return apply(op, self, other)  # the general path explains it
+                    if out.__class__ is not _ndarray:
+                        out = np.asarray(out)
+                    t = _new(Tensor)
+                    t._data = out
+                    t.requires_grad = False
+                    if grad and _grad_enabled:
+                        _record_grad(op, (self, other), _NO_ATTRS, t)
+                    if _listening:  # inlined: this is the measured listener cost
+                        t1 = _perf_ns()
+                        ev = _tuple_new(OpEvent, (
+                            next(_seq), name, _NO_ATTRS,
+                            ((sd.shape, sd.dtype, CPU), (od.shape, od.dtype, CPU)
+                             if od.__class__ is _ndarray else od),
+                            (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._current,
+                            user_location(sys._getframe(1)), _EAGER,
+                        ))
+                        for fn in _on_op:
+                            fn(ev, t)
+                    return t
+            return apply(op, self, other)
+    else:
+        def operator(self, other):
+            if _plain and other.__class__ in scalar_types and self._data.__class__ is _ndarray:
+                try:
+                    out = ufunc(other, self._data)
+                except Exception:
+                    return apply(op, other, self)
+                if out.__class__ is not _ndarray:
+                    out = np.asarray(out)
+                t = _new(Tensor)
+                t._data = out
+                t.requires_grad = False
+                if self.requires_grad and _grad_enabled:
+                    _record_grad(op, (other, self), {}, t)
+                return t
+            return apply(op, other, self)
+
+    operator.__name__ = f"__r{op.name}__" if reflected else f"__{op.name}__"
+    return operator
+
+
+# --- autograd and instrumentation hooks ------------------------------------------------
+
+def _record_grad(op, inputs, attrs, out_tensor):
+    from .autograd import GradNode
+
+    saved = None
+    if op.saves_output:
+        saved = _new(Tensor)
+        saved._data = out_tensor._data
+        saved.requires_grad = False
+    out_tensor._grad_fn = GradNode(op, inputs, attrs, saved)
+    out_tensor.requires_grad = True
+
+
+_tuple_new = tuple.__new__
+_EAGER = "eager"
+_NO_ATTRS: dict = {}
+
+
+def _emit_op(op, inputs, attrs, t, out, t0, device):
+    t1 = _perf_ns()
+    described = tuple(
+        (x._data.shape, x._data.dtype, device) if isinstance(x, Tensor) else x for x in inputs
+    )
+    nbytes = out.nbytes if out.base is None else 0  # views allocate nothing
+    ev = _tuple_new(OpEvent, (
+        next(_seq), op.name, attrs, described, (out.shape, out.dtype, device), t0, t1,
+        nbytes, _scope._current, user_location(sys._getframe(2)), _EAGER,
+    ))
+    for fn in _on_op:
+        fn(ev, t)
+
+
+# --- shape/dtype inference and error messages ------------------------------------------
+
+def aval_of(x) -> Aval:
+    if isinstance(x, Tensor):
+        return Aval(x.shape, x.dtype, x.device)
+    return Aval((), np.result_type(type(x)), None)
+
+
+def infer(op, inputs, attrs) -> Aval:
+    """Output shape/dtype/device of ``op`` without running it (raises RuleError)."""
+    avals = [aval_of(x) for x in inputs]
+    shape = tuple(op.shape_rule(*avals, **attrs))
+    dtypes = tuple(a.dtype for x, a in zip(inputs, avals) if isinstance(x, Tensor))
+    if op.dtype_rule is not None:
+        dtype = op.dtype_rule(dtypes, attrs)
+    else:
+        scalars = tuple(None if isinstance(x, Tensor) else type(x) for x in inputs)
+        dtype = probe_dtype(op, dtypes, attrs, scalars if len(dtypes) != len(inputs) else ())
+    device = next((a.device for x, a in zip(inputs, avals) if isinstance(x, Tensor)), None)
+    if device is None:
+        device = as_device(attrs.get("device"))
+    return Aval(shape, dtype, device)
+
+
+def check_inputs(op, inputs):
+    """The eager path's input checks, for the tracer: tensors or scalars, one device."""
+    devices = set()
+    for x in inputs:
+        if isinstance(x, Tensor):
+            devices.add(x.device)
+        elif not (x.__class__ in SCALAR_TYPES or isinstance(x, np.generic)):
+            raise _not_a_tensor(op, inputs, x)
+    if len(devices) > 1:
+        raise _mixed_devices(op, inputs)
+
+
+def explain_failure(op, inputs, attrs, exc) -> ExecmodeError:
+    """Turn a failure inside an op into an ExecmodeError naming op, operands and line."""
+    if isinstance(exc, RuleError):
+        return op_error(exc.cls, op.name, inputs, exc.problem)
+    try:
+        infer(op, inputs, attrs)
+    except RuleError as rule:
+        return op_error(rule.cls, op.name, inputs, rule.problem)
+    except Exception:  # a rule that itself fails must not hide the original error
+        pass
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return op_error(ExecmodeError, op.name, inputs, f"{type(exc).__name__}: {text}")
+
+
+def _not_a_tensor(op, inputs, x) -> ExecmodeError:
+    return op_error(ArgumentError, op.name, inputs,
+                    f"expected a Tensor or a Python number, got {type(x).__name__} "
+                    "(wrap data with em.tensor(...))")
+
+
+def _common_device(op, inputs):
+    devices = {device_of_array(x._data) for x in inputs if isinstance(x, Tensor)}
+    if len(devices) > 1:
+        raise _mixed_devices(op, inputs)
+    return devices.pop()
+
+
+def _mixed_devices(op, inputs) -> ExecmodeError:
+    names = sorted({str(x.device) for x in inputs if isinstance(x, Tensor)})
+    return op_error(DeviceError, op.name, inputs,
+                    f"operands are on different devices ({', '.join(names)}); "
+                    "move them with .to(device) first")

@@ -1,0 +1,85 @@
+"""Dtypes: execmode uses NumPy's dtype objects directly.
+
+``em.float32 is np.dtype("float32")``, so tensors, NumPy arrays and CuPy arrays speak the same
+dtype language and promotion follows NumPy's rules (NEP 50 in NumPy 2: Python scalars are
+*weak*, so ``x * 0.5`` stays float32 when ``x`` is float32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+int32 = np.dtype("int32")
+int64 = np.dtype("int64")
+bool_ = np.dtype("bool")
+
+SUPPORTED = (float32, float64, int32, int64, bool_)
+DEFAULT_FLOAT = float32
+DEFAULT_INT = int64
+
+# Short names used in the graph IR's text form ("f32[64,512]"), as in jaxprs.
+SHORT_NAMES = {float32: "f32", float64: "f64", int32: "i32", int64: "i64", bool_: "bool"}
+_FROM_SHORT = {v: k for k, v in SHORT_NAMES.items()}
+
+_ALIASES = {
+    "float": float32, "float32": float32, "f32": float32,
+    "double": float64, "float64": float64, "f64": float64,
+    "int": int64, "int64": int64, "i64": int64, "long": int64,
+    "int32": int32, "i32": int32,
+    "bool": bool_,
+}
+
+
+def as_dtype(value) -> np.dtype:
+    """Normalise a user's dtype spelling (em.float32, "float32", np.float32, float, bool)."""
+    if isinstance(value, np.dtype):
+        dt = value
+    elif isinstance(value, str):
+        if value not in _ALIASES and value not in _FROM_SHORT:
+            raise TypeError(f"unknown dtype {value!r}; expected one of {sorted(_ALIASES)}")
+        dt = _ALIASES.get(value) or _FROM_SHORT[value]
+    elif value is float:
+        dt = float32
+    elif value is int:
+        dt = int64
+    elif value is bool:
+        dt = bool_
+    else:
+        dt = np.dtype(value)
+    if dt not in SUPPORTED:
+        raise TypeError(
+            f"dtype {dt} is not supported; execmode supports "
+            + ", ".join(str(d) for d in SUPPORTED)
+        )
+    return dt
+
+
+def short_name(dt: np.dtype) -> str:
+    return SHORT_NAMES.get(dt, str(dt))
+
+
+def from_short_name(name: str) -> np.dtype:
+    return _FROM_SHORT[name]
+
+
+def is_floating(dt: np.dtype) -> bool:
+    return dt.kind == "f"
+
+
+def result_type(*operands) -> np.dtype:
+    """NumPy's promotion with weak Python scalars; operands are dtypes or Python scalars."""
+    return np.result_type(*operands)
+
+
+def default_dtype_for(data) -> np.dtype:
+    """The dtype ``em.tensor(data)`` picks: float32 for floats (like PyTorch), int64 for ints."""
+    arr = np.asarray(data)
+    if arr.dtype.kind == "f":
+        return float32
+    if arr.dtype.kind in "iu":
+        return int64
+    if arr.dtype.kind == "b":
+        return bool_
+    raise TypeError(f"cannot make a tensor from data of dtype {arr.dtype}")

@@ -1,0 +1,64 @@
+"""Errors raised for bad input.
+
+Every message names the op, the operands' shapes and dtypes, and the user's source line
+(the first frame outside execmode), in eager and in graph mode alike.
+"""
+
+from __future__ import annotations
+
+
+class ExecmodeError(Exception):
+    """Base class of every error execmode raises for bad input."""
+
+
+class ShapeError(ExecmodeError, ValueError):
+    """Operands whose shapes do not fit the op (broadcasting, matmul, reshape, axes)."""
+
+
+class DTypeError(ExecmodeError, TypeError):
+    """Operands whose dtypes the op does not accept."""
+
+
+class DeviceError(ExecmodeError, ValueError):
+    """Operands on different devices, or a device that is not available."""
+
+
+class ArgumentError(ExecmodeError, TypeError):
+    """A non-tensor where a tensor is needed, an unknown keyword, an attribute out of range."""
+
+
+class GraphBreakError(ExecmodeError, RuntimeError):
+    """A concrete value was needed where no graph break is allowed (e.g. inside fullgraph)."""
+
+
+class BackwardError(ExecmodeError, RuntimeError):
+    """backward() on something that has no gradient path or is not a scalar."""
+
+
+def describe_operand(x) -> str:
+    """``f32[3,4]@cpu`` for a tensor, ``0.5 (python float)`` for a scalar."""
+    from .tensor import Tensor
+
+    if isinstance(x, Tensor):
+        from .dtypes import short_name
+
+        dims = ",".join(str(d) for d in x.shape)
+        return f"{short_name(x.dtype)}[{dims}]@{x.device}"
+    if isinstance(x, bool | int | float):
+        return f"{x!r} (python {type(x).__name__})"
+    return f"{type(x).__name__}"
+
+
+def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:
+    """Build the standard message: ``matmul(f32[3,4]@cpu, f32[5,6]@cpu): <problem>\n  at file:line``."""
+    from .source import user_location
+
+    loc = location if location is not None else user_location()
+    args = ", ".join(describe_operand(x) for x in operands)
+    msg = f"{op}({args}): {problem}"
+    if loc is not None:
+        msg += f"\n  at {loc}"
+    err = cls(msg)
+    err.op = op
+    err.location = loc
+    return err

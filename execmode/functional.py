@@ -1,0 +1,600 @@
+"""The function API (Array API names where one exists): ``em.exp(x)``, ``em.sum(x, axis=1)``.
+
+Each function normalises its arguments (axes, shapes, dtypes) and hands one primitive to
+:func:`execmode.dispatch.apply`. Array-level composites (mean, var, stack, tensordot, ...)
+are written here over primitives; the ML composites live in ``execmode.nn.functional``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from . import dispatch
+from .backend import as_device
+from .dtypes import DEFAULT_FLOAT, as_dtype, bool_, default_dtype_for, float64, int64
+from .errors import ArgumentError, BackwardError, ShapeError, op_error
+from .ops import OPS
+from .ops.movement import resolve_shape
+from .ops.reductions import normalize_reduction_attrs, reduced_shape
+from .ops.registry import RuleError, normalize_axes, normalize_axis
+from .tensor import SCALAR_TYPES, Tensor
+
+apply = dispatch.apply
+
+
+def apply_op(name: str, *inputs, **attrs):
+    """Dispatch a primitive by name (used by vjp rules)."""
+    return apply(OPS[name], *inputs, **attrs)
+
+
+def _rule_error(op: str, inputs, exc: RuleError):
+    return op_error(exc.cls, op, inputs, exc.problem)
+
+
+def _tensor_arg(op: str, x, inputs=None):
+    if isinstance(x, Tensor):
+        return x
+    if x.__class__ in SCALAR_TYPES:
+        return tensor(x)
+    raise op_error(ArgumentError, op, inputs or (x,),
+                   f"expected a Tensor, got {type(x).__name__} (wrap data with em.tensor(...))")
+
+
+# --- creation ---------------------------------------------------------------------------
+
+def _shape_arg(shape) -> tuple:
+    if len(shape) == 1 and not isinstance(shape[0], int | np.integer):
+        shape = shape[0]
+    if isinstance(shape, int | np.integer):
+        shape = (shape,)
+    try:
+        out = tuple(int(d) for d in shape)
+    except TypeError:
+        raise ArgumentError(f"a shape must be a sequence of ints, got {shape!r}") from None
+    if builtins.any(d < 0 for d in out):
+        raise ArgumentError(f"negative dimension in shape {out}")
+    return out
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, NumPy arrays, numbers).
+
+    Floats default to float32 and ints to int64, as in PyTorch.
+    """
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    dt = as_dtype(dtype) if dtype is not None else default_dtype_for(data)
+    try:
+        value = np.array(data, dtype=dt)
+    except (ValueError, TypeError) as exc:
+        raise ArgumentError(f"em.tensor: cannot make a {dt} tensor from {type(data).__name__}: "
+                            f"{exc}") from None
+    dev = str(as_device(device))
+    t = apply(OPS["constant"], value=value, shape=value.shape, dtype=dt, device=dev)
+    return _finish(t, requires_grad)
+
+
+def asarray(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy when it already is one of that dtype and device."""
+    if isinstance(data, Tensor):
+        out = data
+        if dtype is not None:
+            out = astype(out, dtype)
+        if device is not None:
+            out = to_device(out, device)
+        return out
+    return tensor(data, dtype=dtype, device=device)
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    shape = _shape_arg((shape,))
+    dt = as_dtype(dtype) if dtype is not None else default_dtype_for(fill_value)
+    t = apply(OPS["full"], shape=shape, value=fill_value, dtype=dt, device=str(as_device(device)))
+    return _finish(t, requires_grad)
+
+
+def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(_shape_arg(shape), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
+                requires_grad=requires_grad)
+
+
+def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(_shape_arg(shape), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
+                requires_grad=requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None) -> Tensor:
+    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.device)
+
+
+def zeros_like(x, dtype=None, device=None) -> Tensor:
+    return full_like(x, 0, dtype=dtype, device=device)
+
+
+def ones_like(x, dtype=None, device=None) -> Tensor:
+    return full_like(x, 1, dtype=dtype, device=device)
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+    """Evenly spaced values in [start, stop). Int arguments give int64, floats float32."""
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        all_int = builtins.all(isinstance(v, int | np.integer) for v in (start, stop, step))
+        dt = int64 if all_int else DEFAULT_FLOAT
+    else:
+        dt = as_dtype(dtype)
+    return apply(OPS["arange"], start=start, stop=stop, step=step, dtype=dt,
+                 device=str(as_device(device)))
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None) -> Tensor:
+    return apply(OPS["linspace"], start=float(start), stop=float(stop), num=int(num),
+                 endpoint=bool(endpoint), dtype=as_dtype(dtype or DEFAULT_FLOAT),
+                 device=str(as_device(device)))
+
+
+def eye(n, m=None, k=0, dtype=None, device=None) -> Tensor:
+    return apply(OPS["eye"], n=int(n), m=int(n if m is None else m), k=int(k),
+                 dtype=as_dtype(dtype or DEFAULT_FLOAT), device=str(as_device(device)))
+
+
+def _random(op_name, shape, dtype, device, requires_grad, **params):
+    shape = _shape_arg((shape,))
+    t = apply(OPS[op_name], shape=shape, dtype=as_dtype(dtype or DEFAULT_FLOAT),
+              device=str(as_device(device)), **params)
+    return _finish(t, requires_grad)
+
+
+def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples from execmode's seeded generator."""
+    return _random("random_normal", _shape_arg(shape), dtype, device, requires_grad,
+                   mean=0.0, std=1.0)
+
+
+# --- elementwise ------------------------------------------------------------------------
+
+def _unary(name):
+    op = OPS[name]
+
+    def fn(x):
+        return apply(op, _tensor_arg(name, x))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = op.doc or f"Elementwise {name}."
+    return fn
+
+
+def _binary(name):
+    op = OPS[name]
+
+    def fn(a, b):
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            a = _tensor_arg(name, a, (a, b))
+        return apply(op, a, b)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = op.doc or f"Elementwise {name}, with broadcasting."
+    return fn
+
+
+copy = _unary("copy")
+negative = _unary("negative")
+abs = _unary("abs")  # noqa: A001 - Array API name
+sign = _unary("sign")
+exp = _unary("exp")
+log = _unary("log")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
+sqrt = _unary("sqrt")
+square = _unary("square")
+sin = _unary("sin")
+cos = _unary("cos")
+tanh = _unary("tanh")
+erf = _unary("erf")
+reciprocal = _unary("reciprocal")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+logical_not = _unary("logical_not")
+isnan = _unary("isnan")
+isinf = _unary("isinf")
+isfinite = _unary("isfinite")
+
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+floor_divide = _binary("floor_divide")
+remainder = _binary("remainder")
+power = _binary("power")
+pow = power  # noqa: A001
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+
+
+def where(condition, a, b) -> Tensor:
+    """``a`` where ``condition`` holds, else ``b`` (with broadcasting)."""
+    condition = _tensor_arg("where", condition, (condition, a, b))
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = tensor(a)
+    return apply(OPS["where"], condition, a, b)
+
+
+def clip(x, min=None, max=None) -> Tensor:  # noqa: A002 - Array API names
+    """Limit values to [min, max]; NaN stays NaN."""
+    x = _tensor_arg("clip", x)
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def astype(x, dtype) -> Tensor:
+    dt = as_dtype(dtype)
+    x = _tensor_arg("astype", x)
+    if x.dtype == dt:
+        return x
+    return apply(OPS["cast"], x, dtype=dt)
+
+
+def to_device(x, device) -> Tensor:
+    dev = as_device(device)
+    if x.device == dev:
+        return x
+    return apply(OPS["to_device"], x, device=str(dev))
+
+
+# --- reductions -------------------------------------------------------------------------
+
+def _reduce(name):
+    op = OPS[name]
+
+    def fn(x, axis=None, keepdims=False):
+        x = _tensor_arg(name, x)
+        try:
+            attrs = normalize_reduction_attrs(name, x.ndim, {"axis": axis, "keepdims": keepdims})
+        except RuleError as exc:
+            raise _rule_error(name, (x,), exc) from None
+        return apply(op, x, **attrs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{name} over ``axis`` (all axes when None)."
+    return fn
+
+
+sum = _reduce("sum")  # noqa: A001
+prod = _reduce("prod")
+max = _reduce("max")  # noqa: A001
+min = _reduce("min")  # noqa: A001
+argmax = _reduce("argmax")
+argmin = _reduce("argmin")
+
+
+def _axes(op, x, axis):
+    try:
+        return normalize_axes(axis, x.ndim)
+    except RuleError as exc:
+        raise _rule_error(op, (x,), exc) from None
+
+
+def mean(x, axis=None, keepdims=False) -> Tensor:
+    """Arithmetic mean; integer and bool inputs give float64 (as NumPy)."""
+    x = _tensor_arg("mean", x)
+    axes = _axes("mean", x, axis)
+    if x.dtype.kind != "f":
+        x = astype(x, float64)
+    count = math.prod(x.shape[i] for i in axes)
+    # An empty mean is 0/0 = NaN, as in NumPy.
+    return sum(x, axis=axes, keepdims=keepdims) / count
+
+
+def var(x, axis=None, keepdims=False, correction=0) -> Tensor:
+    """Variance; ``correction=1`` gives the unbiased estimate."""
+    x = _tensor_arg("var", x)
+    axes = _axes("var", x, axis)
+    if x.dtype.kind != "f":
+        x = astype(x, float64)
+    count = math.prod(x.shape[i] for i in axes)
+    d = x - mean(x, axis=axes, keepdims=True)
+    return sum(d * d, axis=axes, keepdims=keepdims) / float(count - correction)
+
+
+def std(x, axis=None, keepdims=False, correction=0) -> Tensor:
+    return sqrt(var(x, axis=axis, keepdims=keepdims, correction=correction))
+
+
+def any(x, axis=None, keepdims=False) -> Tensor:  # noqa: A001
+    x = _tensor_arg("any", x)
+    if x.size == 0:
+        return full(reduced_shape(x.shape, _axes("any", x, axis), keepdims), False, bool_)
+    return max(astype(x, bool_), axis=axis, keepdims=keepdims)
+
+
+def all(x, axis=None, keepdims=False) -> Tensor:  # noqa: A001
+    x = _tensor_arg("all", x)
+    if x.size == 0:
+        return full(reduced_shape(x.shape, _axes("all", x, axis), keepdims), True, bool_)
+    return min(astype(x, bool_), axis=axis, keepdims=keepdims)
+
+
+# --- linear algebra ---------------------------------------------------------------------
+
+def matmul(a, b) -> Tensor:
+    """Matrix product: batched, broadcasting the batch dimensions; 1-D as in NumPy."""
+    return apply(OPS["matmul"], _tensor_arg("matmul", a, (a, b)), _tensor_arg("matmul", b, (a, b)))
+
+
+def matrix_transpose(x) -> Tensor:
+    """Swap the last two axes (``x.mT``)."""
+    if x.ndim < 2:
+        raise op_error(ShapeError, "matrix_transpose", (x,), "needs a tensor of rank >= 2")
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return apply(OPS["permute_dims"], x, axes=axes)
+
+
+def tensordot(a, b, axes=2) -> Tensor:
+    """Sum products over the last ``axes`` axes of ``a`` and the first of ``b`` (or pairs)."""
+    if isinstance(axes, int):
+        axes_a = tuple(range(a.ndim - axes, a.ndim))
+        axes_b = tuple(range(axes))
+    else:
+        axes_a, axes_b = (tuple(ax) if not isinstance(ax, int) else (ax,) for ax in axes)
+    try:
+        axes_a = tuple(normalize_axis(i, a.ndim) for i in axes_a)
+        axes_b = tuple(normalize_axis(i, b.ndim) for i in axes_b)
+    except RuleError as exc:
+        raise _rule_error("tensordot", (a, b), exc) from None
+    if len(axes_a) != len(axes_b) or builtins.any(
+        a.shape[i] != b.shape[j] for i, j in zip(axes_a, axes_b)
+    ):
+        raise op_error(ShapeError, "tensordot", (a, b),
+                       f"contracted axes {axes_a} and {axes_b} do not match in size")
+    free_a = tuple(i for i in range(a.ndim) if i not in axes_a)
+    free_b = tuple(i for i in range(b.ndim) if i not in axes_b)
+    k = math.prod(a.shape[i] for i in axes_a)
+    a2 = reshape(permute_dims(a, free_a + axes_a), (math.prod(a.shape[i] for i in free_a), k))
+    b2 = reshape(permute_dims(b, axes_b + free_b), (k, math.prod(b.shape[i] for i in free_b)))
+    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
+    return reshape(matmul(a2, b2), out_shape)
+
+
+# --- shape manipulation -----------------------------------------------------------------
+
+def reshape(x, shape) -> Tensor:
+    x = _tensor_arg("reshape", x)
+    shape = _shape_like(shape)
+    try:
+        shape = resolve_shape(shape, x.size)
+    except RuleError as exc:
+        raise _rule_error("reshape", (x,), exc) from None
+    if shape == x.shape:
+        return x
+    return apply(OPS["reshape"], x, shape=shape)
+
+
+def _shape_like(shape) -> tuple:
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def permute_dims(x, axes=None) -> Tensor:
+    """Reorder axes (reverse them when ``axes`` is None)."""
+    x = _tensor_arg("permute_dims", x)
+    if axes is None:
+        axes = tuple(reversed(range(x.ndim)))
+    try:
+        axes = tuple(normalize_axis(a, x.ndim) for a in axes)
+    except RuleError as exc:
+        raise _rule_error("permute_dims", (x,), exc) from None
+    if axes == tuple(range(x.ndim)):
+        return x
+    return apply(OPS["permute_dims"], x, axes=axes)
+
+
+transpose = permute_dims
+
+
+def swapaxes(x, axis1, axis2) -> Tensor:
+    try:
+        a1, a2 = normalize_axis(axis1, x.ndim), normalize_axis(axis2, x.ndim)
+    except RuleError as exc:
+        raise _rule_error("swapaxes", (x,), exc) from None
+    axes = list(range(x.ndim))
+    axes[a1], axes[a2] = axes[a2], axes[a1]
+    return permute_dims(x, axes)
+
+
+def expand_dims(x, axis) -> Tensor:
+    x = _tensor_arg("expand_dims", x)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    ndim = x.ndim + len(axes)
+    try:
+        axes = normalize_axes(axes, ndim)
+    except RuleError as exc:
+        raise _rule_error("expand_dims", (x,), exc) from None
+    dims = iter(x.shape)
+    shape = tuple(1 if i in axes else next(dims) for i in range(ndim))
+    return reshape(x, shape)
+
+
+def squeeze(x, axis=None) -> Tensor:
+    x = _tensor_arg("squeeze", x)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = _axes("squeeze", x, axis)
+        bad = [i for i in axes if x.shape[i] != 1]
+        if bad:
+            raise op_error(ShapeError, "squeeze", (x,),
+                           f"cannot squeeze axis {bad[0]} of size {x.shape[bad[0]]}")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def flatten(x, start_axis=0, end_axis=-1) -> Tensor:
+    x = _tensor_arg("flatten", x)
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = normalize_axis(start_axis, x.ndim), normalize_axis(end_axis, x.ndim)
+    shape = x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:]
+    return reshape(x, shape)
+
+
+def broadcast_to(x, shape) -> Tensor:
+    x = _tensor_arg("broadcast_to", x)
+    shape = _shape_like(shape)
+    if shape == x.shape:
+        return x
+    return apply(OPS["broadcast_to"], x, shape=shape)
+
+
+def concat(tensors, axis=0) -> Tensor:
+    """Join tensors along an existing axis."""
+    tensors = [_tensor_arg("concat", t) for t in tensors]
+    if not tensors:
+        raise ArgumentError("concat: needs at least one tensor")
+    try:
+        axis = normalize_axis(axis, builtins.max(tensors[0].ndim, 1))
+    except RuleError as exc:
+        raise _rule_error("concat", tuple(tensors), exc) from None
+    if len(tensors) == 1:
+        return tensors[0]
+    return apply(OPS["concat"], *tensors, axis=axis)
+
+
+def stack(tensors, axis=0) -> Tensor:
+    """Join tensors along a new axis."""
+    tensors = [_tensor_arg("stack", t) for t in tensors]
+    if not tensors:
+        raise ArgumentError("stack: needs at least one tensor")
+    shapes = {t.shape for t in tensors}
+    if len(shapes) > 1:
+        raise op_error(ShapeError, "stack", tuple(tensors), "all tensors must have the same shape")
+    expanded = [expand_dims(t, axis) for t in tensors]
+    return concat(expanded, axis=normalize_axis(axis, tensors[0].ndim + 1)) if len(expanded) > 1 \
+        else expanded[0]
+
+
+# --- indexing ---------------------------------------------------------------------------
+
+def _normalize_index(x, index):
+    """Split a user's index into a static description and its integer index tensors."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    items, tensors = [], []
+    for item in index:
+        if isinstance(item, bool):
+            raise op_error(ArgumentError, "getitem", (x,), "a Python bool is not a valid index")
+        if isinstance(item, int | np.integer):
+            items.append(("int", int(item)))
+        elif isinstance(item, slice):
+            items.append(("slice",) + tuple(
+                None if v is None else int(v) for v in (item.start, item.stop, item.step)
+            ))
+        elif item is None:
+            items.append(("none",))
+        elif item is Ellipsis:
+            items.append(("ellipsis",))
+        else:
+            if isinstance(item, list | np.ndarray):
+                item = tensor(item) if np.asarray(item).size else tensor(item, dtype=int64)
+            if not isinstance(item, Tensor):
+                raise op_error(ArgumentError, "getitem", (x,),
+                               f"unsupported index type {type(item).__name__}")
+            if item.dtype == bool_:
+                return None, [item]
+            items.append(("tensor", len(tensors)))
+            tensors.append(item)
+    return tuple(items), tensors
+
+
+def getitem(x, index) -> Tensor:
+    """``x[index]``: ints, slices, None, Ellipsis, integer index tensors, a bool mask."""
+    static, tensors = _normalize_index(x, index)
+    if static is None:  # a bool mask: the output size depends on the mask's values
+        return apply(OPS["boolean_mask"], x, tensors[0])
+    if static == (("slice", None, None, None),) or static == (("ellipsis",),):
+        return x
+    return apply(OPS["getitem"], x, *tensors, index=static)
+
+
+def setitem(x, index, value) -> None:
+    """``x[index] = value``: writes into ``x`` (an in-place update, like ``assign``)."""
+    static, tensors = _normalize_index(x, index)
+    if static is None:
+        mask = tensors[0]
+        assign(x, where(mask, value, x))
+        return
+    if isinstance(value, Tensor | float | int | bool):
+        pass
+    else:
+        value = tensor(value, dtype=x.dtype)
+    assign(x, apply(OPS["index_put"], x, value, *tensors, index=static))
+
+
+def assign(target, value) -> Tensor:
+    """Write ``value`` into ``target``'s storage (an in-place update); returns ``target``.
+
+    Under ``em.jit`` it becomes an explicit assign node applied at the end of the graph.
+    """
+    if not isinstance(target, Tensor):
+        raise ArgumentError(f"assign: the target must be a Tensor, got {type(target).__name__}")
+    if dispatch._grad_enabled and target.requires_grad and target.is_leaf:
+        raise BackwardError(
+            "in-place update of a leaf tensor that requires grad; do it under em.no_grad() "
+            "(optimizers do) or use an out-of-place op"
+        )
+    if isinstance(value, Tensor) and value.shape != target.shape:
+        value = broadcast_to(value, target.shape)
+    apply(OPS["assign"], target, value)
+    return target
+
+
+def argwhere(x) -> Tensor:
+    """Indices of the non-zero elements, one row each (its size depends on the values)."""
+    return apply(OPS["argwhere"], _tensor_arg("argwhere", x))
+
+
+def nonzero(x) -> tuple:
+    rows = argwhere(x)
+    return tuple(rows[:, i] for i in range(x.ndim))
+
+
+def count_nonzero(x, axis=None) -> Tensor:
+    return sum(astype(not_equal(x, 0), int64), axis=axis)
+
+
+__all__ = [
+    "tensor", "asarray", "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
+    "arange", "linspace", "eye", "randn",
+    "copy", "negative", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "square", "sin",
+    "cos", "tanh", "erf", "reciprocal", "floor", "ceil", "round", "logical_not", "isnan",
+    "isinf", "isfinite",
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power", "pow",
+    "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or", "where", "clip", "astype", "to_device",
+    "sum", "prod", "max", "min", "argmax", "argmin", "mean", "var", "std", "any", "all",
+    "matmul", "matrix_transpose", "tensordot",
+    "reshape", "permute_dims", "transpose", "swapaxes", "expand_dims", "squeeze", "flatten",
+    "broadcast_to", "concat", "stack", "getitem", "setitem", "assign", "argwhere", "nonzero",
+    "count_nonzero",
+]

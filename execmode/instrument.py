@@ -1,0 +1,132 @@
+"""Instrumentation: event types and the hook points that profilers and the debugger use.
+
+Zero cost when nobody listens: dispatch checks one module flag per op. Listeners are
+objects with any of these methods (all optional):
+
+* ``before_op(op, inputs, attrs)`` - an eager op is about to run (the debugger pauses here);
+* ``on_op(event, output)`` - an eager op finished (``output`` is the result Tensor);
+* ``on_event(event)`` - every other event: trace, retrace, graph break, pass, compile,
+  kernel (a step of a compiled plan), memory.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from . import dispatch
+
+
+class OpEvent(NamedTuple):
+    """One eager op: what ran, on what, where in the user's code, and how long it took.
+
+    A tuple, so that dispatch can build it in one step (``tuple.__new__``) on the hot path.
+    """
+
+    seq: int
+    op: str
+    attrs: dict
+    inputs: tuple        # one (shape, dtype, device) per tensor input; scalars as themselves
+    output: tuple        # (shape, dtype, device)
+    start_ns: int
+    end_ns: int
+    bytes_allocated: int
+    scope: str
+    location: object     # SourceLocation or None
+    mode: str = "eager"
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    def __repr__(self) -> str:
+        where = f" at {self.location.short}" if self.location else ""
+        return f"<OpEvent #{self.seq} {self.op} {self.duration_ns} ns{where}>"
+
+
+@dataclass
+class Event:
+    """Graph-mode and bookkeeping events. ``kind`` names it; ``data`` holds its fields."""
+
+    kind: str  # trace | retrace | graph_break | pass | compile | kernel | memory | mark
+    data: dict = field(default_factory=dict)
+    start_ns: int = 0
+    end_ns: int = 0
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["data"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+_listeners: list = []
+_on_op: list = []
+_before_op: list = []
+_on_event: list = []
+_seq = itertools.count()
+
+
+def next_seq() -> int:
+    return next(_seq)
+
+
+def add_listener(listener) -> None:
+    """Attach a listener (see the module docstring for the methods it may have)."""
+    if listener in _listeners:
+        return
+    _listeners.append(listener)
+    _rebuild()
+
+
+def remove_listener(listener) -> None:
+    if listener in _listeners:
+        _listeners.remove(listener)
+        _rebuild()
+
+
+def listeners() -> tuple:
+    return tuple(_listeners)
+
+
+class listening:  # noqa: N801
+    """``with instrument.listening(obj): ...`` attaches ``obj`` for the block."""
+
+    def __init__(self, listener):
+        self.listener = listener
+
+    def __enter__(self):
+        add_listener(self.listener)
+        return self.listener
+
+    def __exit__(self, *exc):
+        remove_listener(self.listener)
+        return False
+
+
+def _rebuild() -> None:
+    _on_op[:] = [lst.on_op for lst in _listeners if hasattr(lst, "on_op")]
+    _before_op[:] = [lst.before_op for lst in _listeners if hasattr(lst, "before_op")]
+    _on_event[:] = [lst.on_event for lst in _listeners if hasattr(lst, "on_event")]
+    dispatch.set_listening(bool(_on_op or _before_op), bool(_before_op))
+
+
+def emit(event) -> None:
+    """Send a non-op event to every listener that takes events."""
+    for fn in _on_event:
+        fn(event)
+
+
+def is_listening() -> bool:
+    return bool(_listeners)
+
+
+def op_started(op, inputs, attrs) -> None:
+    for fn in _before_op:
+        fn(op, inputs, attrs)
+
+
+def op_finished(event: OpEvent, output) -> None:
+    for fn in _on_op:
+        fn(event, output)

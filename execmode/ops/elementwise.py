@@ -1,0 +1,240 @@
+"""Elementwise ops: unary, binary and ternary, with broadcasting.
+
+Each row: name, NumPy function, scalar template for the kernel renderers, vjp.
+Templates use ``{0}``, ``{1}``, ``{2}`` for operands (already cast to the compute type),
+``{T}`` for the C type of the computation and ``{sfx}`` for its short dtype name; the
+helpers they call (``em_exp_f32`` ...) are defined once per dialect in the kernel prelude.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..dtypes import float32
+from ..errors import DTypeError
+from .registry import (
+    F,
+    BINARY,
+    TERNARY,
+    UNARY,
+    OpDef,
+    RuleError,
+    broadcast_shapes,
+    register,
+)
+
+
+def _shape_elementwise(*avals, **attrs):
+    return broadcast_shapes(*(a.shape for a in avals))
+
+
+def sum_to_shape(g, shape):
+    """Undo broadcasting in a gradient: sum ``g`` down to ``shape``."""
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
+    )
+    if axes:
+        g = F.sum(g, axis=axes, keepdims=True)
+    if lead:
+        g = F.reshape(g, shape)
+    return g
+
+
+# --- unary ----------------------------------------------------------------------------
+
+def _float_input(xp, a):
+    # NumPy computes float functions of bool in float16, which execmode does not support:
+    # such inputs are computed in float32 (ints follow NumPy: float64).
+    if a.dtype == np.bool_:
+        return a.astype(float32)
+    return a
+
+
+def _unary(name, fn_name, template, vjp=None, saves_output=False, float_fn=False, doc=""):
+    ufunc = getattr(np, fn_name)
+    if float_fn:
+        def impl(xp, a):
+            return getattr(xp, fn_name)(_float_input(xp, a))
+    else:
+        def impl(xp, a):
+            return getattr(xp, fn_name)(a)
+    register(OpDef(
+        name=name, kind=UNARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
+        template=template, ufunc=None if float_fn else ufunc, saves_output=saves_output,
+        doc=doc,
+    ))
+
+
+def _erf_impl(xp, a):
+    a = _float_input(xp, a)
+    if xp is np:
+        return _np_erf(a)
+    import cupyx.scipy.special as sp  # noqa: PLC0415 - GPU only
+
+    return sp.erf(a)
+
+
+def _np_erf(a):
+    # NumPy has no erf ufunc: math.erf through frompyfunc is exact (slow on big arrays,
+    # but erf is rare in eager hot paths; graph mode compiles it to C).
+    out = _ERF_UFUNC(a)
+    return np.asarray(out, dtype=a.dtype if a.dtype.kind == "f" else np.float64)
+
+
+_ERF_UFUNC = np.frompyfunc(math.erf, 1, 1)
+
+_unary("copy", "copy", "{0}", vjp=lambda g, out, x, **a: (g,))
+_unary("negative", "negative", "(-{0})", vjp=lambda g, out, x, **a: (F.negative(g),))
+_unary("abs", "abs", "em_abs_{sfx}({0})", vjp=lambda g, out, x, **a: (g * F.sign(x),))
+_unary("sign", "sign", "em_sign_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
+_unary("exp", "exp", "em_exp_{sfx}({0})", float_fn=True, saves_output=True,
+       vjp=lambda g, out, x, **a: (g * out,))
+_unary("log", "log", "em_log_{sfx}({0})", float_fn=True,
+       vjp=lambda g, out, x, **a: (g / x,))
+_unary("log1p", "log1p", "em_log1p_{sfx}({0})", float_fn=True,
+       vjp=lambda g, out, x, **a: (g / (x + 1),))
+_unary("expm1", "expm1", "em_expm1_{sfx}({0})", float_fn=True, saves_output=True,
+       vjp=lambda g, out, x, **a: (g * (out + 1),))
+_unary("sqrt", "sqrt", "em_sqrt_{sfx}({0})", float_fn=True, saves_output=True,
+       vjp=lambda g, out, x, **a: (g * 0.5 / out,))
+_unary("square", "square", "({0} * {0})", vjp=lambda g, out, x, **a: (g * 2 * x,))
+_unary("sin", "sin", "em_sin_{sfx}({0})", float_fn=True,
+       vjp=lambda g, out, x, **a: (g * F.cos(x),))
+_unary("cos", "cos", "em_cos_{sfx}({0})", float_fn=True,
+       vjp=lambda g, out, x, **a: (F.negative(g) * F.sin(x),))
+_unary("tanh", "tanh", "em_tanh_{sfx}({0})", float_fn=True, saves_output=True,
+       vjp=lambda g, out, x, **a: (g * (1 - out * out),))
+_unary("reciprocal", "reciprocal", "(({T})1 / {0})", float_fn=True, saves_output=True,
+       vjp=lambda g, out, x, **a: (F.negative(g) * out * out,))
+_unary("floor", "floor", "em_floor_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
+_unary("ceil", "ceil", "em_ceil_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
+# NumPy rounds half to even, as C's rint does in the default rounding mode.
+_unary("round", "rint", "em_rint_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
+_unary("logical_not", "logical_not", "(!{0})")
+_unary("isnan", "isnan", "em_isnan_{sfx}({0})")
+_unary("isinf", "isinf", "em_isinf_{sfx}({0})")
+_unary("isfinite", "isfinite", "em_isfinite_{sfx}({0})")
+
+register(OpDef(
+    name="erf", kind=UNARY, impl=_erf_impl, shape_rule=_shape_elementwise,
+    template="em_erf_{sfx}({0})",
+    vjp=lambda g, out, x, **a: (g * (2.0 / np.sqrt(np.pi)) * F.exp(F.negative(x * x)),),
+    doc="Gauss error function.",
+))
+
+
+def _cast_impl(xp, a, *, dtype):
+    return a.astype(dtype)
+
+
+def _cast_vjp(g, out, x, *, dtype):
+    if x.dtype.kind != "f":
+        return (None,)
+    return (F.astype(g, x.dtype),)
+
+
+register(OpDef(
+    name="cast", kind=UNARY, impl=_cast_impl, shape_rule=_shape_elementwise,
+    dtype_rule=lambda dtypes, attrs: attrs["dtype"], template="(({T}){0})", vjp=_cast_vjp,
+    doc="astype: convert to another dtype (float to int truncates toward zero).",
+))
+
+
+# --- binary ---------------------------------------------------------------------------
+
+def _binary(name, fn_name, template, vjp=None, doc=""):
+    ufunc = getattr(np, fn_name)
+
+    def impl(xp, a, b):
+        return getattr(xp, fn_name)(a, b)
+
+    register(OpDef(
+        name=name, kind=BINARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
+        template=template, ufunc=ufunc, doc=doc,
+    ))
+
+
+def _grads(a, b, ga, gb):
+    """Reduce broadcast gradients to each operand's shape; scalars get no gradient."""
+    out_a = sum_to_shape(ga, a.shape) if ga is not None and hasattr(a, "shape") else None
+    out_b = sum_to_shape(gb, b.shape) if gb is not None and hasattr(b, "shape") else None
+    return out_a, out_b
+
+
+def _maximum_vjp(g, out, a, b):
+    # Like torch.maximum: the larger operand gets the gradient, ties split it evenly.
+    wa = F.astype(F.greater(a, b), g.dtype) + F.astype(F.equal(a, b), g.dtype) * 0.5
+    return _grads(a, b, g * wa, g * (1 - wa))
+
+
+def _minimum_vjp(g, out, a, b):
+    wa = F.astype(F.less(a, b), g.dtype) + F.astype(F.equal(a, b), g.dtype) * 0.5
+    return _grads(a, b, g * wa, g * (1 - wa))
+
+
+def _pow_vjp(g, out, a, b):
+    ga = g * b * F.power(a, b - 1)
+    gb = None
+    if hasattr(b, "shape"):
+        # d/db a**b = a**b * log(a); where a == 0 the limit is 0 (as in PyTorch).
+        safe_log = F.where(F.equal(a, 0), 0.0, F.log(F.where(F.equal(a, 0), 1.0, a)))
+        gb = g * out * safe_log
+    return _grads(a, b, ga, gb)
+
+
+_binary("add", "add", "({0} + {1})", vjp=lambda g, out, a, b: _grads(a, b, g, g))
+_binary("subtract", "subtract", "({0} - {1})",
+        vjp=lambda g, out, a, b: _grads(a, b, g, F.negative(g)))
+_binary("multiply", "multiply", "({0} * {1})",
+        vjp=lambda g, out, a, b: _grads(a, b, g * b, g * a))
+_binary("divide", "true_divide", "({0} / {1})",
+        vjp=lambda g, out, a, b: _grads(a, b, g / b, F.negative(g) * a / (b * b)))
+_binary("floor_divide", "floor_divide", "em_floordiv_{sfx}({0}, {1})",
+        vjp=lambda g, out, a, b: (None, None))
+_binary("remainder", "remainder", "em_mod_{sfx}({0}, {1})",
+        vjp=lambda g, out, a, b: _grads(a, b, g, F.negative(g) * F.floor_divide(a, b)))
+_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=_pow_vjp)
+_binary("maximum", "maximum", "em_max_{sfx}({0}, {1})", vjp=_maximum_vjp,
+        doc="Elementwise maximum; NaN in either operand gives NaN (as NumPy).")
+_binary("minimum", "minimum", "em_min_{sfx}({0}, {1})", vjp=_minimum_vjp)
+_binary("equal", "equal", "({0} == {1})")
+_binary("not_equal", "not_equal", "({0} != {1})")
+_binary("less", "less", "({0} < {1})")
+_binary("less_equal", "less_equal", "({0} <= {1})")
+_binary("greater", "greater", "({0} > {1})")
+_binary("greater_equal", "greater_equal", "({0} >= {1})")
+_binary("logical_and", "logical_and", "({0} && {1})")
+_binary("logical_or", "logical_or", "({0} || {1})")
+
+
+# --- ternary --------------------------------------------------------------------------
+
+def _where_impl(xp, c, a, b):
+    return xp.where(c, a, b)
+
+
+def _where_rule(c, a, b, **attrs):
+    if c.dtype != np.bool_:
+        raise RuleError(f"the condition must be bool, got {c.dtype}", DTypeError)
+    return broadcast_shapes(c.shape, a.shape, b.shape)
+
+
+def _where_vjp(g, out, c, a, b):
+    zero = F.zeros_like(g)
+    ga = F.where(c, g, zero) if hasattr(a, "shape") else None
+    gb = F.where(c, zero, g) if hasattr(b, "shape") else None
+    ga = sum_to_shape(ga, a.shape) if ga is not None else None
+    gb = sum_to_shape(gb, b.shape) if gb is not None else None
+    return None, ga, gb
+
+
+register(OpDef(
+    name="where", kind=TERNARY, impl=_where_impl, shape_rule=_where_rule, vjp=_where_vjp,
+    template="({0} ? {1} : {2})", nondiff_inputs=(0,),
+    doc="where(cond, a, b): a where cond is true, else b.",
+))

@@ -1,0 +1,50 @@
+"""matmul: batched, with broadcasting of the batch dimensions and NumPy's 1-D rules."""
+
+from __future__ import annotations
+
+from .elementwise import sum_to_shape
+from .registry import F, MATMUL, OpDef, RuleError, broadcast_shapes, register
+
+
+def _matmul_rule(a, b, **attrs):
+    if len(a.shape) == 0 or len(b.shape) == 0:
+        raise RuleError("matmul needs operands of rank >= 1 (use multiply for scalars)")
+    a2 = (1,) + tuple(a.shape) if len(a.shape) == 1 else tuple(a.shape)
+    b2 = tuple(b.shape) + (1,) if len(b.shape) == 1 else tuple(b.shape)
+    if a2[-1] != b2[-2]:
+        raise RuleError(
+            f"inner dimensions differ: {a.shape} @ {b.shape} "
+            f"({a2[-1]} != {b2[-2]})"
+        )
+    try:
+        batch = broadcast_shapes(a2[:-2], b2[:-2])
+    except RuleError as exc:
+        raise RuleError(f"batch dimensions: {exc.problem}") from None
+    out = batch + (a2[-2], b2[-1])
+    if len(a.shape) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b.shape) == 1:
+        out = out[:-1]
+    return out
+
+
+def _matmul_impl(xp, a, b):
+    return xp.matmul(a, b)
+
+
+def _matmul_vjp(g, out, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b, g * a
+    a2 = F.reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
+    b2 = F.reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
+    out2 = _matmul_rule(a2, b2)
+    g2 = F.reshape(g, out2)
+    ga = sum_to_shape(F.matmul(g2, F.matrix_transpose(b2)), a2.shape)
+    gb = sum_to_shape(F.matmul(F.matrix_transpose(a2), g2), b2.shape)
+    return F.reshape(ga, a.shape), F.reshape(gb, b.shape)
+
+
+register(OpDef(
+    name="matmul", kind=MATMUL, impl=_matmul_impl, shape_rule=_matmul_rule, vjp=_matmul_vjp,
+    ufunc=None, doc="Matrix product with NumPy's broadcasting and 1-D rules.",
+))

@@ -1,0 +1,278 @@
+"""Movement ops: reshape, permute_dims, broadcast_to, concat, and indexing.
+
+They move or select elements without arithmetic. reshape/permute/broadcast return views in
+eager mode where NumPy can; graph mode may copy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import DTypeError
+from .elementwise import sum_to_shape
+from .registry import F, INDEXING, MOVEMENT, OpDef, RuleError, broadcast_shapes, register
+
+
+# --- reshape ----------------------------------------------------------------------------
+
+def resolve_shape(shape, size: int) -> tuple:
+    """Replace one -1 in ``shape`` so that it holds ``size`` elements."""
+    shape = tuple(int(d) for d in shape)
+    if shape.count(-1) > 1:
+        raise RuleError(f"reshape to {shape}: only one dimension can be -1")
+    if any(d < -1 for d in shape):
+        raise RuleError(f"reshape to {shape}: negative dimension")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or size % known:
+            raise RuleError(f"cannot reshape {size} elements into {shape}")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    if math.prod(shape) != size:
+        raise RuleError(f"cannot reshape {size} elements into {shape}")
+    return shape
+
+
+def _reshape_rule(x, *, shape):
+    return resolve_shape(shape, math.prod(x.shape))
+
+
+register(OpDef(
+    name="reshape", kind=MOVEMENT, impl=lambda xp, a, *, shape: xp.reshape(a, shape),
+    shape_rule=_reshape_rule, vjp=lambda g, out, x, *, shape: (F.reshape(g, x.shape),),
+))
+
+
+# --- permute_dims -----------------------------------------------------------------------
+
+def _permute_rule(x, *, axes):
+    if sorted(axes) != list(range(len(x.shape))):
+        raise RuleError(f"axes {axes} are not a permutation of the {len(x.shape)} axes")
+    return tuple(x.shape[i] for i in axes)
+
+
+def _permute_vjp(g, out, x, *, axes):
+    inverse = tuple(int(i) for i in np.argsort(axes))
+    return (F.permute_dims(g, inverse),)
+
+
+register(OpDef(
+    name="permute_dims", kind=MOVEMENT,
+    impl=lambda xp, a, *, axes: xp.transpose(a, axes),
+    shape_rule=_permute_rule, vjp=_permute_vjp,
+))
+
+
+# --- broadcast_to -----------------------------------------------------------------------
+
+def _broadcast_rule(x, *, shape):
+    if len(shape) < len(x.shape) or broadcast_shapes(x.shape, shape) != tuple(shape):
+        raise RuleError(f"cannot broadcast {tuple(x.shape)} to {tuple(shape)}")
+    return tuple(shape)
+
+
+register(OpDef(
+    name="broadcast_to", kind=MOVEMENT,
+    impl=lambda xp, a, *, shape: xp.broadcast_to(a, shape),
+    shape_rule=_broadcast_rule,
+    vjp=lambda g, out, x, *, shape: (sum_to_shape(g, x.shape),),
+))
+
+
+# --- concat -----------------------------------------------------------------------------
+
+def _concat_rule(*xs, axis):
+    first = xs[0].shape
+    if len(first) == 0:
+        raise RuleError("cannot concatenate rank-0 tensors (use stack)")
+    for x in xs[1:]:
+        if len(x.shape) != len(first) or any(
+            a != b for i, (a, b) in enumerate(zip(first, x.shape)) if i != axis
+        ):
+            raise RuleError(
+                f"all shapes must match except on axis {axis}: "
+                + ", ".join(str(tuple(x.shape)) for x in xs)
+            )
+    return tuple(
+        sum(x.shape[axis] for x in xs) if i == axis else d for i, d in enumerate(first)
+    )
+
+
+def _concat_vjp(g, out, *xs, axis):
+    grads, start = [], 0
+    for x in xs:
+        stop = start + x.shape[axis]
+        index = (slice(None),) * axis + (slice(start, stop),)
+        grads.append(g[index])
+        start = stop
+    return tuple(grads)
+
+
+register(OpDef(
+    name="concat", kind=MOVEMENT,
+    impl=lambda xp, *arrays, axis: xp.concatenate(arrays, axis=axis),
+    shape_rule=_concat_rule, vjp=_concat_vjp,
+))
+
+
+# --- indexing ---------------------------------------------------------------------------
+# A static index is a tuple of items, each one of:
+#   ("int", i) | ("slice", start, stop, step) | ("none",) | ("ellipsis",) | ("tensor", k)
+# where ("tensor", k) stands for the k-th extra input (an integer index tensor).
+
+def index_to_key(index, arrays):
+    """Turn a static index plus its index arrays into a NumPy key."""
+    key = []
+    for item in index:
+        tag = item[0]
+        if tag == "int":
+            key.append(item[1])
+        elif tag == "slice":
+            key.append(slice(item[1], item[2], item[3]))
+        elif tag == "none":
+            key.append(None)
+        elif tag == "ellipsis":
+            key.append(Ellipsis)
+        else:
+            key.append(arrays[item[1]])
+    return tuple(key)
+
+
+def format_index(index) -> str:
+    parts = []
+    for item in index:
+        tag = item[0]
+        if tag == "int":
+            parts.append(str(item[1]))
+        elif tag == "slice":
+            start, stop, step = item[1:]
+            text = f"{'' if start is None else start}:{'' if stop is None else stop}"
+            if step is not None:
+                text += f":{step}"
+            parts.append(text)
+        elif tag == "none":
+            parts.append("None")
+        elif tag == "ellipsis":
+            parts.append("...")
+        else:
+            parts.append(f"<index {item[1]}>")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _probe_index(shape, index, index_avals):
+    """Apply the index to a zero-memory stand-in of ``shape`` to learn NumPy's result shape."""
+    stand_in = np.broadcast_to(np.empty((), np.float32), shape)
+    arrays = [np.zeros(a.shape, np.int64) for a in index_avals]
+    try:
+        return stand_in[index_to_key(index, arrays)].shape
+    except IndexError as exc:
+        raise RuleError(f"index {format_index(index)}: {exc}") from None
+
+
+def _getitem_rule(x, *index_avals, index):
+    for a in index_avals:
+        if a.dtype.kind not in "iu":
+            raise RuleError(f"index tensors must be integer, got {a.dtype}", DTypeError)
+    return _probe_index(x.shape, index, index_avals)
+
+
+def _getitem_impl(xp, a, *index_arrays, index):
+    return a[index_to_key(index, index_arrays)]
+
+
+def _getitem_vjp(g, out, x, *index_tensors, index):
+    return (F.apply_op("index_add", g, *index_tensors, shape=tuple(x.shape), index=index),) + (
+        None,
+    ) * len(index_tensors)
+
+
+register(OpDef(
+    name="getitem", kind=INDEXING, impl=_getitem_impl, shape_rule=_getitem_rule,
+    vjp=_getitem_vjp, nondiff_inputs=(1, 2, 3, 4, 5, 6, 7, 8),
+    doc="x[index] with ints, slices, None, Ellipsis and integer index tensors.",
+))
+
+
+def _index_add_rule(g, *index_avals, shape, index):
+    return tuple(shape)
+
+
+def _index_add_impl(xp, g, *index_arrays, shape, index):
+    out = xp.zeros(shape, dtype=g.dtype)
+    key = index_to_key(index, index_arrays)
+    if index_arrays:
+        if xp is np:
+            np.add.at(out, key, g)
+        else:
+            import cupyx  # noqa: PLC0415 - GPU only
+
+            cupyx.scatter_add(out, key, g)
+    else:
+        out[key] = g
+    return out
+
+
+register(OpDef(
+    name="index_add", kind=INDEXING, impl=_index_add_impl, shape_rule=_index_add_rule,
+    vjp=lambda g, out, src, *idx, shape, index: (F.apply_op("getitem", g, *idx, index=index),)
+    + (None,) * len(idx),
+    nondiff_inputs=(1, 2, 3, 4, 5, 6, 7, 8),
+    doc="Gradient of getitem: zeros of `shape` with `g` added at `index` (repeats add up).",
+))
+
+
+def _index_put_rule(x, v, *index_avals, index):
+    target = _probe_index(x.shape, index, index_avals)
+    try:
+        broadcast_shapes(v.shape, target)
+        if len(v.shape) > len(target) and any(d != 1 for d in v.shape[: len(v.shape) - len(target)]):
+            raise RuleError("too many dimensions")
+    except RuleError:
+        raise RuleError(
+            f"cannot assign a value of shape {tuple(v.shape)} to x{format_index(index)} "
+            f"of shape {target}"
+        ) from None
+    return tuple(x.shape)
+
+
+def _index_put_impl(xp, a, v, *index_arrays, index):
+    out = a.copy()
+    out[index_to_key(index, index_arrays)] = v
+    return out
+
+
+def _index_put_vjp(g, out, x, v, *idx, index):
+    gx = F.apply_op("index_put", g, 0.0, *idx, index=index) if hasattr(x, "shape") else None
+    gv = None
+    if hasattr(v, "shape"):
+        gv = sum_to_shape(F.apply_op("getitem", g, *idx, index=index), v.shape)
+    return (gx, gv) + (None,) * len(idx)
+
+
+register(OpDef(
+    name="index_put", kind=INDEXING, impl=_index_put_impl, shape_rule=_index_put_rule,
+    vjp=_index_put_vjp, nondiff_inputs=(2, 3, 4, 5, 6, 7, 8),
+    doc="A copy of x with x[index] = v (x[index] = v on a tensor assigns through it).",
+))
+
+
+# --- data-dependent shapes (graph breaks under jit) -------------------------------------
+
+def _data_dependent_rule(*avals, **attrs):
+    # Only reached while tracing: the tracer breaks the graph before asking for a shape.
+    raise RuleError("the output shape depends on the input values")
+
+
+register(OpDef(
+    name="boolean_mask", kind=INDEXING,
+    impl=lambda xp, a, m: a[m],
+    shape_rule=_data_dependent_rule, data_dependent_shape=True, nondiff_inputs=(1,),
+    doc="x[mask] for a bool mask: the selected elements, flattened.",
+))
+register(OpDef(
+    name="argwhere", kind=INDEXING, impl=lambda xp, a: xp.argwhere(a),
+    shape_rule=_data_dependent_rule,
+    data_dependent_shape=True,
+    doc="Indices of non-zero elements, one row per element (nonzero stacks its columns).",
+))

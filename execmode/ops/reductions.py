@@ -1,0 +1,90 @@
+"""Reductions over axes: sum, prod, max, min, argmax, argmin.
+
+Attributes are normalised by dispatch: ``axis`` is a sorted tuple of non-negative axes
+(argmax/argmin: one int or None) and ``keepdims`` a bool.
+"""
+
+from __future__ import annotations
+
+from .registry import F, REDUCTION, OpDef, RuleError, normalize_axes, normalize_axis, register
+
+
+def reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _rule(x, *, axis, keepdims):
+    return reduced_shape(x.shape, axis, keepdims)
+
+
+def _rule_nonempty(name):
+    def rule(x, *, axis, keepdims):
+        if any(x.shape[i] == 0 for i in axis) or (not axis and 0 in x.shape):
+            raise RuleError(f"{name} of an empty axis has no identity")
+        return reduced_shape(x.shape, axis, keepdims)
+
+    return rule
+
+
+def _arg_rule(x, *, axis, keepdims):
+    if 0 in x.shape:
+        raise RuleError("argmax/argmin of an empty tensor")
+    axes = tuple(range(len(x.shape))) if axis is None else (axis,)
+    if axis is None and keepdims:
+        return (1,) * len(x.shape)
+    return reduced_shape(x.shape, axes, keepdims)
+
+
+def normalize_reduction_attrs(op_name: str, ndim: int, attrs: dict) -> dict:
+    keepdims = bool(attrs.get("keepdims", False))
+    axis = attrs.get("axis")
+    if op_name in ("argmax", "argmin"):
+        if axis is not None:
+            axis = normalize_axis(axis, ndim)
+        return {"axis": axis, "keepdims": keepdims}
+    return {"axis": normalize_axes(axis, ndim), "keepdims": keepdims}
+
+
+def expand_reduced(g, shape, axis, keepdims):
+    """Put back the reduced axes of ``g`` (size 1) so it broadcasts against ``shape``."""
+    if not keepdims and axis:
+        g = F.reshape(g, reduced_shape(shape, axis, True))
+    return g
+
+
+def _sum_vjp(g, out, x, *, axis, keepdims):
+    return (F.broadcast_to(expand_reduced(g, x.shape, axis, keepdims), x.shape),)
+
+
+def _prod_vjp(g, out, x, *, axis, keepdims):
+    # d prod / dx_i = prod / x_i; inputs with zeros get NaN/Inf here (documented).
+    g = expand_reduced(g, x.shape, axis, keepdims)
+    o = expand_reduced(out, x.shape, axis, keepdims)
+    return (g * o / x,)
+
+
+def _extremum_vjp(g, out, x, *, axis, keepdims):
+    # The gradient is shared evenly by every element equal to the extremum.
+    o = expand_reduced(out, x.shape, axis, keepdims)
+    mask = F.astype(F.equal(x, o), g.dtype)
+    count = F.sum(mask, axis=axis, keepdims=True)
+    return (expand_reduced(g, x.shape, axis, keepdims) * mask / count,)
+
+
+def _reduction(name, fn_name, rule, vjp, identity, doc=""):
+    def impl(xp, a, *, axis, keepdims):
+        return getattr(xp, fn_name)(a, axis=axis, keepdims=keepdims)
+
+    register(OpDef(name=name, kind=REDUCTION, impl=impl, shape_rule=rule, vjp=vjp,
+                   saves_output=name in ("prod", "max", "min"), template=identity, doc=doc))
+
+
+# The template of a reduction names its combiner and identity for the kernel renderers.
+_reduction("sum", "sum", _rule, _sum_vjp, "sum")
+_reduction("prod", "prod", _rule, _prod_vjp, "prod")
+_reduction("max", "max", _rule_nonempty("max"), _extremum_vjp, "max")
+_reduction("min", "min", _rule_nonempty("min"), _extremum_vjp, "min")
+_reduction("argmax", "argmax", _arg_rule, None, "argmax")
+_reduction("argmin", "argmin", _arg_rule, None, "argmin")

@@ -1,0 +1,202 @@
+"""The op registry: every primitive op is defined once, here and in the sibling tables.
+
+An :class:`OpDef` carries everything each part of execmode needs about an op:
+
+* ``impl(xp, *arrays, **attrs)``: the eager implementation over NumPy or CuPy;
+* ``shape_rule(*avals, **attrs)``: output shape (used while tracing, and to explain errors);
+* ``dtype_rule``: output dtype; by default NumPy's own answer (probed once and cached), so
+  eager and traced tensors always agree on dtypes;
+* ``vjp(g, out, inputs, attrs)``: gradients written with execmode ops, so backward runs
+  eagerly and traces into graphs alike;
+* ``template``: for elementwise ops, the scalar expression the kernel renderers print
+  (``{0}``, ``{1}`` are operands, ``{sfx}`` the dtype suffix of the computation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ..backend import Device
+from ..dtypes import SUPPORTED
+from ..errors import DTypeError, ShapeError
+
+# Op kinds. Fusion and codegen look only at these.
+UNARY = "unary"
+BINARY = "binary"
+TERNARY = "ternary"
+REDUCTION = "reduction"
+MATMUL = "matmul"
+MOVEMENT = "movement"
+CREATION = "creation"
+INDEXING = "indexing"
+OPAQUE = "opaque"
+ELEMENTWISE_KINDS = (UNARY, BINARY, TERNARY)
+
+
+class Aval(NamedTuple):
+    """An abstract value: what is known about a tensor without its data."""
+
+    shape: tuple
+    dtype: np.dtype
+    device: Device
+
+
+@dataclass(frozen=True, eq=False)
+class OpDef:
+    name: str
+    kind: str
+    impl: Callable
+    shape_rule: Callable
+    dtype_rule: Callable | None = None
+    vjp: Callable | None = None
+    template: str | None = None
+    # Eager fast path for elementwise ops: the NumPy ufunc (CuPy arrays dispatch through it).
+    ufunc: object = None
+    # The vjp reads the op's output (exp, sqrt, tanh, ...): autograd keeps it.
+    saves_output: bool = False
+    # Impure ops (random numbers) are never folded, CSE'd or replayed from a constant.
+    impure: bool = False
+    # The output shape depends on input *values* (nonzero, boolean masks): a graph break.
+    data_dependent_shape: bool = False
+    # Inputs that are indices or conditions: no gradient flows into them.
+    nondiff_inputs: tuple = ()
+    doc: str = ""
+    _dtype_cache: dict = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+    @property
+    def is_elementwise(self) -> bool:
+        return self.kind in ELEMENTWISE_KINDS
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} is defined twice")
+    OPS[op.name] = op
+    return op
+
+
+def get_op(name: str) -> OpDef:
+    return OPS[name]
+
+
+class _LazyModule:
+    """``F.add`` resolved on use: vjp rules call the function API, which needs this table."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+F = _LazyModule("execmode.functional")
+
+
+# --- shared shape helpers -------------------------------------------------------------
+
+class RuleError(Exception):
+    """Raised by shape/dtype rules; dispatch turns it into an ExecmodeError with context."""
+
+    def __init__(self, problem: str, cls=ShapeError):
+        super().__init__(problem)
+        self.problem = problem
+        self.cls = cls
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for s in shapes:
+            if len(s) >= -i:
+                d = s[i]
+                if d == 1:
+                    continue
+                if size != 1 and d != size:
+                    raise RuleError(
+                        "shapes " + ", ".join(str(tuple(s)) for s in shapes)
+                        + f" cannot be broadcast together (dimension {i}: {size} vs {d})"
+                    )
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
+        raise RuleError(f"axis must be an int, got {axis!r}", DTypeError)
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise RuleError(f"axis {axis} is out of range for a tensor of rank {ndim}")
+    return int(axis) % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim: int) -> tuple:
+    """``None`` -> all axes; an int or a sequence -> a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int | np.integer) and not isinstance(axis, bool):
+        axis = (axis,)
+    axes = tuple(normalize_axis(a, ndim) for a in axis)
+    if len(set(axes)) != len(axes):
+        raise RuleError(f"axis {tuple(axis)} repeats an axis")
+    return tuple(sorted(axes))
+
+
+def probe_dtype(op: OpDef, dtypes: tuple, attrs: dict, scalars: tuple = ()) -> np.dtype:
+    """Ask NumPy what dtype the eager impl produces for these input dtypes (cached).
+
+    ``scalars`` holds the Python types of weak scalar operands (in input order, with
+    ``None`` for tensors), so ``f32 * 0.5`` stays f32 exactly as NumPy decides it.
+    """
+    key = (dtypes, scalars, tuple(sorted((k, _hashable(v)) for k, v in attrs.items())))
+    hit = op._dtype_cache.get(key)
+    if hit is not None:
+        return hit
+    args = []
+    it = iter(dtypes)
+    for s in scalars or (None,) * len(dtypes):
+        args.append(np.ones((1,), dtype=next(it)) if s is None else s(1))
+    try:
+        with np.errstate(all="ignore"):
+            out = op.impl(np, *args, **_probe_attrs(op, attrs))
+    except Exception as exc:  # NumPy refused these dtypes (e.g. subtract on bool)
+        raise RuleError(f"unsupported dtypes: {_numpy_reason(exc)}", DTypeError) from None
+    dt = np.asarray(out).dtype
+    if dt not in SUPPORTED:
+        raise RuleError(f"produces unsupported dtype {dt}", DTypeError)
+    op._dtype_cache[key] = dt
+    return dt
+
+
+def _probe_attrs(op: OpDef, attrs: dict) -> dict:
+    # Reductions and movement ops are probed on rank-1 dummies: their dtype never depends on
+    # axes, so axis-like attributes are dropped.
+    if op.kind in (REDUCTION,):
+        return {k: v for k, v in attrs.items() if k not in ("axis",)}
+    return attrs
+
+
+def _numpy_reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return (v.shape, v.dtype.str, v.tobytes())
+    return v
