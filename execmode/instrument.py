@@ -45,9 +45,39 @@ class OpEvent(NamedTuple):
         return f"<OpEvent #{self.seq} {self.op} {self.duration_ns} ns{where}>"
 
 
+# Event kinds and the fields their ``data`` carries. Graph ids are strings such as
+# "train_step#0" (function qualname, signature index); node ids are ints ("%7").
+EVENT_KINDS = {
+    # A function was traced into a graph segment.
+    "trace": ("function", "graph_id", "segment", "signature", "node_count", "location"),
+    # A jitted function traced again for a new signature (or a broken guard).
+    "retrace": ("function", "reason", "signature"),
+    # Python needed a concrete value: the segment before was compiled and run.
+    "graph_break": ("function", "graph_id", "reason", "op", "location", "segment_before",
+                    "segment_after"),
+    # A whole graph's IR (text and JSON) and its per-pass record, once per compile.
+    "graph": ("function", "graph_id", "ir_text", "ir_json"),
+    "pass": ("graph_id", "index", "name", "wall_ns", "node_count", "kernel_count",
+             "buffer_count", "rewrites", "diff", "ir_text"),
+    # A kernel was generated (and compiled, or found in the cache).
+    "compile": ("graph_id", "kernel", "language", "source", "compile_ns", "cache_hit",
+                "member_nodes", "member_ops", "backend"),
+    # One step of a compiled plan ran: a fused kernel, a library call or a single op.
+    "kernel": ("graph_id", "kernel", "step_kind", "member_nodes", "member_ops", "bytes",
+               "output_shape", "output_dtype", "device", "location", "scope"),
+    # The memory plan of a graph: planned vs unplanned peak, and the eager peak.
+    "memory_plan": ("graph_id", "planned_peak", "unplanned_peak", "eager_peak", "buffers"),
+    # Live and peak bytes per device, sampled as ops allocate and free.
+    "memory": ("device", "live_bytes", "peak_bytes"),
+    # Free-form marks (a user's em.debug_print, a profiler calibration).
+    "mark": ("name", "text"),
+}
+
+
 @dataclass
 class Event:
-    """Graph-mode and bookkeeping events. ``kind`` names it; ``data`` holds its fields."""
+    """Graph-mode and bookkeeping events. ``kind`` is a key of EVENT_KINDS; ``data`` holds
+    its fields; ``start_ns``/``end_ns`` are ``time.perf_counter_ns`` stamps."""
 
     kind: str  # trace | retrace | graph_break | pass | compile | kernel | memory | mark
     data: dict = field(default_factory=dict)

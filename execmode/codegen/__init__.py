@@ -1,0 +1,1 @@
+"""execmode execmode/codegen."""
