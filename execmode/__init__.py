@@ -42,6 +42,8 @@ from .nn.functional import (  # noqa: E402
     sigmoid,
     softmax,
 )
+from .graph.explain import explain  # noqa: E402
+from .graph.jit import disable_jit, jit  # noqa: E402
 from .scope import named_scope  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 

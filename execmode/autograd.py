@@ -97,7 +97,10 @@ def backward(root: Tensor, gradient=None) -> None:
     if gradient.shape != root.shape:
         raise BackwardError(f"gradient shape {gradient.shape} does not match {root.shape}")
 
-    with no_grad():
+    from .scope import named_scope
+
+    # Backward ops are grouped under a "backward" scope, in events and in graphs.
+    with no_grad(), named_scope("backward"):
         if root._grad_fn is None:  # backward on a leaf: d(x)/d(x) = 1
             _accumulate(root, gradient)
             return

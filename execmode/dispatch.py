@@ -20,7 +20,7 @@ from .instrument import OpEvent
 from .instrument import _on_op, _seq  # shared objects: the list is mutated in place
 from .backend import CPU, as_device, device_of_array, xp_for
 from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
-from .ops.registry import Aval, RuleError, probe_dtype
+from .ops.registry import Aval, RuleError, infer_aval
 from .source import user_location
 from .tensor import SCALAR_TYPES, Tensor
 
@@ -241,26 +241,17 @@ def _emit_op(op, inputs, attrs, t, out, t0, device):
 
 # --- shape/dtype inference and error messages ------------------------------------------
 
-def aval_of(x) -> Aval:
+def aval_of(x):
+    """A Tensor's Aval; Python scalars pass through (they stay weakly typed)."""
     if isinstance(x, Tensor):
         return Aval(x.shape, x.dtype, x.device)
-    return Aval((), np.result_type(type(x)), None)
+    return x.item() if isinstance(x, np.generic) else x
 
 
 def infer(op, inputs, attrs) -> Aval:
     """Output shape/dtype/device of ``op`` without running it (raises RuleError)."""
-    avals = [aval_of(x) for x in inputs]
-    shape = tuple(op.shape_rule(*avals, **attrs))
-    dtypes = tuple(a.dtype for x, a in zip(inputs, avals) if isinstance(x, Tensor))
-    if op.dtype_rule is not None:
-        dtype = op.dtype_rule(dtypes, attrs)
-    else:
-        scalars = tuple(None if isinstance(x, Tensor) else type(x) for x in inputs)
-        dtype = probe_dtype(op, dtypes, attrs, scalars if len(dtypes) != len(inputs) else ())
-    device = next((a.device for x, a in zip(inputs, avals) if isinstance(x, Tensor)), None)
-    if device is None:
-        device = as_device(attrs.get("device"))
-    return Aval(shape, dtype, device)
+    device = None if any(isinstance(x, Tensor) for x in inputs) else as_device(attrs.get("device"))
+    return infer_aval(op, [aval_of(x) for x in inputs], attrs, device)
 
 
 def check_inputs(op, inputs):

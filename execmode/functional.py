@@ -579,6 +579,14 @@ def nonzero(x) -> tuple:
     return tuple(rows[:, i] for i in range(x.ndim))
 
 
+def debug_print(x, fmt: str = "{}") -> Tensor:
+    """Print ``x`` when this op runs: at once in eager mode, at every call of a jitted
+    function in graph mode (no graph break, unlike print(x))."""
+    if not isinstance(fmt, str) or "{" not in fmt:
+        raise ArgumentError("debug_print: fmt must be a format string with a {} placeholder")
+    return apply(OPS["debug_print"], _tensor_arg("debug_print", x), fmt=fmt)
+
+
 def count_nonzero(x, axis=None) -> Tensor:
     return sum(astype(not_equal(x, 0), int64), axis=axis)
 
@@ -596,5 +604,5 @@ __all__ = [
     "matmul", "matrix_transpose", "tensordot",
     "reshape", "permute_dims", "transpose", "swapaxes", "expand_dims", "squeeze", "flatten",
     "broadcast_to", "concat", "stack", "getitem", "setitem", "assign", "argwhere", "nonzero",
-    "count_nonzero",
+    "count_nonzero", "debug_print",
 ]

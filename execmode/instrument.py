@@ -6,7 +6,11 @@ objects with any of these methods (all optional):
 * ``before_op(op, inputs, attrs)`` - an eager op is about to run (the debugger pauses here);
 * ``on_op(event, output)`` - an eager op finished (``output`` is the result Tensor);
 * ``on_event(event)`` - every other event: trace, retrace, graph break, pass, compile,
-  kernel (a step of a compiled plan), memory.
+  kernel (a step of a compiled plan), memory;
+* ``before_kernel(plan, step_index, values)`` - a compiled plan is about to run a step
+  (the debugger steps kernel by kernel here);
+* ``after_kernel(plan, step_index, output)`` - a step finished; ``output`` is its array
+  (tensor breakpoints check it). Kernel *events* never carry arrays.
 """
 
 from __future__ import annotations
@@ -95,6 +99,8 @@ _listeners: list = []
 _on_op: list = []
 _before_op: list = []
 _on_event: list = []
+_before_kernel: list = []
+_after_kernel: list = []
 _seq = itertools.count()
 
 
@@ -139,6 +145,8 @@ def _rebuild() -> None:
     _on_op[:] = [lst.on_op for lst in _listeners if hasattr(lst, "on_op")]
     _before_op[:] = [lst.before_op for lst in _listeners if hasattr(lst, "before_op")]
     _on_event[:] = [lst.on_event for lst in _listeners if hasattr(lst, "on_event")]
+    _before_kernel[:] = [lst.before_kernel for lst in _listeners if hasattr(lst, "before_kernel")]
+    _after_kernel[:] = [lst.after_kernel for lst in _listeners if hasattr(lst, "after_kernel")]
     dispatch.set_listening(bool(_on_op or _before_op), bool(_before_op))
 
 

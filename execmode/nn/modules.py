@@ -146,6 +146,11 @@ class Sequential(Module):
             x = layer(x)
         return x
 
+    def named_parameters(self, prefix: str = ""):
+        # PyTorch's naming: "0.weight", "2.bias".
+        for i, layer in enumerate(self.layers):
+            yield from layer.named_parameters(prefix=f"{prefix}{i}.")
+
     def __getitem__(self, i):
         return self.layers[i]
 

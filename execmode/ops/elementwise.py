@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..dtypes import float32
+from ..dtypes import float32, float64
 from ..errors import DTypeError
 from .registry import (
     F,
@@ -49,10 +49,28 @@ def sum_to_shape(g, shape):
 
 def _float_input(xp, a):
     # NumPy computes float functions of bool in float16, which execmode does not support:
-    # such inputs are computed in float32 (ints follow NumPy: float64).
+    # such inputs are computed in float32. Ints compute in float64, as NumPy's exp or log
+    # do (and as 1 / x does: NumPy's integer reciprocal would truncate 1/2 to 0).
     if a.dtype == np.bool_:
         return a.astype(float32)
+    if a.dtype.kind in "iu":
+        return a.astype(float64)
     return a
+
+
+def check_supported(out):
+    """Refuse a NumPy result of a dtype execmode lacks (``bool // bool`` gives int8).
+
+    The traced path refuses these when it probes the dtype; eager refuses them here, so that
+    both modes agree. Every unsupported dtype reachable from supported inputs is narrower
+    than 4 bytes (int8, float16), which keeps the check to two attribute reads.
+    """
+    dt = out.dtype
+    if dt.itemsize < 4 and dt.kind != "b":
+        raise RuleError(
+            f"NumPy's result dtype {dt} is not supported by execmode; convert the operands "
+            "with astype(em.int64) or astype(em.float32) first", DTypeError)
+    return out
 
 
 def _unary(name, fn_name, template, vjp=None, saves_output=False, float_fn=False, doc=""):
@@ -62,7 +80,7 @@ def _unary(name, fn_name, template, vjp=None, saves_output=False, float_fn=False
             return getattr(xp, fn_name)(_float_input(xp, a))
     else:
         def impl(xp, a):
-            return getattr(xp, fn_name)(a)
+            return check_supported(getattr(xp, fn_name)(a))
     register(OpDef(
         name=name, kind=UNARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
         template=template, ufunc=None if float_fn else ufunc, saves_output=saves_output,
@@ -113,8 +131,22 @@ _unary("reciprocal", "reciprocal", "(({T})1 / {0})", float_fn=True, saves_output
        vjp=lambda g, out, x, **a: (F.negative(g) * out * out,))
 _unary("floor", "floor", "em_floor_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
 _unary("ceil", "ceil", "em_ceil_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
-# NumPy rounds half to even, as C's rint does in the default rounding mode.
-_unary("round", "rint", "em_rint_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
+
+
+def _round_impl(xp, a):
+    # NumPy rounds half to even, as C's rint does in the default rounding mode. Integers
+    # are already round and keep their dtype (np.round and the Array API agree; np.rint
+    # would turn them into float64); bool computes in float32 like the float functions.
+    if a.dtype.kind in "iu":
+        return a.copy()
+    return xp.rint(_float_input(xp, a))
+
+
+register(OpDef(
+    name="round", kind=UNARY, impl=_round_impl, shape_rule=_shape_elementwise,
+    vjp=lambda g, out, x, **a: (None,), template="em_rint_{sfx}({0})",
+    doc="Round to the nearest integer, half to even; integer dtypes are kept.",
+))
 _unary("logical_not", "logical_not", "(!{0})")
 _unary("isnan", "isnan", "em_isnan_{sfx}({0})")
 _unary("isinf", "isinf", "em_isinf_{sfx}({0})")
@@ -151,7 +183,7 @@ def _binary(name, fn_name, template, vjp=None, doc=""):
     ufunc = getattr(np, fn_name)
 
     def impl(xp, a, b):
-        return getattr(xp, fn_name)(a, b)
+        return check_supported(getattr(xp, fn_name)(a, b))
 
     register(OpDef(
         name=name, kind=BINARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
@@ -160,44 +192,50 @@ def _binary(name, fn_name, template, vjp=None, doc=""):
 
 
 def _grads(a, b, ga, gb):
-    """Reduce broadcast gradients to each operand's shape; scalars get no gradient."""
-    out_a = sum_to_shape(ga, a.shape) if ga is not None and hasattr(a, "shape") else None
-    out_b = sum_to_shape(gb, b.shape) if gb is not None and hasattr(b, "shape") else None
-    return out_a, out_b
+    """Gradients for (a, b) from thunks, evaluated only for tensors that need one (a Python
+    scalar operand gets None), reduced from the broadcast shape to each operand's shape."""
+    def one(x, thunk):
+        if thunk is None or not getattr(x, "requires_grad", False):
+            return None
+        return sum_to_shape(thunk(), x.shape)
+
+    return one(a, ga), one(b, gb)
 
 
 def _maximum_vjp(g, out, a, b):
     # Like torch.maximum: the larger operand gets the gradient, ties split it evenly.
     wa = F.astype(F.greater(a, b), g.dtype) + F.astype(F.equal(a, b), g.dtype) * 0.5
-    return _grads(a, b, g * wa, g * (1 - wa))
+    return _grads(a, b, lambda: g * wa, lambda: g * (1 - wa))
 
 
 def _minimum_vjp(g, out, a, b):
     wa = F.astype(F.less(a, b), g.dtype) + F.astype(F.equal(a, b), g.dtype) * 0.5
-    return _grads(a, b, g * wa, g * (1 - wa))
+    return _grads(a, b, lambda: g * wa, lambda: g * (1 - wa))
 
 
 def _pow_vjp(g, out, a, b):
-    ga = g * b * F.power(a, b - 1)
-    gb = None
-    if hasattr(b, "shape"):
+    def gb():
         # d/db a**b = a**b * log(a); where a == 0 the limit is 0 (as in PyTorch).
         safe_log = F.where(F.equal(a, 0), 0.0, F.log(F.where(F.equal(a, 0), 1.0, a)))
-        gb = g * out * safe_log
-    return _grads(a, b, ga, gb)
+        return g * out * safe_log
+
+    return _grads(a, b, lambda: g * b * F.power(a, b - 1), gb)
 
 
-_binary("add", "add", "({0} + {1})", vjp=lambda g, out, a, b: _grads(a, b, g, g))
+_binary("add", "add", "({0} + {1})",
+        vjp=lambda g, out, a, b: _grads(a, b, lambda: g, lambda: g))
 _binary("subtract", "subtract", "({0} - {1})",
-        vjp=lambda g, out, a, b: _grads(a, b, g, F.negative(g)))
+        vjp=lambda g, out, a, b: _grads(a, b, lambda: g, lambda: F.negative(g)))
 _binary("multiply", "multiply", "({0} * {1})",
-        vjp=lambda g, out, a, b: _grads(a, b, g * b, g * a))
+        vjp=lambda g, out, a, b: _grads(a, b, lambda: g * b, lambda: g * a))
 _binary("divide", "true_divide", "({0} / {1})",
-        vjp=lambda g, out, a, b: _grads(a, b, g / b, F.negative(g) * a / (b * b)))
+        vjp=lambda g, out, a, b: _grads(a, b, lambda: g / b,
+                                        lambda: F.negative(g) * a / (b * b)))
 _binary("floor_divide", "floor_divide", "em_floordiv_{sfx}({0}, {1})",
         vjp=lambda g, out, a, b: (None, None))
 _binary("remainder", "remainder", "em_mod_{sfx}({0}, {1})",
-        vjp=lambda g, out, a, b: _grads(a, b, g, F.negative(g) * F.floor_divide(a, b)))
+        vjp=lambda g, out, a, b: _grads(a, b, lambda: g,
+                                        lambda: F.negative(g) * F.floor_divide(a, b)))
 _binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=_pow_vjp)
 _binary("maximum", "maximum", "em_max_{sfx}({0}, {1})", vjp=_maximum_vjp,
         doc="Elementwise maximum; NaN in either operand gives NaN (as NumPy).")
@@ -215,6 +253,9 @@ _binary("logical_or", "logical_or", "({0} || {1})")
 # --- ternary --------------------------------------------------------------------------
 
 def _where_impl(xp, c, a, b):
+    # NumPy takes any condition by truthiness; execmode asks for bool, as when tracing.
+    if c.dtype != np.bool_:
+        raise RuleError(f"the condition must be bool, got {c.dtype}", DTypeError)
     return xp.where(c, a, b)
 
 
@@ -225,11 +266,7 @@ def _where_rule(c, a, b, **attrs):
 
 
 def _where_vjp(g, out, c, a, b):
-    zero = F.zeros_like(g)
-    ga = F.where(c, g, zero) if hasattr(a, "shape") else None
-    gb = F.where(c, zero, g) if hasattr(b, "shape") else None
-    ga = sum_to_shape(ga, a.shape) if ga is not None else None
-    gb = sum_to_shape(gb, b.shape) if gb is not None else None
+    ga, gb = _grads(a, b, lambda: F.where(c, g, 0.0), lambda: F.where(c, 0.0, g))
     return None, ga, gb
 
 

@@ -33,15 +33,21 @@ def _matmul_impl(xp, a, b):
 
 
 def _matmul_vjp(g, out, a, b):
+    # Only operands that require grad get one: data batches do not (saves a matmul).
+    need_a, need_b = a.requires_grad, b.requires_grad
     if a.ndim == 1 and b.ndim == 1:
-        return g * b, g * a
+        return (g * b if need_a else None), (g * a if need_b else None)
     a2 = F.reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
     b2 = F.reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
-    out2 = _matmul_rule(a2, b2)
-    g2 = F.reshape(g, out2)
-    ga = sum_to_shape(F.matmul(g2, F.matrix_transpose(b2)), a2.shape)
-    gb = sum_to_shape(F.matmul(F.matrix_transpose(a2), g2), b2.shape)
-    return F.reshape(ga, a.shape), F.reshape(gb, b.shape)
+    g2 = F.reshape(g, _matmul_rule(a2, b2))
+    ga = gb = None
+    if need_a:
+        ga = sum_to_shape(F.matmul(g2, F.matrix_transpose(b2)), a2.shape)
+        ga = F.reshape(ga, a.shape)
+    if need_b:
+        gb = sum_to_shape(F.matmul(F.matrix_transpose(a2), g2), b2.shape)
+        gb = F.reshape(gb, b.shape)
+    return ga, gb
 
 
 register(OpDef(

@@ -15,6 +15,11 @@ from .elementwise import sum_to_shape
 from .registry import F, INDEXING, MOVEMENT, OpDef, RuleError, broadcast_shapes, register
 
 
+def _same_dtype(dtypes, attrs):
+    # Movement ops never change the dtype (probing them on dummies would need real shapes).
+    return dtypes[0]
+
+
 # --- reshape ----------------------------------------------------------------------------
 
 def resolve_shape(shape, size: int) -> tuple:
@@ -39,7 +44,7 @@ def _reshape_rule(x, *, shape):
 
 
 register(OpDef(
-    name="reshape", kind=MOVEMENT, impl=lambda xp, a, *, shape: xp.reshape(a, shape),
+    name="reshape", dtype_rule=_same_dtype, kind=MOVEMENT, impl=lambda xp, a, *, shape: xp.reshape(a, shape),
     shape_rule=_reshape_rule, vjp=lambda g, out, x, *, shape: (F.reshape(g, x.shape),),
 ))
 
@@ -58,7 +63,7 @@ def _permute_vjp(g, out, x, *, axes):
 
 
 register(OpDef(
-    name="permute_dims", kind=MOVEMENT,
+    name="permute_dims", dtype_rule=_same_dtype, kind=MOVEMENT,
     impl=lambda xp, a, *, axes: xp.transpose(a, axes),
     shape_rule=_permute_rule, vjp=_permute_vjp,
 ))
@@ -73,7 +78,7 @@ def _broadcast_rule(x, *, shape):
 
 
 register(OpDef(
-    name="broadcast_to", kind=MOVEMENT,
+    name="broadcast_to", dtype_rule=_same_dtype, kind=MOVEMENT,
     impl=lambda xp, a, *, shape: xp.broadcast_to(a, shape),
     shape_rule=_broadcast_rule,
     vjp=lambda g, out, x, *, shape: (sum_to_shape(g, x.shape),),
@@ -110,7 +115,7 @@ def _concat_vjp(g, out, *xs, axis):
 
 
 register(OpDef(
-    name="concat", kind=MOVEMENT,
+    name="concat", kind=MOVEMENT, dtype_rule=lambda dtypes, attrs: np.result_type(*dtypes),
     impl=lambda xp, *arrays, axis: xp.concatenate(arrays, axis=axis),
     shape_rule=_concat_rule, vjp=_concat_vjp,
 ))
@@ -188,7 +193,7 @@ def _getitem_vjp(g, out, x, *index_tensors, index):
 
 
 register(OpDef(
-    name="getitem", kind=INDEXING, impl=_getitem_impl, shape_rule=_getitem_rule,
+    name="getitem", dtype_rule=_same_dtype, kind=INDEXING, impl=_getitem_impl, shape_rule=_getitem_rule,
     vjp=_getitem_vjp, nondiff_inputs=(1, 2, 3, 4, 5, 6, 7, 8),
     doc="x[index] with ints, slices, None, Ellipsis and integer index tensors.",
 ))
@@ -214,7 +219,7 @@ def _index_add_impl(xp, g, *index_arrays, shape, index):
 
 
 register(OpDef(
-    name="index_add", kind=INDEXING, impl=_index_add_impl, shape_rule=_index_add_rule,
+    name="index_add", dtype_rule=_same_dtype, kind=INDEXING, impl=_index_add_impl, shape_rule=_index_add_rule,
     vjp=lambda g, out, src, *idx, shape, index: (F.apply_op("getitem", g, *idx, index=index),)
     + (None,) * len(idx),
     nondiff_inputs=(1, 2, 3, 4, 5, 6, 7, 8),
@@ -251,7 +256,7 @@ def _index_put_vjp(g, out, x, v, *idx, index):
 
 
 register(OpDef(
-    name="index_put", kind=INDEXING, impl=_index_put_impl, shape_rule=_index_put_rule,
+    name="index_put", dtype_rule=_same_dtype, kind=INDEXING, impl=_index_put_impl, shape_rule=_index_put_rule,
     vjp=_index_put_vjp, nondiff_inputs=(2, 3, 4, 5, 6, 7, 8),
     doc="A copy of x with x[index] = v (x[index] = v on a tensor assigns through it).",
 ))
@@ -265,7 +270,7 @@ def _data_dependent_rule(*avals, **attrs):
 
 
 register(OpDef(
-    name="boolean_mask", kind=INDEXING,
+    name="boolean_mask", dtype_rule=_same_dtype, kind=INDEXING,
     impl=lambda xp, a, m: a[m],
     shape_rule=_data_dependent_rule, data_dependent_shape=True, nondiff_inputs=(1,),
     doc="x[mask] for a bool mask: the selected elements, flattened.",

@@ -138,7 +138,8 @@ def broadcast_shapes(*shapes) -> tuple:
 def normalize_axis(axis: int, ndim: int) -> int:
     if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
         raise RuleError(f"axis must be an int, got {axis!r}", DTypeError)
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    # A rank-0 tensor accepts axis 0 and -1, as in PyTorch.
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise RuleError(f"axis {axis} is out of range for a tensor of rank {ndim}")
     return int(axis) % ndim if ndim else 0
 
@@ -152,6 +153,9 @@ def normalize_axes(axis, ndim: int) -> tuple:
     axes = tuple(normalize_axis(a, ndim) for a in axis)
     if len(set(axes)) != len(axes):
         raise RuleError(f"axis {tuple(axis)} repeats an axis")
+    if ndim == 0:
+        # A rank-0 tensor accepts axis 0 or -1 (as in PyTorch) but has no axis to reduce.
+        return ()
     return tuple(sorted(axes))
 
 
@@ -181,11 +185,27 @@ def probe_dtype(op: OpDef, dtypes: tuple, attrs: dict, scalars: tuple = ()) -> n
     return dt
 
 
+def infer_aval(op: OpDef, operands, attrs: dict, device=None) -> Aval:
+    """Output Aval of ``op`` for operands that are Avals or Python scalars (RuleError if
+    they do not fit). ``device`` is used when no operand is a tensor (creation ops)."""
+    avals = [x if isinstance(x, Aval) else Aval((), np.result_type(type(x)), None)
+             for x in operands]
+    shape = tuple(op.shape_rule(*avals, **attrs))
+    dtypes = tuple(x.dtype for x in operands if isinstance(x, Aval))
+    if op.dtype_rule is not None:
+        dtype = op.dtype_rule(dtypes, attrs)
+    else:
+        scalars = tuple(None if isinstance(x, Aval) else type(x) for x in operands)
+        dtype = probe_dtype(op, dtypes, attrs, scalars if len(dtypes) != len(operands) else ())
+    dev = next((x.device for x in operands if isinstance(x, Aval)), None) or device
+    return Aval(shape, dtype, dev)
+
+
 def _probe_attrs(op: OpDef, attrs: dict) -> dict:
-    # Reductions and movement ops are probed on rank-1 dummies: their dtype never depends on
-    # axes, so axis-like attributes are dropped.
-    if op.kind in (REDUCTION,):
-        return {k: v for k, v in attrs.items() if k not in ("axis",)}
+    # Reductions are probed on rank-1 dummies: their dtype never depends on the axes, so
+    # they reduce everything.
+    if op.kind == REDUCTION:
+        return dict(attrs, axis=None)
     return attrs
 
 

@@ -30,3 +30,18 @@ register(OpDef(
     doc="In-place write of value into target (optimizer updates, x[...] = v). Under jit it is "
         "an explicit node applied at the end of the graph.",
 ))
+
+
+def _debug_print_impl(xp, a, *, fmt):
+    values = a if xp.__name__ == "numpy" else a.get()
+    print(fmt.format(values), flush=True)
+    return a
+
+
+register(OpDef(
+    name="debug_print", kind=OPAQUE, impl=_debug_print_impl,
+    shape_rule=lambda x, *, fmt: tuple(x.shape), dtype_rule=lambda dtypes, attrs: dtypes[0],
+    impure=True,
+    doc="Print a tensor's values when the op runs, in eager and in graph mode alike "
+        "(no graph break): em.debug_print(x, 'x = {}').",
+))

@@ -1,0 +1,509 @@
+"""``em.jit``: trace once per signature, then replay the compiled plan.
+
+Stages follow JAX: ``f.trace(*args)`` -> :class:`Traced` (``.graph``), ``.lower()`` ->
+:class:`Lowered` (the optimized graph and the per-pass record), ``.compile()`` ->
+:class:`Compiled` (the executable plan). Calling ``f(*args)`` does all three, cached.
+
+Semantics (tf.function's): a function without graph breaks runs its Python body only while
+tracing; later calls with the same signature replay the plan, so Python side effects
+(print, appending to a list, incrementing a counter) happen once per trace. A function with
+graph breaks re-runs its Python on every call, but each segment compiles once (segments are
+cached by a structural hash).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from dataclasses import dataclass, field
+
+from .. import dispatch, instrument
+from ..errors import ArgumentError
+from ..tensor import Tensor
+from . import pytree
+from .ir import Graph
+from .trace import GraphBreak, Segment, Tracer
+
+_jit_disabled = False
+
+
+class disable_jit:  # noqa: N801 - a context manager, as in JAX
+    """Run jitted functions eagerly inside this block (for debugging)."""
+
+    def __enter__(self):
+        global _jit_disabled
+        self._previous = _jit_disabled
+        _jit_disabled = True
+        return self
+
+    def __exit__(self, *exc):
+        global _jit_disabled
+        _jit_disabled = self._previous
+        return False
+
+
+# --- signatures -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Signature:
+    structure: object
+    leaves: tuple          # (shape, dtype, device, requires_grad) per tensor leaf
+    grad_enabled: bool
+    arg_names: tuple = ()  # readable names of the leaves ("x", "batch['y']")
+
+    @property
+    def key(self):
+        return (self.structure, self.leaves, self.grad_enabled)
+
+    def __str__(self) -> str:
+        from ..dtypes import short_name
+
+        parts = [f"{name}: {short_name(dt)}[{','.join(map(str, shape))}]"
+                 + ("" if str(dev) == "cpu" else f"@{dev}")
+                 for name, (shape, dt, dev, _) in zip(self.arg_names, self.leaves)]
+        statics = _statics(self.structure)
+        parts.extend(f"{name}={value!r}" for name, value in statics)
+        return "(" + ", ".join(parts) + ")"
+
+
+def _statics(structure, prefix="") -> list:
+    out: list = []
+    if structure == pytree.LEAF:
+        return out
+    tag = structure[0]
+    if tag == "static":
+        out.append((prefix or "static", structure[1][1]))
+    elif tag in ("tuple", "list"):
+        for i, c in enumerate(structure[1]):
+            out.extend(_statics(c, f"{prefix}[{i}]" if prefix else f"arg {i}"))
+    elif tag == "dict":
+        for k, c in zip(structure[1], structure[2]):
+            out.extend(_statics(c, f"{prefix}[{k!r}]" if prefix else str(k)))
+    return out
+
+
+def retrace_reason(old: Signature, new: Signature) -> str:
+    """A human sentence for why ``new`` needs a new trace ("arg x: shape (64, 512) -> ...")."""
+    if old.structure != new.structure:
+        old_s, new_s = dict(_statics(old.structure)), dict(_statics(new.structure))
+        for name in new_s:
+            if name in old_s and old_s[name] != new_s[name]:
+                return f"static arg {name}: {old_s[name]!r} -> {new_s[name]!r}"
+        return "argument structure changed (different nesting, keys or static arguments)"
+    if old.grad_enabled != new.grad_enabled:
+        return f"grad mode: {'on' if old.grad_enabled else 'off'} -> " \
+               f"{'on' if new.grad_enabled else 'off'}"
+    for name, a, b in zip(new.arg_names, old.leaves, new.leaves):
+        if a[0] != b[0]:
+            return f"{name}: shape {a[0]} -> {b[0]}"
+        if a[1] != b[1]:
+            return f"{name}: dtype {a[1]} -> {b[1]}"
+        if a[2] != b[2]:
+            return f"{name}: device {a[2]} -> {b[2]}"
+        if a[3] != b[3]:
+            return f"{name}: requires_grad {a[3]} -> {b[3]}"
+    return "new signature"
+
+
+@dataclass
+class Retrace:
+    reason: str
+    signature: str
+    time_ns: int
+
+    def __str__(self) -> str:
+        return f"retrace {self.signature}: {self.reason}"
+
+
+# --- compiled segments ------------------------------------------------------------------
+
+@dataclass
+class CompiledSegment:
+    """A segment lowered through the passes and turned into a plan; shared by every
+    structurally equal segment."""
+
+    graph: Graph          # as traced (the first time)
+    lowered: Graph
+    record: object        # the per-pass record
+    plan: object
+    structural_hash: str
+    compile_ns: int
+
+
+def lower_graph(graph: Graph, passes=None):
+    from ..passes.manager import run_passes
+
+    return run_passes(graph, passes)
+
+
+def compile_graph(lowered: Graph, graph_id: str, backend=None):
+    from ..codegen import kernel_factory_for
+    from ..plan import build_plan
+
+    return build_plan(lowered, graph_id, kernel_factory_for(lowered, graph_id, backend))
+
+
+# --- concrete functions -----------------------------------------------------------------
+
+@dataclass
+class ConcreteFunction:
+    """One traced signature: its segments, breaks and (without breaks) the replay plan."""
+
+    signature: Signature
+    segments: list[Segment]
+    breaks: list[GraphBreak]
+    guards: list                     # [(tensor, grad_was_none)]
+    out_structure: object = None
+    out_spec: list = field(default_factory=list)      # ("out", k) | ("const", value)
+    grad_writes: list = field(default_factory=list)   # [(owner, k | None)]
+    calls: int = 0
+
+    @property
+    def has_breaks(self) -> bool:
+        return bool(self.breaks)
+
+    @property
+    def graphs(self) -> list[Graph]:
+        return [s.graph for s in self.segments]
+
+    def guards_hold(self) -> str | None:
+        """None if every guard holds, else why not."""
+        for tensor, was_none in self.guards:
+            if (tensor._grad is None) != was_none:
+                state = "None" if was_none else "a tensor"
+                now = "a tensor" if was_none else "None"
+                return f".grad of {_short(tensor)} was {state} when traced, now {now}"
+        return None
+
+    def replay(self, leaves):
+        segment = self.segments[0]
+        compiled = segment.compiled
+        arrays = [src.read(leaves) for src in segment.sources]
+        outputs = compiled.plan.run(arrays)
+        results = []
+        for kind, value in self.out_spec:
+            results.append(_wrap(outputs[value]) if kind == "out" else value)
+        for owner, k in self.grad_writes:
+            owner._grad = None if k is None else _wrap(outputs[k])
+        return pytree.unflatten(self.out_structure, results)
+
+
+def _wrap(array) -> Tensor:
+    t = object.__new__(Tensor)
+    t._data = array
+    t.requires_grad = False
+    return t
+
+
+def _short(t: Tensor) -> str:
+    return f"tensor {t.dtype}{list(t.shape)}"
+
+
+class JitFunction:
+    """The callable ``em.jit(fn)`` returns."""
+
+    def __init__(self, fn, passes=None, fullgraph: bool = False, backend: str | None = None):
+        if not callable(fn):
+            raise ArgumentError(f"em.jit needs a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.passes = passes
+        self.fullgraph = fullgraph
+        self.backend = backend
+        self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
+        self._cache: dict = {}               # signature key -> [ConcreteFunction]
+        self._segments: dict[str, CompiledSegment] = {}
+        self.retraces: list[Retrace] = []
+        self.trace_count = 0
+        self.compile_count = 0
+        try:
+            self._parameters = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            self._parameters = []
+
+    def __get__(self, obj, objtype=None):
+        # Jitted methods: bind self as a static argument, like functools.partial.
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<em.jit {self.name}: {len(self.concrete_functions)} signature(s)>"
+
+    @property
+    def concrete_functions(self) -> list[ConcreteFunction]:
+        return [cf for entries in self._cache.values() for cf in entries]
+
+    # --- calling -------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _jit_disabled or dispatch._tracer is not None:
+            # Disabled, or called inside another trace: inline the Python.
+            return self.fn(*args, **kwargs)
+        leaves, structure = pytree.flatten((args, kwargs))
+        signature = self._signature(structure, leaves)
+        entries = self._cache.get(signature.key)
+        reason = None
+        if entries:
+            for cf in entries:
+                reason = cf.guards_hold()
+                if reason is None:
+                    cf.calls += 1
+                    if cf.has_breaks:
+                        return self._trace(args, kwargs, leaves, signature, reuse=cf)[1]
+                    return cf.replay(leaves)
+        elif self._cache:
+            reason = retrace_reason(self._latest_signature, signature)
+        if reason is not None:
+            self.retraces.append(Retrace(reason, str(signature), time.perf_counter_ns()))
+            if instrument._on_event:
+                instrument.emit(instrument.Event("retrace", {
+                    "function": self.name, "reason": reason, "signature": str(signature),
+                }, time.perf_counter_ns(), time.perf_counter_ns()))
+        cf, result = self._trace(args, kwargs, leaves, signature)
+        self._cache.setdefault(signature.key, []).append(cf)
+        self._latest_signature = signature
+        return result
+
+    def _signature(self, structure, leaves) -> Signature:
+        described = tuple((t.shape, t.dtype, t.device, t.requires_grad) for t in leaves)
+        names = tuple(self._leaf_name(structure, i) for i in range(len(leaves)))
+        return Signature(structure, described, dispatch._grad_enabled, names)
+
+    def _leaf_name(self, structure, index: int) -> str:
+        path = pytree.describe_path(structure, index)  # "[0][1]" over (args, kwargs)
+        if path.startswith("[0]["):
+            rest = path[4:]
+            pos, _, tail = rest.partition("]")
+            if pos.isdigit() and int(pos) < len(self._parameters):
+                return self._parameters[int(pos)] + tail
+            return f"arg {pos}{tail}"
+        if path.startswith("[1]["):
+            key, _, tail = path[4:].partition("]")
+            return key.strip("'") + tail
+        return path
+
+    # --- tracing -------------------------------------------------------------------------
+    def _trace(self, args, kwargs, leaves, signature, reuse=None, execute=True):
+        """Run the Python body under a tracer; returns (ConcreteFunction, result)."""
+        self.trace_count += 1
+        labels = capture_labels(self.fn)
+        tracer = Tracer(self.name, self._run_segment, labels, self.fullgraph, execute)
+        stand_ins = [tracer.stand_in(t, i, signature.arg_names[i]) for i, t in enumerate(leaves)]
+        with tracer:
+            (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
+            result = self.fn(*s_args, **s_kwargs)
+            out_leaves, out_structure = pytree.flatten(result)
+            out_nodes = [_traced_node(t, tracer) for t in out_leaves]
+            grad_entries = []  # (user's tensor, new grad or None, its node or None)
+            for owner, value in tracer.grad_state.values():
+                user = tracer.stand_in_of.get(id(owner), owner)
+                grad_entries.append((user, value, _traced_node(value, tracer)))
+            traced_grads = [v for _, v, node in grad_entries if node is not None]
+            segment = tracer.finish(list(out_leaves), traced_grads)
+        positions = {node_id: k for k, node_id in enumerate(segment.graph.outputs)}
+        out_spec = [("out", positions[node]) if node is not None else ("const", t)
+                    for t, node in zip(out_leaves, out_nodes)]
+        grad_writes = []
+        for user, value, node in grad_entries:
+            if value is None:
+                grad_writes.append((user, None))
+            elif node is not None:
+                grad_writes.append((user, positions[node]))
+            else:
+                continue  # the grad was read but not changed
+            if execute:
+                user._grad = value
+        if execute:
+            for t in out_leaves:
+                if isinstance(t, Tensor):
+                    t._grad_fn = None  # outputs of a jitted function carry no tape
+                    t.requires_grad = False
+        guards = list(tracer.grad_guards.values())
+        cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
+                                       out_structure, out_spec, grad_writes)
+        if reuse is None and not tracer.breaks:
+            cf.segments[0].output_tensors = []  # replay builds fresh outputs
+        if reuse is not None:
+            cf.segments, cf.breaks = tracer.segments, tracer.breaks
+        self._last_tracer = tracer
+        return cf, result
+
+    def _run_segment(self, segment: Segment, arrays: list) -> list:
+        compiled = self.compile_segment(segment.graph)
+        segment.compiled = compiled
+        return compiled.plan.run(arrays)
+
+    def compile_segment(self, graph: Graph) -> CompiledSegment:
+        key = graph.structural_hash()
+        hit = self._segments.get(key)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter_ns()
+        lowered, record = lower_graph(graph, self.passes)
+        plan = compile_graph(lowered, graph.name, self.backend)
+        compiled = CompiledSegment(graph, lowered, record, plan, key,
+                                   time.perf_counter_ns() - t0)
+        self._segments[key] = compiled
+        self.compile_count += 1
+        if instrument._on_event:
+            from .ir import format_graph
+
+            instrument.emit(instrument.Event("graph", {
+                "function": self.name, "graph_id": graph.name, "ir_text": format_graph(graph),
+                "ir_json": graph.to_json(), "lowered_text": format_graph(lowered),
+                "structural_hash": key,
+            }, t0, time.perf_counter_ns()))
+        return compiled
+
+    # --- stages --------------------------------------------------------------------------
+    def trace(self, *args, **kwargs) -> Traced:
+        """Trace without running (a function with graph breaks must run its segments)."""
+        leaves, structure = pytree.flatten((args, kwargs))
+        signature = self._signature(structure, leaves)
+        cf, _ = self._trace(args, kwargs, leaves, signature, execute=False)
+        return Traced(self, cf)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        return self.trace(*args, **kwargs).lower()
+
+
+def _traced_node(t, tracer):
+    """The node id computing ``t`` in the tracer's current segment, or None."""
+    if isinstance(t, Tensor):
+        d = t._data
+        if getattr(d, "tracer", None) is tracer:
+            return d.node_id
+    return None
+
+
+def _replace_leaves(tree, new_leaves):
+    _, structure = pytree.flatten(tree)
+    return pytree.unflatten(structure, new_leaves)
+
+
+def capture_labels(fn) -> dict[int, str]:
+    """Names for captured tensors: globals and closure variables the function reads, and
+    the parameters and state of modules and optimizers among them."""
+    from ..nn import Module
+    from ..optim import Optimizer
+
+    labels: dict[int, str] = {}
+    scopes: dict = {}
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        g = getattr(fn, "__globals__", {})
+        for name in code.co_names:
+            if name in g:
+                scopes[name] = g[name]
+        if fn.__closure__:
+            for name, cell in zip(code.co_freevars, fn.__closure__):
+                try:
+                    scopes[name] = cell.cell_contents
+                except ValueError:
+                    pass
+    # Module parameter names win over an optimizer's lists of the same tensors.
+    ordered = sorted(scopes.items(), key=lambda kv: not isinstance(kv[1], Module | Tensor))
+    for name, value in ordered:
+        if isinstance(value, Tensor):
+            labels.setdefault(id(value), name)
+        elif isinstance(value, Module):
+            for pname, p in value.named_parameters(prefix=f"{name}."):
+                labels.setdefault(id(p), pname)
+        elif isinstance(value, Optimizer):
+            for attr, items in vars(value).items():
+                if isinstance(items, list):
+                    for i, t in enumerate(items):
+                        if isinstance(t, Tensor):
+                            labels.setdefault(id(t), f"{name}.{attr}[{i}]")
+                elif isinstance(items, Tensor):
+                    labels.setdefault(id(items), f"{name}.{attr}")
+    return labels
+
+
+# --- stage objects ----------------------------------------------------------------------
+
+class Traced:
+    """The result of ``f.trace(*args)``: the graph(s) as traced."""
+
+    def __init__(self, jitted: JitFunction, cf: ConcreteFunction):
+        self.jitted = jitted
+        self.concrete = cf
+
+    @property
+    def graph(self) -> Graph:
+        return self.concrete.segments[-1].graph if len(self.concrete.segments) == 1 \
+            else self.concrete.segments[0].graph
+
+    @property
+    def graphs(self) -> list[Graph]:
+        return self.concrete.graphs
+
+    @property
+    def breaks(self) -> list[GraphBreak]:
+        return self.concrete.breaks
+
+    def lower(self, passes=None) -> Lowered:
+        passes = self.jitted.passes if passes is None else passes
+        results = [lower_graph(g, passes) for g in self.graphs]
+        return Lowered(self, [r[0] for r in results], [r[1] for r in results])
+
+    def __str__(self) -> str:
+        return "\n\n".join(str(g) for g in self.graphs)
+
+
+class Lowered:
+    """The optimized graph(s) and the per-pass record of each."""
+
+    def __init__(self, traced: Traced, graphs: list[Graph], records: list):
+        self.traced = traced
+        self.graphs = graphs
+        self.records = records
+
+    @property
+    def graph(self) -> Graph:
+        return self.graphs[0]
+
+    @property
+    def record(self):
+        return self.records[0]
+
+    def compile(self) -> Compiled:
+        plans = [compile_graph(g, g.name, self.traced.jitted.backend) for g in self.graphs]
+        return Compiled(self, plans)
+
+    def __str__(self) -> str:
+        return "\n\n".join(str(r) for r in self.records)
+
+
+class Compiled:
+    """The executable plan(s). Calling it runs the jitted function normally."""
+
+    def __init__(self, lowered: Lowered, plans: list):
+        self.lowered = lowered
+        self.plans = plans
+
+    @property
+    def plan(self):
+        return self.plans[0]
+
+    def __call__(self, *args, **kwargs):
+        return self.lowered.traced.jitted(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return "\n".join(step.describe() for plan in self.plans for step in plan.steps)
+
+
+def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = None):
+    """Trace ``fn`` into a graph on first call per signature, optimize and compile it.
+
+    ``passes``: names of the passes to run (default: all); ``fullgraph=True`` raises at a
+    graph break instead of splitting; ``backend``: "c", "interpreter" or "numpy" (unfused).
+    """
+    if fn is None:
+        return lambda f: JitFunction(f, passes, fullgraph, backend)
+    return JitFunction(fn, passes, fullgraph, backend)
+
+
+__all__ = ["Compiled", "ConcreteFunction", "JitFunction", "Lowered", "Traced",
+           "disable_jit", "jit"]

@@ -1,0 +1,79 @@
+"""Pytrees: nested lists, tuples and dicts of tensors, as in jax.tree_util.
+
+``flatten`` splits a value into its leaves (tensors) and a hashable structure in which
+everything that is not a tensor is kept by value (static: part of a jit signature).
+"""
+
+from __future__ import annotations
+
+from ..tensor import Tensor
+
+LEAF = "*"
+
+
+def flatten(value) -> tuple[list, object]:
+    leaves: list = []
+    return leaves, _flatten(value, leaves)
+
+
+def _flatten(value, leaves):
+    if isinstance(value, Tensor):
+        leaves.append(value)
+        return LEAF
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return ("tuple", tuple(_flatten(v, leaves) for v in value))
+    if isinstance(value, list):
+        return ("list", tuple(_flatten(v, leaves) for v in value))
+    if isinstance(value, dict):
+        keys = sorted(value, key=repr)
+        return ("dict", tuple(keys), tuple(_flatten(value[k], leaves) for k in keys))
+    return ("static", _static_key(value))
+
+
+def _static_key(value):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            f"em.jit: an argument of type {type(value).__name__} is neither a tensor, a "
+            "list/tuple/dict of them, nor hashable (static arguments key the cache by value)"
+        ) from None
+    return (type(value).__name__, value)
+
+
+def unflatten(structure, leaves) -> object:
+    it = iter(leaves)
+    return _unflatten(structure, it)
+
+
+def _unflatten(s, it):
+    if s == LEAF:
+        return next(it)
+    tag = s[0]
+    if tag == "tuple":
+        return tuple(_unflatten(c, it) for c in s[1])
+    if tag == "list":
+        return [_unflatten(c, it) for c in s[1]]
+    if tag == "dict":
+        return {k: _unflatten(c, it) for k, c in zip(s[1], s[2])}
+    return s[1][1]
+
+
+def describe_path(structure, leaf_index: int) -> str:
+    """A readable path for the n-th leaf: "arg 0", "arg 1[2]", "arg 0['w']"."""
+    paths: list[str] = []
+    _paths(structure, "", paths)
+    return paths[leaf_index] if leaf_index < len(paths) else f"leaf {leaf_index}"
+
+
+def _paths(s, prefix, out):
+    if s == LEAF:
+        out.append(prefix)
+        return
+    tag = s[0]
+    if tag in ("tuple", "list"):
+        for i, c in enumerate(s[1]):
+            _paths(c, f"{prefix}[{i}]", out)
+    elif tag == "dict":
+        for k, c in zip(s[1], s[2]):
+            _paths(c, f"{prefix}[{k!r}]", out)
