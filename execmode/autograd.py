@@ -14,14 +14,30 @@ from .errors import BackwardError
 from .tensor import Tensor
 
 
+# In-place writes (assign, setitem, ``w -= lr * g``) stamp the tensor they write with a
+# tick of this clock, and every GradNode keeps the tick at which it was made. A node whose
+# inputs or saved output were overwritten after it was made would compute its vjp from
+# values that are gone, or follow a history the tensor no longer has: backward refuses
+# it (as PyTorch's version counters do) instead of returning wrong gradients.
+_tick = 0
+
+
+def mark_modified(t: Tensor) -> None:
+    """Record that ``t``'s values were just overwritten in place."""
+    global _tick
+    _tick += 1
+    t._written_at = _tick
+
+
 class GradNode:
-    __slots__ = ("op", "inputs", "attrs", "saved_output")
+    __slots__ = ("op", "inputs", "attrs", "saved_output", "made_at")
 
     def __init__(self, op, inputs, attrs, saved_output):
         self.op = op
         self.inputs = inputs
         self.attrs = attrs
         self.saved_output = saved_output
+        self.made_at = _tick
 
     def __repr__(self) -> str:
         return f"<GradNode {self.op.name}>"
@@ -112,6 +128,7 @@ def backward(root: Tensor, gradient=None) -> None:
             if t._retains_grad:
                 _accumulate(t, g)
             node = t._grad_fn
+            _check_not_overwritten(t, node)
             in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
             for x, gx in zip(node.inputs, in_grads):
                 if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
@@ -129,3 +146,19 @@ def _accumulate(leaf: Tensor, g: Tensor) -> None:
     # Reading and writing through the property lets a tracer see .grad as graph state.
     current = leaf.grad
     leaf.grad = g if current is None else current + g
+
+
+def _check_not_overwritten(t: Tensor, node: GradNode) -> None:
+    made = node.made_at
+    stale = [x for x in node.inputs if isinstance(x, Tensor) and getattr(x, "_written_at", 0) > made]
+    if node.op.saves_output and getattr(t, "_written_at", 0) > made:
+        stale.append(t)
+    if stale:
+        from .errors import describe_operand
+
+        raise BackwardError(
+            f"backward through {node.op.name}: {describe_operand(stale[0])} was overwritten "
+            f"in place (assign, setitem or an augmented assignment such as -=) after "
+            f"{node.op.name} used it, so its gradient cannot be computed; update it out of "
+            "place, or call backward() before the in-place update"
+        )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import DTypeError
+
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int32 = np.dtype("int32")
@@ -38,7 +40,7 @@ def as_dtype(value) -> np.dtype:
         dt = value
     elif isinstance(value, str):
         if value not in _ALIASES and value not in _FROM_SHORT:
-            raise TypeError(f"unknown dtype {value!r}; expected one of {sorted(_ALIASES)}")
+            raise DTypeError(f"unknown dtype {value!r}; expected one of {sorted(_ALIASES)}")
         dt = _ALIASES.get(value) or _FROM_SHORT[value]
     elif value is float:
         dt = float32
@@ -47,9 +49,12 @@ def as_dtype(value) -> np.dtype:
     elif value is bool:
         dt = bool_
     else:
-        dt = np.dtype(value)
+        try:
+            dt = np.dtype(value)
+        except TypeError:
+            raise DTypeError(f"{value!r} is not a dtype") from None
     if dt not in SUPPORTED:
-        raise TypeError(
+        raise DTypeError(
             f"dtype {dt} is not supported; execmode supports "
             + ", ".join(str(d) for d in SUPPORTED)
         )
@@ -74,7 +79,15 @@ def result_type(*operands) -> np.dtype:
 
 
 def default_dtype_for(data) -> np.dtype:
-    """The dtype ``em.tensor(data)`` picks: float32 for floats (like PyTorch), int64 for ints."""
+    """The dtype ``em.tensor(data)`` picks when none is given.
+
+    Data that has a supported dtype already (a NumPy array or scalar) keeps it, as in
+    ``torch.tensor``; Python numbers and lists of them give float32 for floats (like
+    PyTorch), int64 for ints and bool for bools.
+    """
+    dt = getattr(data, "dtype", None)
+    if isinstance(dt, np.dtype) and dt in SUPPORTED:
+        return dt
     arr = np.asarray(data)
     if arr.dtype.kind == "f":
         return float32

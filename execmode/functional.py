@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
 import numpy as np
 
 from . import dispatch
-from .backend import as_device
+from .autograd import GradNode, mark_modified, no_grad
+from .backend import as_device, xp_for
 from .dtypes import DEFAULT_FLOAT, as_dtype, bool_, default_dtype_for, float64, int64
-from .errors import ArgumentError, BackwardError, ShapeError, op_error
+from .errors import (
+    ArgumentError,
+    BackwardError,
+    DeviceError,
+    DTypeError,
+    ShapeError,
+    op_error,
+)
 from .ops import OPS
 from .ops.movement import resolve_shape
 from .ops.reductions import normalize_reduction_attrs, reduced_shape
@@ -32,6 +41,24 @@ def apply_op(name: str, *inputs, **attrs):
 
 def _rule_error(op: str, inputs, exc: RuleError):
     return op_error(exc.cls, op, inputs, exc.problem)
+
+
+def _device_arg(op: str, device, inputs=()) -> str:
+    """The device's name, checked here so that a bad one names the op and the user's line."""
+    try:
+        dev = as_device(device)
+        if dev.is_cuda:
+            xp_for(dev)  # raises when CuPy or the GPU is missing
+    except DeviceError as exc:
+        raise op_error(DeviceError, op, inputs, str(exc)) from None
+    return str(dev)
+
+
+def _dtype_arg(op: str, dtype, inputs=()):
+    try:
+        return as_dtype(dtype)
+    except DTypeError as exc:
+        raise op_error(DTypeError, op, inputs, str(exc)) from None
 
 
 def _tensor_arg(op: str, x, inputs=None):
@@ -72,13 +99,15 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """
     if isinstance(data, Tensor):
         data = data.numpy()
-    dt = as_dtype(dtype) if dtype is not None else default_dtype_for(data)
     try:
+        dt = _dtype_arg("tensor", dtype) if dtype is not None else default_dtype_for(data)
         value = np.array(data, dtype=dt)
     except (ValueError, TypeError) as exc:
-        raise ArgumentError(f"em.tensor: cannot make a {dt} tensor from {type(data).__name__}: "
-                            f"{exc}") from None
-    dev = str(as_device(device))
+        if isinstance(exc, DTypeError):
+            raise
+        raise op_error(ArgumentError, "tensor", (data,),
+                       f"cannot make a tensor from this {type(data).__name__}: {exc}") from None
+    dev = _device_arg("tensor", device)
     t = apply(OPS["constant"], value=value, shape=value.shape, dtype=dt, device=dev)
     return _finish(t, requires_grad)
 
@@ -97,8 +126,9 @@ def asarray(data, dtype=None, device=None) -> Tensor:
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     shape = _shape_arg((shape,))
-    dt = as_dtype(dtype) if dtype is not None else default_dtype_for(fill_value)
-    t = apply(OPS["full"], shape=shape, value=fill_value, dtype=dt, device=str(as_device(device)))
+    dt = _dtype_arg("full", dtype) if dtype is not None else default_dtype_for(fill_value)
+    t = apply(OPS["full"], shape=shape, value=fill_value, dtype=dt,
+              device=_device_arg("full", device))
     return _finish(t, requires_grad)
 
 
@@ -132,26 +162,31 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
         all_int = builtins.all(isinstance(v, int | np.integer) for v in (start, stop, step))
         dt = int64 if all_int else DEFAULT_FLOAT
     else:
-        dt = as_dtype(dtype)
+        dt = _dtype_arg("arange", dtype)
+    if step == 0:
+        raise op_error(ArgumentError, "arange", (start, stop, step), "step must not be zero")
     return apply(OPS["arange"], start=start, stop=stop, step=step, dtype=dt,
-                 device=str(as_device(device)))
+                 device=_device_arg("arange", device))
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None) -> Tensor:
+    if int(num) < 0:
+        raise op_error(ArgumentError, "linspace", (start, stop, num),
+                       f"num must be >= 0, got {num}")
     return apply(OPS["linspace"], start=float(start), stop=float(stop), num=int(num),
-                 endpoint=bool(endpoint), dtype=as_dtype(dtype or DEFAULT_FLOAT),
-                 device=str(as_device(device)))
+                 endpoint=bool(endpoint), dtype=_dtype_arg("linspace", dtype or DEFAULT_FLOAT),
+                 device=_device_arg("linspace", device))
 
 
 def eye(n, m=None, k=0, dtype=None, device=None) -> Tensor:
     return apply(OPS["eye"], n=int(n), m=int(n if m is None else m), k=int(k),
-                 dtype=as_dtype(dtype or DEFAULT_FLOAT), device=str(as_device(device)))
+                 dtype=_dtype_arg("eye", dtype or DEFAULT_FLOAT), device=_device_arg("eye", device))
 
 
 def _random(op_name, shape, dtype, device, requires_grad, **params):
     shape = _shape_arg((shape,))
-    t = apply(OPS[op_name], shape=shape, dtype=as_dtype(dtype or DEFAULT_FLOAT),
-              device=str(as_device(device)), **params)
+    t = apply(OPS[op_name], shape=shape, dtype=_dtype_arg(op_name, dtype or DEFAULT_FLOAT),
+              device=_device_arg(op_name, device), **params)
     return _finish(t, requires_grad)
 
 
@@ -249,18 +284,19 @@ def clip(x, min=None, max=None) -> Tensor:  # noqa: A002 - Array API names
 
 
 def astype(x, dtype) -> Tensor:
-    dt = as_dtype(dtype)
     x = _tensor_arg("astype", x)
+    dt = _dtype_arg("astype", dtype, (x,))
     if x.dtype == dt:
         return x
     return apply(OPS["cast"], x, dtype=dt)
 
 
 def to_device(x, device) -> Tensor:
-    dev = as_device(device)
+    x = _tensor_arg("to_device", x)
+    dev = _device_arg("to_device", device, (x,))
     if x.device == dev:
         return x
-    return apply(OPS["to_device"], x, device=str(dev))
+    return apply(OPS["to_device"], x, device=dev)
 
 
 # --- reductions -------------------------------------------------------------------------
@@ -345,6 +381,7 @@ def matmul(a, b) -> Tensor:
 
 def matrix_transpose(x) -> Tensor:
     """Swap the last two axes (``x.mT``)."""
+    x = _tensor_arg("matrix_transpose", x)
     if x.ndim < 2:
         raise op_error(ShapeError, "matrix_transpose", (x,), "needs a tensor of rank >= 2")
     axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
@@ -353,7 +390,12 @@ def matrix_transpose(x) -> Tensor:
 
 def tensordot(a, b, axes=2) -> Tensor:
     """Sum products over the last ``axes`` axes of ``a`` and the first of ``b`` (or pairs)."""
+    a = _tensor_arg("tensordot", a, (a, b))
+    b = _tensor_arg("tensordot", b, (a, b))
     if isinstance(axes, int):
+        if not 0 <= axes <= builtins.min(a.ndim, b.ndim):
+            raise op_error(ShapeError, "tensordot", (a, b),
+                           f"axes={axes} needs both operands to have at least {axes} axes")
         axes_a = tuple(range(a.ndim - axes, a.ndim))
         axes_b = tuple(range(axes))
     else:
@@ -381,9 +423,8 @@ def tensordot(a, b, axes=2) -> Tensor:
 
 def reshape(x, shape) -> Tensor:
     x = _tensor_arg("reshape", x)
-    shape = _shape_like(shape)
     try:
-        shape = resolve_shape(shape, x.size)
+        shape = resolve_shape(_shape_like(shape), x.size)
     except RuleError as exc:
         raise _rule_error("reshape", (x,), exc) from None
     if shape == x.shape:
@@ -394,7 +435,11 @@ def reshape(x, shape) -> Tensor:
 def _shape_like(shape) -> tuple:
     if isinstance(shape, int | np.integer):
         return (int(shape),)
-    return tuple(int(d) for d in shape)
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise RuleError(f"a shape must be a sequence of ints, got {shape!r}",
+                        ArgumentError) from None
 
 
 def permute_dims(x, axes=None) -> Tensor:
@@ -415,6 +460,7 @@ transpose = permute_dims
 
 
 def swapaxes(x, axis1, axis2) -> Tensor:
+    x = _tensor_arg("swapaxes", x)
     try:
         a1, a2 = normalize_axis(axis1, x.ndim), normalize_axis(axis2, x.ndim)
     except RuleError as exc:
@@ -426,7 +472,7 @@ def swapaxes(x, axis1, axis2) -> Tensor:
 
 def expand_dims(x, axis) -> Tensor:
     x = _tensor_arg("expand_dims", x)
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
     ndim = x.ndim + len(axes)
     try:
         axes = normalize_axes(axes, ndim)
@@ -454,14 +500,23 @@ def flatten(x, start_axis=0, end_axis=-1) -> Tensor:
     x = _tensor_arg("flatten", x)
     if x.ndim == 0:
         return reshape(x, (1,))
-    s, e = normalize_axis(start_axis, x.ndim), normalize_axis(end_axis, x.ndim)
+    try:
+        s, e = normalize_axis(start_axis, x.ndim), normalize_axis(end_axis, x.ndim)
+    except RuleError as exc:
+        raise _rule_error("flatten", (x,), exc) from None
+    if s > e:
+        raise op_error(ShapeError, "flatten", (x,),
+                       f"start axis {start_axis} comes after end axis {end_axis}")
     shape = x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:]
     return reshape(x, shape)
 
 
 def broadcast_to(x, shape) -> Tensor:
     x = _tensor_arg("broadcast_to", x)
-    shape = _shape_like(shape)
+    try:
+        shape = _shape_like(shape)
+    except RuleError as exc:
+        raise _rule_error("broadcast_to", (x,), exc) from None
     if shape == x.shape:
         return x
     return apply(OPS["broadcast_to"], x, shape=shape)
@@ -554,19 +609,51 @@ def setitem(x, index, value) -> None:
 def assign(target, value) -> Tensor:
     """Write ``value`` into ``target``'s storage (an in-place update); returns ``target``.
 
-    Under ``em.jit`` it becomes an explicit assign node applied at the end of the graph.
+    With autograd recording, ``target`` takes the history of ``value`` (so ``h += 1`` or
+    ``x[i] = w`` differentiate as in PyTorch); ops that used ``target`` before the write
+    refuse to backpropagate through the overwritten values. Under ``em.jit`` it becomes an
+    explicit assign node applied at the end of the graph.
     """
     if not isinstance(target, Tensor):
-        raise ArgumentError(f"assign: the target must be a Tensor, got {type(target).__name__}")
-    if dispatch._grad_enabled and target.requires_grad and target.is_leaf:
-        raise BackwardError(
-            "in-place update of a leaf tensor that requires grad; do it under em.no_grad() "
-            "(optimizers do) or use an out-of-place op"
-        )
+        raise op_error(ArgumentError, "assign", (target, value),
+                       f"the target must be a Tensor, got {type(target).__name__}")
+    tracked = dispatch._grad_enabled and (
+        target.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
+    if tracked and target.requires_grad and target.is_leaf:
+        raise op_error(BackwardError, "assign", (target, value),
+                       "in-place update of a leaf tensor that requires grad; do it under "
+                       "em.no_grad() (optimizers do) or use an out-of-place op")
     if isinstance(value, Tensor) and value.shape != target.shape:
         value = broadcast_to(value, target.shape)
+    if tracked:
+        _take_history(target, value)
     apply(OPS["assign"], target, value)
+    mark_modified(target)
     return target
+
+
+def _take_history(target: Tensor, value) -> None:
+    """Make ``target``'s gradient flow into ``value``, the values about to be written to it."""
+    with no_grad():
+        before = copy(target)  # what target holds now, for vjps that read it
+    before.requires_grad = target.requires_grad
+    before._grad_fn = old_node = target._grad_fn
+    # The node that made target saved target's own buffer as its output (exp, tanh, ...):
+    # give it the copy, since the buffer is about to be overwritten.
+    if old_node is not None and old_node.saved_output is not None \
+            and old_node.saved_output._data is target._data:
+        old_node.saved_output = before.detach()
+    # value is often computed from target itself (``x[i] = v`` is index_put(x, v), ``h += 1``
+    # is add(h, 1)): point that node at the copy, or target's history would loop into itself.
+    node = value._grad_fn if isinstance(value, Tensor) else None
+    if node is not None and builtins.any(x is target for x in node.inputs):
+        node.inputs = tuple(before if x is target else x for x in node.inputs)
+    if isinstance(value, Tensor) and value.requires_grad:
+        target._grad_fn = GradNode(OPS["copy"], (value,), {}, None)
+        target.requires_grad = True
+    else:  # overwritten by constants: nothing flows back any more
+        target._grad_fn = None
+        target.requires_grad = False
 
 
 def argwhere(x) -> Tensor:

@@ -1,9 +1,10 @@
 """The plan executor: a compiled graph as an ordered list of steps over numbered slots.
 
-A step is one fused kernel, one library call (matmul) or one single op. Values are freed
-after their last use. Every step runs through :meth:`Plan.run_step` or, when someone
-listens, :meth:`Plan._run_instrumented`: the one place that profilers time kernels and the
-debugger stops between them (torch.fx's ``Interpreter.run_node`` is the model).
+A step is one fused kernel, one library call (matmul) or one single op. Steps whose value
+the memory plan pooled write into a preallocated buffer; the rest allocate. Values are
+dropped after their last use. Every step runs through :meth:`Plan.run`'s loop or, when
+someone listens, :meth:`Plan._run_instrumented`: the one place that profilers time kernels
+and the debugger stops between them (torch.fx's ``Interpreter.run_node`` is the model).
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import instrument
 from .backend import as_device, xp_for
 from .graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node
 from .ops import OPS
+
+REDUCTIONS_WITH_OUT = {"sum", "prod", "max", "min"}
 
 
 @dataclass
@@ -27,13 +32,27 @@ class Step:
     args: tuple
     out: int
     fn: object                 # fn(*arrays) -> array
+    into: object = None        # into(out_array, *arrays): writes the result into out_array
+    buffer: int | None = None  # the memory plan's buffer id, when pooled
     free: tuple = ()           # slots whose last use is this step
     member_ids: tuple = ()
     member_ops: tuple = ()
     backend: str = "numpy"     # numpy | c | cuda | interpreter
+    out_array: object = None   # the typed view of the buffer, made on the first run
+    run: object = None         # run(values): the compiled form of this step
 
     def describe(self) -> str:
-        return f"{self.name} ({self.kind}: {' '.join(self.member_ops)})"
+        where = f" -> b{self.buffer}" if self.buffer is not None else ""
+        return f"{self.name} ({self.kind}, {self.backend}: {' '.join(self.member_ops)}){where}"
+
+    def call(self, values: list):
+        """Compute this step from ``values`` and return the result (no side effects on
+        ``values``): used by the instrumented loop and the debugger."""
+        args = [values[a] if a.__class__ is int else a.value for a in self.args]
+        if self.out_array is not None:
+            self.into(self.out_array, *args)
+            return self.out_array
+        return self.fn(*args)
 
 
 @dataclass
@@ -45,6 +64,8 @@ class Plan:
     output_slots: list[int]
     assigns: list[tuple[int, int]] = field(default_factory=list)  # (input position, slot)
     graph_id: str = ""
+    memory_plan: object = None
+    _buffers_ready: bool = False
 
     @property
     def kernel_count(self) -> int:
@@ -52,6 +73,8 @@ class Plan:
 
     def run(self, inputs: list) -> list:
         """Run on input arrays; apply assigns into the input arrays; return the outputs."""
+        if not self._buffers_ready:
+            self._allocate_buffers()
         values = [None] * self.n_slots
         for slot, arr in zip(self.input_slots, inputs):
             values[slot] = arr
@@ -59,40 +82,52 @@ class Plan:
             self._run_instrumented(values)
         else:
             for step in self.steps:
-                values[step.out] = step.fn(*[values[a] if a.__class__ is int else a.value
-                                             for a in step.args])
-                for s in step.free:
-                    values[s] = None
+                step.run(values)
         outputs = [values[s] for s in self.output_slots]
         for position, slot in self.assigns:
-            target = inputs[position]
-            target[...] = values[slot]
+            inputs[position][...] = values[slot]
         return outputs
-
-    def run_step(self, step: Step, values: list):
-        return step.fn(*[values[a] if a.__class__ is int else a.value for a in step.args])
 
     def _run_instrumented(self, values: list) -> None:
         for index, step in enumerate(self.steps):
             for fn in instrument._before_kernel:
                 fn(self, index, values)
             t0 = time.perf_counter_ns()
-            out = self.run_step(step, values)
+            out = step.call(values)
             _synchronize(step)
             t1 = time.perf_counter_ns()
             values[step.out] = out
-            instrument.emit(instrument.Event("kernel", {
-                "graph_id": self.graph_id, "kernel": step.name, "step_kind": step.kind,
-                "member_nodes": step.member_ids, "member_ops": step.member_ops,
-                "bytes": getattr(out, "nbytes", 0), "output_shape": tuple(out.shape),
-                "output_dtype": str(out.dtype), "device": step.node.device,
-                "location": step.node.loc, "scope": step.node.scope,
-                "backend": step.backend, "step_index": index,
-            }, t0, t1))
+            if instrument._on_event:
+                instrument.emit(instrument.Event("kernel", {
+                    "graph_id": self.graph_id, "kernel": step.name, "step_kind": step.kind,
+                    "member_nodes": step.member_ids, "member_ops": step.member_ops,
+                    "bytes": getattr(out, "nbytes", 0), "output_shape": tuple(out.shape),
+                    "output_dtype": str(out.dtype), "device": step.node.device,
+                    "location": step.node.loc, "scope": step.node.scope,
+                    "backend": step.backend, "step_index": index,
+                    "buffer": step.buffer,
+                }, t0, t1))
             for fn in instrument._after_kernel:
                 fn(self, index, out)
             for s in step.free:
                 values[s] = None
+
+    def _allocate_buffers(self) -> None:
+        mp = self.memory_plan
+        if mp is not None and mp.buffers:
+            raw = {}
+            for b in mp.buffers:
+                xp = xp_for(as_device(b.device))
+                raw[b.id] = xp.empty(max(b.nbytes, 1), dtype=np.uint8)
+            for step in self.steps:
+                if step.buffer is not None:
+                    n = step.node
+                    step.out_array = raw[step.buffer][:n.nbytes].view(n.dtype).reshape(n.shape)
+                    step.run = _runner(step)
+        self._buffers_ready = True
+
+    def describe(self) -> str:
+        return "\n".join(f"{k:3d}  {s.describe()}" for k, s in enumerate(self.steps))
 
 
 def _synchronize(step: Step) -> None:
@@ -101,9 +136,65 @@ def _synchronize(step: Step) -> None:
         xp_for(as_device(step.node.device)).cuda.get_current_stream().synchronize()
 
 
+def _runner(step: Step):
+    """A closure that computes the step into ``values`` with as little Python as possible."""
+    out, free = step.out, step.free
+    args = step.args
+    slots_only = all(a.__class__ is int for a in args)
+    if step.out_array is not None:
+        into, buf = step.into, step.out_array
+        if slots_only and len(args) == 1:
+            a0 = args[0]
+
+            def run(v):
+                into(buf, v[a0])
+                v[out] = buf
+                for s in free:
+                    v[s] = None
+        elif slots_only and len(args) == 2:
+            a0, a1 = args
+
+            def run(v):
+                into(buf, v[a0], v[a1])
+                v[out] = buf
+                for s in free:
+                    v[s] = None
+        else:
+            def run(v):
+                into(buf, *[v[a] if a.__class__ is int else a.value for a in args])
+                v[out] = buf
+                for s in free:
+                    v[s] = None
+        return run
+    fn = step.fn
+    if slots_only and len(args) == 1:
+        a0 = args[0]
+
+        def run(v):
+            v[out] = fn(v[a0])
+            for s in free:
+                v[s] = None
+    elif slots_only and len(args) == 2:
+        a0, a1 = args
+
+        def run(v):
+            v[out] = fn(v[a0], v[a1])
+            for s in free:
+                v[s] = None
+    else:
+        def run(v):
+            v[out] = fn(*[v[a] if a.__class__ is int else a.value for a in args])
+            for s in free:
+                v[s] = None
+    return run
+
+
 def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
-    """Turn a (lowered) graph into a plan. ``kernel_factory(node)`` returns (fn, backend)
-    for fused nodes; without one, fused nodes run their members op by op."""
+    """Turn a (lowered) graph into a plan. ``kernel_factory(node)`` returns (kernel,
+    backend) for fused nodes, a kernel being callable with a ``run_into(out, *arrays)``;
+    without one, fused nodes run their members op by op."""
+    memory_plan = graph.meta.get("memory_plan")
+    assignment = memory_plan.assignment if memory_plan is not None else {}
     slot_of: dict[int, int] = {}
     input_slots = []
     for i in graph.inputs:
@@ -124,34 +215,64 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
         slot_of[n.id] = len(slot_of)
         args = tuple(slot_of[i] if isinstance(i, int) else i for i in n.inputs)
         if n.op == FUSED:
-            fn, backend = (kernel_factory(n) if kernel_factory else (None, "numpy"))
-            if fn is None:
+            kernel, backend = kernel_factory(n) if kernel_factory else (None, "numpy")
+            if kernel is None:
                 fn, backend = _members_op_by_op(n), "numpy"
-            steps.append(Step(n.label or f"fused%{n.id}", "fused", n, args, slot_of[n.id], fn,
-                              member_ids=n.member_ids, member_ops=tuple(m.op for m in n.body),
-                              backend=backend))
+                into = _copy_into(fn)
+            else:
+                fn, into = kernel, getattr(kernel, "run_into", None) or _copy_into(kernel)
+            step = Step(n.label or f"fused%{n.id}", "fused", n, args, slot_of[n.id], fn, into,
+                        member_ids=n.member_ids, member_ops=tuple(m.op for m in n.body),
+                        backend=backend)
         else:
             kind = "library" if n.op == "matmul" else "op"
-            steps.append(Step(n.op, kind, n, args, slot_of[n.id], _single_op(n),
-                              member_ids=(n.id,), member_ops=(n.op,)))
+            step = Step(n.op, kind, n, args, slot_of[n.id], _single_op(n), _single_op_into(n),
+                        member_ids=(n.id,), member_ops=(n.op,))
+        if n.id in assignment and step.into is not None:
+            step.buffer = assignment[n.id]
+        steps.append(step)
     _assign_frees(steps, graph, slot_of, input_slots, assigns)
+    for step in steps:
+        step.run = _runner(step)
     return Plan(graph, steps, len(slot_of), input_slots,
-                [slot_of[i] for i in graph.outputs], assigns, graph_id)
+                [slot_of[i] for i in graph.outputs], assigns, graph_id, memory_plan)
 
 
 def _single_op(n: Node):
     op = OPS[n.op]
     attrs = n.attr
-    device = as_device(n.device)
-    xp = xp_for(device)
+    xp = xp_for(as_device(n.device))
     impl = op.impl
     if attrs:
         return lambda *args: impl(xp, *args, **attrs)
     return lambda *args: impl(xp, *args)
 
 
+def _single_op_into(n: Node):
+    """``into(out, *args)`` for ops NumPy/CuPy can compute into a given array, else None."""
+    op = OPS[n.op]
+    xp = xp_for(as_device(n.device))
+    if n.op == "matmul":
+        matmul = xp.matmul
+        return lambda out, a, b: matmul(a, b, out=out)
+    if n.op in REDUCTIONS_WITH_OUT:
+        reduce = getattr(xp, n.op)
+        axis, keepdims = n.attr["axis"], n.attr["keepdims"]
+        return lambda out, a: reduce(a, axis=axis, keepdims=keepdims, out=out)
+    if op.ufunc is not None and not n.attrs:
+        ufunc = op.ufunc if xp is np else getattr(xp, op.ufunc.__name__)
+        return lambda out, *args: ufunc(*args, out=out)
+    return None
+
+
+def _copy_into(fn):
+    def into(out, *args):
+        out[...] = fn(*args)
+    return into
+
+
 def _members_op_by_op(fused: Node):
-    """Run a fused node's members one by one (used before kernels are generated)."""
+    """Run a fused node's members one by one (when no kernel is generated)."""
     members = [(m, _single_op(m)) for m in fused.body]
     input_ids = fused.node_inputs
 
@@ -178,7 +299,7 @@ def _assign_frees(steps, graph, slot_of, input_slots, assigns) -> None:
         if slot not in keep:
             frees.setdefault(k, []).append(slot)
     for k, step in enumerate(steps):
-        # A value nobody reads (its last use is its own definition) is freed at once.
+        # A value nobody reads is dropped at once.
         if step.out not in last_use and step.out not in keep:
             frees.setdefault(k, []).append(step.out)
     for k, step in enumerate(steps):

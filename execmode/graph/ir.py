@@ -96,6 +96,8 @@ class Graph:
     nodes: list[Node] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
+    # Results of analyses that do not change nodes (the memory plan), keyed by name.
+    meta: dict = field(default_factory=dict)
 
     # --- access ------------------------------------------------------------------------
     def node_map(self) -> dict[int, Node]:
@@ -135,7 +137,8 @@ class Graph:
         return out
 
     def copy(self, **changes) -> Graph:
-        g = Graph(self.name, list(self.nodes), list(self.inputs), list(self.outputs))
+        g = Graph(self.name, list(self.nodes), list(self.inputs), list(self.outputs),
+                  dict(self.meta))
         for k, v in changes.items():
             setattr(g, k, v)
         return g

@@ -179,7 +179,7 @@ register(OpDef(
 
 # --- binary ---------------------------------------------------------------------------
 
-def _binary(name, fn_name, template, vjp=None, doc=""):
+def _binary(name, fn_name, template, vjp=None, saves_output=False, doc=""):
     ufunc = getattr(np, fn_name)
 
     def impl(xp, a, b):
@@ -187,7 +187,7 @@ def _binary(name, fn_name, template, vjp=None, doc=""):
 
     register(OpDef(
         name=name, kind=BINARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
-        template=template, ufunc=ufunc, doc=doc,
+        template=template, ufunc=ufunc, saves_output=saves_output, doc=doc,
     ))
 
 
@@ -236,7 +236,8 @@ _binary("floor_divide", "floor_divide", "em_floordiv_{sfx}({0}, {1})",
 _binary("remainder", "remainder", "em_mod_{sfx}({0}, {1})",
         vjp=lambda g, out, a, b: _grads(a, b, lambda: g,
                                         lambda: F.negative(g) * F.floor_divide(a, b)))
-_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=_pow_vjp)
+_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=_pow_vjp,
+        saves_output=True)  # d/db a**b reads a**b
 _binary("maximum", "maximum", "em_max_{sfx}({0}, {1})", vjp=_maximum_vjp,
         doc="Elementwise maximum; NaN in either operand gives NaN (as NumPy).")
 _binary("minimum", "minimum", "em_min_{sfx}({0}, {1})", vjp=_minimum_vjp)

@@ -183,7 +183,10 @@ def _getitem_rule(x, *index_avals, index):
 
 
 def _getitem_impl(xp, a, *index_arrays, index):
-    return a[index_to_key(index, index_arrays)]
+    try:
+        return a[index_to_key(index, index_arrays)]
+    except IndexError as exc:  # an index tensor's value out of range: the rule cannot see it
+        raise RuleError(f"index {format_index(index)}: {exc}") from None
 
 
 def _getitem_vjp(g, out, x, *index_tensors, index):
@@ -269,11 +272,33 @@ def _data_dependent_rule(*avals, **attrs):
     raise RuleError("the output shape depends on the input values")
 
 
+def _boolean_mask_impl(xp, a, m):
+    if a.shape[:m.ndim] != m.shape:
+        raise RuleError(f"a mask of shape {m.shape} does not match the leading dimensions of "
+                        f"a tensor of shape {a.shape}")
+    return a[m]
+
+
 register(OpDef(
-    name="boolean_mask", dtype_rule=_same_dtype, kind=INDEXING,
-    impl=lambda xp, a, m: a[m],
+    name="boolean_mask", dtype_rule=_same_dtype, kind=INDEXING, impl=_boolean_mask_impl,
     shape_rule=_data_dependent_rule, data_dependent_shape=True, nondiff_inputs=(1,),
+    vjp=lambda g, out, x, m: (F.apply_op("masked_scatter", g, m, shape=tuple(x.shape)), None),
     doc="x[mask] for a bool mask: the selected elements, flattened.",
+))
+
+
+def _masked_scatter_impl(xp, g, m, *, shape):
+    out = xp.zeros(shape, dtype=g.dtype)
+    out[m] = g
+    return out
+
+
+register(OpDef(
+    name="masked_scatter", kind=INDEXING, impl=_masked_scatter_impl,
+    shape_rule=lambda g, m, *, shape: tuple(shape), dtype_rule=_same_dtype,
+    nondiff_inputs=(1,),
+    vjp=lambda g, out, src, m, *, shape: (F.apply_op("boolean_mask", g, m), None),
+    doc="Gradient of boolean_mask: zeros of `shape` with `g` written where the mask is set.",
 ))
 register(OpDef(
     name="argwhere", kind=INDEXING, impl=lambda xp, a: xp.argwhere(a),

@@ -1,7 +1,74 @@
-"""The pass manager (placeholder pipeline until the passes land): identity."""
+"""The pass manager: runs the pipeline, verifies the graph after every pass, and keeps the
+per-pass record.
+
+Passes are functions ``graph -> (graph, rewrites, merged, fused)``; ``merged`` maps removed
+node ids to the node that now stands for them, ``fused`` maps member ids to their fused
+node. Choose passes with ``em.jit(fn, passes=[...])`` by name or short name.
+"""
 
 from __future__ import annotations
 
+import time
+
+from ..errors import ArgumentError
+from ..graph.verify import verify
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .fold import fold_constants
+from .fuse import fuse
+from .memplan import plan_memory
+from .record import PassRecord, PassResult, count_kernels, count_values, diff_graphs
+from .simplify import simplify
+
+PIPELINE = [
+    ("fold_constants", fold_constants),
+    ("simplify", simplify),
+    ("eliminate_common_subexpressions", eliminate_common_subexpressions),
+    ("eliminate_dead_code", eliminate_dead_code),
+    ("fuse", fuse),
+    ("plan_memory", plan_memory),
+]
+SHORT_NAMES = {
+    "fold": "fold_constants", "simplify": "simplify",
+    "cse": "eliminate_common_subexpressions", "dce": "eliminate_dead_code",
+    "fuse": "fuse", "fusion": "fuse", "memplan": "plan_memory", "memory": "plan_memory",
+}
+ALL = tuple(name for name, _ in PIPELINE)
+
+
+def resolve_passes(passes) -> list:
+    """``None`` -> the whole pipeline; else the named passes, in pipeline order."""
+    if passes is None:
+        return list(PIPELINE)
+    if isinstance(passes, str):
+        passes = [passes]
+    wanted = set()
+    for p in passes:
+        name = SHORT_NAMES.get(p, p)
+        if name not in ALL:
+            raise ArgumentError(
+                f"unknown pass {p!r}; passes are {', '.join(ALL)} "
+                f"(short names: {', '.join(SHORT_NAMES)})"
+            )
+        wanted.add(name)
+    return [(name, fn) for name, fn in PIPELINE if name in wanted]
+
 
 def run_passes(graph, passes=None):
-    return graph, None
+    """Run the pipeline on ``graph``; returns (optimized graph, PassRecord)."""
+    record = PassRecord(graph)
+    current = graph
+    for name, fn in resolve_passes(passes):
+        t0 = time.perf_counter_ns()
+        new, rewrites, merged, fused = fn(current)
+        wall = time.perf_counter_ns() - t0
+        verify(new, name)
+        mem = new.meta.get("memory_plan")
+        record.results.append(PassResult(
+            name=name, graph=new, rewrites=rewrites, wall_ns=wall,
+            diff=diff_graphs(current, new, merged, fused),
+            node_count=len(new.op_nodes), kernel_count=count_kernels(new),
+            buffer_count=len(mem.buffers) if mem is not None else count_values(new),
+        ))
+        current = new
+    return current, record

@@ -1,0 +1,107 @@
+"""Constant folding: evaluate nodes whose inputs are all constants created in the trace.
+
+Only values built inside the trace from literals are constants (``full``, ``constant``,
+``arange``, ``linspace``, ``eye`` and what is folded from them). Captured tensors (weights)
+are graph inputs, read at every call, and are never folded. Random ops are impure and never
+folded. A uniform value stays a ``full`` node whatever its size; other folded values are
+kept only up to FOLD_LIMIT elements, so folding never bloats the graph.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node, make_attrs, replace
+from ..ops import OPS
+from ..ops.registry import CREATION, MOVEMENT
+from .record import Rewrite
+from .rewrite import describe_operand
+
+CONSTANT_OPS = {"constant", "full", "arange", "linspace", "eye"}
+FOLD_LIMIT = 4096
+_SHAPE_ONLY = {"reshape", "broadcast_to", "permute_dims"}
+
+
+def fold_constants(graph: Graph):
+    nodes = {n.id: n for n in graph.nodes}
+    rewrites: list[Rewrite] = []
+    out = []
+    for n in graph.nodes:
+        folded = _fold(n, nodes)
+        if folded is not None:
+            rewrites.append(Rewrite(
+                f"folded %{n.id} = {n.op} "
+                + " ".join(describe_operand(i, nodes) for i in n.inputs)
+                + f" -> {_describe_value(folded)}",
+                (n.id,) + n.node_inputs, "fold"))
+            n = folded
+            nodes[n.id] = n
+        out.append(n)
+    g = graph.copy(nodes=out)
+    return g, rewrites, {}, {}
+
+
+def _fold(n: Node, nodes: dict) -> Node | None:
+    if n.op in (INPUT, ASSIGN, FUSED) or n.op in CONSTANT_OPS:
+        return None
+    op = OPS.get(n.op)
+    if op is None or op.impure or op.data_dependent_shape or op.kind == CREATION:
+        return None
+    if n.op in ("to_device", "debug_print"):
+        return None
+    producers = [nodes[i] for i in n.node_inputs]
+    if not producers or not all(p.op in CONSTANT_OPS for p in producers):
+        return None
+    if all(p.op == "full" for p in producers) and (op.is_elementwise or n.op in _SHAPE_ONLY):
+        # A uniform value stays uniform: compute one element exactly as the op would.
+        args = [np.full((1,), p.attr["value"], dtype=p.dtype) if isinstance(i, int) else i.value
+                for i, p in _pair(n.inputs, nodes)]
+        if n.op in _SHAPE_ONLY:
+            value = args[0]
+        else:
+            with np.errstate(all="ignore"):
+                value = np.asarray(op.impl(np, *args, **n.attr)).astype(n.dtype)
+        return _full_node(n, value.reshape(-1)[0].item())
+    if math.prod(n.shape) > FOLD_LIMIT or any(math.prod(p.shape) > FOLD_LIMIT for p in producers):
+        return None
+    args = [_constant_value(nodes[i]) if isinstance(i, int) else i.value for i in n.inputs]
+    with np.errstate(all="ignore"):
+        value = np.asarray(op.impl(np, *args, **n.attr)).astype(n.dtype)
+    if value.size and (value == value.reshape(-1)[0]).all() and not np.isnan(value).any():
+        return _full_node(n, value.reshape(-1)[0].item())
+    return replace(n, op="constant", inputs=(), attrs=make_attrs({
+        "value": np.ascontiguousarray(value), "shape": n.shape, "dtype": n.dtype,
+        "device": n.device}))
+
+
+def _pair(inputs, nodes):
+    for i in inputs:
+        yield i, (nodes[i] if isinstance(i, int) else None)
+
+
+def _full_node(n: Node, value) -> Node:
+    return replace(n, op="full", inputs=(), attrs=make_attrs({
+        "shape": n.shape, "value": value, "dtype": n.dtype, "device": n.device}))
+
+
+def _constant_value(n: Node) -> np.ndarray:
+    return np.asarray(OPS[n.op].impl(np, **n.attr))
+
+
+def _describe_value(n: Node) -> str:
+    if n.op == "full":
+        return f"full {n.attr['value']!r}:{n.type_str()}"
+    v = n.attr["value"]
+    if v.size <= 6:
+        return np.array2string(v, separator=",").replace("\n", "")
+    return f"constant {n.type_str()}"
+
+
+def is_movement(op_name: str) -> bool:
+    op = OPS.get(op_name)
+    return op is not None and op.kind == MOVEMENT
+
+
+__all__ = ["CONSTANT_OPS", "fold_constants", "Literal"]
