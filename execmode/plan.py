@@ -243,6 +243,10 @@ def _single_op(n: Node):
     attrs = n.attr
     xp = xp_for(as_device(n.device))
     impl = op.impl
+    if n.shape == () and xp is np:
+        # NumPy returns scalars (np.float32) for 0-d results; the plan deals in arrays.
+        asarray = np.asarray
+        return lambda *args: asarray(impl(xp, *args, **attrs))
     if attrs:
         return lambda *args: impl(xp, *args, **attrs)
     return lambda *args: impl(xp, *args)

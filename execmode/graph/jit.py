@@ -51,6 +51,7 @@ class Signature:
     leaves: tuple          # (shape, dtype, device, requires_grad) per tensor leaf
     grad_enabled: bool
     arg_names: tuple = ()  # readable names of the leaves ("x", "batch['y']")
+    statics: tuple = ()    # (readable name, value) of every static argument
 
     @property
     def key(self):
@@ -62,34 +63,17 @@ class Signature:
         parts = [f"{name}: {short_name(dt)}[{','.join(map(str, shape))}]"
                  + ("" if str(dev) == "cpu" else f"@{dev}")
                  for name, (shape, dt, dev, _) in zip(self.arg_names, self.leaves)]
-        statics = _statics(self.structure)
-        parts.extend(f"{name}={value!r}" for name, value in statics)
+        parts.extend(f"{name}={value!r}" for name, value in self.statics)
         return "(" + ", ".join(parts) + ")"
 
 
-def _statics(structure, prefix="") -> list:
-    out: list = []
-    if structure == pytree.LEAF:
-        return out
-    tag = structure[0]
-    if tag == "static":
-        out.append((prefix or "static", structure[1][1]))
-    elif tag in ("tuple", "list"):
-        for i, c in enumerate(structure[1]):
-            out.extend(_statics(c, f"{prefix}[{i}]" if prefix else f"arg {i}"))
-    elif tag == "dict":
-        for k, c in zip(structure[1], structure[2]):
-            out.extend(_statics(c, f"{prefix}[{k!r}]" if prefix else str(k)))
-    return out
-
-
 def retrace_reason(old: Signature, new: Signature) -> str:
-    """A human sentence for why ``new`` needs a new trace ("arg x: shape (64, 512) -> ...")."""
+    """A human sentence for why ``new`` needs a new trace ("x: shape (64, 512) -> ...")."""
     if old.structure != new.structure:
-        old_s, new_s = dict(_statics(old.structure)), dict(_statics(new.structure))
-        for name in new_s:
-            if name in old_s and old_s[name] != new_s[name]:
-                return f"static arg {name}: {old_s[name]!r} -> {new_s[name]!r}"
+        old_s = dict(old.statics)
+        for name, value in new.statics:
+            if name in old_s and old_s[name] != value:
+                return f"static arg {name}: {old_s[name]!r} -> {value!r}"
         return "argument structure changed (different nesting, keys or static arguments)"
     if old.grad_enabled != new.grad_enabled:
         return f"grad mode: {'on' if old.grad_enabled else 'off'} -> " \
@@ -267,14 +251,15 @@ class JitFunction:
 
     def _signature(self, structure, leaves) -> Signature:
         described = tuple((t.shape, t.dtype, t.device, t.requires_grad) for t in leaves)
-        names = tuple(self._leaf_name(structure, i) for i in range(len(leaves)))
-        return Signature(structure, described, dispatch._grad_enabled, names)
+        names = tuple(self._path_name(pytree.describe_path(structure, i))
+                      for i in range(len(leaves)))
+        statics = tuple((self._path_name(p), v) for p, v in pytree.static_paths(structure))
+        return Signature(structure, described, dispatch._grad_enabled, names, statics)
 
-    def _leaf_name(self, structure, index: int) -> str:
-        path = pytree.describe_path(structure, index)  # "[0][1]" over (args, kwargs)
+    def _path_name(self, path: str) -> str:
+        """"[0][1]['w']" over (args, kwargs) -> "scale['w']" with the parameter's name."""
         if path.startswith("[0]["):
-            rest = path[4:]
-            pos, _, tail = rest.partition("]")
+            pos, _, tail = path[4:].partition("]")
             if pos.isdigit() and int(pos) < len(self._parameters):
                 return self._parameters[int(pos)] + tail
             return f"arg {pos}{tail}"

@@ -77,3 +77,24 @@ def _paths(s, prefix, out):
     elif tag == "dict":
         for k, c in zip(s[1], s[2]):
             _paths(c, f"{prefix}[{k!r}]", out)
+
+
+def static_paths(structure) -> list[tuple[str, object]]:
+    """(path, value) of every static (non-tensor) leaf, paths as in describe_path."""
+    out: list = []
+    _static_paths(structure, "", out)
+    return out
+
+
+def _static_paths(s, prefix, out):
+    if s == LEAF:
+        return
+    tag = s[0]
+    if tag == "static":
+        out.append((prefix, s[1][1]))
+    elif tag in ("tuple", "list"):
+        for i, c in enumerate(s[1]):
+            _static_paths(c, f"{prefix}[{i}]", out)
+    elif tag == "dict":
+        for k, c in zip(s[1], s[2]):
+            _static_paths(c, f"{prefix}[{k!r}]", out)

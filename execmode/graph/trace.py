@@ -389,7 +389,11 @@ class Tracer:
         if final_outputs is None:
             out_tensors = self._live_tensors()
         else:
-            out_tensors = [t for t in final_outputs if _traced_by(t, self)]
+            out_tensors, seen = [], set()
+            for t in final_outputs:  # one tensor may be returned and also be a .grad
+                if _traced_by(t, self) and id(t) not in seen:
+                    seen.add(id(t))
+                    out_tensors.append(t)
         node_ids: list[int] = []
         for t in out_tensors:
             if t._data.node_id not in node_ids:

@@ -63,5 +63,5 @@ def describe_operand(ref, nodes: dict) -> str:
         return str(ref)
     n = nodes.get(ref)
     if n is not None and n.op == "full":
-        return f"{n.attr['value']!r}"
+        return f"%{ref}={n.attr['value']!r}"
     return f"%{ref}"

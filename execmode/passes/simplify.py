@@ -80,7 +80,10 @@ def _reshape_chain(n, nodes):
     if src is not None and src.shape == n.shape:
         return x
     if src is not None and src.op == "reshape":
-        return replace(n, inputs=(src.inputs[0],))
+        base = src.inputs[0]
+        if isinstance(base, int) and nodes[base].shape == n.shape:
+            return base
+        return replace(n, inputs=(base,))
     return None
 
 

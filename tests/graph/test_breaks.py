@@ -1,0 +1,153 @@
+"""Graph breaks: each trigger breaks once, with the right reason and the user's line."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import execmode as em
+
+
+def _line_of(fn, marker: str) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    for k, line in enumerate(lines):
+        if marker in line:
+            return start + k
+    raise AssertionError(marker)
+
+
+def _if_bool(x):
+    y = x.sum()
+    if y > 0:  # BREAK
+        return x * 2
+    return x - 1
+
+
+def _item(x):
+    s = (x * 2).sum().item()  # BREAK
+    return x + s
+
+
+def _float(x):
+    return x * float(x.max())  # BREAK
+
+
+def _int(x):
+    n = int(x.sum())  # BREAK
+    return x + n
+
+
+def _iterate(x):
+    total = em.zeros(x.shape[1:])
+    for row in x * 2:  # BREAK
+        total = total + row
+    return total
+
+
+def _numpy(x):
+    a = (x + 1).numpy()  # BREAK
+    return x * float(a.sum())
+
+
+def _print(x):
+    print(x * 3)  # BREAK
+    return x + 1
+
+
+def _mask(x):
+    pos = x[x > 0]  # BREAK
+    return pos.sum() + x.sum()
+
+
+CASES = [
+    (_if_bool, "bool()", "greater"),
+    (_item, "item()", "sum"),
+    (_float, "float()", "max"),
+    (_int, "int()", "sum"),
+    (_iterate, "iteration", "multiply"),
+    (_numpy, "numpy()", "add"),
+    (_print, "repr()", "multiply"),
+    (_mask, "data-dependent output shape", "boolean_mask"),
+]
+
+
+@pytest.mark.parametrize("fn,reason,op", CASES, ids=[c[0].__name__ for c in CASES])
+def test_each_trigger_breaks_once_with_reason_and_line(fn, reason, op, capsys):
+    x = em.tensor([[1.0, -2.0, 3.0], [0.5, 0.25, -1.0]])
+    expected = fn(x)
+    report = em.explain(fn, x)
+    assert report.break_count == 1, str(report)
+    (brk,) = report.breaks
+    assert reason in brk.reason
+    assert brk.op == op
+    assert brk.filename == __file__
+    assert brk.lineno == _line_of(fn, "# BREAK")
+    assert brk.function == fn.__name__
+    assert report.graph_count == 2
+    got = em.jit(fn)(x)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+
+
+def _two_ifs(x):
+    if x.sum() > 0:
+        x = x * 2
+    else:
+        x = x - 1
+    if x.max() > 3:
+        x = x / 2
+    return x + 1
+
+
+def test_two_data_dependent_ifs_give_three_segments():
+    report = em.explain(_two_ifs, em.tensor([1.0, 2.0]))
+    assert report.break_count == 2
+    assert report.graph_count == 3
+
+
+def test_segments_are_compiled_once_and_reused():
+    f = em.jit(_two_ifs)
+    inputs = [[1.0, 2.0], [3.0, 4.0], [0.5, 0.5], [-1.0, -2.0]]
+    for values in inputs:
+        x = em.tensor(values)
+        np.testing.assert_allclose(f(x).numpy(), _two_ifs(x).numpy())
+    compiles = f.compile_count
+    # Every path has now been seen: more calls on the same paths compile nothing new.
+    for values in inputs:
+        f(em.tensor(values))
+    assert f.compile_count == compiles
+    assert f.trace_count == 2 * len(inputs)  # Python re-runs on every call of a broken fn
+
+
+def test_fullgraph_raises_at_a_break_with_the_line():
+    f = em.jit(_if_bool, fullgraph=True)
+    with pytest.raises(em.GraphBreakError) as info:
+        f(em.tensor([1.0, 2.0]))
+    assert f"{__file__}:{_line_of(_if_bool, '# BREAK')}" in str(info.value)
+
+
+def test_debug_print_prints_every_call_without_a_break(capsys):
+    @em.jit
+    def f(x):
+        em.debug_print(x.sum(), "sum={}")
+        return x + 1
+
+    f(em.tensor([1.0, 2.0]))
+    f(em.tensor([3.0, 4.0]))
+    assert capsys.readouterr().out.split() == ["sum=3.0", "sum=7.0"]
+    assert em.explain(f, em.tensor([1.0])).break_count == 0
+
+
+def test_a_tensor_leaked_from_a_trace_says_so():
+    leaked = []
+
+    @em.jit
+    def f(x):
+        y = x * 2
+        leaked.append(y)
+        return x + 1
+
+    f(em.tensor([1.0]))
+    with pytest.raises(em.GraphBreakError, match="escaped the trace"):
+        leaked[0].numpy()
