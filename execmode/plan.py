@@ -65,6 +65,9 @@ class Plan:
     assigns: list[tuple[int, int]] = field(default_factory=list)  # (input position, slot)
     graph_id: str = ""
     memory_plan: object = None
+    # Set by jit: the graph as traced and the per-pass record (for the debugger's re-runs).
+    source_graph: Graph | None = None
+    record: object = None
     _buffers_ready: bool = False
 
     @property
@@ -128,6 +131,21 @@ class Plan:
 
     def describe(self) -> str:
         return "\n".join(f"{k:3d}  {s.describe()}" for k, s in enumerate(self.steps))
+
+    def run_collect(self, inputs: list) -> list:
+        """Run every step and return a copy of each step's output (assigns not applied):
+        for comparing a compiled plan with the op-by-op meaning of its graph."""
+        if not self._buffers_ready:
+            self._allocate_buffers()
+        values = [None] * self.n_slots
+        for slot, arr in zip(self.input_slots, inputs):
+            values[slot] = arr
+        outs = []
+        for step in self.steps:
+            out = step.call(values)
+            values[step.out] = out
+            outs.append(out.copy())
+        return outs
 
 
 def _synchronize(step: Step) -> None:

@@ -327,6 +327,7 @@ class JitFunction:
         t0 = time.perf_counter_ns()
         lowered, record = lower_graph(graph, self.passes)
         plan = compile_graph(lowered, graph.name, self.backend)
+        plan.source_graph, plan.record = graph, record
         compiled = CompiledSegment(graph, lowered, record, plan, key,
                                    time.perf_counter_ns() - t0)
         self._segments[key] = compiled

@@ -37,13 +37,18 @@ ALL = tuple(name for name, _ in PIPELINE)
 
 
 def resolve_passes(passes) -> list:
-    """``None`` -> the whole pipeline; else the named passes, in pipeline order."""
+    """``None`` -> the whole pipeline; else the named passes, in pipeline order, then any
+    ``(name, fn)`` pairs (custom passes with the same signature as the built-in ones)."""
     if passes is None:
         return list(PIPELINE)
     if isinstance(passes, str):
         passes = [passes]
     wanted = set()
+    custom = []
     for p in passes:
+        if isinstance(p, tuple) and len(p) == 2 and callable(p[1]):
+            custom.append(p)  # (name, fn): a user's own pass, run after the built-in ones
+            continue
         name = SHORT_NAMES.get(p, p)
         if name not in ALL:
             raise ArgumentError(
@@ -51,7 +56,7 @@ def resolve_passes(passes) -> list:
                 f"(short names: {', '.join(SHORT_NAMES)})"
             )
         wanted.add(name)
-    return [(name, fn) for name, fn in PIPELINE if name in wanted]
+    return [(name, fn) for name, fn in PIPELINE if name in wanted] + custom
 
 
 def run_passes(graph, passes=None):

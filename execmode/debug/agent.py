@@ -1,0 +1,543 @@
+"""The debugger agent: runs the user's script in this (child) process under control.
+
+Started by a controller (the TUI, ``execmode run``, a test) as
+``python -m execmode.debug.agent --socket PATH [--session FILE] [--break SPEC]... [--run]
+SCRIPT [ARGS...]``. It connects to the controller's Unix socket, hooks the instrumentation
+points (before/after each eager op, before/after each graph kernel, graph breaks), and runs
+the script as ``__main__``. It pauses before an op (step/next/pause/breakpoints on places)
+or after one (tensor conditions on its output), flushes the session store, reports where,
+and answers inspection commands until told to go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import os
+import queue
+import runpy
+import socket
+import sys
+import threading
+import traceback
+
+from .. import dispatch, instrument
+from ..source import user_frame, user_location, user_stack
+from ..tensor import Tensor
+from .breakpoints import BreakpointError, BreakpointSet
+from .conditions import ConditionError
+from .hunt import differential_check, hunt
+from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
+from .summary import TensorStats, bounded_slice, summarize
+
+# Commands the reader thread answers at once, even while the script runs.
+_IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "list_breakpoints"}
+
+
+class _Quit(BaseException):
+    """Raised in the script's thread when the controller says quit."""
+
+
+class Debugger:
+    """The instrumentation listener that pauses the script."""
+
+    def __init__(self, channel: Channel, breakpoints: BreakpointSet, start_paused: bool):
+        self.channel = channel
+        self.breakpoints = breakpoints
+        self.lock = threading.Lock()
+        self.commands: queue.Queue = queue.Queue()
+        self.attention = False          # the reader thread queued something
+        self.pause_requested = start_paused
+        self.start_reason = "start" if start_paused else None
+        self.mode = "run"               # run | step | next
+        self.next_frame = None
+        self.next_line = None
+        self.op_index = 0
+        self.kernel_index = 0
+        self.paused_info: dict = {}
+        self.current: dict = {}         # what inspect can look at while paused
+        self.segment_inputs: dict = {}  # id(plan) -> the plan's input arrays
+        self.last_plan = None
+        self.recorder = None
+        self.quitting = False
+        self.paused_frame = None
+        self._last_inputs: tuple = ()
+
+    # --- the reader thread ---------------------------------------------------------------
+    def read_commands(self) -> None:
+        while True:
+            try:
+                msg = self.channel.recv()
+            except ProtocolError as exc:
+                self._send({"type": "error", "id": None, "message": str(exc)})
+                continue
+            if msg is None:  # the controller went away: stop the script
+                self.quitting = True
+                self.attention = True
+                self.commands.put({"type": "quit"})
+                return
+            try:
+                validate_command(msg)
+            except ProtocolError as exc:
+                self._send({"type": "error", "id": msg.get("id"), "message": str(exc)})
+                continue
+            kind = msg["type"]
+            if kind in _IMMEDIATE:
+                self._reply(msg, self._breakpoint_command(msg))
+            elif kind == "pause":
+                self.pause_requested = True
+                self._reply(msg, {})
+            else:
+                if kind == "quit":
+                    self.quitting = True
+                self.commands.put(msg)
+                self.attention = True
+
+    def _send(self, msg: dict) -> None:
+        with self.lock:
+            try:
+                self.channel.send(msg)
+            except OSError:
+                pass
+
+    def _reply(self, msg: dict, result: dict) -> None:
+        if "__error__" in result:
+            self._send({"type": "error", "id": msg.get("id"), "message": result["__error__"]})
+        else:
+            self._send({"type": "reply", "id": msg.get("id"), **result})
+
+    def _breakpoint_command(self, msg: dict) -> dict:
+        kind = msg["type"]
+        try:
+            if kind == "set_breakpoint":
+                bp = self.breakpoints.add(msg["spec"], ignore=msg.get("ignore", 0),
+                                          enabled=msg.get("enabled", True))
+                return {"breakpoint": bp.to_json()}
+            if kind == "clear_breakpoint":
+                self.breakpoints.remove(msg["bp"])
+            elif kind == "enable_breakpoint":
+                self.breakpoints.get(msg["bp"]).enabled = msg["enabled"]
+            return {"breakpoints": self.breakpoints.to_json()}
+        except (BreakpointError, ConditionError) as exc:
+            return {"__error__": str(exc)}
+
+    # --- hooks (the script's thread) ----------------------------------------------------
+    def before_op(self, op, inputs, attrs) -> None:
+        if dispatch._tracer is not None:
+            return  # tracing builds a graph; its kernels are where graph mode stops
+        self.op_index += 1
+        self._last_inputs = inputs
+        if self.attention:
+            self._drain()
+        reason = self._should_pause_before(op.name, inputs)
+        if reason:
+            self.current = {"inputs": [x for x in inputs if isinstance(x, Tensor)]}
+            self._pause(reason, op=op.name, attrs=attrs, inputs=inputs, when="before")
+
+    def _should_pause_before(self, op_name, inputs) -> str | None:
+        if self.pause_requested:
+            self.pause_requested = False
+            reason, self.start_reason = self.start_reason or "pause", None
+            return reason
+        if self.mode == "step":
+            return "step"
+        frame = user_frame()
+        if self.mode == "next" and frame is not None and self._next_hit(frame):
+            return "next"
+        from .. import scope
+
+        loc = None
+        for bp in self.breakpoints.active():
+            if bp.checks_output or bp.kind in ("tensor", "graph_break", "exception"):
+                continue
+            if loc is None:
+                loc = user_location()
+            if bp.matches_place(op_name, scope.current_scope(), loc) and bp.hit():
+                return f"breakpoint {bp.id}: {bp.spec}"
+        return None
+
+    def _next_hit(self, frame) -> bool:
+        if frame is self.next_frame:
+            return frame.f_lineno != self.next_line
+        # Returned from the frame we were stepping over: stop in its caller.
+        f = frame
+        while f is not None:
+            if f is self.next_frame:
+                return False  # deeper, inside a call made from that line
+            f = f.f_back
+        return True
+
+    def on_op(self, event, output) -> None:
+        if dispatch._tracer is not None:
+            return
+        conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
+        if not conditions:
+            return
+        stats = TensorStats(output._data, event.op, event.scope, event.location)
+        for bp in conditions:
+            if bp.matches_place(event.op, event.scope, event.location) and \
+                    bp.condition.evaluate(stats) and bp.hit():
+                self.current = {"inputs": [x for x in self._last_inputs
+                                           if isinstance(x, Tensor)], "output": output}
+                self._pause(f"breakpoint {bp.id}: {bp.spec}", op=event.op, attrs=event.attrs,
+                            inputs=(), when="after", output=output, breakpoint=bp.to_json())
+                return
+
+    def before_kernel(self, plan, index, values) -> None:
+        if index == 0:
+            self.segment_inputs[id(plan)] = [values[s] for s in plan.input_slots]
+            self.last_plan = plan
+        self.kernel_index += 1
+        if self.attention:
+            self._drain()
+        step = plan.steps[index]
+        reason = None
+        if self.pause_requested:
+            self.pause_requested = False
+            reason, self.start_reason = self.start_reason or "pause", None
+        elif self.mode in ("step", "next"):
+            reason = "step"
+        else:
+            for bp in self.breakpoints.active():
+                if bp.checks_output or bp.kind in ("tensor", "graph_break", "exception"):
+                    continue
+                members = [m for m in (step.node.body or (step.node,))]
+                if any(bp.matches_place(m.op, m.scope, m.loc) for m in members) and bp.hit():
+                    reason = f"breakpoint {bp.id}: {bp.spec}"
+                    break
+        if reason:
+            args = [values[a] for a in step.args if isinstance(a, int)]
+            self.current = {"inputs": args, "plan": plan, "step": index}
+            self._pause(reason, when="before", kernel=self._kernel_info(plan, index))
+
+    def after_kernel(self, plan, index, out) -> None:
+        conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
+        if not conditions:
+            return
+        step = plan.steps[index]
+        members = step.node.body or (step.node,)
+        last = members[-1]
+        stats = TensorStats(out, last.op, last.scope, last.loc)
+        for bp in conditions:
+            if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
+                continue
+            if bp.condition.evaluate(stats) and bp.hit():
+                report = None
+                if stats.nan or stats.inf:
+                    report = hunt(plan, self.segment_inputs.get(id(plan), []), index)
+                self.current = {"output": out, "plan": plan, "step": index}
+                self._pause(f"breakpoint {bp.id}: {bp.spec}", when="after",
+                            kernel=self._kernel_info(plan, index), output=out,
+                            breakpoint=bp.to_json(), hunt=report)
+                return
+
+    def on_event(self, event) -> None:
+        if event.kind != "graph_break":
+            return
+        for bp in self.breakpoints.active("graph_break"):
+            if bp.hit():
+                loc = event.data.get("location")
+                self._send({"type": "graph_break", "reason": event.data.get("reason"),
+                            "op": event.data.get("op"),
+                            "location": loc.to_json() if loc else None})
+                self.current = {}
+                self._pause(f"graph break: {event.data.get('reason')}", when="break")
+                return
+
+    def _kernel_info(self, plan, index) -> dict:
+        step = plan.steps[index]
+        source = getattr(step.fn, "source", None)
+        return {
+            "graph_id": plan.graph_id, "index": index, "name": step.name, "kind": step.kind,
+            "backend": step.backend, "member_nodes": list(step.member_ids),
+            "member_ops": list(step.member_ops),
+            "members": [
+                {"id": m.id, "op": m.op, "type": m.type_str(), "scope": m.scope,
+                 "location": m.loc.to_json() if m.loc else None}
+                for m in (step.node.body or (step.node,))
+            ],
+            "source": source[:20000] if isinstance(source, str) else None,
+        }
+
+    # --- pausing -------------------------------------------------------------------------
+    def _drain(self) -> None:
+        """Handle queued commands at an op boundary while running (quit, mostly)."""
+        self.attention = False
+        pending = []
+        while True:
+            try:
+                msg = self.commands.get_nowait()
+            except queue.Empty:
+                break
+            if msg["type"] == "quit":
+                raise _Quit()
+            pending.append(msg)
+        for msg in pending:  # inspection needs a pause; say so
+            self._reply(msg, {"__error__": f"{msg['type']}: the script is running; pause first"})
+
+    def _pause(self, reason: str, when: str, **info) -> None:
+        if self.recorder is not None:
+            self.recorder.flush()  # the controller reads every event up to this point
+        frame = user_frame()
+        self.paused_frame = frame
+        loc = user_location()
+        from .. import scope
+
+        event = {
+            "type": "paused", "reason": reason, "when": when,
+            "mode": "graph" if "kernel" in info else "eager",
+            "op_index": self.op_index, "kernel_index": self.kernel_index,
+            "op": info.get("op"), "location": loc.to_json() if loc else None,
+            "stack": [s.to_json() for s in user_stack()], "scope": scope.current_scope(),
+            "inputs": [summarize(x._data) if isinstance(x, Tensor) else {"scalar": repr(x)}
+                       for x in info.get("inputs", ())],
+            "output": summarize(_array(info["output"])) if info.get("output") is not None
+            else None,
+            "kernel": info.get("kernel"), "breakpoint": info.get("breakpoint"),
+            "hunt": info.get("hunt"),
+        }
+        if self.current.get("inputs") and not event["inputs"]:
+            event["inputs"] = [summarize(_array(x)) for x in self.current["inputs"]]
+        self._send(event)
+        while True:
+            msg = self.commands.get()
+            self.attention = False
+            kind = msg["type"]
+            if kind == "quit":
+                raise _Quit()
+            if kind in ("step", "next", "continue"):
+                self.mode = {"continue": "run"}.get(kind, kind)
+                if kind == "next":
+                    self.next_frame = frame
+                    self.next_line = frame.f_lineno if frame is not None else None
+                self._reply(msg, {})
+                self._send({"type": "running"})
+                return
+            self._reply(msg, self._inspect(msg))
+
+    def pause_post_mortem(self, exc, tb_text) -> None:
+        """Stop after the script raised: its stack and locals stay inspectable."""
+        frame = self.paused_frame
+        loc = None
+        if frame is not None:
+            from ..source import location_of
+
+            loc = location_of(frame)
+        self._send({"type": "paused", "reason": f"exception: {type(exc).__name__}: {exc}",
+                    "when": "exception", "mode": "eager", "op_index": self.op_index,
+                    "kernel_index": self.kernel_index, "op": getattr(exc, "op", None),
+                    "location": loc.to_json() if loc else None,
+                    "stack": getattr(self, "post_mortem_stack", []), "scope": "",
+                    "inputs": [summarize(_array(x)) for x in self.current.get("inputs", [])],
+                    "output": None, "kernel": None, "breakpoint": None,
+                    "hunt": None, "traceback": tb_text})
+        while True:
+            msg = self.commands.get()
+            kind = msg["type"]
+            if kind == "quit":
+                raise _Quit()
+            if kind in ("step", "next", "continue"):
+                self._reply(msg, {})
+                return
+            self._reply(msg, self._inspect(msg))
+
+    def _inspect(self, msg: dict) -> dict:
+        kind = msg["type"]
+        try:
+            if kind == "stack":
+                return {"stack": [s.to_json() for s in user_stack()]}
+            if kind == "locals":
+                return {"tensors": self._local_tensors()}
+            if kind == "inspect":
+                return {"summary": summarize(self._resolve(msg["ref"]),
+                                             histogram=msg.get("histogram", True))}
+            if kind == "slice":
+                return {"slice": bounded_slice(self._resolve(msg["ref"]), msg["index"],
+                                               int(msg.get("max_elements", 1000)))}
+            if kind == "recompute":
+                return {"summary": summarize(self._recompute(msg["node"]), histogram=True)}
+            if kind == "hunt":
+                plan = self._plan()
+                return {"report": hunt(plan, self.segment_inputs[id(plan)],
+                                       self.current.get("step"))}
+            if kind == "differential_check":
+                plan = self._plan()
+                return {"report": differential_check(plan, self.segment_inputs[id(plan)])}
+        except (KeyError, ValueError, IndexError, ConditionError) as exc:
+            return {"__error__": f"{kind}: {exc}"}
+        return {"__error__": f"{kind}: not available while paused"}
+
+    def _plan(self):
+        plan = self.current.get("plan") or self.last_plan
+        if plan is None or id(plan) not in self.segment_inputs:
+            raise ValueError("no compiled graph has run yet")
+        return plan
+
+    def _resolve(self, ref: str):
+        """"input:0", "output", "var:loss", "node:7" -> an array."""
+        kind, _, rest = ref.partition(":")
+        if kind == "input":
+            return _array(self.current.get("inputs", [])[int(rest)])
+        if kind == "output":
+            if self.current.get("output") is None:
+                raise ValueError("no output yet: the op has not run (step once)")
+            return _array(self.current["output"])
+        if kind == "var":
+            for name, value in self._frame_tensors():
+                if name == rest:
+                    return _array(value)
+            raise KeyError(f"no tensor variable {rest!r} in the paused frames")
+        if kind == "node":
+            return self._recompute(int(rest.lstrip("%")))
+        raise ValueError(f"unknown reference {ref!r}: use input:N, output, var:NAME, node:N")
+
+    def _recompute(self, node_id: int):
+        from ..graph.interpret import interpret
+
+        plan = self._plan()
+        graph = plan.source_graph or plan.graph
+        values = interpret(graph, self.segment_inputs[id(plan)], stop_at=node_id)
+        if node_id not in values:
+            raise KeyError(f"node %{node_id} is not in segment {plan.graph_id}")
+        return values[node_id]
+
+    def _frame_tensors(self):
+        f = getattr(self, "paused_frame", None)
+        while f is not None:
+            for name, value in list(f.f_locals.items()):
+                if isinstance(value, Tensor) and not value.is_traced:
+                    yield name, value
+            f = f.f_back
+            while f is not None and _internal(f):
+                f = f.f_back
+
+    def _local_tensors(self) -> list[dict]:
+        seen, out = set(), []
+        for name, value in self._frame_tensors():
+            if name in seen:
+                continue
+            seen.add(name)
+            out.append({"name": name, "type": summarize(value._data)["type"]})
+        return out
+
+
+def _internal(frame) -> bool:
+    from ..source import is_internal_file
+
+    return is_internal_file(frame.f_code.co_filename)
+
+
+def _array(x):
+    return x._data if isinstance(x, Tensor) else x
+
+
+# --- entry point -----------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="execmode.debug.agent")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--session")
+    parser.add_argument("--break", dest="breaks", action="append", default=[])
+    parser.add_argument("--run", action="store_true", help="start running, not paused")
+    parser.add_argument("script")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    opts = parser.parse_args(argv)
+
+    faulthandler.enable()  # a segfault prints the Python stack to stderr (the controller)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(opts.socket)
+    channel = Channel(sock)
+    breakpoints = BreakpointSet()
+    debugger = Debugger(channel, breakpoints, start_paused=not opts.run)
+    debugger._send({"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
+                    "script": opts.script})
+    for spec in opts.breaks:
+        try:
+            bp = breakpoints.add(spec)
+        except (BreakpointError, ConditionError) as exc:
+            debugger._send({"type": "error", "id": None, "message": f"--break {spec}: {exc}"})
+            return 2
+        debugger._send({"type": "breakpoint_set", "breakpoint": bp.to_json()})
+    threading.Thread(target=debugger.read_commands, name="execmode-agent-reader",
+                     daemon=True).start()
+    if opts.session:
+        debugger.recorder = _start_recording(opts.session, opts.script, opts.args)
+    instrument.add_listener(debugger)
+    status, code, tb = run_script(opts.script, opts.args, debugger)
+    instrument.remove_listener(debugger)
+    if debugger.recorder is not None:
+        debugger.recorder.close(status=status, code=code)
+    debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    channel.close()
+    return code
+
+
+def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str | None]:
+    """Run ``path`` as __main__ with its own argv; returns (status, exit code, traceback)."""
+    sys.argv = [path] + list(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except _Quit:
+        return "quit", 130, None
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+        return "exit", code, None
+    except BaseException as exc:  # noqa: BLE001 - report every failure of the script
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        sys.stderr.write(tb)
+        if debugger.breakpoints.active("exception"):
+            bp = debugger.breakpoints.active("exception")[0]
+            bp.hit()
+            debugger.paused_frame = _innermost_user_frame(exc.__traceback__)
+            # The failing op's inputs stay inspectable (input:N).
+            debugger.current = {"inputs": [x for x in debugger._last_inputs
+                                           if isinstance(x, Tensor)]}
+            debugger.post_mortem_stack = _user_frames(exc.__traceback__)
+            try:
+                debugger.pause_post_mortem(exc, tb)
+            except _Quit:
+                pass
+        return "exception", 1, tb
+    return "ok", 0, None
+
+
+def _user_frames(tb) -> list[dict]:
+    from ..source import location_of
+
+    out = []
+    while tb is not None:
+        if not _internal(tb.tb_frame):
+            loc = location_of(tb.tb_frame)
+            out.append({"filename": loc.filename, "lineno": tb.tb_lineno,
+                        "function": loc.function})
+        tb = tb.tb_next
+    return out[::-1]  # innermost first, like user_stack()
+
+
+def _innermost_user_frame(tb):
+    frame = None
+    while tb is not None:
+        if not _internal(tb.tb_frame):
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    return frame
+
+
+
+
+def _start_recording(session_path: str, script: str, args: list):
+    """Record the run into the session store (the profilers package)."""
+    try:
+        from ..profilers.recorder import start_recording
+    except ImportError:
+        return None
+    return start_recording(session_path, script=script, argv=list(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Breakpoints: where the debugger stops, set and cleared at run time.
+
+Specs (the same on the command line, in the protocol and in the TUI):
+
+    op:matmul                 before every matmul
+    train.py:42               before any op from that line
+    scope:mlp/fc1             before ops in that named scope (and scopes under it)
+    graph_break               when a jitted function breaks its graph
+    exception                 when the script raises
+    nan | inf | max > 1e3     after an op (or kernel) whose output meets the condition
+    op:exp if max > 80        a place and a condition on its output
+
+Every breakpoint has a hit count and an ignore count (skip the first N hits).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ExecmodeError
+from .conditions import Condition
+
+_LOCATION = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)$")
+
+
+class BreakpointError(ExecmodeError, ValueError):
+    """A breakpoint spec that cannot be parsed."""
+
+
+@dataclass
+class Breakpoint:
+    id: int
+    spec: str
+    kind: str                       # op | location | scope | graph_break | exception | tensor
+    op: str | None = None
+    file: str | None = None
+    line: int | None = None
+    scope: str | None = None
+    condition: Condition | None = None
+    enabled: bool = True
+    hits: int = 0
+    ignore: int = 0
+
+    @property
+    def checks_output(self) -> bool:
+        """Decided after the op ran (it needs the output's values)."""
+        return self.condition is not None
+
+    def matches_place(self, op: str, scope: str, location) -> bool:
+        if self.kind == "op":
+            return op == self.op
+        if self.kind == "scope":
+            return scope == self.scope or scope.startswith(self.scope + "/")
+        if self.kind == "location":
+            return location is not None and location.lineno == self.line and \
+                same_file(location.filename, self.file)
+        return self.kind == "tensor"
+
+    def hit(self) -> bool:
+        """Count a hit; True when it should stop (past the ignore count)."""
+        self.hits += 1
+        return self.hits > self.ignore
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "spec": self.spec, "kind": self.kind, "enabled": self.enabled,
+                "hits": self.hits, "ignore": self.ignore,
+                "condition": self.condition.text if self.condition else None}
+
+
+def same_file(actual: str, wanted: str) -> bool:
+    """``train.py`` matches /any/dir/train.py; a path with a directory must match its tail."""
+    actual = os.path.normpath(actual)
+    wanted = os.path.normpath(wanted)
+    return actual == wanted or actual.endswith(os.sep + wanted)
+
+
+def parse_breakpoint(spec: str, bp_id: int = 0) -> Breakpoint:
+    text = spec.strip()
+    if not text:
+        raise BreakpointError("empty breakpoint: expected op:NAME, FILE:LINE, scope:PATH, "
+                              "graph_break, exception, or a condition such as nan")
+    place, _, cond_text = text.partition(" if ")
+    place = place.strip()
+    condition = Condition(cond_text) if cond_text.strip() else None
+    if place in ("graph_break", "break"):
+        return Breakpoint(bp_id, text, "graph_break")
+    if place == "exception":
+        return Breakpoint(bp_id, text, "exception")
+    if place.startswith("op:"):
+        name = place[3:].strip()
+        from ..ops import OPS
+
+        if name not in OPS:
+            raise BreakpointError(f"unknown op {name!r} in breakpoint {text!r}; ops are "
+                                  + ", ".join(sorted(OPS)))
+        return Breakpoint(bp_id, text, "op", op=name, condition=condition)
+    if place.startswith("scope:"):
+        name = place[6:].strip().strip("/")
+        if not name:
+            raise BreakpointError(f"breakpoint {text!r}: scope:PATH needs a path")
+        return Breakpoint(bp_id, text, "scope", scope=name, condition=condition)
+    m = _LOCATION.match(place)
+    if m and not cond_text:
+        return Breakpoint(bp_id, text, "location", file=m["file"], line=int(m["line"]))
+    if m:
+        return Breakpoint(bp_id, text, "location", file=m["file"], line=int(m["line"]),
+                          condition=condition)
+    if place.startswith("when "):
+        place = place[5:]
+    # Anything else is a tensor condition on every op's output.
+    return Breakpoint(bp_id, text, "tensor", condition=Condition(text if not cond_text
+                                                                 else place))
+
+
+@dataclass
+class BreakpointSet:
+    items: dict[int, Breakpoint] = field(default_factory=dict)
+    next_id: int = 1
+
+    def add(self, spec: str, ignore: int = 0, enabled: bool = True) -> Breakpoint:
+        bp = parse_breakpoint(spec, self.next_id)
+        bp.ignore, bp.enabled = int(ignore), bool(enabled)
+        self.items[bp.id] = bp
+        self.next_id += 1
+        return bp
+
+    def remove(self, bp_id: int) -> None:
+        if bp_id not in self.items:
+            raise BreakpointError(f"no breakpoint {bp_id}")
+        del self.items[bp_id]
+
+    def get(self, bp_id: int) -> Breakpoint:
+        if bp_id not in self.items:
+            raise BreakpointError(f"no breakpoint {bp_id}")
+        return self.items[bp_id]
+
+    def active(self, kind: str | None = None) -> list[Breakpoint]:
+        return [b for b in self.items.values() if b.enabled and (kind is None or b.kind == kind)]
+
+    def to_json(self) -> list[dict]:
+        return [b.to_json() for b in self.items.values()]

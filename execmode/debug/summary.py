@@ -1,0 +1,191 @@
+"""Tensor summaries: what the debugger shows instead of a tensor's values.
+
+Stats are computed lazily (a breakpoint ``nan`` asks only for the NaN count) and on the
+array's own device; only scalars and the histogram come back to the host.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import to_numpy
+from ..dtypes import short_name
+
+
+class TensorStats:
+    """Lazy statistics of one array: ``stats.nan``, ``stats.max``, ``stats.abs_max``..."""
+
+    def __init__(self, array, op: str = "", scope: str = "", location=None):
+        self.array = array
+        self.op = op
+        self.scope = scope
+        self.location = location
+        self._cache: dict = {}
+
+    def _get(self, name, compute):
+        if name not in self._cache:
+            self._cache[name] = compute()
+        return self._cache[name]
+
+    # metadata
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.array.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    @property
+    def size(self) -> int:
+        return int(math.prod(self.array.shape))
+
+    @property
+    def dtype(self) -> str:
+        return str(self.array.dtype)
+
+    @property
+    def device(self) -> str:
+        return "cpu" if type(self.array) is np.ndarray else f"cuda:{self.array.device.id}"
+
+    # value statistics (NaN-aware: min/max/mean/std ignore NaNs, counts report them)
+    @property
+    def nan_count(self) -> int:
+        if self.array.dtype.kind != "f":
+            return 0
+        return self._get("nan_count", lambda: int(_xp(self.array).isnan(self.array).sum()))
+
+    @property
+    def inf_count(self) -> int:
+        if self.array.dtype.kind != "f":
+            return 0
+        return self._get("inf_count", lambda: int(_xp(self.array).isinf(self.array).sum()))
+
+    @property
+    def nan(self) -> bool:
+        return self.nan_count > 0
+
+    @property
+    def inf(self) -> bool:
+        return self.inf_count > 0
+
+    @property
+    def finite(self) -> bool:
+        return not self.nan and not self.inf
+
+    def _finite_values(self):
+        a = self.array
+        if a.dtype.kind == "f" and (self.nan or self.inf):
+            return a[_xp(a).isfinite(a)]
+        return a
+
+    def _reduce(self, name, fn):
+        def compute():
+            values = self._finite_values()
+            if values.size == 0:
+                return math.nan
+            return float(fn(_xp(values), values.astype(np.float64) if values.dtype.kind == "b"
+                            else values))
+        return self._get(name, compute)
+
+    @property
+    def min(self) -> float:
+        return self._reduce("min", lambda xp, v: xp.min(v))
+
+    @property
+    def max(self) -> float:
+        return self._reduce("max", lambda xp, v: xp.max(v))
+
+    @property
+    def mean(self) -> float:
+        return self._reduce("mean", lambda xp, v: xp.mean(v, dtype=np.float64))
+
+    @property
+    def std(self) -> float:
+        return self._reduce("std", lambda xp, v: xp.std(v, dtype=np.float64))
+
+    @property
+    def abs_max(self) -> float:
+        return self._reduce("abs_max", lambda xp, v: xp.max(xp.abs(v)))
+
+    @property
+    def sum(self) -> float:
+        return self._reduce("sum", lambda xp, v: xp.sum(v, dtype=np.float64))
+
+    def histogram(self, bins: int = 20) -> dict:
+        values = to_numpy(self._finite_values()).astype(np.float64).reshape(-1)
+        if values.size == 0:
+            return {"counts": [], "edges": []}
+        counts, edges = np.histogram(values, bins=bins)
+        return {"counts": counts.tolist(), "edges": edges.tolist()}
+
+    def summary(self, histogram: bool = False) -> dict:
+        out = {
+            "shape": list(self.shape), "dtype": self.dtype, "device": self.device,
+            "type": f"{short_name(self.array.dtype)}[{','.join(map(str, self.shape))}]",
+            "size": self.size, "nan_count": self.nan_count, "inf_count": self.inf_count,
+        }
+        if self.size and self.array.dtype.kind in "fiub":
+            out.update(min=_num(self.min), max=_num(self.max), mean=_num(self.mean),
+                       std=_num(self.std), abs_max=_num(self.abs_max))
+        if histogram and self.size:
+            out["histogram"] = self.histogram()
+        return out
+
+
+def summarize(array, histogram: bool = False) -> dict:
+    return TensorStats(array).summary(histogram)
+
+
+def format_summary(s: dict) -> str:
+    parts = [s["type"]]
+    if "min" in s:
+        parts.append(f"min={_fmt(s['min'])} max={_fmt(s['max'])} mean={_fmt(s['mean'])} "
+                     f"std={_fmt(s['std'])}")
+    if s.get("nan_count"):
+        parts.append(f"NaN={s['nan_count']}")
+    if s.get("inf_count"):
+        parts.append(f"Inf={s['inf_count']}")
+    return "  ".join(parts)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "nan"
+    return f"{v:.4g}"
+
+
+def _num(v):
+    # JSON has no NaN/Inf: None stands for "no finite values".
+    return None if v is None or not math.isfinite(v) else v
+
+
+def _xp(array):
+    if type(array) is np.ndarray:
+        return np
+    import cupy  # noqa: PLC0415 - only reached with CuPy arrays
+
+    return cupy
+
+
+def bounded_slice(array, index_text: str, max_elements: int = 1000) -> dict:
+    """``array[index]`` for a user's index text ("[3, :10]"), capped in size."""
+    from .conditions import parse_index
+
+    index = parse_index(index_text)
+    try:
+        part = to_numpy(array[index])
+    except (IndexError, TypeError, ValueError) as exc:
+        raise ValueError(f"index {index_text} does not fit shape {tuple(array.shape)}: {exc}") \
+            from None
+    part = np.asarray(part)
+    flat = part.reshape(-1)
+    truncated = flat.size > max_elements
+    values = flat[:max_elements]
+    data = [None if isinstance(v, float) and not math.isfinite(v) else v
+            for v in values.tolist()]
+    text = np.array2string(part if not truncated else values, threshold=max_elements,
+                           precision=5, separator=", ")
+    return {"shape": list(part.shape), "values": data, "truncated": truncated, "text": text}
