@@ -60,9 +60,13 @@ EVENT_KINDS = {
     "graph_break": ("function", "graph_id", "reason", "op", "location", "segment_before",
                     "segment_after"),
     # A whole graph's IR (text and JSON) and its per-pass record, once per compile.
-    "graph": ("function", "graph_id", "ir_text", "ir_json"),
+    # A graph compiled: as traced and as lowered (text and JSON), and the plan's steps.
+    "graph": ("function", "graph_id", "ir_text", "ir_json", "lowered_text", "lowered_json",
+              "structural_hash", "compile_ns", "steps"),
+    # One per pass of that compile: the PassResult as JSON (rewrites: [{sentence, nodes,
+    # kind}], diff: {kept, changed, removed, added, merged, fused}, the snapshot's IR).
     "pass": ("graph_id", "index", "name", "wall_ns", "node_count", "kernel_count",
-             "buffer_count", "rewrites", "diff", "ir_text"),
+             "buffer_count", "rewrites", "diff", "ir_text", "ir_json"),
     # A kernel was generated (and compiled, or found in the cache).
     "compile": ("graph_id", "kernel", "language", "source", "compile_ns", "cache_hit",
                 "member_nodes", "member_ops", "backend"),
@@ -70,7 +74,8 @@ EVENT_KINDS = {
     "kernel": ("graph_id", "kernel", "step_kind", "member_nodes", "member_ops", "bytes",
                "output_shape", "output_dtype", "device", "location", "scope"),
     # The memory plan of a graph: planned vs unplanned peak, and the eager peak.
-    "memory_plan": ("graph_id", "planned_peak", "unplanned_peak", "eager_peak", "buffers"),
+    "memory_plan": ("graph_id", "planned_peak", "unplanned_peak", "eager_peak", "buffers",
+                    "assignment", "inplace"),
     # Live and peak bytes per device, sampled as ops allocate and free.
     "memory": ("device", "live_bytes", "peak_bytes"),
     # Free-form marks (a user's em.debug_print, a profiler calibration).

@@ -198,6 +198,7 @@ class JitFunction:
         self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
         self._segments: dict[str, CompiledSegment] = {}
+        self._signature_ids: dict = {}
         self.retraces: list[Retrace] = []
         self.trace_count = 0
         self.compile_count = 0
@@ -273,7 +274,10 @@ class JitFunction:
         """Run the Python body under a tracer; returns (ConcreteFunction, result)."""
         self.trace_count += 1
         labels = capture_labels(self.fn)
-        tracer = Tracer(self.name, self._run_segment, labels, self.fullgraph, execute)
+        # Graph ids name the function, its signature's number and the segment: "step#1:0".
+        sig_index = self._signature_ids.setdefault(signature.key, len(self._signature_ids))
+        tracer = Tracer(self.name, self._run_segment, labels, self.fullgraph, execute,
+                        signature=str(signature), graph_prefix=f"{self.name}#{sig_index}")
         stand_ins = [tracer.stand_in(t, i, signature.arg_names[i]) for i, t in enumerate(leaves)]
         with tracer:
             (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
@@ -333,13 +337,7 @@ class JitFunction:
         self._segments[key] = compiled
         self.compile_count += 1
         if instrument._on_event:
-            from .ir import format_graph
-
-            instrument.emit(instrument.Event("graph", {
-                "function": self.name, "graph_id": graph.name, "ir_text": format_graph(graph),
-                "ir_json": graph.to_json(), "lowered_text": format_graph(lowered),
-                "structural_hash": key,
-            }, t0, time.perf_counter_ns()))
+            _emit_compiled(self.name, graph, compiled, t0)
         return compiled
 
     # --- stages --------------------------------------------------------------------------
@@ -352,6 +350,31 @@ class JitFunction:
 
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
+
+
+def _emit_compiled(function: str, graph: Graph, compiled: CompiledSegment, t0: int) -> None:
+    """Tell listeners what a compile produced: the graph, each pass, the memory plan."""
+    from .ir import format_graph
+
+    end = time.perf_counter_ns()
+    instrument.emit(instrument.Event("graph", {
+        "function": function, "graph_id": graph.name, "ir_text": format_graph(graph),
+        "ir_json": graph.to_json(), "lowered_text": format_graph(compiled.lowered),
+        "lowered_json": compiled.lowered.to_json(), "structural_hash": compiled.structural_hash,
+        "compile_ns": compiled.compile_ns, "steps": [
+            {"name": s.name, "kind": s.kind, "backend": s.backend, "members": list(s.member_ids),
+             "ops": list(s.member_ops), "buffer": s.buffer} for s in compiled.plan.steps],
+    }, t0, end))
+    record = compiled.record
+    if record is not None:
+        for index, result in enumerate(record.results):
+            data = result.to_json(index)
+            data["graph_id"] = graph.name
+            instrument.emit(instrument.Event("pass", data, t0, end))
+        mem = record.memory
+        if mem is not None:
+            instrument.emit(instrument.Event("memory_plan", dict(
+                mem.to_json(), graph_id=graph.name, buffers=len(mem.buffers)), t0, end))
 
 
 def _traced_node(t, tracer):

@@ -154,8 +154,10 @@ class Tracer:
     (with caching) and runs a finished segment; the jit object provides it."""
 
     def __init__(self, name: str, run_segment, capture_labels=None, fullgraph=False,
-                 execute=True):
+                 execute=True, signature: str = "", graph_prefix: str = ""):
         self.name = name
+        self.signature = signature
+        self.prefix = graph_prefix or name
         self.run_segment = run_segment
         self.capture_labels = capture_labels or {}
         self.fullgraph = fullgraph
@@ -169,7 +171,7 @@ class Tracer:
         self.grad_state: dict[int, list] = {}                # id(owner) -> [owner, grad]
         self.grad_guards: dict[int, tuple[Tensor, bool]] = {}  # owner -> grad was None?
         self.grad_owner_of: dict[int, Tensor] = {}           # id(grad tensor) -> owner
-        self._builder = _Builder(f"{name}:0", 0)
+        self._builder = _Builder(f"{self.prefix}:0", 0)
         self._previous = None
         self.finished = False
 
@@ -354,7 +356,7 @@ class Tracer:
         self.breaks.append(brk)
         if instrument._on_event:
             instrument.emit(instrument.Event("graph_break", {
-                "function": self.name, "graph_id": f"{self.name}:{before}", "reason": reason,
+                "function": self.name, "graph_id": f"{self.prefix}:{before}", "reason": reason,
                 "op": op, "location": loc, "segment_before": before,
                 "segment_after": before + 1,
             }, time.perf_counter_ns(), time.perf_counter_ns()))
@@ -405,7 +407,8 @@ class Tracer:
         if instrument._on_event:
             instrument.emit(instrument.Event("trace", {
                 "function": self.name, "graph_id": b.graph.name, "segment": segment.index,
-                "signature": "", "node_count": len(b.graph.op_nodes), "location": None,
+                "signature": self.signature, "node_count": len(b.graph.op_nodes),
+                "location": _first_location(b.graph),
             }, time.perf_counter_ns(), time.perf_counter_ns()))
         if self.execute:
             arrays = [src_array for _, _, src_array in _ordered_captures(b)]
@@ -419,7 +422,7 @@ class Tracer:
             target._data = original
         self.assigned.clear()
         # The next segment starts with fresh inputs; ids keep counting so they stay unique.
-        self._builder = _Builder(f"{self.name}:{len(self.segments)}", b.next_id)
+        self._builder = _Builder(f"{self.prefix}:{len(self.segments)}", b.next_id)
         self.origin.clear()
         return segment
 
@@ -431,6 +434,10 @@ class Tracer:
             t._data = LeakedValue(t._data, self.name)
         self.finished = True
         return segment
+
+
+def _first_location(graph: Graph):
+    return next((n.loc for n in graph.nodes if n.loc is not None), None)
 
 
 def _traced_by(t, tracer) -> bool:
