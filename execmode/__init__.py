@@ -18,6 +18,7 @@ _tensor_module.bind_ops()
 from . import nn, optim, random  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .backend import Device, cuda_is_available  # noqa: E402
+from .debug import breakpoint  # noqa: E402,A004
 from .dtypes import bool_, float32, float64, int32, int64  # noqa: E402
 from .errors import (  # noqa: E402
     ArgumentError,
@@ -30,6 +31,8 @@ from .errors import (  # noqa: E402
 )
 from .functional import *  # noqa: E402,F403
 from .functional import __all__ as _functional_all  # noqa: E402
+from .graph.explain import explain  # noqa: E402
+from .graph.jit import disable_jit, jit  # noqa: E402
 from .nn.functional import (  # noqa: E402
     cross_entropy,
     gelu,
@@ -42,8 +45,6 @@ from .nn.functional import (  # noqa: E402
     sigmoid,
     softmax,
 )
-from .graph.explain import explain  # noqa: E402
-from .graph.jit import disable_jit, jit  # noqa: E402
 from .scope import named_scope  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 

@@ -231,6 +231,11 @@ class Debugger:
                             breakpoint=bp.to_json(), hunt=report)
                 return
 
+    def user_breakpoint(self) -> None:
+        """``em.breakpoint()`` in the script: pause right here."""
+        self.current = {}
+        self._pause("em.breakpoint()", when="breakpoint")
+
     def on_event(self, event) -> None:
         if event.kind != "graph_break":
             return
@@ -488,7 +493,7 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
             print(exc.code, file=sys.stderr)
         return "exit", code, None
     except BaseException as exc:  # noqa: BLE001 - report every failure of the script
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        tb = _script_traceback(exc)
         sys.stderr.write(tb)
         if debugger.breakpoints.active("exception"):
             bp = debugger.breakpoints.active("exception")[0]
@@ -504,6 +509,15 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
                 pass
         return "exception", 1, tb
     return "ok", 0, None
+
+
+def _script_traceback(exc: BaseException) -> str:
+    """The traceback as Python prints it, without the agent's and runpy's frames on top."""
+    tb = exc.__traceback__
+    while tb is not None and (_internal(tb.tb_frame) or
+                              tb.tb_frame.f_code.co_filename.endswith("runpy.py")):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
 
 
 def _user_frames(tb) -> list[dict]:

@@ -111,7 +111,7 @@ class Controller:
         while conn is None:
             try:
                 conn, _ = server.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     server.close()
                     self._wait_output()

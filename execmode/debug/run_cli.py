@@ -1,0 +1,111 @@
+"""``execmode run SCRIPT [ARGS...] [--break SPEC ...] [--keep-going]``: the debugger without
+a UI. When a breakpoint hits it prints where (op, line, the tensor summary) and stops the
+script, or with ``--keep-going`` prints every hit and lets it run on.
+
+Exit codes: the script's own when it finishes (1 if it raised), 3 when stopped at a
+breakpoint, 128+N when killed by signal N, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .controller import Controller, ControllerError
+from .summary import format_summary
+
+EXIT_STOPPED_AT_BREAKPOINT = 3
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run a script under the debugger, without a UI",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("script")
+    p.add_argument("args", nargs="...", help="the script's own arguments")
+    p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
+                   help="op:NAME, FILE:LINE, scope:PATH, graph_break, exception, or a "
+                        "condition such as nan, inf, 'max > 1e3' (repeatable)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="print every breakpoint hit and continue")
+    p.add_argument("--session", help="also record the run into this session file")
+    p.set_defaults(handler=run_command)
+
+
+def run_command(opts) -> int:
+    if not os.path.isfile(opts.script):
+        print(f"execmode run: no such script: {opts.script}", file=sys.stderr)
+        return 2
+    ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=opts.session,
+                     start_paused=False)
+    ctl.listeners.append(_echo_output)
+    try:
+        ctl.start()
+    except ControllerError as exc:
+        print(f"execmode run: {exc}", file=sys.stderr)
+        return 2
+    try:
+        while True:
+            event = ctl.wait_for("paused", "exited", "error", timeout=1e9)
+            if event.type == "error":
+                print(f"execmode run: {event.get('message')}", file=sys.stderr)
+                if ctl.proc.poll() is not None or "--break" in (event.get("message") or ""):
+                    ctl.stop()
+                    return 2
+                continue
+            if event.type == "exited":
+                return _exit_code(ctl)
+            print(describe_pause(event.data), file=sys.stderr, flush=True)
+            if not opts.keep_going:
+                ctl.stop()
+                print("execmode run: stopped at the breakpoint (use --keep-going to go on)",
+                      file=sys.stderr)
+                return EXIT_STOPPED_AT_BREAKPOINT
+            ctl.cont()
+    except KeyboardInterrupt:
+        ctl.stop()
+        return 130
+    finally:
+        ctl.close()
+
+
+def _echo_output(event) -> None:
+    if event.type == "output":
+        stream = sys.stdout if event["stream"] == "stdout" else sys.stderr
+        print(event["line"], file=stream, flush=True)
+
+
+def _exit_code(ctl: Controller) -> int:
+    info = ctl.exit
+    if info.status in ("killed", "crashed") and info.code is not None and info.code < 0:
+        print(f"execmode run: the script {info.description}", file=sys.stderr)
+        return 128 - info.code
+    if info.status not in ("ok", "exit"):
+        print(f"execmode run: the script {info.description}", file=sys.stderr)
+    return info.code if info.code is not None else 1
+
+
+def describe_pause(p: dict) -> str:
+    """A few lines saying where the script stopped and what the tensor looks like."""
+    loc = p.get("location") or {}
+    where = f"{loc.get('filename')}:{loc.get('lineno')} in {loc.get('function')}" if loc else "?"
+    lines = [f"[execmode] {p.get('reason')}"]
+    kernel = p.get("kernel")
+    if kernel:
+        lines.append(f"  kernel {kernel['name']} ({kernel['backend']}): "
+                     + " ".join(kernel["member_ops"]))
+    elif p.get("op"):
+        lines.append(f"  op {p['op']} (#{p.get('op_index')})")
+    lines.append(f"  at {where}")
+    if p.get("output"):
+        lines.append("  output " + format_summary(p["output"]))
+    for i, s in enumerate(p.get("inputs") or ()):
+        if "type" in s:
+            lines.append(f"  input {i} " + format_summary(s))
+    hunt = p.get("hunt")
+    if hunt and hunt.get("text"):
+        lines.append("  origin: " + hunt["text"])
+        origin = hunt.get("origin") or {}
+        oloc = origin.get("location")
+        if oloc:
+            lines.append(f"    at {oloc['filename']}:{oloc['lineno']} in {oloc['function']}")
+    return "\n".join(lines)
