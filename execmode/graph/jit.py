@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from .. import dispatch, instrument
 from ..errors import ArgumentError
 from ..tensor import Tensor
 from . import pytree
+from .fastcall import MISS, build_fast_call
 from .ir import Graph
 from .trace import GraphBreak, Segment, Tracer
 
@@ -199,6 +201,7 @@ class JitFunction:
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
         self._segments: dict[str, CompiledSegment] = {}
         self._signature_ids: dict = {}
+        self._fast = None  # the generated replay of the newest signature
         self.retraces: list[Retrace] = []
         self.trace_count = 0
         self.compile_count = 0
@@ -222,6 +225,14 @@ class JitFunction:
 
     # --- calling -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            out = fast(*args)
+            if out is not MISS:
+                return out
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if _jit_disabled or dispatch._tracer is not None:
             # Disabled, or called inside another trace: inline the Python.
             return self.fn(*args, **kwargs)
@@ -248,6 +259,8 @@ class JitFunction:
         cf, result = self._trace(args, kwargs, leaves, signature)
         self._cache.setdefault(signature.key, []).append(cf)
         self._latest_signature = signature
+        # The newest signature gets the generated replay (a loop over shapes alternates).
+        self._fast = build_fast_call(cf, sys.modules[__name__])
         return result
 
     def _signature(self, structure, leaves) -> Signature:

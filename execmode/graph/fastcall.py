@@ -1,0 +1,110 @@
+"""Generated replay functions: a jitted call with almost no Python.
+
+For a concrete function without graph breaks or guards, whose arguments are tensors passed
+positionally, this writes a small Python function that checks the arguments against the
+signature, runs the plan's steps as straight-line code (each step a local variable, pooled
+buffers bound as constants) and wraps the outputs. Any mismatch (a new shape, a listener
+attached, a trace in progress, jit disabled) returns MISS and the general path takes over,
+so the fast path never changes behaviour, only cost.
+
+The source is built from our own plan, never from user input, and kept on the function
+(``fast.__source__``) for anyone who wants to read it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dispatch, instrument
+from ..tensor import Tensor
+from . import pytree
+
+MISS = object()
+
+
+def _wrap(array):
+    t = object.__new__(Tensor)
+    t._data = array
+    t.requires_grad = False
+    return t
+
+
+def build_fast_call(cf, jit_module):
+    """A function ``fast(*args)`` replaying ``cf`` (or None when cf does not qualify)."""
+    sig = cf.signature
+    n = len(sig.leaves)
+    positional = ("tuple", (("tuple", (pytree.LEAF,) * n), ("dict", (), ())))
+    if cf.has_breaks or cf.guards or sig.structure != positional:
+        return None
+    segment = cf.segments[0]
+    plan = segment.compiled.plan
+    if not plan._buffers_ready:
+        return None
+    ns: dict = {"MISS": MISS, "Tensor": Tensor, "ndarray": np.ndarray, "_wrap": _wrap,
+                "_dispatch": dispatch, "_instrument": instrument, "_jit": jit_module}
+    args = ", ".join(f"a{i}" for i in range(n))
+    lines = [f"def fast({args}):"]
+    lines.append("    if (_dispatch._tracer is not None or _jit._jit_disabled or _instrument._on_event"
+                 " or _instrument._before_kernel or _instrument._after_kernel):")
+    lines.append("        return MISS")
+    lines.append(f"    if _dispatch._grad_enabled is not {sig.grad_enabled}:")
+    lines.append("        return MISS")
+    for i, (shape, dtype, device, requires_grad) in enumerate(sig.leaves):
+        if str(device) != "cpu":
+            return None
+        ns[f"S{i}"], ns[f"T{i}"] = tuple(shape), dtype
+        lines.append(f"    if a{i}.__class__ is not Tensor:")
+        lines.append("        return MISS")
+        lines.append(f"    d{i} = a{i}._data")
+        lines.append(f"    if (d{i}.__class__ is not ndarray or d{i}.shape != S{i} or "
+                     f"d{i}.dtype is not T{i} or a{i}.requires_grad is not {requires_grad}):")
+        lines.append("        return MISS")
+    # Graph inputs: argument arrays or captured tensors read by reference.
+    for k, (slot, source) in enumerate(zip(plan.input_slots, segment.sources)):
+        if source.kind == "arg":
+            lines.append(f"    v{slot} = d{source.leaf_index}")
+        elif source.kind == "capture":
+            ns[f"C{k}"] = source.tensor
+            lines.append(f"    v{slot} = C{k}._data")
+        else:
+            return None
+    for k, step in enumerate(plan.steps):
+        operands = []
+        for j, a in enumerate(step.args):
+            if isinstance(a, int):
+                operands.append(f"v{a}")
+            else:
+                ns[f"L{k}_{j}"] = a.value
+                operands.append(f"L{k}_{j}")
+        call = ", ".join(operands)
+        if step.out_array is not None:
+            ns[f"into{k}"], ns[f"buf{k}"] = step.into, step.out_array
+            lines.append(f"    into{k}(buf{k}{', ' if call else ''}{call})")
+            lines.append(f"    v{step.out} = buf{k}")
+        else:
+            ns[f"fn{k}"] = step.fn
+            lines.append(f"    v{step.out} = fn{k}({call})")
+    for position, slot in plan.assigns:
+        lines.append(f"    v{plan.input_slots[position]}[...] = v{slot}")
+    outputs = [f"v{s}" for s in plan.output_slots]
+    for k, (owner, index) in enumerate(cf.grad_writes):
+        ns[f"G{k}"] = owner
+        value = "None" if index is None else f"_wrap({outputs[index]})"
+        lines.append(f"    G{k}._grad = {value}")
+    leaves = []
+    for k, (kind, value) in enumerate(cf.out_spec):
+        if kind == "out":
+            leaves.append(f"_wrap({outputs[value]})")
+        else:
+            ns[f"K{k}"] = value
+            leaves.append(f"K{k}")
+    if cf.out_structure == pytree.LEAF:
+        lines.append(f"    return {leaves[0]}")
+    else:
+        ns["_unflatten"], ns["_structure"] = pytree.unflatten, cf.out_structure
+        lines.append(f"    return _unflatten(_structure, [{', '.join(leaves)}])")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<execmode replay {plan.graph_id}>", "exec"), ns)  # noqa: S102
+    fast = ns["fast"]
+    fast.__source__ = source
+    return fast
