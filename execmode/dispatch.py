@@ -16,10 +16,9 @@ import numpy as np
 
 from . import instrument
 from . import scope as _scope
-from .instrument import OpEvent
-from .instrument import _on_op, _seq  # shared objects: the list is mutated in place
 from .backend import CPU, as_device, device_of_array, xp_for
 from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
+from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
 from .source import user_location
 from .tensor import SCALAR_TYPES, Tensor
