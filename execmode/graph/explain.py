@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .jit import JitFunction
+from .jit import JitFunction, _registry
 from .trace import GraphBreak
 
 
@@ -47,6 +47,7 @@ def explain(fn, *args, **kwargs) -> ExplainReport:
     """Run ``fn(*args, **kwargs)`` once under a fresh ``em.jit`` and report what happened."""
     base = fn.fn if isinstance(fn, JitFunction) else fn
     jitted = JitFunction(base, passes=getattr(fn, "passes", None))
+    _registry.discard(jitted)  # a throwaway: `execmode explain` lists the script's own
     jitted(*args, **kwargs)
     cf = jitted.concrete_functions[-1]
     graphs = cf.graphs

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import sys
 import time
+import weakref
 from dataclasses import dataclass, field
 
 from .. import dispatch, instrument
@@ -28,6 +30,9 @@ from .ir import Graph
 from .trace import GraphBreak, Segment, Tracer
 
 _jit_disabled = False
+# Every jitted function of the process, for `execmode explain SCRIPT` and the recorder.
+_registry: weakref.WeakSet = weakref.WeakSet()
+_creation_order = itertools.count()
 
 
 class disable_jit:  # noqa: N801 - a context manager, as in JAX
@@ -202,9 +207,11 @@ class JitFunction:
         self._segments: dict[str, CompiledSegment] = {}
         self._signature_ids: dict = {}
         self._fast = None  # the generated replay of the newest signature
+        _registry.add(self)
         self.retraces: list[Retrace] = []
         self.trace_count = 0
         self.compile_count = 0
+        self._created = next(_creation_order)
         try:
             self._parameters = list(inspect.signature(fn).parameters)
         except (TypeError, ValueError):
@@ -514,6 +521,11 @@ class Compiled:
 
     def __str__(self) -> str:
         return "\n".join(step.describe() for plan in self.plans for step in plan.steps)
+
+
+def all_jit_functions() -> list[JitFunction]:
+    """Every live jitted function, in creation order."""
+    return sorted(_registry, key=lambda f: f._created)
 
 
 def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = None):

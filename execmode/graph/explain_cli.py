@@ -1,0 +1,67 @@
+"""``execmode explain SCRIPT [ARGS...]``: run a script and report what graph mode made of
+every jitted function in it: graphs per signature, graph breaks with reasons and source
+lines, retraces with reasons."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+
+from .jit import all_jit_functions
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("explain", help="report graph breaks and retraces of a script's "
+                              "jitted functions", description=__doc__.split("\n\n")[0])
+    p.add_argument("script")
+    p.add_argument("args", nargs="...", help="the script's own arguments")
+    p.set_defaults(handler=explain_command)
+
+
+def explain_command(opts) -> int:
+    if not os.path.isfile(opts.script):
+        print(f"execmode explain: no such script: {opts.script}", file=sys.stderr)
+        return 2
+    code = run_script(opts.script, opts.args)
+    print(format_report(all_jit_functions()))
+    return code
+
+
+def run_script(path: str, args) -> int:
+    saved = sys.argv, list(sys.path)
+    sys.argv = [path] + list(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception:  # the script's own failure: show it, then still explain what ran
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.argv, sys.path[:] = saved[0], saved[1]
+
+
+def format_report(functions) -> str:
+    lines = ["", "execmode explain", "================"]
+    if not functions:
+        lines.append("no jitted functions ran (use em.jit to get graph mode)")
+        return "\n".join(lines)
+    for f in functions:
+        cfs = f.concrete_functions
+        lines.append(f"\n{f.name}: {len(cfs)} signature(s), traced {f.trace_count} time(s), "
+                     f"compiled {f.compile_count} segment(s)")
+        for cf in cfs:
+            graphs = cf.graphs
+            lines.append(f"  {cf.signature}: {len(graphs)} graph(s), {len(cf.breaks)} "
+                         f"break(s), ops per graph "
+                         + ", ".join(str(len(g.op_nodes)) for g in graphs))
+            for b in cf.breaks:
+                lines.append(f"    break: {b.reason} (op {b.op})")
+                lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")
+        for r in f.retraces:
+            lines.append(f"  retrace {r.signature}: {r.reason}")
+    return "\n".join(lines)
