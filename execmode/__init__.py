@@ -48,5 +48,20 @@ from .nn.functional import (  # noqa: E402
 from .scope import named_scope  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 
+
+def __getattr__(name):
+    # em.profile and em.compare live in the profilers package, imported on first use so
+    # that `import execmode` stays light.
+    if name == "profile":
+        from .profilers.api import profile
+
+        return profile
+    if name == "compare":
+        from .profilers.compare import compare
+
+        return compare
+    raise AttributeError(f"module 'execmode' has no attribute {name!r}")
+
+
 bool = bool_  # noqa: A001 - em.bool, as the issue asks; the builtin is untouched elsewhere
 __version__ = "0.1.0"

@@ -323,7 +323,8 @@ def describe_exit(code: int, finished: dict | None) -> ExitInfo:
     if code < 0:
         sig = -code
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        kind = "killed" if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT) else "crashed"
-        return ExitInfo(kind, code, f"{kind} by signal {name}")
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+            return ExitInfo("killed", code, f"was killed by signal {name}")
+        return ExitInfo("crashed", code, f"crashed with signal {name}")
     return ExitInfo("vanished", code, f"exited with code {code} without reporting "
                                       "(os._exit, or the interpreter died)")

@@ -2,7 +2,7 @@
 a UI. When a breakpoint hits it prints where (op, line, the tensor summary) and stops the
 script, or with ``--keep-going`` prints every hit and lets it run on.
 
-Exit codes: the script's own when it finishes (1 if it raised), 3 when stopped at a
+Exit codes: the script's own when it finishes (1 if it raised), 4 when stopped at a
 breakpoint, 128+N when killed by signal N, 2 for usage errors.
 """
 
@@ -11,27 +11,37 @@ from __future__ import annotations
 import os
 import sys
 
+from ..cli_args import parse_script_command
 from .controller import Controller, ControllerError
 from .summary import format_summary
 
-EXIT_STOPPED_AT_BREAKPOINT = 3
+EXIT_STOPPED_AT_BREAKPOINT = 4
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("run", help="run a script under the debugger, without a UI",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("script")
-    p.add_argument("args", nargs="...", help="the script's own arguments")
+_OPTIONS = {"--break": True, "--keep-going": False, "--session": True}
+
+
+def _options(p) -> None:
     p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
                    help="op:NAME, FILE:LINE, scope:PATH, graph_break, exception, or a "
                         "condition such as nan, inf, 'max > 1e3' (repeatable)")
     p.add_argument("--keep-going", action="store_true",
                    help="print every breakpoint hit and continue")
     p.add_argument("--session", help="also record the run into this session file")
-    p.set_defaults(handler=run_command)
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="run a script under the debugger, without a UI",
+        description=__doc__.split("\n\n")[0] + " Options may come before SCRIPT or after its "
+        "ARGS; everything after `--` belongs to the script.")
+    _options(p)
+    p.add_argument("command", nargs="...", metavar="SCRIPT [ARGS...]")
+    p.set_defaults(handler=run_command, parser=p)
 
 
 def run_command(opts) -> int:
+    parse_script_command(opts.parser, opts, _OPTIONS, _options)
     if not os.path.isfile(opts.script):
         print(f"execmode run: no such script: {opts.script}", file=sys.stderr)
         return 2

@@ -9,18 +9,19 @@ import runpy
 import sys
 import traceback
 
+from ..cli_args import parse_script_command
 from .jit import all_jit_functions
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("explain", help="report graph breaks and retraces of a script's "
                               "jitted functions", description=__doc__.split("\n\n")[0])
-    p.add_argument("script")
-    p.add_argument("args", nargs="...", help="the script's own arguments")
-    p.set_defaults(handler=explain_command)
+    p.add_argument("command", nargs="...", metavar="SCRIPT [ARGS...]")
+    p.set_defaults(handler=explain_command, parser=p)
 
 
 def explain_command(opts) -> int:
+    parse_script_command(opts.parser, opts, {}, lambda p: None)
     if not os.path.isfile(opts.script):
         print(f"execmode explain: no such script: {opts.script}", file=sys.stderr)
         return 2

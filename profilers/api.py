@@ -1,0 +1,126 @@
+"""The in-code profiling API: ``with em.profile() as prof: ...``.
+
+    import execmode as em
+
+    with em.profile() as prof:
+        loss = train_step(x, y)
+    print(prof.table(sort_by="total_time"))
+    prof.export("step.html")            # or .trace.json, .speedscope.json, .json, .csv, .md
+
+The recording goes to a session file (a temporary one unless ``path`` is given), the
+same kind the CLI writes, so everything a report or the TUI can show is available here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from pathlib import Path
+
+from execmode.profilers.recorder import Recorder
+from execmode.profilers.report import totals_table
+from execmode.profilers.session import Session, open_session
+from execmode.profilers.store import SESSION_SUFFIX
+from execmode.profilers.tables import TextTable
+
+_counter = itertools.count()
+
+
+def profile(path: str | os.PathLike | None = None, *, summaries: bool = False,
+            memory: bool = True, calibrate: bool = True) -> Profile:
+    """Record the eager ops and graph-mode events of a ``with`` block into a session.
+
+    ``path``: the session file to create (default: a new file in the temp folder, kept
+    after the block so it can be exported or opened later). ``summaries``: also store
+    min/max/mean/std and NaN/Inf counts of every op's output (costs a pass over each
+    output). ``memory``: track live and peak bytes. ``calibrate``: measure the recorder's
+    own per-op cost first (~50 ms) so reports can subtract it.
+    """
+    return Profile(path, summaries=summaries, memory=memory, calibrate=calibrate)
+
+
+class Profile:
+    """A recording in progress or done; see :func:`profile`."""
+
+    def __init__(self, path=None, *, summaries: bool = False, memory: bool = True,
+                 calibrate: bool = True):
+        self.path = Path(path) if path is not None else _temporary_path()
+        self._options = {"summaries": summaries, "memory": memory, "calibrate": calibrate}
+        self.recorder: Recorder | None = None
+        self._session: Session | None = None
+
+    def __enter__(self) -> Profile:
+        if self.recorder is not None:
+            raise RuntimeError("a Profile records once; make a new em.profile() for another")
+        self.recorder = Recorder(self.path, meta={"source": "em.profile"}, **self._options)
+        self.recorder.start()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self.recorder is not None:
+            self.recorder.close()
+        return False
+
+    # --- reading ----------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        """The session, opened for reading (flushed first if still recording)."""
+        if self.recorder is None:
+            raise RuntimeError("nothing recorded yet: use `with em.profile() as prof:` first")
+        if not self.recorder.writer.closed:
+            self.recorder.flush()
+        if self._session is None:
+            self._session = open_session(self.path)
+        else:
+            self._session.refresh()
+        return self._session
+
+    def table(self, sort_by: str = "total_time", group_by: str = "op",
+              limit: int | None = 20) -> TextTable:
+        """A printable table of eager ops aggregated by ``group_by`` ("op", "scope",
+        "location", "op_location"), sorted by ``sort_by`` ("total_time", "count",
+        "mean_time", "max_time", "bytes", "name"). ``.rows`` holds the numbers."""
+        totals = self.session.op_totals(group_by=group_by, sort_by=sort_by, limit=limit)
+        title = f"eager ops by {group_by}, sorted by {sort_by}"
+        return TextTable(totals_table("ops", title, totals, group_by), totals)
+
+    def kernel_table(self, sort_by: str = "total_time", limit: int | None = 20) -> TextTable:
+        """Like :meth:`table`, for graph-mode kernels."""
+        totals = self.session.kernel_totals(sort_by=sort_by, limit=limit)
+        return TextTable(totals_table("kernels", f"graph kernels, sorted by {sort_by}",
+                                       totals, "graph/kernel"), totals)
+
+    def summary(self) -> dict:
+        """Headline numbers: op count and time, wall time, peak memory, profiler cost."""
+        return self.session.summary()
+
+    def export(self, path: str | os.PathLike, format: str | None = None, **options) -> Path:
+        """Write a report; the format comes from the suffix of ``path`` unless given
+        ("html", "chrome", "speedscope", "json", "csv", "md")."""
+        from execmode.profilers.exporters import export
+
+        return export(self.session, path, format, **options)
+
+    def mark(self, name: str, text: str = "") -> None:
+        """Put a named mark on the timeline (shown on the python track of traces)."""
+        if self.recorder is not None:
+            self.recorder.mark(name, text)
+
+    def close(self) -> None:
+        """Close the reading connection (the session file stays)."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def __repr__(self) -> str:
+        state = "recording" if self.recorder and not self.recorder.writer.closed else "done"
+        return f"<execmode Profile {state} at {self.path}>"
+
+
+def _temporary_path() -> Path:
+    folder = Path(tempfile.gettempdir()) / "execmode-profiles"
+    while True:
+        path = folder / f"profile-{os.getpid()}-{next(_counter)}{SESSION_SUFFIX}"
+        if not path.exists():  # a file left by an earlier process with the same pid
+            return path

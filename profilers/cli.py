@@ -1,0 +1,282 @@
+"""The ``execmode profile`` and ``execmode report`` commands.
+
+``execmode/cli.py`` builds the top-level parser and calls :func:`register_profile` and
+:func:`register_report` to add these subcommands; each sets ``handler`` to the function
+that runs it. Only argparse is imported here at module level: ``execmode --help`` stays
+quick.
+
+Exit statuses: ``profile`` returns the script's own status (128+N when a signal N killed
+it); 2 is a usage error (bad option, missing script, unknown format); 1 is a session that
+cannot be read or a report that cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
+DEFAULT_SESSION_DIR = "sessions"
+
+
+def register_profile(subparsers) -> None:
+    p = subparsers.add_parser(
+        "profile", help="run a script with recording on and write a report",
+        description="Run SCRIPT (with ARGS) as __main__ in a child process with execmode's "
+                    "recorder on; write the session file and a report, and print a short "
+                    "summary. Options may come before SCRIPT or after its ARGS; everything "
+                    "after a `--` belongs to the script.")
+    _profile_options(p)
+    # One REMAINDER positional for SCRIPT and ARGS: argparse would drop a `--` that follows
+    # a separate script positional, and with it the line between ARGS and our options.
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
+                   help="the Python script to run and its own arguments")
+    p.set_defaults(handler=profile_command)
+
+
+def _profile_options(p) -> None:
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="the report to write (default: beside the session, format suffix)")
+    p.add_argument("--format", choices=FORMAT_CHOICES,
+                   help="report format (default: from the -o suffix, else html)")
+    p.add_argument("--session", metavar="FILE",
+                   help=f"the session file to create (default: {DEFAULT_SESSION_DIR}/"
+                        "SCRIPT-TIME.emsession)")
+    p.add_argument("--pyspy", action="store_true",
+                   help="also sample the script with py-spy (user code vs dispatch vs "
+                        "kernels)")
+    p.add_argument("--rate", type=_positive_int, default=100, metavar="N",
+                   help="py-spy samples per second (default 100)")
+    p.add_argument("--native", action="store_true",
+                   help="py-spy: include native (C) frames; pauses the script per sample")
+    p.add_argument("--summaries", action="store_true",
+                   help="store min/max/mean/std and NaN/Inf counts of every op output")
+    p.add_argument("--no-memory", action="store_true", help="do not track live/peak memory")
+    p.add_argument("--top", type=_positive_int, default=10, metavar="N",
+                   help="rows in the printed summary tables (default 10)")
+
+
+# Our options that may also follow the script's arguments: spelling -> takes a value.
+_TRAILING = {"-o": True, "--output": True, "--format": True, "--session": True,
+             "--pyspy": False, "--rate": True, "--native": False, "--summaries": False,
+             "--no-memory": False, "--top": True}
+
+
+def split_trailing_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """(the script's arguments, our options found among them), stopping at ``--``."""
+    script_args, ours = [], []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            script_args.extend(args[i + 1:])
+            break
+        name, eq, _ = arg.partition("=")
+        if name in _TRAILING:
+            ours.append(arg)
+            if _TRAILING[name] and not eq and i + 1 < len(args):
+                ours.append(args[i + 1])
+                i += 1
+        else:
+            script_args.append(arg)
+        i += 1
+    return script_args, ours
+
+
+def _apply_trailing(args, tokens: list[str]) -> None:
+    """Parse trailing options with the same definitions (types, choices, errors: exit 2)."""
+    parser = argparse.ArgumentParser(prog="execmode profile", add_help=False,
+                                     allow_abbrev=False)
+    _profile_options(parser)
+    found = parser.parse_args(tokens)
+    for name, value in vars(found).items():
+        if value != parser.get_default(name):
+            setattr(args, name, value)
+
+
+def register_report(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report", help="export a report from a recorded session",
+        description="Write a report (HTML, Chrome trace, speedscope, JSON, CSV, Markdown) "
+                    "from a session file recorded by `execmode profile` or em.profile().")
+    p.add_argument("session", help="the .emsession file")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="the report to write (default: the session's name, format suffix)")
+    p.add_argument("--format", choices=FORMAT_CHOICES,
+                   help="report format (default: from the -o suffix, else html)")
+    p.add_argument("--table", default="ops",
+                   help="csv only: ops, op_totals, kernels, memory, comparisons or samples")
+    p.add_argument("--summary", action="store_true", help="also print the text summary")
+    p.set_defaults(handler=report_command)
+
+
+# --- profile ------------------------------------------------------------------------------
+def profile_command(args) -> int:
+    from execmode.profilers.runner import ScriptNotFound, check_script
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        return _fail("the script to run is missing: execmode profile [OPTIONS] SCRIPT [ARGS...]",
+                     2)
+    args.script = command[0]
+    script_args, trailing = split_trailing_options(command[1:])
+    _apply_trailing(args, trailing)
+    try:
+        check_script(args.script)
+        fmt = _choose_format(args.output, args.format)
+    except (ScriptNotFound, _UsageError) as exc:
+        return _fail(exc, 2)
+    session = Path(args.session) if args.session else _default_session(args.script)
+    if session.exists():
+        return _fail(f"{session}: already exists; give another --session", 2)
+    output = Path(args.output) if args.output else _beside(session, fmt)
+
+    _say(f"recording {args.script} into {session}")
+    code = _run_child(args, session, script_args)
+    if not session.exists():
+        _say("the script ended before a session was written; no report")
+        return code if code else 1
+    try:
+        text = _write_report(session, output, fmt, table="ops", top=args.top)
+    except Exception as exc:  # noqa: BLE001 - any report failure: say it, keep the session
+        return _fail(f"could not write the report: {exc}", code or 1)
+    print(text)
+    if code != 0:
+        _say(f"the script exited with status {code}")
+    return code
+
+
+def _run_child(args, session: Path, script_args: list[str]) -> int:
+    cmd = [sys.executable, "-m", "execmode.profilers.runner", "--session", str(session)]
+    if args.summaries:
+        cmd.append("--summaries")
+    if args.no_memory:
+        cmd.append("--no-memory")
+    if args.pyspy:
+        cmd += ["--pyspy", "--rate", str(args.rate)]
+        if args.native:
+            cmd.append("--native")
+    cmd += ["--", args.script, *script_args]
+    proc = subprocess.Popen(cmd)
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:
+            # Ctrl-C reached the child too (same process group): let it end and record.
+            continue
+    return 128 - code if code < 0 else code
+
+
+# --- report -------------------------------------------------------------------------------
+def report_command(args) -> int:
+    from execmode.profilers.errors import SessionError
+
+    try:
+        fmt = _choose_format(args.output, args.format)
+    except _UsageError as exc:
+        return _fail(exc, 2)
+    session = Path(args.session)
+    output = Path(args.output) if args.output else _beside(session, fmt)
+    try:
+        text = _write_report(session, output, fmt, table=args.table, top=10)
+    except SessionError as exc:
+        return _fail(exc, 1)
+    if args.summary:
+        print(text)
+    return 0
+
+
+# --- shared -------------------------------------------------------------------------------
+def _write_report(session: Path, output: Path, fmt: str, *, table: str, top: int) -> str:
+    """Export ``session`` to ``output``; return the text summary."""
+    from execmode.profilers.exporters import export
+    from execmode.profilers.report import build_report
+    from execmode.profilers.session import open_session
+    from execmode.profilers.tables import render_summary
+
+    started = time.monotonic()
+    with open_session(session) as s:
+        options = {"table": table} if fmt == "csv" else {}
+        export(s, output, fmt, progress=_progress(f"writing {fmt} report"), **options)
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        _say(f"wrote {fmt} report to {output} ({time.monotonic() - started:.1f} s)")
+        return render_summary(build_report(s, top=top))
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _choose_format(output: str | None, fmt: str | None) -> str:
+    from execmode.profilers.exporters import format_for_path
+
+    if fmt is not None:
+        return fmt
+    if output is None:
+        return "html"
+    guessed = format_for_path(output)
+    if guessed is None:
+        raise _UsageError(f"{output}: cannot tell the report format from the name; "
+                          f"add --format ({', '.join(FORMAT_CHOICES)})")
+    return guessed
+
+
+def _default_session(script: str) -> Path:
+    from execmode.profilers.store import SESSION_SUFFIX
+
+    stem = Path(script).stem or "script"
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path(DEFAULT_SESSION_DIR) / f"{stem}-{stamp}"
+    path = base.with_suffix(SESSION_SUFFIX)
+    n = 1
+    while path.exists():
+        path = Path(f"{base}-{n}{SESSION_SUFFIX}")
+        n += 1
+    return path
+
+
+def _beside(session: Path, fmt: str) -> Path:
+    from execmode.profilers.exporters import suffix_for
+
+    name = session.name
+    stem = name[: -len(".emsession")] if name.endswith(".emsession") else session.stem
+    return session.with_name(stem + suffix_for(fmt))
+
+
+def _progress(label: str):
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        print(f"\rexecmode: {label}: {done:,}/{total:,} rows", end="", file=sys.stderr,
+              flush=True)
+
+    return show
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _say(text: str) -> None:
+    print(f"execmode: {text}", file=sys.stderr, flush=True)
+
+
+def _fail(message, code: int) -> int:
+    print(f"execmode: error: {message}", file=sys.stderr)
+    return code
+

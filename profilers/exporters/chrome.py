@@ -1,0 +1,145 @@
+"""Chrome trace event JSON, for Perfetto (ui.perfetto.dev) and chrome://tracing.
+
+One process (the script) with four named tracks: eager ops, graph kernels, compile and
+python (tracing, passes, graph breaks, retraces, marks). Ops and kernels are complete
+("X") events with their shapes and source line in ``args``; memory is a counter ("C")
+track per device; "M" metadata events name the process and the tracks. Times are
+microseconds from the session start, as the format wants.
+
+The file is written as the rows stream by, so a 1M-op session never sits in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from execmode.profilers.exporters.common import Progress, output_file, source_text
+from execmode.profilers.session import Session
+
+PID = 1
+TRACKS = {  # tid -> track name, in display order
+    1: "eager ops",
+    2: "graph kernels",
+    3: "compile",
+    4: "python",
+}
+EAGER, KERNELS, COMPILE, PYTHON = 1, 2, 3, 4
+_INSTANT_KINDS = {"graph_break", "retrace", "mark", "memory_plan"}
+
+
+def export_chrome(session: Session, out: Path, *, progress=None) -> Path:
+    """Write ``session`` as a Chrome trace JSON object to ``out``."""
+    t0 = session.t0_ns
+    total = session.count("op_events") + session.count("kernels")
+    tick = Progress(progress, total)
+    script = session.meta.get("script") or "recording"
+    other = {"script": script, "session": str(session.path),
+             "calibration": session.meta.get("calibration"),
+             "pyspy": session.meta.get("pyspy"),
+             "samples_by_category": session.category_totals()}
+    with output_file(out) as f:
+        f.write('{"displayTimeUnit": "ns", "otherData": ')
+        f.write(json.dumps(other, default=str))
+        f.write(', "traceEvents": [\n')
+        writer = _EventWriter(f)
+        for event in metadata_events(script):
+            writer.write(event)
+        for op in session.ops():
+            writer.write(op_event(op, t0))
+            tick.step()
+        for k in session.kernels():
+            writer.write(kernel_event(k, t0))
+            tick.step()
+        for ev in session.events():
+            writer.write(other_event(ev, t0))
+        for m in session.memory():
+            writer.write({"name": f"memory {m.device}", "ph": "C", "ts": _us(m.ts_ns - t0),
+                          "pid": PID, "tid": 0,
+                          "args": {"live_bytes": m.live_bytes, "peak_bytes": m.peak_bytes}})
+        f.write("\n]}\n")
+    tick.finish()
+    return out
+
+
+class _EventWriter:
+    def __init__(self, f):
+        self._f = f
+        self._first = True
+
+    def write(self, event: dict) -> None:
+        if not self._first:
+            self._f.write(",\n")
+        self._first = False
+        self._f.write(json.dumps(event, separators=(",", ":"), default=str))
+
+
+def metadata_events(script: str) -> list[dict]:
+    events = [{"name": "process_name", "ph": "M", "ts": 0, "pid": PID, "tid": 0,
+               "args": {"name": f"execmode: {script}"}}]
+    for tid, name in TRACKS.items():
+        events.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": tid,
+                       "args": {"name": name}})
+        events.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": PID,
+                       "tid": tid, "args": {"sort_index": tid}})
+    return events
+
+
+def op_event(op, t0: int) -> dict:
+    args = {"seq": op.seq, "inputs": op.inputs, "output": op.output, "bytes": op.bytes,
+            "device": op.device}
+    if op.scope:
+        args["scope"] = op.scope
+    if op.file:
+        args["source"] = source_text(op.file, op.line)
+        args["function"] = op.function
+    if op.attrs:
+        args["attrs"] = op.attrs
+    if op.v_nan is not None:
+        args["summary"] = {"min": op.v_min, "max": op.v_max, "mean": op.v_mean,
+                           "std": op.v_std, "nan": op.v_nan, "inf": op.v_inf}
+    return {"name": op.op, "cat": "op", "ph": "X", "ts": _us(op.start_ns - t0),
+            "dur": _us(op.dur_ns), "pid": PID, "tid": EAGER, "args": args}
+
+
+def kernel_event(k, t0: int) -> dict:
+    args = {"graph_id": k.graph_id, "step_kind": k.step_kind, "member_ops": k.member_ops,
+            "member_nodes": k.member_nodes, "bytes": k.bytes}
+    if k.output:
+        args["output"] = k.output
+    if k.device:
+        args["device"] = k.device
+    if k.file:
+        args["source"] = source_text(k.file, k.line)
+    return {"name": k.kernel, "cat": "kernel", "ph": "X", "ts": _us(k.start_ns - t0),
+            "dur": _us(k.dur_ns), "pid": PID, "tid": KERNELS, "args": args}
+
+
+def other_event(ev, t0: int) -> dict:
+    d = ev.data
+    tid = COMPILE if ev.kind == "compile" else PYTHON
+    name = _event_name(ev.kind, d)
+    args = {k: v for k, v in d.items() if k not in ("source", "ir_text", "ir_json", "diff")}
+    base = {"name": name, "cat": ev.kind, "pid": PID, "tid": tid, "ts": _us(ev.start_ns - t0),
+            "args": args}
+    if ev.kind in _INSTANT_KINDS or ev.end_ns <= ev.start_ns:
+        return {**base, "ph": "i", "s": "t", "dur": 0}
+    return {**base, "ph": "X", "dur": _us(ev.end_ns - ev.start_ns)}
+
+
+def _event_name(kind: str, d: dict) -> str:
+    if kind == "pass":
+        return f"pass {d.get('name', '?')}"
+    if kind == "compile":
+        return f"compile {d.get('kernel', '?')}"
+    if kind == "graph_break":
+        return f"graph break: {d.get('reason', '?')}"
+    if kind in ("trace", "retrace"):
+        return f"{kind} {d.get('function', '?')}"
+    if kind == "mark":
+        return str(d.get("name", "mark"))
+    return kind
+
+
+def _us(ns: int) -> float:
+    return round(ns / 1000, 3)

@@ -1,0 +1,69 @@
+"""What machine a session ran on: stored in meta so that numbers can be compared fairly."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import numpy as np
+
+
+def machine_info() -> dict:
+    """Host, OS, CPU, memory and library versions. Cheap: never imports CuPy."""
+    import execmode
+
+    return {
+        "host": platform.node(),
+        "os": platform.platform(),
+        "arch": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "memory_bytes": _total_memory(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "execmode": getattr(execmode, "__version__", "?"),
+    }
+
+
+def gpu_info() -> list[dict]:
+    """The CUDA devices, when CuPy is already imported and sees a GPU; else empty."""
+    if "cupy" not in sys.modules:
+        return []
+    from execmode.backend import cupy_module
+
+    cp = cupy_module()
+    if cp is None:
+        return []
+    devices = []
+    for index in range(cp.cuda.runtime.getDeviceCount()):
+        props = cp.cuda.runtime.getDeviceProperties(index)
+        name = props.get("name", b"")
+        devices.append({
+            "device": f"cuda:{index}",
+            "name": name.decode() if isinstance(name, bytes) else str(name),
+            "memory_bytes": int(props.get("totalGlobalMem", 0)),
+        })
+    return devices
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _total_memory() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

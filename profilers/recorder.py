@@ -1,0 +1,234 @@
+"""The recorder: the instrumentation listener that fills a session file.
+
+    rec = Recorder("run.emsession", summaries=True).start()
+    ...                      # eager ops and graph-mode events are recorded
+    rec.close()              # or: with Recorder(path) as rec: ...
+
+On each eager op it queues the event as it is (formatting happens on the writer thread),
+tracks the output's memory, and optionally summarises the output's values. Other events
+(trace, pass, compile, graph breaks, ...) are encoded to JSON at once, because their data
+may be reused by the code that emitted them. Before attaching, it measures its own cost
+(see :mod:`execmode.profilers.calibration`) and stores it in meta.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import time
+import weakref
+from datetime import datetime, timezone
+
+from execmode.profilers.machine import gpu_info, machine_info
+from execmode.profilers.memory import MemoryTracker
+from execmode.profilers.rows import event_row
+from execmode.profilers.summaries import summarize
+from execmode.profilers.writer import ComparisonRow, EncodedEvent, SessionWriter, SummarizedOp
+
+from execmode import instrument
+from execmode.instrument import Event
+
+_active: weakref.WeakSet = weakref.WeakSet()
+
+
+class Recorder:
+    """Records eager ops and graph-mode events into a session file.
+
+    ``target`` is a path (a new session file is created there) or a SessionWriter.
+    ``summaries`` stores min/max/mean/std and NaN/Inf counts of every op output (costly
+    on large outputs); ``memory`` tracks live/peak bytes; ``calibrate`` measures the
+    recorder's own per-op cost at start.
+    """
+
+    def __init__(self, target, *, summaries: bool = False, memory: bool = True,
+                 calibrate: bool = True, meta: dict | None = None):
+        self.options = {"summaries": bool(summaries), "memory": bool(memory),
+                        "calibrate": bool(calibrate)}
+        if isinstance(target, SessionWriter):
+            self.writer = target
+            for key, value in (meta or {}).items():
+                self.writer.set_meta(key, value)
+        else:
+            self.writer = SessionWriter(target, self._initial_meta(meta))
+        self.path = self.writer.path
+        self.memory = MemoryTracker(self.writer.put) if memory else None
+        self.calibration: dict | None = None
+        self.t0_ns = 0
+        self._started = False
+        self._stopped = False
+        self._put = self.writer.put
+        self._pending = self.writer.queue_length
+        self._max_pending = self.writer.max_pending
+        self.on_op = self._choose_on_op()
+
+    def _initial_meta(self, extra: dict | None) -> dict:
+        return {
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_info(),
+            "options": self.options,
+            "pyspy": {"status": "off"},
+            **(extra or {}),
+        }
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def calibrate(self) -> dict:
+        """Measure the recorder's per-op cost and store it (once; start() calls it when the
+        calibrate option is on, callers that start other tools first may call it earlier)."""
+        if self.calibration is None:
+            from execmode.profilers.calibration import measure_overhead
+
+            self.calibration = measure_overhead(memory=self.options["memory"],
+                                                summaries=self.options["summaries"])
+            self.writer.set_meta("calibration", self.calibration)
+        return self.calibration
+
+    def start(self) -> Recorder:
+        """Calibrate (if asked), write the start stamps and attach to the hooks."""
+        if self._started:
+            return self
+        if self.options["calibrate"]:
+            self.calibrate()
+        self.t0_ns = time.perf_counter_ns()
+        self.writer.set_meta("t0_ns", self.t0_ns)
+        self.writer.set_meta("wall_start", time.time())
+        if self.memory is not None:
+            self.memory.sample_now()
+        self._started = True
+        _active.add(self)
+        # Before the writer's own handler (atexit runs last-registered first): a script that
+        # never closes its recorder still gets its end stamps.
+        atexit.register(self.close)
+        instrument.add_listener(self)
+        return self
+
+    def stop(self) -> None:
+        """Detach from the hooks and write the end stamps (the file stays open)."""
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        instrument.remove_listener(self)
+        _active.discard(self)
+        if self.memory is not None:
+            self.memory.sample_now()
+        self.writer.set_meta("end_ns", time.perf_counter_ns())
+        self.writer.set_meta("wall_end", time.time())
+        self.writer.flush()
+        devices = sorted(self.writer.devices)
+        self.writer.set_meta("recorded", {
+            "ops": self.writer.ops_written,
+            "dropped": self.writer.dropped,
+            "malformed": self.writer.malformed,
+            "devices": devices or ["cpu"],
+        })
+        if any(d.startswith("cuda") for d in devices):
+            self.writer.set_meta("gpus", gpu_info())
+        self.writer.flush()
+
+    def close(self, status: str | None = None, code: int | None = None,
+              traceback: str | None = None) -> None:
+        """Stop recording and close the session file.
+
+        ``status``/``code``/``traceback`` record how the script ended, for callers that run
+        scripts themselves (the debugger agent): status "ok" (or "normal"), "exit",
+        "exception", "interrupted", "quit".
+        """
+        if status is not None and not self.writer.closed:
+            kind = "normal" if status == "ok" else status
+            self.set_meta("exit", {"kind": kind, "code": code, "traceback": traceback})
+        self.stop()
+        self.writer.close()
+        atexit.unregister(self.close)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Commit everything recorded so far (the debugger calls this before a pause)."""
+        return self.writer.flush(timeout)
+
+    def __enter__(self) -> Recorder:
+        return self.start()
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    # --- listener protocol ----------------------------------------------------------------
+    def _choose_on_op(self):
+        # One specialised method per option set: the per-op path tests no options.
+        put, pending, limit = self._put, self._pending, self._max_pending
+        wait = self.writer.wait_for_room
+        track = self.memory.on_op if self.memory is not None else None
+
+        if self.options["summaries"]:
+            def on_op(ev, output):
+                try:
+                    put(SummarizedOp(ev, summarize(output._data)))
+                except Exception:  # an array type summaries don't know: record the op alone
+                    put(ev)
+                if track is not None:
+                    track(ev, output)
+                if pending() > limit:
+                    wait()
+        elif track is not None:
+            def on_op(ev, output):
+                put(ev)
+                track(ev, output)
+                if pending() > limit:
+                    wait()
+        else:
+            def on_op(ev, output):
+                put(ev)
+                if pending() > limit:
+                    wait()
+        return on_op
+
+    def on_event(self, ev: Event) -> None:
+        kind = ev.kind
+        if kind == "kernel" or kind == "memory":
+            self._put(ev)  # frequent in graph replay: formatted on the writer thread
+        else:
+            self._put(EncodedEvent(*event_row(ev)))
+        if self._pending() > self._max_pending:
+            self.writer.wait_for_room()
+
+    # --- extra rows -----------------------------------------------------------------------
+    def mark(self, name: str, text: str = "") -> None:
+        """A free-form mark on the timeline."""
+        now = time.perf_counter_ns()
+        self.on_event(Event("mark", {"name": name, "text": text}, now, now))
+
+    def set_meta(self, key: str, value) -> None:
+        self.writer.set_meta(key, value)
+
+    def record_comparison(self, *, function: str, graph_id: str, kernel: str, step_kind: str,
+                          eager_ops, eager_ns: int, kernel_ns: int, eager_bytes: int,
+                          planned_bytes: int, repeat: int = 1) -> None:
+        """One row of em.compare: a compiled step next to the eager ops it replaced."""
+        ops = list(eager_ops)
+        self._put(ComparisonRow(str(function), str(graph_id), str(kernel), str(step_kind),
+                                json.dumps(ops), len(ops), int(eager_ns), int(kernel_ns),
+                                int(eager_bytes), int(planned_bytes), int(repeat)))
+
+
+def start_recording(path, *, script: str | None = None, argv=None, **options) -> Recorder:
+    """Create a session at ``path`` and start recording into it (for script runners such
+    as the debugger agent); end with ``recorder.close(status=..., code=...)``.
+
+    ``options`` are :class:`Recorder`'s (summaries, memory, calibrate).
+    """
+    meta = {"cwd": os.getcwd()}
+    if script is not None:
+        meta["script"] = os.path.abspath(script)
+        meta["argv"] = [str(script), *[str(a) for a in (argv or ())]]
+    return Recorder(path, meta=meta, **options).start()
+
+
+def _forget_in_child() -> None:
+    # A forked child has no writer thread: its recorders must not queue forever.
+    for rec in list(_active):
+        instrument.remove_listener(rec)
+        rec._stopped = True
+    _active.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)

@@ -1,0 +1,271 @@
+"""What a report says about a session, independent of how it is drawn.
+
+:func:`build_report` reads a session once and returns plain tables and facts; the HTML,
+Markdown and terminal renderers only lay them out. Numbers are formatted here, so every
+format says the same thing.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+from dataclasses import dataclass, field
+
+from execmode.profilers.session import Comparison, MemoryRow, Session
+from execmode.profilers.stacks import CATEGORIES
+from execmode.profilers.units import fmt_bytes, fmt_ns, fmt_share, fmt_speedup
+
+TOP = 15
+_SOURCES = {"eager": "eager tensors", "graph": "graph plan", "pool": "CuPy memory pool"}
+MAX_ROWS = 200  # long tables (passes of many graphs) are cut with a note
+
+
+@dataclass
+class Table:
+    """A titled table of formatted cells; ``align`` has one "l" or "r" per column."""
+
+    key: str
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    align: str
+    note: str = ""
+
+
+@dataclass
+class Report:
+    title: str
+    facts: list[tuple[str, str]]
+    notes: list[str]
+    tables: list[Table]
+    memory: list[MemoryRow] = field(default_factory=list)
+    bars: list[tuple[str, float]] = field(default_factory=list)  # top ops: name, ns
+    categories: list[tuple[str, int]] = field(default_factory=list)  # py-spy: label, count
+    t0_ns: int = 0
+
+    def table(self, key: str) -> Table | None:
+        return next((t for t in self.tables if t.key == key), None)
+
+
+def build_report(session: Session, top: int = TOP) -> Report:
+    """The facts, notes and tables of a report on ``session``."""
+    s = session.summary()
+    script = s["script"] or "(in-process recording)"
+    title = f"execmode profile: {os.path.basename(script)}" if s["script"] else \
+        "execmode profile"
+    report = Report(title, _facts(s, script), _notes(s), [], t0_ns=session.t0_ns)
+    totals = session.op_totals(limit=top)
+    report.bars = [(t.name, float(t.total_ns)) for t in totals]
+    report.tables.append(totals_table("top_ops", f"Top eager ops by total time (of {s['ops']})",
+                                       totals, "op"))
+    if s["ops"]:
+        report.tables.append(totals_table(
+            "top_lines", "Top source lines by eager op time",
+            session.op_totals(group_by="location", limit=top), "source line"))
+    kernels = session.kernel_totals(limit=top)
+    if kernels:
+        report.tables.append(totals_table("top_kernels", "Top graph kernels by total time",
+                                           kernels, "graph/kernel"))
+    comparisons = session.comparisons()
+    if comparisons:
+        report.tables.append(comparison_table(comparisons))
+    _graph_tables(session, report)
+    samples = session.category_totals()
+    if samples:
+        report.categories = [(CATEGORIES.get(k, k), n) for k, n in samples.items()]
+        report.tables.append(_samples_table(samples))
+    report.memory = session.memory()
+    peaks = session.peak_memory(by_source=True)
+    if peaks:
+        rows = [[device, _SOURCES.get(source, source), fmt_bytes(b)]
+                for (device, source), b in peaks.items()]
+        report.tables.append(Table("memory", "Peak live memory", ["device", "measured by",
+                                                                  "peak"], rows, "llr"))
+    return report
+
+
+# --- facts and notes ----------------------------------------------------------------------
+def _facts(s: dict, script: str) -> list[tuple[str, str]]:
+    facts = [("script", script)]
+    if s["argv"]:
+        facts.append(("arguments", " ".join(s["argv"][1:]) or "(none)"))
+    facts.append(("status", _status_text(s)))
+    facts.append(("wall time", fmt_ns(s["wall_ns"])))
+    facts.append(("eager ops", f"{s['ops']:,} taking {fmt_ns(s['op_ns'])}, allocating "
+                               f"{fmt_bytes(s['op_bytes'])}"))
+    if s["kernels"]:
+        facts.append(("graph kernels", f"{s['kernels']:,} taking {fmt_ns(s['kernel_ns'])}"))
+    if s["events"]:
+        facts.append(("events", ", ".join(f"{n:,} {kind}" for kind, n in s["events"].items())))
+    if s["profiler_ns"] is not None:
+        facts.append(("profiler cost", _overhead_text(s)))
+    machine = s["machine"]
+    if machine:
+        facts.append(("machine", f"{machine.get('cpu', '?')}, {machine.get('cpus', '?')} CPUs, "
+                                 f"Python {machine.get('python', '?')}, "
+                                 f"NumPy {machine.get('numpy', '?')}"))
+    facts.append(("session file", s["path"]))
+    return facts
+
+
+def _status_text(s: dict) -> str:
+    exit_ = s["exit"]
+    if exit_:
+        kind, code = exit_.get("kind"), exit_.get("code")
+        if kind == "exception":
+            return f"raised {exit_.get('exception')} (exit status {code})"
+        if kind == "interrupted":
+            return "interrupted (KeyboardInterrupt)"
+        if kind == "exit":
+            return f"sys.exit({code})"
+        return "finished normally"
+    if s["status"] == "recording":
+        return "still recording"
+    if s["status"] == "interrupted":
+        return "ended without closing the session (killed or crashed): rows up to the last flush"
+    return "finished"
+
+
+def _overhead_text(s: dict) -> str:
+    cal = s["calibration"]
+    share = s["profiler_ns"] / s["wall_ns"] if s["wall_ns"] else None
+    return (f"about {fmt_ns(s['profiler_ns'])} ({fmt_share(share)} of wall time): "
+            f"{fmt_ns(cal.get('overhead_ns'))} per op, calibrated as "
+            f"{fmt_ns(cal.get('no_listener_ns'))} per op unrecorded vs "
+            f"{fmt_ns(cal.get('recorder_ns'))} recorded")
+
+
+def _notes(s: dict) -> list[str]:
+    notes = []
+    if s["status"] == "interrupted":
+        notes.append("The recording process ended without closing the session (killed or "
+                     "crashed). Everything up to its last flush (at most ~0.1 s before the "
+                     "end) is here.")
+    exit_ = s["exit"] or {}
+    if exit_.get("kind") == "exception":
+        where = f" at {exit_.get('file')}:{exit_.get('line')}" if exit_.get("file") else ""
+        notes.append(f"The script raised {exit_.get('exception')}{where}.")
+    pyspy = s["pyspy"]
+    if pyspy.get("status") not in ("off", "ok", None):
+        text = f"py-spy {pyspy.get('status')}: {pyspy.get('reason', '')}"
+        if pyspy.get("advice"):
+            text += f". To fix: {pyspy['advice']}"
+        notes.append(text)
+    cal = s["calibration"]
+    if cal.get("skipped"):
+        notes.append(f"Calibration skipped: {cal['skipped']}.")
+    recorded = s["recorded"]
+    if recorded.get("dropped"):
+        notes.append(f"{recorded['dropped']:,} events were dropped (the writer failed).")
+    if s["ops"]:
+        notes.append("Op times are host time around each op's computation; the recorder's "
+                     "own per-op cost falls between ops and is estimated by the calibration.")
+    return notes
+
+
+# --- tables -------------------------------------------------------------------------------
+def totals_table(key: str, title: str, totals, name: str) -> Table:
+    rows = [[t.name, f"{t.count:,}", fmt_ns(t.total_ns), fmt_share(t.share), fmt_ns(t.mean_ns),
+             fmt_ns(t.max_ns), fmt_bytes(t.bytes)] for t in totals]
+    return Table(key, title, [name, "calls", "total", "share", "mean", "max", "allocated"],
+                 rows, "lrrrrrr")
+
+
+def comparison_table(rows: list[Comparison]) -> Table:
+    """Eager ops vs the compiled step that replaced them, with a totals row."""
+    out = []
+    for c in rows:
+        ops = ", ".join(c.eager_ops)
+        out.append([c.graph_id, c.kernel, c.step_kind, _cut(ops, 60), fmt_ns(c.eager_ns),
+                    fmt_ns(c.kernel_ns), fmt_speedup(c.speedup), fmt_bytes(c.eager_bytes),
+                    fmt_bytes(c.planned_bytes)])
+    eager = sum(c.eager_ns for c in rows)
+    kernel = sum(c.kernel_ns for c in rows)
+    out.append(["total", f"{len(rows)} steps", "", f"{sum(c.eager_count for c in rows)} ops",
+                fmt_ns(eager), fmt_ns(kernel), fmt_speedup(eager / kernel if kernel else None),
+                fmt_bytes(sum(c.eager_bytes for c in rows)),
+                fmt_bytes(sum(c.planned_bytes for c in rows))])
+    return Table("comparison", "Eager vs graph (per call)",
+                 ["graph", "kernel", "kind", "eager ops", "eager", "graph", "speedup",
+                  "eager bytes", "planned bytes"], out, "lllrrrrrr")
+
+
+def _graph_tables(session: Session, report: Report) -> None:
+    breaks = session.events("graph_break")
+    if breaks:
+        rows = []
+        for ev in breaks[:MAX_ROWS]:
+            d = ev.data
+            loc = d.get("location") or {}
+            where, code = _source(loc)
+            rows.append([str(d.get("function", "")), str(d.get("reason", "")),
+                         str(d.get("op", "")), where, code])
+        report.tables.append(Table("graph_breaks", "Graph breaks",
+                                   ["function", "reason", "op", "where", "source line"],
+                                   rows, "lllll", _cut_note(len(breaks))))
+    retraces = session.events("retrace")
+    if retraces:
+        rows = [[str(e.data.get("function", "")), str(e.data.get("reason", "")),
+                 str(e.data.get("signature", ""))] for e in retraces[:MAX_ROWS]]
+        report.tables.append(Table("retraces", "Retraces", ["function", "reason", "signature"],
+                                   rows, "lll", _cut_note(len(retraces))))
+    passes = session.events("pass")
+    if passes:
+        report.tables.append(_pass_table(passes))
+    compiles = session.events("compile")
+    if compiles:
+        hits = sum(1 for e in compiles if e.data.get("cache_hit"))
+        total = sum(int(e.data.get("compile_ns") or 0) for e in compiles)
+        rows = [[str(e.data.get("graph_id", "")), str(e.data.get("kernel", "")),
+                 str(e.data.get("language", "")), fmt_ns(e.data.get("compile_ns")),
+                 "yes" if e.data.get("cache_hit") else "no"] for e in compiles[:MAX_ROWS]]
+        report.tables.append(Table(
+            "compiles", f"Kernel compiles ({len(compiles)}, {hits} from cache, "
+                        f"{fmt_ns(total)} in all)",
+            ["graph", "kernel", "language", "compile time", "cache hit"], rows, "lllrl",
+            _cut_note(len(compiles))))
+    plans = session.events("memory_plan")
+    if plans:
+        rows = [[str(e.data.get("graph_id", "")), fmt_bytes(e.data.get("planned_peak")),
+                 fmt_bytes(e.data.get("unplanned_peak")), fmt_bytes(e.data.get("eager_peak")),
+                 str(e.data.get("buffers", ""))] for e in plans[:MAX_ROWS]]
+        report.tables.append(Table("memory_plans", "Memory plans",
+                                   ["graph", "planned peak", "unplanned peak", "eager peak",
+                                    "buffers"], rows, "lrrrr"))
+
+
+def _pass_table(passes) -> Table:
+    rows = []
+    for e in passes[:MAX_ROWS]:
+        d = e.data
+        rewrites = d.get("rewrites") or []
+        rows.append([str(d.get("graph_id", "")), str(d.get("index", "")), str(d.get("name", "")),
+                     fmt_ns(d.get("wall_ns")), str(d.get("node_count", "")),
+                     str(d.get("kernel_count", "")), str(d.get("buffer_count", "")),
+                     str(len(rewrites) if isinstance(rewrites, list) else rewrites)])
+    return Table("passes", "Passes", ["graph", "#", "pass", "time", "nodes", "kernels",
+                                      "buffers", "rewrites"], rows, "lrlrrrrr",
+                 _cut_note(len(passes)))
+
+
+def _samples_table(samples: dict[str, int]) -> Table:
+    total = sum(samples.values()) or 1
+    rows = [[CATEGORIES.get(k, k), f"{n:,}", fmt_share(n / total)] for k, n in samples.items()]
+    return Table("samples", "Where the time went (py-spy samples)",
+                 ["category", "samples", "share"], rows, "lrr")
+
+
+def _source(loc) -> tuple[str, str]:
+    if isinstance(loc, dict) and loc.get("filename"):
+        file, line = str(loc["filename"]), int(loc.get("lineno") or 0)
+        code = linecache.getline(file, line).strip() if line else ""
+        return f"{file}:{line}", code
+    return (str(loc), "") if loc else ("", "")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cut_note(n: int) -> str:
+    return f"first {MAX_ROWS} of {n:,} rows" if n > MAX_ROWS else ""

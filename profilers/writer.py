@@ -1,0 +1,295 @@
+"""The session writer: a background thread that batches rows into the session file.
+
+The recording thread only appends to a deque (atomic under the GIL, ~40 ns); this thread
+wakes at least every 50 ms, drains the deque, formats rows and commits them in one
+transaction per batch. So a reader tailing the file is never more than ~100 ms behind,
+and a process killed with SIGKILL leaves everything up to the last commit.
+
+Memory stays bounded however many ops run: when more than ``max_pending`` items wait, the
+recorder calls :meth:`SessionWriter.wait_for_room` and the script pauses until the writer
+has caught up (backpressure rather than an unbounded queue or silently dropped events).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import sys
+import threading
+from collections import deque
+from typing import NamedTuple
+
+from execmode.profilers import store
+from execmode.profilers.rows import RowFormatter, Summary, event_row, memory_row_from_event
+
+from execmode.instrument import Event, OpEvent
+
+FLUSH_INTERVAL_S = 0.05
+MAX_PENDING = 20_000
+_BATCH = 20_000
+
+
+# --- the items a writer accepts besides OpEvent and Event ---------------------------------
+class SummarizedOp(NamedTuple):
+    event: OpEvent
+    summary: Summary
+
+
+class EncodedEvent(NamedTuple):
+    """An event already turned into its row on the recording thread (its data is JSON)."""
+
+    kind: str
+    start_ns: int
+    end_ns: int
+    graph_id: str | None
+    data: str
+
+
+class MemorySample(NamedTuple):
+    ts_ns: int
+    device: str
+    live_bytes: int
+    peak_bytes: int
+    source: str
+
+
+class OutputLine(NamedTuple):
+    ts_ns: int
+    stream: str
+    text: str
+
+
+class SampleRow(NamedTuple):
+    thread: str
+    stack: str
+    count: int
+    category: str
+
+
+class ComparisonRow(NamedTuple):
+    function: str
+    graph_id: str
+    kernel: str
+    step_kind: str
+    eager_ops: str  # JSON list
+    eager_count: int
+    eager_ns: int
+    kernel_ns: int
+    eager_bytes: int
+    planned_bytes: int
+    repeat: int
+
+
+class MetaValue(NamedTuple):
+    key: str
+    value: str  # JSON
+
+
+class _Flush(NamedTuple):
+    done: threading.Event
+
+
+_OP_COLUMNS = "seq, op, scope, location, start_ns, dur_ns, bytes, inputs, output, device, attrs"
+_OP_VALUES = "?,?,?,NULLIF(?,0),?,?,?,?,?,?,NULLIF(?,'')"
+_INSERT = {
+    "ops": f"INSERT INTO op_events ({_OP_COLUMNS}) VALUES ({_OP_VALUES})",
+    "summarized": f"INSERT INTO op_events ({_OP_COLUMNS}, v_min, v_max, v_mean, v_std, v_nan, "
+                  f"v_inf) VALUES ({_OP_VALUES},?,?,?,?,?,?)",
+    "kernels": "INSERT INTO kernels (graph_id, kernel, step_kind, member_nodes, member_ops, "
+               "start_ns, dur_ns, bytes, output, device, scope, location) "
+               "VALUES (?,?,?,?,?,?,?,?,NULLIF(?,''),NULLIF(?,''),NULLIF(?,''),NULLIF(?,0))",
+    "events": "INSERT INTO events (kind, start_ns, end_ns, graph_id, data) "
+              "VALUES (?,?,?,NULLIF(?,''),?)",
+    "memory": "INSERT INTO memory (ts_ns, device, live_bytes, peak_bytes, source) "
+              "VALUES (?,?,?,?,?)",
+    "output": "INSERT INTO output (ts_ns, stream, text) VALUES (?,?,?)",
+    "samples": "INSERT INTO samples (thread, stack, count, category) VALUES (?,?,?,?)",
+    "comparisons": "INSERT INTO comparisons (function, graph_id, kernel, step_kind, eager_ops, "
+                   "eager_count, eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    "meta": "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)",
+}
+
+
+class SessionWriter:
+    """Creates a session file and writes rows to it from a background thread.
+
+    ``put(item)`` queues an OpEvent, an Event or one of this module's row tuples; it is
+    safe from any thread. ``flush()`` returns once everything queued before it is
+    committed. ``close()`` (also run at exit) flushes and closes the file.
+    """
+
+    def __init__(self, path, meta: dict | None = None, *,
+                 interval_s: float = FLUSH_INTERVAL_S, max_pending: int = MAX_PENDING):
+        # Who writes: a reader tells "still recording" from "killed" by this pid's liveness.
+        writer = {"pid": os.getpid(), "host": platform.node()}
+        self.path = store.create(path, {"writer": writer, **(meta or {})})
+        self.max_pending = max_pending
+        self.error: str | None = None
+        self.dropped = 0
+        self.malformed = 0
+        self.ops_written = 0
+        self._interval = interval_s
+        self._queue: deque = deque()
+        self.put = self._queue.append
+        self.queue_length = self._queue.__len__  # a builtin: cheaper per op than a method
+        self._wake = threading.Event()
+        self._room = threading.Event()
+        self._stopping = False
+        self._closed = False
+        self._formatter = RowFormatter()
+        self._conn = store.connect_writer(self.path)
+        self._thread = threading.Thread(target=self._run, name="execmode-session-writer",
+                                        daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    # --- the recording side ---------------------------------------------------------------
+    def pending(self) -> int:
+        return len(self._queue)
+
+    @property
+    def devices(self) -> set[str]:
+        """Devices seen in the rows written so far."""
+        return set(self._formatter.devices)
+
+    def set_meta(self, key: str, value) -> None:
+        """Queue a meta entry (JSON-encoded now, so later changes to ``value`` don't leak)."""
+        self.put(MetaValue(key, store.to_json(value)))
+
+    def wait_for_room(self) -> None:
+        """Block until the queue is below half of ``max_pending`` (backpressure)."""
+        low = self.max_pending // 2
+        while len(self._queue) > low:
+            if not self._thread.is_alive():
+                self._drop_all()
+                return
+            self._room.clear()
+            self._wake.set()
+            self._room.wait(0.05)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Commit everything queued so far; False if the writer is gone or timed out."""
+        if not self._thread.is_alive():
+            return False
+        marker = _Flush(threading.Event())
+        self.put(marker)
+        self._wake.set()
+        return marker.done.wait(timeout)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Flush, stop the thread and close the file. Idempotent; registered with atexit."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(timeout)
+        atexit.unregister(self.close)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- the writer thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        conn = self._conn
+        try:
+            while True:
+                self._wake.wait(self._interval)
+                self._wake.clear()
+                self._write_pending(conn)
+                self._room.set()
+                if self._stopping and not self._queue:
+                    break
+        except Exception as exc:  # disk full, file removed: stop recording, say so once
+            self.error = f"{type(exc).__name__}: {exc}"
+            print(f"execmode: the session writer stopped ({self.error}); "
+                  f"{self.path} holds what was written before", file=sys.stderr)
+            self._drop_all()
+        finally:
+            self._room.set()
+            try:
+                # Back to a rollback journal: a finished session is one self-contained file.
+                # Fails harmlessly (stays WAL) while a reader still has the file open.
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("PRAGMA journal_mode = DELETE")
+            except Exception:
+                pass
+            conn.close()
+
+    def _drop_all(self) -> None:
+        q = self._queue
+        while q:
+            item = q.popleft()
+            if isinstance(item, _Flush):
+                item.done.set()
+            else:
+                self.dropped += 1
+
+    def _write_pending(self, conn) -> None:
+        q = self._queue
+        while q:
+            n = min(len(q), _BATCH)
+            popleft = q.popleft
+            self._write(conn, [popleft() for _ in range(n)])
+
+    def _write(self, conn, items: list) -> None:
+        rows: dict[str, list] = {name: [] for name in _INSERT}
+        flushes = []
+        fmt = self._formatter
+        ops = rows["ops"]
+        for item in items:
+            cls = item.__class__
+            try:
+                if cls is OpEvent:
+                    ops.append(fmt.op_row(item))
+                elif cls is SummarizedOp:
+                    rows["summarized"].append(fmt.op_row(item.event, item.summary))
+                elif cls is MemorySample:
+                    rows["memory"].append(item)
+                elif cls is EncodedEvent:
+                    rows["events"].append(item)
+                elif cls is _Flush:
+                    flushes.append(item.done)
+                elif isinstance(item, Event):
+                    self._route_event(fmt, rows, item)
+                else:
+                    rows[_TABLE_OF[cls]].append(item)
+            except Exception:  # one odd event must not stop the recording
+                self.malformed += 1
+        try:
+            conn.execute("BEGIN")
+            if fmt.new_locations:
+                conn.executemany("INSERT INTO locations VALUES (?,?,?,?)", fmt.new_locations)
+                fmt.new_locations = []
+            for table, batch in rows.items():
+                if batch:
+                    conn.executemany(_INSERT[table], batch)
+            conn.execute("COMMIT")
+            self.ops_written += len(ops) + len(rows["summarized"])
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            for done in flushes:
+                done.set()
+
+    @staticmethod
+    def _route_event(fmt: RowFormatter, rows: dict, ev: Event) -> None:
+        if ev.kind == "kernel":
+            rows["kernels"].append(fmt.kernel_row(ev))
+        elif ev.kind == "memory":
+            rows["memory"].append(memory_row_from_event(ev))
+        else:
+            rows["events"].append(event_row(ev))
+
+
+_TABLE_OF = {
+    OutputLine: "output",
+    SampleRow: "samples",
+    ComparisonRow: "comparisons",
+    MetaValue: "meta",
+}

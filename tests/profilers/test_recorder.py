@@ -1,0 +1,132 @@
+"""The recorder: real eager ops and hand-made graph-mode events into a real session."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+from execmode.profilers.recorder import Recorder, start_recording
+from execmode.profilers.session import open_session
+from profiler_fixtures import fixed_events
+
+import execmode as em
+from execmode import instrument
+
+
+def _line() -> int:
+    return sys._getframe(1).f_lineno
+
+
+def test_eager_ops_are_recorded_with_shapes_scopes_and_lines(tmp_path):
+    path = tmp_path / "ops.emsession"
+    x = em.ones(8, 16)
+    w = em.ones(16, 4)
+    with Recorder(path, calibrate=False) as rec:
+        with em.named_scope("layer"):
+            y = x @ w; matmul_line = _line()  # noqa: E702 - the op and its line together
+        z = em.sum(y * 2.0, axis=1); sum_line = _line()  # noqa: E702
+        assert rec.flush()
+        with open_session(path) as live:  # readable before the recording ends
+            assert live.count("op_events") == 3
+    del z
+    with open_session(path) as s:
+        ops = list(s.ops())
+        assert [o.op for o in ops] == ["matmul", "multiply", "sum"]
+        matmul, mul, total = ops
+        assert (matmul.inputs, matmul.output, matmul.scope) == \
+            ("f32[8,16], f32[16,4]", "f32[8,4]", "layer")
+        assert (matmul.file, matmul.line) == (__file__, matmul_line)
+        assert mul.inputs == "f32[8,4], 2.0" and mul.scope == ""
+        assert total.attrs and "axis" in total.attrs and total.line == sum_line
+        assert matmul.bytes == 8 * 4 * 4
+        assert all(o.v_nan is None for o in ops)  # no summaries unless asked
+        assert s.meta["options"] == {"summaries": False, "memory": True, "calibrate": False}
+        assert s.meta["recorded"]["ops"] == 3 and s.meta["recorded"]["devices"] == ["cpu"]
+        assert s.status == "finished" and s.meta["end_ns"] >= s.t0_ns
+
+
+def test_value_summaries(tmp_path):
+    path = tmp_path / "summaries.emsession"
+    x = em.tensor([-1.0, 0.0, 1.0, 4.0])
+    with Recorder(path, summaries=True, calibrate=False):
+        y = em.log(x)  # nan, -inf, 0, log 4
+        em.greater(y, 0.5)
+        em.tensor([1, 2, 3]) + 1
+    with open_session(path) as s:
+        log, greater, *rest = s.ops()
+        assert (log.v_nan, log.v_inf) == (1, 1)
+        assert log.v_min == 0.0 and log.v_max == pytest.approx(math.log(4))
+        assert log.v_mean == pytest.approx(math.log(4) / 2)
+        assert (greater.v_min, greater.v_max, greater.v_mean) == (0.0, 1.0, 0.25)
+        add = rest[-1]
+        assert (add.v_min, add.v_max, add.v_nan) == (2.0, 4.0, 0)
+
+
+def test_graph_mode_events_land_in_their_tables(tmp_path):
+    path = tmp_path / "events.emsession"
+    with Recorder(path, calibrate=False) as rec:
+        for event in fixed_events():
+            instrument.emit(event)
+        rec.mark("checkpoint", "half way")
+        rec.record_comparison(function="f", graph_id="f#0", kernel="k0", step_kind="fused",
+                              eager_ops=["add", "mul"], eager_ns=3000, kernel_ns=1000,
+                              eager_bytes=800, planned_bytes=0, repeat=5)
+    with open_session(path) as s:
+        assert [k.kernel for k in s.kernels()] == ["matmul0", "k0"]
+        counts = s.event_counts()
+        assert counts == {"compile": 1, "graph": 1, "graph_break": 1, "mark": 2,
+                          "memory_plan": 1, "pass": 2, "retrace": 1, "trace": 1}
+        trace = s.events("trace")[0].data
+        assert trace["location"]["lineno"] == 30 and trace["node_count"] == 7
+        assert s.events("graph")[0].data["ir_json"] == {"nodes": [{"id": 0, "op": "matmul"}]}
+        assert [m.source for m in s.memory()].count("graph") == 1
+        (c,) = s.comparisons()
+        assert (c.eager_ops, c.eager_count, c.speedup, c.repeat) == (["add", "mul"], 2, 3.0, 5)
+
+
+def test_calibration_is_stored(tmp_path):
+    with Recorder(tmp_path / "cal.emsession") as rec:
+        em.ones(3) + 1
+    cal = rec.calibration
+    assert cal["ops"] > 0 and cal["recorder_ns"] > 0 and cal["no_listener_ns"] > 0
+    assert cal["overhead_ns"] == pytest.approx(cal["recorder_ns"] - cal["no_listener_ns"], abs=1)
+    with open_session(rec.path) as s:
+        assert s.meta["calibration"] == cal
+        assert s.count("op_events") == 2  # the calibration's own ops went elsewhere
+        assert s.summary()["profiler_ns"] == pytest.approx(2 * cal["overhead_ns"])
+
+
+def test_calibration_is_skipped_beside_other_listeners(tmp_path):
+    class Other:
+        def on_op(self, ev, out):
+            pass
+
+    with instrument.listening(Other()), Recorder(tmp_path / "skip.emsession") as rec:
+        pass
+    assert "skipped" in rec.calibration
+
+
+def test_start_recording_for_script_runners(tmp_path):
+    rec = start_recording(tmp_path / "agent.emsession", script="train.py", argv=["--fast"],
+                          calibrate=False)
+    em.ones(2) * 3
+    rec.flush()
+    rec.close(status="ok", code=0)
+    with open_session(rec.path) as s:
+        assert s.meta["argv"] == ["train.py", "--fast"]
+        assert s.meta["exit"]["kind"] == "normal"
+        assert s.count("op_events") == 2
+    assert not instrument.listeners()
+
+
+def test_values_are_unchanged_by_recording(tmp_path):
+    def work():
+        em.random.seed(3)
+        x = em.randn(16, 16)
+        return (em.softmax(x @ x.T, axis=-1) * 2).numpy()
+
+    plain = work()
+    with Recorder(tmp_path / "same.emsession", summaries=True, calibrate=False):
+        recorded = work()
+    assert (plain == recorded).all()
