@@ -468,7 +468,8 @@ def main(argv=None) -> int:
     if opts.session:
         debugger.recorder = _start_recording(opts.session, opts.script, opts.args)
     instrument.add_listener(debugger)
-    status, code, tb = run_script(opts.script, opts.args, debugger)
+    with _captured_output(debugger.recorder):
+        status, code, tb = run_script(opts.script, opts.args, debugger)
     instrument.remove_listener(debugger)
     if debugger.recorder is not None:
         debugger.recorder.close(status=status, code=code)
@@ -542,6 +543,18 @@ def _innermost_user_frame(tb):
     return frame
 
 
+
+
+def _captured_output(recorder):
+    """Record the script's stdout/stderr lines in the session (they still reach the
+    controller through the pipes)."""
+    if recorder is None:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from ..profilers.output import captured_output
+
+    return captured_output(recorder.writer.put)
 
 
 def _start_recording(session_path: str, script: str, args: list):

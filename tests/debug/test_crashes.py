@@ -33,7 +33,7 @@ def test_crash_matrix(mode, status, code, text):
     stderr = "\n".join(line for s, line in c.output if s == "stderr")
     if mode == "exception":
         assert "matmul(f32[2]@cpu, f32[3]@cpu)" in ev["traceback"]
-        assert "crash.py:12" in ev["traceback"]
+        assert "crash.py:14" in ev["traceback"]
     if mode == "segfault":
         assert "Fatal Python error" in stderr or "Segmentation fault" in stderr
 
@@ -42,7 +42,7 @@ def test_exception_breakpoint_keeps_the_failing_op_inspectable():
     with Controller(CRASH, ["exception"], breakpoints=["exception"], start_paused=False) as c:
         ev = c.wait_until_stopped()
         assert ev["when"] == "exception" and "ShapeError" in ev["reason"]
-        assert ev["location"]["lineno"] == 12
+        assert ev["location"]["lineno"] == 14
         assert [s["type"] for s in ev["inputs"]] == ["f32[2]", "f32[3]"]
         assert c.inspect("var:x")["max"] == 3.0
         c.cont()
@@ -118,3 +118,15 @@ def test_agent_socket_lives_in_a_private_directory():
         c.wait_until_stopped()
         assert os.stat(c._tmp).st_mode & 0o777 == 0o700
         assert isinstance(c.channel, Channel) and c.channel.sock.family == socket.AF_UNIX
+
+
+@pytest.mark.parametrize("mode", ["sigkill", "segfault", "exception"])
+def test_session_stays_readable_after_a_crash(mode, tmp_path):
+    import sqlite3
+
+    path = tmp_path / f"{mode}.emsession"
+    with Controller(CRASH, [mode], session=str(path), start_paused=False) as c:
+        c.wait_for("exited")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    ops = [row[0] for row in con.execute("select op from op_events order by seq")]
+    assert "multiply" in ops   # x = em.ones(2) * 3.0 ran before the crash
