@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .backend import CPU, device_of_array
-from .errors import ArgumentError, BackwardError
+from .errors import ArgumentError, BackwardError, op_error
 
 SCALAR_TYPES = frozenset({int, float, bool})
 _ndarray = np.ndarray
@@ -123,40 +123,36 @@ class Tensor:
 
     def item(self):
         """The single value as a Python number."""
-        if self.size != 1:
-            raise ArgumentError(
-                f"item(): the tensor has {self.size} elements (shape {self.shape}); "
-                "only one-element tensors convert to a Python number"
-            )
-        return self._concrete("item()").reshape(()).item()
+        return self._single("item")
 
     def tolist(self):
         return self.numpy().tolist()
 
     def __bool__(self) -> bool:
         if self.size != 1:
-            raise ArgumentError(
-                f"the truth value of a tensor with {self.size} elements (shape {self.shape}) "
-                "is ambiguous; use .any() or .all()"
-            )
+            raise op_error(ArgumentError, "bool", (self,),
+                           f"the truth value of a tensor with {self.size} elements is "
+                           "ambiguous; use .any() or .all()")
         return bool(self._concrete("bool()").reshape(()).item())
 
     def __float__(self) -> float:
-        return float(self._single("float()"))
+        return float(self._single("float"))
 
     def __int__(self) -> int:
-        return int(self._single("int()"))
+        return int(self._single("int"))
 
     def __index__(self) -> int:
         if self.dtype.kind not in "iu":
-            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
-        return int(self._single("__index__()"))
+            raise op_error(ArgumentError, "__index__", (self,),
+                           "only integer tensors can be used as an index")
+        return int(self._single("__index__"))
 
-    def _single(self, reason):
+    def _single(self, name: str):
         if self.size != 1:
-            raise ArgumentError(f"{reason}: only one-element tensors convert to a Python number, "
-                                f"got shape {self.shape}")
-        return self._concrete(reason).reshape(()).item()
+            raise op_error(ArgumentError, name, (self,),
+                           f"the tensor has {self.size} elements; only one-element tensors "
+                           "convert to a Python number")
+        return self._concrete(f"{name}()").reshape(()).item()
 
     def __iter__(self):
         if not self.shape:
