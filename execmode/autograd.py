@@ -13,7 +13,6 @@ from . import dispatch
 from .errors import BackwardError
 from .tensor import Tensor
 
-
 # In-place writes (assign, setitem, ``w -= lr * g``) stamp the tensor they write with a
 # tick of this clock, and every GradNode keeps the tick at which it was made. A node whose
 # inputs or saved output were overwritten after it was made would compute its vjp from
@@ -150,7 +149,8 @@ def _accumulate(leaf: Tensor, g: Tensor) -> None:
 
 def _check_not_overwritten(t: Tensor, node: GradNode) -> None:
     made = node.made_at
-    stale = [x for x in node.inputs if isinstance(x, Tensor) and getattr(x, "_written_at", 0) > made]
+    stale = [x for x in node.inputs
+             if isinstance(x, Tensor) and getattr(x, "_written_at", 0) > made]
     if node.op.saves_output and getattr(t, "_written_at", 0) > made:
         stale.append(t)
     if stale:

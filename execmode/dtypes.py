@@ -95,4 +95,4 @@ def default_dtype_for(data) -> np.dtype:
         return int64
     if arr.dtype.kind == "b":
         return bool_
-    raise TypeError(f"cannot make a tensor from data of dtype {arr.dtype}")
+    raise DTypeError(f"cannot make a tensor from data of dtype {arr.dtype}")

@@ -62,6 +62,7 @@ def _dtype_arg(op: str, dtype, inputs=()):
 
 
 def _tensor_arg(op: str, x, inputs=None):
+    """``x`` as a tensor: a Tensor, or a Python number made into one."""
     if isinstance(x, Tensor):
         return x
     if x.__class__ in SCALAR_TYPES:
@@ -70,24 +71,77 @@ def _tensor_arg(op: str, x, inputs=None):
                    f"expected a Tensor, got {type(x).__name__} (wrap data with em.tensor(...))")
 
 
+def _require_tensor(op: str, x, inputs=None):
+    """``x`` itself, which must be a Tensor (the target of an update, the model of a *_like)."""
+    if isinstance(x, Tensor):
+        return x
+    raise op_error(ArgumentError, op, inputs or (x,),
+                   f"expected a Tensor, got {type(x).__name__} (wrap data with em.tensor(...))")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, int | float | np.integer | np.floating | np.bool_)
+
+
+def _int_arg(op: str, name: str, v, inputs=()) -> int:
+    if not _is_int(v):
+        raise op_error(ArgumentError, op, inputs, f"{name} must be an int, got {v!r}")
+    return int(v)
+
+
+def _number_arg(op: str, name: str, v, inputs=()):
+    if not _is_number(v):
+        raise op_error(ArgumentError, op, inputs, f"{name} must be a number, got {v!r}")
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _bool_arg(op: str, name: str, v, inputs=()) -> bool:
+    if not isinstance(v, bool | np.bool_):
+        raise op_error(ArgumentError, op, inputs, f"{name} must be True or False, got {v!r}")
+    return bool(v)
+
+
+def _tensor_list_arg(op: str, tensors) -> list:
+    if not isinstance(tensors, list | tuple):
+        raise op_error(ArgumentError, op, (tensors,),
+                       f"expected a list or tuple of tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise op_error(ArgumentError, op, (), "needs at least one tensor")
+    return [_tensor_arg(op, t, tuple(tensors)) for t in tensors]
+
+
 # --- creation ---------------------------------------------------------------------------
 
-def _shape_arg(shape) -> tuple:
-    if len(shape) == 1 and not isinstance(shape[0], int | np.integer):
+def _shape_arg(shape, op: str = "full") -> tuple:
+    """A shape from ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(2)``."""
+    if len(shape) == 1 and not _is_int(shape[0]):
         shape = shape[0]
-    if isinstance(shape, int | np.integer):
+    if _is_int(shape):
         shape = (shape,)
-    try:
-        out = tuple(int(d) for d in shape)
-    except TypeError:
-        raise ArgumentError(f"a shape must be a sequence of ints, got {shape!r}") from None
+    if not isinstance(shape, tuple | list) or not builtins.all(_is_int(d) for d in shape):
+        raise op_error(ArgumentError, op, (), f"a shape must be a sequence of ints, got {shape!r}")
+    out = tuple(int(d) for d in shape)
     if builtins.any(d < 0 for d in out):
-        raise ArgumentError(f"negative dimension in shape {out}")
+        raise op_error(ArgumentError, op, (), f"negative dimension in shape {out}")
     return out
 
 
-def _finish(t: Tensor, requires_grad: bool) -> Tensor:
-    if requires_grad:
+def _dtype_of_data(op: str, data):
+    try:
+        return default_dtype_for(data)
+    except DTypeError as exc:
+        raise op_error(DTypeError, op, (data,), str(exc)) from None
+
+
+def _finish(t: Tensor, requires_grad: bool, op: str = "tensor") -> Tensor:
+    if _bool_arg(op, "requires_grad", requires_grad):
+        if t.dtype.kind != "f":
+            raise op_error(ArgumentError, op, (t,),
+                           "only floating-point tensors can require gradients")
         t.requires_grad_(True)
     return t
 
@@ -100,7 +154,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     if isinstance(data, Tensor):
         data = data.numpy()
     try:
-        dt = _dtype_arg("tensor", dtype) if dtype is not None else default_dtype_for(data)
+        dt = _dtype_arg("tensor", dtype) if dtype is not None else _dtype_of_data("tensor", data)
         value = np.array(data, dtype=dt)
     except (ValueError, TypeError) as exc:
         if isinstance(exc, DTypeError):
@@ -126,24 +180,27 @@ def asarray(data, dtype=None, device=None) -> Tensor:
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     shape = _shape_arg((shape,))
-    dt = _dtype_arg("full", dtype) if dtype is not None else default_dtype_for(fill_value)
+    fill_value = _number_arg("full", "fill_value", fill_value)
+    dt = _dtype_arg("full", dtype) if dtype is not None else _dtype_of_data("full", fill_value)
     t = apply(OPS["full"], shape=shape, value=fill_value, dtype=dt,
               device=_device_arg("full", device))
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, "full")
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return full(_shape_arg(shape), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
+    return full(_shape_arg(shape, "zeros"), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
                 requires_grad=requires_grad)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return full(_shape_arg(shape), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
+    return full(_shape_arg(shape, "ones"), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
                 requires_grad=requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, device=None) -> Tensor:
-    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.device)
+    x = _require_tensor("full_like", x)
+    return full(x.shape, fill_value, dtype=x.dtype if dtype is None else dtype,
+                device=x.device if device is None else device)
 
 
 def zeros_like(x, dtype=None, device=None) -> Tensor:
@@ -158,6 +215,8 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
     """Evenly spaced values in [start, stop). Int arguments give int64, floats float32."""
     if stop is None:
         start, stop = 0, start
+    start, stop, step = (_number_arg("arange", name, v) for name, v in
+                         (("start", start), ("stop", stop), ("step", step)))
     if dtype is None:
         all_int = builtins.all(isinstance(v, int | np.integer) for v in (start, stop, step))
         dt = int64 if all_int else DEFAULT_FLOAT
@@ -170,29 +229,36 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None) -> Tensor:
-    if int(num) < 0:
-        raise op_error(ArgumentError, "linspace", (start, stop, num),
-                       f"num must be >= 0, got {num}")
-    return apply(OPS["linspace"], start=float(start), stop=float(stop), num=int(num),
-                 endpoint=bool(endpoint), dtype=_dtype_arg("linspace", dtype or DEFAULT_FLOAT),
+    start = float(_number_arg("linspace", "start", start))
+    stop = float(_number_arg("linspace", "stop", stop))
+    num = _int_arg("linspace", "num", num)
+    if num < 0:
+        raise op_error(ArgumentError, "linspace", (), f"num must be >= 0, got {num}")
+    return apply(OPS["linspace"], start=start, stop=stop, num=num,
+                 endpoint=_bool_arg("linspace", "endpoint", endpoint),
+                 dtype=_dtype_arg("linspace", dtype or DEFAULT_FLOAT),
                  device=_device_arg("linspace", device))
 
 
 def eye(n, m=None, k=0, dtype=None, device=None) -> Tensor:
-    return apply(OPS["eye"], n=int(n), m=int(n if m is None else m), k=int(k),
+    n = _int_arg("eye", "n", n)
+    m = n if m is None else _int_arg("eye", "m", m)
+    if n < 0 or m < 0:
+        raise op_error(ArgumentError, "eye", (), f"negative size {n} x {m}")
+    return apply(OPS["eye"], n=n, m=m, k=_int_arg("eye", "k", k),
                  dtype=_dtype_arg("eye", dtype or DEFAULT_FLOAT), device=_device_arg("eye", device))
 
 
 def _random(op_name, shape, dtype, device, requires_grad, **params):
-    shape = _shape_arg((shape,))
+    shape = _shape_arg((shape,), op_name)
     t = apply(OPS[op_name], shape=shape, dtype=_dtype_arg(op_name, dtype or DEFAULT_FLOAT),
               device=_device_arg(op_name, device), **params)
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, op_name)
 
 
 def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples from execmode's seeded generator."""
-    return _random("random_normal", _shape_arg(shape), dtype, device, requires_grad,
+    return _random("random_normal", _shape_arg(shape, "randn"), dtype, device, requires_grad,
                    mean=0.0, std=1.0)
 
 
@@ -332,6 +398,14 @@ def _axes(op, x, axis):
         raise _rule_error(op, (x,), exc) from None
 
 
+def normalize_axis_for(op: str, x, axis) -> int:
+    """One axis of ``x``, non-negative; a bad one is an error that names ``op``."""
+    try:
+        return normalize_axis(axis, x.ndim)
+    except RuleError as exc:
+        raise _rule_error(op, (x,), exc) from None
+
+
 def mean(x, axis=None, keepdims=False) -> Tensor:
     """Arithmetic mean; integer and bool inputs give float64 (as NumPy)."""
     x = _tensor_arg("mean", x)
@@ -347,6 +421,7 @@ def var(x, axis=None, keepdims=False, correction=0) -> Tensor:
     """Variance; ``correction=1`` gives the unbiased estimate."""
     x = _tensor_arg("var", x)
     axes = _axes("var", x, axis)
+    correction = _number_arg("var", "correction", correction, (x,))
     if x.dtype.kind != "f":
         x = astype(x, float64)
     count = math.prod(x.shape[i] for i in axes)
@@ -361,6 +436,7 @@ def std(x, axis=None, keepdims=False, correction=0) -> Tensor:
 def any(x, axis=None, keepdims=False) -> Tensor:  # noqa: A001
     x = _tensor_arg("any", x)
     if x.size == 0:
+        keepdims = _bool_arg("any", "keepdims", keepdims, (x,))
         return full(reduced_shape(x.shape, _axes("any", x, axis), keepdims), False, bool_)
     return max(astype(x, bool_), axis=axis, keepdims=keepdims)
 
@@ -368,6 +444,7 @@ def any(x, axis=None, keepdims=False) -> Tensor:  # noqa: A001
 def all(x, axis=None, keepdims=False) -> Tensor:  # noqa: A001
     x = _tensor_arg("all", x)
     if x.size == 0:
+        keepdims = _bool_arg("all", "keepdims", keepdims, (x,))
         return full(reduced_shape(x.shape, _axes("all", x, axis), keepdims), True, bool_)
     return min(astype(x, bool_), axis=axis, keepdims=keepdims)
 
@@ -392,19 +469,25 @@ def tensordot(a, b, axes=2) -> Tensor:
     """Sum products over the last ``axes`` axes of ``a`` and the first of ``b`` (or pairs)."""
     a = _tensor_arg("tensordot", a, (a, b))
     b = _tensor_arg("tensordot", b, (a, b))
-    if isinstance(axes, int):
+    if _is_int(axes):
         if not 0 <= axes <= builtins.min(a.ndim, b.ndim):
             raise op_error(ShapeError, "tensordot", (a, b),
                            f"axes={axes} needs both operands to have at least {axes} axes")
         axes_a = tuple(range(a.ndim - axes, a.ndim))
         axes_b = tuple(range(axes))
     else:
-        axes_a, axes_b = (tuple(ax) if not isinstance(ax, int) else (ax,) for ax in axes)
+        pair = tuple(axes) if isinstance(axes, tuple | list) else ()
+        if len(pair) != 2:
+            raise op_error(ArgumentError, "tensordot", (a, b),
+                           f"axes must be an int or a pair of axis sequences, got {axes!r}")
+        axes_a, axes_b = (tuple(ax) if isinstance(ax, tuple | list) else (ax,) for ax in pair)
     try:
         axes_a = tuple(normalize_axis(i, a.ndim) for i in axes_a)
         axes_b = tuple(normalize_axis(i, b.ndim) for i in axes_b)
     except RuleError as exc:
         raise _rule_error("tensordot", (a, b), exc) from None
+    if (a.ndim == 0 and axes_a) or (b.ndim == 0 and axes_b):
+        raise op_error(ShapeError, "tensordot", (a, b), "a rank-0 tensor has no axis to contract")
     if len(axes_a) != len(axes_b) or builtins.any(
         a.shape[i] != b.shape[j] for i, j in zip(axes_a, axes_b)
     ):
@@ -447,6 +530,9 @@ def permute_dims(x, axes=None) -> Tensor:
     x = _tensor_arg("permute_dims", x)
     if axes is None:
         axes = tuple(reversed(range(x.ndim)))
+    if not isinstance(axes, tuple | list) or len(axes) != x.ndim:
+        raise op_error(ShapeError, "permute_dims", (x,),
+                       f"axes {axes!r} are not a permutation of the {x.ndim} axes")
     try:
         axes = tuple(normalize_axis(a, x.ndim) for a in axes)
     except RuleError as exc:
@@ -461,10 +547,9 @@ transpose = permute_dims
 
 def swapaxes(x, axis1, axis2) -> Tensor:
     x = _tensor_arg("swapaxes", x)
-    try:
-        a1, a2 = normalize_axis(axis1, x.ndim), normalize_axis(axis2, x.ndim)
-    except RuleError as exc:
-        raise _rule_error("swapaxes", (x,), exc) from None
+    a1, a2 = normalize_axis_for("swapaxes", x, axis1), normalize_axis_for("swapaxes", x, axis2)
+    if x.ndim == 0:
+        return x
     axes = list(range(x.ndim))
     axes[a1], axes[a2] = axes[a2], axes[a1]
     return permute_dims(x, axes)
@@ -472,14 +557,13 @@ def swapaxes(x, axis1, axis2) -> Tensor:
 
 def expand_dims(x, axis) -> Tensor:
     x = _tensor_arg("expand_dims", x)
-    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
-    ndim = x.ndim + len(axes)
     try:
-        axes = normalize_axes(axes, ndim)
+        axes = (axis,) if not isinstance(axis, tuple | list) else axis
+        axes = normalize_axes(axes, x.ndim + len(axes))
     except RuleError as exc:
         raise _rule_error("expand_dims", (x,), exc) from None
     dims = iter(x.shape)
-    shape = tuple(1 if i in axes else next(dims) for i in range(ndim))
+    shape = tuple(1 if i in axes else next(dims) for i in range(x.ndim + len(axes)))
     return reshape(x, shape)
 
 
@@ -524,11 +608,12 @@ def broadcast_to(x, shape) -> Tensor:
 
 def concat(tensors, axis=0) -> Tensor:
     """Join tensors along an existing axis."""
-    tensors = [_tensor_arg("concat", t) for t in tensors]
-    if not tensors:
-        raise ArgumentError("concat: needs at least one tensor")
+    tensors = _tensor_list_arg("concat", tensors)
+    if tensors[0].ndim == 0:
+        raise op_error(ShapeError, "concat", tuple(tensors),
+                       "cannot concatenate rank-0 tensors (use stack)")
     try:
-        axis = normalize_axis(axis, builtins.max(tensors[0].ndim, 1))
+        axis = normalize_axis(axis, tensors[0].ndim)
     except RuleError as exc:
         raise _rule_error("concat", tuple(tensors), exc) from None
     if len(tensors) == 1:
@@ -538,33 +623,39 @@ def concat(tensors, axis=0) -> Tensor:
 
 def stack(tensors, axis=0) -> Tensor:
     """Join tensors along a new axis."""
-    tensors = [_tensor_arg("stack", t) for t in tensors]
-    if not tensors:
-        raise ArgumentError("stack: needs at least one tensor")
+    tensors = _tensor_list_arg("stack", tensors)
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise op_error(ShapeError, "stack", tuple(tensors), "all tensors must have the same shape")
-    expanded = [expand_dims(t, axis) for t in tensors]
-    return concat(expanded, axis=normalize_axis(axis, tensors[0].ndim + 1)) if len(expanded) > 1 \
-        else expanded[0]
+    try:
+        axis = normalize_axis(axis, tensors[0].ndim + 1)
+    except RuleError as exc:
+        raise _rule_error("stack", tuple(tensors), exc) from None
+    return concat([expand_dims(t, axis) for t in tensors], axis=axis)
 
 
 # --- indexing ---------------------------------------------------------------------------
 
-def _normalize_index(x, index):
-    """Split a user's index into a static description and its integer index tensors."""
+def _normalize_index(x, index, op="getitem"):
+    """Split a user's index into a static description and its integer index tensors.
+
+    A bool mask comes back alone, as ``(None, [mask])``: it must be the whole index.
+    """
+    x = _require_tensor(op, x)
     if not isinstance(index, tuple):
         index = (index,)
     items, tensors = [], []
     for item in index:
         if isinstance(item, bool):
-            raise op_error(ArgumentError, "getitem", (x,), "a Python bool is not a valid index")
+            raise op_error(ArgumentError, op, (x,), "a Python bool is not a valid index")
         if isinstance(item, int | np.integer):
             items.append(("int", int(item)))
         elif isinstance(item, slice):
-            items.append(("slice",) + tuple(
-                None if v is None else int(v) for v in (item.start, item.stop, item.step)
-            ))
+            bounds = (item.start, item.stop, item.step)
+            if not builtins.all(v is None or _is_int(v) for v in bounds):
+                raise op_error(ArgumentError, op, (x,),
+                               f"slice bounds must be ints or None, got {item!r}")
+            items.append(("slice",) + tuple(None if v is None else int(v) for v in bounds))
         elif item is None:
             items.append(("none",))
         elif item is Ellipsis:
@@ -573,9 +664,12 @@ def _normalize_index(x, index):
             if isinstance(item, list | np.ndarray):
                 item = tensor(item) if np.asarray(item).size else tensor(item, dtype=int64)
             if not isinstance(item, Tensor):
-                raise op_error(ArgumentError, "getitem", (x,),
+                raise op_error(ArgumentError, op, (x,),
                                f"unsupported index type {type(item).__name__}")
             if item.dtype == bool_:
+                if len(index) != 1:
+                    raise op_error(ArgumentError, op, (x, item),
+                                   "a bool mask must be the whole index (x[mask])")
                 return None, [item]
             items.append(("tensor", len(tensors)))
             tensors.append(item)
@@ -594,7 +688,7 @@ def getitem(x, index) -> Tensor:
 
 def setitem(x, index, value) -> None:
     """``x[index] = value``: writes into ``x`` (an in-place update, like ``assign``)."""
-    static, tensors = _normalize_index(x, index)
+    static, tensors = _normalize_index(x, index, "setitem")
     if static is None:
         mask = tensors[0]
         assign(x, where(mask, value, x))
@@ -623,6 +717,8 @@ def assign(target, value) -> Tensor:
         raise op_error(BackwardError, "assign", (target, value),
                        "in-place update of a leaf tensor that requires grad; do it under "
                        "em.no_grad() (optimizers do) or use an out-of-place op")
+    if value is target:  # nothing to write, and no history to loop into itself
+        return target
     if isinstance(value, Tensor) and value.shape != target.shape:
         value = broadcast_to(value, target.shape)
     if tracked:
@@ -670,7 +766,8 @@ def debug_print(x, fmt: str = "{}") -> Tensor:
     """Print ``x`` when this op runs: at once in eager mode, at every call of a jitted
     function in graph mode (no graph break, unlike print(x))."""
     if not isinstance(fmt, str) or "{" not in fmt:
-        raise ArgumentError("debug_print: fmt must be a format string with a {} placeholder")
+        raise op_error(ArgumentError, "debug_print", (x, fmt),
+                       "fmt must be a format string with a {} placeholder")
     return apply(OPS["debug_print"], _tensor_arg("debug_print", x), fmt=fmt)
 
 

@@ -188,11 +188,11 @@ class Tensor:
     # --- conversion ---------------------------------------------------------------------
     def to(self, target) -> Tensor:
         """A copy on another device (``"cpu"``, ``"cuda:0"``) or, given a dtype, astype."""
-        from .dtypes import SUPPORTED
+        from .backend import Device
 
-        if isinstance(target, np.dtype) and target in SUPPORTED:
-            return F.astype(self, target)
-        return F.to_device(self, target)
+        if isinstance(target, str | Device) and not _is_dtype_name(target):
+            return F.to_device(self, target)
+        return F.astype(self, target)  # em.float64, np.float64, "float64", float ...
 
     def cpu(self) -> Tensor:
         return F.to_device(self, "cpu")
@@ -417,6 +417,18 @@ class Tensor:
 
     def clip(self, min=None, max=None):  # noqa: A002 - NumPy's names
         return F.clip(self, min, max)
+
+
+def _is_dtype_name(text) -> bool:
+    from .dtypes import as_dtype
+
+    if not isinstance(text, str):
+        return False
+    try:
+        as_dtype(text)
+        return True
+    except TypeError:
+        return False
 
 
 def bind_ops():

@@ -8,24 +8,38 @@ from __future__ import annotations
 import math
 
 from .. import functional as F
-from ..errors import ShapeError, op_error
+from ..errors import ArgumentError, ShapeError, op_error
 from ..scope import named_scope
+
+# Arguments are checked up front so that bad input names the function the user called
+# (softmax), not the primitive inside it that would fail (max).
+_tensor = F._tensor_arg
+
+
+def _axis(op: str, x, axis):
+    if axis is not None and not F._is_int(axis):
+        raise op_error(ArgumentError, op, (x,), f"axis must be an int, got {axis!r}")
+    return axis
 
 
 @named_scope("relu")
 def relu(x):
     """max(x, 0); NaN stays NaN. At exactly 0 the gradient is 0.5 (maximum splits ties)."""
-    return F.maximum(x, 0)
+    return F.maximum(_tensor("relu", x), 0)
 
 
 @named_scope("sigmoid")
 def sigmoid(x):
-    return 1 / (1 + F.exp(F.negative(x)))
+    return 1 / (1 + F.exp(F.negative(_tensor("sigmoid", x))))
 
 
 @named_scope("gelu")
 def gelu(x, approximate: str = "none"):
     """Gaussian error linear unit; ``approximate="tanh"`` uses the tanh formula."""
+    x = _tensor("gelu", x)
+    if not isinstance(approximate, str) or approximate not in ("none", "tanh"):
+        raise op_error(ArgumentError, "gelu", (x,),
+                       f"approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1 + F.tanh(inner))
@@ -40,12 +54,18 @@ def _stable_max(x, axis):
 
 @named_scope("softmax")
 def softmax(x, axis: int = -1):
+    x = _tensor("softmax", x)
+    F.normalize_axis_for("softmax", x, _axis("softmax", x, axis))
     e = F.exp(x - _stable_max(x, axis))
     return e / F.sum(e, axis=axis, keepdims=True)
 
 
 @named_scope("logsumexp")
 def logsumexp(x, axis=None, keepdims: bool = False):
+    x = _tensor("logsumexp", x)
+    if axis is not None:
+        F.normalize_axis_for("logsumexp", x, _axis("logsumexp", x, axis))
+    keepdims = F._bool_arg("logsumexp", "keepdims", keepdims, (x,))
     m = _stable_max(x, axis)
     out = F.log(F.sum(F.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else F.squeeze(out, axis=axis if axis is not None else None)
@@ -53,14 +73,32 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 @named_scope("log_softmax")
 def log_softmax(x, axis: int = -1):
-    return x - logsumexp(x, axis=axis, keepdims=True)
+    x = _tensor("log_softmax", x)
+    F.normalize_axis_for("log_softmax", x, _axis("log_softmax", x, axis))
+    # (x - m) - log(sum(exp(x - m))) rather than x - logsumexp(x): adding the max back
+    # into logsumexp rounds away a small log term at the scale of the max (float32: 41 +
+    # 1.7e-6 is 41), which the largest logit's log-probability then loses.
+    shifted = x - _stable_max(x, axis)
+    return shifted - F.log(F.sum(F.exp(shifted), axis=axis, keepdims=True))
 
 
 @named_scope("linear")
 def linear(x, weight, bias=None):
     """``x @ weight.mT + bias`` with PyTorch's (out_features, in_features) weight layout."""
+    x = _tensor("linear", x, (x, weight))
+    weight = F._require_tensor("linear", weight, (x, weight))
+    if bias is not None:
+        bias = F._require_tensor("linear", bias, (x, weight, bias))
+    if weight.ndim != 2:
+        raise op_error(ShapeError, "linear", (x, weight), "weight must be (out, in)")
     out = F.matmul(x, F.matrix_transpose(weight))
     return out + bias if bias is not None else out
+
+
+def _check_reduction(op, operands, reduction):
+    if not isinstance(reduction, str) or reduction not in ("mean", "sum", "none"):
+        raise op_error(ArgumentError, op, operands,
+                       f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
 def _reduce(loss, reduction: str):
@@ -68,13 +106,14 @@ def _reduce(loss, reduction: str):
         return F.mean(loss)
     if reduction == "sum":
         return F.sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return loss
 
 
 @named_scope("mse_loss")
 def mse_loss(pred, target, reduction: str = "mean"):
+    pred = F._require_tensor("mse_loss", pred, (pred, target))
+    target = F._require_tensor("mse_loss", target, (pred, target))
+    _check_reduction("mse_loss", (pred, target), reduction)
     if pred.shape != target.shape:
         raise op_error(ShapeError, "mse_loss", (pred, target), "pred and target shapes differ")
     d = pred - target
@@ -84,6 +123,9 @@ def mse_loss(pred, target, reduction: str = "mean"):
 @named_scope("cross_entropy")
 def cross_entropy(logits, target, reduction: str = "mean"):
     """Softmax cross-entropy. ``target``: class indices (N,) or probabilities (N, C)."""
+    logits = F._require_tensor("cross_entropy", logits, (logits, target))
+    target = F._require_tensor("cross_entropy", target, (logits, target))
+    _check_reduction("cross_entropy", (logits, target), reduction)
     if logits.ndim != 2:
         raise op_error(ShapeError, "cross_entropy", (logits, target),
                        "logits must be (batch, classes)")
@@ -102,10 +144,21 @@ def cross_entropy(logits, target, reduction: str = "mean"):
 
 @named_scope("layer_norm")
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
-    if isinstance(normalized_shape, int):
+    x = F._require_tensor("layer_norm", x)
+    if F._is_int(normalized_shape):
         normalized_shape = (normalized_shape,)
+    if not isinstance(normalized_shape, tuple | list) or not normalized_shape \
+            or not all(F._is_int(d) for d in normalized_shape):
+        raise op_error(ArgumentError, "layer_norm", (x,),
+                       f"normalized_shape must be an int or a tuple of ints, "
+                       f"got {normalized_shape!r}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and not isinstance(t, F.Tensor):
+            raise op_error(ArgumentError, "layer_norm", (x, t),
+                           f"{name} must be a Tensor or None, got {type(t).__name__}")
+    eps = F._number_arg("layer_norm", "eps", eps, (x,))
     n = len(normalized_shape)
-    if tuple(x.shape[-n:]) != tuple(normalized_shape):
+    if x.ndim < n or tuple(x.shape[-n:]) != tuple(normalized_shape):
         raise op_error(ShapeError, "layer_norm", (x,),
                        f"the last dims must be {tuple(normalized_shape)}")
     axes = tuple(range(x.ndim - n, x.ndim))

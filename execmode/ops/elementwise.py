@@ -15,10 +15,10 @@ import numpy as np
 from ..dtypes import float32, float64
 from ..errors import DTypeError
 from .registry import (
-    F,
     BINARY,
     TERNARY,
     UNARY,
+    F,
     OpDef,
     RuleError,
     broadcast_shapes,

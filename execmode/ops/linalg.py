@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .elementwise import sum_to_shape
-from .registry import F, MATMUL, OpDef, RuleError, broadcast_shapes, register
+from .registry import MATMUL, F, OpDef, RuleError, broadcast_shapes, register
 
 
 def _matmul_rule(a, b, **attrs):

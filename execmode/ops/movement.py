@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from .elementwise import sum_to_shape
-from .registry import F, INDEXING, MOVEMENT, OpDef, RuleError, broadcast_shapes, register
+from .registry import INDEXING, MOVEMENT, F, OpDef, RuleError, broadcast_shapes, register
 
 
 def _same_dtype(dtypes, attrs):
@@ -185,8 +185,12 @@ def _getitem_rule(x, *index_avals, index):
 def _getitem_impl(xp, a, *index_arrays, index):
     try:
         return a[index_to_key(index, index_arrays)]
-    except IndexError as exc:  # an index tensor's value out of range: the rule cannot see it
-        raise RuleError(f"index {format_index(index)}: {exc}") from None
+    except IndexError as exc:
+        # An index tensor's value out of range: the shape rule, which sees no values, cannot
+        # explain it. Anything else (a float index tensor) the rule explains.
+        if all(arr.dtype.kind in "iu" for arr in index_arrays):
+            raise RuleError(f"index {format_index(index)}: {exc}") from None
+        raise
 
 
 def _getitem_vjp(g, out, x, *index_tensors, index):

@@ -6,7 +6,10 @@ Attributes are normalised by dispatch: ``axis`` is a sorted tuple of non-negativ
 
 from __future__ import annotations
 
-from .registry import F, REDUCTION, OpDef, RuleError, normalize_axes, normalize_axis, register
+import numpy as np
+
+from ..errors import ArgumentError
+from .registry import REDUCTION, F, OpDef, RuleError, normalize_axes, normalize_axis, register
 
 
 def reduced_shape(shape, axes, keepdims):
@@ -38,7 +41,10 @@ def _arg_rule(x, *, axis, keepdims):
 
 
 def normalize_reduction_attrs(op_name: str, ndim: int, attrs: dict) -> dict:
-    keepdims = bool(attrs.get("keepdims", False))
+    keepdims = attrs.get("keepdims", False)
+    if not isinstance(keepdims, bool | np.bool_):
+        raise RuleError(f"keepdims must be True or False, got {keepdims!r}", ArgumentError)
+    keepdims = bool(keepdims)
     axis = attrs.get("axis")
     if op_name in ("argmax", "argmin"):
         if axis is not None:
@@ -73,8 +79,22 @@ def _extremum_vjp(g, out, x, *, axis, keepdims):
     return (expand_reduced(g, x.shape, axis, keepdims) * mask / count,)
 
 
+# On NumPy, sum/prod/max/min call their ufunc's reduce directly. np.sum and friends are
+# Python wrappers, so a warning about NaN or Inf (inf - inf in a sum) would point into
+# NumPy's own module and escape the filter that keeps execmode's kernels quiet. sum and
+# prod widen bool and int32 to int64 as np.sum does (plain add.reduce would keep bool).
+_UFUNC_REDUCERS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+_WIDENED = {np.dtype("bool"): np.dtype("int64"), np.dtype("int32"): np.dtype("int64")}
+
+
 def _reduction(name, fn_name, rule, vjp, identity, doc=""):
+    ufunc = _UFUNC_REDUCERS.get(name)
+    widens = name in ("sum", "prod")
+
     def impl(xp, a, *, axis, keepdims):
+        if xp is np and ufunc is not None:
+            dtype = _WIDENED.get(a.dtype) if widens else None
+            return ufunc.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
         return getattr(xp, fn_name)(a, axis=axis, keepdims=keepdims)
 
     register(OpDef(name=name, kind=REDUCTION, impl=impl, shape_rule=rule, vjp=vjp,

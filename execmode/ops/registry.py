@@ -22,7 +22,7 @@ import numpy as np
 
 from ..backend import Device
 from ..dtypes import SUPPORTED
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 
 # Op kinds. Fusion and codegen look only at these.
 UNARY = "unary"
@@ -137,7 +137,7 @@ def broadcast_shapes(*shapes) -> tuple:
 
 def normalize_axis(axis: int, ndim: int) -> int:
     if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
-        raise RuleError(f"axis must be an int, got {axis!r}", DTypeError)
+        raise RuleError(f"axis must be an int, got {axis!r}", ArgumentError)
     # A rank-0 tensor accepts axis 0 and -1, as in PyTorch.
     if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise RuleError(f"axis {axis} is out of range for a tensor of rank {ndim}")
@@ -150,6 +150,9 @@ def normalize_axes(axis, ndim: int) -> tuple:
         return tuple(range(ndim))
     if isinstance(axis, int | np.integer) and not isinstance(axis, bool):
         axis = (axis,)
+    if not isinstance(axis, tuple | list):
+        raise RuleError(f"axis must be None, an int or a tuple of ints, got {axis!r}",
+                        ArgumentError)
     axes = tuple(normalize_axis(a, ndim) for a in axis)
     if len(set(axes)) != len(axes):
         raise RuleError(f"axis {tuple(axis)} repeats an axis")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..backend import as_device, to_device
-from .registry import F, OPAQUE, OpDef, register
+from .registry import OPAQUE, F, OpDef, register
 
 
 def _to_device_impl(xp, a, *, device):

@@ -164,9 +164,7 @@ def test_cuda_without_a_gpu_names_the_op_and_the_reason():
                  operands=["f32[2,3]@cpu"], mentions=["not available"])
 
 
-def test_mixed_devices_need_a_gpu():
-    pytest.skip("mixing devices needs a CUDA GPU: covered by tests/engine/test_gpu.py, "
-                "which runs where one exists")
+# Mixing devices needs a GPU: tests/engine/test_gpu.py checks that error where one exists.
 
 
 def test_item_of_many_elements():

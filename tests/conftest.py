@@ -1,0 +1,48 @@
+"""Shared pytest set-up: hypothesis profiles and the import path of ``tests/helpers.py``.
+
+Profiles (choose with ``HYPOTHESIS_PROFILE``):
+
+* ``ci`` (the default): ~25 examples per property, no deadline (shared CI machines have
+  noisy clocks), derandomized when ``CI=true`` so a CI failure reproduces exactly;
+* ``fuzz``: 2000 examples per property, for a long local search.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from hypothesis import HealthCheck, settings
+
+# Test folders have no __init__.py, so each test file is imported by its own folder. Put
+# tests/ itself on the path so that every test can `import helpers`, whatever import mode
+# pytest runs in.
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+if _TESTS_DIR not in sys.path:
+    sys.path.insert(0, _TESTS_DIR)
+
+_IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    deadline=None,
+    derandomize=_IN_CI,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=2000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config):
+    # execmode silences NumPy's RuntimeWarnings from inside its kernels (Inf/NaN are
+    # returned quietly, as in PyTorch) with a filter set at import. pytest restores the
+    # filters after collection, which drops that one: set it again for every test.
+    config.addinivalue_line("filterwarnings", r"ignore::RuntimeWarning:execmode(\.|$)")
