@@ -20,7 +20,7 @@ from .backend import CPU, as_device, device_of_array, xp_for
 from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
-from .source import user_location
+from .source import _locations, user_location
 from .tensor import SCALAR_TYPES, Tensor
 
 # NumPy warns (divide by zero in log, invalid value in sqrt, ...) from inside execmode's
@@ -36,6 +36,7 @@ _plain = True           # no tracer and no listener: the fast path may be taken
 _grad_enabled = True    # autograd records (em.no_grad() clears it)
 
 _perf_ns = time.perf_counter_ns
+_getframe = sys._getframe
 _new = object.__new__
 _ndarray = np.ndarray
 _np_generic = np.generic
@@ -173,12 +174,15 @@ def make_operator(op, reflected: bool = False):
                         _record_grad(op, (self, other), _NO_ATTRS, t)
                     if _listening:  # inlined: this is the measured listener cost
                         t1 = _perf_ns()
+                        f = _getframe(1)  # the caller: usually the user's own line
+                        loc = _locations.get((id(f.f_code), f.f_lasti))
+                        loc = loc[1] if loc is not None else user_location(f)
                         ev = _tuple_new(OpEvent, (
                             next(_seq), name, _NO_ATTRS,
                             ((sd.shape, sd.dtype, CPU), (od.shape, od.dtype, CPU)
                              if od.__class__ is _ndarray else od),
                             (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._current,
-                            user_location(sys._getframe(1)), _EAGER,
+                            loc, _EAGER,
                         ))
                         for fn in _on_op:
                             fn(ev, t)
