@@ -1,0 +1,260 @@
+"""The CPU runtime: compile a graph's kernels (one translation unit, one compiler call),
+cache the library on disk, load it with ctypes, and call kernels with little overhead.
+
+A :class:`CKernel` is what the plan calls: ``kernel(*args)`` with the fused node's inputs
+in ``node.inputs`` order (literal values are ignored: they are compiled in), returning the
+output array; ``kernel.run_into(out, *args)`` writes into a preallocated ``out`` (which
+must not overlap any input). Pointers are found without ``arr.ctypes.data`` on the common
+paths (see buffers.py): a call with cached pointers costs about a ctypes call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import disk_cache
+from .buffers import REGISTRY, OutputPool, arranged, data_pointer, has_strides
+from .call_path import build_call_path
+from .kernel_ir import Kernel, Param
+from .render_c import CRenderer
+from .toolchain import Toolchain, run_compiler
+
+
+class CompileError(Exception):
+    """The compiler rejected a translation unit (a bug in a renderer or a template)."""
+
+
+@dataclass
+class Library:
+    path: str
+    cdll: ctypes.CDLL
+    source: str
+    cache_hit: bool
+    compile_ns: int
+    toolchain: Toolchain
+
+    def function(self, name: str, n_pointers: int):
+        fn = getattr(self.cdll, name)
+        fn.argtypes = [ctypes.c_void_p] * n_pointers
+        fn.restype = None
+        return fn
+
+
+def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
+    """Render ``kernels`` into one translation unit, compile it (or find it in the disk
+    cache) and load it."""
+    renderer = renderer or CRenderer()
+    source = renderer.translation_unit(kernels)
+    key = disk_cache.library_key(source, toolchain.identity)
+    path = disk_cache.library_path(key)
+    t0 = time.perf_counter_ns()
+    hit = os.path.exists(path)
+    if not hit:
+        src_path = disk_cache.temporary_path(path[:-3] + ".c")
+        tmp_out = disk_cache.temporary_path(path)
+        try:
+            with open(src_path, "w", encoding="utf-8") as f:
+                f.write(source)
+            ok, message = run_compiler(toolchain.command, toolchain.flags, src_path, tmp_out)
+            if not ok:
+                raise CompileError(f"{toolchain.command[0]} failed on {len(kernels)} "
+                                   f"kernel(s):\n{message}")
+            os.replace(tmp_out, path)
+            # The source next to the library, for people (never read back by execmode).
+            os.replace(src_path, path[:-3] + ".c")
+        finally:
+            for leftover in (src_path, tmp_out):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+    compile_ns = time.perf_counter_ns() - t0
+    if toolchain.openmp:
+        _prefer_passive_openmp()
+    cdll = ctypes.CDLL(path)
+    if toolchain.openmp:
+        cdll.em_set_num_threads.argtypes = [ctypes.c_int]
+        cdll.em_set_num_threads(num_threads())
+    return Library(path, cdll, source, hit, compile_ns, toolchain)
+
+
+def _prefer_passive_openmp() -> None:
+    """Idle OpenMP workers sleep instead of spinning, unless the user chose a policy.
+
+    Kernels share the cores with NumPy and BLAS between parallel regions: spinning workers
+    (libgomp's default) made an MLP training step 10x slower on 2 cores. Read by libgomp
+    when it loads, i.e. with the first kernel library of the process.
+    """
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+
+def num_threads() -> int:
+    """``EXECMODE_NUM_THREADS``, else the CPUs this process may run on."""
+    text = os.environ.get("EXECMODE_NUM_THREADS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# --- kernels --------------------------------------------------------------------------------
+
+
+class _Slot:
+    """One pointer argument read from the call's arguments."""
+
+    __slots__ = ("position", "dtype", "shape", "strides", "byte_strides", "name")
+
+    def __init__(self, param: Param):
+        self.position = param.position
+        self.dtype = param.dtype
+        self.shape = param.shape
+        self.strides = param.element_strides
+        self.byte_strides = tuple(s * param.dtype.itemsize for s in self.strides)
+        self.name = param.name
+
+    def fits(self, a: np.ndarray) -> bool:
+        if a.dtype != self.dtype or a.shape != self.shape:
+            return False
+        # Exact strides first (the common case); size-1 axes may carry any stride.
+        return a.strides == self.byte_strides or has_strides(a, self.strides)
+
+
+class CKernel:
+    """A compiled kernel the plan calls: ``fn(*args) -> out`` and ``run_into(out, *args)``.
+
+    Both are generated straight-line functions (call_path.py); ``run_into`` is an instance
+    attribute, so the plan binds the function itself. Not thread-safe: a kernel object has
+    one argument block (as a plan has one set of buffers).
+    """
+
+    backend = "c"
+
+    def __init__(self, kernel: Kernel, library: Library, renderer=None):
+        renderer = renderer or CRenderer()
+        self.kernel = kernel
+        self.name = kernel.name
+        self.language = renderer.language
+        self.source = renderer.kernel(kernel)
+        self.library_path = library.path
+        params = renderer.signature_params(kernel)
+        self._slots = tuple(_Slot(p) for p in params if p.position >= 0)
+        self._block = (ctypes.c_void_p * len(params))()
+        # Scratch arrays (a library matmul's result) are owned: their pointers never change.
+        self._scratch = {p.name: np.empty(p.shape, p.dtype) for p in kernel.scratch}
+        for i, p in enumerate(params):
+            if p.name in self._scratch:
+                self._block[i] = self._scratch[p.name].ctypes.data
+        self._out_index = len(params) - 1
+        self._memo = [[None, 0] for _ in self._slots]
+        self._keepalive = [None] * len(self._slots)
+        self._pool = OutputPool(kernel.output.shape, kernel.output.dtype)
+        self._entry = library.function(kernel.name + "_entry", 1)
+        self._call, self.run_into = build_call_path(
+            [s.position for s in self._slots], self._entry,
+            ctypes.addressof(self._block), self._memo, self._rebind, self._pool,
+            self._set_out, self._bind_out)
+
+    def __repr__(self) -> str:
+        return f"<CKernel {self.kernel.describe()}>"
+
+    def __call__(self, *args):
+        return self._call(*args)
+
+    # -- the slow path: arrays seen for the first time -------------------------------------
+    def _rebind(self, k: int, a) -> None:
+        """A new array object at input ``k``: check it, write its pointer into the block."""
+        slot = self._slots[k]
+        if a.__class__ is not np.ndarray:
+            a = np.asarray(a)
+        if not slot.fits(a):
+            self._rebind_copy(k, slot, a)
+            return
+        ptr = data_pointer(a)
+        self._block[k] = ptr
+        memo = self._memo[k]
+        base = a.base
+        # Memoising a pool buffer (or a view of one) would pin it: pools reuse only
+        # buffers nobody references.
+        pooled = id(a) in REGISTRY or (base is not None and id(base) in REGISTRY)
+        memo[0] = None if pooled else a
+        memo[1] = ptr
+
+    def _rebind_copy(self, k: int, slot: _Slot, a: np.ndarray) -> None:
+        if a.shape != slot.shape and a.size != int(np.prod(slot.shape)):
+            raise ValueError(f"kernel {self.name}: argument {slot.name} has shape "
+                             f"{a.shape}, the kernel was built for {slot.shape}")
+        # Wrong dtype or layout: a converted copy, kept alive through the call. Never
+        # memoised: the original's contents may change before the next call.
+        a = arranged(np, a.reshape(slot.shape), slot.dtype, slot.strides)
+        self._keepalive[k] = a
+        self._memo[k][0] = None
+        self._block[k] = data_pointer(a)
+
+    def _set_out(self, ptr: int) -> None:
+        self._block[self._out_index] = ptr
+
+    def _bind_out(self, out) -> None:
+        o = self.kernel.output
+        if type(out) is not np.ndarray or out.dtype != o.dtype or out.shape != o.shape \
+                or not out.flags.c_contiguous:
+            raise ValueError(f"kernel {self.name}: out must be a C-contiguous "
+                             f"{o.dtype}{list(o.shape)} array")
+        self._block[self._out_index] = data_pointer(out)
+
+
+class LibraryMatmulKernel(CKernel):
+    """A matmul_epilogue whose matmul is a NumPy (BLAS) call into an owned scratch array,
+    followed by the compiled epilogue. With no epilogue, the matmul writes the output."""
+
+    def __init__(self, kernel: Kernel, library: Library | None, renderer=None):
+        mm = kernel.matmul
+        by_name = {p.name: p for p in kernel.params}
+        self._a = by_name[mm.a].position
+        self._b = by_name[mm.b].position
+        self._has_epilogue = bool(kernel.body)
+        if self._has_epilogue:
+            super().__init__(kernel, library, renderer)
+            self._result = self._scratch["mm"]
+            self._epilogue_into = self.run_into
+            self.run_into = self._matmul_then_epilogue
+        else:
+            renderer = renderer or CRenderer()
+            self.kernel, self.name = kernel, kernel.name
+            self.language = "numpy"
+            self.library_path = None
+            self.source = f"/* {kernel.name}: {mm.comment} - a NumPy matmul call, no kernel */"
+            self._pool = OutputPool(kernel.output.shape, kernel.output.dtype)
+
+    def __call__(self, *args):
+        if not self._has_epilogue:
+            out = self._pool.take()[0]
+            np.matmul(args[self._a], args[self._b], out=out)
+            return out
+        np.matmul(args[self._a], args[self._b], out=self._result)
+        return super().__call__(*args)
+
+    def run_into(self, out, *args):
+        np.matmul(args[self._a], args[self._b], out=out)
+        return out
+
+    def _matmul_then_epilogue(self, out, *args):
+        np.matmul(args[self._a], args[self._b], out=self._result)
+        return self._epilogue_into(out, *args)
+
+
+def make_kernel(kernel: Kernel, library: Library | None, renderer=None) -> CKernel:
+    if kernel.matmul is not None and kernel.matmul.library:
+        return LibraryMatmulKernel(kernel, library, renderer)
+    return CKernel(kernel, library, renderer)
+
+
+def needs_compiling(kernel: Kernel) -> bool:
+    """False for a bare library matmul (nothing to compile)."""
+    return not (kernel.matmul is not None and kernel.matmul.library and not kernel.body)

@@ -1,0 +1,131 @@
+"""The GPU runtime: CUDA renderings compiled at run time by CuPy (NVRTC), one RawModule per
+graph, kept in a process-wide cache by source (CuPy adds its own on-disk cache).
+
+CuPy is imported only here, and only when a graph has kernels on a CUDA device and
+``cupy.cuda.is_available()`` says yes (``execmode.backend.cupy_module``). Launch
+configuration comes from the kernel's static sizes: elementwise kernels run a grid-stride
+loop (256 threads a block, enough blocks to fill the GPU), reductions one block of
+``REDUCE_THREADS`` threads per output element. ``timed(*args)`` measures one launch with
+CUDA events.
+"""
+
+from __future__ import annotations
+
+import time
+
+from execmode.backend import cuda_problem, cupy_module
+
+from .buffers import arranged, has_strides
+from .kernel_ir import Kernel
+from .render_cuda import REDUCE_THREADS, CUDARenderer
+
+THREADS = 256
+MAX_BLOCKS = 65535
+NVRTC_OPTIONS = ("--std=c++14",)
+
+_modules: dict[str, object] = {}
+
+
+class CudaUnavailable(Exception):
+    pass
+
+
+def require_cupy():
+    cp = cupy_module()
+    if cp is None:
+        raise CudaUnavailable(cuda_problem())
+    return cp
+
+
+def build_module(kernels, renderer=None) -> tuple:
+    """(module, source, compile_ns, cache_hit) for ``kernels`` (one NVRTC compilation)."""
+    cp = require_cupy()
+    renderer = renderer or CUDARenderer()
+    source = renderer.translation_unit(kernels)
+    t0 = time.perf_counter_ns()
+    module = _modules.get(source)
+    hit = module is not None
+    if module is None:
+        module = cp.RawModule(code=source, options=NVRTC_OPTIONS)
+        module.compile()  # compile now, so that errors and compile time belong here
+        _modules[source] = module
+    return module, source, time.perf_counter_ns() - t0, hit
+
+
+def launch_config(kernel: Kernel) -> tuple:
+    """(grid, block) for ``kernel``."""
+    if kernel.reduction is not None:
+        points = 1
+        for loop in kernel.loops:
+            if loop.role != "reduce":
+                points *= loop.size
+        return (max(1, min(points, MAX_BLOCKS)),), (REDUCE_THREADS,)
+    work = kernel.size
+    if kernel.matmul is not None and not kernel.matmul.library:
+        work = kernel.matmul.m * kernel.matmul.n
+    blocks = max(1, min(-(-work // THREADS), MAX_BLOCKS))
+    return (blocks,), (THREADS,)
+
+
+class CudaKernel:
+    """A CUDA kernel the plan calls with CuPy arrays: ``fn(*args)``, ``run_into``."""
+
+    backend = "cuda"
+    language = "cuda"
+
+    def __init__(self, kernel: Kernel, module, renderer=None):
+        renderer = renderer or CUDARenderer()
+        self.kernel = kernel
+        self.name = kernel.name
+        self.source = renderer.kernel(kernel)
+        self._cp = require_cupy()
+        params = renderer.signature_params(kernel)
+        self._inputs = [p for p in params if p.position >= 0]
+        self._scratch = [p for p in params if p.position < 0 and p is not kernel.output]
+        self._buffers = {p.name: self._cp.empty(p.shape, p.dtype) for p in kernel.scratch}
+        mm = kernel.matmul
+        self._library_mm = mm is not None and mm.library
+        if self._library_mm:
+            by_name = {p.name: p for p in kernel.params}
+            self._a, self._b = by_name[mm.a].position, by_name[mm.b].position
+        # A bare library matmul has no kernel of its own: cuBLAS writes the output.
+        needs_function = kernel.body or not self._library_mm
+        self._function = module.get_function(kernel.name) if needs_function else None
+        self._grid, self._block = launch_config(kernel)
+        self.last_ms = None
+
+    def __repr__(self) -> str:
+        return f"<CudaKernel {self.kernel.describe()}>"
+
+    def __call__(self, *args):
+        o = self.kernel.output
+        return self.run_into(self._cp.empty(o.shape, o.dtype), *args)
+
+    def run_into(self, out, *args):
+        cp = self._cp
+        if self._library_mm:
+            target = out if self._function is None else self._buffers["mm"]
+            cp.matmul(args[self._a], args[self._b], out=target)
+            if self._function is None:
+                return out
+        arrays = []
+        for p in self._inputs:
+            a = cp.asarray(args[p.position])
+            if a.dtype != p.dtype or a.shape != p.shape or \
+                    not has_strides(a, p.element_strides):
+                a = arranged(cp, a.reshape(p.shape), p.dtype, p.element_strides)
+            arrays.append(a)
+        scratch = [self._buffers[p.name] for p in self._scratch]
+        self._function(self._grid, self._block, (*arrays, *scratch, out))
+        return out
+
+    def timed(self, *args) -> tuple:
+        """(output, milliseconds) of one launch, timed with CUDA events."""
+        cp = self._cp
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        out = self(*args)
+        end.record()
+        end.synchronize()
+        self.last_ms = cp.cuda.get_elapsed_time(start, end)
+        return out, self.last_ms

@@ -1,0 +1,208 @@
+"""From a lowered graph to the kernel objects its plan calls.
+
+``kernel_factory_for(graph, graph_id, backend)`` lowers every fused node, compiles all CPU
+kernels of the graph in one translation unit (one compiler call, or a disk-cache hit) and
+the CUDA ones in one CuPy module, emits a ``compile`` event per kernel, and returns the
+``factory(node) -> (fn, backend_name)`` that :func:`execmode.plan.build_plan` calls.
+
+Backends: ``None`` (auto: C when a compiler works, else the interpreter; CUDA for nodes on
+a CUDA device), ``"c"``, ``"interpreter"``, ``"numpy"`` (no kernels: members op by op).
+A fused node that cannot be lowered, or a failed compile, falls back without failing the
+graph, and ``backend_status()`` / the compile events say so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+
+from execmode import instrument
+from execmode.graph.ir import FUSED, Node, make_attrs
+
+from . import matmul_policy
+from .c_runtime import CompileError, build_library, make_kernel, needs_compiling
+from .interpreter import InterpretedKernel
+from .lower import Unsupported, lower_fused
+from .render_c import CRenderer
+from .status import record_fallback
+from .toolchain import NoCompiler, get_toolchain
+
+BACKENDS = (None, "auto", "c", "interpreter", "numpy", "cuda")
+
+
+def debug_level() -> int:
+    text = os.environ.get("EXECMODE_DEBUG", "").strip()
+    return int(text) if text.isdigit() else 0
+
+
+def kernel_factory_for(graph, graph_id: str, backend: str | None = None):
+    """The plan's kernel factory for ``graph`` (None when there is nothing to generate)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown kernel backend {backend!r}; expected one of "
+                         "'c', 'interpreter', 'numpy' or None")
+    if backend == "numpy":
+        return None
+    fused = [n for n in graph.nodes if n.op == FUSED]
+    matmuls = [n for n in graph.nodes if n.op == "matmul"] if backend != "interpreter" else []
+    if not fused and not matmuls:
+        return None
+    kernels = compile_kernels(graph, graph_id, backend) if fused else {}
+    small_matmuls: dict = {}
+
+    def factory(node):
+        k = kernels.get(node.id)
+        if k is None and node.op == "matmul":
+            # Plain matmuls compile only when a plan asks for them (one more library).
+            if not small_matmuls:
+                small_matmuls.update(compile_small_matmuls(graph, graph_id) or {None: None})
+            k = small_matmuls.get(node.id)
+        return (k, k.backend) if k is not None else (None, "numpy")
+
+    factory.kernels = kernels
+    return factory
+
+
+def compile_kernels(graph, graph_id: str, backend: str | None = None) -> dict:
+    """node id -> kernel object, for every fused node of ``graph`` that lowers."""
+    producers = graph.node_map()
+    memory_plan = getattr(graph, "meta", {}).get("memory_plan")
+    inplace = memory_plan.inplace if memory_plan is not None else {}
+    lowered = {}
+    for node in graph.nodes:
+        if node.op != FUSED:
+            continue
+        on_gpu = node.device != "cpu"
+        try:
+            lowered[node.id] = lower_fused(
+                node, producers, graph_id=graph_id, inplace_input=inplace.get(node.id),
+                matmul_inline=matmul_policy.inline_on_gpu if on_gpu else
+                matmul_policy.inline_on_cpu)
+        except Unsupported as exc:
+            _note(f"{graph_id} {node.label or node.id}: runs op by op ({exc})")
+    cpu = {i: k for i, k in lowered.items() if k.device == "cpu"}
+    gpu = {i: k for i, k in lowered.items() if k.device != "cpu"}
+    objects = {}
+    if cpu:
+        objects.update(_cpu_kernels(cpu, graph_id, backend))
+    if gpu and backend in (None, "auto", "cuda"):
+        objects.update(_gpu_kernels(gpu, graph_id))
+    return objects
+
+
+def compile_small_matmuls(graph, graph_id: str) -> dict:
+    """Kernels for plain (unfused) CPU matmuls small enough that generated loops beat a
+    BLAS call (matmul_policy.py), all in one library. The plan asks the factory only for
+    fused nodes today; a plan that also asks for its library matmuls gets these (and
+    None, i.e. NumPy, for the big ones)."""
+    producers = graph.node_map()
+    lowered = {}
+    for node in graph.nodes:
+        if node.op != "matmul" or node.device != "cpu" or len(node.shape) != 2:
+            continue
+        a, b = (producers.get(i) for i in node.inputs)
+        if a is None or b is None or len(a.shape) != 2 or len(b.shape) != 2:
+            continue
+        m, n, k = node.shape[0], node.shape[1], a.shape[1]
+        if not matmul_policy.inline_on_cpu(m, n, k, node.dtype):
+            continue
+        wrapper = Node(node.id, FUSED, node.inputs, make_attrs({"kind": "matmul_epilogue"}),
+                       node.shape, node.dtype, node.device, node.scope, node.loc, (node,),
+                       f"mm{node.id}")
+        try:
+            lowered[node.id] = lower_fused(wrapper, producers, graph_id=graph_id,
+                                           matmul_inline=matmul_policy.inline_on_cpu)
+        except Unsupported:
+            continue
+    try:
+        return _compiled(lowered, graph_id, get_toolchain()) if lowered else {}
+    except (NoCompiler, CompileError, OSError):
+        return {}
+
+
+# --- CPU ----------------------------------------------------------------------------------
+
+def _cpu_kernels(kernels: dict, graph_id: str, backend) -> dict:
+    reason = ""
+    if backend != "interpreter":
+        try:
+            toolchain = get_toolchain()
+        except NoCompiler as exc:
+            reason = f"no C compiler: {exc}"
+            if backend == "c":
+                warnings.warn(f"em.jit(backend='c'): {reason}; interpreting kernels over "
+                              "NumPy", RuntimeWarning, stacklevel=3)
+        else:
+            try:
+                return _compiled(kernels, graph_id, toolchain)
+            except (CompileError, OSError) as exc:
+                reason = f"the C compiler failed: {exc}"
+                record_fallback(reason)
+                warnings.warn(f"{graph_id}: {reason}; interpreting kernels over NumPy",
+                              RuntimeWarning, stacklevel=3)
+    return _interpreted(kernels, graph_id, reason or "backend='interpreter'")
+
+
+def _compiled(kernels: dict, graph_id: str, toolchain) -> dict:
+    renderer = CRenderer()
+    to_compile = [k for k in kernels.values() if needs_compiling(k)]
+    library = build_library(to_compile, toolchain, renderer) if to_compile else None
+    objects = {i: make_kernel(k, library, renderer) for i, k in kernels.items()}
+    for obj in objects.values():
+        _compiled_event(graph_id, obj, library.compile_ns if library else 0,
+                        library.cache_hit if library else True, "c")
+    if debug_level() >= 2 and library is not None:
+        state = "cache hit" if library.cache_hit else f"{library.compile_ns / 1e6:.0f} ms"
+        _note(f"{graph_id}: {len(to_compile)} C kernel(s), {state}: {library.path}")
+    return objects
+
+
+def _interpreted(kernels: dict, graph_id: str, reason: str) -> dict:
+    renderer = CRenderer()
+    objects = {}
+    for i, k in kernels.items():
+        source = f"/* interpreted over NumPy: {reason} */\n" + renderer.kernel(k)
+        objects[i] = InterpretedKernel(k, source)
+        _compiled_event(graph_id, objects[i], 0, False, "interpreter")
+    return objects
+
+
+# --- GPU ------------------------------------------------------------------------------------
+
+def _gpu_kernels(kernels: dict, graph_id: str) -> dict:
+    from .cuda_runtime import CudaKernel, CudaUnavailable, build_module
+
+    to_compile = [k for k in kernels.values() if k.body or not
+                  (k.matmul is not None and k.matmul.library)]
+    try:
+        module, _, compile_ns, hit = build_module(to_compile) if to_compile else \
+            (None, "", 0, True)
+    except CudaUnavailable as exc:
+        _note(f"{graph_id}: CUDA kernels unavailable ({exc}); running op by op")
+        return {}
+    objects = {i: CudaKernel(k, module) for i, k in kernels.items()}
+    for obj in objects.values():
+        _compiled_event(graph_id, obj, compile_ns, hit, "cuda")
+    return objects
+
+
+# --- reporting ------------------------------------------------------------------------------
+
+def _compiled_event(graph_id, obj, compile_ns: int, cache_hit: bool, backend: str) -> None:
+    if debug_level() >= 4:
+        print(obj.source, file=sys.stderr)
+    if not instrument._on_event:
+        return
+    k = obj.kernel
+    now = time.perf_counter_ns()
+    instrument.emit(instrument.Event("compile", {
+        "graph_id": graph_id, "kernel": k.name, "language": obj.language,
+        "source": obj.source, "compile_ns": compile_ns, "cache_hit": cache_hit,
+        "member_nodes": k.members, "member_ops": k.member_ops, "backend": backend,
+    }, now - compile_ns, now))
+
+
+def _note(text: str) -> None:
+    if debug_level() >= 1:
+        print(f"[execmode.codegen] {text}", file=sys.stderr)

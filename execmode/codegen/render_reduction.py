@@ -1,0 +1,175 @@
+"""How the C renderer lays out reductions (a mixin of CRenderer; CUDA has its own).
+
+Three shapes, by the kernel's loop roles (outer x reduce x inner, see layout.py):
+
+* no inner loops: each output reduces its points into a scalar ``acc`` in a vectorised
+  ``omp simd reduction`` loop (float32 sums accumulate in float64; max/min keep a separate
+  NaN flag, since the vector max instructions drop NaNs NumPy propagates);
+* one big full reduction: 64 fixed chunks reduced in parallel, combined in order;
+* inner loops (kept trailing axes): a block of outputs along the last kept axis
+  accumulates in a local array while the reduced axes stream past, the vector loop
+  running along the contiguous kept axis.
+"""
+
+from __future__ import annotations
+
+from execmode.dtypes import short_name
+
+from .kernel_ir import Kernel
+
+
+class ReductionRendering:
+    """Reduction layouts of the C renderer; uses its expression and loop helpers."""
+
+    def reduction_loops(self, k: Kernel) -> list:
+        if k.loops_with_role("inner"):
+            return self.inner_reduction(k)
+        if k.reduction.split > 1:
+            return self.split_reduction(k)
+        outer = k.loops_with_role("outer")
+        headers = []
+        for depth, loop in enumerate(outer):
+            header = []
+            if depth == 0 and self.parallel(k):
+                header.append(self.parallel_pragma())
+            header.append(self.for_line(loop.var, loop.size))
+            headers.append(header)
+        per_output = self.scalar_reduce(k, k.loops_with_role("reduce"))
+        per_output.append(self.store_line(k, self.cast_out(k, self.finish_acc(k))))
+        return self.nest(headers, per_output)
+
+    def acc_type(self, k: Kernel) -> str:
+        return self.type_names[k.reduction.acc_dtype]
+
+    def value_line(self, k: Kernel) -> str:
+        """``val``: the value reduced at this point, in the accumulator's dtype."""
+        return f"const {self.acc_type(k)} val = {self.expr(k.store.value)};"
+
+    def vector_reduction_clause(self, k: Kernel) -> str | None:
+        """The ``omp simd reduction`` clause that lets the compiler vectorise this
+        reduction (reassociation is what the clause permits), or None."""
+        red = k.reduction
+        if red.op == "sum":
+            return "reduction(+:acc)"
+        if red.op == "prod":
+            return "reduction(*:acc)"
+        if red.acc_dtype.kind == "b":
+            return None
+        clause = f"reduction({red.op}:acc)"
+        return clause + " reduction(|:acc_nan)" if red.acc_dtype.kind == "f" else clause
+
+    def vector_update(self, k: Kernel, value: str) -> list:
+        """The update of ``acc`` in the vectorised loop. max/min track NaN separately: the
+        vector max instructions would drop NaNs that NumPy propagates."""
+        red = k.reduction
+        if red.op == "sum":
+            return [f"acc += {value};"]
+        if red.op == "prod":
+            return [f"acc *= {value};"]
+        if red.acc_dtype.kind == "b":
+            return [f"acc = acc {'||' if red.op == 'max' else '&&'} {value};"]
+        cmp = ">" if red.op == "max" else "<"
+        lines = [f"acc = {value} {cmp} acc ? {value} : acc;"]
+        if red.acc_dtype.kind == "f":
+            lines.append(f"acc_nan |= {value} != {value};")
+        return lines
+
+    def combine(self, k: Kernel, left: str, right: str) -> str:
+        """NumPy's exact combiner (NaN-propagating max/min), for partials and blocks."""
+        red = k.reduction
+        if red.op == "sum":
+            return f"{left} + {right}"
+        if red.op == "prod":
+            return f"{left} * {right}"
+        return f"em_{red.op}_{short_name(red.acc_dtype)}({left}, {right})"
+
+    def finish_acc(self, k: Kernel) -> str:
+        red = k.reduction
+        if red.op in ("max", "min") and red.acc_dtype.kind == "f":
+            nan = "EM_NAN_F32" if red.acc_dtype.itemsize == 4 else "EM_NAN_F64"
+            return f"(acc_nan ? {nan} : acc)"
+        return "acc"
+
+    def cast_out(self, k: Kernel, value: str) -> str:
+        if k.reduction.acc_dtype != k.output.dtype:
+            return f"({self.type_names[k.output.dtype]}){value}"
+        return value
+
+    def scalar_reduce(self, k: Kernel, reduce_loops, ranges=None) -> list:
+        """Reduce the points of ``reduce_loops`` into ``acc`` (declared here)."""
+        red = k.reduction
+        lines = [f"/* {red.comment} */",
+                 f"{self.acc_type(k)} acc = {self.expr(red.identity)};"]
+        if red.op in ("max", "min") and red.acc_dtype.kind == "f":
+            lines.append("int acc_nan = 0;")
+        inner = self.statements(k) + [self.value_line(k)] + self.vector_update(k, "val")
+        clause = self.vector_reduction_clause(k)
+        headers = []
+        for depth, loop in enumerate(reduce_loops):
+            header = []
+            if depth == len(reduce_loops) - 1 and clause:
+                header.append(f"#pragma omp simd {clause}")
+            start, stop = (ranges or {}).get(loop.var, ("0", loop.size))
+            header.append(self.for_line(loop.var, stop, start))
+            headers.append(header)
+        return lines + self.nest(headers, inner)
+
+    def split_reduction(self, k: Kernel) -> list:
+        """A big full reduction: fixed chunks reduced in parallel, then combined in order
+        (the result does not depend on the number of threads)."""
+        (loop,) = k.loops
+        chunks = k.reduction.split
+        per_chunk = -(-loop.size // chunks)
+        t = self.acc_type(k)
+        chunk_body = [
+            f"const {self.index_type} begin = c * {per_chunk}{self.int64_suffix};",
+            f"const {self.index_type} end = begin + {per_chunk} < {loop.size} ? "
+            f"begin + {per_chunk} : {loop.size};",
+        ]
+        chunk_body += self.scalar_reduce(k, (loop,), {loop.var: ("begin", "end")})
+        chunk_body.append(f"partial[c] = {self.finish_acc(k)};")
+        lines = [f"{t} partial[{chunks}];"]
+        lines += self.nest([[self.parallel_pragma(), self.for_line("c", chunks)]], chunk_body)
+        lines.append(f"{t} acc = partial[0];")
+        lines += self.nest([[self.for_line("c", chunks, "1")]],
+                           [f"acc = {self.combine(k, 'acc', 'partial[c]')};"])
+        lines.append(self.store_line(k, self.cast_out(k, "acc")))
+        return lines
+
+    def inner_reduction(self, k: Kernel) -> list:
+        """Reductions that keep trailing axes: a block of outputs along the last kept axis
+        accumulates in a local array while the reduced axes stream past (the vector loop
+        runs along the contiguous kept axis)."""
+        red = k.reduction
+        outer = list(k.loops_with_role("outer")) + list(k.loops_with_role("inner")[:-1])
+        last = k.loops_with_role("inner")[-1]
+        reduce_loops = k.loops_with_role("reduce")
+        block = min(self.reduction_block, last.size)
+        t = self.acc_type(k)
+        v = last.var
+        headers = []
+        for loop in outer:
+            headers.append([self.for_line(loop.var, loop.size)])
+        if last.size > block:
+            headers.append([f"for ({self.index_type} ib = 0; ib < {last.size}; ib += {block}) {{"])
+            begin, end = "ib", f"(ib + {block} < {last.size} ? ib + {block} : {last.size})"
+            per_block = [f"const {self.index_type} ie = {end};"]
+            end = "ie"
+        else:
+            begin, end = "0", str(last.size)
+            per_block = []
+        if headers and self.parallel(k):
+            headers[0].insert(0, self.parallel_pragma())
+        slot = f"acc[{v} - {begin}]" if begin != "0" else f"acc[{v}]"
+        per_block += [f"/* {red.comment} */", f"{t} acc[{block}];"]
+        per_block += self.nest([["#pragma omp simd", self.for_line(v, end, begin)]],
+                               [f"{slot} = {self.expr(red.identity)};"])
+        update = self.statements(k) + [self.value_line(k),
+                                       f"{slot} = {self.combine(k, slot, 'val')};"]
+        stream = [[self.for_line(loop.var, loop.size)] for loop in reduce_loops]
+        stream.append(["#pragma omp simd", self.for_line(v, end, begin)])
+        per_block += self.nest(stream, update)
+        per_block += self.nest([["#pragma omp simd", self.for_line(v, end, begin)]],
+                               [self.store_line(k, self.cast_out(k, slot))])
+        return self.nest(headers, per_block) if headers else per_block
+

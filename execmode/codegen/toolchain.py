@@ -1,0 +1,193 @@
+"""The system C compiler: which one, with which flags, and whether it works.
+
+``CC`` wins when set (a missing program means no compiler: graph mode then interprets its
+kernels over NumPy and says so); otherwise the first of cc, gcc, clang on PATH.
+
+Flags, and why each is there:
+
+* ``-O3 -march=native``: vector code for this CPU (the disk cache key includes the CPU);
+* ``-fno-math-errno``: sqrt/floor/rint/fabs become vector instructions (errno is never read);
+* ``-fno-trapping-math``: no kernel reads the FP exception flags and Python never enables
+  FP traps. Without it GCC refuses to if-convert any select whose arm holds an operation
+  that could raise a flag (it even sinks float -> double conversions into arms itself),
+  so loops over our branch-free helpers stop vectorising. It has one value-changing
+  consequence that tests found: GCC rewrites ``(double)(int)x`` as ``trunc(x)``, which
+  keeps -0.0 where NumPy's round trip gives +0.0. The renderers therefore print every
+  int -> float conversion as ``(T)i + 0.0`` (the addition maps -0.0 to +0.0 and may not be
+  dropped while signed zeros are honoured), see ``CRenderer.convert``;
+* ``-fwrapv``: signed integer overflow wraps, as NumPy's integer arithmetic does;
+* ``-fopenmp`` (else ``-fopenmp-simd``): parallel loops and ``omp simd`` hints.
+
+Never ``-ffast-math``, ``-ffinite-math-only`` or ``-fno-signed-zeros``: they assume NaN,
+Inf and -0.0 away, and the debugger exists to find them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import cache
+
+BASE_FLAGS = ("-O3", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno",
+              "-fno-trapping-math", "-fwrapv", "-Wno-unknown-pragmas")
+CANDIDATES = ("cc", "gcc", "clang")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A working compiler and the flags that it accepted."""
+
+    command: tuple            # the compiler and any arguments CC carried
+    version: str
+    flags: tuple
+    openmp: bool
+    native: bool
+    notes: tuple = field(default=(), compare=False)
+
+    @property
+    def identity(self) -> str:
+        """What a compiled library depends on besides its source (the cache key)."""
+        return "\n".join([" ".join(self.command), self.version, " ".join(self.flags),
+                          cpu_identity()])
+
+    def describe(self) -> str:
+        extras = [f for f in ("-march=native" if self.native else "",
+                              "OpenMP" if self.openmp else "no OpenMP") if f]
+        return f"{self.version} ({', '.join(extras)})"
+
+
+class NoCompiler(Exception):
+    """No working C compiler; the message says why."""
+
+
+def find_compiler() -> tuple:
+    """The compiler command (honouring CC), or raise NoCompiler with the reason."""
+    cc = os.environ.get("CC", "").strip()
+    if cc:
+        parts = shlex.split(cc)
+        path = shutil.which(parts[0])
+        if path is None:
+            raise NoCompiler(f"CC={cc!r} is not a program on PATH")
+        return (path, *parts[1:])
+    for name in CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return (path,)
+    raise NoCompiler("no C compiler found (CC is unset and none of cc, gcc, clang is on PATH)")
+
+
+def get_toolchain() -> Toolchain:
+    """The toolchain for the current CC (probed once per CC value and process)."""
+    return _probe(os.environ.get("CC", "").strip())
+
+
+@cache
+def _probe(cc_env: str) -> Toolchain:
+    command = find_compiler()
+    version = _version(command)
+    notes = []
+    # Try the best flag set first, then drop what this compiler or machine refuses.
+    attempts = [(True, True), (False, True), (True, False), (False, False)]
+    for native, openmp in attempts:
+        flags = list(BASE_FLAGS)
+        if native and _machine_supports_native():
+            flags.append("-march=native")
+        elif native:
+            continue
+        flags.append("-fopenmp" if openmp else "-fopenmp-simd")
+        ok, message = try_compile(command, tuple(flags))
+        if ok:
+            return Toolchain(command, version, tuple(flags), openmp, native, tuple(notes))
+        notes.append(f"flags {' '.join(flags[len(BASE_FLAGS):])} refused: {message}")
+        if not openmp:
+            # Some compilers lack -fopenmp-simd too: try without it.
+            flags.pop()
+            ok, message = try_compile(command, tuple(flags))
+            if ok:
+                return Toolchain(command, version, tuple(flags), False, native, tuple(notes))
+    raise NoCompiler(f"{command[0]} could not build a test kernel: {notes[-1] if notes else ''}")
+
+
+_PROBE_SOURCE = """
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+void probe(const float *restrict x, float *restrict y, long n) {
+    #pragma omp parallel for simd
+    for (long i = 0; i < n; ++i) y[i] = sqrtf(x[i]);
+}
+"""
+
+
+def try_compile(command, flags) -> tuple:
+    """(True, "") if ``command`` builds and links a tiny OpenMP-style kernel with ``flags``."""
+    with tempfile.TemporaryDirectory(prefix="execmode-probe-") as tmp:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(_PROBE_SOURCE)
+        ok, message = run_compiler(command, flags, src, os.path.join(tmp, "probe.so"))
+        if ok and "-fopenmp" in flags:
+            ok, message = _loads(os.path.join(tmp, "probe.so"))
+        return ok, message
+
+
+def run_compiler(command, flags, source: str, output: str) -> tuple:
+    args = [*command, *flags, "-o", output, source, "-lm"]
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    if proc.returncode != 0:
+        return False, (proc.stderr or proc.stdout).strip()[-2000:]
+    return True, ""
+
+
+def _loads(path: str) -> tuple:
+    import ctypes
+
+    try:
+        ctypes.CDLL(path)
+    except OSError as exc:  # e.g. the OpenMP runtime library is missing
+        return False, str(exc)
+    return True, ""
+
+
+def _version(command) -> str:
+    try:
+        proc = subprocess.run([*command, "--version"], capture_output=True, text=True,
+                              timeout=30)
+        lines = (proc.stdout or proc.stderr).strip().splitlines()
+        return lines[0] if lines else "unknown version"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown version"
+
+
+def _machine_supports_native() -> bool:
+    # -march=native means nothing when cross-compiling or on some ARM compilers; the
+    # compile attempt decides, this only skips the obviously pointless try.
+    return platform.machine().lower() in ("x86_64", "amd64", "aarch64", "arm64", "ppc64le")
+
+
+@cache
+def cpu_identity() -> str:
+    """The CPU model and feature flags (-march=native code only runs on the same kind)."""
+    text = platform.machine() + " " + platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            wanted = {}
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "flags", "Features", "CPU part") and key not in wanted:
+                    wanted[key] = value.strip()
+            text += " " + " ".join(f"{k}={v}" for k, v in sorted(wanted.items()))
+    except OSError:
+        pass
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
