@@ -68,6 +68,9 @@ class Plan:
     # Set by jit: the graph as traced and the per-pass record (for the debugger's re-runs).
     source_graph: Graph | None = None
     record: object = None
+    # The whole graph as one compiled C function (codegen/program.py), used by run() when
+    # nobody listens; the steps stay for the instrumented loop and the debugger.
+    program: object = None
     _buffers_ready: bool = False
 
     @property
@@ -76,12 +79,16 @@ class Plan:
 
     def run(self, inputs: list) -> list:
         """Run on input arrays; apply assigns into the input arrays; return the outputs."""
+        instrumented = (instrument._on_event or instrument._before_kernel
+                        or instrument._after_kernel)
+        if self.program is not None and not instrumented:
+            return self.program.run(inputs)
         if not self._buffers_ready:
             self._allocate_buffers()
         values = [None] * self.n_slots
         for slot, arr in zip(self.input_slots, inputs):
             values[slot] = arr
-        if instrument._on_event or instrument._before_kernel or instrument._after_kernel:
+        if instrumented:
             self._run_instrumented(values)
         else:
             for step in self.steps:
@@ -242,6 +249,12 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
             step = Step(n.label or f"fused%{n.id}", "fused", n, args, slot_of[n.id], fn, into,
                         member_ids=n.member_ids, member_ops=tuple(m.op for m in n.body),
                         backend=backend)
+        elif n.op == "matmul" and kernel_factory is not None and kernel_factory(n)[0] is not None:
+            # A small matmul as generated loops beats the BLAS call's overhead.
+            kernel, backend = kernel_factory(n)
+            step = Step("matmul", "kernel", n, args, slot_of[n.id], kernel,
+                        getattr(kernel, "run_into", None) or _copy_into(kernel),
+                        member_ids=(n.id,), member_ops=(n.op,), backend=backend)
         else:
             kind = "library" if n.op == "matmul" else "op"
             step = Step(n.op, kind, n, args, slot_of[n.id], _single_op(n), _single_op_into(n),
@@ -257,6 +270,9 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
 
 
 def _single_op(n: Node):
+    view = _cheap_view(n)
+    if view is not None:
+        return view
     op = OPS[n.op]
     attrs = n.attr
     xp = xp_for(as_device(n.device))
@@ -268,6 +284,18 @@ def _single_op(n: Node):
     if attrs:
         return lambda *args: impl(xp, *args, **attrs)
     return lambda *args: impl(xp, *args)
+
+
+def _cheap_view(n: Node):
+    """Views through the array's own methods: a.transpose(axes) costs a fifth of
+    np.permute_dims(a, axes), and a plan of small steps pays it at every call."""
+    if n.op == "permute_dims":
+        axes = n.attr["axes"]
+        return lambda a: a.transpose(axes)
+    if n.op == "reshape":
+        shape = n.attr["shape"]
+        return lambda a: a.reshape(shape)
+    return None
 
 
 def _single_op_into(n: Node):

@@ -48,16 +48,10 @@ def kernel_factory_for(graph, graph_id: str, backend: str | None = None):
     matmuls = [n for n in graph.nodes if n.op == "matmul"] if backend != "interpreter" else []
     if not fused and not matmuls:
         return None
-    kernels = compile_kernels(graph, graph_id, backend) if fused else {}
-    small_matmuls: dict = {}
+    kernels = compile_kernels(graph, graph_id, backend)
 
     def factory(node):
         k = kernels.get(node.id)
-        if k is None and node.op == "matmul":
-            # Plain matmuls compile only when a plan asks for them (one more library).
-            if not small_matmuls:
-                small_matmuls.update(compile_small_matmuls(graph, graph_id) or {None: None})
-            k = small_matmuls.get(node.id)
         return (k, k.backend) if k is not None else (None, "numpy")
 
     factory.kernels = kernels
@@ -81,6 +75,9 @@ def compile_kernels(graph, graph_id: str, backend: str | None = None) -> dict:
                 matmul_policy.inline_on_cpu)
         except Unsupported as exc:
             _note(f"{graph_id} {node.label or node.id}: runs op by op ({exc})")
+    if backend != "interpreter":
+        # Small plain matmuls join the same translation unit: one compiler call per graph.
+        lowered.update(_lower_small_matmuls(graph, graph_id))
     cpu = {i: k for i, k in lowered.items() if k.device == "cpu"}
     gpu = {i: k for i, k in lowered.items() if k.device != "cpu"}
     objects = {}
@@ -91,11 +88,9 @@ def compile_kernels(graph, graph_id: str, backend: str | None = None) -> dict:
     return objects
 
 
-def compile_small_matmuls(graph, graph_id: str) -> dict:
-    """Kernels for plain (unfused) CPU matmuls small enough that generated loops beat a
-    BLAS call (matmul_policy.py), all in one library. The plan asks the factory only for
-    fused nodes today; a plan that also asks for its library matmuls gets these (and
-    None, i.e. NumPy, for the big ones)."""
+def _lower_small_matmuls(graph, graph_id: str) -> dict:
+    """Kernel IR for plain (unfused) CPU matmuls small enough that generated loops beat a
+    BLAS call (matmul_policy.py); the big ones are left to NumPy."""
     producers = graph.node_map()
     lowered = {}
     for node in graph.nodes:
@@ -115,10 +110,7 @@ def compile_small_matmuls(graph, graph_id: str) -> dict:
                                            matmul_inline=matmul_policy.inline_on_cpu)
         except Unsupported:
             continue
-    try:
-        return _compiled(lowered, graph_id, get_toolchain()) if lowered else {}
-    except (NoCompiler, CompileError, OSError):
-        return {}
+    return lowered
 
 
 # --- CPU ----------------------------------------------------------------------------------

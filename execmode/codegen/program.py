@@ -16,8 +16,8 @@ the kernels in order over buffers it owns:
 
 ``compile_program(graph, graph_id)`` returns a :class:`Program` (``run(inputs) ->
 outputs``, the contract of ``Plan.run`` for graphs without assigns) or None when some node
-needs Python. Not wired into em.jit yet: the plan keeps its steps for the debugger and the
-profiler, and would use the program on the replay path when nobody listens.
+needs Python. em.jit attaches it to the plan (``plan.program``): replays use it when nobody
+listens, while the debugger and the profiler keep stepping through the plan's steps.
 """
 
 from __future__ import annotations
@@ -113,6 +113,8 @@ def compile_program(graph, graph_id: str = "program") -> Program | None:
         shapes[index] = node
         op = OPS.get(node.op)
         if op is not None and op.kind == "creation" and not node.inputs:
+            if node.id in outputs or op.impure:  # random draws differ at every call
+                return None
             if node.id in outputs:
                 return None
             owned[index] = np.ascontiguousarray(op.impl(np, **node.attr), dtype=node.dtype)

@@ -68,6 +68,14 @@ def build_fast_call(cf, jit_module):
             lines.append(f"    v{slot} = C{k}._data")
         else:
             return None
+    if plan.program is not None and not plan.assigns:
+        # The whole graph is one C function: hand it the inputs, get the outputs.
+        ns["_program"] = plan.program
+        inputs = ", ".join(f"v{slot}" for slot in plan.input_slots)
+        lines.append(f"    outs = _program.run([{inputs}])")
+        for k, slot in enumerate(plan.output_slots):
+            lines.append(f"    v{slot} = outs[{k}]")
+        return _finish(cf, plan, lines, ns)
     for k, step in enumerate(plan.steps):
         operands = []
         for j, a in enumerate(step.args):
@@ -86,6 +94,11 @@ def build_fast_call(cf, jit_module):
             lines.append(f"    v{step.out} = fn{k}({call})")
     for position, slot in plan.assigns:
         lines.append(f"    v{plan.input_slots[position]}[...] = v{slot}")
+    return _finish(cf, plan, lines, ns)
+
+
+def _finish(cf, plan, lines: list, ns: dict):
+    """Grad writes, outputs and the return statement; then compile the function."""
     outputs = [f"v{s}" for s in plan.output_slots]
     for k, (owner, index) in enumerate(cf.grad_writes):
         ns[f"G{k}"] = owner

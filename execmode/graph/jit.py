@@ -132,7 +132,13 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
     from ..codegen import kernel_factory_for
     from ..plan import build_plan
 
-    return build_plan(lowered, graph_id, kernel_factory_for(lowered, graph_id, backend))
+    plan = build_plan(lowered, graph_id, kernel_factory_for(lowered, graph_id, backend))
+    if backend in (None, "c") and len(plan.steps) > 1:
+        # Graphs of many small steps (matpow) run as one C function when nobody listens.
+        from ..codegen.program import compile_program
+
+        plan.program = compile_program(lowered, graph_id)
+    return plan
 
 
 # --- concrete functions -----------------------------------------------------------------
