@@ -29,35 +29,62 @@ def _wrap(array):
     return t
 
 
+def _positional_items(structure):
+    """The items of ``((a0, a1, ...), {})`` when every argument is positional and is a
+    tensor or a simple static value; else None (the general path handles the rest)."""
+    if structure[0] != "tuple" or len(structure[1]) != 2:
+        return None
+    args, kwargs = structure[1]
+    if args[0] != "tuple" or kwargs != ("dict", (), ()):
+        return None
+    for item in args[1]:
+        if item != pytree.LEAF and not (item[0] == "static" and
+                                        isinstance(item[1][1], int | float | str | bool)):
+            return None
+    return args[1]
+
+
 def build_fast_call(cf, jit_module):
     """A function ``fast(*args)`` replaying ``cf`` (or None when cf does not qualify)."""
     sig = cf.signature
-    n = len(sig.leaves)
-    positional = ("tuple", (("tuple", (pytree.LEAF,) * n), ("dict", (), ())))
-    if cf.has_breaks or cf.guards or sig.structure != positional:
+    items = _positional_items(sig.structure)
+    if cf.has_breaks or cf.guards or items is None:
         return None
     segment = cf.segments[0]
     plan = segment.compiled.plan
-    if not plan._buffers_ready:
-        return None
+    if plan.program is None and not plan._buffers_ready:
+        plan._allocate_buffers()  # the steps below bind the pooled buffers as constants
     ns: dict = {"MISS": MISS, "Tensor": Tensor, "ndarray": np.ndarray, "_wrap": _wrap,
                 "_dispatch": dispatch, "_instrument": instrument, "_jit": jit_module}
-    args = ", ".join(f"a{i}" for i in range(n))
+    args = ", ".join(f"a{i}" for i in range(len(items)))
     lines = [f"def fast({args}):"]
     lines.append("    if (_dispatch._tracer is not None or _jit._jit_disabled or _instrument._on_event"
                  " or _instrument._before_kernel or _instrument._after_kernel):")
     lines.append("        return MISS")
     lines.append(f"    if _dispatch._grad_enabled is not {sig.grad_enabled}:")
     lines.append("        return MISS")
-    for i, (shape, dtype, device, requires_grad) in enumerate(sig.leaves):
+    leaf = 0
+    for position, item in enumerate(items):
+        if item != pytree.LEAF:
+            # A static argument keys the cache by value (and by type: 1 is not 1.0 here).
+            value = item[1][1]
+            ns[f"K_{position}"], ns[f"KT_{position}"] = value, type(value)
+            lines.append(f"    if a{position}.__class__ is not KT_{position} or "
+                         f"a{position} != K_{position}:")
+            lines.append("        return MISS")
+            continue
+        i = leaf
+        leaf += 1
+        shape, dtype, device, requires_grad = sig.leaves[i]
         if str(device) != "cpu":
             return None
         ns[f"S{i}"], ns[f"T{i}"] = tuple(shape), dtype
-        lines.append(f"    if a{i}.__class__ is not Tensor:")
+        lines.append(f"    if a{position}.__class__ is not Tensor:")
         lines.append("        return MISS")
-        lines.append(f"    d{i} = a{i}._data")
+        lines.append(f"    d{i} = a{position}._data")
         lines.append(f"    if (d{i}.__class__ is not ndarray or d{i}.shape != S{i} or "
-                     f"d{i}.dtype is not T{i} or a{i}.requires_grad is not {requires_grad}):")
+                     f"d{i}.dtype is not T{i} or a{position}.requires_grad is not "
+                     f"{requires_grad}):")
         lines.append("        return MISS")
     # Graph inputs: argument arrays or captured tensors read by reference.
     for k, (slot, source) in enumerate(zip(plan.input_slots, segment.sources)):
