@@ -21,6 +21,7 @@ class ExplainReport:
     ops_per_graph: list[int]
     graphs: list = field(default_factory=list)
     retraces: list = field(default_factory=list)
+    baked: list = field(default_factory=list)   # on_break="bake": values frozen silently
 
     def __str__(self) -> str:
         lines = [
@@ -30,6 +31,9 @@ class ExplainReport:
         ]
         for i, b in enumerate(self.breaks):
             lines.append(f"  break {i + 1}: {b.reason}")
+            lines.append(f"      at {b.filename}:{b.lineno} in {b.function} (op {b.op})")
+        for b in self.baked:
+            lines.append(f"  baked (no break, value frozen): {b.reason}")
             lines.append(f"      at {b.filename}:{b.lineno} in {b.function} (op {b.op})")
         for r in self.retraces:
             lines.append(f"  {r}")
@@ -46,7 +50,8 @@ class ExplainReport:
 def explain(fn, *args, **kwargs) -> ExplainReport:
     """Run ``fn(*args, **kwargs)`` once under a fresh ``em.jit`` and report what happened."""
     base = fn.fn if isinstance(fn, JitFunction) else fn
-    jitted = JitFunction(base, passes=getattr(fn, "passes", None))
+    jitted = JitFunction(base, passes=getattr(fn, "passes", None),
+                         on_break=getattr(fn, "on_break", "split"))
     _registry.discard(jitted)  # a throwaway: `execmode explain` lists the script's own
     jitted(*args, **kwargs)
     cf = jitted.concrete_functions[-1]
@@ -59,4 +64,5 @@ def explain(fn, *args, **kwargs) -> ExplainReport:
         ops_per_graph=[len(g.op_nodes) for g in graphs],
         graphs=graphs,
         retraces=list(jitted.retraces),
+        baked=list(cf.baked),
     )

@@ -155,6 +155,7 @@ class ConcreteFunction:
     out_spec: list = field(default_factory=list)      # ("out", k) | ("const", value)
     grad_writes: list = field(default_factory=list)   # [(owner, k | None)]
     calls: int = 0
+    baked: list = field(default_factory=list)  # on_break="bake": values frozen at trace time
 
     @property
     def has_breaks(self) -> bool:
@@ -200,13 +201,18 @@ def _short(t: Tensor) -> str:
 class JitFunction:
     """The callable ``em.jit(fn)`` returns."""
 
-    def __init__(self, fn, passes=None, fullgraph: bool = False, backend: str | None = None):
+    def __init__(self, fn, passes=None, fullgraph: bool = False, backend: str | None = None,
+                 on_break: str = "split"):
         if not callable(fn):
             raise ArgumentError(f"em.jit needs a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.passes = passes
-        self.fullgraph = fullgraph
+        if on_break not in ("split", "error", "bake"):
+            raise ArgumentError(f"em.jit: on_break must be 'split', 'error' or 'bake', "
+                                f"got {on_break!r}")
+        self.on_break = "error" if fullgraph else on_break
+        self.fullgraph = self.on_break == "error"
         self.backend = backend
         self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
@@ -302,7 +308,8 @@ class JitFunction:
         labels = capture_labels(self.fn)
         # Graph ids name the function, its signature's number and the segment: "step#1:0".
         sig_index = self._signature_ids.setdefault(signature.key, len(self._signature_ids))
-        tracer = Tracer(self.name, self._run_segment, labels, self.fullgraph, execute,
+        tracer = Tracer(self.name, self._run_segment, labels,
+                        {"split": False, "error": True, "bake": "bake"}[self.on_break], execute,
                         signature=str(signature), graph_prefix=f"{self.name}#{sig_index}")
         stand_ins = [tracer.stand_in(t, i, signature.arg_names[i]) for i, t in enumerate(leaves)]
         with tracer:
@@ -337,6 +344,7 @@ class JitFunction:
         guards = list(tracer.grad_guards.values())
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                        out_structure, out_spec, grad_writes)
+        cf.baked = list(tracer.baked)
         if reuse is None and not tracer.breaks:
             cf.segments[0].output_tensors = []  # replay builds fresh outputs
         if reuse is not None:
@@ -534,15 +542,20 @@ def all_jit_functions() -> list[JitFunction]:
     return sorted(_registry, key=lambda f: f._created)
 
 
-def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = None):
+def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = None,
+        on_break: str = "split"):
     """Trace ``fn`` into a graph on first call per signature, optimize and compile it.
 
-    ``passes``: names of the passes to run (default: all); ``fullgraph=True`` raises at a
-    graph break instead of splitting; ``backend``: "c", "interpreter" or "numpy" (unfused).
+    ``passes``: names of the passes to run (default: all). Where Python needs a concrete
+    value, ``on_break`` says what to do: "split" (default) breaks the graph there and goes
+    on in a new segment; "error" (or ``fullgraph=True``) raises GraphBreakError with the
+    line; "bake" freezes the value seen while tracing into the graph, as a plain tracer
+    (torch.jit.trace) does: later calls silently follow the traced branch. ``backend``:
+    "c", "interpreter" or "numpy" (no kernels).
     """
     if fn is None:
-        return lambda f: JitFunction(f, passes, fullgraph, backend)
-    return JitFunction(fn, passes, fullgraph, backend)
+        return lambda f: JitFunction(f, passes, fullgraph, backend, on_break)
+    return JitFunction(fn, passes, fullgraph, backend, on_break)
 
 
 __all__ = ["Compiled", "ConcreteFunction", "JitFunction", "Lowered", "Traced",

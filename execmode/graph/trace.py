@@ -164,6 +164,7 @@ class Tracer:
         self.execute = execute
         self.segments: list[Segment] = []
         self.breaks: list[GraphBreak] = []
+        self.baked: list[GraphBreak] = []    # on_break="bake": values frozen into the graph
         self.live: list[weakref.ref] = []
         self.origin: dict[int, tuple[Tensor, int]] = {}     # in-place targets -> input node
         self.assigned: dict[int, tuple[Tensor, object]] = {}  # target -> original array
@@ -338,12 +339,31 @@ class Tracer:
         if d.__class__ is not TracedValue or d.tracer is not self:
             return d.materialize(tensor, reason) if hasattr(d, "materialize") else d
         op = self._builder.graph.node(d.node_id).op if d.node_id is not None else "?"
+        if self.fullgraph == "bake":
+            return self._bake(tensor, f"{reason} needs a concrete value", op)
         self._graph_break(f"{reason} needs a concrete value", op)
         return tensor._data
 
+    def _bake(self, tensor: Tensor, reason: str, op: str):
+        """A plain tracer's answer (torch.jit.trace's): compute the value from this call's
+        inputs, hand it to Python, and keep tracing as if it were a constant. The graph then
+        holds only the branch this call took; replays with other inputs follow it silently.
+        Kept only to show that pitfall next to graph breaks; every bake is recorded."""
+        from .interpret import interpret
+
+        b = self._builder
+        arrays = [arr for _, _, arr in _ordered_captures(b)]
+        node_id = tensor._data.node_id
+        value = interpret(b.graph.copy(outputs=[node_id]), arrays, stop_at=node_id)[node_id]
+        loc = user_location() or SourceLocation("?", 0, "?")
+        self.baked.append(GraphBreak(f"{reason} (baked at trace time)", op, loc.filename,
+                                     loc.lineno, loc.function, len(self.segments),
+                                     len(self.segments)))
+        return value
+
     def _graph_break(self, reason: str, op: str) -> None:
         loc = user_location() or SourceLocation("?", 0, "?")
-        if self.fullgraph:
+        if self.fullgraph is True or self.fullgraph == "error":
             raise GraphBreakError(
                 f"graph break in {self.name} (fullgraph=True): {reason} (op {op})\n  at {loc}"
             )

@@ -151,3 +151,21 @@ def test_a_tensor_leaked_from_a_trace_says_so():
     f(em.tensor([1.0]))
     with pytest.raises(em.GraphBreakError, match="escaped the trace"):
         leaked[0].numpy()
+
+
+def test_bake_mode_freezes_the_traced_branch_like_a_plain_tracer():
+    plain = em.jit(_if_bool, on_break="bake")
+    positive, negative = em.tensor([1.0, 2.0]), em.tensor([-1.0, -2.0])
+    np.testing.assert_allclose(plain(positive).numpy(), [2.0, 4.0])
+    # The graph holds only the branch the trace took: wrong, silently, for this input.
+    np.testing.assert_allclose(plain(negative).numpy(), [-2.0, -4.0])
+    np.testing.assert_allclose(_if_bool(negative).numpy(), [-2.0, -3.0])
+    report = em.explain(plain, positive)
+    assert report.break_count == 0 and report.graph_count == 1
+    (baked,) = report.baked
+    assert baked.lineno == _line_of(_if_bool, "# BREAK") and "baked" in baked.reason
+
+
+def test_on_break_must_be_known():
+    with pytest.raises(em.ArgumentError, match="on_break"):
+        em.jit(_if_bool, on_break="ignore")
