@@ -15,10 +15,11 @@ def size(full: int, quick: int) -> int:
     return quick if QUICK else full
 
 
-def timeit(fn, repeat: int = 1) -> float:
-    """Seconds per call of fn() (best of a few rounds)."""
+def timeit(fn, repeat: int = 1, rounds: int = 5) -> float:
+    """Seconds per call of fn(): the best of a few rounds of ``repeat`` calls (the best,
+    because other processes on a shared machine only ever add time)."""
     best = float("inf")
-    for _ in range(3 if not QUICK else 1):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(repeat):
             fn()

@@ -22,4 +22,7 @@ def grad_of_square():
     return w.grad
 
 
-print("the same gradient, from a jitted function:", grad_of_square().item())
+g = grad_of_square().item()
+print("the same gradient, from a jitted function:", g)
+print(f"VERDICT: {'confirmed' if g == 6.0 else 'refuted'} - the tape gives d(x^2)/dx = 6 at "
+      "x = 3, eagerly and traced into a graph.")

@@ -5,8 +5,9 @@ Eagerly, every add runs on its own; under em.jit the three adds become one fused
     python examples/fancy_func.py
 """
 
-import execmode as em
 from _common import size, timeit
+
+import execmode as em
 
 
 def add(a, b):

@@ -7,9 +7,9 @@ plus NumPy op by op for scale.
 """
 
 import numpy as np
+from _common import size, timeit
 
 import execmode as em
-from _common import size, timeit
 
 
 def power(x, y):
@@ -41,3 +41,10 @@ print(f"{calls} calls of power(x, 100) on a 10x10 float32 matrix:")
 print(f"  NumPy op by op  {numpy_s * calls:8.3f} s")
 print(f"  execmode eager  {eager_s * calls:8.3f} s")
 print(f"  execmode jit    {jit_s * calls:8.3f} s   ({eager_s / jit_s:.1f}x faster than eager)")
+ratio = eager_s / jit_s
+if ratio >= 4:
+    print(f"VERDICT: confirmed - graph mode is {ratio:.1f}x faster here (TF's guide: 5.1x): the "
+          "100 matmuls run as one compiled program instead of 100 dispatched ops.")
+else:
+    print(f"VERDICT: depends - only {ratio:.1f}x here: without a C compiler the plan still "
+          "steps through 100 library calls from Python.")

@@ -3,8 +3,9 @@
     python examples/mlp_train.py
 """
 
-import execmode as em
 from _common import size
+
+import execmode as em
 
 em.random.seed(0)
 n, features = size(512, 128), 16

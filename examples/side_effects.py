@@ -23,3 +23,5 @@ print(f"the Python body ran {len(calls)} time(s) for 3 calls")
 print("a new shape retraces:")
 step(em.ones(5))
 print(f"the Python body ran {len(calls)} time(s) for 4 calls")
+print(f"VERDICT: {'confirmed' if len(calls) == 2 else 'refuted'} - the print and the list "
+      "append ran once per trace (2 traces for 4 calls); em.debug_print ran at every call.")
