@@ -19,8 +19,8 @@ for batch in batches:
     x = em.randn(batch, 128)
     fast(x)
     calls = size(max(20, 2000 // batch), 5)
-    e = timeit(lambda: net(x), calls) / batch
-    j = timeit(lambda: fast(x), calls) / batch
+    e = timeit(lambda x=x: net(x), calls) / batch
+    j = timeit(lambda x=x: fast(x), calls) / batch
     per_item.append(e)
     print(f"{batch:>6} {e * 1e6:14.2f} {j * 1e6:12.2f}  " + "#" * min(int(e * 1e6), 60))
 drop = per_item[0] / per_item[-1]

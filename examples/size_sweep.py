@@ -20,8 +20,8 @@ for n in sizes:
     ta, tb = em.tensor(a), em.tensor(b)
     calls = max(3, min(20000, 2_000_000 // n)) if not QUICK else max(2, min(2000,
                                                                               200_000 // n))
-    t_np = timeit(lambda: np.add(a, b), calls)
-    t_em = timeit(lambda: ta + tb, calls)
+    t_np = timeit(lambda a=a, b=b: np.add(a, b), calls)
+    t_em = timeit(lambda ta=ta, tb=tb: ta + tb, calls)
     ratios.append(t_em / t_np)
     bar = "#" * min(int(t_em / t_np * 10), 60)
     print(f"{n:>10} {t_np * 1e6:10.2f} {t_em * 1e6:10.2f} {(t_em - t_np) * 1e6:10.2f}  "
