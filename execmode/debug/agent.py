@@ -62,6 +62,7 @@ class Debugger:
         self.quitting = False
         self.paused_frame = None
         self._last_inputs: tuple = ()
+        self.last_seq = None
 
     # --- the reader thread ---------------------------------------------------------------
     def read_commands(self) -> None:
@@ -168,6 +169,7 @@ class Debugger:
         return True
 
     def on_op(self, event, output) -> None:
+        self.last_seq = event.seq
         if dispatch._tracer is not None:
             return
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
@@ -292,6 +294,9 @@ class Debugger:
             "type": "paused", "reason": reason, "when": when,
             "mode": "graph" if "kernel" in info else "eager",
             "op_index": self.op_index, "kernel_index": self.kernel_index,
+            # The store's seq of the paused op's event (after an op), or of the last op
+            # recorded before it (before an op: its own event does not exist yet).
+            "seq": self.last_seq, "seq_is_paused_op": when == "after" and "kernel" not in info,
             "op": info.get("op"), "location": loc.to_json() if loc else None,
             "stack": [s.to_json() for s in user_stack()], "scope": scope.current_scope(),
             "inputs": [summarize(x._data) if isinstance(x, Tensor) else {"scalar": repr(x)}
@@ -444,6 +449,8 @@ def main(argv=None) -> int:
     parser.add_argument("--session")
     parser.add_argument("--break", dest="breaks", action="append", default=[])
     parser.add_argument("--run", action="store_true", help="start running, not paused")
+    parser.add_argument("--pyspy", action="store_true",
+                        help="sample this process with py-spy into the session")
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args(argv)
@@ -467,10 +474,13 @@ def main(argv=None) -> int:
                      daemon=True).start()
     if opts.session:
         debugger.recorder = _start_recording(opts.session, opts.script, opts.args)
+    sampler = _start_pyspy(debugger.recorder) if opts.pyspy and debugger.recorder else None
     instrument.add_listener(debugger)
     with _captured_output(debugger.recorder):
         status, code, tb = run_script(opts.script, opts.args, debugger)
     instrument.remove_listener(debugger)
+    if sampler is not None:
+        _fold_pyspy(debugger.recorder, sampler)
     if debugger.recorder is not None:
         debugger.recorder.close(status=status, code=code)
     debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb})
@@ -543,6 +553,20 @@ def _innermost_user_frame(tb):
     return frame
 
 
+
+
+def _start_pyspy(recorder):
+    """py-spy on this process (the same sampler and folding as `execmode profile --pyspy`);
+    where it cannot attach, the run goes on and the session's meta says why."""
+    from ..profilers.runner import _start_pyspy as start
+
+    return start(recorder, rate=100, native=False, fmt="raw")
+
+
+def _fold_pyspy(recorder, sampler) -> None:
+    from ..profilers.runner import _fold_pyspy as fold
+
+    fold(recorder, sampler)
 
 
 def _captured_output(recorder):

@@ -57,7 +57,7 @@ class Controller:
 
     def __init__(self, script: str, args=(), breakpoints=(), session: str | None = None,
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
-                 python: str | None = None):
+                 python: str | None = None, pyspy: bool = False):
         self.script = script
         self.args = list(args)
         self.initial_breakpoints = list(breakpoints)
@@ -66,6 +66,7 @@ class Controller:
         self.cwd = cwd
         self.env = env
         self.python = python or sys.executable
+        self.pyspy = pyspy  # sample the script with py-spy into the session (needs session)
         self.events: queue.Queue[Event] = queue.Queue()
         self.listeners: list = []
         self.state = "idle"        # idle | starting | running | paused | finished
@@ -92,6 +93,8 @@ class Controller:
         cmd = [self.python, "-m", "execmode.debug.agent", "--socket", path]
         if self.session:
             cmd += ["--session", self.session]
+            if self.pyspy:
+                cmd.append("--pyspy")
         for spec in self.initial_breakpoints:
             cmd += ["--break", spec]
         if not self.start_paused:
@@ -122,8 +125,8 @@ class Controller:
         server.close()
         conn.settimeout(None)
         self.channel = Channel(conn)
-        threading.Thread(target=self._read_channel, daemon=True,
-                         name="execmode-controller").start()
+        threading.Thread(target=self._read_channel, args=(self.channel, self.proc),
+                         daemon=True, name="execmode-controller").start()
         hello = self.wait_for("hello", timeout=max(1.0, deadline - time.monotonic()))
         if hello.get("version") != PROTOCOL_VERSION:
             raise ControllerError(f"agent speaks protocol {hello.get('version')}, "
@@ -267,8 +270,8 @@ class Controller:
         for fn in list(self.listeners):
             fn(event)
 
-    def _read_channel(self) -> None:
-        channel = self.channel
+    def _read_channel(self, channel: Channel, proc: subprocess.Popen) -> None:
+        # This run's channel and process: after restart() a new pair has its own thread.
         while True:
             try:
                 msg = channel.recv()
@@ -287,7 +290,7 @@ class Controller:
             if kind == "finished":
                 self._finished_msg = msg
             self._publish(Event(kind or "unknown", msg))
-        self._on_exit()
+        self._on_exit(proc)
 
     def _read_output(self, stream: str, pipe) -> None:
         for raw in iter(pipe.readline, b""):
@@ -301,8 +304,10 @@ class Controller:
             if t.name in ("execmode-stdout", "execmode-stderr"):
                 t.join(timeout=2.0)
 
-    def _on_exit(self) -> None:
-        code = self.proc.wait()
+    def _on_exit(self, proc: subprocess.Popen) -> None:
+        code = proc.wait()
+        if proc is not self.proc:
+            return  # an old run ending after restart(): nothing to report
         self._wait_output()
         self.exit = describe_exit(code, self._finished_msg)
         self.state, self.paused = "finished", None

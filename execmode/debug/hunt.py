@@ -60,7 +60,11 @@ def hunt(plan, inputs: list, kernel_index: int | None = None) -> dict:
     if origin is not None:
         report["text"] = origin["text"]
         return report
-    # Op by op everything is finite: did a pass or the kernel introduce it?
+    # Op by op everything is finite. Is anything non-finite at all, in the compiled run?
+    if not any(_nonfinite(out) for out in plan.run_collect(inputs)):
+        report["text"] = "no NaN or Inf in this segment, op by op or compiled"
+        return report
+    # Only the compiled run is non-finite: did a pass or the kernel introduce it?
     record = plan.record
     for result in getattr(record, "results", []):
         snap_values = interpret(result.graph, inputs, keep_members=True)

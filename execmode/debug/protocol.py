@@ -24,7 +24,8 @@ Commands (controller -> agent)::
 Events (agent -> controller)::
 
     hello {version, pid, script}
-    paused {reason, mode, seq, op, location, stack, scope, inputs, output, kernel, breakpoint}
+    paused {reason, when, mode, op_index, kernel_index, seq, op, location, stack, scope,
+            inputs, output, kernel, breakpoint, hunt, traceback?}
     running
     graph_break {reason, op, location}
     finished {status, code, traceback?}     status: ok | exception | exit

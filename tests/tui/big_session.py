@@ -1,0 +1,32 @@
+"""A session with a million eager ops (synthetic rows, written straight into SQLite)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from execmode.profilers import store
+
+_OPS = ("matmul", "add", "multiply", "exp", "relu", "sum")
+
+
+def build_big_session(path: Path, ops: int = 1_000_000, script: str = "train.py") -> Path:
+    store.create(path, {"script": script, "argv": [script], "t0_ns": 0,
+                        "exit": {"kind": "normal", "code": 0}, "end_ns": ops * 1_000})
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO locations VALUES (?,?,?,?)",
+                     [(i + 1, script, 10 + i, "step") for i in range(20)])
+    rows = ((seq, _OPS[seq % 6], "mlp/fc1" if seq % 3 else "", 1 + seq % 20, seq * 1_000,
+             300 + seq % 700, 4096, "f32[64,512], f32[512,256]", "f32[64,256]", "cpu", None)
+            for seq in range(1, ops + 1))
+    conn.executemany("INSERT INTO op_events (seq, op, scope, location, start_ns, dur_ns, "
+                     "bytes, inputs, output, device, attrs) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                     rows)
+    conn.executemany("INSERT INTO memory (ts_ns, device, live_bytes, peak_bytes, source) "
+                     "VALUES (?,?,?,?,?)",
+                     ((i * 1_000, "cpu", 2**20 + (i % 977) * 4096, 2**22, "eager")
+                      for i in range(0, ops, 10)))
+    conn.execute("COMMIT")
+    conn.close()
+    return path

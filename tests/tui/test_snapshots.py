@@ -1,0 +1,73 @@
+"""Snapshot tests of the main views at 120x40, on a session with fixed contents.
+
+Update after an intended change with ``pytest tests/tui/test_snapshots.py
+--snapshot-update`` and look at the report before committing the new SVGs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from execmode.tui.app import ExecmodeApp
+from execmode.tui.launch import ScriptLaunch
+from fakes import PausedController
+from fixture_session import build_session
+from textual.widgets import Input
+from tui_support import SIZE, Waiter, session_app, settle
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build_session(tmp_path_factory.mktemp("demo"))
+
+
+def _prepare(*keys):
+    async def run_before(pilot):
+        app = pilot.app
+        await Waiter(pilot).until(lambda: app.snapshot.ops.count > 0, what="the session")
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+        for field in app.screen.query(Input):
+            field.cursor_blink = False
+        await settle(pilot)
+    return run_before
+
+
+POST_MORTEM_VIEWS = {
+    "ops": (),
+    "ops_kernels": ("t",),
+    "graph": ("3",),
+    "breaks": ("4",),
+    "passes": ("5", "right_square_bracket", "right_square_bracket"),
+    "kernels": ("6",),
+    "profile": ("7",),
+    "output": ("9",),
+}
+
+
+@pytest.mark.parametrize("view", list(POST_MORTEM_VIEWS))
+def test_post_mortem_view(view, demo, snap_compare):
+    app = session_app(demo)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_prepare(*POST_MORTEM_VIEWS[view]))
+
+
+def _paused_app(demo) -> ExecmodeApp:
+    launch = ScriptLaunch(str(demo.parent / "train.py"), session=str(demo),
+                          breakpoints=["nan"])
+    return ExecmodeApp(launch, controller_factory=PausedController)
+
+
+PAUSED_VIEWS = {
+    "paused_ops": (),
+    "paused_tensor": ("2",),
+    "breakpoint_dialog": ("B", *"max >"),
+    "breakpoints": ("8",),
+    "help": ("question_mark",),
+}
+
+
+@pytest.mark.parametrize("view", list(PAUSED_VIEWS))
+def test_paused_view(view, demo, snap_compare):
+    assert snap_compare(_paused_app(demo), terminal_size=SIZE,
+                        run_before=_prepare(*PAUSED_VIEWS[view]))

@@ -1,0 +1,141 @@
+"""The ``execmode tui`` and ``execmode open`` commands.
+
+``execmode/cli.py`` calls :func:`register_tui` and :func:`register_open` (or
+:func:`add_parsers` for both) to add the subcommands; each sets ``handler``. Textual is
+imported only when a command runs, so ``execmode --help`` stays quick.
+
+``execmode tui [OPTIONS] SCRIPT [ARGS...] [OPTIONS]``: the TUI's own options may come
+before the script or after its arguments (``--break nan`` at the end works); everything
+after a ``--`` belongs to the script. Exit status: 0 after a normal quit, 2 for a usage
+error (no such script, a malformed breakpoint), 1 for a session that cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# Our options that may also follow the script's arguments: name -> takes a value.
+_TRAILING = {"--break": True, "--pyspy": False, "--run": False, "--session": True,
+             "--session-dir": True}
+
+
+def add_parsers(subparsers) -> None:
+    register_tui(subparsers)
+    register_open(subparsers)
+
+
+def register_tui(subparsers) -> None:
+    p = subparsers.add_parser(
+        "tui", help="debug a script in the terminal UI (paused before its first op)",
+        description="Run SCRIPT under the debugger and open the TUI, paused before the first "
+                    "op. Keys: n next line, s step op, c continue, p pause, b/B breakpoints, "
+                    "r restart, e export, ? help, q quit.")
+    p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
+                   help="a breakpoint (repeatable): op:matmul, train.py:42, scope:mlp, "
+                        "nan, 'max > 1e3', graph_break, exception")
+    p.add_argument("--run", action="store_true",
+                   help="start running instead of paused before the first op")
+    p.add_argument("--pyspy", action="store_true", help="also sample the script with py-spy")
+    p.add_argument("--session", metavar="FILE", help="the session file for the first run")
+    p.add_argument("--session-dir", metavar="DIR",
+                   help="where each run's session file goes (default: the user cache)")
+    p.add_argument("script", help="the Python script to debug")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+    p.set_defaults(handler=tui_command)
+
+
+def register_open(subparsers) -> None:
+    p = subparsers.add_parser(
+        "open", help="open a recorded session in the TUI (post-mortem)",
+        description="Browse a recorded session: ops, graphs, breaks, passes, kernels, "
+                    "profile and output. Everything but stepping.")
+    p.add_argument("session", help="the .emsession file")
+    p.set_defaults(handler=open_command)
+
+
+def split_trailing_options(args: list[str]) -> tuple[list[str], dict]:
+    """Pull our options out of the script's arguments (up to a ``--``)."""
+    script_args, found = [], {"--break": []}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            script_args.extend(args[i + 1:])
+            break
+        name, eq, value = arg.partition("=")
+        if name in _TRAILING:
+            if _TRAILING[name]:
+                if not eq:
+                    if i + 1 >= len(args):
+                        raise SystemExit(f"execmode tui: {name} needs a value")
+                    value = args[i + 1]
+                    i += 1
+                if name == "--break":
+                    found["--break"].append(value)
+                else:
+                    found[name] = value
+            else:
+                found[name] = True
+        else:
+            script_args.append(arg)
+        i += 1
+    return script_args, found
+
+
+def tui_command(args) -> int:
+    from execmode.tui.launch import ScriptLaunch
+
+    from execmode.debug.breakpoints import BreakpointError, parse_breakpoint
+    from execmode.debug.conditions import ConditionError
+
+    script_args, trailing = split_trailing_options(list(args.args))
+    breaks = list(args.breaks) + trailing["--break"]
+    if not os.path.isfile(args.script):
+        print(f"execmode tui: cannot start {args.script}: no such file", file=sys.stderr)
+        return 2
+    for spec in breaks:
+        try:
+            parse_breakpoint(spec)
+        except (BreakpointError, ConditionError) as exc:
+            print(f"execmode tui: --break {spec}: {exc}", file=sys.stderr)
+            return 2
+    launch = ScriptLaunch(
+        script=args.script, args=script_args, breakpoints=breaks,
+        start_paused=not (args.run or trailing.get("--run")),
+        pyspy=bool(args.pyspy or trailing.get("--pyspy")),
+        session=trailing.get("--session") or args.session,
+        session_dir=trailing.get("--session-dir") or args.session_dir,
+    )
+    from execmode.tui.app import ExecmodeApp
+
+    app = ExecmodeApp(launch)
+    app.run()
+    if app.bridge is not None and app.bridge.session and os.path.exists(app.bridge.session):
+        print(f"session recorded in {app.bridge.session} "
+              f"(execmode open {app.bridge.session})")
+    return 0
+
+
+def open_command(args) -> int:
+    from execmode.tui.data import SessionReader, SessionUnreadable
+    from execmode.tui.launch import SessionLaunch
+
+    try:
+        SessionReader(args.session).close()
+    except SessionUnreadable as exc:
+        print(f"execmode open: {exc}", file=sys.stderr)
+        return 1
+    from execmode.tui.app import ExecmodeApp
+
+    ExecmodeApp(SessionLaunch(args.session)).run()
+    return 0
+
+
+def main(argv=None) -> int:
+    """``python -m execmode.tui tui SCRIPT`` / ``... open SESSION`` (before the CLI wiring)."""
+    parser = argparse.ArgumentParser(prog="execmode")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.handler(args)

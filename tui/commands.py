@@ -1,0 +1,164 @@
+"""The debugger's commands as app actions: n s c p r b B e, each checked, each in a worker.
+
+A mixin of :class:`~execmode.tui.app.ExecmodeApp` (it uses the app's ``bridge``,
+``run_state`` and workers), kept apart so that app.py stays about state and routing.
+Every command that talks to the agent blocks until it replies, so it runs in a worker
+thread; a failure becomes a notification, never an exception in the UI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from execmode.tui.debugger import CommandError, DebugBridge
+from execmode.tui.messages import CommandFailed
+from execmode.tui.state import RunState
+
+_LOCATION_SPEC = re.compile(r"^\s*(?P<file>[^\s:][^:]*):(?P<line>\d+)\s*$")
+
+
+class DebuggerCommands:
+    def _control(self, fn, name: str) -> None:
+        """Run ``fn`` (which talks to the agent) in a worker; failures become notices."""
+        def run() -> None:
+            try:
+                fn()
+            except CommandError as exc:
+                self.post_message(CommandFailed(name, str(exc)))
+
+        self.run_worker(run, thread=True, group="control", exit_on_error=False)
+
+    def _live(self, needs: str) -> DebugBridge | None:
+        """The bridge, if the script can take this command now; else say why not."""
+        if self.bridge is None:
+            self.notify("a recorded session: stepping needs a live script "
+                        "(execmode tui SCRIPT)", severity="warning")
+            return None
+        phase = self.run_state.phase
+        if needs == "paused" and phase != "paused":
+            why = {"running": "the script is running: press p to pause it",
+                   "finished": "the script has finished: press r to run it again"}
+            self.notify(why.get(phase, f"the script is {phase}"), severity="warning")
+            return None
+        if needs == "running" and phase != "running":
+            self.notify(f"the script is not running ({phase})", severity="warning")
+            return None
+        return self.bridge
+
+    def _resume(self, command: str) -> None:
+        bridge = self._live("paused")
+        if bridge is not None:
+            self._control(lambda: bridge.call(command), command)
+
+    def action_step(self) -> None:
+        self._resume("step")
+
+    def action_next(self) -> None:
+        self._resume("next")
+
+    def action_continue(self) -> None:
+        self._resume("cont")
+
+    def action_pause(self) -> None:
+        bridge = self._live("running")
+        if bridge is not None:
+            self._control(lambda: bridge.call("pause"), "pause")
+
+    def action_restart(self) -> None:
+        if self.bridge is None:
+            self.notify("a recorded session cannot be restarted", severity="warning")
+            return
+        self.run_state = RunState("restarting")
+        self.output_lines.clear()
+        self.output_count = 0
+        self.sources.clear()
+        self._control(self.bridge.restart, "restart")
+
+    def set_breakpoint(self, spec: str) -> None:
+        """Send a breakpoint to the agent (it replies with its id, or why it is wrong)."""
+        if self.bridge is None:
+            self.notify("breakpoints need a live script", severity="warning")
+            return
+        bridge = self.bridge
+
+        def send() -> None:
+            bp = bridge.call("set_breakpoint", spec)
+            self.call_from_thread(self.notify, f"breakpoint {bp['id']}: {bp['spec']}")
+            bridge.refresh_breakpoints()
+
+        self._control(send, "set breakpoint")
+
+    def breakpoint_command(self, command: str, *args) -> None:
+        """clear_breakpoint / enable_breakpoint, then refresh the list."""
+        if self.bridge is None:
+            self.notify("breakpoints need a live script", severity="warning")
+            return
+        bridge = self.bridge
+
+        def send() -> None:
+            bridge.call(command, *args)
+            bridge.refresh_breakpoints()
+
+        self._control(send, command.replace("_", " "))
+
+    def action_breakpoint_here(self) -> None:
+        """``b``: a breakpoint on the line under the cursor, or off again (pudb's toggle)."""
+        where = getattr(self.screen, "breakpoint_location", lambda: None)()
+        if where is None:
+            self.notify("no source line under the cursor here: press B to type a "
+                        "breakpoint", severity="warning")
+            return
+        for bp in self.breakpoints:
+            m = _LOCATION_SPEC.match(bp.get("spec", ""))
+            if m and int(m["line"]) == where.lineno and \
+                    os.path.basename(m["file"]) == os.path.basename(where.filename):
+                self.breakpoint_command("clear_breakpoint", bp["id"])
+                self.notify(f"breakpoint {bp['id']} at {where.short} removed")
+                return
+        self.set_breakpoint(where.short)
+
+    def action_breakpoint_dialog(self) -> None:
+        from execmode.tui.screens.breakpoint_dialog import BreakpointDialog
+
+        def added(spec: str | None) -> None:
+            if spec:
+                self.set_breakpoint(spec)
+
+        self.push_screen(BreakpointDialog(), added)
+
+    def action_export(self) -> None:
+        from execmode.tui.export import export_session
+
+        path = self.session_path
+        if path is None:
+            self.notify("nothing recorded yet to export", severity="warning")
+            return
+
+        def run() -> None:
+            message, severity = export_session(path)
+            self.call_from_thread(self.notify, message, title="export", severity=severity,
+                                  timeout=10)
+
+        self.run_worker(run, thread=True, group="export", exit_on_error=False)
+
+    def action_hunt(self) -> None:
+        """Palette: re-run the paused segment op by op to find the first NaN/Inf."""
+        self._report("hunt", "NaN hunt")
+
+    def action_differential_check(self) -> None:
+        """Palette: compare the paused segment's eager and optimised values node by node."""
+        self._report("differential_check", "differential check")
+
+    def _report(self, command: str, title: str) -> None:
+        bridge = self._live("paused")
+        if bridge is None:
+            return
+
+        def run() -> None:
+            report = bridge.call(command)
+            text = report.get("text") if isinstance(report, dict) else None
+            self.call_from_thread(self.notify, text or str(report), title=title, timeout=30)
+
+        self._control(run, title)
+

@@ -1,0 +1,354 @@
+"""Every SQL query the TUI makes, in one place: the session store may still change shape.
+
+A :class:`SessionReader` is one read-only connection to one session file. The tailer
+thread owns one (it watches the file grow) and the UI thread owns another (it pages the
+rows the lists show); SQLite's WAL lets both read while the agent writes. Results are the
+records of :mod:`execmode.tui.records`; nothing else in the TUI sees a cursor.
+
+Lists of millions of rows are paged by position through a :class:`RowIndex`: the key of
+every 1024th row, so reading rows ``i..i+40`` is one seek plus at most 1023 skipped rows,
+whatever the table's size, and the TUI never holds a Python object per row.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from execmode.tui.records import (
+    EMPTY_INDEX,
+    EMPTY_SNAPSHOT,
+    BreakInfo,
+    Comparison,
+    CompileInfo,
+    GraphInfo,
+    KernelRow,
+    KernelTotal,
+    MemoryPlanInfo,
+    MemoryPoint,
+    OpRow,
+    OpTotal,
+    OutputRow,
+    PassInfo,
+    RetraceInfo,
+    RowIndex,
+    SessionOverview,
+    SourceRef,
+    StoreSnapshot,
+    TraceInfo,
+)
+
+
+class SessionUnreadable(Exception):
+    """The session file is missing, damaged, foreign or too new; the message says which."""
+
+
+_OP_COLUMNS = ("e.seq, e.op, e.scope, l.file, l.line, l.function, e.start_ns, e.dur_ns, "
+               "e.bytes, e.inputs, e.output, e.device, e.attrs, e.v_min, e.v_max, e.v_mean, "
+               "e.v_std, e.v_nan, e.v_inf")
+_OP_FROM = "op_events AS e LEFT JOIN locations AS l ON l.id = e.location"
+_KERNEL_COLUMNS = ("k.id, k.graph_id, k.kernel, k.step_kind, k.member_nodes, k.member_ops, "
+                   "k.start_ns, k.dur_ns, k.bytes, k.output, k.device, k.scope, "
+                   "l.file, l.line, l.function")
+_KERNEL_FROM = "kernels AS k LEFT JOIN locations AS l ON l.id = k.location"
+
+# The paged tables: name -> (key column, columns, FROM clause, alias of the key's table).
+_PAGED = {
+    "ops": ("seq", _OP_COLUMNS, _OP_FROM, "e"),
+    "kernels": ("id", _KERNEL_COLUMNS, _KERNEL_FROM, "k"),
+    "output": ("id", "o.id, o.stream, o.text", "output AS o", "o"),
+}
+_TABLE_OF = {"ops": "op_events", "kernels": "kernels", "output": "output"}
+
+
+def open_connection(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection, checked by the store module when it is importable."""
+    path = Path(path)
+    try:
+        from execmode.profilers import store
+        from execmode.profilers.errors import SessionError
+    except ImportError:  # the profilers package is being rebuilt: check what we can here
+        return _plain_connection(path)
+    try:
+        conn, _version = store.connect_reader(path)
+    except SessionError as exc:
+        raise SessionUnreadable(str(exc)) from None
+    return conn
+
+
+def _plain_connection(path: Path) -> sqlite3.Connection:
+    if not path.is_file():
+        raise SessionUnreadable(f"{path}: no such session file")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               check_same_thread=False)
+        conn.execute("SELECT count(*) FROM meta").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise SessionUnreadable(f"{path}: not a readable execmode session ({exc})") from None
+    return conn
+
+
+class SessionReader:
+    """Read-only queries over one session file (one connection: use it from one thread)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._conn = open_connection(self.path)
+        self._data_version = None
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> SessionReader:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def _rows(self, sql: str, params=()) -> list:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise SessionUnreadable(f"{self.path}: the session file is damaged or was "
+                                    f"replaced ({exc})") from None
+
+    def _one(self, sql: str, params=()):
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    # --- growth (the tailer) ------------------------------------------------------------
+    def changed(self) -> bool:
+        """Whether another connection committed since the last call (cheap: no table read)."""
+        version = self._one("PRAGMA data_version")[0]
+        changed = version != self._data_version
+        self._data_version = version
+        return changed
+
+    def snapshot(self, previous: StoreSnapshot = EMPTY_SNAPSHOT) -> StoreSnapshot:
+        """How far every table has grown, extending the previous row indexes."""
+        last = self._one(
+            "SELECT (SELECT COALESCE(MAX(id), 0) FROM events), "
+            "(SELECT COALESCE(MAX(id), 0) FROM memory), "
+            "(SELECT COALESCE(MAX(id), 0) FROM samples), "
+            "(SELECT COALESCE(MAX(id), 0) FROM comparisons), "
+            "(SELECT COALESCE(MAX(rowid), 0) FROM meta)")
+        return StoreSnapshot(
+            ops=self._extend("ops", previous.ops),
+            kernels=self._extend("kernels", previous.kernels),
+            output=self._extend("output", previous.output),
+            events=last[0], memory=last[1], samples=last[2], comparisons=last[3],
+            meta_version=last[4],
+        )
+
+    def _extend(self, name: str, old: RowIndex) -> RowIndex:
+        key = _PAGED[name][0]
+        table = _TABLE_OF[name]
+        added, last = self._one(f"SELECT COUNT(*), MAX({key}) FROM {table} WHERE {key} > ?",
+                                (old.last_key,))
+        if not added:
+            return old
+        count = old.count + added
+        blocks = list(old.blocks)
+        while len(blocks) * old.block < count:
+            if not blocks:
+                start = self._one(f"SELECT MIN({key}) FROM {table}")[0]
+            else:
+                start = self._one(f"SELECT {key} FROM {table} WHERE {key} >= ? ORDER BY {key} "
+                                  "LIMIT 1 OFFSET ?", (blocks[-1], old.block))
+                start = start[0] if start else None
+            if start is None:
+                break
+            blocks.append(start)
+        return RowIndex(count, last, tuple(blocks), old.block)
+
+    # --- pages (the UI thread) ------------------------------------------------------------
+    def page(self, name: str, index: RowIndex, start: int, count: int) -> list:
+        """Rows ``start .. start+count`` (by position) of ``ops``, ``kernels`` or ``output``."""
+        count = min(count, index.count - start)
+        if count <= 0 or start < 0:
+            return []
+        key, columns, source, alias = _PAGED[name]
+        block, skip = divmod(start, index.block)
+        if block >= len(index.blocks):
+            return []
+        rows = self._rows(f"SELECT {columns} FROM {source} WHERE {alias}.{key} >= ? "
+                          f"ORDER BY {alias}.{key} LIMIT ? OFFSET ?",
+                          (index.blocks[block], count, skip))
+        if name == "ops":
+            return [OpRow(*r) for r in rows]
+        if name == "kernels":
+            return [KernelRow(*r) for r in rows]
+        return [OutputRow(r[1], r[2]) for r in rows]
+
+    def ops_between(self, start_ns: int, end_ns: int | None, limit: int = 500) -> list[OpRow]:
+        """Eager ops that started in a window of time (the fallback ops of a graph break)."""
+        end = end_ns if end_ns is not None else 2**62
+        rows = self._rows(f"SELECT {_OP_COLUMNS} FROM {_OP_FROM} WHERE e.start_ns >= ? AND "
+                          "e.start_ns < ? ORDER BY e.start_ns LIMIT ?", (start_ns, end, limit))
+        return [OpRow(*r) for r in rows]
+
+    def first_kernel_start(self, graph_id: str, after_ns: int) -> int | None:
+        row = self._one("SELECT MIN(start_ns) FROM kernels WHERE graph_id = ? AND start_ns > ?",
+                        (graph_id, after_ns))
+        return row[0] if row else None
+
+    # --- the session's facts --------------------------------------------------------------
+    def meta(self) -> dict:
+        out = {}
+        for key, value in self._rows("SELECT key, value FROM meta"):
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                out[key] = value
+        return out
+
+    def overview(self) -> SessionOverview:
+        meta = self.meta()
+        t0 = meta.get("t0_ns")
+        if not isinstance(t0, int):
+            t0 = self._one("SELECT MIN(start_ns) FROM op_events")[0] or 0
+        argv = meta.get("argv")
+        return SessionOverview(
+            path=str(self.path), script=meta.get("script"),
+            argv=argv if isinstance(argv, list) else [], exit=_dict_or_none(meta.get("exit")),
+            calibration=_dict(meta.get("calibration")), pyspy=_dict(meta.get("pyspy")),
+            recorded=_dict(meta.get("recorded")), t0_ns=t0, meta=meta,
+        )
+
+    def _events(self, kind: str, graph_id: str | None = None) -> list[tuple]:
+        sql = "SELECT start_ns, end_ns, data FROM events WHERE kind = ?"
+        params: tuple = (kind,)
+        if graph_id is not None:
+            sql += " AND graph_id = ?"
+            params += (graph_id,)
+        return [(s, e, _decode(d)) for s, e, d in self._rows(sql + " ORDER BY id", params)]
+
+    def graphs(self) -> list[GraphInfo]:
+        out = []
+        for _s, _e, d in self._events("graph"):
+            out.append(GraphInfo(
+                graph_id=str(d.get("graph_id", "?")), function=str(d.get("function", "?")),
+                ir_text=str(d.get("ir_text") or ""), lowered_text=str(d.get("lowered_text") or ""),
+                compile_ns=_int(d.get("compile_ns")), steps=_list(d.get("steps")),
+                ir_json=_dict(d.get("ir_json")), lowered_json=_dict(d.get("lowered_json")),
+            ))
+        return out
+
+    def traces(self) -> list[TraceInfo]:
+        return [TraceInfo(str(d.get("function", "?")), str(d.get("graph_id", "?")),
+                          _int(d.get("segment")), str(d.get("signature") or ""),
+                          _int(d.get("node_count")), SourceRef.from_json(d.get("location")))
+                for _s, _e, d in self._events("trace")]
+
+    def retraces(self) -> list[RetraceInfo]:
+        return [RetraceInfo(str(d.get("function", "?")), str(d.get("reason") or ""),
+                            str(d.get("signature") or ""), s)
+                for s, _e, d in self._events("retrace")]
+
+    def breaks(self) -> list[BreakInfo]:
+        return [BreakInfo(str(d.get("function", "?")), str(d.get("graph_id") or ""),
+                          str(d.get("reason") or ""), str(d.get("op") or ""),
+                          SourceRef.from_json(d.get("location")), _int(d.get("segment_before")),
+                          _int(d.get("segment_after")), s)
+                for s, _e, d in self._events("graph_break")]
+
+    def passes(self, graph_id: str) -> list[PassInfo]:
+        out = []
+        for _s, _e, d in self._events("pass", graph_id):
+            out.append(PassInfo(
+                graph_id=graph_id, index=_int(d.get("index")), name=str(d.get("name", "?")),
+                wall_ns=_int(d.get("wall_ns")), node_count=_int(d.get("node_count")),
+                kernel_count=_int(d.get("kernel_count")),
+                buffer_count=_int(d.get("buffer_count")), rewrites=_list(d.get("rewrites")),
+                diff=_dict(d.get("diff")), ir_text=str(d.get("ir_text") or ""),
+                ir_json=_dict(d.get("ir_json")),
+            ))
+        out.sort(key=lambda p: p.index)
+        return out
+
+    def compiles(self) -> list[CompileInfo]:
+        return [CompileInfo(str(d.get("graph_id") or ""), str(d.get("kernel") or ""),
+                            str(d.get("language") or ""), str(d.get("source") or ""),
+                            _int(d.get("compile_ns")), d.get("cache_hit"),
+                            _list(d.get("member_nodes")), _list(d.get("member_ops")),
+                            str(d.get("backend") or ""))
+                for _s, _e, d in self._events("compile")]
+
+    def memory_plans(self) -> list[MemoryPlanInfo]:
+        return [MemoryPlanInfo(str(d.get("graph_id") or ""), _int(d.get("planned_peak")),
+                               _int(d.get("unplanned_peak")), _int(d.get("eager_peak")),
+                               _int(d.get("buffers")))
+                for _s, _e, d in self._events("memory_plan")]
+
+    def kernel_totals(self) -> list[KernelTotal]:
+        rows = self._rows("SELECT graph_id, kernel, MIN(step_kind), MIN(member_ops), COUNT(*), "
+                          "SUM(dur_ns), SUM(bytes) FROM kernels GROUP BY graph_id, kernel "
+                          "ORDER BY MIN(id)")
+        return [KernelTotal(g, k, kind, _list(_decode(ops)), n, total or 0, b or 0)
+                for g, k, kind, ops, n, total, b in rows]
+
+    def op_totals(self, limit: int = 20) -> list[OpTotal]:
+        rows = self._rows("SELECT op, COUNT(*), SUM(dur_ns), SUM(bytes) FROM op_events "
+                          "GROUP BY op ORDER BY SUM(dur_ns) DESC, op")
+        grand = sum(r[2] or 0 for r in rows) or 1
+        return [OpTotal(op, n, total or 0, b or 0, (total or 0) / grand)
+                for op, n, total, b in rows[:limit]]
+
+    def memory_series(self, t0_ns: int, points: int = 200) -> list[MemoryPoint]:
+        """Live/peak bytes over time, at most ``points`` per device (the max of each bucket)."""
+        lo, hi = self._one("SELECT MIN(ts_ns), MAX(ts_ns) FROM memory")
+        if lo is None:
+            return []
+        bucket = max(1, (hi - lo) // max(1, points - 1))
+        rows = self._rows("SELECT (ts_ns - ?) / ? AS b, device, MAX(ts_ns), MAX(live_bytes), "
+                          "MAX(peak_bytes) FROM memory GROUP BY b, device ORDER BY b, device",
+                          (lo, bucket))
+        return [MemoryPoint((ts - t0_ns) / 1e9, dev, live, peak)
+                for _b, dev, ts, live, peak in rows]
+
+    def comparisons(self) -> list[Comparison]:
+        rows = self._rows("SELECT function, graph_id, kernel, step_kind, eager_ops, eager_ns, "
+                          "kernel_ns, eager_bytes, planned_bytes FROM comparisons ORDER BY id")
+        return [Comparison(f, g, k, s, _list(_decode(ops)), en, kn, eb, pb)
+                for f, g, k, s, ops, en, kn, eb, pb in rows]
+
+    def sample_categories(self) -> dict[str, int]:
+        return dict(self._rows("SELECT category, SUM(count) FROM samples GROUP BY category "
+                               "ORDER BY SUM(count) DESC"))
+
+    def op_time(self) -> tuple[int, int]:
+        """(summed eager op ns, summed kernel ns)."""
+        row = self._one("SELECT (SELECT COALESCE(SUM(dur_ns), 0) FROM op_events), "
+                        "(SELECT COALESCE(SUM(dur_ns), 0) FROM kernels)")
+        return row[0], row[1]
+
+
+def _decode(text):
+    try:
+        return json.loads(text) if text else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _dict_or_none(value) -> dict | None:
+    return value if isinstance(value, dict) else None
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+__all__ = ["EMPTY_INDEX", "SessionReader", "SessionUnreadable", "open_connection"]

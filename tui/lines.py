@@ -1,0 +1,257 @@
+"""Line sources: what a RowList shows, one rich Text per row, made only for visible rows.
+
+A RowList asks its source for ``len(source)`` and ``source.line(i)``; it never holds the
+rows. Paged sources get 64 rows at a time from the session store through the app's page
+fetcher (a worker thread), so scrolling a million-op list touches ~40 rows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Protocol
+
+from execmode.tui import formatting as fmt
+from execmode.tui.ir_diff import DiffLine
+from execmode.tui.pages import PAGE, PageFetcher
+from execmode.tui.records import EMPTY_INDEX, KernelRow, OpRow, OutputRow, RowIndex
+from execmode.tui.state import PausedInfo
+from rich.text import Text
+
+
+class LineSource(Protocol):
+    def __len__(self) -> int: ...
+
+    def line(self, index: int) -> Text: ...
+
+
+class TextLines:
+    """A fixed list of lines (IR text, a traceback, a help table)."""
+
+    def __init__(self, lines=(), empty: str = ""):
+        self.lines = [x if isinstance(x, Text) else Text(str(x)) for x in lines]
+        if not self.lines and empty:
+            self.lines = [Text(empty, style="dim italic")]
+        self.width = max((x.cell_len for x in self.lines), default=0)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def line(self, index: int) -> Text:
+        return self.lines[index]
+
+
+class PagedRows:
+    """Rows of a store table by position, formatted on demand.
+
+    Rows come from the app's :class:`~execmode.tui.pages.PageFetcher`; a row not read
+    yet draws as "…" and its list redraws when the page arrives (``owner`` is told).
+    """
+
+    table = "ops"
+    width = None
+
+    def __init__(self, pages: PageFetcher | None, index: RowIndex = EMPTY_INDEX,
+                 pending: PausedInfo | None = None):
+        self.pages = pages
+        self.index = index
+        self.pending = pending  # paused before this op/kernel: not run, not stored yet
+        self.owner = None       # the RowList showing these rows (set by the RowList)
+
+    def grow(self, index: RowIndex) -> None:
+        """The table has more rows (rows already read never change)."""
+        self.index = index
+
+    def __len__(self) -> int:
+        return self.index.count + (1 if self.pending is not None else 0)
+
+    def is_pending(self, index: int) -> bool:
+        return self.pending is not None and index == self.index.count
+
+    @property
+    def error(self) -> str | None:
+        return self.pages.error if self.pages is not None else None
+
+    def row(self, index: int):
+        """The row at ``index``, or None while its page is being read."""
+        if self.pages is None or not 0 <= index < self.index.count:
+            return None
+        page_no, offset = divmod(index, PAGE)
+        page = self.pages.get(self.table, self.index, page_no, self.owner)
+        return page[offset] if page is not None and offset < len(page) else None
+
+    def line(self, index: int) -> Text:
+        if self.is_pending(index):
+            return self.format_pending(index, self.pending)
+        row = self.row(index)
+        if row is None:
+            return Text(f"{index + 1:>7}  …", style="dim")
+        return self.format(index, row)
+
+    def format(self, index: int, row) -> Text:
+        raise NotImplementedError
+
+    def format_pending(self, index: int, p: PausedInfo) -> Text:
+        raise NotImplementedError
+
+
+OP_HEADER = f"{'#':>7}  {'op':<12} {'output':<14} {'time':>8}  {'line':<18} scope"
+KERNEL_HEADER = f"{'#':>7}  {'graph':<12} {'kernel':<8} {'kind':<8} {'time':>9}  member ops"
+
+
+class OpLines(PagedRows):
+    """Executed eager ops, plus the op the script is paused before (not run yet)."""
+
+    table = "ops"
+
+    def format_pending(self, index: int, p: PausedInfo) -> Text:
+        loc = p.where
+        failed = p.when == "exception"
+        style = "bold red" if failed else "bold yellow"
+        text = Text(f"{index + 1:>7} ", style="bold")
+        text.append(f"{'✖' if failed else '▶'}{fmt.clip(p.op or '?', 12):<12} ", style=style)
+        text.append(f"{'(raised)' if failed else '(next)':<14} {'':>8}  ", style=style)
+        text.append(f"{fmt.where(loc.filename, loc.lineno) if loc else '?':<18} ",
+                    style="cyan")
+        text.append(p.scope, style="dim")
+        return text
+
+    def format(self, index: int, row: OpRow) -> Text:
+        text = Text(f"{index + 1:>7}  ", style="dim")
+        style = "red" if row.v_nan or row.v_inf else ""
+        text.append(f"{fmt.clip(row.op, 12):<12} ", style=style or "bold")
+        text.append(f"{fmt.clip(row.output, 14):<14} ")
+        text.append(f"{fmt.duration(row.dur_ns):>8}  ", style="green")
+        text.append(f"{fmt.clip(fmt.where(row.file, row.line), 18):<18} ", style="cyan")
+        text.append(row.scope, style="dim")
+        return text
+
+
+class KernelLines(PagedRows):
+    """Executed steps of compiled plans (graph mode), plus the kernel paused before."""
+
+    table = "kernels"
+
+    def format_pending(self, index: int, p: PausedInfo) -> Text:
+        k = p.kernel or {}
+        text = Text(f"{index + 1:>7} ", style="bold")
+        text.append(f"▶{fmt.clip(str(k.get('graph_id', '?')), 12):<12} ", style="bold yellow")
+        text.append(f"{fmt.clip(str(k.get('name', '?')), 8):<8} ", style="bold yellow")
+        text.append(f"{fmt.clip(str(k.get('kind', '')), 8):<8} ", style="magenta")
+        text.append(f"{'(next)':>9}  ", style="yellow")
+        text.append(" ".join(k.get("member_ops") or ()), style="dim")
+        return text
+
+    def format(self, index: int, row: KernelRow) -> Text:
+        try:
+            ops = " ".join(json.loads(row.member_ops))
+        except ValueError:
+            ops = row.member_ops
+        text = Text(f"{index + 1:>7}  ", style="dim")
+        text.append(f"{fmt.clip(row.graph_id, 12):<12} ")
+        text.append(f"{fmt.clip(row.kernel, 8):<8} ", style="bold")
+        text.append(f"{fmt.clip(row.step_kind, 8):<8} ", style="magenta")
+        text.append(f"{fmt.duration(row.dur_ns):>9}  ", style="green")
+        text.append(ops, style="dim")
+        return text
+
+
+class StoredOutput(PagedRows):
+    """The script's output as the session recorded it (post-mortem)."""
+
+    table = "output"
+
+    def format(self, index: int, row: OutputRow) -> Text:
+        return output_text(row.stream, row.text)
+
+
+class LiveOutput:
+    """The script's output as the controller forwards it (a live run)."""
+
+    width = None
+
+    def __init__(self, lines: list[tuple[str, str]]):
+        self.lines = lines  # shared with the app, appended as batches arrive
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def line(self, index: int) -> Text:
+        stream, text = self.lines[index]
+        return output_text(stream, text)
+
+
+def output_text(stream: str, text: str) -> Text:
+    return Text(text.expandtabs(), style="red" if stream == "stderr" else "")
+
+
+class SourceLines:
+    """A source file, highlighted, with a gutter: ▶ the paused line, ● breakpoints."""
+
+    def __init__(self, lines: list[Text], current: int | None = None,
+                 breakpoints: frozenset[int] = frozenset(), marked: int | None = None):
+        self.lines = lines
+        self.current = current          # 1-based line the script is paused at
+        self.breakpoints = breakpoints
+        self.marked = marked            # a line another view asked to show
+        self.width = max((x.cell_len for x in lines), default=0) + 8
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def line(self, index: int) -> Text:
+        lineno = index + 1
+        mark = "▶" if lineno == self.current else " "
+        dot = "●" if lineno in self.breakpoints else " "
+        text = Text()
+        text.append(dot, style="bold red")
+        text.append(mark, style="bold yellow")
+        text.append(f"{lineno:>5} ", style="dim")
+        body = self.lines[index].copy()
+        if lineno == self.current:
+            body.stylize("on #3a3a00")
+        elif lineno == self.marked:
+            body.stylize("on #003a3a")
+        text.append_text(body)
+        return text
+
+
+_DIFF_STYLE = {
+    "plain": ("  ", ""),
+    "changed": ("~ ", "yellow"),
+    "added": ("+ ", "green"),
+    "removed": ("- ", "red strike"),
+    "merged": ("= ", "magenta"),
+    "fused": ("» ", "cyan"),
+}
+
+
+def ir_text(line: str, style: str = "", note: str = "") -> Text:
+    """An IR line for the screen: the engine pads the ``# file:line`` comments to a column;
+    here they follow the code closely (and dimmed), so a narrow pane still shows them."""
+    code, sep, comment = line.partition("  # ")
+    text = Text(code.rstrip(), style=style)
+    if note:
+        text.append(f"  ← {note}", style=f"italic {style}")
+    if sep:
+        text.append(f"  # {comment.strip()}", style="dim")
+    return text
+
+
+class DiffLines:
+    """The graph after a pass, changes coloured (see :mod:`execmode.tui.ir_diff`)."""
+
+    def __init__(self, lines: list[DiffLine]):
+        self.lines = lines
+        self.width = max((len(x.text) + len(x.note) + 4 for x in lines), default=0)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def line(self, index: int) -> Text:
+        d = self.lines[index]
+        sign, style = _DIFF_STYLE.get(d.status, ("  ", ""))
+        text = Text(sign, style=style or "dim")
+        text.append_text(ir_text(d.text, style, d.note))
+        if d.highlight:
+            text.stylize("reverse")
+        return text

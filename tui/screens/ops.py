@@ -1,0 +1,232 @@
+"""View 1, Ops: the executed ops (or kernels), the source line, the paused op, the stack.
+
+The op list pages rows from the session store (a million-op run costs what a
+forty-op run does); the op the script is paused before has not run yet, so it is not in
+the store: it is the list's last row, marked ▶. Moving the cursor shows that op's line in
+the source pane; ``b`` sets a breakpoint at the source pane's cursor line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from execmode.tui import panels
+from execmode.tui.keys import footer_bindings
+from execmode.tui.lines import (
+    KERNEL_HEADER,
+    OP_HEADER,
+    KernelLines,
+    OpLines,
+    SourceLines,
+    TextLines,
+)
+from execmode.tui.records import SourceRef
+from execmode.tui.screens.base import ViewScreen
+from execmode.tui.state import RunState
+from execmode.tui.widgets.row_list import RowList
+from execmode.tui.widgets.text_pane import TextPane
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+_LOCATION_SPEC = re.compile(r"^\s*(?P<file>[^\s:][^:]*):(?P<line>\d+)")
+
+
+class SourceLoaded(Message):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__()
+
+
+class OpsScreen(ViewScreen):
+    VIEW = "ops"
+    BINDINGS = [
+        *footer_bindings("next", "step", "continue", "pause", "breakpoint_here"),
+        Binding("t", "toggle_list", "Ops/kernels"),
+        Binding("i", "inspect", "Inspect"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.list_kind = "ops"
+        self.source_path: str | None = None
+        self.marked_line: int | None = None
+        self._wanted_line: int | None = None
+
+    def compose_view(self) -> ComposeResult:
+        with Horizontal(id="ops-top"):
+            with Vertical(id="ops-left", classes="pane"):
+                yield TextPane(OP_HEADER, id="ops-header")
+                yield RowList(OpLines(None), follow=True, id="op-list")
+                yield TextPane(id="op-detail")
+            with Vertical(id="ops-right", classes="pane"):
+                yield TextPane("source", id="source-title")
+                yield RowList(SourceLines([]), id="source")
+        with Horizontal(id="ops-bottom"):
+            with VerticalScroll(id="paused-box", classes="pane"):
+                yield Static(id="paused")
+            yield RowList(TextLines(), id="stack", classes="pane")
+
+    def on_mount(self) -> None:
+        self.query_one("#paused-box").border_title = "paused op"
+        self.query_one("#stack").border_title = "stack (innermost first)"
+        self.watch(self.app, "run_state", self._state_changed)
+        self.watch(self.app, "snapshot", self._store_grew)
+        self.watch(self.app, "breakpoints", self._breakpoints_changed, init=False)
+        self.query_one("#op-list", RowList).focus()
+
+    def on_screen_resume(self) -> None:
+        self.on_source_reveal_requested()
+
+    def on_source_reveal_requested(self, _message=None) -> None:
+        ref = self.app.take_reveal_request()
+        if ref is not None:
+            self.show_source(ref, mark=True)
+            self.query_one("#source", RowList).focus()
+
+    # --- the store and the script ---------------------------------------------------------
+    def _lines(self):
+        paused = self.app.run_state.paused
+        if paused is None or paused.when not in ("before", "exception"):
+            paused = None  # paused after an op: it is in the store already
+        if self.list_kind == "kernels":
+            return KernelLines(self.app.pages, self.app.snapshot.kernels,
+                               paused if paused and paused.mode == "graph" else None)
+        return OpLines(self.app.pages, self.app.snapshot.ops,
+                       paused if paused and paused.mode == "eager" else None)
+
+    def _store_grew(self, snapshot) -> None:
+        op_list = self.query_one("#op-list", RowList)
+        source = op_list.source
+        if source.pages is not self.app.pages:  # a new run, or the file just appeared
+            op_list.set_source(self._lines())
+            return
+        source.grow(snapshot.kernels if self.list_kind == "kernels" else snapshot.ops)
+        op_list.rows_changed()
+
+    def _state_changed(self, state: RunState) -> None:
+        p = state.paused
+        recorded = state.phase == "post-mortem"
+        panel = panels.session_panel(self.app.session_meta, state) if recorded \
+            else panels.paused_panel(p, state)
+        self.query_one("#paused", Static).update(panel)
+        self.query_one("#paused-box").border_title = "session" if recorded else "paused op"
+        self.query_one("#stack", RowList).set_source(TextLines(panels.stack_lines(p)), cursor=0)
+        if p is not None and p.mode == "graph" and self.list_kind == "ops":
+            self.list_kind = "kernels"
+            self.query_one("#ops-header", TextPane).show(KERNEL_HEADER)
+        lines = self._lines()
+        self.query_one("#op-list", RowList).set_source(lines, cursor=max(0, len(lines) - 1))
+        if p is not None and p.where is not None:
+            self.show_source(p.where)
+        elif self.source_path is not None:
+            self._redraw_source()
+
+    def _breakpoints_changed(self, _breakpoints) -> None:
+        self._redraw_source()
+
+    # --- the op list ----------------------------------------------------------------------
+    def on_row_list_cursor_moved(self, message: RowList.CursorMoved) -> None:
+        if message.row_list.id == "op-list":
+            self._show_row(message.index)
+        elif message.row_list.id == "stack":
+            p = self.app.run_state.paused
+            if p is not None and message.index < len(p.stack):
+                self.show_source(p.stack[message.index])
+
+    def on_row_list_row_chosen(self, message: RowList.RowChosen) -> None:
+        if message.row_list.id == "op-list":
+            self.action_inspect()
+
+    def _show_row(self, index: int) -> None:
+        source = self.query_one("#op-list", RowList).source
+        detail = self.query_one("#op-detail", TextPane)
+        paused = self.app.run_state.paused
+        if source.is_pending(index):
+            detail.show(panels.pending_details(source.pending))
+            if paused is not None and paused.where is not None:
+                self.show_source(paused.where)
+            return
+        row = source.row(index) if len(source) else None
+        self.app.selected_op = row if self.list_kind == "ops" else None
+        if row is None:
+            detail.show(source.error or "")
+            return
+        detail.show(panels.op_details(row, index + 1) if self.list_kind == "ops" else
+                    panels.kernel_details(row, index + 1))
+        if row.source is not None:
+            self.show_source(row.source, mark=True)
+
+    def action_toggle_list(self) -> None:
+        self.list_kind = "kernels" if self.list_kind == "ops" else "ops"
+        header = KERNEL_HEADER if self.list_kind == "kernels" else OP_HEADER
+        self.query_one("#ops-header", TextPane).show(header)
+        lines = self._lines()
+        self.query_one("#op-list", RowList).set_source(lines, cursor=max(0, len(lines) - 1))
+
+    def action_inspect(self) -> None:
+        self.app.action_show_view("tensor")
+
+    # --- the source pane ------------------------------------------------------------------
+    def show_source(self, ref: SourceRef, mark: bool = False) -> None:
+        """Show ``ref``'s file with the cursor on its line (``mark`` tints the line)."""
+        marked = ref.lineno if mark else None
+        if (ref.filename, ref.lineno, marked) == (self.source_path, self._wanted_line,
+                                                  self.marked_line):
+            return  # following a running script: most ops come from the line shown
+        self.source_path = ref.filename
+        self.marked_line = marked
+        self._wanted_line = ref.lineno
+        self.query_one("#source-title", TextPane).show(f"{ref.short}  {ref.function}")
+        if self.app.sources.get(ref.filename) is None:
+            self._load_source(ref.filename)
+            return
+        self._redraw_source(move_to=ref.lineno)
+
+    def _load_source(self, path: str) -> None:
+        def load() -> None:
+            self.app.sources.load(path)
+            self.post_message(SourceLoaded(path))
+
+        self.run_worker(load, thread=True, group="source", exit_on_error=False)
+
+    def on_source_loaded(self, message: SourceLoaded) -> None:
+        if message.path == self.source_path:
+            self._redraw_source(move_to=self._wanted_line)
+
+    def _redraw_source(self, move_to: int | None = None) -> None:
+        if self.source_path is None:
+            return
+        lines = self.app.sources.get(self.source_path)
+        if lines is None:
+            return
+        paused = self.app.run_state.paused
+        current = None
+        if paused is not None and paused.where is not None and \
+                paused.where.filename == self.source_path:
+            current = paused.where.lineno
+        view = self.query_one("#source", RowList)
+        view.set_source(SourceLines(lines, current, self._breakpoint_lines(), self.marked_line),
+                        cursor=(move_to - 1) if move_to else None)
+        if move_to:
+            view.scroll_to(y=max(0, move_to - 1 - view.size.height // 2), animate=False,
+                           immediate=True, force=True)
+
+    def _breakpoint_lines(self) -> frozenset[int]:
+        name = os.path.basename(self.source_path or "")
+        out = set()
+        for bp in self.app.breakpoints:
+            m = _LOCATION_SPEC.match(bp.get("spec", ""))
+            if m and bp.get("enabled", True) and os.path.basename(m["file"]) == name:
+                out.add(int(m["line"]))
+        return frozenset(out)
+
+    def breakpoint_location(self) -> SourceRef | None:
+        if self.source_path is None:
+            paused = self.app.run_state.paused
+            return paused.where if paused is not None else None
+        line = self.query_one("#source", RowList).cursor + 1
+        return SourceRef(self.source_path, line)

@@ -1,0 +1,149 @@
+"""View 7, Profile: eager vs graph (em.compare rows), the top ops, memory over time and
+timing bars (plotext), the py-spy split when it ran, and the profiler's own overhead.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from execmode.tui import formatting as fmt
+from execmode.tui.data import SessionReader
+from execmode.tui.records import Comparison, KernelTotal, MemoryPoint, OpTotal, SessionOverview
+from execmode.tui.screens.base import StoreView
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Grid
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+
+class ProfileData(NamedTuple):
+    overview: SessionOverview
+    comparisons: list[Comparison]
+    top_ops: list[OpTotal]
+    kernels: list[KernelTotal]
+    memory: list[MemoryPoint]
+    categories: dict[str, int]
+    op_ns: int
+    kernel_ns: int
+    op_count: int
+
+
+def load_profile(reader: SessionReader, op_count: int) -> ProfileData:
+    overview = reader.overview()
+    op_ns, kernel_ns = reader.op_time()
+    return ProfileData(overview, reader.comparisons(), reader.op_totals(12),
+                       reader.kernel_totals(), reader.memory_series(overview.t0_ns),
+                       reader.sample_categories(), op_ns, kernel_ns, op_count)
+
+
+def overhead_text(data: ProfileData) -> Text:
+    """The py-spy split and what recording itself cost."""
+    text = Text("py-spy: ", style="bold")
+    total = sum(data.categories.values())
+    if total:
+        for name, n in data.categories.items():
+            text.append(f"{name} {fmt.share(n / total)}  ")
+    else:
+        status = data.overview.pyspy.get("status", "off")
+        reason = data.overview.pyspy.get("reason") or data.overview.pyspy.get("message") or ""
+        text.append(f"{status}" + (f" ({reason})" if reason else "") +
+                    ("  (start with --pyspy to sample)" if status == "off" else ""),
+                    style="dim")
+    text.append("\nprofiler overhead: ", style="bold")
+    cal = data.overview.calibration
+    per_op = cal.get("overhead_ns")
+    if isinstance(per_op, (int, float)):
+        cost = per_op * data.op_count
+        text.append(f"{fmt.duration(per_op)}/op × {data.op_count:,} ops ≈ {fmt.duration(cost)}")
+        if data.op_ns:
+            text.append(f" ({fmt.share(cost / max(data.op_ns + cost, 1))} of the op time)",
+                        style="dim")
+    else:
+        text.append(str(cal.get("skipped") or "not measured"), style="dim")
+    text.append(f"\neager ops {fmt.duration(data.op_ns)}  ·  graph kernels "
+                f"{fmt.duration(data.kernel_ns)}", style="green")
+    return text
+
+
+class ProfileScreen(StoreView):
+    VIEW = "profile"
+
+    def compose_view(self) -> ComposeResult:
+        with Grid(id="profile-grid"):
+            yield DataTable(id="compare-table", classes="pane", zebra_stripes=True)
+            yield DataTable(id="top-ops", classes="pane", zebra_stripes=True)
+            yield PlotextPlot(id="memory-plot", classes="pane")
+            yield PlotextPlot(id="timing-plot", classes="pane")
+        yield Static(id="overhead")
+
+    def on_mount(self) -> None:
+        compare = self.query_one("#compare-table", DataTable)
+        compare.border_title = "eager vs graph (em.compare)"
+        compare.add_columns("kernel", "replaces", "eager", "graph", "speedup", "bytes e/g")
+        top = self.query_one("#top-ops", DataTable)
+        top.border_title = "top eager ops"
+        top.add_columns("op", "count", "total", "mean", "share")
+        self.query_one("#memory-plot").border_title = "memory over time"
+        self.query_one("#timing-plot").border_title = "time per op (ms)"
+        super().on_mount()
+
+    def load(self, reader: SessionReader) -> ProfileData:
+        return load_profile(reader, self.app.snapshot.ops.count)
+
+    def show_empty(self, why: str) -> None:
+        self.query_one("#overhead", Static).update(Text(why, style="dim"))
+
+    def show(self, data: ProfileData) -> None:
+        compare = self.query_one("#compare-table", DataTable)
+        compare.clear()
+        for c in data.comparisons:
+            compare.add_row(f"{c.graph_id}/{c.kernel}", " ".join(c.eager_ops),
+                            fmt.duration(c.eager_ns), fmt.duration(c.kernel_ns),
+                            fmt.speedup(c.speedup),
+                            f"{fmt.size(c.eager_bytes)}/{fmt.size(c.planned_bytes)}")
+        compare.border_title = "eager vs graph (em.compare)"
+        if not data.comparisons:
+            compare.border_title = "graph kernels (no em.compare rows recorded)"
+            for k in data.kernels[:50]:  # the kernels alone, until em.compare has run
+                compare.add_row(f"{k.graph_id}/{k.kernel}", " ".join(k.member_ops), "-",
+                                fmt.duration(k.total_ns), "-", fmt.size(k.bytes))
+        top = self.query_one("#top-ops", DataTable)
+        top.clear()
+        for t in data.top_ops:
+            top.add_row(t.name, f"{t.count:,}", fmt.duration(t.total_ns),
+                        fmt.duration(t.total_ns / t.count if t.count else 0), fmt.share(t.share))
+        self._plot_memory(data.memory)
+        self._plot_timing(data)
+        self.query_one("#overhead", Static).update(overhead_text(data))
+
+    def _plot_memory(self, points: list[MemoryPoint]) -> None:
+        plot = self.query_one("#memory-plot", PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        top = max((p.live_bytes for p in points), default=0)
+        unit, scale = next(((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+                            if top >= s), ("B", 1))
+        for device in sorted({p.device for p in points}):
+            mine = [p for p in points if p.device == device]
+            plt.plot([p.t_s for p in mine], [p.live_bytes / scale for p in mine],
+                     label=f"{device} live {unit}")
+        plt.xlabel("seconds")
+        plot.refresh()
+
+    def _plot_timing(self, data: ProfileData) -> None:
+        plot = self.query_one("#timing-plot", PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        if data.comparisons:
+            names = [c.kernel for c in data.comparisons[:8]]
+            plt.multiple_bar(names, [[c.eager_ns / 1e6 for c in data.comparisons[:8]],
+                                     [c.kernel_ns / 1e6 for c in data.comparisons[:8]]],
+                             labels=["eager", "graph"])
+        elif data.top_ops:
+            ops = data.top_ops[:8]
+            plt.bar([t.name for t in ops], [t.total_ns / 1e6 for t in ops],
+                    orientation="horizontal")
+        plot.refresh()
