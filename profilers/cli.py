@@ -19,6 +19,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from execmode.cli_args import split_trailing_options
+
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
 DEFAULT_SESSION_DIR = "sessions"
 
@@ -66,27 +68,6 @@ _TRAILING = {"-o": True, "--output": True, "--format": True, "--session": True,
              "--no-memory": False, "--top": True}
 
 
-def split_trailing_options(args: list[str]) -> tuple[list[str], list[str]]:
-    """(the script's arguments, our options found among them), stopping at ``--``."""
-    script_args, ours = [], []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            script_args.extend(args[i + 1:])
-            break
-        name, eq, _ = arg.partition("=")
-        if name in _TRAILING:
-            ours.append(arg)
-            if _TRAILING[name] and not eq and i + 1 < len(args):
-                ours.append(args[i + 1])
-                i += 1
-        else:
-            script_args.append(arg)
-        i += 1
-    return script_args, ours
-
-
 def _apply_trailing(args, tokens: list[str]) -> None:
     """Parse trailing options with the same definitions (types, choices, errors: exit 2)."""
     parser = argparse.ArgumentParser(prog="execmode profile", add_help=False,
@@ -125,7 +106,7 @@ def profile_command(args) -> int:
         return _fail("the script to run is missing: execmode profile [OPTIONS] SCRIPT [ARGS...]",
                      2)
     args.script = command[0]
-    script_args, trailing = split_trailing_options(command[1:])
+    script_args, trailing = split_trailing_options(command[1:], _TRAILING)
     _apply_trailing(args, trailing)
     try:
         check_script(args.script)

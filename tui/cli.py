@@ -16,6 +16,8 @@ import argparse
 import os
 import sys
 
+from execmode.cli_args import parse_script_command
+
 # Our options that may also follow the script's arguments: name -> takes a value.
 _TRAILING = {"--break": True, "--pyspy": False, "--run": False, "--session": True,
              "--session-dir": True}
@@ -26,12 +28,7 @@ def add_parsers(subparsers) -> None:
     register_open(subparsers)
 
 
-def register_tui(subparsers) -> None:
-    p = subparsers.add_parser(
-        "tui", help="debug a script in the terminal UI (paused before its first op)",
-        description="Run SCRIPT under the debugger and open the TUI, paused before the first "
-                    "op. Keys: n next line, s step op, c continue, p pause, b/B breakpoints, "
-                    "r restart, e export, ? help, q quit.")
+def _tui_options(p) -> None:
     p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
                    help="a breakpoint (repeatable): op:matmul, train.py:42, scope:mlp, "
                         "nan, 'max > 1e3', graph_break, exception")
@@ -41,9 +38,19 @@ def register_tui(subparsers) -> None:
     p.add_argument("--session", metavar="FILE", help="the session file for the first run")
     p.add_argument("--session-dir", metavar="DIR",
                    help="where each run's session file goes (default: the user cache)")
-    p.add_argument("script", help="the Python script to debug")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
-    p.set_defaults(handler=tui_command)
+
+
+def register_tui(subparsers) -> None:
+    p = subparsers.add_parser(
+        "tui", help="debug a script in the terminal UI (paused before its first op)",
+        description="Run SCRIPT under the debugger and open the TUI, paused before the first "
+                    "op. Keys: n next line, s step op, c continue, p pause, b/B breakpoints, "
+                    "r restart, e export, ? help, q quit. Options may also follow the "
+                    "script's arguments; everything after `--` belongs to the script.")
+    _tui_options(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
+                   help="the Python script to debug and its own arguments")
+    p.set_defaults(handler=tui_command, parser=p)
 
 
 def register_open(subparsers) -> None:
@@ -55,43 +62,14 @@ def register_open(subparsers) -> None:
     p.set_defaults(handler=open_command)
 
 
-def split_trailing_options(args: list[str]) -> tuple[list[str], dict]:
-    """Pull our options out of the script's arguments (up to a ``--``)."""
-    script_args, found = [], {"--break": []}
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            script_args.extend(args[i + 1:])
-            break
-        name, eq, value = arg.partition("=")
-        if name in _TRAILING:
-            if _TRAILING[name]:
-                if not eq:
-                    if i + 1 >= len(args):
-                        raise SystemExit(f"execmode tui: {name} needs a value")
-                    value = args[i + 1]
-                    i += 1
-                if name == "--break":
-                    found["--break"].append(value)
-                else:
-                    found[name] = value
-            else:
-                found[name] = True
-        else:
-            script_args.append(arg)
-        i += 1
-    return script_args, found
-
-
 def tui_command(args) -> int:
     from execmode.tui.launch import ScriptLaunch
 
     from execmode.debug.breakpoints import BreakpointError, parse_breakpoint
     from execmode.debug.conditions import ConditionError
 
-    script_args, trailing = split_trailing_options(list(args.args))
-    breaks = list(args.breaks) + trailing["--break"]
+    parse_script_command(args.parser, args, _TRAILING, _tui_options)
+    breaks = list(args.breaks)
     if not os.path.isfile(args.script):
         print(f"execmode tui: cannot start {args.script}: no such file", file=sys.stderr)
         return 2
@@ -102,11 +80,8 @@ def tui_command(args) -> int:
             print(f"execmode tui: --break {spec}: {exc}", file=sys.stderr)
             return 2
     launch = ScriptLaunch(
-        script=args.script, args=script_args, breakpoints=breaks,
-        start_paused=not (args.run or trailing.get("--run")),
-        pyspy=bool(args.pyspy or trailing.get("--pyspy")),
-        session=trailing.get("--session") or args.session,
-        session_dir=trailing.get("--session-dir") or args.session_dir,
+        script=args.script, args=args.args, breakpoints=breaks, start_paused=not args.run,
+        pyspy=args.pyspy, session=args.session, session_dir=args.session_dir,
     )
     from execmode.tui.app import ExecmodeApp
 
@@ -134,8 +109,7 @@ def open_command(args) -> int:
 
 
 def main(argv=None) -> int:
-    """``python -m execmode.tui tui SCRIPT`` / ``... open SESSION`` (before the CLI wiring)."""
-    parser = argparse.ArgumentParser(prog="execmode")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.handler(args)
+    """``python -m execmode.tui tui SCRIPT`` / ``... open SESSION``: the same as execmode's."""
+    from execmode.cli import main as execmode_main
+
+    return execmode_main(argv)
