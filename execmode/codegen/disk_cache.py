@@ -3,7 +3,8 @@
 One shared library per graph (all of its kernels in one translation unit), named by a hash
 of its source and of everything else the machine code depends on: compiler, version,
 flags and CPU. The directory is ``EXECMODE_CACHE_DIR`` when set, else the user cache
-directory (``platformdirs``), subfolder ``kernels``.
+directory (``platformdirs``), subfolder ``kernels`` (``extensions`` for the compiled
+fast-entry module, fast_entry.py, which is cached the same way).
 
 Two processes may compile the same library at once: each writes its own temporary file in
 the cache directory and renames it into place. ``os.replace`` is atomic, both results are
@@ -17,14 +18,17 @@ import os
 import tempfile
 
 
-def cache_dir() -> str:
+def cache_dir(folder: str = "kernels") -> str:
+    """The cache directory's ``folder``: "kernels" (kernel libraries) or "extensions" (the
+    fast-entry extension module, fast_entry.py: kept apart so that the kernels folder
+    holds kernel libraries only)."""
     override = os.environ.get("EXECMODE_CACHE_DIR", "").strip()
     if override:
-        path = os.path.join(os.path.abspath(override), "kernels")
+        path = os.path.join(os.path.abspath(override), folder)
     else:
         import platformdirs
 
-        path = os.path.join(platformdirs.user_cache_dir("execmode"), "kernels")
+        path = os.path.join(platformdirs.user_cache_dir("execmode"), folder)
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -37,8 +41,8 @@ def library_key(source: str, identity: str) -> str:
     return digest.hexdigest()[:32]
 
 
-def library_path(key: str, suffix: str = ".so") -> str:
-    return os.path.join(cache_dir(), key + suffix)
+def library_path(key: str, suffix: str = ".so", folder: str = "kernels") -> str:
+    return os.path.join(cache_dir(folder), key + suffix)
 
 
 def write_atomically(path: str, text: str) -> None:

@@ -9,6 +9,11 @@ so the fast path never changes behaviour, only cost.
 
 The source is built from our own plan, never from user input, and kept on the function
 (``fast.__source__``) for anyone who wants to read it.
+
+When the plan is one compiled C function (a whole-graph program or a single fused C
+kernel) and the extension builds, ``build_fast_call`` returns the C fast entry instead
+(codegen/fast_entry.py): the same checks and results in C, with this Python replay kept
+as its fallback for layouts only C checks (``entry.python``).
 """
 
 from __future__ import annotations
@@ -45,7 +50,21 @@ def _positional_items(structure):
 
 
 def build_fast_call(cf, jit_module):
-    """A function ``fast(*args)`` replaying ``cf`` (or None when cf does not qualify)."""
+    """A callable ``fast(*args)`` replaying ``cf`` (or None when cf does not qualify): the
+    C fast entry (codegen/fast_entry.py) when the plan is one compiled C function and the
+    extension builds, else the generated Python replay."""
+    python = _python_replay(cf, jit_module)
+    if python is None or not cf.segments[0].compiled.plan.steps:
+        return python
+    from ..codegen import fast_entry
+
+    items = _positional_items(cf.signature.structure)
+    return fast_entry.make_fast_entry(
+        cf, items, python, (dispatch, jit_module, instrument, pytree, Tensor, MISS)) or python
+
+
+def _python_replay(cf, jit_module):
+    """The generated Python replay of ``cf``, or None when cf does not qualify."""
     sig = cf.signature
     items = _positional_items(sig.structure)
     if cf.has_breaks or cf.guards or items is None:
@@ -56,8 +75,12 @@ def build_fast_call(cf, jit_module):
         plan._allocate_buffers()  # the steps below bind the pooled buffers as constants
     ns: dict = {"MISS": MISS, "Tensor": Tensor, "ndarray": np.ndarray, "_wrap": _wrap,
                 "_dispatch": dispatch, "_instrument": instrument, "_jit": jit_module}
-    args = ", ".join(f"a{i}" for i in range(len(items)))
-    lines = [f"def fast({args}):"]
+    # Another argument count is a miss, not a TypeError: a parameter with a default may
+    # be left out or given (missing ones arrive as MISS, which fails the checks below).
+    args = "".join(f"a{i}=MISS, " for i in range(len(items)))
+    lines = [f"def fast({args}*extra):"]
+    lines.append("    if extra:")
+    lines.append("        return MISS")
     lines.append("    if (_dispatch._tracer is not None or _jit._jit_disabled or _instrument._on_event"
                  " or _instrument._before_kernel or _instrument._after_kernel):")
     lines.append("        return MISS")

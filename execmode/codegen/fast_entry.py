@@ -1,0 +1,272 @@
+"""The C fast entry of jitted replays: a jitted call with no Python between the caller
+and the kernel.
+
+The generated Python replay (execmode/graph/fastcall.py) still costs ~150-250 ns per
+argument check and ~0.2 us to wrap an output: for tiny graphs (three adds on 1-element
+tensors) that is most of the call. For a concrete function whose plan is one compiled C
+function - a whole-graph program (program.py) or a single fused C kernel - this module
+builds a ``FastEntry``: a small CPython extension type (``fast_entry.c``) that does the
+same checks, gathers the data pointers, takes outputs from the kernel's own OutputPool
+(same reuse rule: only an array nobody else references), calls the compiled entry point
+by address and wraps the outputs in Tensors, all in C.
+
+* **Same answers, same misses.** The global conditions (a tracer, ``em.disable_jit``, a
+  listener wanting kernel events, the grad mode) are read from the modules' dicts at
+  every call; a different argument class, shape, dtype, requires_grad or static value
+  returns MISS, as the Python replay does. What only C checks (an argument's strides, a
+  captured tensor's array) hands the call to the Python replay, which copies into the
+  kernel's layout.
+* **Built on first use, cached on disk like kernels.** The C source lives next to this
+  file; the first jitted function that qualifies compiles it with the project's compiler
+  (~0.3 s) into the cache directory's ``extensions`` folder, keyed by the source,
+  compiler, flags, CPU and Python/NumPy ABI; temporary file + ``os.replace``. No compiler, no Python or NumPy
+  headers, a failed build: ``load_extension()`` returns None and jit keeps the Python
+  replay (``extension_status()`` says why). Nothing compiles at import.
+* ``EXECMODE_FAST_ENTRY=0`` turns the C entry off (for comparisons).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import sysconfig
+import time
+
+import numpy as np
+
+from . import disk_cache
+from .buffers import data_pointer
+from .factory import _note, debug_level
+from .toolchain import NoCompiler, cpu_identity, get_toolchain, run_compiler
+
+EXTENSION = "_em_fast_entry"
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_entry.c")
+# No -march=native: nothing here vectorises, and -O2 compiles faster than -O3 (and runs
+# as fast as it here). -fno-strict-aliasing as for any CPython extension: Tensor slots are
+# read through casts to PyObject **.
+FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing",
+         "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION")
+# Kernels writing at least this many output bytes run with the GIL released (ctypes
+# always releases it; for smaller ones the release costs more than it could give back).
+RELEASE_GIL_BYTES = 1 << 16
+
+# CC value -> (module or None, status dict): one build attempt per compiler and process.
+_loaded: dict[str, tuple] = {}
+
+
+def enabled() -> bool:
+    return os.environ.get("EXECMODE_FAST_ENTRY", "1").strip() not in ("0", "off", "no")
+
+
+def load_extension():
+    """The compiled ``_em_fast_entry`` module, or None (then ``extension_status()``)."""
+    cc = os.environ.get("CC", "").strip()
+    hit = _loaded.get(cc)
+    if hit is None:
+        hit = _loaded[cc] = _load()
+    return hit[0]
+
+
+def extension_status() -> dict:
+    """How the extension was obtained for the current CC: ``{"ok", "reason", "path",
+    "cache_hit", "compile_ns"}`` (``ok`` False with the reason when it is unavailable)."""
+    load_extension()
+    return dict(_loaded[os.environ.get("CC", "").strip()][1])
+
+
+def python_abi() -> str:
+    """What a compiled extension depends on besides its source and compiler."""
+    return " ".join([sys.implementation.cache_tag or sys.implementation.name, sys.version,
+                     sysconfig.get_config_var("EXT_SUFFIX") or "",
+                     getattr(sys, "abiflags", ""), f"numpy {np.__version__}"])
+
+
+def _load() -> tuple:
+    module, status = _build()
+    if module is None:
+        _note(f"fast entry unavailable, jitted calls use the Python replay: {status['reason']}")
+    elif debug_level() >= 2:
+        state = "cache hit" if status["cache_hit"] else f"{status['compile_ns'] / 1e6:.0f} ms"
+        _note(f"fast entry extension, {state}: {status['path']}")
+    return module, status
+
+
+def _build() -> tuple:
+    status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
+    try:
+        toolchain = get_toolchain()
+    except NoCompiler as exc:
+        status["reason"] = f"no C compiler: {exc}"
+        return None, status
+    py_include = sysconfig.get_paths().get("include") or ""
+    np_include = np.get_include()
+    if not os.path.exists(os.path.join(py_include, "Python.h")):
+        status["reason"] = f"no Python headers (Python.h not in {py_include!r})"
+        return None, status
+    if not os.path.exists(os.path.join(np_include, "numpy", "arrayobject.h")):
+        status["reason"] = f"no NumPy headers in {np_include!r}"
+        return None, status
+    with open(SOURCE, encoding="utf-8") as f:
+        source = f.read()
+    flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
+    identity = "\n".join([" ".join(toolchain.command), toolchain.version, " ".join(flags),
+                          cpu_identity(), python_abi()])
+    key = disk_cache.library_key(source, identity)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    path = disk_cache.library_path(f"fast_entry-{key}", suffix, folder="extensions")
+    status["path"] = path
+    t0 = time.perf_counter_ns()
+    status["cache_hit"] = os.path.exists(path)
+    if not status["cache_hit"]:
+        tmp_src = disk_cache.temporary_path(path[:-len(suffix)] + ".c")
+        tmp_out = disk_cache.temporary_path(path)
+        try:
+            with open(tmp_src, "w", encoding="utf-8") as f:
+                f.write(source)
+            ok, message = run_compiler(toolchain.command, flags, tmp_src, tmp_out)
+            if not ok:
+                status["reason"] = f"{toolchain.command[0]} failed: {message}"
+                return None, status
+            os.replace(tmp_out, path)
+        finally:
+            for leftover in (tmp_src, tmp_out):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+    status["compile_ns"] = time.perf_counter_ns() - t0
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
+        spec = importlib.util.spec_from_file_location(EXTENSION, path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError) as exc:
+        status["reason"] = f"could not load {path}: {exc}"
+        return None, status
+    status["ok"], status["reason"] = True, "compiled" if not status["cache_hit"] else "cached"
+    return module, status
+
+
+# --- building an entry ------------------------------------------------------------------
+
+def make_fast_entry(cf, items, python_replay, modules):
+    """A ``FastEntry`` replaying ``cf`` (a concrete function without breaks or guards whose
+    arguments are ``items``: pytree.LEAF or ("static", (type name, value)) per position),
+    or None when its plan is not one C function or the extension is unavailable.
+
+    ``python_replay`` is the generated Python replay (misses of layout go there);
+    ``modules`` is (dispatch, jit, instrument, pytree, Tensor, MISS).
+    """
+    if not enabled() or cf.grad_writes:
+        return None
+    segment = cf.segments[0]
+    plan = segment.compiled.plan
+    if plan.assigns:
+        return None
+    sources = segment.sources
+    if len(sources) != len(plan.input_slots):
+        return None
+    target = _program_target(plan, sources) if plan.program is not None else \
+        _kernel_target(plan, sources)
+    if target is None:
+        return None
+    ext = load_extension()
+    if ext is None:
+        return None
+    dispatch, jit_module, instrument, pytree, tensor_type, miss = modules
+    address, n_block, fixed, inputs, outputs, release_gil, keep = target
+
+    positions, leaf_layouts = [], []
+    for item in items:
+        if item != pytree.LEAF:
+            value = item[1][1]
+            positions.append((True, type(value), value))
+            continue
+        shape, dtype, device, requires_grad = cf.signature.leaves[len(leaf_layouts)]
+        if str(device) != "cpu" or not isinstance(dtype, np.dtype):
+            return None
+        positions.append((False, len(leaf_layouts), tuple(shape), dtype, bool(requires_grad)))
+        leaf_layouts.append((tuple(shape), dtype))
+
+    input_specs = []
+    for (block, slot), source in inputs:
+        if source.kind == "arg":
+            shape, dtype = leaf_layouts[source.leaf_index]
+            if shape != tuple(slot.shape) or dtype != slot.dtype:
+                return None
+            input_specs.append((block, source.leaf_index, None, tuple(slot.shape),
+                                slot.byte_strides, slot.dtype))
+        elif source.kind == "capture" and type(source.tensor) is tensor_type:
+            input_specs.append((block, -1, source.tensor, tuple(slot.shape),
+                                slot.byte_strides, slot.dtype))
+        else:
+            return None
+    results = []
+    for kind, value in cf.out_spec:
+        results.append((value, None) if kind == "out" else (-1, value))
+    single = cf.out_structure == pytree.LEAF and len(results) == 1
+    descriptors = vars(tensor_type)
+    try:
+        return ext.FastEntry(
+            address, n_block, tuple(fixed), tuple(positions), len(leaf_layouts),
+            tuple(input_specs), tuple(outputs), tuple(results),
+            None if single else cf.out_structure, pytree.unflatten,
+            vars(dispatch), vars(jit_module), vars(instrument),
+            bool(cf.signature.grad_enabled), tensor_type, descriptors["_data"],
+            descriptors["requires_grad"], miss, release_gil, python_replay, keep)
+    except ValueError as exc:  # more than 64 arguments or 32 dimensions: not worth C
+        _note(f"{cf.segments[0].graph.name}: Python replay ({exc})")
+        return None
+
+
+def _address(cfunc) -> int:
+    return ctypes.cast(cfunc, ctypes.c_void_p).value
+
+
+def _program_target(plan, sources):
+    """(address, block size, fixed pointers, [((block, slot), source)], outputs, release
+    GIL, keepalive) for a whole-graph program."""
+    program = plan.program
+    n_block = len(program._block)
+    if len(program._inputs) != len(sources):
+        return None
+    out_blocks = [index for index, _ in program._outputs]
+    in_blocks = [index for index, _ in program._inputs]
+    if len(set(out_blocks)) != len(out_blocks) or set(out_blocks) & set(in_blocks) \
+            or set(out_blocks) & set(program._owned):
+        return None  # an output that is an input or another output: the Python path
+    fixed = [(index, data_pointer(array)) for index, array in program._owned.items()]
+    outputs = [(index, pool.entries, pool.take) for index, pool in program._outputs]
+    # A program writes the scratch buffers it owns: never two threads at once.
+    return (_address(program._entry), n_block, fixed, list(zip(program._inputs, sources)),
+            outputs, False, program)
+
+
+def _kernel_target(plan, sources):
+    """The same for a plan of one fused C kernel writing a pool output."""
+    from .c_runtime import CKernel
+
+    if len(plan.steps) != 1:
+        return None
+    step = plan.steps[0]
+    kernel = step.fn
+    if type(kernel) is not CKernel or step.out_array is not None \
+            or plan.output_slots != [step.out]:
+        return None
+    inputs = []
+    for k, slot in enumerate(kernel._slots):
+        arg = step.args[slot.position]
+        if arg.__class__ is not int or arg not in plan.input_slots:
+            return None
+        inputs.append(((k, slot), sources[plan.input_slots.index(arg)]))
+    n_block = len(kernel._block)
+    out = kernel._out_index
+    fixed = [(i, kernel._block[i] or 0) for i in range(len(kernel._slots), n_block)
+             if i != out]
+    pool = kernel._pool
+    nbytes = int(np.prod(pool.shape)) * pool.dtype.itemsize
+    release_gil = not fixed and nbytes >= RELEASE_GIL_BYTES
+    return (_address(kernel._entry), n_block, fixed, inputs,
+            [(out, pool.entries, pool.take)], release_gil, kernel)
+
