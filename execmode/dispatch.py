@@ -37,6 +37,7 @@ _grad_enabled = True    # autograd records (em.no_grad() clears it)
 
 _perf_ns = time.perf_counter_ns
 _getframe = sys._getframe
+_next_seq = _seq.__next__
 _new = object.__new__
 _ndarray = np.ndarray
 _np_generic = np.generic
@@ -178,7 +179,7 @@ def make_operator(op, reflected: bool = False):
                         loc = _locations.get((id(f.f_code), f.f_lasti))
                         loc = loc[1] if loc is not None else user_location(f)
                         ev = _tuple_new(OpEvent, (
-                            next(_seq), name, _NO_ATTRS,
+                            _next_seq(), name, _NO_ATTRS,
                             ((sd.shape, sd.dtype, CPU), (od.shape, od.dtype, CPU)
                              if od.__class__ is _ndarray else od),
                             (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._current,
@@ -235,7 +236,7 @@ def _emit_op(op, inputs, attrs, t, out, t0, device):
     )
     nbytes = out.nbytes if out.base is None else 0  # views allocate nothing
     ev = _tuple_new(OpEvent, (
-        next(_seq), op.name, attrs, described, (out.shape, out.dtype, device), t0, t1,
+        _next_seq(), op.name, attrs, described, (out.shape, out.dtype, device), t0, t1,
         nbytes, _scope._current, user_location(sys._getframe(2)), _EAGER,
     ))
     for fn in _on_op:
