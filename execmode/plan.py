@@ -64,6 +64,10 @@ class Plan:
     output_slots: list[int]
     assigns: list[tuple[int, int]] = field(default_factory=list)  # (input position, slot)
     graph_id: str = ""
+    # Output and assign-value positions whose array is (a view of) an input that an assign
+    # overwrites: they are copied before the assigns run, as eager would have read them.
+    copy_outputs: tuple = ()
+    copy_assigns: tuple = ()
     memory_plan: object = None
     # Set by jit: the graph as traced and the per-pass record (for the debugger's re-runs).
     source_graph: Graph | None = None
@@ -94,9 +98,20 @@ class Plan:
             for step in self.steps:
                 step.run(values)
         outputs = [values[s] for s in self.output_slots]
-        for position, slot in self.assigns:
-            inputs[position][...] = values[slot]
+        if self.assigns:
+            self.apply_assigns(inputs, values, outputs)
         return outputs
+
+    def apply_assigns(self, inputs: list, values: list, outputs: list) -> None:
+        """Write assign values into their inputs, after saving what the writes would
+        clobber (outputs and values that alias an assigned input)."""
+        for k in self.copy_outputs:
+            outputs[k] = outputs[k].copy()
+        new = [values[slot] for _, slot in self.assigns]
+        for k in self.copy_assigns:
+            new[k] = new[k].copy()
+        for (position, _), value in zip(self.assigns, new):
+            inputs[position][...] = value
 
     def _run_instrumented(self, values: list) -> None:
         for index, step in enumerate(self.steps):
@@ -149,7 +164,9 @@ class Plan:
             values[slot] = arr
         outs = []
         for step in self.steps:
-            out = step.call(values)
+            # Fresh arrays, never the pooled buffers: this may run while the same plan is
+            # paused mid-run in the debugger, whose live values sit in those buffers.
+            out = step.fn(*[values[a] if a.__class__ is int else a.value for a in step.args])
             values[step.out] = out
             outs.append(out.copy())
         return outs
@@ -265,8 +282,32 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
     _assign_frees(steps, graph, slot_of, input_slots, assigns)
     for step in steps:
         step.run = _runner(step)
+    copy_outputs, copy_assigns = _aliases_of_assigned_inputs(graph)
     return Plan(graph, steps, len(slot_of), input_slots,
-                [slot_of[i] for i in graph.outputs], assigns, graph_id, memory_plan)
+                [slot_of[i] for i in graph.outputs], assigns, graph_id, copy_outputs,
+                copy_assigns, memory_plan)
+
+
+# Ops whose NumPy result may share memory with their first input.
+_VIEWS = {"reshape", "permute_dims", "broadcast_to", "getitem", "debug_print"}
+
+
+def _aliases_of_assigned_inputs(graph: Graph) -> tuple[tuple, tuple]:
+    """Positions of outputs and of assign values that are (views of) an input which an
+    assign overwrites at the end of the plan."""
+    targets = {n.inputs[0] for n in graph.nodes if n.op == ASSIGN}
+    if not targets:
+        return (), ()
+    root: dict = {}
+    for n in graph.nodes:
+        if n.op in _VIEWS and isinstance(n.inputs[0], int):
+            root[n.id] = root.get(n.inputs[0], n.inputs[0])
+        else:
+            root[n.id] = n.id
+    outs = tuple(k for k, o in enumerate(graph.outputs) if root.get(o, o) in targets)
+    values = tuple(k for k, n in enumerate(a for a in graph.nodes if a.op == ASSIGN)
+                   if root.get(n.inputs[1], n.inputs[1]) in targets)
+    return outs, values
 
 
 def _single_op(n: Node):
@@ -309,7 +350,7 @@ def _single_op_into(n: Node):
         reduce = getattr(xp, n.op)
         axis, keepdims = n.attr["axis"], n.attr["keepdims"]
         return lambda out, a: reduce(a, axis=axis, keepdims=keepdims, out=out)
-    if op.ufunc is not None and not n.attrs:
+    if isinstance(op.ufunc, np.ufunc) and not n.attrs:
         ufunc = op.ufunc if xp is np else getattr(xp, op.ufunc.__name__)
         return lambda out, *args: ufunc(*args, out=out)
     return None

@@ -87,6 +87,9 @@ def compile_program(graph, graph_id: str = "program") -> Program | None:
     """The whole ``graph`` as one C function, or None when a node needs Python."""
     if any(n.op == ASSIGN for n in graph.nodes):
         return None
+    if any(producers_op == INPUT for producers_op in
+           (graph.node(o).op for o in graph.outputs)):
+        return None  # an input returned as is: the output pool would take its buffer slot
     try:
         toolchain = get_toolchain()
     except NoCompiler:

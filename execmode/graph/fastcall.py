@@ -142,14 +142,23 @@ def _python_replay(cf, jit_module):
         else:
             ns[f"fn{k}"] = step.fn
             lines.append(f"    v{step.out} = fn{k}({call})")
-    for position, slot in plan.assigns:
-        lines.append(f"    v{plan.input_slots[position]}[...] = v{slot}")
     return _finish(cf, plan, lines, ns)
 
 
 def _finish(cf, plan, lines: list, ns: dict):
-    """Grad writes, outputs and the return statement; then compile the function."""
+    """Assigns, grad writes, outputs and the return statement; then compile it."""
     outputs = [f"v{s}" for s in plan.output_slots]
+    if plan.assigns:
+        # As Plan.apply_assigns: keep what the writes would clobber, then write.
+        for k in plan.copy_outputs:
+            lines.append(f"    o{k} = {outputs[k]}.copy()")
+            outputs[k] = f"o{k}"
+        values = [f"v{slot}" for _, slot in plan.assigns]
+        for k in plan.copy_assigns:
+            lines.append(f"    w{k} = {values[k]}.copy()")
+            values[k] = f"w{k}"
+        for (position, _), value in zip(plan.assigns, values):
+            lines.append(f"    v{plan.input_slots[position]}[...] = {value}")
     for k, (owner, index) in enumerate(cf.grad_writes):
         ns[f"G{k}"] = owner
         value = "None" if index is None else f"_wrap({outputs[index]})"

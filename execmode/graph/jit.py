@@ -337,9 +337,9 @@ class JitFunction:
             if execute:
                 user._grad = value
         if execute:
-            for t in out_leaves:
-                if isinstance(t, Tensor):
-                    t._grad_fn = None  # outputs of a jitted function carry no tape
+            for t, node in zip(out_leaves, out_nodes):
+                if node is not None:  # computed by the graph: outputs carry no tape
+                    t._grad_fn = None
                     t.requires_grad = False
         guards = list(tracer.grad_guards.values())
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,

@@ -69,8 +69,11 @@ def _fold(n: Node, nodes: dict) -> Node | None:
     args = [_constant_value(nodes[i]) if isinstance(i, int) else i.value for i in n.inputs]
     with np.errstate(all="ignore"):
         value = np.asarray(op.impl(np, *args, **n.attr)).astype(n.dtype)
-    if value.size and (value == value.reshape(-1)[0]).all() and not np.isnan(value).any():
-        return _full_node(n, value.reshape(-1)[0].item())
+    flat = value.reshape(-1)
+    # Uniform bit for bit: == would call 0.0 and -0.0 the same, and 1/x tells them apart.
+    if value.size and (flat.view(np.uint8).reshape(flat.size, -1) ==
+                       flat[:1].view(np.uint8)).all():
+        return _full_node(n, flat[0].item())
     return replace(n, op="constant", inputs=(), attrs=make_attrs({
         "value": np.ascontiguousarray(value), "shape": n.shape, "dtype": n.dtype,
         "device": n.device}))

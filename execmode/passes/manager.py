@@ -37,8 +37,9 @@ ALL = tuple(name for name, _ in PIPELINE)
 
 
 def resolve_passes(passes) -> list:
-    """``None`` -> the whole pipeline; else the named passes, in pipeline order, then any
-    ``(name, fn)`` pairs (custom passes with the same signature as the built-in ones)."""
+    """``None`` -> the whole pipeline; else the named passes, in pipeline order, with any
+    ``(name, fn)`` pairs (custom passes with the built-in passes' signature) before
+    plan_memory."""
     if passes is None:
         return list(PIPELINE)
     if isinstance(passes, str):
@@ -56,7 +57,11 @@ def resolve_passes(passes) -> list:
                 f"(short names: {', '.join(SHORT_NAMES)})"
             )
         wanted.add(name)
-    return [(name, fn) for name, fn in PIPELINE if name in wanted] + custom
+    chosen = [(name, fn) for name, fn in PIPELINE if name in wanted]
+    # Custom passes run before memory planning: a plan made for another graph is wrong.
+    if chosen and chosen[-1][0] == "plan_memory":
+        return chosen[:-1] + custom + chosen[-1:]
+    return chosen + custom
 
 
 def run_passes(graph, passes=None):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..graph.ir import ASSIGN, FUSED, INPUT, Graph, Node
 from ..ops import OPS
 from .record import Rewrite
@@ -68,7 +70,8 @@ def can_write_into(n: Node) -> bool:
     if n.op == FUSED or n.op == "matmul" or n.op in REDUCTIONS_WITH_OUT:
         return True
     op = OPS.get(n.op)
-    return op is not None and op.ufunc is not None
+    # Only real ufuncs take out= (np.copy, the copy op's function, does not).
+    return op is not None and isinstance(op.ufunc, np.ufunc)
 
 
 def _elementwise_like(n: Node) -> bool:
@@ -131,7 +134,10 @@ def plan_memory(graph: Graph):
             if _elementwise_like(n):
                 for i in n.node_inputs:
                     src = holder.get(root[i])
-                    if (src is not None and root[i] == i and last[i] == k
+                    # Not in place when another operand reads the same buffer through a
+                    # view (x + x.T): it would read elements already overwritten.
+                    aliased = any(j != i and root[j] == i for j in n.node_inputs)
+                    if (src is not None and not aliased and root[i] == i and last[i] == k
                             and graph_node(graph, i).shape == n.shape
                             and graph_node(graph, i).dtype == n.dtype):
                         buf = src
