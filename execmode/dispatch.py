@@ -90,6 +90,8 @@ def run_eager(op, inputs, attrs):
     for x in inputs:
         if isinstance(x, Tensor):
             data = x._data
+            if data.__class__ is not _ndarray and hasattr(data, "materialize"):
+                data = data.materialize(x, op.name)  # a traced tensor that escaped a trace
             if array_type is None:
                 array_type = data.__class__
             elif data.__class__ is not array_type:

@@ -158,8 +158,10 @@ def make_fast_entry(cf, items, python_replay, modules):
     ``python_replay`` is the generated Python replay (misses of layout go there);
     ``modules`` is (dispatch, jit, instrument, pytree, Tensor, MISS).
     """
-    if not enabled() or cf.grad_writes:
+    if not enabled() or cf.grad_writes or cf.guards or cf.has_breaks:
         return None
+    if any(kind == "arg" for kind, _ in cf.out_spec):
+        return None  # returns an argument object itself: the Python replay does that
     segment = cf.segments[0]
     plan = segment.compiled.plan
     if plan.assigns:
@@ -183,8 +185,9 @@ def make_fast_entry(cf, items, python_replay, modules):
             value = item[1][1]
             positions.append((True, type(value), value))
             continue
-        shape, dtype, device, requires_grad = cf.signature.leaves[len(leaf_layouts)]
-        if str(device) != "cpu" or not isinstance(dtype, np.dtype):
+        shape, dtype, device, requires_grad, alias = cf.signature.leaves[len(leaf_layouts)]
+        if str(device) != "cpu" or not isinstance(dtype, np.dtype) or \
+                alias != len(leaf_layouts):
             return None
         positions.append((False, len(leaf_layouts), tuple(shape), dtype, bool(requires_grad)))
         leaf_layouts.append((tuple(shape), dtype))

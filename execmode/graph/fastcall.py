@@ -67,7 +67,7 @@ def _python_replay(cf, jit_module):
     """The generated Python replay of ``cf``, or None when cf does not qualify."""
     sig = cf.signature
     items = _positional_items(sig.structure)
-    if cf.has_breaks or cf.guards or items is None:
+    if cf.has_breaks or items is None:
         return None
     segment = cf.segments[0]
     plan = segment.compiled.plan
@@ -87,6 +87,7 @@ def _python_replay(cf, jit_module):
     lines.append(f"    if _dispatch._grad_enabled is not {sig.grad_enabled}:")
     lines.append("        return MISS")
     leaf = 0
+    leaf_position: dict[int, int] = {}
     for position, item in enumerate(items):
         if item != pytree.LEAF:
             # A static argument keys the cache by value (and by type: 1 is not 1.0 here).
@@ -98,9 +99,10 @@ def _python_replay(cf, jit_module):
             continue
         i = leaf
         leaf += 1
-        shape, dtype, device, requires_grad = sig.leaves[i]
-        if str(device) != "cpu":
-            return None
+        leaf_position[i] = position
+        shape, dtype, device, requires_grad, alias = sig.leaves[i]
+        if str(device) != "cpu" or alias != i:
+            return None  # GPU arguments, or one tensor passed twice: the general path
         ns[f"S{i}"], ns[f"T{i}"] = tuple(shape), dtype
         lines.append(f"    if a{position}.__class__ is not Tensor:")
         lines.append("        return MISS")
@@ -109,6 +111,27 @@ def _python_replay(cf, jit_module):
                      f"d{i}.dtype is not T{i} or a{position}.requires_grad is not "
                      f"{requires_grad}):")
         lines.append("        return MISS")
+    if plan.assigns and leaf > 1:
+        # Traced with distinct tensors: the same tensor passed twice would need one input.
+        tensors = [f"a{leaf_position[i]}" for i in range(leaf)]
+        for k, first in enumerate(tensors):
+            for other in tensors[k + 1:]:
+                lines.append(f"    if {first} is {other}:")
+                lines.append("        return MISS")
+
+    def ref(r, name):
+        if isinstance(r, tuple):
+            return f"a{leaf_position[r[1]]}"
+        ns[name] = r
+        return name
+
+    for k, (r, kind, expected) in enumerate(cf.guards):
+        x = ref(r, f"GT{k}")
+        test = f"({x}._grad is None)" if kind == "grad_none" else f"{x}.requires_grad"
+        lines.append(f"    if {test} is not {bool(expected)}:")
+        lines.append("        return MISS")
+    ns["_ref"] = ref
+    ns["_leaf_position"] = leaf_position
     # Graph inputs: argument arrays or captured tensors read by reference.
     for k, (slot, source) in enumerate(zip(plan.input_slots, segment.sources)):
         if source.kind == "arg":
@@ -116,8 +139,10 @@ def _python_replay(cf, jit_module):
         elif source.kind == "capture":
             ns[f"C{k}"] = source.tensor
             lines.append(f"    v{slot} = C{k}._data")
-        else:
-            return None
+        else:  # the .grad of an argument or of a capture
+            owner = ref(("arg", source.leaf_index) if source.leaf_index >= 0 else
+                        source.tensor, f"C{k}")
+            lines.append(f"    v{slot} = {owner}._grad._data")
     if plan.program is not None and not plan.assigns:
         # The whole graph is one C function: hand it the inputs, get the outputs.
         ns["_program"] = plan.program
@@ -159,14 +184,17 @@ def _finish(cf, plan, lines: list, ns: dict):
             values[k] = f"w{k}"
         for (position, _), value in zip(plan.assigns, values):
             lines.append(f"    v{plan.input_slots[position]}[...] = {value}")
+    ref = ns.pop("_ref")
+    leaf_position = ns.pop("_leaf_position")
     for k, (owner, index) in enumerate(cf.grad_writes):
-        ns[f"G{k}"] = owner
         value = "None" if index is None else f"_wrap({outputs[index]})"
-        lines.append(f"    G{k}._grad = {value}")
+        lines.append(f"    {ref(owner, f'G{k}')}._grad = {value}")
     leaves = []
     for k, (kind, value) in enumerate(cf.out_spec):
         if kind == "out":
             leaves.append(f"_wrap({outputs[value]})")
+        elif kind == "arg":
+            leaves.append(f"a{leaf_position[value]}")
         else:
             ns[f"K{k}"] = value
             leaves.append(f"K{k}")

@@ -30,6 +30,7 @@ from .ir import Graph
 from .trace import GraphBreak, Segment, Tracer
 
 _jit_disabled = False
+_UNREAD = object()  # a .grad the trace wrote before reading
 # Every jitted function of the process, for `execmode explain SCRIPT` and the recorder.
 _registry: weakref.WeakSet = weakref.WeakSet()
 _creation_order = itertools.count()
@@ -55,7 +56,7 @@ class disable_jit:  # noqa: N801 - a context manager, as in JAX
 @dataclass(frozen=True)
 class Signature:
     structure: object
-    leaves: tuple          # (shape, dtype, device, requires_grad) per tensor leaf
+    leaves: tuple          # (shape, dtype, device, requires_grad, alias) per tensor leaf
     grad_enabled: bool
     arg_names: tuple = ()  # readable names of the leaves ("x", "batch['y']")
     statics: tuple = ()    # (readable name, value) of every static argument
@@ -69,7 +70,7 @@ class Signature:
 
         parts = [f"{name}: {short_name(dt)}[{','.join(map(str, shape))}]"
                  + ("" if str(dev) == "cpu" else f"@{dev}")
-                 for name, (shape, dt, dev, _) in zip(self.arg_names, self.leaves)]
+                 for name, (shape, dt, dev, _, _) in zip(self.arg_names, self.leaves)]
         parts.extend(f"{name}={value!r}" for name, value in self.statics)
         return "(" + ", ".join(parts) + ")"
 
@@ -94,6 +95,8 @@ def retrace_reason(old: Signature, new: Signature) -> str:
             return f"{name}: device {a[2]} -> {b[2]}"
         if a[3] != b[3]:
             return f"{name}: requires_grad {a[3]} -> {b[3]}"
+        if a[4] != b[4]:
+            return f"{name}: aliasing changed (the same tensor passed in two places, or not)"
     return "new signature"
 
 
@@ -150,10 +153,10 @@ class ConcreteFunction:
     signature: Signature
     segments: list[Segment]
     breaks: list[GraphBreak]
-    guards: list                     # [(tensor, grad_was_none)]
+    guards: list                     # [(tensor ref, "grad_none" | "requires_grad", value)]
     out_structure: object = None
     out_spec: list = field(default_factory=list)      # ("out", k) | ("const", value)
-    grad_writes: list = field(default_factory=list)   # [(owner, k | None)]
+    grad_writes: list = field(default_factory=list)   # [(owner ref, k | None)]
     calls: int = 0
     baked: list = field(default_factory=list)  # on_break="bake": values frozen at trace time
 
@@ -165,13 +168,17 @@ class ConcreteFunction:
     def graphs(self) -> list[Graph]:
         return [s.graph for s in self.segments]
 
-    def guards_hold(self) -> str | None:
-        """None if every guard holds, else why not."""
-        for tensor, was_none in self.guards:
-            if (tensor._grad is None) != was_none:
-                state = "None" if was_none else "a tensor"
-                now = "a tensor" if was_none else "None"
+    def guards_hold(self, leaves) -> str | None:
+        """None if every guard holds for this call's arguments, else why not."""
+        for ref, kind, expected in self.guards:
+            tensor = resolve(ref, leaves)
+            if kind == "grad_none" and (tensor._grad is None) != expected:
+                state = "None" if expected else "a tensor"
+                now = "a tensor" if expected else "None"
                 return f".grad of {_short(tensor)} was {state} when traced, now {now}"
+            if kind == "requires_grad" and tensor.requires_grad != expected:
+                return (f"requires_grad of captured {_short(tensor)} was {expected} when "
+                        f"traced, now {tensor.requires_grad}")
         return None
 
     def replay(self, leaves):
@@ -181,10 +188,20 @@ class ConcreteFunction:
         outputs = compiled.plan.run(arrays)
         results = []
         for kind, value in self.out_spec:
-            results.append(_wrap(outputs[value]) if kind == "out" else value)
-        for owner, k in self.grad_writes:
-            owner._grad = None if k is None else _wrap(outputs[k])
+            if kind == "out":
+                results.append(_wrap(outputs[value]))
+            elif kind == "arg":
+                results.append(leaves[value])  # returned as is, as eager returns it
+            else:
+                results.append(value)
+        for ref, k in self.grad_writes:
+            resolve(ref, leaves)._grad = None if k is None else _wrap(outputs[k])
         return pytree.unflatten(self.out_structure, results)
+
+
+def resolve(ref, leaves) -> Tensor:
+    """A tensor reference of a trace: ("arg", i) is this call's i-th tensor leaf."""
+    return leaves[ref[1]] if isinstance(ref, tuple) else ref
 
 
 def _wrap(array) -> Tensor:
@@ -261,7 +278,7 @@ class JitFunction:
         reason = None
         if entries:
             for cf in entries:
-                reason = cf.guards_hold()
+                reason = cf.guards_hold(leaves)
                 if reason is None:
                     cf.calls += 1
                     if cf.has_breaks:
@@ -283,7 +300,12 @@ class JitFunction:
         return result
 
     def _signature(self, structure, leaves) -> Signature:
-        described = tuple((t.shape, t.dtype, t.device, t.requires_grad) for t in leaves)
+        # The same tensor passed twice is one graph input: the aliasing pattern keys the
+        # cache too (first position of each leaf's tensor).
+        first: dict = {}
+        aliases = tuple(first.setdefault(id(t), i) for i, t in enumerate(leaves))
+        described = tuple((t.shape, t.dtype, t.device, t.requires_grad, a)
+                          for t, a in zip(leaves, aliases))
         names = tuple(self._path_name(pytree.describe_path(structure, i))
                       for i in range(len(leaves)))
         statics = tuple((self._path_name(p), v) for p, v in pytree.static_paths(structure))
@@ -311,37 +333,65 @@ class JitFunction:
         tracer = Tracer(self.name, self._run_segment, labels,
                         {"split": False, "error": True, "bake": "bake"}[self.on_break], execute,
                         signature=str(signature), graph_prefix=f"{self.name}#{sig_index}")
-        stand_ins = [tracer.stand_in(t, i, signature.arg_names[i]) for i, t in enumerate(leaves)]
-        with tracer:
-            (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
-            result = self.fn(*s_args, **s_kwargs)
-            out_leaves, out_structure = pytree.flatten(result)
-            out_nodes = [_traced_node(t, tracer) for t in out_leaves]
-            grad_entries = []  # (user's tensor, new grad or None, its node or None)
-            for owner, value in tracer.grad_state.values():
-                user = tracer.stand_in_of.get(id(owner), owner)
-                grad_entries.append((user, value, _traced_node(value, tracer)))
-            traced_grads = [v for _, v, node in grad_entries if node is not None]
-            segment = tracer.finish(list(out_leaves), traced_grads)
+        stand_ins, seen = [], {}
+        for i, t in enumerate(leaves):  # one stand-in per tensor, however often it is passed
+            if id(t) not in seen:
+                seen[id(t)] = tracer.stand_in(t, i, signature.arg_names[i])
+            stand_ins.append(seen[id(t)])
+        try:
+            with tracer:
+                (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
+                result = self.fn(*s_args, **s_kwargs)
+                out_leaves, out_structure = pytree.flatten(result)
+                out_nodes = [_traced_node(t, tracer) for t in out_leaves]
+                grad_entries = []  # (owner ref, new grad or None, its node, grad first read)
+                for owner, value in tracer.grad_state.values():
+                    grad_entries.append((tracer.owner_ref(owner), value,
+                                         _traced_node(value, tracer),
+                                         tracer.grad_read.get(id(owner), _UNREAD)))
+                traced_grads = [v for _, v, node, _ in grad_entries if node is not None]
+                segment = tracer.finish(list(out_leaves), traced_grads)
+        except BaseException:
+            tracer.abort()  # leave the user's tensors as they were
+            raise
         positions = {node_id: k for k, node_id in enumerate(segment.graph.outputs)}
-        out_spec = [("out", positions[node]) if node is not None else ("const", t)
-                    for t, node in zip(out_leaves, out_nodes)]
-        grad_writes = []
-        for user, value, node in grad_entries:
-            if value is None:
-                grad_writes.append((user, None))
-            elif node is not None:
-                grad_writes.append((user, positions[node]))
+        out_spec = []
+        for t, node in zip(out_leaves, out_nodes):
+            index = tracer.stand_in_index.get(id(t))
+            if index is not None:
+                out_spec.append(("arg", index))       # an argument, returned as is
+            elif node is not None and id(t) not in tracer.assigned_ever:
+                out_spec.append(("out", positions[node]))
             else:
-                continue  # the grad was read but not changed
+                out_spec.append(("const", t))         # a capture (updated in place or not)
+        grad_writes = []
+        for ref, value, node, first_read in grad_entries:
+            if value is None:
+                grad_writes.append((ref, None))
+            elif node is not None:
+                grad_writes.append((ref, positions[node]))
+            elif value is first_read:
+                continue  # read, never changed
+            # else: set before a graph break (now concrete): written below, not replayable,
+            # which is fine, since a function with breaks re-runs its Python every call.
             if execute:
-                user._grad = value
+                resolve(ref, leaves)._grad = value
         if execute:
             for t, node in zip(out_leaves, out_nodes):
                 if node is not None:  # computed by the graph: outputs carry no tape
                     t._grad_fn = None
                     t.requires_grad = False
-        guards = list(tracer.grad_guards.values())
+            # What the caller gets: its own tensors where the function returned an argument.
+            result = pytree.unflatten(out_structure, [
+                leaves[v] if kind == "arg" else t for (kind, v), t in zip(out_spec, out_leaves)])
+        guards = [(tracer.owner_ref(owner), "grad_none", was_none)
+                  for owner, was_none in tracer.grad_guards.values()]
+        if tracer.ran_backward:
+            # Gradients flowed into captures according to their requires_grad flags.
+            for seg in tracer.segments:
+                for src in seg.sources:
+                    if src.kind == "capture":
+                        guards.append((src.tensor, "requires_grad", src.tensor.requires_grad))
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                        out_structure, out_spec, grad_writes)
         cf.baked = list(tracer.baked)

@@ -20,7 +20,10 @@ def _flatten(value, leaves):
     if isinstance(value, Tensor):
         leaves.append(value)
         return LEAF
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        # A namedtuple is a node like a tuple; its type is part of the structure.
+        return ("namedtuple", type(value), tuple(_flatten(v, leaves) for v in value))
+    if isinstance(value, tuple):
         return ("tuple", tuple(_flatten(v, leaves) for v in value))
     if isinstance(value, list):
         return ("list", tuple(_flatten(v, leaves) for v in value))
@@ -56,6 +59,8 @@ def _unflatten(s, it):
         return [_unflatten(c, it) for c in s[1]]
     if tag == "dict":
         return {k: _unflatten(c, it) for k, c in zip(s[1], s[2])}
+    if tag == "namedtuple":
+        return s[1](*(_unflatten(c, it) for c in s[2]))
     return s[1][1]
 
 
@@ -74,6 +79,9 @@ def _paths(s, prefix, out):
     if tag in ("tuple", "list"):
         for i, c in enumerate(s[1]):
             _paths(c, f"{prefix}[{i}]", out)
+    elif tag == "namedtuple":
+        for name, c in zip(s[1]._fields, s[2]):
+            _paths(c, f"{prefix}.{name}", out)
     elif tag == "dict":
         for k, c in zip(s[1], s[2]):
             _paths(c, f"{prefix}[{k!r}]", out)
@@ -95,6 +103,9 @@ def _static_paths(s, prefix, out):
     elif tag in ("tuple", "list"):
         for i, c in enumerate(s[1]):
             _static_paths(c, f"{prefix}[{i}]", out)
+    elif tag == "namedtuple":
+        for name, c in zip(s[1]._fields, s[2]):
+            _static_paths(c, f"{prefix}.{name}", out)
     elif tag == "dict":
         for k, c in zip(s[1], s[2]):
             _static_paths(c, f"{prefix}[{k!r}]", out)

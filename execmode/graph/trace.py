@@ -108,7 +108,9 @@ class InputSource:
             return leaves[self.leaf_index]._data
         if self.kind == "capture":
             return self.tensor._data
-        return self.tensor._grad._data
+        # "grad": of an argument (this call's tensor at that position) or of a capture.
+        owner = leaves[self.leaf_index] if self.leaf_index >= 0 else self.tensor
+        return owner._grad._data
 
 
 @dataclass
@@ -172,6 +174,11 @@ class Tracer:
         self.grad_state: dict[int, list] = {}                # id(owner) -> [owner, grad]
         self.grad_guards: dict[int, tuple[Tensor, bool]] = {}  # owner -> grad was None?
         self.grad_owner_of: dict[int, Tensor] = {}           # id(grad tensor) -> owner
+        self.grad_read: dict[int, object] = {}               # owner -> the grad first read
+        self.stand_in_index: dict[int, int] = {}             # stand-in -> its leaf index
+        self.user_stand_in: dict[int, Tensor] = {}           # user's arg tensor -> stand-in
+        self.assigned_ever: set[int] = set()                 # every tensor an assign wrote
+        self.ran_backward = False                            # backward ran inside the trace
         self._builder = _Builder(f"{self.prefix}:0", 0)
         self._previous = None
         self.finished = False
@@ -194,17 +201,32 @@ class Tracer:
         t.requires_grad = tensor.requires_grad
         self.origin[id(t)] = (t, node_id)
         self.stand_in_of[id(t)] = tensor
+        self.stand_in_index[id(t)] = leaf_index
+        self.user_stand_in[id(tensor)] = t
         self._builder.captured[id(t)] = (t, node_id, tensor._data)
         return t
+
+    def owner_ref(self, owner: Tensor):
+        """How a replay finds ``owner`` again: ("arg", leaf index) for an argument's
+        stand-in (this call's tensor at that position), else the tensor itself."""
+        index = self.stand_in_index.get(id(owner))
+        return ("arg", index) if index is not None else owner
 
     def _capture(self, tensor: Tensor) -> int:
         b = self._builder
         hit = b.captured.get(id(tensor))
         if hit is not None:
             return hit[1]
+        stand_in = self.user_stand_in.get(id(tensor))
+        if stand_in is not None and _traced_by(stand_in, self):
+            # The function also reads, as a global, a tensor it got as an argument: one
+            # value, so that an in-place update through either name is seen by both.
+            return stand_in._data.node_id
         owner = self.grad_owner_of.get(id(tensor))
         if owner is not None:
-            source = InputSource("grad", f"{self._label(owner)}.grad", tensor=owner)
+            user = self.stand_in_of.get(id(owner), owner)
+            source = InputSource("grad", f"{self._label(user)}.grad", tensor=user,
+                                 leaf_index=self.stand_in_index.get(id(owner), -1))
         else:
             source = InputSource("capture", self._label(tensor), tensor=tensor)
         aval = Aval(tensor.shape, tensor.dtype, tensor.device)
@@ -299,6 +321,7 @@ class Tracer:
         if entry is None and not traced_here:
             self._capture(target)
             entry = self.origin[id(target)]
+        self.assigned_ever.add(id(target))
         if entry is not None:
             b = self._builder
             if id(target) not in self.assigned:
@@ -320,10 +343,11 @@ class Tracer:
             user = self.stand_in_of.get(id(owner), owner)
             grad = user._grad
             # Read before any write: the trace assumed this grad's None-ness (a guard).
-            self.grad_guards[id(owner)] = (user, grad is None)
+            self.grad_guards[id(owner)] = (owner, grad is None)
             self.grad_state[id(owner)] = state = [owner, grad]
+            self.grad_read[id(owner)] = grad
             if grad is not None:
-                self.grad_owner_of[id(grad)] = user
+                self.grad_owner_of[id(grad)] = owner
         return state[1]
 
     def write_grad(self, owner: Tensor, value) -> None:
@@ -445,6 +469,15 @@ class Tracer:
         self._builder = _Builder(f"{self.prefix}:{len(self.segments)}", b.next_id)
         self.origin.clear()
         return segment
+
+    def abort(self) -> None:
+        """The traced function raised: leave every tensor as the user had it."""
+        for target, original in self.assigned.values():
+            target._data = original
+        self.assigned.clear()
+        for t in self._live_tensors():
+            t._data = LeakedValue(t._data, self.name)
+        self.finished = True
 
     def finish(self, outputs: list[Tensor], grad_outputs: list[Tensor]) -> Segment:
         """End the trace: the last segment outputs ``outputs`` and the traced grads."""
