@@ -23,10 +23,9 @@ import numpy as np
 from .. import dispatch, instrument
 from .. import scope as _scope
 from ..errors import GraphBreakError, op_error
-from ..ops import OPS
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import SourceLocation, user_location
-from ..tensor import SCALAR_TYPES, Tensor
+from ..tensor import Tensor
 from .ir import ASSIGN, INPUT, Graph, Literal, Node, make_attrs
 from .verify import verify
 
@@ -508,9 +507,6 @@ def _attr_device(attrs):
     return as_device(attrs.get("device"))
 
 
-def is_scalar(x) -> bool:
-    return x.__class__ in SCALAR_TYPES
 
 
-__all__ = ["GraphBreak", "InputSource", "LeakedValue", "Segment", "TracedValue", "Tracer",
-           "OPS"]
+__all__ = ["GraphBreak", "InputSource", "LeakedValue", "Segment", "TracedValue", "Tracer"]

@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from ..graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node, make_attrs, replace
+from ..graph.ir import ASSIGN, FUSED, INPUT, Graph, Node, make_attrs, replace
 from ..ops import OPS
-from ..ops.registry import CREATION, MOVEMENT
+from ..ops.registry import CREATION
 from .record import Rewrite
 from .rewrite import describe_operand
 
@@ -102,9 +102,6 @@ def _describe_value(n: Node) -> str:
     return f"constant {n.type_str()}"
 
 
-def is_movement(op_name: str) -> bool:
-    op = OPS.get(op_name)
-    return op is not None and op.kind == MOVEMENT
 
 
-__all__ = ["CONSTANT_OPS", "fold_constants", "Literal"]
+__all__ = ["CONSTANT_OPS", "fold_constants"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph.ir import ASSIGN, FUSED, INPUT, Graph, format_graph
+from ..graph.ir import ASSIGN, INPUT, Graph, format_graph
 
 
 @dataclass
@@ -153,6 +153,3 @@ class PassRecord:
             "passes": [res.to_json(i) for i, res in enumerate(self.results)],
         }
 
-
-def kernel_label_count(graph: Graph) -> int:
-    return sum(1 for n in graph.nodes if n.op == FUSED)
