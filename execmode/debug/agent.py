@@ -12,6 +12,7 @@ and answers inspection commands until told to go on.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import faulthandler
 import os
 import queue
@@ -30,12 +31,21 @@ from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
 from .summary import TensorStats, bounded_slice, summarize
 
+_UNBOUND = object()
+
 # Commands the reader thread answers at once, even while the script runs.
 _IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "list_breakpoints"}
 
 
 class _Quit(BaseException):
     """Raised in the script's thread when the controller says quit."""
+
+
+def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> None:
+    """Raise ``exc_type`` in another thread at its next bytecode boundary; None withdraws
+    one that has not been raised yet (CPython's PyThreadState_SetAsyncExc)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc_type) if exc_type else None)
 
 
 class Debugger:
@@ -50,8 +60,13 @@ class Debugger:
         self.pause_requested = start_paused
         self.start_reason = "start" if start_paused else None
         self.mode = "run"               # run | step | next
+        # What `next` steps over: the frame, its line and instruction, the frame's
+        # callers, and its local bindings when it resumed (see _next_hit).
         self.next_frame = None
         self.next_line = None
+        self.next_lasti = -1
+        self.next_callers: dict = {}
+        self.next_locals: dict = {}
         self.op_index = 0
         self.kernel_index = 0
         self.paused_info: dict = {}
@@ -63,6 +78,13 @@ class Debugger:
         self.paused_frame = None
         self._last_inputs: tuple = ()
         self.last_seq = None
+        # Stopping a script that runs plain Python (no ops, so no hook to notice a quit):
+        # the reader thread raises _Quit in the script's thread, but only while the script
+        # itself runs (not while paused, not before or after it), and at most once.
+        self._interrupt_lock = threading.Lock()
+        self._script_thread: int | None = None   # set while the script runs
+        self._in_pause = False
+        self._interrupted = False
 
     # --- the reader thread ---------------------------------------------------------------
     def read_commands(self) -> None:
@@ -76,6 +98,7 @@ class Debugger:
                 self.quitting = True
                 self.attention = True
                 self.commands.put({"type": "quit"})
+                self._interrupt_script()
                 return
             try:
                 validate_command(msg)
@@ -93,6 +116,47 @@ class Debugger:
                     self.quitting = True
                 self.commands.put(msg)
                 self.attention = True
+                if kind == "quit":
+                    self._interrupt_script()
+
+    # --- stopping a running script ---------------------------------------------------------
+    def _interrupt_script(self) -> None:
+        """Quit now, not at the next op: a script in plain Python (a data loader, a sleep, a
+        loop of arithmetic) may dispatch no op for a long time, or ever. A paused script
+        reads the queued quit itself. A blocking call (sleep, read) ends first."""
+        with self._interrupt_lock:
+            if self._script_thread is None or self._in_pause or self._interrupted:
+                return
+            self._interrupted = True
+            _raise_in_thread(self._script_thread, _Quit)
+
+    def script_started(self) -> None:
+        with self._interrupt_lock:
+            if self.quitting:  # told to quit (or left alone) before the script began
+                raise _Quit()
+            self._script_thread = threading.get_ident()
+
+    def script_ended(self) -> None:
+        """Close the window for _interrupt_script; withdraw a _Quit not yet raised, so that it
+        cannot land in the agent's own ending (closing the session)."""
+        with self._interrupt_lock:
+            thread, self._script_thread = self._script_thread, None
+            if self._interrupted and thread is not None:
+                _raise_in_thread(thread, None)
+
+    def _enter_pause(self) -> None:
+        with self._interrupt_lock:
+            self._in_pause = True
+
+    def _leave_pause(self) -> None:
+        with self._interrupt_lock:
+            self._in_pause = False
+            # _interrupt_script leaves a paused script to its queue; a quit that came just
+            # as the pause ended (after its last read of the queue) is acted on here.
+            quit_now = self.quitting and not self._interrupted
+            self._interrupted = self._interrupted or quit_now
+        if quit_now:
+            raise _Quit()
 
     def _send(self, msg: dict) -> None:
         with self.lock:
@@ -158,15 +222,50 @@ class Debugger:
         return None
 
     def _next_hit(self, frame) -> bool:
-        if frame is self.next_frame:
-            return frame.f_lineno != self.next_line
-        # Returned from the frame we were stepping over: stop in its caller.
-        f = frame
+        """Does ``next`` stop at an op whose user frame is ``frame``? Like pdb: at a new line
+        of the frame it was given in, at a new pass over the same line, or, once that frame
+        has returned, in its caller (or higher up), never in calls made from there."""
+        target = self.next_frame
+        if target is None:
+            return True
+        if frame is target:
+            if frame.f_lineno != self.next_line:
+                return True
+            # The same line: a new pass (a loop) jumped back before the paused instruction,
+            # or ran it again after rebinding the frame's variables. Ops later on the line,
+            # or several ops of one call (a composite, sum() over tensors), are not one.
+            lasti = frame.f_lasti
+            return lasti < self.next_lasti or (lasti == self.next_lasti
+                                               and self._locals_rebound(frame))
+        f = frame.f_back
         while f is not None:
-            if f is self.next_frame:
-                return False  # deeper, inside a call made from that line
+            if f is target:
+                return False  # deeper, inside a call made from that frame
             f = f.f_back
-        return True
+        # Not under the frame: it returned (or yielded). Stop only in a frame that was
+        # above it, not in the functions its caller calls next.
+        return self.next_callers.get(id(frame)) is frame
+
+    def _begin_next(self, frame) -> None:
+        self.next_frame = frame
+        self.next_line = frame.f_lineno if frame is not None else None
+        self.next_lasti = frame.f_lasti if frame is not None else -1
+        # The frames are kept alive here, so their ids stay theirs while we compare.
+        callers, f = {}, frame.f_back if frame is not None else None
+        while f is not None:
+            callers[id(f)] = f
+            f = f.f_back
+        self.next_callers = callers
+        self.next_locals = dict(frame.f_locals) if frame is not None else {}
+
+    def _end_next(self) -> None:
+        self.next_frame, self.next_callers, self.next_locals = None, {}, {}
+
+    def _locals_rebound(self, frame) -> bool:
+        now, before = frame.f_locals, self.next_locals
+        if len(now) != len(before):
+            return True
+        return any(before.get(name, _UNBOUND) is not value for name, value in now.items())
 
     def on_op(self, event, output) -> None:
         self.last_seq = event.seq
@@ -283,6 +382,14 @@ class Debugger:
             self._reply(msg, {"__error__": f"{msg['type']}: the script is running; pause first"})
 
     def _pause(self, reason: str, when: str, **info) -> None:
+        self._enter_pause()
+        try:
+            self._pause_and_serve(reason, when, **info)
+        finally:
+            self._leave_pause()
+
+    def _pause_and_serve(self, reason: str, when: str, **info) -> None:
+        self._end_next()
         if self.recorder is not None:
             self.recorder.flush()  # the controller reads every event up to this point
         frame = user_frame()
@@ -318,8 +425,7 @@ class Debugger:
             if kind in ("step", "next", "continue"):
                 self.mode = {"continue": "run"}.get(kind, kind)
                 if kind == "next":
-                    self.next_frame = frame
-                    self.next_line = frame.f_lineno if frame is not None else None
+                    self._begin_next(frame)
                 self._reply(msg, {})
                 self._send({"type": "running"})
                 return
@@ -495,7 +601,11 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
     sys.argv = [path] + list(args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
-        runpy.run_path(path, run_name="__main__")
+        debugger.script_started()
+        try:
+            runpy.run_path(path, run_name="__main__")
+        finally:
+            debugger.script_ended()
     except _Quit:
         return "quit", 130, None
     except SystemExit as exc:

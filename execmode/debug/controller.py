@@ -1,9 +1,10 @@
 """The controller: the parent side of a debugging session.
 
 It starts the agent (a child Python running the user's script), listens on a Unix socket
-in a private temporary directory (mode 0700), forwards the child's stdout/stderr, and turns
-agent messages and the child's exit into events. The TUI, ``execmode run`` and the tests
-all drive scripts through it. A crash of the script never takes the controller down.
+in a private temporary directory (mode 0700, removed once the agent has connected),
+forwards the child's stdout/stderr, and turns agent messages and the child's exit into
+events. The TUI, ``execmode run`` and the tests all drive scripts through it. A crash of
+the script never takes the controller down.
 """
 
 from __future__ import annotations
@@ -52,8 +53,47 @@ class Event:
         return self.data.get(key, default)
 
 
+_GONE = "the agent is gone (the script ended or closed the connection)"
+
+
+@dataclass
+class _Pending:
+    """A command waiting for its reply."""
+
+    replies: queue.Queue
+    resumes: bool          # step/next/continue: its reply means the script runs again
+
+
+class _Run:
+    """One start() of the script: its process, channel, threads and pending commands.
+
+    Threads carry their run, and the controller publishes only the current run's events, so
+    a run that ends late (after restart()) cannot touch the next one's state or events.
+    """
+
+    def __init__(self, generation: int):
+        self.generation = generation
+        self.proc: subprocess.Popen | None = None
+        self.channel: Channel | None = None
+        self.output: list[tuple[str, str]] = []
+        self.reader: threading.Thread | None = None
+        self.output_threads: list[threading.Thread] = []
+        self.pending: dict[int, _Pending] = {}
+        self.send_lock = threading.Lock()   # one command on the socket at a time
+        self.finished_msg: dict | None = None
+        self.gone = False                   # the channel closed: no reply can come
+        self.retired = False                # stopped and joined: publishes nothing more
+
+
 class Controller:
-    """Drive one run of a script under the agent; ``restart()`` runs it again."""
+    """Drive one run of a script under the agent; ``restart()`` runs it again.
+
+    ``state`` and ``paused`` move forward only on the reader thread, in the order the agent
+    reported: when ``wait_for("paused")`` returns, ``state`` is "paused" and ``paused`` the
+    event's data (until the next command). Listeners are called on the controller's reader
+    threads, in each thread's order; a listener must not wait for a reply (the reader
+    thread it runs on delivers them).
+    """
 
     def __init__(self, script: str, args=(), breakpoints=(), session: str | None = None,
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
@@ -72,10 +112,12 @@ class Controller:
         self.state = "idle"        # idle | starting | running | paused | finished
         self.paused: dict | None = None
         self.exit: ExitInfo | None = None
-        self.output: list[tuple[str, str]] = []   # (stream, line)
+        self.output: list[tuple[str, str]] = []   # (stream, line) of the current run
         self._ids = itertools.count(1)
-        self._replies: dict[int, queue.Queue] = {}
-        self._finished_msg: dict | None = None
+        self._generations = itertools.count(1)
+        # Guards the run identity, state/paused/exit, pending commands and publishing.
+        self._lock = threading.RLock()
+        self._run: _Run | None = None
         self.proc: subprocess.Popen | None = None
         self.channel: Channel | None = None
 
@@ -83,14 +125,8 @@ class Controller:
     def start(self, timeout: float = 30.0) -> Controller:
         if not os.path.isfile(self.script):
             raise ControllerError(f"cannot start {self.script}: no such file")
-        self._tmp = tempfile.mkdtemp(prefix="execmode-")
-        os.chmod(self._tmp, 0o700)
-        path = os.path.join(self._tmp, "control.sock")
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(path)
-        server.listen(1)
-        server.settimeout(0.2)
-        cmd = [self.python, "-m", "execmode.debug.agent", "--socket", path]
+        self.stop()  # a previous run, if any, ends (and is joined) before this one begins
+        cmd = [self.python, "-m", "execmode.debug.agent", "--socket", "PATH"]
         if self.session:
             cmd += ["--session", self.session]
             if self.pyspy:
@@ -102,63 +138,145 @@ class Controller:
         cmd += [self.script] + self.args
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONUNBUFFERED"] = "1"
-        self.state, self.paused, self.exit, self._finished_msg = "starting", None, None, None
-        self.output = []
-        self.proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for stream, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
-            threading.Thread(target=self._read_output, args=(stream, pipe), daemon=True,
-                             name=f"execmode-{stream}").start()
+        run = _Run(next(self._generations))
+        with self._lock:
+            self._run = run
+            # A fresh queue: what is left of an earlier run is stale (restart() or stop()
+            # then start(), as the TUI does), and the wait for hello below must not take
+            # that run's "exited" for this one's.
+            self.events = queue.Queue()
+            self.state, self.paused, self.exit = "starting", None, None
+            self.output = run.output
+            self.channel = None
         deadline = time.monotonic() + timeout
-        conn = None
-        while conn is None:
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    server.close()
-                    self._wait_output()
-                    err = "".join(line + "\n" for s, line in self.output if s == "stderr")
-                    raise ControllerError(
-                        f"the script could not start (exit code {self.proc.poll()}):\n"
-                        + (err.strip() or "no output")) from None
-        server.close()
+        # Only this user can reach the socket (a private directory); the socket file and
+        # the directory go as soon as the agent is connected, or the start failed.
+        tmp = tempfile.mkdtemp(prefix="execmode-")
+        try:
+            os.chmod(tmp, 0o700)
+            path = os.path.join(tmp, "control.sock")
+            cmd[cmd.index("PATH")] = path
+            conn = self._launch(run, cmd, env, path, deadline)
+        except OSError:
+            with self._lock:
+                self.state = "idle"  # no process (the interpreter could not be started)
+            raise
+        finally:
+            _remove_private_dir(tmp)
         conn.settimeout(None)
-        self.channel = Channel(conn)
-        threading.Thread(target=self._read_channel, args=(self.channel, self.proc),
-                         daemon=True, name="execmode-controller").start()
-        hello = self.wait_for("hello", timeout=max(1.0, deadline - time.monotonic()))
-        if hello.get("version") != PROTOCOL_VERSION:
-            raise ControllerError(f"agent speaks protocol {hello.get('version')}, "
-                                  f"expected {PROTOCOL_VERSION}")
-        self.state = "running"
+        run.channel = Channel(conn)
+        with self._lock:
+            self.channel = run.channel
+        run.reader = threading.Thread(target=self._read_channel, args=(run,), daemon=True,
+                                      name=f"execmode-controller-{run.generation}")
+        run.reader.start()
+        try:
+            hello = self.wait_for("hello", "exited",
+                                  timeout=max(1.0, deadline - time.monotonic()))
+            if hello.type == "exited":
+                err = "".join(line + "\n" for s, line in run.output if s == "stderr")
+                raise ControllerError(f"the agent ended before it said hello "
+                                      f"({hello['description']}):\n"
+                                      + (err.strip() or "no output"))
+            if hello.get("version") != PROTOCOL_VERSION:
+                raise ControllerError(f"agent speaks protocol {hello.get('version')}, "
+                                      f"expected {PROTOCOL_VERSION}")
+        except ControllerError:
+            self.stop()
+            raise
         return self
 
+    def _launch(self, run: _Run, cmd: list, env: dict, path: str, deadline: float):
+        """Start the agent and accept its connection (the socket at ``path``)."""
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.bind(path)
+            server.listen(1)
+            server.settimeout(0.2)
+            proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            run.proc = proc
+            with self._lock:
+                self.proc = proc
+            for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+                t = threading.Thread(target=self._read_output, args=(run, stream, pipe),
+                                     daemon=True, name=f"execmode-{stream}-{run.generation}")
+                run.output_threads.append(t)
+                t.start()
+            while True:
+                try:
+                    return server.accept()[0]
+                except TimeoutError:
+                    if proc.poll() is None and time.monotonic() <= deadline:
+                        continue
+                    self._abandon(run)
+                    err = "".join(line + "\n" for s, line in run.output if s == "stderr")
+                    raise ControllerError(
+                        f"the script could not start (exit code {proc.poll()}):\n"
+                        + (err.strip() or "no output")) from None
+        finally:
+            server.close()
+
+    def _abandon(self, run: _Run) -> None:
+        """A run that never connected: end its process, keep its output, say it ended."""
+        if run.proc.poll() is None:
+            run.proc.kill()
+        code = run.proc.wait()
+        self._join(run.output_threads)
+        with self._lock:
+            run.retired = True
+            if run is self._run:
+                self.exit = describe_exit(code, None)
+                self.state, self.paused = "finished", None
+
     def stop(self, timeout: float = 3.0) -> None:
-        """End the script (quit, then kill) and wait for it."""
-        if self.proc is None:
+        """End the script (quit, then kill), wait for it and for this run's threads: its
+        last output and its ``exited`` event are in before this returns."""
+        with self._lock:
+            run = self._run
+        if run is None or run.proc is None or run.retired:
             return
-        if self.proc.poll() is None:
+        proc = run.proc
+        if proc.poll() is None:
             try:
                 self.send({"type": "quit"})
-            except (OSError, ControllerError):
+            except ControllerError:
                 pass
             try:
-                self.proc.wait(timeout)
+                proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._wait_output()
+                proc.kill()
+                proc.wait()
+        code = proc.wait()
+        if run.reader is not None:
+            self._join([run.reader], timeout=5.0)
+            if run.reader.is_alive():
+                # Something else holds the agent's end open (a child of the script): the
+                # process is gone, so nothing more can come; wake the reader.
+                run.channel.shutdown()
+                self._join([run.reader], timeout=5.0)
+            run.channel.close()
+        self._join(run.output_threads)
+        with self._lock:
+            ended = run is not self._run or run.retired or self.state == "finished"
+            if not ended:
+                self._fail_pending(run)
+        if not ended:  # the reader could not finish (see above): the run still ends here
+            info = describe_exit(code, run.finished_msg)
+            self._publish(run, Event("exited", info.to_json()), info)
+        with self._lock:
+            run.retired = True
 
     def restart(self) -> Controller:
         self.stop()
-        self.events = queue.Queue()
-        return self.start()
+        return self.start()  # with a fresh event queue
 
     def close(self) -> None:
         self.stop()
-        if self.channel is not None:
-            self.channel.close()
+        with self._lock:
+            run = self._run
+        if run is not None and run.channel is not None:
+            run.channel.close()
 
     def __enter__(self):
         return self.start()
@@ -169,30 +287,51 @@ class Controller:
 
     # --- commands ----------------------------------------------------------------------
     def send(self, msg: dict) -> int:
-        if self.channel is None or self.channel.closed:
-            raise ControllerError("the agent is not connected")
-        msg_id = next(self._ids)
-        msg = dict(msg, id=msg_id)
-        self._replies[msg_id] = queue.Queue(maxsize=1)
-        self.channel.send(msg)
-        return msg_id
+        """Send a command without waiting; its reply is taken in (not an event)."""
+        return self._send(msg, resumes=False)[0]
+
+    def _send(self, msg: dict, resumes: bool) -> tuple[int, _Run, _Pending]:
+        with self._lock:
+            run = self._run
+            if run is None or run.channel is None:
+                raise ControllerError("the agent is not connected")
+            if run.gone or run.retired or run.channel.closed:
+                raise ControllerError(_GONE)
+            msg_id = next(self._ids)
+            pending = run.pending[msg_id] = _Pending(queue.Queue(maxsize=1), resumes)
+        try:
+            with run.send_lock:
+                run.channel.send(dict(msg, id=msg_id))
+        except (OSError, ProtocolError) as exc:
+            with self._lock:
+                run.pending.pop(msg_id, None)
+            if isinstance(exc, ProtocolError):
+                raise ControllerError(str(exc)) from None
+            raise ControllerError(f"{_GONE}: {exc}") from None
+        return msg_id, run, pending
 
     def request(self, msg: dict, timeout: float = 30.0) -> dict:
-        """Send a command and wait for its reply (raises ControllerError on an error)."""
-        msg_id = self.send(msg)
+        """Send a command and wait for its reply (raises ControllerError on an error, or
+        as soon as the agent is gone)."""
+        return self._request(msg, timeout, resumes=False)
+
+    def _request(self, msg: dict, timeout: float, resumes: bool) -> dict:
+        msg_id, run, pending = self._send(msg, resumes)
         try:
-            reply = self._replies[msg_id].get(timeout=timeout)
+            reply = pending.replies.get(timeout=timeout)
         except queue.Empty:
             raise ControllerError(f"no reply to {msg['type']} within {timeout} s") from None
         finally:
-            self._replies.pop(msg_id, None)
+            with self._lock:
+                run.pending.pop(msg_id, None)
         if reply.get("type") == "error":
             raise ControllerError(reply.get("message", "error"))
         return reply
 
     def _resume(self, kind: str) -> None:
-        self.request({"type": kind})
-        self.state, self.paused = "running", None
+        # The reader thread marks the run "running" when this reply arrives, before it
+        # reads what the agent sends next (the next pause): never after it.
+        self._request({"type": kind}, 30.0, resumes=True)
 
     def step(self) -> None:
         self._resume("step")
@@ -243,7 +382,8 @@ class Controller:
 
     # --- events ------------------------------------------------------------------------
     def wait_for(self, *types: str, timeout: float = 60.0) -> Event:
-        """The next event of one of ``types`` (others are kept in ``self.history``)."""
+        """The next event of one of ``types`` (others are taken from ``events`` and
+        dropped)."""
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -261,57 +401,100 @@ class Controller:
         """Wait for a pause or the end of the script."""
         return self.wait_for("paused", "exited", timeout=timeout)
 
-    def _publish(self, event: Event) -> None:
-        if event.type == "paused":
-            self.state, self.paused = "paused", event.data
-        elif event.type == "running":
-            self.state = "running"
-        self.events.put(event)
-        for fn in list(self.listeners):
+    def _publish(self, run: _Run, event: Event, exit_info: ExitInfo | None = None) -> None:
+        # State and queue change together under the lock, and only for the current run:
+        # whoever takes an event from the queue sees the state it brought. Listeners are
+        # called after, outside the lock (one may be slow; none can block the controller).
+        with self._lock:
+            if run is not self._run or run.retired:
+                return
+            if event.type == "paused":
+                self.state, self.paused = "paused", event.data
+            elif event.type == "running":
+                self.state, self.paused = "running", None
+            elif event.type == "hello" and self.state == "starting":
+                self.state = "running"
+            elif event.type == "exited":
+                if self.state == "finished":
+                    return  # already reported (stop() and a late reader both got here)
+                self.exit, self.state, self.paused = exit_info, "finished", None
+            self.events.put(event)
+            listeners = list(self.listeners)
+        for fn in listeners:
             fn(event)
 
-    def _read_channel(self, channel: Channel, proc: subprocess.Popen) -> None:
-        # This run's channel and process: after restart() a new pair has its own thread.
+    def _read_channel(self, run: _Run) -> None:
+        channel = run.channel
         while True:
             try:
                 msg = channel.recv()
             except ProtocolError as exc:
-                self._publish(Event("protocol_error", {"message": str(exc)}))
+                self._publish(run, Event("protocol_error", {"message": str(exc)}))
                 continue
             if msg is None:
                 break
             kind = msg.get("type")
-            if kind in ("reply", "error") and msg.get("id") in self._replies:
-                try:
-                    self._replies[msg["id"]].put_nowait(msg)
-                except queue.Full:
-                    pass
+            if kind in ("reply", "error") and self._deliver(run, msg):
                 continue
             if kind == "finished":
-                self._finished_msg = msg
-            self._publish(Event(kind or "unknown", msg))
-        self._on_exit(proc)
+                run.finished_msg = msg
+            self._publish(run, Event(kind or "unknown", msg))
+        with self._lock:
+            run.gone = True
+            self._fail_pending(run)  # the agent cannot answer any more: fail them now
+        self._on_exit(run)
 
-    def _read_output(self, stream: str, pipe) -> None:
+    def _deliver(self, run: _Run, msg: dict) -> bool:
+        """Hand a reply to the command waiting for it; False if none waits."""
+        msg_id = msg.get("id")
+        if not isinstance(msg_id, int):
+            return False
+        with self._lock:
+            pending = run.pending.pop(msg_id, None)
+            if pending is None:
+                return False
+            if pending.resumes and msg["type"] == "reply" and run is self._run \
+                    and not run.retired:
+                self.state, self.paused = "running", None
+            pending.replies.put_nowait(msg)
+        return True
+
+    def _fail_pending(self, run: _Run) -> None:
+        for pending in run.pending.values():
+            try:
+                pending.replies.put_nowait({"type": "error", "message": _GONE})
+            except queue.Full:
+                pass
+        run.pending.clear()
+
+    def _read_output(self, run: _Run, stream: str, pipe) -> None:
         for raw in iter(pipe.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            self.output.append((stream, line))
-            self._publish(Event("output", {"stream": stream, "line": line}))
+            run.output.append((stream, line))
+            self._publish(run, Event("output", {"stream": stream, "line": line}))
         pipe.close()
 
-    def _wait_output(self) -> None:
-        for t in threading.enumerate():
-            if t.name in ("execmode-stdout", "execmode-stderr"):
-                t.join(timeout=2.0)
+    @staticmethod
+    def _join(threads, timeout: float = 2.0) -> None:
+        # Not the calling thread: a listener may stop() from the reader thread.
+        for t in threads:
+            if t is not threading.current_thread():
+                t.join(timeout)
 
-    def _on_exit(self, proc: subprocess.Popen) -> None:
-        code = proc.wait()
-        if proc is not self.proc:
-            return  # an old run ending after restart(): nothing to report
-        self._wait_output()
-        self.exit = describe_exit(code, self._finished_msg)
-        self.state, self.paused = "finished", None
-        self._publish(Event("exited", self.exit.to_json()))
+    def _on_exit(self, run: _Run) -> None:
+        code = run.proc.wait()
+        self._join(run.output_threads)  # the last lines come before "exited"
+        info = describe_exit(code, run.finished_msg)
+        self._publish(run, Event("exited", info.to_json()), info)
+
+
+def _remove_private_dir(path: str) -> None:
+    try:
+        for name in os.listdir(path):
+            os.unlink(os.path.join(path, name))
+        os.rmdir(path)
+    except OSError:
+        pass  # never hide why start() failed; the directory is private anyway
 
 
 def describe_exit(code: int, finished: dict | None) -> ExitInfo:

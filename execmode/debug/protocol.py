@@ -124,6 +124,13 @@ class Channel:
             raise ProtocolError("a message must be a JSON object")
         return msg
 
+    def shutdown(self) -> None:
+        """End the connection both ways now: a recv() blocked in another thread returns."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     def close(self) -> None:
         self.closed = True
         try:

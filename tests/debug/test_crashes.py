@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -113,11 +115,32 @@ def test_results_are_identical_with_and_without_the_agent():
     assert plain == ["argv ['a', 'b'] name __main__ sum 12.0"]
 
 
-def test_agent_socket_lives_in_a_private_directory():
+def test_agent_socket_lives_in_a_private_directory_that_goes_once_connected(
+        monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    real_popen = subprocess.Popen
+    seen = []
+
+    def popen(cmd, **kwargs):  # the socket as the agent finds it when it starts
+        path = cmd[cmd.index("--socket") + 1]
+        seen.append((os.path.dirname(path), os.stat(os.path.dirname(path)).st_mode & 0o777,
+                     stat.S_ISSOCK(os.stat(path).st_mode)))
+        return real_popen(cmd, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
     with Controller(os.path.join(SCRIPTS, "steps.py")) as c:
         c.wait_until_stopped()
-        assert os.stat(c._tmp).st_mode & 0o777 == 0o700
+        [(directory, mode, is_socket)] = seen
+        assert os.path.dirname(directory) == str(tmp_path)
+        assert mode == 0o700 and is_socket
         assert isinstance(c.channel, Channel) and c.channel.sock.family == socket.AF_UNIX
+        assert not os.path.exists(directory)   # connected: nothing left to find or leak
+        c.restart()
+        c.wait_until_stopped()
+    assert len(seen) == 2 and os.listdir(tmp_path) == []
+    with pytest.raises(ControllerError, match="could not start"):
+        Controller(os.path.join(SCRIPTS, "steps.py"), python="/bin/false").start()
+    assert os.listdir(tmp_path) == []      # nor when the agent never connects
 
 
 @pytest.mark.parametrize("mode", ["sigkill", "segfault", "exception"])

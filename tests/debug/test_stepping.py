@@ -114,3 +114,35 @@ def test_graph_break_breakpoint(tmp_path):
         ev = c.wait_for("graph_break")
         assert ev["location"]["lineno"] == 4 and "bool()" in ev["reason"]
         assert c.wait_until_stopped()["reason"].startswith("graph break")
+
+
+def _fn_line(event):
+    return event["location"]["function"], event["location"]["lineno"]
+
+
+def test_next_out_of_a_returning_frame_stops_in_its_caller_not_in_its_next_call():
+    with Controller(_path("next_calls.py"), breakpoints=["next_calls.py:9"],
+                    start_paused=False) as c:
+        ev = c.wait_until_stopped()
+        assert _fn_line(ev) == ("inner", 9)
+        c.next()      # inner returns; outer calls helper (skipped), then z - 1.0
+        ev = c.wait_until_stopped()
+        assert (*_fn_line(ev), ev["op"]) == ("outer", 16, "subtract")
+        c.next()      # outer returns: the module's next line
+        ev = c.wait_until_stopped()
+        assert (*_fn_line(ev), ev["op"]) == ("<module>", 22, "add")
+        c.next()      # sum() adds twice on one line: one line, one stop
+        ev = c.wait_until_stopped()
+        assert (*_fn_line(ev), ev["op"]) == ("<module>", 23, "exp")
+
+
+def test_next_stops_again_on_the_next_pass_of_a_loop():
+    with Controller(_path("next_loop.py")) as c:
+        ev = c.wait_until_stopped()
+        assert (ev["location"]["lineno"], ev["op_index"]) == (3, 1)
+        seen = []
+        for _ in range(6):
+            c.next()
+            ev = c.wait_until_stopped()
+            seen.append((ev["location"]["lineno"], ev["op"], ev["op_index"]))
+        assert seen == [(5, "multiply", i) for i in range(2, 7)] + [(6, "add", 7)]
