@@ -65,47 +65,27 @@ def _unflatten(s, it):
 
 
 def describe_path(structure, leaf_index: int) -> str:
-    """A readable path for the n-th leaf: "arg 0", "arg 1[2]", "arg 0['w']"."""
-    paths: list[str] = []
-    _paths(structure, "", paths)
+    """A readable path for the n-th tensor leaf: "[0][1]", "[0][2]['w']", "[1].x"."""
+    paths = [path for path, node in _walk(structure, "") if node == LEAF]
     return paths[leaf_index] if leaf_index < len(paths) else f"leaf {leaf_index}"
-
-
-def _paths(s, prefix, out):
-    if s == LEAF:
-        out.append(prefix)
-        return
-    tag = s[0]
-    if tag in ("tuple", "list"):
-        for i, c in enumerate(s[1]):
-            _paths(c, f"{prefix}[{i}]", out)
-    elif tag == "namedtuple":
-        for name, c in zip(s[1]._fields, s[2]):
-            _paths(c, f"{prefix}.{name}", out)
-    elif tag == "dict":
-        for k, c in zip(s[1], s[2]):
-            _paths(c, f"{prefix}[{k!r}]", out)
 
 
 def static_paths(structure) -> list[tuple[str, object]]:
     """(path, value) of every static (non-tensor) leaf, paths as in describe_path."""
-    out: list = []
-    _static_paths(structure, "", out)
-    return out
+    return [(path, node[1][1]) for path, node in _walk(structure, "") if node != LEAF]
 
 
-def _static_paths(s, prefix, out):
-    if s == LEAF:
+def _walk(s, prefix):
+    """(path, node) for every leaf of a structure: tensor leaves and static values."""
+    if s == LEAF or s[0] == "static":
+        yield prefix, s
         return
     tag = s[0]
-    if tag == "static":
-        out.append((prefix, s[1][1]))
-    elif tag in ("tuple", "list"):
-        for i, c in enumerate(s[1]):
-            _static_paths(c, f"{prefix}[{i}]", out)
+    if tag in ("tuple", "list"):
+        named = ((f"[{i}]", c) for i, c in enumerate(s[1]))
     elif tag == "namedtuple":
-        for name, c in zip(s[1]._fields, s[2]):
-            _static_paths(c, f"{prefix}.{name}", out)
-    elif tag == "dict":
-        for k, c in zip(s[1], s[2]):
-            _static_paths(c, f"{prefix}[{k!r}]", out)
+        named = ((f".{name}", c) for name, c in zip(s[1]._fields, s[2]))
+    else:  # dict
+        named = ((f"[{k!r}]", c) for k, c in zip(s[1], s[2]))
+    for step, child in named:
+        yield from _walk(child, prefix + step)
