@@ -18,8 +18,7 @@ from . import instrument
 from .backend import as_device, xp_for
 from .graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node
 from .ops import OPS
-
-REDUCTIONS_WITH_OUT = {"sum", "prod", "max", "min"}
+from .passes.memplan import REDUCTIONS_WITH_OUT, alias_roots
 
 
 @dataclass
@@ -288,22 +287,13 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
                 copy_assigns, memory_plan)
 
 
-# Ops whose NumPy result may share memory with their first input.
-_VIEWS = {"reshape", "permute_dims", "broadcast_to", "getitem", "debug_print"}
-
-
 def _aliases_of_assigned_inputs(graph: Graph) -> tuple[tuple, tuple]:
     """Positions of outputs and of assign values that are (views of) an input which an
     assign overwrites at the end of the plan."""
     targets = {n.inputs[0] for n in graph.nodes if n.op == ASSIGN}
     if not targets:
         return (), ()
-    root: dict = {}
-    for n in graph.nodes:
-        if n.op in _VIEWS and isinstance(n.inputs[0], int):
-            root[n.id] = root.get(n.inputs[0], n.inputs[0])
-        else:
-            root[n.id] = n.id
+    root = alias_roots(graph)
     outs = tuple(k for k, o in enumerate(graph.outputs) if root.get(o, o) in targets)
     values = tuple(k for k, n in enumerate(a for a in graph.nodes if a.op == ASSIGN)
                    if root.get(n.inputs[1], n.inputs[1]) in targets)

@@ -81,7 +81,8 @@ def _elementwise_like(n: Node) -> bool:
     return op is not None and op.is_elementwise
 
 
-def _alias_roots(graph: Graph) -> dict[int, int]:
+def alias_roots(graph: Graph) -> dict[int, int]:
+    """node id -> the node whose buffer it may share (itself, or the base of a view chain)."""
     root: dict[int, int] = {}
     for n in graph.nodes:
         if n.op in VIEW_OPS and isinstance(n.inputs[0], int):
@@ -110,7 +111,7 @@ def _last_uses(graph: Graph, root: dict) -> dict[int, int]:
 
 
 def plan_memory(graph: Graph):
-    root = _alias_roots(graph)
+    root = alias_roots(graph)
     last = _last_uses(graph, root)
     inputs = set(graph.inputs)
     output_roots = {root[o] for o in graph.outputs}
