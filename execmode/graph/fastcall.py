@@ -130,8 +130,6 @@ def _python_replay(cf, jit_module):
         test = f"({x}._grad is None)" if kind == "grad_none" else f"{x}.requires_grad"
         lines.append(f"    if {test} is not {bool(expected)}:")
         lines.append("        return MISS")
-    ns["_ref"] = ref
-    ns["_leaf_position"] = leaf_position
     # Graph inputs: argument arrays or captured tensors read by reference.
     for k, (slot, source) in enumerate(zip(plan.input_slots, segment.sources)):
         if source.kind == "arg":
@@ -150,7 +148,7 @@ def _python_replay(cf, jit_module):
         lines.append(f"    outs = _program.run([{inputs}])")
         for k, slot in enumerate(plan.output_slots):
             lines.append(f"    v{slot} = outs[{k}]")
-        return _finish(cf, plan, lines, ns)
+        return _finish(cf, plan, lines, ns, ref, leaf_position)
     for k, step in enumerate(plan.steps):
         operands = []
         for j, a in enumerate(step.args):
@@ -167,10 +165,10 @@ def _python_replay(cf, jit_module):
         else:
             ns[f"fn{k}"] = step.fn
             lines.append(f"    v{step.out} = fn{k}({call})")
-    return _finish(cf, plan, lines, ns)
+    return _finish(cf, plan, lines, ns, ref, leaf_position)
 
 
-def _finish(cf, plan, lines: list, ns: dict):
+def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict):
     """Assigns, grad writes, outputs and the return statement; then compile it."""
     outputs = [f"v{s}" for s in plan.output_slots]
     if plan.assigns:
@@ -184,8 +182,6 @@ def _finish(cf, plan, lines: list, ns: dict):
             values[k] = f"w{k}"
         for (position, _), value in zip(plan.assigns, values):
             lines.append(f"    v{plan.input_slots[position]}[...] = {value}")
-    ref = ns.pop("_ref")
-    leaf_position = ns.pop("_leaf_position")
     for k, (owner, index) in enumerate(cf.grad_writes):
         value = "None" if index is None else f"_wrap({outputs[index]})"
         lines.append(f"    {ref(owner, f'G{k}')}._grad = {value}")
