@@ -5,9 +5,7 @@ lines, retraces with reasons."""
 from __future__ import annotations
 
 import os
-import runpy
 import sys
-import traceback
 
 from ..cli_args import parse_script_command
 from .jit import all_jit_functions
@@ -25,25 +23,12 @@ def explain_command(opts) -> int:
     if not os.path.isfile(opts.script):
         print(f"execmode explain: no such script: {opts.script}", file=sys.stderr)
         return 2
-    code = run_script(opts.script, opts.args)
+    from ..profilers.runner import run_script
+
+    # The script's own failure is printed and still explained: what ran, ran under jit.
+    code = run_script(opts.script, opts.args).code
     print(format_report(all_jit_functions()))
     return code
-
-
-def run_script(path: str, args) -> int:
-    saved = sys.argv, list(sys.path)
-    sys.argv = [path] + list(args)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        runpy.run_path(path, run_name="__main__")
-        return 0
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except Exception:  # the script's own failure: show it, then still explain what ran
-        traceback.print_exc()
-        return 1
-    finally:
-        sys.argv, sys.path[:] = saved[0], saved[1]
 
 
 def format_report(functions) -> str:

@@ -169,3 +169,27 @@ def test_bake_mode_freezes_the_traced_branch_like_a_plain_tracer():
 def test_on_break_must_be_known():
     with pytest.raises(em.ArgumentError, match="on_break"):
         em.jit(_if_bool, on_break="ignore")
+
+
+def test_explain_command_reports_breaks_and_retraces(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import sys\n"
+        "import execmode as em\n"
+        "@em.jit\n"
+        "def f(x):\n"
+        "    if x.sum() > 0:\n"
+        "        return x * 2\n"
+        "    return x\n"
+        "f(em.ones(2))\n"
+        "f(em.ones(3))\n"
+        "sys.exit(int(sys.argv[1]))\n")
+    done = subprocess.run([sys.executable, "-m", "execmode", "explain", str(script), "5"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 5  # the script's own exit status
+    assert "break: bool() needs a concrete value (op greater)" in done.stdout
+    assert f"at {script}:5 in f" in done.stdout
+    assert "retrace (x: f32[3]): x: shape (2,) -> (3,)" in done.stdout
