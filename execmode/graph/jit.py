@@ -58,12 +58,23 @@ class Signature:
     structure: object
     leaves: tuple          # (shape, dtype, device, requires_grad, alias) per tensor leaf
     grad_enabled: bool
-    arg_names: tuple = ()  # readable names of the leaves ("x", "batch['y']")
-    statics: tuple = ()    # (readable name, value) of every static argument
+    # path -> readable name ("[0][1]" -> "scale"): names are only needed to trace and to
+    # explain a retrace, so they are derived on first use, not at every call.
+    namer: object = field(default=str, compare=False, repr=False)
 
     @property
     def key(self):
         return (self.structure, self.leaves, self.grad_enabled)
+
+    @functools.cached_property
+    def arg_names(self) -> tuple:
+        """Readable names of the tensor leaves ("x", "batch['y']")."""
+        return tuple(self.namer(p) for p in pytree.leaf_paths(self.structure))
+
+    @functools.cached_property
+    def statics(self) -> tuple:
+        """(readable name, value) of every static argument."""
+        return tuple((self.namer(p), v) for p, v in pytree.static_paths(self.structure))
 
     def __str__(self) -> str:
         from ..dtypes import short_name
@@ -306,10 +317,7 @@ class JitFunction:
         aliases = tuple(first.setdefault(id(t), i) for i, t in enumerate(leaves))
         described = tuple((t.shape, t.dtype, t.device, t.requires_grad, a)
                           for t, a in zip(leaves, aliases))
-        names = tuple(self._path_name(pytree.describe_path(structure, i))
-                      for i in range(len(leaves)))
-        statics = tuple((self._path_name(p), v) for p, v in pytree.static_paths(structure))
-        return Signature(structure, described, dispatch._grad_enabled, names, statics)
+        return Signature(structure, described, dispatch._grad_enabled, self._path_name)
 
     def _path_name(self, path: str) -> str:
         """"[0][1]['w']" over (args, kwargs) -> "scale['w']" with the parameter's name."""

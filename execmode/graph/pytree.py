@@ -64,14 +64,13 @@ def _unflatten(s, it):
     return s[1][1]
 
 
-def describe_path(structure, leaf_index: int) -> str:
-    """A readable path for the n-th tensor leaf: "[0][1]", "[0][2]['w']", "[1].x"."""
-    paths = [path for path, node in _walk(structure, "") if node == LEAF]
-    return paths[leaf_index] if leaf_index < len(paths) else f"leaf {leaf_index}"
+def leaf_paths(structure) -> list[str]:
+    """A readable path per tensor leaf, in leaf order: "[0][1]", "[0][2]['w']", "[1].x"."""
+    return [path for path, node in _walk(structure, "") if node == LEAF]
 
 
 def static_paths(structure) -> list[tuple[str, object]]:
-    """(path, value) of every static (non-tensor) leaf, paths as in describe_path."""
+    """(path, value) of every static (non-tensor) leaf, paths as in leaf_paths."""
     return [(path, node[1][1]) for path, node in _walk(structure, "") if node != LEAF]
 
 
