@@ -114,8 +114,9 @@ def backward(root: Tensor, gradient=None) -> None:
 
     from .scope import named_scope
 
-    if dispatch._tracer is not None:
-        dispatch._tracer.ran_backward = True  # the graph now depends on requires_grad flags
+    tracer = dispatch.current_tracer()
+    if tracer is not None:
+        tracer.ran_backward = True  # the graph now depends on requires_grad flags
 
     # Backward ops are grouped under a "backward" scope, in events and in graphs.
     with no_grad(), named_scope("backward"):

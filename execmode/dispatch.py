@@ -9,6 +9,7 @@ per op when nobody listens.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import warnings
 
@@ -29,7 +30,7 @@ from .tensor import SCALAR_TYPES, Tensor
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"execmode(\.|$)")
 
 # --- the flags read on every op --------------------------------------------------------
-_tracer = None          # the active tracer (graph mode), or None
+_tracing = 0            # traces active in any thread (each thread has its own tracer)
 _listening = False      # an instrumentation listener wants op events
 _before = False         # a listener wants to run before each op (the debugger)
 _plain = True           # no tracer and no listener: the fast path may be taken
@@ -46,20 +47,35 @@ _np_generic = np.generic
 def set_listening(on: bool, before: bool) -> None:
     global _listening, _before, _plain
     _listening, _before = on, before
-    _plain = _tracer is None and not _listening
+    _plain = not _tracing and not _listening
+
+
+class _ThreadState(threading.local):
+    tracer = None       # this thread's tracer (graph mode), or None
+
+
+_thread = _ThreadState()
+_tracing_lock = threading.Lock()
 
 
 def set_tracer(tracer) -> object:
-    """Install ``tracer`` (or None) and return the previous one."""
-    global _tracer, _plain
-    previous = _tracer
-    _tracer = tracer
-    _plain = _tracer is None and not _listening
+    """Install ``tracer`` (or None) for this thread and return the previous one.
+
+    Tracers are per thread, so one thread can trace while another runs eagerly or traces
+    another function. ``_tracing`` counts the threads that trace: while it is 0 (almost
+    always) the hot path reads one module flag, as before."""
+    global _tracing, _plain
+    with _tracing_lock:
+        previous = _thread.tracer
+        _thread.tracer = tracer
+        _tracing += (tracer is not None) - (previous is not None)
+        _plain = not _tracing and not _listening
     return previous
 
 
 def current_tracer():
-    return _tracer
+    """The calling thread's tracer, or None."""
+    return _thread.tracer if _tracing else None
 
 
 def grad_enabled() -> bool:
@@ -77,8 +93,10 @@ def set_grad_enabled(on: bool) -> bool:
 
 def apply(op, *inputs, **attrs):
     """Run ``op`` on ``inputs`` (Tensors, or Python scalars for elementwise ops)."""
-    if _tracer is not None:
-        return _tracer.bind(op, inputs, attrs)
+    if _tracing:
+        tracer = _thread.tracer
+        if tracer is not None:
+            return tracer.bind(op, inputs, attrs)
     return run_eager(op, inputs, attrs)
 
 
@@ -150,7 +168,7 @@ def make_operator(op, reflected: bool = False):
 
     if not reflected:
         def operator(self, other):
-            if _plain or (_tracer is None and not _before):
+            if _plain or (not _tracing and not _before):
                 sd = self._data
                 if other.__class__ is Tensor or isinstance(other, Tensor):
                     od = other._data

@@ -82,8 +82,9 @@ class Tensor:
     def grad(self):
         from . import dispatch
 
-        if dispatch._tracer is not None:
-            return dispatch._tracer.read_grad(self)
+        tracer = dispatch.current_tracer()
+        if tracer is not None:
+            return tracer.read_grad(self)
         return self._grad
 
     @grad.setter
@@ -92,8 +93,9 @@ class Tensor:
 
         if value is not None and not isinstance(value, Tensor):
             raise ArgumentError(f".grad must be a Tensor or None, got {type(value).__name__}")
-        if dispatch._tracer is not None:
-            dispatch._tracer.write_grad(self, value)
+        tracer = dispatch.current_tracer()
+        if tracer is not None:
+            tracer.write_grad(self, value)
         else:
             self._grad = value
 

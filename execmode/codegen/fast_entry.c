@@ -87,7 +87,7 @@ typedef struct {
     PyObject *refs;            /* owns every object above */
 } FastEntry;
 
-static PyObject *k_tracer, *k_grad_enabled, *k_jit_disabled, *k_on_event, *k_before_kernel,
+static PyObject *k_tracing, *k_grad_enabled, *k_jit_disabled, *k_on_event, *k_before_kernel,
     *k_after_kernel;
 
 /* --- checks ------------------------------------------------------------------------- */
@@ -101,9 +101,13 @@ globals_allow(FastEntry *self)
     PyObject *v;
     int truth;
 
-    v = PyDict_GetItemWithError(self->dispatch_dict, k_tracer);
-    if (v != Py_None)
-        return v == NULL && PyErr_Occurred() ? -1 : 0;
+    /* dispatch._tracing: how many threads trace (0 almost always, a small int singleton) */
+    v = PyDict_GetItemWithError(self->dispatch_dict, k_tracing);
+    if (v == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    truth = PyObject_IsTrue(v);
+    if (truth != 0)
+        return truth < 0 ? -1 : 0;
     v = PyDict_GetItemWithError(self->dispatch_dict, k_grad_enabled);
     if (v != self->grad_enabled)
         return v == NULL && PyErr_Occurred() ? -1 : 0;
@@ -634,13 +638,13 @@ PyInit__em_fast_entry(void)
     import_array();
     if (PyType_Ready(&FastEntryType) < 0)
         return NULL;
-    k_tracer = PyUnicode_InternFromString("_tracer");
+    k_tracing = PyUnicode_InternFromString("_tracing");
     k_grad_enabled = PyUnicode_InternFromString("_grad_enabled");
     k_jit_disabled = PyUnicode_InternFromString("_jit_disabled");
     k_on_event = PyUnicode_InternFromString("_on_event");
     k_before_kernel = PyUnicode_InternFromString("_before_kernel");
     k_after_kernel = PyUnicode_InternFromString("_after_kernel");
-    if (!k_tracer || !k_grad_enabled || !k_jit_disabled || !k_on_event || !k_before_kernel
+    if (!k_tracing || !k_grad_enabled || !k_jit_disabled || !k_on_event || !k_before_kernel
             || !k_after_kernel)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

@@ -188,7 +188,7 @@ class Debugger:
 
     # --- hooks (the script's thread) ----------------------------------------------------
     def before_op(self, op, inputs, attrs) -> None:
-        if dispatch._tracer is not None:
+        if dispatch.current_tracer() is not None:
             return  # tracing builds a graph; its kernels are where graph mode stops
         self.op_index += 1
         self._last_inputs = inputs
@@ -269,7 +269,7 @@ class Debugger:
 
     def on_op(self, event, output) -> None:
         self.last_seq = event.seq
-        if dispatch._tracer is not None:
+        if dispatch.current_tracer() is not None:
             return
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
         if not conditions:

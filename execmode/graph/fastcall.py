@@ -81,7 +81,7 @@ def _python_replay(cf, jit_module):
     lines = [f"def fast({args}*extra):"]
     lines.append("    if extra:")
     lines.append("        return MISS")
-    lines.append("    if (_dispatch._tracer is not None or _jit._jit_disabled or _instrument._on_event"
+    lines.append("    if (_dispatch._tracing or _jit._jit_disabled or _instrument._on_event"
                  " or _instrument._before_kernel or _instrument._after_kernel):")
     lines.append("        return MISS")
     lines.append(f"    if _dispatch._grad_enabled is not {sig.grad_enabled}:")

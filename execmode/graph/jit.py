@@ -280,7 +280,7 @@ class JitFunction:
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
-        if _jit_disabled or dispatch._tracer is not None:
+        if _jit_disabled or dispatch.current_tracer() is not None:
             # Disabled, or called inside another trace: inline the Python.
             return self.fn(*args, **kwargs)
         leaves, structure = pytree.flatten((args, kwargs))
