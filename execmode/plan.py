@@ -63,8 +63,10 @@ class Plan:
     output_slots: list[int]
     assigns: list[tuple[int, int]] = field(default_factory=list)  # (input position, slot)
     graph_id: str = ""
-    # Output and assign-value positions whose array is (a view of) an input that an assign
-    # overwrites: they are copied before the assigns run, as eager would have read them.
+    # Outputs are fresh, distinct arrays, as eager's results are: an output that is (a view
+    # of) an input or of an earlier output (after simplify turned x + 0 into x, or CSE
+    # merged two results) is copied. Assign values that are (views of) an input an assign
+    # overwrites are copied before the assigns run, as eager would have read them.
     copy_outputs: tuple = ()
     copy_assigns: tuple = ()
     memory_plan: object = None
@@ -85,7 +87,10 @@ class Plan:
         instrumented = (instrument._on_event or instrument._before_kernel
                         or instrument._after_kernel)
         if self.program is not None and not instrumented:
-            return self.program.run(inputs)
+            outputs = self.program.run(inputs)
+            for k in self.copy_outputs:
+                outputs[k] = outputs[k].copy()
+            return outputs
         if not self._buffers_ready:
             self._allocate_buffers()
         values = [None] * self.n_slots
@@ -97,15 +102,15 @@ class Plan:
             for step in self.steps:
                 step.run(values)
         outputs = [values[s] for s in self.output_slots]
+        for k in self.copy_outputs:
+            outputs[k] = outputs[k].copy()
         if self.assigns:
             self.apply_assigns(inputs, values, outputs)
         return outputs
 
     def apply_assigns(self, inputs: list, values: list, outputs: list) -> None:
         """Write assign values into their inputs, after saving what the writes would
-        clobber (outputs and values that alias an assigned input)."""
-        for k in self.copy_outputs:
-            outputs[k] = outputs[k].copy()
+        clobber (values that alias an assigned input; outputs are fresh already)."""
         new = [values[slot] for _, slot in self.assigns]
         for k in self.copy_assigns:
             new[k] = new[k].copy()
@@ -288,16 +293,21 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
 
 
 def _aliases_of_assigned_inputs(graph: Graph) -> tuple[tuple, tuple]:
-    """Positions of outputs and of assign values that are (views of) an input which an
-    assign overwrites at the end of the plan."""
-    targets = {n.inputs[0] for n in graph.nodes if n.op == ASSIGN}
-    if not targets:
-        return (), ()
+    """Positions of outputs that share memory with an input or an earlier output, and of
+    assign values that are (views of) an input which an assign overwrites."""
     root = alias_roots(graph)
-    outs = tuple(k for k, o in enumerate(graph.outputs) if root.get(o, o) in targets)
+    inputs = set(graph.inputs)
+    claimed: set[int] = set()
+    outs = []
+    for k, o in enumerate(graph.outputs):
+        r = root.get(o, o)
+        if r in inputs or r in claimed:
+            outs.append(k)
+        claimed.add(r)
+    targets = {n.inputs[0] for n in graph.nodes if n.op == ASSIGN}
     values = tuple(k for k, n in enumerate(a for a in graph.nodes if a.op == ASSIGN)
                    if root.get(n.inputs[1], n.inputs[1]) in targets)
-    return outs, values
+    return tuple(outs), values
 
 
 def _single_op(n: Node):

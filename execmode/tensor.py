@@ -109,6 +109,14 @@ class Tensor:
         """The array behind this tensor; a traced tensor materializes (a graph break)."""
         d = self._data
         if d.__class__ is _ndarray:
+            from . import dispatch
+
+            if dispatch._tracing:
+                # While tracing, this array may back an input the segment wrote through
+                # another tensor (its new values land at the segment's end): break first.
+                tracer = dispatch.current_tracer()
+                if tracer is not None and tracer.stale_array(d):
+                    tracer.flush_written(reason)
             return d
         if hasattr(d, "materialize"):
             return d.materialize(self, reason)
@@ -210,6 +218,12 @@ class Tensor:
         if hasattr(self._data, "adopt"):
             self._data.adopt(t)
         return t
+
+    @property
+    def data(self) -> Tensor:
+        """PyTorch's ``.data``: the same values and memory, cut from autograd (as
+        ``detach()``); writes through it change this tensor, in eager and graph mode."""
+        return self.detach()
 
     def clone(self) -> Tensor:
         return F.copy(self)

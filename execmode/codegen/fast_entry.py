@@ -160,11 +160,11 @@ def make_fast_entry(cf, items, python_replay, modules):
     """
     if not enabled() or cf.grad_writes or cf.guards or cf.has_breaks:
         return None
-    if any(kind == "arg" for kind, _ in cf.out_spec):
-        return None  # returns an argument object itself: the Python replay does that
+    if cf.out_spec is None or any(kind == "arg" for kind, _ in cf.out_spec):
+        return None  # returns an argument object itself or a view: Python does that
     segment = cf.segments[0]
     plan = segment.compiled.plan
-    if plan.assigns:
+    if plan.assigns or plan.copy_outputs:
         return None
     sources = segment.sources
     if len(sources) != len(plan.input_slots):

@@ -67,8 +67,8 @@ def _python_replay(cf, jit_module):
     """The generated Python replay of ``cf``, or None when cf does not qualify."""
     sig = cf.signature
     items = _positional_items(sig.structure)
-    if cf.has_breaks or items is None:
-        return None
+    if cf.has_breaks or items is None or cf.out_spec is None:
+        return None  # views among the results, or breaks: the general replay
     segment = cf.segments[0]
     plan = segment.compiled.plan
     if plan.program is None and not plan._buffers_ready:
@@ -112,12 +112,12 @@ def _python_replay(cf, jit_module):
                      f"{requires_grad}):")
         lines.append("        return MISS")
     if plan.assigns and leaf > 1:
-        # Traced with distinct tensors: the same tensor passed twice would need one input.
-        tensors = [f"a{leaf_position[i]}" for i in range(leaf)]
-        for k, first in enumerate(tensors):
-            for other in tensors[k + 1:]:
-                lines.append(f"    if {first} is {other}:")
-                lines.append("        return MISS")
+        # Traced with arguments in distinct memory: tensors sharing memory would need one
+        # input (a tensor passed twice, w and w.detach(), x and a view of x).
+        ns["_owner"] = jit_module.memory_owner
+        owners = [f"_owner(d{i})" for i in range(leaf)]
+        lines.append(f"    if len({{id(o) for o in ({', '.join(owners)},)}}) != {leaf}:")
+        lines.append("        return MISS")
 
     def ref(r, name):
         if isinstance(r, tuple):
@@ -127,8 +127,12 @@ def _python_replay(cf, jit_module):
 
     for k, (r, kind, expected) in enumerate(cf.guards):
         x = ref(r, f"GT{k}")
-        test = f"({x}._grad is None)" if kind == "grad_none" else f"{x}.requires_grad"
-        lines.append(f"    if {test} is not {bool(expected)}:")
+        if kind == "strides":
+            ns[f"GS{k}"] = expected
+            lines.append(f"    if {x}._data.strides != GS{k}:")
+        else:
+            test = f"({x}._grad is None)" if kind == "grad_none" else f"{x}.requires_grad"
+            lines.append(f"    if {test} is not {bool(expected)}:")
         lines.append("        return MISS")
     # Graph inputs: argument arrays or captured tensors read by reference.
     for k, (slot, source) in enumerate(zip(plan.input_slots, segment.sources)):
@@ -171,29 +175,32 @@ def _python_replay(cf, jit_module):
 def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict):
     """Assigns, grad writes, outputs and the return statement; then compile it."""
     outputs = [f"v{s}" for s in plan.output_slots]
+    # As Plan.run: outputs that alias an input or an earlier output are copied.
+    for k in plan.copy_outputs:
+        lines.append(f"    o{k} = {outputs[k]}.copy()")
+        outputs[k] = f"o{k}"
     if plan.assigns:
-        # As Plan.apply_assigns: keep what the writes would clobber, then write.
-        for k in plan.copy_outputs:
-            lines.append(f"    o{k} = {outputs[k]}.copy()")
-            outputs[k] = f"o{k}"
+        # As Plan.apply_assigns: keep the values the writes would clobber, then write.
         values = [f"v{slot}" for _, slot in plan.assigns]
         for k in plan.copy_assigns:
             lines.append(f"    w{k} = {values[k]}.copy()")
             values[k] = f"w{k}"
         for (position, _), value in zip(plan.assigns, values):
             lines.append(f"    v{plan.input_slots[position]}[...] = {value}")
-    for k, (owner, index) in enumerate(cf.grad_writes):
-        value = "None" if index is None else f"_wrap({outputs[index]})"
-        lines.append(f"    {ref(owner, f'G{k}')}._grad = {value}")
-    leaves = []
+    results = []
     for k, (kind, value) in enumerate(cf.out_spec):
         if kind == "out":
-            leaves.append(f"_wrap({outputs[value]})")
+            lines.append(f"    r{k} = _wrap({outputs[value]})")
         elif kind == "arg":
-            leaves.append(f"a{leaf_position[value]}")
+            lines.append(f"    r{k} = a{leaf_position[value]}")
         else:
             ns[f"K{k}"] = value
-            leaves.append(f"K{k}")
+            lines.append(f"    r{k} = K{k}")
+        results.append(f"r{k}")
+    for k, (owner, index) in enumerate(cf.grad_writes):
+        value = "None" if index is None else results[index]
+        lines.append(f"    {ref(owner, f'G{k}')}._grad = {value}")
+    leaves = results[:cf.n_out]
     if cf.out_structure == pytree.LEAF:
         lines.append(f"    return {leaves[0]}")
     else:

@@ -28,6 +28,7 @@ from . import pytree
 from .fastcall import MISS, build_fast_call
 from .ir import Graph
 from .trace import GraphBreak, Segment, Tracer
+from .views import replay
 
 _jit_disabled = False
 _UNREAD = object()  # a .grad the trace wrote before reading
@@ -164,10 +165,12 @@ class ConcreteFunction:
     signature: Signature
     segments: list[Segment]
     breaks: list[GraphBreak]
-    guards: list                     # [(tensor ref, "grad_none" | "requires_grad", value)]
+    guards: list                     # [(tensor ref, "grad_none" | "requires_grad" | ...)]
     out_structure: object = None
-    out_spec: list = field(default_factory=list)      # ("out", k) | ("const", value)
-    grad_writes: list = field(default_factory=list)   # [(owner ref, k | None)]
+    # How each result is rebuilt (trace.result_spec): the returned leaves, then the grads.
+    result_specs: list = field(default_factory=list)
+    n_out: int = 0
+    grad_writes: list = field(default_factory=list)   # [(owner ref, result index | None)]
     calls: int = 0
     baked: list = field(default_factory=list)  # on_break="bake": values frozen at trace time
 
@@ -190,6 +193,10 @@ class ConcreteFunction:
             if kind == "requires_grad" and tensor.requires_grad != expected:
                 return (f"requires_grad of captured {_short(tensor)} was {expected} when "
                         f"traced, now {tensor.requires_grad}")
+            if kind == "strides" and tensor._data.strides != expected:
+                return (f"memory layout of {_short(tensor)}: strides {expected} when traced, "
+                        f"now {tensor._data.strides} (a reshape of it is a view or a copy "
+                        "depending on them)")
         return None
 
     def replay(self, leaves):
@@ -197,17 +204,52 @@ class ConcreteFunction:
         compiled = segment.compiled
         arrays = [src.read(leaves) for src in segment.sources]
         outputs = compiled.plan.run(arrays)
-        results = []
-        for kind, value in self.out_spec:
-            if kind == "out":
-                results.append(_wrap(outputs[value]))
-            elif kind == "arg":
-                results.append(leaves[value])  # returned as is, as eager returns it
+        results = build_results(self.result_specs, leaves, outputs)
+        for ref, j in self.grad_writes:
+            resolve(ref, leaves)._grad = None if j is None else results[j]
+        return pytree.unflatten(self.out_structure, results[:self.n_out])
+
+    @property
+    def out_spec(self) -> list | None:
+        """The results in the fast replays' terms (("out", k), ("arg", i), ("const", x)),
+        or None when a result is a view or repeats another (the general replay does it)."""
+        simple, seen = [], set()
+        for spec in self.result_specs:
+            if spec[0] == "out" and not spec[2] and spec[1] not in seen:
+                seen.add(spec[1])
+                simple.append(("out", spec[1]))
+            elif spec[0] in ("arg", "const"):
+                simple.append(spec)
             else:
-                results.append(value)
-        for ref, k in self.grad_writes:
-            resolve(ref, leaves)._grad = None if k is None else _wrap(outputs[k])
-        return pytree.unflatten(self.out_structure, results)
+                return None
+        return simple
+
+
+def build_results(specs, leaves, outputs) -> list:
+    """The tensors a call hands back, rebuilt as eager would have them (trace.result_spec):
+    fresh tensors for graph outputs, the caller's own objects for returned arguments and
+    captures, NumPy views where eager returns views (so that aliasing matches)."""
+    results = []
+    for spec in specs:
+        kind = spec[0]
+        if kind == "out":
+            array = outputs[spec[1]]
+            results.append(_wrap(replay(spec[2], array) if spec[2] else array))
+        elif kind == "arg":
+            results.append(leaves[spec[1]])
+        elif kind == "same":
+            results.append(results[spec[1]])
+        elif kind == "view":
+            results.append(_wrap(replay(spec[2], spec[1].read(leaves))))
+        else:
+            results.append(spec[1])
+    return results
+
+
+def memory_owner(array):
+    """The array owning ``array``'s memory (NumPy points a view's ``base`` at it)."""
+    base = getattr(array, "base", None)
+    return array if base is None else base
 
 
 def resolve(ref, leaves) -> Tensor:
@@ -311,10 +353,12 @@ class JitFunction:
         return result
 
     def _signature(self, structure, leaves) -> Signature:
-        # The same tensor passed twice is one graph input: the aliasing pattern keys the
-        # cache too (first position of each leaf's tensor).
+        # Tensors sharing memory (one tensor passed twice, w and w.detach(), x and a view
+        # of x) see each other's writes: the aliasing pattern keys the cache too (first
+        # position of each leaf's memory, the array that owns it).
         first: dict = {}
-        aliases = tuple(first.setdefault(id(t), i) for i, t in enumerate(leaves))
+        aliases = tuple(first.setdefault(id(memory_owner(t._data)), i)
+                        for i, t in enumerate(leaves))
         described = tuple((t.shape, t.dtype, t.device, t.requires_grad, a)
                           for t, a in zip(leaves, aliases))
         return Signature(structure, described, dispatch._grad_enabled, self._path_name)
@@ -351,49 +395,41 @@ class JitFunction:
                 (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
                 result = self.fn(*s_args, **s_kwargs)
                 out_leaves, out_structure = pytree.flatten(result)
-                out_nodes = [_traced_node(t, tracer) for t in out_leaves]
-                grad_entries = []  # (owner ref, new grad or None, its node, grad first read)
+                grad_entries = []  # (owner ref, new grad or None, grad first read)
                 for owner, value in tracer.grad_state.values():
                     grad_entries.append((tracer.owner_ref(owner), value,
-                                         _traced_node(value, tracer),
                                          tracer.grad_read.get(id(owner), _UNREAD)))
-                traced_grads = [v for _, v, node, _ in grad_entries if node is not None]
-                segment = tracer.finish(list(out_leaves), traced_grads)
+                grads = [v for _, v, _ in grad_entries if _traced_node(v, tracer) is not None]
+                segment, specs = tracer.finish(list(out_leaves) + grads)
         except BaseException:
             tracer.abort()  # leave the user's tensors as they were
             raise
-        positions = {node_id: k for k, node_id in enumerate(segment.graph.outputs)}
-        out_spec = []
-        for t, node in zip(out_leaves, out_nodes):
-            index = tracer.stand_in_index.get(id(t))
-            if index is not None:
-                out_spec.append(("arg", index))       # an argument, returned as is
-            elif node is not None and id(t) not in tracer.assigned_ever:
-                out_spec.append(("out", positions[node]))
-            else:
-                out_spec.append(("const", t))         # a capture (updated in place or not)
+        n_out = len(out_leaves)
+        grad_index = {id(v): n_out + k for k, v in enumerate(grads)}
         grad_writes = []
-        for ref, value, node, first_read in grad_entries:
+        for ref, value, first_read in grad_entries:
             if value is None:
                 grad_writes.append((ref, None))
-            elif node is not None:
-                grad_writes.append((ref, positions[node]))
+            elif id(value) in grad_index:
+                grad_writes.append((ref, grad_index[id(value)]))
             elif value is first_read:
                 continue  # read, never changed
             # else: set before a graph break (now concrete): written below, not replayable,
             # which is fine, since a function with breaks re-runs its Python every call.
-            if execute:
+            elif execute:
                 resolve(ref, leaves)._grad = value
         if execute:
-            for t, node in zip(out_leaves, out_nodes):
-                if node is not None:  # computed by the graph: outputs carry no tape
-                    t._grad_fn = None
-                    t.requires_grad = False
-            # What the caller gets: its own tensors where the function returned an argument.
-            result = pytree.unflatten(out_structure, [
-                leaves[v] if kind == "arg" else t for (kind, v), t in zip(out_spec, out_leaves)])
+            outputs = tracer.last_outputs
+            results = build_results(specs, leaves, outputs) if outputs is not None else \
+                [leaves[s[1]] if s[0] == "arg" else t for s, t in zip(specs, out_leaves)]
+            for ref, j in grad_writes:
+                resolve(ref, leaves)._grad = None if j is None else results[j]
+            # What the caller gets: graph results are fresh tensors (no tape), returned
+            # arguments and captures are the caller's own objects.
+            result = pytree.unflatten(out_structure, results[:n_out])
         guards = [(tracer.owner_ref(owner), "grad_none", was_none)
                   for owner, was_none in tracer.grad_guards.values()]
+        guards += [(("arg", i), "strides", leaves[i]._data.strides) for i in tracer.layout_args]
         if tracer.ran_backward:
             # Gradients flowed into captures according to their requires_grad flags.
             for seg in tracer.segments:
@@ -401,7 +437,7 @@ class JitFunction:
                     if src.kind == "capture":
                         guards.append((src.tensor, "requires_grad", src.tensor.requires_grad))
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
-                                       out_structure, out_spec, grad_writes)
+                                       out_structure, specs, n_out, grad_writes)
         cf.baked = list(tracer.baked)
         if reuse is None and not tracer.breaks:
             cf.segments[0].output_tensors = []  # replay builds fresh outputs

@@ -28,19 +28,54 @@ from ..source import SourceLocation, user_location
 from ..tensor import Tensor
 from .ir import ASSIGN, INPUT, Graph, Literal, Node, make_attrs
 from .verify import verify
+from .views import (
+    ViewStep,
+    contiguous_proxy,
+    inverse_axes,
+    is_view_op,
+    proxy_of,
+    replay,
+    view_proxy,
+)
+
+
+class Storage:
+    """The memory behind traced tensors (PyTorch's storage): an argument's or a capture's
+    array, or an op's result. ``node`` is the graph node holding its current full value;
+    every in-place write makes a new node and bumps ``version`` (PyTorch's ``_version``),
+    so views taken before the write know they must be recomputed."""
+
+    __slots__ = ("node", "input_node", "version", "shape", "dtype", "device", "source",
+                 "array", "written", "ambiguous")
+
+    def __init__(self, node, shape, dtype, device, source=None, array=None):
+        self.node = node
+        self.input_node = node if source is not None else None
+        self.version = 0
+        self.shape, self.dtype, self.device = shape, dtype, device
+        self.source = source        # InputSource for inputs; None for op results
+        self.array = array          # the input's array (kept alive while traced)
+        self.written = False        # an input written in place: write back at segment end
+        self.ambiguous = False      # a reshape whose aliasing depends on an unknown layout
 
 
 class TracedValue:
-    """What a tensor holds while traced: the node that will compute it."""
+    """What a tensor holds while traced: the node that computes it, the storage it lives
+    in, the view chain from that storage's full value, and its layout (views.py)."""
 
-    __slots__ = ("tracer", "node_id", "shape", "dtype", "em_device", "__weakref__")
+    __slots__ = ("tracer", "node_id", "shape", "dtype", "em_device", "storage", "view",
+                 "version", "proxy", "__weakref__")
 
-    def __init__(self, tracer, node_id, shape, dtype, device):
+    def __init__(self, tracer, node_id, shape, dtype, device, storage, view=(), proxy=None):
         self.tracer = tracer
         self.node_id = node_id
         self.shape = shape
         self.dtype = dtype
         self.em_device = device
+        self.storage = storage
+        self.view = view
+        self.version = storage.version
+        self.proxy = proxy
 
     def materialize(self, tensor: Tensor, reason: str):
         return self.tracer.materialize(tensor, reason)
@@ -130,7 +165,10 @@ class _Builder:
         self.graph = Graph(name)
         self.next_id = first_id
         self.sources: list[InputSource] = []
-        self.captured: dict[int, tuple[Tensor, int, object]] = {}  # id -> (tensor, node, array)
+        # id(array) -> (storage, view chain): one graph input per array this segment reads.
+        self.storages: dict[int, tuple] = {}
+        self.captured_arrays: list = []       # the input arrays, in graph.inputs order
+        self.roots: dict[int, object] = {}    # id(base array) -> storage (overlap check)
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -152,7 +190,13 @@ class _Builder:
 
 class Tracer:
     """Traces one call of a function. ``run_segment(graph, sources, arrays)`` compiles
-    (with caching) and runs a finished segment; the jit object provides it."""
+    (with caching) and runs a finished segment; the jit object provides it.
+
+    State follows eager mode exactly (docs/graph-mode.md, "Semantics"): every tensor is a
+    :class:`Storage` plus a view chain; an in-place write becomes a functional update of
+    its storage (scattered back through the view chain), later reads of any view of that
+    storage are recomputed from the new value, and a written argument or capture is
+    written back into its array at the end of the segment (an assign node)."""
 
     def __init__(self, name: str, run_segment, capture_labels=None, fullgraph=False,
                  execute=True, signature: str = "", graph_prefix: str = ""):
@@ -167,7 +211,7 @@ class Tracer:
         self.breaks: list[GraphBreak] = []
         self.baked: list[GraphBreak] = []    # on_break="bake": values frozen into the graph
         self.live: list[weakref.ref] = []
-        self.origin: dict[int, tuple[Tensor, int]] = {}     # in-place targets -> input node
+        # Real (untraced) tensors written in place: traced until the segment ends.
         self.assigned: dict[int, tuple[Tensor, object]] = {}  # target -> original array
         self.stand_in_of: dict[int, Tensor] = {}             # arg stand-in -> user's tensor
         self.grad_state: dict[int, list] = {}                # id(owner) -> [owner, grad]
@@ -176,7 +220,9 @@ class Tracer:
         self.grad_read: dict[int, object] = {}               # owner -> the grad first read
         self.stand_in_index: dict[int, int] = {}             # stand-in -> its leaf index
         self.user_stand_in: dict[int, Tensor] = {}           # user's arg tensor -> stand-in
-        self.assigned_ever: set[int] = set()                 # every tensor an assign wrote
+        self.layout_args: set[int] = set()                   # leaves whose strides mattered
+        # Arrays a graph break handed out as views of another array: (root array, steps).
+        self.break_views: dict[int, tuple[object, tuple]] = {}
         self.ran_backward = False                            # backward ran inside the trace
         self._builder = _Builder(f"{self.prefix}:0", 0)
         self._previous = None
@@ -194,15 +240,17 @@ class Tracer:
     # --- inputs ------------------------------------------------------------------------
     def stand_in(self, tensor: Tensor, leaf_index: int, label: str) -> Tensor:
         """A traced stand-in for an argument leaf (the function sees it instead)."""
-        aval = Aval(tensor.shape, tensor.dtype, tensor.device)
-        node_id = self._builder.add_input(aval, InputSource("arg", label, leaf_index=leaf_index))
-        t = self._new_tensor(node_id, aval)
+        storage, view = self._input_storage(
+            tensor, lambda: InputSource("arg", label, leaf_index=leaf_index))
+        t = object.__new__(Tensor)
+        t._data = TracedValue(self, self._view_node(storage, view), tuple(tensor.shape),
+                              tensor.dtype, tensor.device, storage, view,
+                              proxy_of(tensor._data))
         t.requires_grad = tensor.requires_grad
-        self.origin[id(t)] = (t, node_id)
+        self.live.append(weakref.ref(t))
         self.stand_in_of[id(t)] = tensor
         self.stand_in_index[id(t)] = leaf_index
         self.user_stand_in[id(tensor)] = t
-        self._builder.captured[id(t)] = (t, node_id, tensor._data)
         return t
 
     def owner_ref(self, owner: Tensor):
@@ -211,28 +259,64 @@ class Tracer:
         index = self.stand_in_index.get(id(owner))
         return ("arg", index) if index is not None else owner
 
-    def _capture(self, tensor: Tensor) -> int:
+    def _input_storage(self, tensor: Tensor, make_source) -> tuple[Storage, tuple]:
+        """The storage (and view chain) of a real tensor's array: one graph input per
+        array, however many tensors share it (``w`` and ``w.detach()`` are one value)."""
         b = self._builder
-        hit = b.captured.get(id(tensor))
+        array = tensor._data
+        hit = b.storages.get(id(array))
         if hit is not None:
-            return hit[1]
+            return hit
+        root_view = self.break_views.get(id(array))
+        if root_view is not None:  # a view a graph break handed out: a view here too
+            root, steps = root_view
+            holder = object.__new__(Tensor)
+            holder._data, holder.requires_grad = root, False
+            storage, _ = self._input_storage(
+                holder, lambda: InputSource("capture", f"segment value {len(b.sources)}",
+                                            tensor=holder))
+            b.storages[id(array)] = (storage, steps)
+            return storage, steps
+        source = make_source()
+        aval = Aval(tensor.shape, tensor.dtype, tensor.device)
+        node_id = b.add_input(aval, source)
+        storage = Storage(node_id, tuple(tensor.shape), tensor.dtype, tensor.device, source,
+                          array)
+        self._check_overlap(array, storage)
+        b.storages[id(array)] = (storage, ())
+        b.captured_arrays.append(array)
+        return storage, ()
+
+    def _check_overlap(self, array, storage: Storage) -> None:
+        """Two inputs that are different views of one memory (made outside the function):
+        the graph cannot tell that a write through one changes the other."""
+        root = getattr(array, "base", None)
+        key = id(root) if root is not None else id(array)
+        b = self._builder
+        other = b.roots.get(key)
+        if other is not None:
+            other.ambiguous = storage.ambiguous = True
+        else:
+            b.roots[key] = storage
+
+    def _capture(self, tensor: Tensor) -> tuple[Storage, tuple]:
         stand_in = self.user_stand_in.get(id(tensor))
         if stand_in is not None and _traced_by(stand_in, self):
             # The function also reads, as a global, a tensor it got as an argument: one
             # value, so that an in-place update through either name is seen by both.
-            return stand_in._data.node_id
+            d = stand_in._data
+            return d.storage, d.view
         owner = self.grad_owner_of.get(id(tensor))
         if owner is not None:
             user = self.stand_in_of.get(id(owner), owner)
-            source = InputSource("grad", f"{self._label(user)}.grad", tensor=user,
-                                 leaf_index=self.stand_in_index.get(id(owner), -1))
+
+            def make_source():
+                return InputSource("grad", f"{self._label(user)}.grad", tensor=user,
+                                   leaf_index=self.stand_in_index.get(id(owner), -1))
         else:
-            source = InputSource("capture", self._label(tensor), tensor=tensor)
-        aval = Aval(tensor.shape, tensor.dtype, tensor.device)
-        node_id = b.add_input(aval, source)
-        b.captured[id(tensor)] = (tensor, node_id, tensor._data)
-        self.origin[id(tensor)] = (tensor, node_id)
-        return node_id
+            def make_source():
+                return InputSource("capture", self._label(tensor), tensor=tensor)
+        return self._input_storage(tensor, make_source)
 
     def _label(self, tensor: Tensor) -> str:
         name = self.capture_labels.get(id(tensor))
@@ -240,22 +324,57 @@ class Tracer:
             return name
         return f"capture {len(self._builder.sources)}"
 
+    def _place(self, x: Tensor):
+        """(storage, view chain, layout proxy, traced value or None) of a tensor operand."""
+        d = x._data
+        if d.__class__ is TracedValue and d.tracer is self:
+            return d.storage, d.view, d.proxy, d
+        if d.__class__ is LeakedValue:
+            d.materialize(x, "use")
+        storage, view = self._capture(x)
+        return storage, view, proxy_of(d), None
+
     def _ref(self, x):
-        """The graph operand for a dispatch input."""
+        """The graph operand for a dispatch input (recomputing a stale view)."""
         if isinstance(x, Tensor):
-            d = x._data
-            if d.__class__ is TracedValue and d.tracer is self:
-                return d.node_id
-            if d.__class__ is LeakedValue:
-                d.materialize(x, "use")
-            return self._capture(x)
+            storage, view, _, d = self._place(x)
+            if d is None:
+                return self._view_node(storage, view)
+            if d.version != storage.version:
+                d.node_id = self._view_node(storage, view)
+                d.version = storage.version
+            return d.node_id
         if isinstance(x, np.generic):
             return Literal(x.item())
         return Literal(x)
 
-    def _new_tensor(self, node_id: int, aval: Aval) -> Tensor:
+    def _view_node(self, storage: Storage, view: tuple) -> int:
+        """The node computing ``view`` of the storage's current value."""
+        node = storage.node
+        for step in view:
+            node = self._emit(step.op, (node,), step.kwargs)
+        return node
+
+    def _emit(self, op_name: str, operands: tuple, attrs: dict) -> int:
+        """Add a node of the tracer's own (a view replay or a scatter-back)."""
+        from ..ops import OPS
+
+        graph = self._builder.graph
+        avals = [Aval(graph.node(o).shape, graph.node(o).dtype, graph.node(o).device)
+                 if isinstance(o, int) else o for o in operands]
+        aval = infer_aval(OPS[op_name], avals, attrs, None)
+        node_id = self._builder.new_id()
+        self._builder.add(Node(node_id, op_name, tuple(operands), make_attrs(attrs),
+                               tuple(aval.shape), aval.dtype, str(aval.device),
+                               _scope._current, user_location()))
+        return node_id
+
+    def _new_tensor(self, node_id: int, aval: Aval, storage=None, view=(), proxy=None):
+        if storage is None:
+            storage = Storage(node_id, tuple(aval.shape), aval.dtype, aval.device)
         t = object.__new__(Tensor)
-        t._data = TracedValue(self, node_id, tuple(aval.shape), aval.dtype, aval.device)
+        t._data = TracedValue(self, node_id, tuple(aval.shape), aval.dtype, aval.device,
+                              storage, view, proxy)
         t.requires_grad = False
         self.live.append(weakref.ref(t))
         return t
@@ -286,14 +405,14 @@ class Tracer:
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op.name, refs, make_attrs(attrs), tuple(aval.shape),
                                aval.dtype, str(aval.device), _scope._current, user_location()))
-        t = self._new_tensor(node_id, aval)
+        t = self._result(op, inputs, attrs, node_id, aval)
         if dispatch._grad_enabled and op.vjp is not None:
             for x in inputs:
                 if isinstance(x, Tensor) and x.requires_grad:
                     from ..autograd import GradNode
 
                     saved = None
-                    if op.saves_output:
+                    if op.saves_output:  # eager saves the output's own buffer: an alias
                         saved = object.__new__(Tensor)
                         saved._data = t._data
                         saved.requires_grad = False
@@ -303,37 +422,105 @@ class Tracer:
                     break
         return t
 
-    def _assign(self, target: Tensor, value):
-        """``target[...] = value``: an assign node if target is an input, else a rebinding."""
-        if not isinstance(value, Tensor):
-            from .. import functional as F
+    def _result(self, op, inputs, attrs, node_id: int, aval: Aval) -> Tensor:
+        """The traced result of an op: a view of its input's storage where eager NumPy
+        returns a view, else a tensor with a storage of its own."""
+        first = inputs[0] if inputs and isinstance(inputs[0], Tensor) else None
+        if first is not None and op.name == "debug_print":  # returns its input itself
+            storage, view, proxy, _ = self._place(first)
+            return self._new_tensor(node_id, aval, storage, view, proxy)
+        if first is not None and is_view_op(op.name, attrs):
+            storage, view, proxy, _ = self._place(first)
+            child = view_proxy(op.name, attrs, proxy)
+            if child is not None:
+                self._note_layout(storage, op.name)
+                return self._new_tensor(node_id, aval, storage,
+                                        view + (ViewStep(op.name, make_attrs(attrs)),), child)
+            if proxy is None and op.name == "reshape":
+                # View or copy depends on a layout the tracer does not know: fine unless
+                # something writes in place to either side (then _assign refuses).
+                result = self._new_tensor(node_id, aval)
+                storage.ambiguous = result._data.storage.ambiguous = True
+                return result
+            return self._new_tensor(node_id, aval, proxy=contiguous_proxy(aval.shape))
+        # A fresh result. NumPy lays it out like its inputs ("K" order): C-contiguous when
+        # they are, and up to NumPy otherwise (unknown here, unless it has one axis).
+        proxies = [self._place(x)[2] for x in inputs if isinstance(x, Tensor)]
+        known = len(aval.shape) <= 1 or all(p is not None and p.flags.c_contiguous
+                                            for p in proxies)
+        return self._new_tensor(node_id, aval,
+                                proxy=contiguous_proxy(aval.shape) if known else None)
 
+    def _note_layout(self, storage: Storage, op_name: str) -> None:
+        """A reshape of an argument was a view because of the argument's strides: a call
+        with other strides must trace again (the jit guards these layouts)."""
+        if op_name == "reshape" and storage.source is not None and \
+                storage.source.kind == "arg":
+            self.layout_args.add(storage.source.leaf_index)
+
+    def _assign(self, target: Tensor, value):
+        """``target[...] = value``: a functional update of target's storage, scattered back
+        through target's view chain; every other view of that storage sees it."""
+        from .. import functional as F
+
+        if not isinstance(value, Tensor):
             value = F.full(target.shape, value, dtype=target.dtype, device=target.device)
         elif value.dtype != target.dtype:
-            from .. import functional as F
-
             value = F.astype(value, target.dtype)
         value_ref = self._ref(value)
-        d = target._data
-        traced_here = d.__class__ is TracedValue and d.tracer is self
-        entry = self.origin.get(id(target))
-        if entry is None and not traced_here:
-            self._capture(target)
-            entry = self.origin[id(target)]
-        self.assigned_ever.add(id(target))
-        if entry is not None:
-            b = self._builder
-            if id(target) not in self.assigned:
-                original = b.captured[id(target)][2]
-                self.assigned[id(target)] = (target, original)
-            node_id = b.new_id()
-            b.add(Node(node_id, ASSIGN, (entry[1], value_ref), (), tuple(target.shape),
-                       target.dtype, str(target.device), _scope._current, user_location()))
-        # Later reads of target inside the trace see the new value.
-        target._data = TracedValue(self, value_ref, tuple(target.shape), target.dtype,
-                                   target.device) if isinstance(value_ref, int) else target._data
-        self.adopt(target)
+        storage, view, proxy, d = self._place(target)
+        if any(step.op == "broadcast_to" for step in view):
+            from ..ops import OPS
+
+            raise dispatch.explain_failure(  # NumPy's broadcast views are read-only
+                OPS["assign"], (target, value), {},
+                ValueError("assignment destination is read-only"))
+        if storage.ambiguous:
+            raise op_error(GraphBreakError, "assign", (target, value),
+                           "an in-place write to a tensor that may share memory with another "
+                           "one, depending on a memory layout only known eagerly (a reshape "
+                           "of a strided result, or two arguments that view one array); "
+                           "graph mode cannot tell which values it changes. Write to a "
+                           ".clone() instead, or run this function eagerly")
+        new = value_ref
+        if view:
+            parents = [storage.node]
+            for step in view[:-1]:
+                parents.append(self._emit(step.op, (parents[-1],), step.kwargs))
+            for step, parent in zip(reversed(view), reversed(parents)):
+                new = self._scatter_back(step, parent, new)
+        storage.node = new
+        storage.version += 1
+        if storage.source is not None:
+            storage.written = True
+        if d is None:
+            # A real tensor (a capture): traced from now on, so that Python reading it
+            # (print, item) breaks the graph; its array is restored when the segment ends.
+            self.assigned.setdefault(id(target), (target, target._data))
+            target._data = d = TracedValue(self, value_ref, tuple(target.shape),
+                                           target.dtype, target.device, storage, view, proxy)
+            self.adopt(target)
+        d.node_id = value_ref
+        d.version = storage.version
         return target
+
+    def _scatter_back(self, step: ViewStep, parent: int, new: int) -> int:
+        """The parent's value with the child's values replaced by ``new``."""
+        kw = step.kwargs
+        if step.op == "getitem":
+            return self._emit("index_put", (parent, new), {"index": kw["index"]})
+        if step.op == "permute_dims":
+            return self._emit("permute_dims", (new,), {"axes": inverse_axes(kw["axes"])})
+        if step.op == "reshape":
+            shape = self._builder.graph.node(parent).shape
+            return self._emit("reshape", (new,), {"shape": tuple(shape)})
+        raise AssertionError(f"no scatter-back for view op {step.op}")
+
+    def stale_array(self, array) -> bool:
+        """True if ``array`` backs an input that this segment has written (its values are
+        not in the array until the segment ends)."""
+        hit = self._builder.storages.get(id(array))
+        return hit is not None and hit[0].written
 
     # --- .grad as graph state ----------------------------------------------------------
     def read_grad(self, owner: Tensor):
@@ -361,11 +548,16 @@ class Tracer:
         d = tensor._data
         if d.__class__ is not TracedValue or d.tracer is not self:
             return d.materialize(tensor, reason) if hasattr(d, "materialize") else d
-        op = self._builder.graph.node(d.node_id).op if d.node_id is not None else "?"
+        op = self._builder.graph.node(self._ref(tensor)).op
         if self.fullgraph == "bake":
             return self._bake(tensor, f"{reason} needs a concrete value", op)
         self._graph_break(f"{reason} needs a concrete value", op)
         return tensor._data
+
+    def flush_written(self, reason: str) -> None:
+        """Python reads an array that this segment wrote (through another tensor): end the
+        segment so the write lands in the array first."""
+        self._graph_break(f"{reason} needs the values of a tensor written in place", ASSIGN)
 
     def _bake(self, tensor: Tensor, reason: str, op: str):
         """A plain tracer's answer (torch.jit.trace's): compute the value from this call's
@@ -375,9 +567,9 @@ class Tracer:
         from .interpret import interpret
 
         b = self._builder
-        arrays = [arr for _, _, arr in _ordered_captures(b)]
-        node_id = tensor._data.node_id
-        value = interpret(b.graph.copy(outputs=[node_id]), arrays, stop_at=node_id)[node_id]
+        node_id = self._ref(tensor)
+        value = interpret(b.graph.copy(outputs=[node_id]), list(b.captured_arrays),
+                          stop_at=node_id)[node_id]
         loc = user_location() or SourceLocation("?", 0, "?")
         self.baked.append(GraphBreak(f"{reason} (baked at trace time)", op, loc.filename,
                                      loc.lineno, loc.function, len(self.segments),
@@ -406,7 +598,8 @@ class Tracer:
 
     def _run_between_segments(self, op, inputs, attrs):
         """An op whose output shape depends on values: break, run it eagerly, go on."""
-        if any(isinstance(x, Tensor) and x._data.__class__ is TracedValue for x in inputs):
+        if any(isinstance(x, Tensor) and x._data.__class__ is TracedValue for x in inputs) or \
+                any(isinstance(x, Tensor) and self.stale_array(x._data) for x in inputs):
             self._graph_break(f"{op.name} has a data-dependent output shape", op.name)
         previous = dispatch.set_tracer(None)
         try:
@@ -428,24 +621,28 @@ class Tracer:
         return out
 
     def _end_segment(self, final_outputs) -> Segment:
-        """Close the current segment. Breaks output every live tensor; the final segment
-        outputs what the function returns plus grad state."""
+        """Close the current segment. Its outputs are the final values of the storages
+        that ``final_outputs`` (at a break: every live traced tensor) live in; written
+        inputs are written back by assign nodes. When executed, each of those tensors gets
+        its values as the same NumPy view of its storage's array that eager would hold."""
         b = self._builder
         if final_outputs is None:
-            out_tensors = self._live_tensors()
+            tensors = self._live_tensors()
         else:
-            out_tensors, seen = [], set()
-            for t in final_outputs:  # one tensor may be returned and also be a .grad
-                if _traced_by(t, self) and id(t) not in seen:
-                    seen.add(id(t))
-                    out_tensors.append(t)
-        node_ids: list[int] = []
-        for t in out_tensors:
-            if t._data.node_id not in node_ids:
-                node_ids.append(t._data.node_id)
-        b.graph.outputs = node_ids
+            tensors = list({id(t): t for t in final_outputs if _traced_by(t, self)}.values())
+        storages: dict[int, Storage] = {}
+        for t in tensors:
+            st = t._data.storage
+            if st.source is None:
+                storages.setdefault(id(st), st)
+        b.graph.outputs = [st.node for st in storages.values()]
+        for st, _ in {id(s): (s, v) for s, v in b.storages.values()}.values():
+            if st.written and st.node != st.input_node:
+                node_id = b.new_id()
+                b.add(Node(node_id, ASSIGN, (st.input_node, st.node), (), st.shape, st.dtype,
+                           str(st.device), _scope._current, None))
         verify(b.graph, "tracing")
-        segment = Segment(len(self.segments), b.graph, b.sources, out_tensors)
+        segment = Segment(len(self.segments), b.graph, b.sources, tensors)
         self.segments.append(segment)
         if instrument._on_event:
             instrument.emit(instrument.Event("trace", {
@@ -453,12 +650,22 @@ class Tracer:
                 "signature": self.signature, "node_count": len(b.graph.op_nodes),
                 "location": _first_location(b.graph),
             }, time.perf_counter_ns(), time.perf_counter_ns()))
+        self.last_outputs = None
         if self.execute:
-            arrays = [src_array for _, _, src_array in _ordered_captures(b)]
-            outputs = self.run_segment(segment, arrays)
-            values = dict(zip(node_ids, outputs))
-            for t in out_tensors:
-                t._data = values[t._data.node_id]
+            outputs = self.run_segment(segment, list(b.captured_arrays))
+            self.last_outputs = outputs
+            array_of = {key: out for key, out in zip(storages, outputs)}
+            for st, _ in b.storages.values():
+                array_of[id(st)] = st.array  # written back in place by the plan
+            arrays: dict[int, object] = {}  # tensors sharing a traced value share an array
+            for t in tensors:
+                d = t._data
+                if id(d) not in arrays:
+                    root = array_of[id(d.storage)]
+                    arrays[id(d)] = array = replay(d.view, root)
+                    if d.view:
+                        self.break_views[id(array)] = (root, d.view, array)
+                t._data = arrays[id(d)]
         for target, original in self.assigned.values():
             # Executed: the plan's assigns updated the original buffer in place.
             # Only traced: the target is left exactly as it was.
@@ -466,7 +673,7 @@ class Tracer:
         self.assigned.clear()
         # The next segment starts with fresh inputs; ids keep counting so they stay unique.
         self._builder = _Builder(f"{self.prefix}:{len(self.segments)}", b.next_id)
-        self.origin.clear()
+        self.output_storages = list(storages.values())
         return segment
 
     def abort(self) -> None:
@@ -478,14 +685,40 @@ class Tracer:
             t._data = LeakedValue(t._data, self.name)
         self.finished = True
 
-    def finish(self, outputs: list[Tensor], grad_outputs: list[Tensor]) -> Segment:
-        """End the trace: the last segment outputs ``outputs`` and the traced grads."""
-        segment = self._end_segment(final_outputs=outputs + grad_outputs)
+    def finish(self, results: list) -> tuple[Segment, list]:
+        """End the trace: the last segment outputs what ``results`` (the returned leaves,
+        then the traced grads) need. Returns the segment and how a replay rebuilds each
+        result (see ``result_spec``)."""
+        specs, first = [], {}
+        for k, x in enumerate(results):
+            specs.append(self.result_spec(x, first.setdefault(id(x), k), k))
+        segment = self._end_segment(final_outputs=results)
+        position = {id(st): k for k, st in enumerate(self.output_storages)}
+        specs = [("out", position[s[1]], s[2]) if s[0] == "storage" else s for s in specs]
         # Anything else still traced escaped the function: poison it with a clear error.
         for t in self._live_tensors():
             t._data = LeakedValue(t._data, self.name)
         self.finished = True
-        return segment
+        return segment, specs
+
+    def result_spec(self, x, first: int, k: int) -> tuple:
+        """How a call rebuilds one result, as eager would hand it back:
+        ("same", j): the object of result j again; ("arg", i): the caller's own tensor;
+        ("const", x): x itself (a capture, a Python value); ("view", source, steps): a
+        view of an input's array; ("storage", id, steps): a view of a graph output."""
+        if first != k:
+            return ("same", first)
+        if not isinstance(x, Tensor):
+            return ("const", x)
+        index = self.stand_in_index.get(id(x))
+        if index is not None:
+            return ("arg", index)
+        if id(x) in self.assigned or not _traced_by(x, self):
+            return ("const", x)
+        d = x._data
+        if d.storage.source is not None:
+            return ("view", d.storage.source, d.view)
+        return ("storage", id(d.storage), d.view)
 
 
 def _first_location(graph: Graph):
@@ -494,11 +727,6 @@ def _first_location(graph: Graph):
 
 def _traced_by(t, tracer) -> bool:
     return isinstance(t, Tensor) and t._data.__class__ is TracedValue and t._data.tracer is tracer
-
-
-def _ordered_captures(builder: _Builder):
-    by_node = {node_id: (t, node_id, arr) for t, node_id, arr in builder.captured.values()}
-    return [by_node[i] for i in builder.graph.inputs]
 
 
 def _attr_device(attrs):

@@ -7,8 +7,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 import execmode as em
+from execmode.errors import ExecmodeError
 
 
 def test_two_threads_trace_at_once_without_sharing_a_tracer():
@@ -58,3 +60,193 @@ def test_jitted_function_called_from_two_threads_gives_eager_results():
         t.join(30)
     for a, got in zip(data, out):
         assert got == em.tensor((a * a).sum() + a.mean()).item()
+
+
+# --- a twin runner: the same program eagerly and jitted, on twin copies of its state ------
+
+def _twins(make_state, fn, calls=3):
+    """Run ``fn(*state)`` ``calls`` times eagerly and jitted (each on its own copy of the
+    state made by ``make_state``); return [(eager result, jit result, eager state,
+    jit state)] per call."""
+    eager_state, jit_state = make_state(), make_state()
+    jitted = em.jit(fn)
+    rows = []
+    for _ in range(calls):
+        rows.append((fn(*eager_state), jitted(*jit_state), eager_state, jit_state))
+    return rows
+
+
+def _values(x):
+    return x.numpy().copy() if isinstance(x, em.Tensor) else x
+
+
+def _assert_same(e, g):
+    if isinstance(e, tuple | list):
+        assert len(e) == len(g)
+        for a, b in zip(e, g):
+            _assert_same(a, b)
+        return
+    if isinstance(e, em.Tensor):
+        assert e.dtype == g.dtype and e.shape == g.shape
+        np.testing.assert_array_equal(e.numpy(), g.numpy())
+        assert e.requires_grad == g.requires_grad
+    else:
+        assert e == g
+
+
+def _check(make_state, fn, calls=3):
+    for e_out, g_out, e_state, g_state in _twins(make_state, fn, calls):
+        _assert_same(e_out, g_out)
+        _assert_same(e_state, g_state)
+
+
+def test_duplicate_outputs_are_the_same_object_or_distinct_buffers_as_in_eager():
+    """Class 1: ``return y, y`` is one object twice; ``a, a + 0`` are two buffers."""
+    x0 = np.arange(4, dtype=np.float32)
+
+    def same(x):
+        y = x * 2
+        return y, y
+
+    def two(x):
+        a = x * 2
+        return a, a + 0
+
+    for fn in (same, two):
+        jitted = em.jit(fn)
+        for _ in range(3):
+            a, b = jitted(em.tensor(x0))
+            assert (a is b) == (fn is same)
+            np.testing.assert_array_equal(b.numpy(), x0 * 2)
+            if fn is two:
+                a += 1  # a write to one result is not seen through the other
+                np.testing.assert_array_equal(b.numpy(), x0 * 2)
+
+
+def test_simplified_identities_return_fresh_tensors_not_the_input():
+    """Class 2: ``x + 0``, ``x * 1``, ``-(-x)`` are new tensors in eager; simplify may turn
+    them into ``x``, but the result must not share the input's memory."""
+    for fn in (lambda x: x + 0, lambda x: x * 1, lambda x: -(-x)):
+        jitted = em.jit(fn)
+        for _ in range(2):
+            x = em.tensor([1.0, 2.0])
+            y = jitted(x)
+            assert y is not x
+            y += 10
+            np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+
+
+def test_intermediate_updated_in_place_then_returned_is_not_frozen():
+    """Class 3: eager returns the updated values, computed from this call's input."""
+    def f(x):
+        h = x * 2
+        h += 1
+        h[0] = x[1]
+        return h
+
+    _check(lambda: [em.tensor(np.random.default_rng(0).normal(size=3).astype(np.float32))],
+           f)
+    jitted = em.jit(f)
+    for v in (1.0, 5.0):
+        np.testing.assert_array_equal(jitted(em.full((3,), v)).numpy(), [v, 2 * v + 1, 2 * v + 1])
+
+
+def test_writes_through_views_detach_and_data_reach_the_argument_or_capture():
+    """Class 4: ``p.data.zero_()``, ``w.detach()[0] = 1``, ``v = x[:, :2]; v *= 0``."""
+    w = em.ones(3)
+
+    def through_detach(x):
+        w.detach()[0] = 5.0
+        x.data.zero_()
+        v = x[:, :2]
+        return w * 1
+
+    def through_view(x):
+        v = x[:, :2]
+        v *= 0
+        t = x.T
+        t[0] = 7.0
+        return x.sum()
+
+    def make():
+        return [em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))]
+
+    _check(make, through_view)
+    jitted = em.jit(through_detach)
+    for _ in range(2):
+        x = make()[0]
+        out = jitted(x)
+        np.testing.assert_array_equal(x.numpy(), np.zeros((2, 3)))
+        np.testing.assert_array_equal(w.numpy(), [5.0, 1.0, 1.0])
+        np.testing.assert_array_equal(out.numpy(), [5.0, 1.0, 1.0])
+
+
+def test_views_taken_before_an_in_place_update_see_the_new_values():
+    """Class 5 (and the old "intermediate seen through an earlier view" limitation)."""
+    def of_argument(x):
+        row = x[0]
+        flat = x.reshape(-1)
+        x += 1
+        return row * 1, flat.sum()
+
+    def of_intermediate(x):
+        h = x * 3
+        d = h.detach()
+        col = h[:, 1]
+        h[...] = 0.5
+        h[1, 1] = 9.0
+        return d + 0, col + 0, h
+
+    def make():
+        return [em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))]
+
+    _check(make, of_argument)
+    _check(make, of_intermediate)
+
+
+def test_returned_views_alias_their_base_as_in_eager():
+    def f(x):
+        h = x * 2
+        return h, h[0], x[1], x.T
+
+    jitted = em.jit(f)
+    for _ in range(2):
+        x = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+        h, row, xrow, xt = jitted(x)
+        row[0] = 100.0
+        assert h.numpy()[0, 0] == 100.0
+        xrow[0] = -1.0
+        xt[0, 0] = -2.0
+        np.testing.assert_array_equal(x.numpy()[:, 0], [-2.0, -1.0])
+
+
+def test_returned_parameter_updated_in_place_keeps_requires_grad():
+    """Class 6: returning a parameter the step updated must not clear its flags."""
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+
+    @em.jit
+    def step(x):
+        loss = (w * x).sum()
+        loss.backward()
+        with em.no_grad():
+            p = w
+            p -= 0.1 * w.grad
+        w.grad = None
+        return w, loss
+
+    for _ in range(3):
+        out, _ = step(em.tensor([1.0, 1.0]))
+        assert out is w and w.requires_grad and w.is_leaf
+    np.testing.assert_allclose(w.numpy(), [0.7, 1.7], rtol=1e-6)
+
+
+def test_writes_to_a_broadcast_view_fail_as_in_eager():
+    def f(x):
+        b = x.broadcast_to((2, 3))
+        b[0] = 1.0
+        return b
+
+    with pytest.raises(ExecmodeError, match="read-only") as eager:
+        f(em.zeros(3))
+    with pytest.raises(type(eager.value), match="read-only"):
+        em.jit(f)(em.zeros(3))

@@ -108,8 +108,7 @@ def test_dce_removes_unused_and_keeps_assigns_and_impure_nodes():
     low = _lower(f, em.ones(3), passes=["dce"])
     ops = _ops(low.graph)
     assert "exp" not in ops and "random_normal" in ops
-    assert ops.count("assign") == 1
-    assert any("overwritten" in r.sentence for r in low.record.rewrites)
+    assert ops.count("assign") == 1  # the tracer writes each written input back once
     em.jit(f)(em.ones(3))
     np.testing.assert_allclose(state.numpy(), [3, 3, 3])
 

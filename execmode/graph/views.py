@@ -1,0 +1,117 @@
+"""Views while tracing: which ops alias their input in eager mode, and how to undo them.
+
+Eagerly, ``x[:, :2]``, ``x.T``, ``broadcast_to`` and (where NumPy can) ``reshape`` return
+NumPy views: a later in-place write through either tensor is seen through the other. A
+traced graph is functional, so the tracer records each tensor as a *storage* plus a chain
+of :class:`ViewStep` from the storage's full value (PyTorch's functionalization):
+
+* reading a view whose storage was written since replays the chain on the new value;
+* writing through a view scatters the new values back into the storage by walking the
+  chain backwards (:func:`scatter_back`).
+
+Whether a reshape is a view depends on the memory layout, exactly as in NumPy, so every
+traced value carries a *layout proxy*: a strided array over one byte with the value's
+shape and (element) strides. View ops are applied to the proxy with NumPy itself, so the
+tracer takes the decision NumPy will take eagerly; the proxy's memory is never read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_BYTE = np.zeros(1, dtype=np.uint8)
+VIEW_OPS = ("getitem", "permute_dims", "reshape", "broadcast_to")
+
+
+@dataclass(frozen=True)
+class ViewStep:
+    """One view op from a parent value to a child value (attrs as the op takes them)."""
+
+    op: str
+    attrs: tuple  # sorted (name, value) pairs
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.attrs)
+
+
+def contiguous_proxy(shape) -> np.ndarray:
+    """The layout of a fresh C-contiguous array of ``shape``."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return _strided(tuple(shape), tuple(reversed(strides)))
+
+
+def proxy_of(array) -> np.ndarray | None:
+    """The layout of a real array (NumPy or CuPy), in element strides."""
+    itemsize = array.dtype.itemsize
+    strides = getattr(array, "strides", None)
+    if strides is None or any(s % itemsize for s in strides):
+        return None
+    return _strided(tuple(array.shape), tuple(s // itemsize for s in strides))
+
+
+def _strided(shape, strides) -> np.ndarray:
+    return np.lib.stride_tricks.as_strided(_BYTE, shape, strides, writeable=False)
+
+
+def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None):
+    """The layout of ``op(x)`` if eager NumPy returns a view of x, else None (a copy).
+
+    ``proxy`` None means x's layout is not known (an op result computed from strided
+    inputs): only ops that are views for every layout answer then."""
+    if op == "permute_dims":
+        return None if proxy is None else np.transpose(proxy, attrs["axes"])
+    if op == "broadcast_to":
+        return None if proxy is None else np.broadcast_to(proxy, attrs["shape"])
+    if op == "getitem":
+        if proxy is None:
+            return None
+        from ..ops.movement import index_to_key
+
+        out = proxy[index_to_key(attrs["index"], ())]
+        # Indexing every axis with an int gives a NumPy scalar, which eager turns into a
+        # new 0-d array: a copy.
+        return out if isinstance(out, np.ndarray) else None
+    if op == "reshape":
+        if proxy is None:
+            return None
+        out = proxy.view()
+        try:
+            out.shape = attrs["shape"]  # NumPy's no-copy reshape, or AttributeError
+        except AttributeError:
+            return None
+        return out
+    return None
+
+
+def is_view_op(op: str, attrs: dict) -> bool:
+    """Ops that may return a view: getitem only with a static index (no index tensors)."""
+    if op not in VIEW_OPS:
+        return False
+    return op != "getitem" or all(item[0] != "tensor" for item in attrs["index"])
+
+
+def replay(steps, array):
+    """Apply view steps to a real array, giving the same (NumPy) views as eager mode."""
+    from ..backend import device_of_array, xp_for
+    from ..ops import OPS
+
+    for step in steps:
+        array = OPS[step.op].impl(xp_for(device_of_array(array)), array, **step.kwargs)
+    return array
+
+
+def inverse_axes(axes) -> tuple:
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return tuple(inverse)
+
+
+__all__ = ["ViewStep", "contiguous_proxy", "inverse_axes", "is_view_op", "proxy_of",
+           "replay", "view_proxy"]
