@@ -83,6 +83,7 @@ typedef struct {
     Py_ssize_t off_data, off_requires_grad;
     PyObject *miss;
     PyObject *python;          /* the generated Python replay: layout misses go there */
+    PyObject *guard;           /* NULL, or () -> True while the Python state is as traced */
     int release_gil;
     PyObject *refs;            /* owns every object above */
 } FastEntry;
@@ -209,6 +210,14 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     int allow = globals_allow(self);
     if (allow <= 0)
         return allow < 0 ? NULL : miss(self);
+    if (self->guard != NULL) {  /* globals rebound, attributes changed (graph/guards.py) */
+        PyObject *ok = PyObject_CallNoArgs(self->guard);
+        if (ok == NULL)
+            return NULL;
+        Py_DECREF(ok);
+        if (ok != Py_True)
+            return miss(self);
+    }
 
     for (Py_ssize_t p = 0; p < nargs; ++p) {
         PyObject *a = args[p];
@@ -402,7 +411,7 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *fn_address, *fixed, *positions, *inputs, *outputs, *results, *structure,
         *unflatten, *dispatch_dict, *jit_dict, *instrument_dict, *grad_enabled, *tensor_type,
-        *data_descr, *rg_descr, *miss_obj, *python, *keep;
+        *data_descr, *rg_descr, *miss_obj, *python, *keep, *guard;
     Py_ssize_t n_block, n_leaves;
     int release_gil;
 
@@ -410,12 +419,12 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "FastEntry takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnOOnOOOOOO!O!O!OO!OOOpOO:FastEntry", &fn_address, &n_block,
+    if (!PyArg_ParseTuple(args, "OnOOnOOOOOO!O!O!OO!OOOpOOO:FastEntry", &fn_address, &n_block,
                           &fixed, &positions, &n_leaves, &inputs, &outputs, &results,
                           &structure, &unflatten, &PyDict_Type, &dispatch_dict, &PyDict_Type,
                           &jit_dict, &PyDict_Type, &instrument_dict, &grad_enabled,
                           &PyType_Type, &tensor_type, &data_descr, &rg_descr, &miss_obj,
-                          &release_gil, &python, &keep))
+                          &release_gil, &python, &keep, &guard))
         return NULL;
     if (!PyTuple_Check(fixed) || !PyTuple_Check(positions) || !PyTuple_Check(inputs)
             || !PyTuple_Check(outputs) || !PyTuple_Check(results)) {
@@ -460,6 +469,7 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(miss_obj);
     self->miss = miss_obj;
     self->python = python;
+    self->guard = guard == Py_None ? NULL : guard;
     self->release_gil = release_gil && n_block <= FE_STACK_BLOCK;
     self->off_data = member_offset(data_descr);
     self->off_requires_grad = self->off_data < 0 ? -1 : member_offset(rg_descr);

@@ -217,7 +217,8 @@ def make_fast_entry(cf, items, python_replay, modules):
             None if single else cf.out_structure, pytree.unflatten,
             vars(dispatch), vars(jit_module), vars(instrument),
             bool(cf.signature.grad_enabled), tensor_type, descriptors["_data"],
-            descriptors["requires_grad"], miss, release_gil, python_replay, keep)
+            descriptors["requires_grad"], miss, release_gil, python_replay, keep,
+            cf.python_state_holds if cf.python_guards or cf.scalar_guards else None)
     except ValueError as exc:  # more than 64 arguments or 32 dimensions: not worth C
         _note(f"{cf.segments[0].graph.name}: Python replay ({exc})")
         return None

@@ -125,6 +125,10 @@ def _python_replay(cf, jit_module):
         ns[name] = r
         return name
 
+    if cf.python_guards or cf.scalar_guards:
+        ns["_python_state_holds"] = cf.python_state_holds
+        lines.append("    if not _python_state_holds():")
+        lines.append("        return MISS")
     for k, (r, kind, expected) in enumerate(cf.guards):
         x = ref(r, f"GT{k}")
         if kind == "strides":
@@ -141,6 +145,9 @@ def _python_replay(cf, jit_module):
         elif source.kind == "capture":
             ns[f"C{k}"] = source.tensor
             lines.append(f"    v{slot} = C{k}._data")
+        elif source.kind == "scalar":  # a Python number read at every call
+            ns[f"C{k}"] = source
+            lines.append(f"    v{slot} = C{k}.read(None)")
         else:  # the .grad of an argument or of a capture
             owner = ref(("arg", source.leaf_index) if source.leaf_index >= 0 else
                         source.tensor, f"C{k}")

@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from .. import dispatch, instrument
 from ..errors import ArgumentError
 from ..tensor import Tensor
+from . import guards as guards_mod
 from . import pytree
 from .fastcall import MISS, build_fast_call
+from .guards import same_value
 from .ir import Graph
+from .symbolic import SymbolicScalar, is_number
 from .trace import GraphBreak, Segment, Tracer
 from .views import replay
 
@@ -173,17 +176,53 @@ class ConcreteFunction:
     grad_writes: list = field(default_factory=list)   # [(owner ref, result index | None)]
     calls: int = 0
     baked: list = field(default_factory=list)  # on_break="bake": values frozen at trace time
+    python_guards: list = field(default_factory=list)  # guards.Guard: globals, attributes
+    scalar_guards: list = field(default_factory=list)  # (read, answer, label): symbolic.py
+    # Python state the function itself writes (self.step += 1): a replay would skip the
+    # write, so such a function re-runs its Python at every call, as one with breaks does.
+    python_writes: list = field(default_factory=list)
+    failed_guard: object = None        # the guards.Guard that failed last (for promotion)
 
     @property
     def has_breaks(self) -> bool:
-        return bool(self.breaks)
+        return bool(self.breaks) or bool(self.python_writes)
 
     @property
     def graphs(self) -> list[Graph]:
         return [s.graph for s in self.segments]
 
+    def python_state_holds(self) -> bool:
+        """The globals, attributes and symbolic numbers' answers are as traced (the fast
+        replays ask this; the general path asks guards_hold, which says why not)."""
+        if self.python_writes:
+            return True
+        for guard in self.python_guards:
+            if guard.failure() is not None:
+                return False
+        for read, answer, _ in self.scalar_guards:
+            try:
+                if not same_value(read(), answer):
+                    return False
+            except Exception:  # noqa: BLE001 - guards_hold explains it
+                return False
+        return True
+
     def guards_hold(self, leaves) -> str | None:
         """None if every guard holds for this call's arguments, else why not."""
+        self.failed_guard = None
+        if not self.python_writes:  # (a function that writes them re-runs Python anyway)
+            for guard in self.python_guards:
+                reason = guard.failure()
+                if reason is not None:
+                    self.failed_guard = guard
+                    return reason
+        for read, answer, label in self.scalar_guards:
+            try:
+                now = read()
+            except Exception as exc:  # noqa: BLE001 - the attribute is gone or no number
+                return f"{label}: {type(exc).__name__} when read again"
+            if not same_value(now, answer):
+                return f"{label} was {answer!r} when traced, now {now!r}"
         for ref, kind, expected in self.guards:
             tensor = resolve(ref, leaves)
             if kind == "grad_none" and (tensor._grad is None) != expected:
@@ -246,6 +285,21 @@ def build_results(specs, leaves, outputs) -> list:
     return results
 
 
+def _uninstall_dynamic(installed) -> list[str]:
+    """Put the numbers back; returns the labels the function itself wrote meanwhile (its
+    new value, made concrete, stays, as eager would leave it)."""
+    written = []
+    for holder, name, value, symbol, label in installed:
+        now = guards_mod.read_holder(holder, name)
+        if now is symbol:
+            guards_mod.write_holder(holder, name, value)
+        else:
+            written.append(label)
+            if isinstance(now, SymbolicScalar):
+                guards_mod.write_holder(holder, name, now.value)
+    return written
+
+
 def memory_owner(array):
     """The array owning ``array``'s memory (NumPy points a view's ``base`` at it)."""
     base = getattr(array, "base", None)
@@ -289,6 +343,8 @@ class JitFunction:
         self._segments: dict[str, CompiledSegment] = {}
         self._signature_ids: dict = {}
         self._fast = None  # the generated replay of the newest signature
+        # (id(holder), name) -> (holder, name, label): numbers traced as graph inputs.
+        self._dynamic: dict = {}
         _registry.add(self)
         self.retraces: list[Retrace] = []
         self.trace_count = 0
@@ -337,6 +393,13 @@ class JitFunction:
                     if cf.has_breaks:
                         return self._trace(args, kwargs, leaves, signature, reuse=cf)[1]
                     return cf.replay(leaves)
+                guard = cf.failed_guard
+                if guard is not None and guard.numeric:
+                    # A number that changed between calls (a schedule's lr, a step count):
+                    # the next trace reads it as a graph input instead of retracing at
+                    # every new value (dynamo's automatic dynamic).
+                    self._dynamic[(id(guard.holder), guard.name)] = (guard.holder, guard.name,
+                                                                     guard.label)
         elif self._cache:
             reason = retrace_reason(self._latest_signature, signature)
         if reason is not None:
@@ -390,6 +453,8 @@ class JitFunction:
             if id(t) not in seen:
                 seen[id(t)] = tracer.stand_in(t, i, signature.arg_names[i])
             stand_ins.append(seen[id(t)])
+        python_guards = guards_mod.collect(self.fn, signature.statics)
+        installed = self._install_dynamic(tracer)
         try:
             with tracer:
                 (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
@@ -403,7 +468,14 @@ class JitFunction:
                 segment, specs = tracer.finish(list(out_leaves) + grads)
         except BaseException:
             tracer.abort()  # leave the user's tensors as they were
+            _uninstall_dynamic(installed)
             raise
+        python_writes = _uninstall_dynamic(installed)
+        python_writes += [g.label for g in python_guards
+                          if (id(g.holder), g.name) not in self._dynamic and g.failure()]
+        python_guards = [g for g in python_guards
+                         if (id(g.holder), g.name) not in tracer.dynamic_reads
+                         and (id(g.holder), g.name) not in self._dynamic]
         n_out = len(out_leaves)
         grad_index = {id(v): n_out + k for k, v in enumerate(grads)}
         grad_writes = []
@@ -439,12 +511,29 @@ class JitFunction:
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                        out_structure, specs, n_out, grad_writes)
         cf.baked = list(tracer.baked)
+        cf.python_guards, cf.scalar_guards = python_guards, tracer.scalar_guards
+        cf.python_writes = python_writes
         if reuse is None and not tracer.breaks:
             cf.segments[0].output_tensors = []  # replay builds fresh outputs
         if reuse is not None:
             cf.segments, cf.breaks = tracer.segments, tracer.breaks
         self._last_tracer = tracer
         return cf, result
+
+    def _install_dynamic(self, tracer) -> list:
+        """Put a SymbolicScalar where each promoted number lives, for this trace."""
+        installed = []
+        for holder, name, label in self._dynamic.values():
+            value = guards_mod.read_holder(holder, name)
+            if not is_number(value):
+                continue
+            symbol = tracer.scalar_input(holder, name, label)
+            try:
+                guards_mod.write_holder(holder, name, symbol)
+            except (AttributeError, TypeError):  # read-only: stays guarded by value
+                continue
+            installed.append((holder, name, value, symbol, label))
+        return installed
 
     def _run_segment(self, segment: Segment, arrays: list) -> list:
         compiled = self.compile_segment(segment.graph)

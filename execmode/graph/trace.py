@@ -22,11 +22,13 @@ import numpy as np
 
 from .. import dispatch, instrument
 from .. import scope as _scope
+from ..backend import CPU
 from ..errors import GraphBreakError, op_error
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import SourceLocation, user_location
 from ..tensor import Tensor
 from .ir import ASSIGN, INPUT, Graph, Literal, Node, make_attrs
+from .symbolic import SymbolicScalar, is_number
 from .verify import verify
 from .views import (
     ViewStep,
@@ -132,16 +134,20 @@ class GraphBreak:
 class InputSource:
     """Where a graph input's value comes from at each call."""
 
-    kind: str                   # "arg" | "capture" | "grad"
+    kind: str                   # "arg" | "capture" | "grad" | "scalar"
     label: str
     leaf_index: int = -1        # arg: position among the flattened argument leaves
     tensor: Tensor | None = None  # capture: the tensor read by reference; grad: its owner
+    scalar: object = None       # scalar: the SymbolicScalar (its read() gives the number)
+    dtype: object = None        # scalar: the dtype eager casts the number to
 
     def read(self, leaves):
         if self.kind == "arg":
             return leaves[self.leaf_index]._data
         if self.kind == "capture":
             return self.tensor._data
+        if self.kind == "scalar":
+            return np.asarray(self.scalar.read(), dtype=self.dtype)
         # "grad": of an argument (this call's tensor at that position) or of a capture.
         owner = leaves[self.leaf_index] if self.leaf_index >= 0 else self.tensor
         return owner._grad._data
@@ -169,6 +175,7 @@ class _Builder:
         self.storages: dict[int, tuple] = {}
         self.captured_arrays: list = []       # the input arrays, in graph.inputs order
         self.roots: dict[int, object] = {}    # id(base array) -> storage (overlap check)
+        self.scalars: dict[tuple, int] = {}   # (id(symbolic number), dtype) -> input node
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -224,6 +231,9 @@ class Tracer:
         # Arrays a graph break handed out as views of another array: (root array, steps).
         self.break_views: dict[int, tuple[object, tuple]] = {}
         self.ran_backward = False                            # backward ran inside the trace
+        self.dynamic_reads: set = set()      # (id(holder), name) read as symbolic numbers
+        self.scalar_guards: list = []        # (read, expected, label) of concrete uses
+        self.scalar_sources: list = []
         self._builder = _Builder(f"{self.prefix}:0", 0)
         self._previous = None
         self.finished = False
@@ -384,12 +394,64 @@ class Tracer:
         self.live.append(weakref.ref(tensor))
 
     # --- ops ---------------------------------------------------------------------------
+    # --- Python numbers that stay graph inputs (symbolic.py) ----------------------------
+    def scalar_input(self, holder, name: str, label: str):
+        """``holder.name`` (an optimizer's lr) as a number read at every call."""
+        from .guards import read_holder
+
+        value = read_holder(holder, name)
+        if not is_number(value):
+            return value
+        self.dynamic_reads.add((id(holder), name))
+        return SymbolicScalar(value, lambda: read_holder(holder, name), label, self)
+
+    def scalar_guard(self, read, expected, label: str) -> None:
+        """The trace used a symbolic number concretely: later calls must agree."""
+        self.scalar_guards.append((read, expected, label))
+
+    def _scalar_ref(self, x: SymbolicScalar, inputs) -> int:
+        """A 0-d graph input holding ``x``'s number at each call, in the dtype eager casts
+        it to next to this op's tensors."""
+        tensors = [t for t in inputs if isinstance(t, Tensor)]
+        dtype = x.dtype_with([t.dtype for t in tensors])
+        device = tensors[0].device if tensors else CPU
+        b = self._builder
+        key = (id(x), dtype)
+        hit = b.scalars.get(key)
+        if hit is None:
+            source = InputSource("scalar", x.label, scalar=x, dtype=dtype)
+            hit = b.add_input(Aval((), dtype, device), source)
+            b.captured_arrays.append(np.asarray(x.value, dtype=dtype))
+            b.scalars[key] = hit
+            self.scalar_sources.append(x)  # kept alive: the key holds its id
+        return hit
+
     def bind(self, op, inputs, attrs):
+        if any(x.__class__ is SymbolicScalar for x in inputs):
+            return self._bind_symbolic(op, inputs, attrs)
+        if any(v.__class__ is SymbolicScalar for v in attrs.values()):
+            attrs = {k: v.concrete(f"the {k} of {op.name}") if v.__class__ is SymbolicScalar
+                     else v for k, v in attrs.items()}
         dispatch.check_inputs(op, inputs)
         if op.data_dependent_shape:
             return self._run_between_segments(op, inputs, attrs)
         if op.name == ASSIGN:
             return self._assign(*inputs)
+        return self._bind(op, inputs, attrs)
+
+    def _bind_symbolic(self, op, inputs, attrs):
+        """An op with a symbolic number among its operands: infer and check it with the
+        number (weakly typed, as eager sees it); the graph reads it as an input."""
+        if op.name == ASSIGN or op.data_dependent_shape or not any(
+                isinstance(x, Tensor) for x in inputs):
+            return self.bind(op, tuple(x.concrete(f"an operand of {op.name}")
+                                       if x.__class__ is SymbolicScalar else x
+                                       for x in inputs), attrs)
+        plain = tuple(x.value if x.__class__ is SymbolicScalar else x for x in inputs)
+        dispatch.check_inputs(op, plain)
+        return self._bind(op, plain, attrs, symbolic=inputs)
+
+    def _bind(self, op, inputs, attrs, symbolic=None):
         operands = []
         for x in inputs:
             operands.append(Aval(x.shape, x.dtype, x.device) if isinstance(x, Tensor)
@@ -401,7 +463,8 @@ class Tracer:
             raise op_error(exc.cls, op.name, inputs, exc.problem) from None
         if instrument._before_op:
             instrument.op_started(op, inputs, attrs)
-        refs = tuple(self._ref(x) for x in inputs)
+        refs = tuple(self._scalar_ref(x, inputs) if x.__class__ is SymbolicScalar
+                     else self._ref(x) for x in symbolic or inputs)
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op.name, refs, make_attrs(attrs), tuple(aval.shape),
                                aval.dtype, str(aval.device), _scope._current, user_location()))
@@ -417,7 +480,8 @@ class Tracer:
                         saved._data = t._data
                         saved.requires_grad = False
                         self.adopt(saved)
-                    t._grad_fn = GradNode(op, inputs, attrs, saved)
+                    # Symbolic numbers stay symbolic in the vjp (d(lr * x)/dx = lr).
+                    t._grad_fn = GradNode(op, symbolic or inputs, attrs, saved)
                     t.requires_grad = True
                     break
         return t

@@ -126,7 +126,7 @@ def test_duplicate_outputs_are_the_same_object_or_distinct_buffers_as_in_eager()
 def test_simplified_identities_return_fresh_tensors_not_the_input():
     """Class 2: ``x + 0``, ``x * 1``, ``-(-x)`` are new tensors in eager; simplify may turn
     them into ``x``, but the result must not share the input's memory."""
-    for fn in (lambda x: x + 0, lambda x: x * 1, lambda x: -(-x)):
+    for fn in (lambda x: x + 0, lambda x: x * 1, lambda x: -(-x)):  # noqa: B002 - negation twice
         jitted = em.jit(fn)
         for _ in range(2):
             x = em.tensor([1.0, 2.0])
@@ -158,7 +158,6 @@ def test_writes_through_views_detach_and_data_reach_the_argument_or_capture():
     def through_detach(x):
         w.detach()[0] = 5.0
         x.data.zero_()
-        v = x[:, :2]
         return w * 1
 
     def through_view(x):
@@ -250,3 +249,100 @@ def test_writes_to_a_broadcast_view_fail_as_in_eager():
         f(em.zeros(3))
     with pytest.raises(type(eager.value), match="read-only"):
         em.jit(f)(em.zeros(3))
+
+
+# --- Python state the trace read: guards, symbolic numbers, Python writes ------------------
+
+REBOUND = em.ones(2)
+
+
+def test_a_rebound_global_tensor_is_seen_and_the_retrace_says_why():
+    """Class 7: ``w = em.zeros(...)`` at module level between calls."""
+    global REBOUND
+
+    @em.jit
+    def f(x):
+        return x + REBOUND
+
+    x = em.tensor([1.0, 2.0])
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 3.0])
+    REBOUND = em.full((2,), 10.0)
+    np.testing.assert_array_equal(f(x).numpy(), [11.0, 12.0])
+    assert "global REBOUND rebound" in f.retraces[-1].reason
+    np.testing.assert_array_equal(f(x).numpy(), [11.0, 12.0])  # and replays again
+
+
+class _Config:
+    def __init__(self):
+        self.scale = 2.0
+        self.training = True
+        self.step = 0
+
+
+def test_numbers_and_flags_on_captured_objects_are_never_frozen():
+    """Class 8: a changed number becomes a graph input (one retrace, not one per value);
+    a flag that decides Python control flow retraces when it changes."""
+    cfg = _Config()
+
+    @em.jit
+    def f(x):
+        y = x * cfg.scale + cfg.step
+        return y * 2 if cfg.training else y
+
+    x = em.tensor([1.0, 2.0])
+    for scale, step, training in [(2.0, 0, True), (3.0, 1, True), (0.5, 2, True),
+                                  (0.25, 7, False), (4.0, 8, False), (4.0, 8, True)]:
+        cfg.scale, cfg.step, cfg.training = scale, step, training
+        expected = (np.array([1.0, 2.0]) * scale + step) * (2 if training else 1)
+        np.testing.assert_allclose(f(x).numpy(), expected, rtol=1e-6)
+    reasons = [r.reason for r in f.retraces]
+    assert any("cfg.scale: 2.0 -> 3.0" in r for r in reasons)
+    assert any("cfg.training" in r for r in reasons)
+    assert f.trace_count <= 5  # not one trace per new number
+
+
+def test_a_function_writing_python_state_reruns_its_python_every_call():
+    """``self.step += 1`` inside a jitted function: eager counts every call, so graph
+    mode must too (it re-runs the Python, reusing the compiled graph)."""
+    cfg = _Config()
+
+    @em.jit
+    def f(x):
+        cfg.step += 1
+        return x * cfg.step
+
+    outs = [f(em.tensor([1.0])).item() for _ in range(4)]
+    assert outs == [1.0, 2.0, 3.0, 4.0] and cfg.step == 4
+
+
+def _train(jit: bool, optimizer: str, steps: int = 12):
+    rng = np.random.default_rng(0)
+    w = em.tensor(rng.normal(size=(4, 3)).astype(np.float32), requires_grad=True)
+    b = em.zeros(3, requires_grad=True)
+    x = em.tensor(rng.normal(size=(8, 4)).astype(np.float32))
+    y = em.tensor(rng.normal(size=(8, 3)).astype(np.float32))
+    opt = em.optim.Adam([w, b], lr=0.1) if optimizer == "adam" else \
+        em.optim.SGD([w, b], lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = (((x @ w + b) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = em.jit(step) if jit else step
+    losses = []
+    for i in range(steps):
+        opt.lr = 0.05 * (1 + np.cos(np.pi * i / steps))  # a cosine schedule
+        losses.append(step(x, y).item())
+    return losses, w.numpy().copy(), step
+
+
+def test_a_learning_rate_schedule_trains_under_jit_exactly_as_eagerly():
+    for optimizer in ("sgd", "adam"):
+        eager, w_eager, _ = _train(False, optimizer)
+        jitted, w_jit, step = _train(True, optimizer)
+        np.testing.assert_allclose(jitted, eager, rtol=1e-5)
+        np.testing.assert_allclose(w_jit, w_eager, rtol=1e-5, atol=1e-6)
+        assert step.trace_count == 1  # lr is a graph input: no retrace per step

@@ -1,0 +1,168 @@
+"""Guards on the Python state a trace read (JAX's cache keys and dynamo's guards).
+
+A replay runs no Python, so everything the trace took from Python besides its arguments
+must still hold at the next call, or the call traces again:
+
+* globals and closure variables the function names, by identity for objects and tensors
+  (``w = em.zeros(3)`` at module level between calls: "global w rebound");
+* Python numbers, strings and flags, by value, whether global or an attribute of an
+  object the function reaches (``opt.lr``, ``self.training``, ``cfg.steps``), walked a few
+  levels deep;
+* every concrete answer a :class:`~execmode.graph.symbolic.SymbolicScalar` gave.
+
+Modules, functions and classes are not guarded (rebinding them between calls is rare and
+checking them would cost every call). A number that changes becomes a graph input on the
+next trace (``JitFunction`` promotes it) instead of retracing at every new value.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+from ..tensor import Tensor
+
+_MISSING = object()
+_SCALARS = (int, float, bool, str, type(None), complex)
+_UNGUARDED = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
+              types.MethodType, types.CodeType)
+MAX_DEPTH = 3
+MAX_GUARDS = 512
+
+
+def names_read(fn) -> dict[str, object]:
+    """{name: holder}: the globals (holder: the globals dict) and closure cells (holder: the
+    cell) that ``fn``'s code and its nested functions' code name."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return {}
+    g = getattr(fn, "__globals__", {})
+    found: dict[str, object] = {}
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        for name in c.co_names:
+            if name in g:
+                found.setdefault(name, g)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        found[name] = cell
+    return found
+
+
+def read_holder(holder, name):
+    if isinstance(holder, list):
+        return holder[name] if name < len(holder) else _MISSING
+    if isinstance(holder, dict):
+        return holder.get(name, _MISSING)
+    if isinstance(holder, types.CellType):
+        try:
+            return holder.cell_contents
+        except ValueError:
+            return _MISSING
+    return getattr(holder, name, _MISSING)
+
+
+def same_value(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if a is b:
+        return True
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+class Guard:
+    """One thing read from Python: ``holder``'s ``name`` must still be ``expected``."""
+
+    __slots__ = ("holder", "name", "expected", "by_value", "label")
+
+    def __init__(self, holder, name, expected, by_value: bool, label: str):
+        self.holder, self.name, self.expected = holder, name, expected
+        self.by_value, self.label = by_value, label
+
+    def failure(self) -> str | None:
+        now = read_holder(self.holder, self.name)
+        if self.by_value:
+            if same_value(now, self.expected):
+                return None
+            if now is _MISSING:
+                return f"{self.label} was deleted"
+            return f"{self.label}: {self.expected!r} -> {now!r}"
+        if now is self.expected:
+            return None
+        return f"{self.label} rebound" if now is not _MISSING else f"{self.label} was deleted"
+
+    @property
+    def numeric(self) -> bool:
+        from .symbolic import is_number
+
+        return self.by_value and is_number(self.expected) and \
+            is_number(read_holder(self.holder, self.name))
+
+
+def collect(fn, statics=()) -> list[Guard]:
+    """The guards for what ``fn`` can read from Python, as it is now (before the trace)."""
+    guards: list[Guard] = []
+    seen: set[int] = set()
+    for name, holder in names_read(fn).items():
+        value = read_holder(holder, name)
+        kind = "global" if isinstance(holder, dict) else "closure variable"
+        _guard(guards, seen, holder, name, value, f"{kind} {name}", name, 0)
+    for label, value in statics:
+        if not isinstance(value, _SCALARS):  # scalar statics key the cache already
+            _walk(guards, seen, value, label, 1)
+    return guards
+
+
+def _guard(guards, seen, holder, name, value, label, path, depth) -> None:
+    """Guard ``holder[name]`` (by value for scalars, else by identity), then walk it."""
+    if len(guards) >= MAX_GUARDS or value is _MISSING or isinstance(value, _UNGUARDED):
+        return
+    if isinstance(value, _SCALARS):
+        guards.append(Guard(holder, name, value, True, label))
+        return
+    guards.append(Guard(holder, name, value, False, label))
+    if not isinstance(value, Tensor):  # a tensor's values are read at every call
+        _walk(guards, seen, value, path, depth + 1)
+
+
+def _walk(guards, seen, obj, path: str, depth: int) -> None:
+    """Guard the scalars (and the identity of the objects) that ``obj`` holds."""
+    if depth > MAX_DEPTH or id(obj) in seen or isinstance(obj, (Tensor, *_UNGUARDED)):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, list):
+        for i, item in enumerate(obj[:64]):
+            _guard(guards, seen, obj, i, item, f"{path}[{i}]", f"{path}[{i}]", depth)
+        return
+    if isinstance(obj, tuple):  # its items cannot be rebound, only changed inside
+        for i, item in enumerate(obj[:64]):
+            _walk(guards, seen, item, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(obj, dict):
+        for key, item in list(obj.items())[:64]:
+            if isinstance(key, str | int):
+                _guard(guards, seen, obj, key, item, f"{path}[{key!r}]", f"{path}[{key!r}]",
+                       depth)
+        return
+    attrs = getattr(obj, "__dict__", None)
+    if not isinstance(attrs, dict):
+        return
+    for key, item in list(attrs.items()):
+        _guard(guards, seen, obj, key, item, f"{path}.{key}", f"{path}.{key}", depth)
+
+
+
+
+def write_holder(holder, name, value) -> None:
+    if isinstance(holder, dict | list):
+        holder[name] = value
+    elif isinstance(holder, types.CellType):
+        holder.cell_contents = value
+    else:
+        setattr(holder, name, value)
+
+
+__all__ = ["Guard", "collect", "names_read", "read_holder", "same_value", "write_holder"]
