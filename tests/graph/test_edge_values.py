@@ -174,3 +174,23 @@ def test_separate_merged_outputs_leaves_unmerged_graphs_alone():
     plain(x)
     record = plain.concrete_functions[0].segments[0].compiled.record
     assert "separate_merged_outputs" not in [r.name for r in record.results]
+
+
+# --- item 9: casts through integers --------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("float_type", [em.float32, em.float64])
+@pytest.mark.parametrize("int_type", [em.int32, em.int64])
+def test_float_int_float_round_trip_gives_positive_zero(backend, float_type, int_type):
+    """Eager (NumPy): -0.3 -> 0 -> +0.0. GCC folded (float)(int64)x into truncf(x), which
+    keeps the sign: -0.0 under jit."""
+    values = np.array([-0.3, -0.999, -0.0, 0.0, 0.3, -1.7, 2.5, -1e-30], float_type)
+
+    def f(x):
+        return x.astype(int_type).astype(float_type)
+
+    want = values.astype(int_type).astype(float_type)
+    _, pairs = _calls(f, lambda k: (em.tensor(values),), backend)
+    for eager, got in pairs:
+        _same_bits(eager.numpy(), want)
+        _same_bits(got.numpy(), want)
