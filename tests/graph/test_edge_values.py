@@ -9,6 +9,8 @@ call (the trace) and on replays.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -194,3 +196,45 @@ def test_float_int_float_round_trip_gives_positive_zero(backend, float_type, int
     for eager, got in pairs:
         _same_bits(eager.numpy(), want)
         _same_bits(got.numpy(), want)
+
+
+# --- item 9: sigmoid of integer extremes ----------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [em.int32, em.int64])
+def test_sigmoid_of_integer_extremes(backend, dtype):
+    """Eager computes an integer sigmoid in float64 (as exp does): INT_MIN gives 0.0 and
+    INT_MAX 1.0. Negating first wrapped INT_MIN to itself: sigmoid(INT_MIN) was 1.0."""
+    info = np.iinfo(dtype)
+    values = np.array([info.min, info.min + 1, -800, -1, 0, 1, 800, info.max], dtype)
+    with np.errstate(over="ignore"):  # exp(-INT_MIN) is inf, and 1 / inf the 0 wanted
+        want = 1 / (1 + np.exp(-values.astype(np.float64)))
+    _, pairs = _calls(em.sigmoid, lambda k: (em.tensor(values),), backend)
+    for eager, got in pairs:
+        assert eager.dtype == got.dtype == em.float64
+        np.testing.assert_allclose(eager.numpy(), want, rtol=1e-15, atol=0)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.float64])
+def test_sigmoid_of_large_magnitudes_never_overflows(dtype):
+    """Eager and jit: sigmoid(+-1e4) is 1 and 0, with finite gradients and no overflow
+    warning (exp(-x) overflowed to inf, and the gradient was inf * 0 = NaN)."""
+    values = np.array([-1e30, -1e4, -100.0, -0.0, 0.0, 100.0, 1e4, 1e30], dtype)
+
+    def f(x):
+        y = em.sigmoid(x)
+        y.sum().backward()
+        return y, x.grad
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager_y, eager_g = f(em.tensor(values, requires_grad=True))
+        jitted = em.jit(f)
+        for _ in range(2):
+            y, g = jitted(em.tensor(values, requires_grad=True))
+            for got, want in ((y, eager_y), (g, eager_g)):
+                assert np.isfinite(got.numpy()).all()
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-30)
+    np.testing.assert_array_equal(eager_y.numpy()[[0, 1, -2, -1]], [0.0, 0.0, 1.0, 1.0])
+    np.testing.assert_allclose(eager_g.numpy()[3:5], [0.25, 0.25])
