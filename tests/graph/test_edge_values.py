@@ -238,3 +238,60 @@ def test_sigmoid_of_large_magnitudes_never_overflows(dtype):
                 np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-30)
     np.testing.assert_array_equal(eager_y.numpy()[[0, 1, -2, -1]], [0.0, 0.0, 1.0, 1.0])
     np.testing.assert_allclose(eager_g.numpy()[3:5], [0.25, 0.25])
+
+
+# --- item 9: argmax / argmin over zero-size tensors -----------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_over_a_nonempty_axis_of_an_empty_tensor(backend, op):
+    """Eager (NumPy): argmax over axis 0 of a (3, 0) tensor is an empty (0,) int64 tensor;
+    jit refused any tensor with a zero in its shape."""
+    x = np.zeros((3, 0), np.float32)
+    for keepdims in (False, True):
+        def f(t, keepdims=keepdims):
+            return getattr(em, op)(t, axis=0, keepdims=keepdims)
+
+        want = getattr(np, op)(x, axis=0, keepdims=keepdims)
+        _, pairs = _calls(f, lambda k: (em.tensor(x),), backend, n=2)
+        for eager, got in pairs:
+            _same_bits(eager.numpy(), want)
+            _same_bits(got.numpy(), want)
+
+
+def _error_of(fn, *args):
+    """The ExecmodeError that ``fn(*args)`` raises."""
+    with pytest.raises(em.ExecmodeError) as info:
+        fn(*args)
+    return info.value
+
+
+def _without_line(err) -> str:
+    return str(err).split("\n  at ")[0]
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_over_an_empty_axis_raises_as_eager(op):
+    """Eager: NumPy refuses an empty axis; execmode raises ShapeError naming the op, the
+    operand and the axis. Graph mode raises the same class with the same message."""
+    x = em.tensor(np.zeros((3, 0), np.float32))
+    f = lambda t: getattr(em, op)(t, axis=1)  # noqa: E731
+    eager = _error_of(f, x)
+    jitted = _error_of(em.jit(f), x)
+    assert type(eager) is type(jitted) is em.ShapeError
+    assert _without_line(eager) == _without_line(jitted) == \
+        f"{op}(f32[3,0]@cpu): {op} over an empty axis (axis 1 of shape (3, 0))"
+    every = _error_of(em.jit(lambda t: getattr(em, op)(t)), x)
+    assert "empty tensor" in str(every)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_over_no_axis_of_an_empty_tensor(op):
+    """Eager (NumPy): axis=() reduces nothing, so a (0, 3) tensor comes back as it is;
+    jit raised "max of an empty axis"."""
+    x = np.zeros((0, 3), np.float32)
+    f = lambda t: getattr(em, op)(t, axis=())  # noqa: E731
+    for backend in BACKENDS:
+        _, pairs = _calls(f, lambda k: (em.tensor(x),), backend, n=2)
+        for eager, got in pairs:
+            assert eager.shape == got.shape == (0, 3)
