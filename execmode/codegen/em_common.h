@@ -132,7 +132,8 @@ EM_FN float em_pow_f32(float a, float b) { return em_powf_f32(a, b); }
 EM_FN double em_pow_f64(double a, double b) { return em_powf_f64(a, b); }
 
 /* Integer power by squaring, wrapping like NumPy. NumPy raises for negative exponents
- * (eager refuses them); a kernel cannot raise, so it returns what 1 / a**-b truncates to. */
+ * (eager refuses them); a kernel cannot raise, so the fusion pass keeps integer power out of
+ * kernels (passes/fuse.py). Called anyway, it returns what 1 / a**-b truncates to. */
 #define EM_INT_POW(sfx, T)                                                                \
     EM_FN T em_pow_##sfx(T a, T b) {                                                      \
         if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);                \

@@ -9,6 +9,7 @@ call (the trace) and on replays.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -295,3 +296,109 @@ def test_max_over_no_axis_of_an_empty_tensor(op):
         _, pairs = _calls(f, lambda k: (em.tensor(x),), backend, n=2)
         for eager, got in pairs:
             assert eager.shape == got.shape == (0, 3)
+
+
+# --- item 9: index values out of range --------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_index_tensor_out_of_range_raises_eagers_error(backend):
+    """Eager: ``x[em.tensor([5])]`` on a length-3 axis raises IndexingError (an IndexError,
+    and the ShapeError it always was) naming getitem, the operands and the user's line.
+    Under jit the value is only seen when the plan runs: it raised plan.py's raw RuleError
+    (and on replays the generated replay's)."""
+    x = em.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+
+    def gather(t, i):
+        return t[i] * 2
+
+    for index in ([5], [-4], [0, 3]):
+        i = em.tensor(index)
+        eager = _error_of(gather, x, i)
+        jitted = em.jit(gather, backend=backend)
+        jitted(x, em.tensor([0]))  # compiled with an index in range: the next are replays
+        for _ in range(2):
+            err = _error_of(jitted, x, i)
+            assert type(err) is type(eager) is em.IndexingError
+            assert isinstance(err, IndexError) and isinstance(err, em.ShapeError)
+            assert _without_line(err) == _without_line(eager)
+            assert _without_line(err).startswith("getitem(f32[3,4]@cpu, i64[")
+            assert "out of bounds" in str(err)
+            code = gather.__code__  # the line of x[i], inside the jitted function
+            assert f"at {code.co_filename}:{code.co_firstlineno + 1} in " in str(err)
+
+
+def test_index_out_of_range_in_assignment_raises_eagers_error():
+    """Eager: ``y[i] = v`` with ``i`` out of range raises IndexingError from index_put
+    (before: a plain ExecmodeError wrapping NumPy's IndexError, and jit raised the raw
+    IndexError)."""
+    def put(x, i):
+        y = x * 1
+        y[i] = 0.0
+        return y
+
+    x = em.tensor(np.arange(3, dtype=np.float32))
+    eager = _error_of(put, x, em.tensor([7]))
+    jitted = em.jit(put)
+    jitted(x, em.tensor([1]))
+    err = _error_of(jitted, x, em.tensor([7]))
+    assert type(err) is type(eager) is em.IndexingError
+    assert _without_line(err) == _without_line(eager)
+    assert re.match(r"index_put\(f32\[3\]@cpu, 0\.0 \(python float\), i64\[1\]@cpu\)",
+                    str(err))
+
+
+def test_constant_index_out_of_range_is_not_folded_away():
+    """Eager raises IndexingError for ``em.arange(3)[em.tensor([5])]``; constant folding
+    evaluated it while compiling and let NumPy's error out of the pass."""
+    def f(x):
+        return em.arange(3)[em.tensor([5])] * x
+
+    eager = _error_of(f, em.tensor([1]))
+    for _ in range(2):
+        err = _error_of(em.jit(f), em.tensor([1]))
+        assert type(err) is type(eager) is em.IndexingError
+        assert _without_line(err) == _without_line(eager)
+
+
+# --- relatives: values NumPy refuses ----------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_power_with_a_negative_exponent_raises_as_eager(backend):
+    """Eager (NumPy): an integer to a negative integer power raises (ExecmodeError naming
+    power). A fused C kernel cannot raise and returned 0; a lone step raised NumPy's raw
+    ValueError; a folded constant raised it while compiling."""
+    def fused(x, y):
+        return (x ** y) * 2
+
+    def lone(x, y):
+        return x ** y
+
+    def folded(x, y):
+        return (em.tensor([2, 3]) ** em.tensor([1, -2])) * x
+
+    x, ok, bad = em.tensor([2, 3]), em.tensor([1, 2]), em.tensor([1, -2])
+    for fn in (fused, lone, folded):
+        eager = _error_of(fn, x, bad)
+        jitted = em.jit(fn, backend=backend)
+        if fn is not folded:
+            np.testing.assert_array_equal(jitted(x, ok).numpy(), fn(x, ok).numpy())
+        for _ in range(2):
+            err = _error_of(jitted, x, bad)
+            assert type(err) is type(eager) is em.ExecmodeError
+            assert _without_line(err) == _without_line(eager)
+            assert "negative integer powers" in str(err)
+    # A constant exponent that cannot be negative still fuses.
+    square = em.jit(lambda x: (x ** 2) * 3)
+    np.testing.assert_array_equal(square(x).numpy(), [12, 27])
+    lowered = square.concrete_functions[0].segments[0].compiled.lowered
+    assert any(n.op == "fused" for n in lowered.nodes)
+
+
+def test_unsupported_result_dtype_says_the_same_in_both_modes():
+    """Eager: ``square`` of bool would be int8, which execmode lacks: DTypeError with
+    NumPy's reason. The traced rule said the same under an extra "unsupported dtypes:"."""
+    flags = em.tensor([True, False])
+    eager = _error_of(em.square, flags)
+    jitted = _error_of(em.jit(em.square), flags)
+    assert type(eager) is type(jitted) is em.DTypeError
+    assert _without_line(eager) == _without_line(jitted)
