@@ -27,6 +27,7 @@ from .errors import (  # noqa: E402
     DTypeError,
     ExecmodeError,
     GraphBreakError,
+    IndexingError,
     ShapeError,
 )
 from .functional import *  # noqa: E402,F403

@@ -15,6 +15,11 @@ class ShapeError(ExecmodeError, ValueError):
     """Operands whose shapes do not fit the op (broadcasting, matmul, reshape, axes)."""
 
 
+class IndexingError(ShapeError, IndexError):
+    """An index out of range for its axis, or more indices than axes. An IndexError, as
+    NumPy's and PyTorch's are; a ShapeError too, as execmode raised before it had one."""
+
+
 class DTypeError(ExecmodeError, TypeError):
     """Operands whose dtypes the op does not accept."""
 
@@ -37,16 +42,22 @@ class BackwardError(ExecmodeError, RuntimeError):
 
 def describe_operand(x) -> str:
     """``f32[3,4]@cpu`` for a tensor, ``0.5 (python float)`` for a scalar."""
+    from .ops.registry import Aval
     from .tensor import Tensor
 
-    if isinstance(x, Tensor):
-        from .dtypes import short_name
-
-        dims = ",".join(str(d) for d in x.shape)
-        return f"{short_name(x.dtype)}[{dims}]@{x.device}"
+    if isinstance(x, Tensor | Aval):  # an Aval: a graph step's operand (node_error)
+        return describe_array(x, x.device)
     if isinstance(x, bool | int | float):
         return f"{x!r} (python {type(x).__name__})"
     return f"{type(x).__name__}"
+
+
+def describe_array(a, device) -> str:
+    """``f32[3,4]@cpu`` for anything with a shape and a dtype."""
+    from .dtypes import short_name
+
+    dims = ",".join(str(d) for d in a.shape)
+    return f"{short_name(a.dtype)}[{dims}]@{device}"
 
 
 def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:
@@ -62,3 +73,21 @@ def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeErr
     err.op = op
     err.location = loc
     return err
+
+
+def node_error(node, operands, exc: Exception) -> ExecmodeError:
+    """The error eager raises when ``node``'s op fails on ``operands`` (its arrays and
+    Python scalars), for a graph step that failed at run time (an index tensor's value out
+    of range): the same class and message, at the user's line the node was traced from."""
+    from .ops.registry import Aval, RuleError
+
+    if isinstance(exc, ExecmodeError):
+        return exc
+    operands = [Aval(tuple(x.shape), x.dtype, node.device) if hasattr(x, "dtype") else x
+                for x in operands]
+    if isinstance(exc, RuleError):
+        return op_error(exc.cls, node.op, operands, exc.problem, location=node.loc)
+    # Worded as dispatch.explain_failure words an error that the op's rule did not foresee.
+    text = str(exc).strip()
+    problem = f"{type(exc).__name__}: {text.splitlines()[0] if text else type(exc).__name__}"
+    return op_error(ExecmodeError, node.op, operands, problem, location=node.loc)

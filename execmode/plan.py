@@ -16,6 +16,7 @@ import numpy as np
 
 from . import instrument
 from .backend import as_device, xp_for
+from .errors import node_error
 from .graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node
 from .ops import OPS
 from .passes.memplan import REDUCTIONS_WITH_OUT, alias_roots
@@ -43,6 +44,15 @@ class Step:
     def describe(self) -> str:
         where = f" -> b{self.buffer}" if self.buffer is not None else ""
         return f"{self.name} ({self.kind}, {self.backend}: {' '.join(self.member_ops)}){where}"
+
+    def failure(self, values: list, exc: Exception) -> Exception:
+        """The error to raise when this step failed with ``exc``: eager's error for the op
+        (an index tensor's value out of range is only seen here), naming the operands and
+        the user's line it was traced from."""
+        if self.kind == "fused":  # members run op by op raise their own (see below)
+            return exc
+        operands = [values[a] if a.__class__ is int else a.value for a in self.args]
+        return node_error(self.node, operands, exc)
 
     def call(self, values: list):
         """Compute this step from ``values`` and return the result (no side effects on
@@ -99,8 +109,11 @@ class Plan:
         if instrumented:
             self._run_instrumented(values)
         else:
-            for step in self.steps:
-                step.run(values)
+            try:
+                for step in self.steps:
+                    step.run(values)
+            except Exception as exc:
+                raise step.failure(values, exc) from None
         outputs = [values[s] for s in self.output_slots]
         for k in self.copy_outputs:
             outputs[k] = outputs[k].copy()
@@ -122,7 +135,10 @@ class Plan:
             for fn in instrument._before_kernel:
                 fn(self, index, values)
             t0 = time.perf_counter_ns()
-            out = step.call(values)
+            try:
+                out = step.call(values)
+            except Exception as exc:
+                raise step.failure(values, exc) from None
             _synchronize(step)
             t1 = time.perf_counter_ns()
             values[step.out] = out
@@ -371,7 +387,11 @@ def _members_op_by_op(fused: Node):
         env = dict(zip(input_ids, arrays))
         out = None
         for m, fn in members:
-            out = fn(*[env[i] if isinstance(i, int) else i.value for i in m.inputs])
+            operands = [env[i] if isinstance(i, int) else i.value for i in m.inputs]
+            try:
+                out = fn(*operands)
+            except Exception as exc:
+                raise node_error(m, operands, exc) from None
             env[m.id] = out
         return out
 

@@ -26,6 +26,18 @@ EM_EXACT_PREDICATES(i32, em_int32)
 EM_EXACT_PREDICATES(i64, em_int64)
 EM_EXACT_PREDICATES(bool, bool)
 
+/* ---- integer -> float conversions ----------------------------------------------------- */
+/* An integer converts to +0.0, never -0.0, in NumPy as in C. But with -fno-trapping-math GCC
+ * folds (float)(int64)x into truncf(x), which gives -0.0 for x in (-1, -0.0], and first drops
+ * any "+ 0.0f" that would repair the sign, reasoning that an integer cannot convert to -0.0.
+ * A select on the converted value survives the fold (and costs one blend when vectorised). */
+#define EM_INT_TO_FLOAT(I, isfx, F, fsfx)                                                  \
+    EM_FN F em_##isfx##_to_##fsfx(I v) { F r = (F)v; return r == (F)0 ? (F)0 : r; }
+EM_INT_TO_FLOAT(em_int32, i32, float, f32)
+EM_INT_TO_FLOAT(em_int32, i32, double, f64)
+EM_INT_TO_FLOAT(em_int64, i64, float, f32)
+EM_INT_TO_FLOAT(em_int64, i64, double, f64)
+
 /* ---- maximum / minimum: NaN wins, as in np.maximum; ties return the second operand --- */
 /* Both comparisons always run (| not ||): branch-free code that vectorises. */
 #define EM_MINMAX(sfx, T)                                                                 \
@@ -120,7 +132,8 @@ EM_FN float em_pow_f32(float a, float b) { return em_powf_f32(a, b); }
 EM_FN double em_pow_f64(double a, double b) { return em_powf_f64(a, b); }
 
 /* Integer power by squaring, wrapping like NumPy. NumPy raises for negative exponents
- * (eager refuses them); a kernel cannot raise, so it returns what 1 / a**-b truncates to. */
+ * (eager refuses them); a kernel cannot raise, so the fusion pass keeps integer power out of
+ * kernels (passes/fuse.py). Called anyway, it returns what 1 / a**-b truncates to. */
 #define EM_INT_POW(sfx, T)                                                                \
     EM_FN T em_pow_##sfx(T a, T b) {                                                      \
         if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);                \

@@ -56,7 +56,17 @@ class Program:
         self._inputs = inputs                     # [(buffer index, _Slot)]
         self._memo = [None] * len(inputs)
         self._keepalive = [None] * len(inputs)
-        self._outputs = [(index, OutputPool(shape, dtype)) for index, shape, dtype in outputs]
+        # One pool per output buffer. A graph may list one value at two output positions
+        # (Plan.run hands out the same array twice): the repeat gets no pool of its own,
+        # whose array the program would never write.
+        self._outputs, self._repeats, first = [], [], {}
+        for k, (index, shape, dtype) in enumerate(outputs):
+            if index in first:
+                self._outputs.append((index, None))
+                self._repeats.append((k, first[index]))
+            else:
+                first[index] = k
+                self._outputs.append((index, OutputPool(shape, dtype)))
 
     def run(self, inputs: list) -> list:
         block, memo = self._block, self._memo
@@ -76,10 +86,15 @@ class Program:
                 memo[k] = None
         results = []
         for index, pool in self._outputs:
+            if pool is None:
+                results.append(None)
+                continue
             array, ptr = pool.take()
             block[index] = ptr
             results.append(array)
         self._entry(self._address)
+        for k, first in self._repeats:
+            results[k] = results[first]
         return results
 
 
@@ -169,6 +184,12 @@ def _param_of(node: Node) -> Param:
 def _lower(node: Node, producers, graph_id):
     if node.op == FUSED:
         wrapper = node
+    elif node.op == "copy":
+        # A copy that keeps two outputs apart (passes/outputs.py) is one loop like any
+        # other elementwise kernel.
+        wrapper = Node(node.id, FUSED, node.inputs, make_attrs({"kind": "elementwise"}),
+                       node.shape, node.dtype, node.device, node.scope, node.loc, (node,),
+                       f"copy{node.id}")
     elif node.op == "matmul" and len(node.shape) == 2:
         a = producers.get(node.inputs[0])
         if a is None or len(a.shape) != 2 or not matmul_policy.inline_on_cpu(

@@ -200,14 +200,13 @@ class CRenderer(ReductionRendering):
         return template.format(self.expr(arg), T=self.type_names[dst], sfx=short_name(dst))
 
     def convert(self, text: str, src, dst) -> str:
-        """An implicit conversion (to a compute dtype). int -> float adds +0.0: with
-        -fno-trapping-math GCC may compute (double)(int)x as trunc(x), which keeps the sign
-        of -0.0; NumPy's round trip gives +0.0, and x + 0.0 maps -0.0 to +0.0."""
+        """An implicit conversion (to a compute dtype). int -> float goes through the
+        prelude's em_i64_to_f32... helpers: GCC folds (float)(int)x into trunc(x), which
+        keeps the sign of -0.3 (-0.0), where NumPy's round trip gives +0.0."""
         src, dst = np.dtype(src), np.dtype(dst)
-        t = self.type_names[dst]
         if src.kind in "iu" and dst.kind == "f":
-            return f"(({t}){text} + {self.literal(0.0, dst)})"
-        return f"(({t}){text})"
+            return f"em_{short_name(src)}_to_{short_name(dst)}({text})"
+        return f"(({self.type_names[dst]}){text})"
 
     def literal(self, value, dtype) -> str:
         dtype = np.dtype(dtype)
@@ -253,7 +252,7 @@ class CRenderer(ReductionRendering):
     def store_line(self, k: Kernel, value: str | None = None) -> str:
         value = self.expr(k.store.value) if value is None else value
         if k.store.value.dtype != k.output.dtype and value == self.expr(k.store.value):
-            value = f"({self.type_names[k.output.dtype]}){value}"
+            value = self.convert(value, k.store.value.dtype, k.output.dtype)
         return f"{k.output.name}[{self.index(k.store.strides)}] = {value};"
 
     def for_line(self, var: str, size, start="0") -> str:

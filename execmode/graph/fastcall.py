@@ -160,6 +160,11 @@ def _python_replay(cf, jit_module):
         for k, slot in enumerate(plan.output_slots):
             lines.append(f"    v{slot} = outs[{k}]")
         return _finish(cf, plan, lines, ns, ref, leaf_position)
+    # A step that fails (an index tensor's value out of range) is a miss: the general path
+    # runs the plan again, and Plan.run raises eager's error for the step that failed.
+    # Nothing is written before the last step (assigns come after it), so nothing is seen
+    # twice.
+    lines.append("    try:")
     for k, step in enumerate(plan.steps):
         operands = []
         for j, a in enumerate(step.args):
@@ -171,11 +176,15 @@ def _python_replay(cf, jit_module):
         call = ", ".join(operands)
         if step.out_array is not None:
             ns[f"into{k}"], ns[f"buf{k}"] = step.into, step.out_array
-            lines.append(f"    into{k}(buf{k}{', ' if call else ''}{call})")
-            lines.append(f"    v{step.out} = buf{k}")
+            lines.append(f"        into{k}(buf{k}{', ' if call else ''}{call})")
+            lines.append(f"        v{step.out} = buf{k}")
         else:
             ns[f"fn{k}"] = step.fn
-            lines.append(f"    v{step.out} = fn{k}({call})")
+            lines.append(f"        v{step.out} = fn{k}({call})")
+    if not plan.steps:
+        lines.append("        pass")
+    lines.append("    except Exception:")
+    lines.append("        return MISS")
     return _finish(cf, plan, lines, ns, ref, leaf_position)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import functional as F
+from ..dtypes import float32, float64
 from ..errors import ArgumentError, ShapeError, op_error
 from ..scope import named_scope
 
@@ -30,7 +31,20 @@ def relu(x):
 
 @named_scope("sigmoid")
 def sigmoid(x):
-    return 1 / (1 + F.exp(F.negative(_tensor("sigmoid", x))))
+    """1 / (1 + exp(-x)), written so that nothing overflows: the exp is of -|x|, at most 1,
+    and for x < 0 the result is e / (1 + e) (no inf / inf in the gradient either).
+
+    Integers compute in float64 and bool in float32, as exp does: negating an integer
+    first would wrap INT_MIN to itself and give sigmoid(INT_MIN) = 1.
+    """
+    x = _tensor("sigmoid", x)
+    if x.dtype.kind in "iu":
+        x = F.astype(x, float64)
+    elif x.dtype.kind == "b":
+        x = F.astype(x, float32)
+    positive = F.greater_equal(x, 0)
+    e = F.exp(F.where(positive, F.negative(x), x))
+    return F.where(positive, 1 / (1 + e), e / (1 + e))
 
 
 @named_scope("gelu")

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..errors import DTypeError
+from ..errors import DTypeError, IndexingError
 from .elementwise import sum_to_shape
 from .registry import INDEXING, MOVEMENT, F, OpDef, RuleError, broadcast_shapes, register
 
@@ -172,7 +172,7 @@ def _probe_index(shape, index, index_avals):
     try:
         return stand_in[index_to_key(index, arrays)].shape
     except IndexError as exc:
-        raise RuleError(f"index {format_index(index)}: {exc}") from None
+        raise RuleError(f"index {format_index(index)}: {exc}", IndexingError) from None
 
 
 def _getitem_rule(x, *index_avals, index):
@@ -189,7 +189,7 @@ def _getitem_impl(xp, a, *index_arrays, index):
         # An index tensor's value out of range: the shape rule, which sees no values, cannot
         # explain it. Anything else (a float index tensor) the rule explains.
         if all(arr.dtype.kind in "iu" for arr in index_arrays):
-            raise RuleError(f"index {format_index(index)}: {exc}") from None
+            raise RuleError(f"index {format_index(index)}: {exc}", IndexingError) from None
         raise
 
 
@@ -250,7 +250,13 @@ def _index_put_rule(x, v, *index_avals, index):
 
 def _index_put_impl(xp, a, v, *index_arrays, index):
     out = a.copy()
-    out[index_to_key(index, index_arrays)] = v
+    try:
+        out[index_to_key(index, index_arrays)] = v
+    except IndexError as exc:
+        # An index tensor's value out of range, as in getitem (the rule sees no values).
+        if all(arr.dtype.kind in "iu" for arr in index_arrays):
+            raise RuleError(f"index {format_index(index)}: {exc}", IndexingError) from None
+        raise
     return out
 
 

@@ -24,20 +24,30 @@ def _rule(x, *, axis, keepdims):
 
 def _rule_nonempty(name):
     def rule(x, *, axis, keepdims):
-        if any(x.shape[i] == 0 for i in axis) or (not axis and 0 in x.shape):
+        # ``axis`` is normalised (None is every axis). axis=() reduces nothing, so an empty
+        # tensor passes through as NumPy passes it (eager does).
+        if any(x.shape[i] == 0 for i in axis):
             raise RuleError(f"{name} of an empty axis has no identity")
         return reduced_shape(x.shape, axis, keepdims)
 
     return rule
 
 
-def _arg_rule(x, *, axis, keepdims):
-    if 0 in x.shape:
-        raise RuleError("argmax/argmin of an empty tensor")
-    axes = tuple(range(len(x.shape))) if axis is None else (axis,)
-    if axis is None and keepdims:
-        return (1,) * len(x.shape)
-    return reduced_shape(x.shape, axes, keepdims)
+def _arg_rule(name):
+    def rule(x, *, axis, keepdims):
+        # Only the axis searched must be non-empty: NumPy's argmax over axis 0 of a (3, 0)
+        # tensor is an empty (0,) result, as eager returns it.
+        if axis is None and 0 in x.shape:
+            raise RuleError(f"{name} of an empty tensor (shape {tuple(x.shape)})")
+        if axis is not None and x.shape and x.shape[axis] == 0:  # rank 0: no axis
+            raise RuleError(f"{name} over an empty axis (axis {axis} of shape "
+                            f"{tuple(x.shape)})")
+        axes = tuple(range(len(x.shape))) if axis is None else (axis,)
+        if axis is None and keepdims:
+            return (1,) * len(x.shape)
+        return reduced_shape(x.shape, axes, keepdims)
+
+    return rule
 
 
 def normalize_reduction_attrs(op_name: str, ndim: int, attrs: dict) -> dict:
@@ -106,5 +116,5 @@ _reduction("sum", "sum", _rule, _sum_vjp, "sum")
 _reduction("prod", "prod", _rule, _prod_vjp, "prod")
 _reduction("max", "max", _rule_nonempty("max"), _extremum_vjp, "max")
 _reduction("min", "min", _rule_nonempty("min"), _extremum_vjp, "min")
-_reduction("argmax", "argmax", _arg_rule, None, "argmax")
-_reduction("argmin", "argmin", _arg_rule, None, "argmin")
+_reduction("argmax", "argmax", _arg_rule("argmax"), None, "argmax")
+_reduction("argmin", "argmin", _arg_rule("argmin"), None, "argmin")

@@ -179,6 +179,8 @@ def probe_dtype(op: OpDef, dtypes: tuple, attrs: dict, scalars: tuple = ()) -> n
     try:
         with np.errstate(all="ignore"):
             out = op.impl(np, *args, **_probe_attrs(op, attrs))
+    except RuleError:
+        raise  # the impl's own refusal (check_supported): the words eager's error has
     except Exception as exc:  # NumPy refused these dtypes (e.g. subtract on bool)
         raise RuleError(f"unsupported dtypes: {_numpy_reason(exc)}", DTypeError) from None
     dt = np.asarray(out).dtype

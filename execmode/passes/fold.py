@@ -44,6 +44,15 @@ def fold_constants(graph: Graph):
 
 
 def _fold(n: Node, nodes: dict) -> Node | None:
+    try:
+        return _folded(n, nodes)
+    except Exception:
+        # Values the op refuses (an integer to a negative power, an index out of range):
+        # not folded, so the step raises eager's error, naming the op, when it runs.
+        return None
+
+
+def _folded(n: Node, nodes: dict) -> Node | None:
     if n.op in (INPUT, ASSIGN, FUSED) or n.op in CONSTANT_OPS:
         return None
     op = OPS.get(n.op)
@@ -100,8 +109,6 @@ def _describe_value(n: Node) -> str:
     if v.size <= 6:
         return np.array2string(v, separator=",").replace("\n", "")
     return f"constant {n.type_str()}"
-
-
 
 
 __all__ = ["CONSTANT_OPS", "fold_constants"]

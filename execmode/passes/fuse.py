@@ -15,7 +15,7 @@ group, which would change what is summed.
 
 from __future__ import annotations
 
-from ..graph.ir import FUSED, Graph, Node, make_attrs
+from ..graph.ir import FUSED, Graph, Literal, Node, make_attrs
 from ..ops import OPS
 from .record import Rewrite
 from .rewrite import rewire
@@ -27,7 +27,16 @@ NEVER_FUSED = {"debug_print", "assign", "to_device"}
 def _elementwise(n: Node) -> bool:
     op = OPS.get(n.op)
     return op is not None and op.is_elementwise and op.template is not None \
-        and n.op not in NEVER_FUSED
+        and n.op not in NEVER_FUSED and not _raises_on_values(n)
+
+
+def _raises_on_values(n: Node) -> bool:
+    """NumPy refuses an integer power with a negative exponent, and eager raises; a kernel
+    cannot raise, so the op stays a step of its own, which raises eager's error."""
+    if n.op != "power" or n.dtype.kind not in "iu":
+        return False
+    exponent = n.inputs[1]
+    return not (isinstance(exponent, Literal) and exponent.value >= 0)  # x ** 2 fuses
 
 
 def fuse(graph: Graph):

@@ -4,6 +4,10 @@ per-pass record.
 Passes are functions ``graph -> (graph, rewrites, merged, fused)``; ``merged`` maps removed
 node ids to the node that now stands for them, ``fused`` maps member ids to their fused
 node. Choose passes with ``em.jit(fn, passes=[...])`` by name or short name.
+
+Whatever the choice, outputs that the passes merged are separated again before memory
+planning (passes/outputs.py): it is part of what every choice must give, eager's results,
+so it runs on its own, and shows in the record only when it copied something.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from .dce import eliminate_dead_code
 from .fold import fold_constants
 from .fuse import fuse
 from .memplan import plan_memory
+from .outputs import NAME as OUTPUTS_PASS
+from .outputs import separate_merged_outputs
 from .record import PassRecord, PassResult, count_kernels, count_values, diff_graphs
 from .simplify import simplify
 
@@ -68,17 +74,38 @@ def run_passes(graph, passes=None):
     """Run the pipeline on ``graph``; returns (optimized graph, PassRecord)."""
     record = PassRecord(graph)
     current = graph
-    for name, fn in resolve_passes(passes):
-        t0 = time.perf_counter_ns()
-        new, rewrites, merged, fused = fn(current)
-        wall = time.perf_counter_ns() - t0
-        verify(new, name)
-        mem = new.meta.get("memory_plan")
-        record.results.append(PassResult(
-            name=name, graph=new, rewrites=rewrites, wall_ns=wall,
-            diff=diff_graphs(current, new, merged, fused),
-            node_count=len(new.op_nodes), kernel_count=count_kernels(new),
-            buffer_count=len(mem.buffers) if mem is not None else count_values(new),
-        ))
-        current = new
+    chosen = resolve_passes(passes)
+    for name, fn in chosen:
+        if name == "plan_memory":
+            current = _separate_outputs(graph, current, record)
+        current = _run_pass(name, fn, current, record)
+    if not chosen or chosen[-1][0] != "plan_memory":
+        current = _separate_outputs(graph, current, record)
     return current, record
+
+
+def _run_pass(name, fn, current, record):
+    t0 = time.perf_counter_ns()
+    new, rewrites, merged, fused = fn(current)
+    _append(record, name, current, new, rewrites, merged, fused, time.perf_counter_ns() - t0)
+    return new
+
+
+def _separate_outputs(traced, current, record):
+    t0 = time.perf_counter_ns()
+    new, rewrites = separate_merged_outputs(traced, current)
+    if rewrites:  # else no entry in the record: nothing was merged
+        _append(record, OUTPUTS_PASS, current, new, rewrites, {}, {},
+                time.perf_counter_ns() - t0)
+    return new
+
+
+def _append(record, name, before, after, rewrites, merged, fused, wall_ns):
+    verify(after, name)
+    mem = after.meta.get("memory_plan")
+    record.results.append(PassResult(
+        name=name, graph=after, rewrites=rewrites, wall_ns=wall_ns,
+        diff=diff_graphs(before, after, merged, fused),
+        node_count=len(after.op_nodes), kernel_count=count_kernels(after),
+        buffer_count=len(mem.buffers) if mem is not None else count_values(after),
+    ))
