@@ -119,10 +119,8 @@ def test_output_returned_twice_shares_one_buffer():
             assert np.shares_memory(got[0].numpy(), got[1].numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="replays wrap one output once per place it is "
-                   "returned; the fix is in jit.py (out_spec), being rewritten elsewhere")
 def test_output_returned_twice_is_one_object_on_replay():
-    """Eager: ``return y, y`` gives ``r[0] is r[1]``; the trace does, replays do not yet."""
+    """Eager: ``return y, y`` gives ``r[0] is r[1]``; so do the trace and the replays."""
     def f(x):
         y = (x @ x) @ x
         return y, y
