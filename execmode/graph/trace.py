@@ -228,7 +228,7 @@ class Tracer:
         self.stand_in_index: dict[int, int] = {}             # stand-in -> its leaf index
         self.user_stand_in: dict[int, Tensor] = {}           # user's arg tensor -> stand-in
         self.layout_args: set[int] = set()                   # leaves whose strides mattered
-        # Arrays a graph break handed out as views of another array: (root array, steps).
+        # Arrays a graph break handed out as views of another: (root, steps, the view).
         self.break_views: dict[int, tuple[object, tuple]] = {}
         self.ran_backward = False                            # backward ran inside the trace
         self.dynamic_reads: set = set()      # (id(holder), name) read as symbolic numbers
@@ -279,7 +279,7 @@ class Tracer:
             return hit
         root_view = self.break_views.get(id(array))
         if root_view is not None:  # a view a graph break handed out: a view here too
-            root, steps = root_view
+            root, steps, _ = root_view
             holder = object.__new__(Tensor)
             holder._data, holder.requires_grad = root, False
             storage, _ = self._input_storage(
