@@ -34,7 +34,10 @@ _tracing = 0            # traces active in any thread (each thread has its own t
 _listening = False      # an instrumentation listener wants op events
 _before = False         # a listener wants to run before each op (the debugger)
 _plain = True           # no tracer and no listener: the fast path may be taken
-_grad_enabled = True    # autograd records (em.no_grad() clears it)
+# Autograd records unless em.no_grad() is active in the calling thread. Grad mode is per
+# thread (as in PyTorch); this flag is True while it is on in every thread, so the hot
+# path reads one module flag and asks the thread only while some thread has it off.
+_grad_enabled = True
 
 _perf_ns = time.perf_counter_ns
 _getframe = sys._getframe
@@ -52,6 +55,10 @@ def set_listening(on: bool, before: bool) -> None:
 
 class _ThreadState(threading.local):
     tracer = None       # this thread's tracer (graph mode), or None
+    grad = True         # this thread's grad mode
+
+
+_grad_off_threads = 0   # threads with grad mode off
 
 
 _thread = _ThreadState()
@@ -79,13 +86,18 @@ def current_tracer():
 
 
 def grad_enabled() -> bool:
-    return _grad_enabled
+    """Whether autograd records in the calling thread."""
+    return _grad_enabled or _thread.grad
 
 
 def set_grad_enabled(on: bool) -> bool:
-    global _grad_enabled
-    previous = _grad_enabled
-    _grad_enabled = bool(on)
+    """Set the calling thread's grad mode; returns the previous one."""
+    global _grad_enabled, _grad_off_threads
+    with _tracing_lock:
+        previous = _thread.grad
+        _thread.grad = bool(on)
+        _grad_off_threads += int(previous) - int(bool(on))
+        _grad_enabled = _grad_off_threads == 0
     return previous
 
 
@@ -145,7 +157,7 @@ def run_eager(op, inputs, attrs):
     t = _new(Tensor)
     t._data = out
     t.requires_grad = False
-    if _grad_enabled and op.vjp is not None:
+    if (_grad_enabled or _thread.grad) and op.vjp is not None:
         for x in inputs:
             if isinstance(x, Tensor) and x.requires_grad:
                 _record_grad(op, inputs, attrs, t)
@@ -191,7 +203,7 @@ def make_operator(op, reflected: bool = False):
                     t = _new(Tensor)
                     t._data = out
                     t.requires_grad = False
-                    if grad and _grad_enabled:
+                    if grad and (_grad_enabled or _thread.grad):
                         _record_grad(op, (self, other), _NO_ATTRS, t)
                     if _listening:  # inlined: this is the measured listener cost
                         t1 = _perf_ns()
@@ -221,7 +233,7 @@ def make_operator(op, reflected: bool = False):
                 t = _new(Tensor)
                 t._data = out
                 t.requires_grad = False
-                if self.requires_grad and _grad_enabled:
+                if self.requires_grad and (_grad_enabled or _thread.grad):
                     _record_grad(op, (other, self), {}, t)
                 return t
             return apply(op, other, self)

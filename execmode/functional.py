@@ -711,7 +711,7 @@ def assign(target, value) -> Tensor:
     if not isinstance(target, Tensor):
         raise op_error(ArgumentError, "assign", (target, value),
                        f"the target must be a Tensor, got {type(target).__name__}")
-    tracked = dispatch._grad_enabled and (
+    tracked = dispatch.grad_enabled() and (
         target.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
     if tracked and target.requires_grad and target.is_leaf:
         raise op_error(BackwardError, "assign", (target, value),

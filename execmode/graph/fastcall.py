@@ -84,7 +84,9 @@ def _python_replay(cf, jit_module):
     lines.append("    if (_dispatch._tracing or _jit._jit_disabled or _instrument._on_event"
                  " or _instrument._before_kernel or _instrument._after_kernel):")
     lines.append("        return MISS")
-    lines.append(f"    if _dispatch._grad_enabled is not {sig.grad_enabled}:")
+    # Grad mode on in every thread (the module flag), or off in this one.
+    lines.append("    if _dispatch._grad_enabled is not True:" if sig.grad_enabled else
+                 "    if _dispatch.grad_enabled():")
     lines.append("        return MISS")
     leaf = 0
     leaf_position: dict[int, int] = {}
@@ -134,6 +136,13 @@ def _python_replay(cf, jit_module):
         if kind == "strides":
             ns[f"GS{k}"] = expected
             lines.append(f"    if {x}._data.strides != GS{k}:")
+        elif kind == "is_arg_memory":
+            ns["_owner"] = jit_module.memory_owner
+            lines.append(f"    if _owner({x}._data) is not _owner(d{expected}):")
+        elif kind == "not_arg_memory":
+            ns["_owner"] = jit_module.memory_owner
+            owners = ", ".join(f"id(_owner(d{i}))" for i in range(leaf))
+            lines.append(f"    if id(_owner({x}._data)) in ({owners},):")
         else:
             test = f"({x}._grad is None)" if kind == "grad_none" else f"{x}.requires_grad"
             lines.append(f"    if {test} is not {bool(expected)}:")
@@ -207,6 +216,8 @@ def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict):
     for k, (kind, value) in enumerate(cf.out_spec):
         if kind == "out":
             lines.append(f"    r{k} = _wrap({outputs[value]})")
+        elif kind == "out_rg":  # eager's result would require grad (jit.JIT_RESULT)
+            lines.append(f"    r{k} = _jit._wrap({outputs[value]}, True)")
         elif kind == "arg":
             lines.append(f"    r{k} = a{leaf_position[value]}")
         else:

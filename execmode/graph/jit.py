@@ -22,7 +22,8 @@ import weakref
 from dataclasses import dataclass, field
 
 from .. import dispatch, instrument
-from ..errors import ArgumentError
+from ..autograd import GradNode
+from ..errors import ArgumentError, BackwardError
 from ..tensor import Tensor
 from . import guards as guards_mod
 from . import pytree
@@ -232,6 +233,14 @@ class ConcreteFunction:
             if kind == "requires_grad" and tensor.requires_grad != expected:
                 return (f"requires_grad of captured {_short(tensor)} was {expected} when "
                         f"traced, now {tensor.requires_grad}")
+            if kind == "is_arg_memory" and \
+                    memory_owner(tensor._data) is not memory_owner(leaves[expected]._data):
+                return (f"captured {_short(tensor)} was the memory of argument {expected} "
+                        "when traced, now it is not")
+            if kind == "not_arg_memory" and any(
+                    memory_owner(tensor._data) is memory_owner(t._data) for t in leaves):
+                return (f"captured {_short(tensor)} is now also passed as an argument "
+                        "(the graph writes inputs, so that sharing matters)")
             if kind == "strides" and tensor._data.strides != expected:
                 return (f"memory layout of {_short(tensor)}: strides {expected} when traced, "
                         f"now {tensor._data.strides} (a reshape of it is a view or a copy "
@@ -256,7 +265,7 @@ class ConcreteFunction:
         for spec in self.result_specs:
             if spec[0] == "out" and not spec[2] and spec[1] not in seen:
                 seen.add(spec[1])
-                simple.append(("out", spec[1]))
+                simple.append(("out_rg" if spec[3] else "out", spec[1]))
             elif spec[0] in ("arg", "const"):
                 simple.append(spec)
             else:
@@ -273,16 +282,36 @@ def build_results(specs, leaves, outputs) -> list:
         kind = spec[0]
         if kind == "out":
             array = outputs[spec[1]]
-            results.append(_wrap(replay(spec[2], array) if spec[2] else array))
+            results.append(_wrap(replay(spec[2], array) if spec[2] else array, spec[3]))
         elif kind == "arg":
             results.append(leaves[spec[1]])
         elif kind == "same":
             results.append(results[spec[1]])
         elif kind == "view":
-            results.append(_wrap(replay(spec[2], spec[1].read(leaves))))
+            results.append(_wrap(replay(spec[2], spec[1].read(leaves)), spec[3]))
         else:
             results.append(spec[1])
     return results
+
+
+class _JitResultOp:
+    """The grad_fn of a jitted function's result that eager would have differentiable:
+    it requires grad, as eagerly, but its tape stayed inside the graph, so backward
+    through it says what to do instead of computing something else."""
+
+    name = "em.jit"
+    saves_output = False
+
+    @staticmethod
+    def vjp(*args, **kwargs):
+        raise BackwardError(
+            "backward() through the result of an em.jit function: the ops that made it ran "
+            "in the compiled graph, which keeps no autograd tape outside it. Call "
+            "backward() inside the jitted function (a whole training step is one graph), "
+            "or compute this result eagerly")
+
+
+JIT_RESULT = GradNode(_JitResultOp, (), {}, None)
 
 
 def _uninstall_dynamic(installed) -> list[str]:
@@ -311,10 +340,12 @@ def resolve(ref, leaves) -> Tensor:
     return leaves[ref[1]] if isinstance(ref, tuple) else ref
 
 
-def _wrap(array) -> Tensor:
+def _wrap(array, requires_grad: bool = False) -> Tensor:
     t = object.__new__(Tensor)
     t._data = array
-    t.requires_grad = False
+    t.requires_grad = requires_grad
+    if requires_grad:
+        t._grad_fn = JIT_RESULT
     return t
 
 
@@ -424,7 +455,7 @@ class JitFunction:
                         for i, t in enumerate(leaves))
         described = tuple((t.shape, t.dtype, t.device, t.requires_grad, a)
                           for t, a in zip(leaves, aliases))
-        return Signature(structure, described, dispatch._grad_enabled, self._path_name)
+        return Signature(structure, described, dispatch.grad_enabled(), self._path_name)
 
     def _path_name(self, path: str) -> str:
         """"[0][1]['w']" over (args, kwargs) -> "scale['w']" with the parameter's name."""
@@ -502,6 +533,12 @@ class JitFunction:
         guards = [(tracer.owner_ref(owner), "grad_none", was_none)
                   for owner, was_none in tracer.grad_guards.values()]
         guards += [(("arg", i), "strides", leaves[i]._data.strides) for i in tracer.layout_args]
+        # A capture that was an argument's memory (f(obj.buf) reading obj.buf) is one
+        # graph input; a later call must pass it again, and, when the graph writes inputs,
+        # no other capture may turn out to be an argument's memory.
+        guards += [(t, "is_arg_memory", i) for t, i in tracer.arg_aliases.values()]
+        if tracer.wrote_inputs:
+            guards += [(t, "not_arg_memory", None) for t in tracer.captures_seen.values()]
         if tracer.ran_backward:
             # Gradients flowed into captures according to their requires_grad flags.
             for seg in tracer.segments:

@@ -231,6 +231,11 @@ class Tracer:
         # Arrays a graph break handed out as views of another: (root, steps, the view).
         self.break_views: dict[int, tuple[object, tuple]] = {}
         self.ran_backward = False                            # backward ran inside the trace
+        # Captures that were an argument's memory in this call, and those that were not:
+        # replays must see the same pattern (guards), since writes go through one input.
+        self.arg_aliases: dict[int, tuple[Tensor, int]] = {}
+        self.captures_seen: dict[int, Tensor] = {}
+        self.wrote_inputs = False
         self.dynamic_reads: set = set()      # (id(holder), name) read as symbolic numbers
         self.scalar_guards: list = []        # (read, expected, label) of concrete uses
         self.scalar_sources: list = []
@@ -315,6 +320,7 @@ class Tracer:
             # The function also reads, as a global, a tensor it got as an argument: one
             # value, so that an in-place update through either name is seen by both.
             d = stand_in._data
+            self.arg_aliases[id(tensor)] = (tensor, self.stand_in_index[id(stand_in)])
             return d.storage, d.view
         owner = self.grad_owner_of.get(id(tensor))
         if owner is not None:
@@ -326,7 +332,12 @@ class Tracer:
         else:
             def make_source():
                 return InputSource("capture", self._label(tensor), tensor=tensor)
-        return self._input_storage(tensor, make_source)
+        storage, view = self._input_storage(tensor, make_source)
+        if owner is None and storage.source.kind == "arg":  # an argument's memory
+            self.arg_aliases[id(tensor)] = (tensor, storage.source.leaf_index)
+        elif owner is None:
+            self.captures_seen[id(tensor)] = tensor
+        return storage, view
 
     def _label(self, tensor: Tensor) -> str:
         name = self.capture_labels.get(id(tensor))
@@ -469,7 +480,7 @@ class Tracer:
         self._builder.add(Node(node_id, op.name, refs, make_attrs(attrs), tuple(aval.shape),
                                aval.dtype, str(aval.device), _scope._current, user_location()))
         t = self._result(op, inputs, attrs, node_id, aval)
-        if dispatch._grad_enabled and op.vjp is not None:
+        if dispatch.grad_enabled() and op.vjp is not None:
             for x in inputs:
                 if isinstance(x, Tensor) and x.requires_grad:
                     from ..autograd import GradNode
@@ -556,7 +567,7 @@ class Tracer:
         storage.node = new
         storage.version += 1
         if storage.source is not None:
-            storage.written = True
+            storage.written = self.wrote_inputs = True
         if d is None:
             # A real tensor (a capture): traced from now on, so that Python reading it
             # (print, item) breaks the graph; its array is restored when the segment ends.
@@ -758,7 +769,8 @@ class Tracer:
             specs.append(self.result_spec(x, first.setdefault(id(x), k), k))
         segment = self._end_segment(final_outputs=results)
         position = {id(st): k for k, st in enumerate(self.output_storages)}
-        specs = [("out", position[s[1]], s[2]) if s[0] == "storage" else s for s in specs]
+        specs = [("out", position[s[1]], s[2], s[3]) if s[0] == "storage" else s
+                 for s in specs]
         # Anything else still traced escaped the function: poison it with a clear error.
         for t in self._live_tensors():
             t._data = LeakedValue(t._data, self.name)
@@ -768,8 +780,10 @@ class Tracer:
     def result_spec(self, x, first: int, k: int) -> tuple:
         """How a call rebuilds one result, as eager would hand it back:
         ("same", j): the object of result j again; ("arg", i): the caller's own tensor;
-        ("const", x): x itself (a capture, a Python value); ("view", source, steps): a
-        view of an input's array; ("storage", id, steps): a view of a graph output."""
+        ("const", x): x itself (a capture, a Python value); ("view", source, steps, rg): a
+        view of an input's array; ("storage", id, steps, rg): a view of a graph output
+        (("out", k, steps, rg) once the outputs are known). ``rg``: eager's result would
+        require grad (see jit.JIT_RESULT)."""
         if first != k:
             return ("same", first)
         if not isinstance(x, Tensor):
@@ -781,8 +795,8 @@ class Tracer:
             return ("const", x)
         d = x._data
         if d.storage.source is not None:
-            return ("view", d.storage.source, d.view)
-        return ("storage", id(d.storage), d.view)
+            return ("view", d.storage.source, d.view, x.requires_grad)
+        return ("storage", id(d.storage), d.view, x.requires_grad)
 
 
 def _first_location(graph: Graph):
