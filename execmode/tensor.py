@@ -212,6 +212,12 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same values, cut from the autograd graph."""
+        from . import dispatch
+
+        if dispatch._tracing:  # a new traced tensor sharing the storage, even a capture's
+            tracer = dispatch.current_tracer()
+            if tracer is not None:
+                return tracer.detached(self)
         t = Tensor.__new__(Tensor)
         t._data = self._data
         t.requires_grad = False

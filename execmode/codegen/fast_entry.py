@@ -158,7 +158,7 @@ def make_fast_entry(cf, items, python_replay, modules):
     ``python_replay`` is the generated Python replay (misses of layout go there);
     ``modules`` is (dispatch, jit, instrument, pytree, Tensor, MISS).
     """
-    if not enabled() or cf.grad_writes or cf.guards or cf.has_breaks \
+    if not enabled() or cf.grad_writes or cf.guards or cf.has_breaks or cf.flag_writes \
             or not cf.signature.grad_enabled:  # grad mode off is per thread: Python checks it
         return None
     if cf.out_spec is None or any(kind in ("arg", "out_rg") for kind, _ in cf.out_spec):

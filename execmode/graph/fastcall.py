@@ -67,7 +67,7 @@ def _python_replay(cf, jit_module):
     """The generated Python replay of ``cf``, or None when cf does not qualify."""
     sig = cf.signature
     items = _positional_items(sig.structure)
-    if cf.has_breaks or items is None or cf.out_spec is None:
+    if cf.has_breaks or items is None or cf.out_spec is None or cf.flag_writes:
         return None  # views among the results, or breaks: the general replay
     segment = cf.segments[0]
     plan = segment.compiled.plan

@@ -183,6 +183,9 @@ class ConcreteFunction:
     # write, so such a function re-runs its Python at every call, as one with breaks does.
     python_writes: list = field(default_factory=list)
     failed_guard: object = None        # the guards.Guard that failed last (for promotion)
+    # Arguments whose autograd flags the function changes (x[...] = w * 2 makes x take
+    # w's history, as eagerly): (leaf index, requires_grad) applied at every replay.
+    flag_writes: list = field(default_factory=list)
 
     @property
     def has_breaks(self) -> bool:
@@ -255,6 +258,7 @@ class ConcreteFunction:
         results = build_results(self.result_specs, leaves, outputs)
         for ref, j in self.grad_writes:
             resolve(ref, leaves)._grad = None if j is None else results[j]
+        apply_flag_writes(self.flag_writes, leaves)
         return pytree.unflatten(self.out_structure, results[:self.n_out])
 
     @property
@@ -292,6 +296,13 @@ def build_results(specs, leaves, outputs) -> list:
         else:
             results.append(spec[1])
     return results
+
+
+def apply_flag_writes(flag_writes, leaves) -> None:
+    for i, requires_grad in flag_writes:
+        t = leaves[i]
+        t.requires_grad = requires_grad
+        t._grad_fn = JIT_RESULT if requires_grad else None
 
 
 class _JitResultOp:
@@ -508,6 +519,14 @@ class JitFunction:
                          if (id(g.holder), g.name) not in tracer.dynamic_reads
                          and (id(g.holder), g.name) not in self._dynamic]
         n_out = len(out_leaves)
+        flag_writes = []
+        for stand_in_id, i in tracer.stand_in_index.items():
+            user = leaves[i]
+            stand_in = tracer.user_stand_in.get(id(user))
+            if stand_in is not None and id(stand_in) == stand_in_id and (
+                    stand_in.requires_grad != user.requires_grad
+                    or (stand_in._grad_fn is None) != (user._grad_fn is None)):
+                flag_writes.append((i, stand_in.requires_grad))
         grad_index = {id(v): n_out + k for k, v in enumerate(grads)}
         grad_writes = []
         for ref, value, first_read in grad_entries:
@@ -527,6 +546,7 @@ class JitFunction:
                 [leaves[s[1]] if s[0] == "arg" else t for s, t in zip(specs, out_leaves)]
             for ref, j in grad_writes:
                 resolve(ref, leaves)._grad = None if j is None else results[j]
+            apply_flag_writes(flag_writes, leaves)
             # What the caller gets: graph results are fresh tensors (no tape), returned
             # arguments and captures are the caller's own objects.
             result = pytree.unflatten(out_structure, results[:n_out])
@@ -550,6 +570,7 @@ class JitFunction:
         cf.baked = list(tracer.baked)
         cf.python_guards, cf.scalar_guards = python_guards, tracer.scalar_guards
         cf.python_writes = python_writes
+        cf.flag_writes = flag_writes
         if reuse is None and not tracer.breaks:
             cf.segments[0].output_tensors = []  # replay builds fresh outputs
         if reuse is not None:

@@ -404,6 +404,14 @@ class Tracer:
         """A tensor sharing a traced value (detach, saved outputs) is live too."""
         self.live.append(weakref.ref(tensor))
 
+    def detached(self, tensor: Tensor) -> Tensor:
+        """``detach()`` while tracing: a new tensor on the same storage and view (a new
+        object at every call, as eagerly, even for a capture)."""
+        storage, view, proxy, _ = self._place(tensor)
+        node = self._ref(tensor)
+        return self._new_tensor(node, Aval(tensor.shape, tensor.dtype, tensor.device),
+                                storage, view, proxy)
+
     # --- ops ---------------------------------------------------------------------------
     # --- Python numbers that stay graph inputs (symbolic.py) ----------------------------
     def scalar_input(self, holder, name: str, label: str):

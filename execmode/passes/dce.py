@@ -1,4 +1,5 @@
-"""Dead code elimination: keep what reaches an output, an assign, or an impure node.
+"""Dead code elimination: keep what reaches an output, an assign, an impure node, or an
+op that may raise on values (an index tensor out of range).
 
 Outputs and assign nodes are the roots. Impure nodes (random draws, debug_print) are kept
 too, so that graph mode draws the same random numbers as eager. An assign overwritten by a
@@ -25,7 +26,7 @@ def eliminate_dead_code(graph: Graph):
     for n in graph.nodes:
         if n.op == ASSIGN and n.id not in overwritten:
             live.add(n.id)
-        elif n.op in OPS and OPS[n.op].impure:
+        elif n.op in OPS and OPS[n.op].impure or _may_raise(n):
             live.add(n.id)
     by_id = {n.id: n for n in graph.nodes}
     stack = list(live)
@@ -45,3 +46,10 @@ def eliminate_dead_code(graph: Graph):
         else:
             rewrites.append(Rewrite(f"DCE: removed %{n.id} ({n.op}, unused)", (n.id,), "dce"))
     return graph.copy(nodes=out), rewrites, {}, {}
+
+
+def _may_raise(n) -> bool:
+    """Ops whose values can make eager raise (an index tensor out of range): they run even
+    when nothing uses their result, so graph mode raises where eager does."""
+    tensor_operands = {"getitem": 1, "index_add": 1, "index_put": 2}.get(n.op)
+    return tensor_operands is not None and len(n.inputs) > tensor_operands

@@ -9,6 +9,8 @@ would give +0.0 (they compare equal).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..graph.ir import Literal, Node, make_attrs, replace
@@ -49,6 +51,20 @@ def _identity(value, side):
             return b
         return None
     return rule
+
+
+def _add_zero(n, nodes):
+    """x + 0 -> x, except where IEEE addition changes x: -0.0 + 0.0 is +0.0, so for
+    floats only a -0.0 operand is an identity (x + -0.0 is x for every x)."""
+    if n.dtype.kind not in "iub":
+        a, b = n.inputs
+        for ref, other in ((b, a), (a, b)):
+            v = _scalar_value(ref, nodes)
+            if v is not None and not isinstance(v, bool) and v == 0 and \
+                    math.copysign(1.0, v) < 0 and _same_type(n, other, nodes):
+                return other
+        return None
+    return _identity(0, "both")(n, nodes)
 
 
 def _involution(n, nodes):
@@ -128,7 +144,7 @@ def _scalar_operand(n, nodes):
 
 RULES = {
     "multiply": [_identity(1, "both"), _scalar_operand],
-    "add": [_identity(0, "both"), _scalar_operand],
+    "add": [_add_zero, _scalar_operand],
     "subtract": [_identity(0, "right"), _scalar_operand],
     "divide": [_identity(1, "right"), _scalar_operand],
     "maximum": [_scalar_operand],

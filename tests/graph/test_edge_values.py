@@ -74,7 +74,7 @@ def _matrices(k):
 def _plus_zero(x):
     a = (x @ x) * 2
     b = a @ x
-    return b, b + 0            # simplify: b + 0 -> b
+    return b, b - 0            # simplify: b - 0 -> b
 
 
 def _twice(x):
@@ -91,7 +91,7 @@ def _view_of_merged(x):
 @pytest.mark.parametrize("listen", [False, True], ids=["program", "listener"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_outputs_that_passes_merged_stay_distinct_tensors(fn, listen, backend):
-    """Eager: ``b`` and ``b + 0`` (or ``f(x)`` computed twice) are two tensors with their
+    """Eager: ``b`` and ``b - 0`` (or ``f(x)`` computed twice) are two tensors with their
     own buffers; writing into one leaves the other alone. The whole-graph program once gave
     the repeat a buffer nobody wrote (garbage), the plan handed out one buffer twice."""
     jitted, pairs = _calls(fn, _matrices, backend, listen)

@@ -346,3 +346,78 @@ def test_a_learning_rate_schedule_trains_under_jit_exactly_as_eagerly():
         np.testing.assert_allclose(jitted, eager, rtol=1e-5)
         np.testing.assert_allclose(w_jit, w_eager, rtol=1e-5, atol=1e-6)
         assert step.trace_count == 1  # lr is a graph input: no retrace per step
+
+
+# --- classes the fuzzer found after the ten of the issue ----------------------------------
+
+def test_an_unused_gather_out_of_range_raises_as_in_eager():
+    """Dead code elimination must not remove an op that raises eagerly."""
+    g = em.arange(4)
+
+    def f(x):
+        g[em.tensor([7])]  # unused, but eager raises IndexError here
+        return x * 2
+
+    with pytest.raises(IndexError):
+        f(em.ones(2))
+    with pytest.raises(IndexError):
+        em.jit(f)(em.ones(2))
+
+
+def test_detach_of_a_capture_is_a_new_object_at_every_call():
+    buf = em.ones(3)
+
+    @em.jit
+    def f(x):
+        return buf.detach(), x
+
+    a, _ = f(em.ones(1))
+    b, _ = f(em.ones(1))
+    assert a is not b and a is not buf
+    assert np.shares_memory(a.numpy(), buf.numpy())
+
+
+def test_an_argument_written_with_a_differentiable_value_takes_its_history():
+    """Eager: ``x[...] = w * 2`` makes x require grad (it takes w's history)."""
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+
+    def f(x):
+        x[...] = w * 2
+        return x.sum()
+
+    x_eager, x_jit = em.zeros(2), em.zeros(2)
+    f(x_eager)
+    jitted = em.jit(f)
+    for _ in range(2):
+        x_jit = em.zeros(2)
+        jitted(x_jit)
+        assert x_jit.requires_grad == x_eager.requires_grad is True
+        np.testing.assert_array_equal(x_jit.numpy(), x_eager.numpy())
+
+
+def test_a_capture_passed_as_the_argument_is_guarded():
+    """f(obj.buf) reads obj.buf both as x and as a capture: one memory. A later call with
+    another x must not read x where the function names obj.buf."""
+    class Obj:
+        buf = None
+
+    obj = Obj()
+    obj.buf = em.tensor([1.0, 2.0])
+
+    def f(x):
+        x += 1.0
+        return obj.buf * 1
+
+    jitted = em.jit(f)
+    np.testing.assert_array_equal(jitted(obj.buf).numpy(), [2.0, 3.0])
+    other = em.tensor([10.0, 20.0])
+    np.testing.assert_array_equal(jitted(other).numpy(), [2.0, 3.0])
+    np.testing.assert_array_equal(other.numpy(), [11.0, 21.0])
+
+
+def test_jit_results_that_eager_would_differentiate_say_how_to_backprop():
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+    out = em.jit(lambda x: (w * x).sum())(em.ones(2))
+    assert out.requires_grad  # as eagerly
+    with pytest.raises(em.errors.BackwardError, match="inside the jitted function"):
+        out.backward()

@@ -44,7 +44,7 @@ def test_fold_never_folds_captures_or_random_numbers():
 # --- simplification -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("expr", [
-    lambda x: x * 1.0, lambda x: 1.0 * x, lambda x: x + 0.0, lambda x: x - 0.0,
+    lambda x: x * 1.0, lambda x: 1.0 * x, lambda x: x + -0.0, lambda x: x - 0.0,
     lambda x: x / 1.0, lambda x: em.negative(em.negative(x)), lambda x: x.mT.mT,
     lambda x: x.reshape(6).reshape(2, 3), lambda x: x ** 1,
 ])
@@ -53,6 +53,16 @@ def test_simplify_removes_identities(expr):
     low = _lower(lambda x: expr(x) + x, x, passes=["simplify", "dce"])
     assert _ops(low.graph) == ["add"], str(low.record)
     np.testing.assert_allclose(em.jit(lambda x: expr(x) + x)(x).numpy(), (expr(x) + x).numpy())
+
+
+def test_simplify_keeps_float_x_plus_zero_because_of_signed_zero():
+    """-0.0 + 0.0 is +0.0: for floats only x + -0.0 is an identity (ints: x + 0 is)."""
+    low = _lower(lambda x: x + 0.0, em.tensor([-0.0, 1.0]), passes=["simplify", "dce"])
+    assert _ops(low.graph) == ["add"]
+    out = em.jit(lambda x: x + 0.0)(em.tensor([-0.0, 1.0])).numpy()
+    assert not np.signbit(out[0])
+    low = _lower(lambda x: x + 0, em.tensor([1, 2]), passes=["simplify", "dce"])
+    assert "add" not in _ops(low.graph)  # (a copy keeps the result fresh)
 
 
 def test_simplify_keeps_x_times_zero_because_of_nan_and_inf():
