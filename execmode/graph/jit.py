@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .. import dispatch, instrument
 from ..autograd import GradNode
-from ..errors import ArgumentError, BackwardError
+from ..errors import ArgumentError, BackwardError, ExecmodeError
 from ..tensor import Tensor
 from . import guards as guards_mod
 from . import pytree
@@ -508,9 +508,14 @@ class JitFunction:
                                          tracer.grad_read.get(id(owner), _UNREAD)))
                 grads = [v for _, v, _ in grad_entries if _traced_node(v, tracer) is not None]
                 segment, specs = tracer.finish(list(out_leaves) + grads)
-        except BaseException:
+        except BaseException as exc:
+            # An op error at trace time, after an op eager would have failed on first?
+            first = tracer.value_error_so_far() if execute and isinstance(
+                exc, ExecmodeError) else None
             tracer.abort()  # leave the user's tensors as they were
             _uninstall_dynamic(installed)
+            if first is not None:
+                raise first from None
             raise
         python_writes = _uninstall_dynamic(installed)
         python_writes += [g.label for g in python_guards

@@ -759,6 +759,34 @@ class Tracer:
         self.output_storages = list(storages.values())
         return segment
 
+    def value_error_so_far(self):
+        """Eager raises at the first op that fails; a trace learns of value errors (an
+        index out of range) only when the graph runs. When the trace itself fails, this
+        evaluates what the segment traced so far (reading its inputs, writing nothing,
+        restoring the RNG) and returns the error eager would have raised first, or None."""
+        from .. import random as em_random
+        from ..errors import node_error
+        from ..passes.dce import may_raise
+        from .interpret import evaluate_node
+
+        b = self._builder
+        if not any(may_raise(n) for n in b.graph.nodes):
+            return None
+        env = dict(zip(b.graph.inputs, b.captured_arrays))
+        state = em_random.generator().bit_generator.state
+        try:
+            for n in b.graph.nodes:
+                if n.op in (INPUT, ASSIGN):
+                    continue
+                try:
+                    env[n.id] = evaluate_node(n, env)
+                except Exception as exc:  # noqa: BLE001 - worded as eager words it
+                    args = [env[i] if isinstance(i, int) else i.value for i in n.inputs]
+                    return node_error(n, args, exc)
+        finally:
+            em_random.generator().bit_generator.state = state
+        return None
+
     def abort(self) -> None:
         """The traced function raised: leave every tensor as the user had it."""
         for target, original in self.assigned.values():

@@ -26,7 +26,7 @@ def eliminate_dead_code(graph: Graph):
     for n in graph.nodes:
         if n.op == ASSIGN and n.id not in overwritten:
             live.add(n.id)
-        elif n.op in OPS and OPS[n.op].impure or _may_raise(n):
+        elif n.op in OPS and OPS[n.op].impure or may_raise(n):
             live.add(n.id)
     by_id = {n.id: n for n in graph.nodes}
     stack = list(live)
@@ -48,7 +48,7 @@ def eliminate_dead_code(graph: Graph):
     return graph.copy(nodes=out), rewrites, {}, {}
 
 
-def _may_raise(n) -> bool:
+def may_raise(n) -> bool:
     """Ops whose values can make eager raise (an index tensor out of range): they run even
     when nothing uses their result, so graph mode raises where eager does."""
     tensor_operands = {"getitem": 1, "index_add": 1, "index_put": 2}.get(n.op)

@@ -139,6 +139,13 @@ def _scalar_operand(n, nodes):
             changed = True
         else:
             new_inputs.append(ref)
+    if changed and not any(isinstance(i, int) for i in new_inputs):
+        # Every operand was a constant (add(%full, %full)): one stays a tensor, which
+        # carries the node's shape and dtype.
+        keep = next(k for k, ref in enumerate(n.inputs) if nodes[ref].shape == n.shape)
+        new_inputs[keep] = n.inputs[keep]
+        changed = any(isinstance(i, Literal) and not isinstance(r, Literal)
+                      for i, r in zip(new_inputs, n.inputs))
     return replace(n, inputs=tuple(new_inputs)) if changed else None
 
 

@@ -421,3 +421,18 @@ def test_jit_results_that_eager_would_differentiate_say_how_to_backprop():
     assert out.requires_grad  # as eagerly
     with pytest.raises(em.errors.BackwardError, match="inside the jitted function"):
         out.backward()
+
+
+def test_a_value_error_before_a_trace_time_error_is_raised_first_as_in_eager():
+    """Eager fails at the out-of-range gather; a trace only meets the later in-place
+    write on a leaf that requires grad. Graph mode must raise eager's (first) error."""
+    def f(x, z):
+        x[em.tensor([7])]
+        z[:, 1] = 0
+        return x
+
+    x = em.ones((1, 4), requires_grad=True)
+    with pytest.raises(IndexError):
+        f(x, x)
+    with pytest.raises(IndexError):
+        em.jit(f)(x, x)

@@ -226,3 +226,17 @@ def test_memory_planned_plans_compute_the_same_values_twice():
     np.testing.assert_allclose(ra.numpy(), f.fn(a).numpy(), rtol=1e-5)
     np.testing.assert_allclose(rb.numpy(), f.fn(b).numpy(), rtol=1e-5)
     assert not math.isclose(float(ra.sum()), float(rb.sum()))
+
+
+def test_simplify_keeps_one_tensor_operand_when_both_are_constants():
+    """Found by the fuzzer: ``v0.zero_(); v0 + v0`` is add(%full, %full); turning both
+    operands into literals left a node typed f32[4,3] whose rule gives i64[]."""
+    def f(x):
+        v = x * 2
+        v.zero_()
+        return v + v
+
+    low = _lower(f, em.ones((4, 3)), passes=["simplify"])
+    assert "add" in _ops(low.graph)
+    np.testing.assert_array_equal(em.jit(f, passes=["simplify"])(em.ones((4, 3))).numpy(),
+                                  np.zeros((4, 3)))
