@@ -17,6 +17,8 @@ next trace (``JitFunction`` promotes it) instead of retracing at every new value
 
 from __future__ import annotations
 
+import dis
+import functools
 import math
 import types
 
@@ -38,16 +40,27 @@ def names_read(fn) -> dict[str, object]:
         return {}
     g = getattr(fn, "__globals__", {})
     found: dict[str, object] = {}
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        for name in c.co_names:
-            if name in g:
-                found.setdefault(name, g)
-        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    for name in _global_loads(code):
+        if name in g:
+            found.setdefault(name, g)
     for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
         found[name] = cell
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _global_loads(code) -> tuple[str, ...]:
+    """Names a code object (and the functions nested in it) loads as globals: not every
+    name in co_names, which holds attribute names too (``opt.step()`` is no global)."""
+    names: list[str] = []
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval not in names:
+                names.append(ins.argval)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return tuple(names)
 
 
 def read_holder(holder, name):
@@ -130,7 +143,8 @@ def _guard(guards, seen, holder, name, value, label, path, depth) -> None:
 
 def _walk(guards, seen, obj, path: str, depth: int) -> None:
     """Guard the scalars (and the identity of the objects) that ``obj`` holds."""
-    if depth > MAX_DEPTH or id(obj) in seen or isinstance(obj, (Tensor, *_UNGUARDED)):
+    if depth > MAX_DEPTH or id(obj) in seen or isinstance(obj, (Tensor, *_UNGUARDED)) \
+            or getattr(type(obj), "_em_guard_identity_only", False):
         return
     seen.add(id(obj))
     if isinstance(obj, list):
@@ -151,6 +165,8 @@ def _walk(guards, seen, obj, path: str, depth: int) -> None:
     if not isinstance(attrs, dict):
         return
     for key, item in list(attrs.items()):
+        if key.startswith("__"):
+            continue
         _guard(guards, seen, obj, key, item, f"{path}.{key}", f"{path}.{key}", depth)
 
 

@@ -367,6 +367,10 @@ def _short(t: Tensor) -> str:
 class JitFunction:
     """The callable ``em.jit(fn)`` returns."""
 
+    # Another jitted function read as a global is guarded by identity; its caches are its
+    # own business, not state of the caller's trace (graph/guards.py).
+    _em_guard_identity_only = True
+
     def __init__(self, fn, passes=None, fullgraph: bool = False, backend: str | None = None,
                  on_break: str = "split"):
         if not callable(fn):

@@ -436,3 +436,22 @@ def test_a_value_error_before_a_trace_time_error_is_raised_first_as_in_eager():
         f(x, x)
     with pytest.raises(IndexError):
         em.jit(f)(x, x)
+
+
+def test_guards_watch_globals_the_code_loads_not_attribute_names():
+    """``opt.step()`` names the attribute ``step``; a global jitted function called
+    ``step`` is not read, and its caches must not cause a retrace at every call."""
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+    opt = em.optim.SGD([w], lr=0.1)
+
+    def train(x):
+        opt.zero_grad()
+        (w * x).sum().backward()
+        opt.step()
+
+    global step
+    step = em.jit(train)
+    for _ in range(4):
+        step(em.ones(2))
+    assert step.trace_count == 1, [r.reason for r in step.retraces]
+    np.testing.assert_allclose(w.numpy(), [0.6, 1.6], rtol=1e-6)
