@@ -719,6 +719,9 @@ def assign(target, value) -> Tensor:
                        "em.no_grad() (optimizers do) or use an out-of-place op")
     if value is target:  # nothing to write, and no history to loop into itself
         return target
+    tracer = dispatch.current_tracer()
+    if tracer is not None:
+        tracer.note_flags(target)  # a capture's flags may change: replays must too
     if isinstance(value, Tensor) and value.shape != target.shape:
         value = broadcast_to(value, target.shape)
     if tracked:

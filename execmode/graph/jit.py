@@ -183,8 +183,8 @@ class ConcreteFunction:
     # write, so such a function re-runs its Python at every call, as one with breaks does.
     python_writes: list = field(default_factory=list)
     failed_guard: object = None        # the guards.Guard that failed last (for promotion)
-    # Arguments whose autograd flags the function changes (x[...] = w * 2 makes x take
-    # w's history, as eagerly): (leaf index, requires_grad) applied at every replay.
+    # Arguments and captures whose autograd flags the function changes (x[...] = w * 2
+    # makes x take w's history, as eagerly): (ref, requires_grad) set at every replay.
     flag_writes: list = field(default_factory=list)
 
     @property
@@ -299,8 +299,8 @@ def build_results(specs, leaves, outputs) -> list:
 
 
 def apply_flag_writes(flag_writes, leaves) -> None:
-    for i, requires_grad in flag_writes:
-        t = leaves[i]
+    for ref, requires_grad in flag_writes:
+        t = resolve(ref, leaves)
         t.requires_grad = requires_grad
         t._grad_fn = JIT_RESULT if requires_grad else None
 
@@ -535,7 +535,10 @@ class JitFunction:
             if stand_in is not None and id(stand_in) == stand_in_id and (
                     stand_in.requires_grad != user.requires_grad
                     or (stand_in._grad_fn is None) != (user._grad_fn is None)):
-                flag_writes.append((i, stand_in.requires_grad))
+                flag_writes.append((("arg", i), stand_in.requires_grad))
+        for t, requires_grad, no_history in tracer.flags_before.values():
+            if t.requires_grad != requires_grad or (t._grad_fn is None) != no_history:
+                flag_writes.append((t, t.requires_grad))
         grad_index = {id(v): n_out + k for k, v in enumerate(grads)}
         grad_writes = []
         for ref, value, first_read in grad_entries:

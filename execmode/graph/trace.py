@@ -58,7 +58,9 @@ class Storage:
         self.source = source        # InputSource for inputs; None for op results
         self.array = array          # the input's array (kept alive while traced)
         self.written = False        # an input written in place: write back at segment end
-        self.ambiguous = False      # a reshape whose aliasing depends on an unknown layout
+        # Storages this one may share memory with, depending on a layout only NumPy knows
+        # (a reshape of a strided result; two arguments viewing one array).
+        self.ambiguous: list = []
 
 
 class TracedValue:
@@ -174,7 +176,7 @@ class _Builder:
         # id(array) -> (storage, view chain): one graph input per array this segment reads.
         self.storages: dict[int, tuple] = {}
         self.captured_arrays: list = []       # the input arrays, in graph.inputs order
-        self.roots: dict[int, object] = {}    # id(base array) -> storage (overlap check)
+        self.roots: dict[int, list] = {}      # id(base array) -> storages (overlap check)
         self.scalars: dict[tuple, int] = {}   # (id(symbolic number), dtype) -> input node
 
     def new_id(self) -> int:
@@ -236,6 +238,9 @@ class Tracer:
         self.arg_aliases: dict[int, tuple[Tensor, int]] = {}
         self.captures_seen: dict[int, Tensor] = {}
         self.wrote_inputs = False
+        # Captures about to be written, with their autograd flags before (assign can make
+        # them take a history): the replays set the flags the trace left.
+        self.flags_before: dict[int, tuple[Tensor, bool, bool]] = {}
         self.dynamic_reads: set = set()      # (id(holder), name) read as symbolic numbers
         self.scalar_guards: list = []        # (read, expected, label) of concrete uses
         self.scalar_sources: list = []
@@ -308,11 +313,11 @@ class Tracer:
         root = getattr(array, "base", None)
         key = id(root) if root is not None else id(array)
         b = self._builder
-        other = b.roots.get(key)
-        if other is not None:
-            other.ambiguous = storage.ambiguous = True
-        else:
-            b.roots[key] = storage
+        for other in b.roots.setdefault(key, []):
+            if np.may_share_memory(array, other.array):  # (outputs share a block, apart)
+                other.ambiguous.append(storage)
+                storage.ambiguous.append(other)
+        b.roots[key].append(storage)
 
     def _capture(self, tensor: Tensor) -> tuple[Storage, tuple]:
         stand_in = self.user_stand_in.get(id(tensor))
@@ -523,7 +528,8 @@ class Tracer:
                 # View or copy depends on a layout the tracer does not know: fine unless
                 # something writes in place to either side (then _assign refuses).
                 result = self._new_tensor(node_id, aval)
-                storage.ambiguous = result._data.storage.ambiguous = True
+                storage.ambiguous.append(result._data.storage)
+                result._data.storage.ambiguous.append(storage)
                 return result
             return self._new_tensor(node_id, aval, proxy=contiguous_proxy(aval.shape))
         # A fresh result. NumPy lays it out like its inputs ("K" order): C-contiguous when
@@ -558,7 +564,7 @@ class Tracer:
             raise dispatch.explain_failure(  # NumPy's broadcast views are read-only
                 OPS["assign"], (target, value), {},
                 ValueError("assignment destination is read-only"))
-        if storage.ambiguous:
+        if any(self._observable(other) for other in storage.ambiguous):
             raise op_error(GraphBreakError, "assign", (target, value),
                            "an in-place write to a tensor that may share memory with another "
                            "one, depending on a memory layout only known eagerly (a reshape "
@@ -587,6 +593,13 @@ class Tracer:
         d.version = storage.version
         return target
 
+    def _observable(self, storage: Storage) -> bool:
+        """Can anything still read ``storage``: an input (the caller holds it) or a live
+        traced tensor on it? If not, whether it shared memory does not matter."""
+        if storage.source is not None:
+            return True
+        return any(t._data.storage is storage for t in self._live_tensors())
+
     def _scatter_back(self, step: ViewStep, parent: int, new: int) -> int:
         """The parent's value with the child's values replaced by ``new``."""
         kw = step.kwargs
@@ -598,6 +611,13 @@ class Tracer:
             shape = self._builder.graph.node(parent).shape
             return self._emit("reshape", (new,), {"shape": tuple(shape)})
         raise AssertionError(f"no scatter-back for view op {step.op}")
+
+    def note_flags(self, target: Tensor) -> None:
+        """``target`` is about to be written (functional.assign): remember a capture's
+        autograd flags before the write may change them."""
+        if not _traced_by(target, self) and id(target) not in self.flags_before:
+            self.flags_before[id(target)] = (target, target.requires_grad,
+                                             target._grad_fn is None)
 
     def stale_array(self, array) -> bool:
         """True if ``array`` backs an input that this segment has written (its values are

@@ -40,13 +40,16 @@ def rewire(graph: Graph, mapping: dict) -> Graph:
 
 
 def attr_key(attrs: tuple):
-    """A hashable form of attributes (arrays by content)."""
+    """A hashable form of attributes (arrays by content; numbers by type and repr, since
+    0.0 == -0.0 and 1 == 1.0 are different values to a kernel)."""
     out = []
     for k, v in attrs:
         if isinstance(v, np.ndarray):
             v = ("array", v.dtype.str, v.shape, v.tobytes())
         elif isinstance(v, np.dtype):
             v = ("dtype", v.str)
+        elif isinstance(v, float | int | complex | np.generic):
+            v = ("number", type(v).__name__, repr(v))
         out.append((k, v))
     return tuple(out)
 

@@ -455,3 +455,44 @@ def test_guards_watch_globals_the_code_loads_not_attribute_names():
         step(em.ones(2))
     assert step.trace_count == 1, [r.reason for r in step.retraces]
     np.testing.assert_allclose(w.numpy(), [0.6, 1.6], rtol=1e-6)
+
+
+def test_a_capture_taking_a_history_keeps_eager_flags_on_replays():
+    """``em.assign(g, b)`` with b requiring grad makes g require grad, at every call."""
+    g = em.zeros(3)
+    b = em.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def f(x):
+        em.assign(g, b)
+        return x * 1
+
+    jitted = em.jit(f)
+    for _ in range(3):
+        with em.no_grad():
+            g.zero_()
+        g.requires_grad, g._grad_fn = False, None
+        jitted(em.ones(1))
+        assert g.requires_grad
+
+
+def test_cse_keeps_minus_zero_apart_from_zero():
+    """``y.zero_(); return -y``: eager gives -0.0; CSE must not merge full(-0.0) with
+    full(0.0) (they compare equal in Python)."""
+    def f(x, y):
+        y.zero_()
+        return -y
+
+    out = em.jit(f)(em.ones(3), em.ones(3)).numpy()
+    assert np.signbit(out).all()
+
+
+def test_a_write_through_a_reshape_of_a_dead_strided_result_is_allowed():
+    """Whether ``(x.T * 2).reshape(-1)`` is a view is NumPy's choice, but nothing else
+    can read the strided result, so writing the reshape is safe (and eager's)."""
+    def f(x):
+        y = (x.T * 2).reshape(-1)
+        y[0] = 100.0
+        return y
+
+    x = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(em.jit(f)(x).numpy(), f(x).numpy())
