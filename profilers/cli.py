@@ -6,19 +6,22 @@ that runs it. Only argparse is imported here at module level: ``execmode --help`
 quick.
 
 Exit statuses: ``profile`` returns the script's own status (128+N when a signal N killed
-it); 2 is a usage error (bad option, missing script, unknown format); 1 is a session that
+it, or when ``execmode profile`` itself was stopped by SIGTERM/SIGHUP N, which it passes on
+to the script: no report then, the session is kept); 2 is a usage error (bad option, missing script, unknown format); 1 is a session that
 cannot be read or a report that cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
+from execmode import lifeline
 from execmode.cli_args import split_trailing_options
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
@@ -119,7 +122,14 @@ def profile_command(args) -> int:
     output = Path(args.output) if args.output else _beside(session, fmt)
 
     _say(f"recording {args.script} into {session}")
-    code = _run_child(args, session, script_args)
+    code, stopped_by = _run_child(args, session, script_args)
+    if stopped_by is not None:
+        # Told to end: no report (it could take long); the session was closed by the child.
+        name = signal.Signals(stopped_by).name
+        where = f"; the session is {session} (execmode report {session})" \
+            if session.exists() else ""
+        _say(f"stopped by {name}{where}")
+        return 128 + stopped_by
     if not session.exists():
         _say("the script ended before a session was written; no report")
         return code if code else 1
@@ -144,15 +154,39 @@ def _run_child(args, session: Path, script_args: list[str]) -> int:
         if args.native:
             cmd.append("--native")
     cmd += ["--", args.script, *script_args]
-    proc = subprocess.Popen(cmd)
-    while True:
-        try:
-            code = proc.wait()
-            break
-        except KeyboardInterrupt:
-            # Ctrl-C reached the child too (same process group): let it end and record.
-            continue
-    return 128 - code if code < 0 else code
+    code, stopped_by = _wait_forwarding_signals(
+        lambda: subprocess.Popen(cmd, env=lifeline.child_env()))
+    return (128 - code if code < 0 else code), stopped_by
+
+
+def _wait_forwarding_signals(start) -> tuple[int, int | None]:
+    """Start the child and wait for it, passing on what would end this process: SIGTERM and
+    SIGHUP as SIGTERM (the child ends the script and closes the session, lifeline.py), a
+    SIGINT that did not come from the terminal as SIGINT (the terminal's Ctrl-C reached the
+    child already). Returns (the child's status, the SIGTERM/SIGHUP received or None). If
+    this process is killed outright, the child learns it from the kernel (lifeline.py)."""
+    proc = None
+    stopped_by: list[int] = []
+
+    def forward(signum, frame) -> None:
+        if signum != signal.SIGINT:
+            stopped_by.append(signum)
+        elif lifeline.interrupt_came_from_terminal():
+            return
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+
+    handled = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    previous = {signum: signal.signal(signum, forward) for signum in handled}
+    try:
+        proc = start()
+        if stopped_by:  # it came while the child was being started
+            proc.send_signal(signal.SIGTERM)
+        code = proc.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return code, (stopped_by[0] if stopped_by else None)
 
 
 # --- report -------------------------------------------------------------------------------

@@ -32,11 +32,14 @@ from execmode.profilers.output import captured_output
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.writer import SampleRow
 
+from execmode import lifeline
+
 
 @dataclass
 class ScriptExit:
-    """How a script ended. ``kind`` is "normal", "exit" (sys.exit), "exception" or
-    "interrupted" (KeyboardInterrupt); ``code`` is the process exit status it implies."""
+    """How a script ended. ``kind`` is "normal", "exit" (sys.exit), "exception",
+    "interrupted" (KeyboardInterrupt) or "terminated" (SIGTERM, SIGHUP, the parent's death:
+    lifeline.Terminated); ``code`` is the process exit status it implies."""
 
     kind: str
     code: int
@@ -79,13 +82,19 @@ def run_script(script: str | os.PathLike, args=()) -> ScriptExit:
     else:
         sys.path.append(script_dir)
     try:
-        # An absolute path, as Python gives __main__ since 3.9: code filenames (and so
-        # recorded source locations) do not depend on the working directory.
-        runpy.run_path(os.path.abspath(script), run_name="__main__")
+        # SIGTERM/SIGHUP or the parent's death raise Terminated only inside this window
+        # (execmode/lifeline.py; the child process of `execmode profile` installs it).
+        with lifeline.script_window():
+            # An absolute path, as Python gives __main__ since 3.9: code filenames (and so
+            # recorded source locations) do not depend on the working directory.
+            runpy.run_path(os.path.abspath(script), run_name="__main__")
     except SystemExit as exc:
         return _system_exit(exc)
     except KeyboardInterrupt as exc:
         return _exception_exit(exc, path, "interrupted", 130)
+    except lifeline.Terminated as exc:
+        print(f"execmode: {exc.reason}", file=sys.stderr)
+        return ScriptExit("terminated", exc.exit_code, exception=exc.reason)
     except BaseException as exc:  # the script's own failure: report it, never re-raise
         return _exception_exit(exc, path, "exception", 1)
     finally:
@@ -221,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the child process: exit status is the script's (2: usage error)."""
+    lifeline.install()  # end with `execmode profile`, and end cleanly (lifeline.py)
     parser = build_parser()
     ns = parser.parse_args(argv)
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command

@@ -22,7 +22,7 @@ import sys
 import threading
 import traceback
 
-from .. import dispatch, instrument
+from .. import dispatch, instrument, lifeline
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from .breakpoints import BreakpointError, BreakpointSet
@@ -561,6 +561,7 @@ def main(argv=None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args(argv)
 
+    lifeline.install()  # end with the controller, and end cleanly (lifeline.py)
     faulthandler.enable()  # a segfault prints the Python stack to stderr (the controller)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(opts.socket)
@@ -603,11 +604,17 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
     try:
         debugger.script_started()
         try:
-            runpy.run_path(path, run_name="__main__")
+            # SIGTERM/SIGHUP or the controller's death raise Terminated in the script, even
+            # in a sleep or a pause (lifeline.py).
+            with lifeline.script_window():
+                runpy.run_path(path, run_name="__main__")
         finally:
             debugger.script_ended()
     except _Quit:
         return "quit", 130, None
+    except lifeline.Terminated as exc:
+        print(f"execmode: {exc.reason}", file=sys.stderr)
+        return "terminated", exc.exit_code, None
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
