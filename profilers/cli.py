@@ -7,13 +7,15 @@ quick.
 
 Exit statuses: ``profile`` returns the script's own status (128+N when a signal N killed
 it, or when ``execmode profile`` itself was stopped by SIGTERM/SIGHUP N, which it passes on
-to the script: no report then, the session is kept); 2 is a usage error (bad option, missing script, unknown format); 1 is a session that
-cannot be read or a report that cannot be written.
+to the script: no report then, the session is kept); 2 is a usage error (bad option,
+missing script, unknown format) or, from ``report``, a session that cannot be read (the
+message names the file and the problem); 1 is a report that cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
@@ -202,7 +204,19 @@ def report_command(args) -> int:
     try:
         text = _write_report(session, output, fmt, table=args.table, top=10)
     except SessionError as exc:
-        return _fail(exc, 1)
+        return _fail(exc, 2)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        # A file that passed the checks but holds values no execmode writes (a column of
+        # the wrong type): name the file, never a traceback (EXECMODE_DEBUG=1 shows it).
+        if os.environ.get("EXECMODE_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return _fail(f"{session}: the session holds values this execmode cannot read "
+                     f"({type(exc).__name__}: {exc}); it is damaged or was not written by "
+                     "execmode", 2)
+    except OSError as exc:
+        return _fail(f"could not write the report {output}: {exc}", 1)
     if args.summary:
         print(text)
     return 0
