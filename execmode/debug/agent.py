@@ -277,12 +277,28 @@ class Debugger:
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
             if bp.matches_place(event.op, event.scope, event.location) and \
-                    bp.condition.evaluate(stats) and bp.hit():
+                    self._holds(bp, stats) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
                                            if isinstance(x, Tensor)], "output": output}
                 self._pause(f"breakpoint {bp.id}: {bp.spec}", op=event.op, attrs=event.attrs,
                             inputs=(), when="after", output=output, breakpoint=bp.to_json())
                 return
+
+    def _holds(self, bp, stats) -> bool:
+        """Evaluate ``bp``'s condition. Parsing refused every mistake it can see; what is left
+        (a MemoryError computing a statistic of a huge tensor, a bug) must not end the
+        script: the breakpoint is disabled and the controller told why."""
+        try:
+            return bp.condition.evaluate(stats)
+        except Exception as exc:  # noqa: BLE001 - the script never dies of a condition
+            bp.enabled = False
+            where = stats.location
+            at = f" at {where.filename}:{where.lineno}" if where is not None else ""
+            self._send({"type": "error", "id": None, "breakpoint": bp.to_json(),
+                        "message": f"breakpoint {bp.id} ({bp.spec}) disabled: its condition "
+                                   f"failed on op {stats.op}{at}: {type(exc).__name__}: "
+                                   f"{exc}; the script goes on"})
+            return False
 
     def before_kernel(self, plan, index, values) -> None:
         if index == 0:
@@ -322,7 +338,7 @@ class Debugger:
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
-            if bp.condition.evaluate(stats) and bp.hit():
+            if self._holds(bp, stats) and bp.hit():
                 report = None
                 if stats.nan or stats.inf:
                     report = hunt(plan, self.segment_inputs.get(id(plan), []), index)
