@@ -384,6 +384,7 @@ class Session:
             "samples": self.category_totals(),
             "machine": self.meta.get("machine") or {},
             "recorded": self.meta.get("recorded") or {},
+            "partial": self.meta.get("partial"),
         }
 
 

@@ -9,8 +9,8 @@ Each reader (reports, exporters, ``em.profile``, the TUI) comes through
    file is refused; the first bytes must be SQLite's magic (read without blocking).
 2. **SQLite opens it, read-only and WAL-aware** (``mode=ro``): the committed transactions
    in a ``-wal`` file that a killed writer left behind are part of the session. SQLite
-   needs to create the ``-shm`` index for that; in a folder this user cannot write, the
-   file and its WAL are read from a private copy instead.
+   needs to create the ``-shm`` index for that; in a folder this user cannot write, or on
+   a full disk, the file and its WAL are read from a private copy instead.
 3. **Identity**: execmode's application id, a ``meta`` table, a ``schema_version`` this
    execmode reads (a newer one is refused with both versions).
 4. **Complete** (checked with step 1): without WAL frames the file must be as long as its
@@ -45,6 +45,7 @@ META_TYPES = {
     "format": str, "schema_version": int, "script": str, "cwd": str, "created": str,
     "source": str, "t0_ns": int, "end_ns": int, "argv": list, "exit": dict,
     "calibration": dict, "pyspy": dict, "machine": dict, "recorded": dict, "writer": dict,
+    "partial": dict,
 }
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -175,7 +176,10 @@ def _check_identity(conn: sqlite3.Connection, path: Path, newest: int) -> int:
             )
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except sqlite3.OperationalError as exc:
-        if "unable to open" in str(exc) and Path(f"{path}-wal").exists():
+        # No -shm index can be made beside the file: a folder we cannot write, or a full
+        # disk (then SQLite says "disk I/O error"). Its WAL is read from a private copy.
+        if ("unable to open" in str(exc) or "disk I/O error" in str(exc)) and \
+                Path(f"{path}-wal").exists():
             raise _CannotOpen() from None
         raise damaged(path, exc) from None
     except sqlite3.DatabaseError as exc:

@@ -81,7 +81,28 @@ def connect_writer(path: str | os.PathLike) -> sqlite3.Connection:
     # without an fsync per batch.
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = OFF")
+    limit = max_session_bytes()
+    if limit is not None:
+        # SQLite refuses to grow the file past this (SQLITE_FULL), as a full disk would:
+        # the writer then marks the session partial and the script goes on.
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {max(1, limit // page_size)}")
     return conn
+
+
+def max_session_bytes() -> int | None:
+    """``EXECMODE_SESSION_MAX_MB`` (a positive number of MiB) as bytes, else None."""
+    text = os.environ.get("EXECMODE_SESSION_MAX_MB", "").strip()
+    if not text:
+        return None
+    try:
+        mib = float(text)
+    except ValueError:
+        raise SessionError(f"EXECMODE_SESSION_MAX_MB={text!r}: expected a number of MiB") \
+            from None
+    if not mib > 0:
+        raise SessionError(f"EXECMODE_SESSION_MAX_MB={text!r}: expected a positive number")
+    return int(mib * 2**20)
 
 
 def connect_reader(path: str | os.PathLike) -> tuple[sqlite3.Connection, int]:

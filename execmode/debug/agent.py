@@ -27,6 +27,7 @@ from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError
+from .headroom import with_headroom
 from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
 from .summary import TensorStats, bounded_slice, summarize
@@ -187,6 +188,7 @@ class Debugger:
             return {"__error__": str(exc)}
 
     # --- hooks (the script's thread) ----------------------------------------------------
+    @with_headroom
     def before_op(self, op, inputs, attrs) -> None:
         if dispatch._tracer is not None:
             return  # tracing builds a graph; its kernels are where graph mode stops
@@ -267,6 +269,7 @@ class Debugger:
             return True
         return any(before.get(name, _UNBOUND) is not value for name, value in now.items())
 
+    @with_headroom
     def on_op(self, event, output) -> None:
         self.last_seq = event.seq
         if dispatch._tracer is not None:
@@ -300,6 +303,7 @@ class Debugger:
                                    f"{exc}; the script goes on"})
             return False
 
+    @with_headroom
     def before_kernel(self, plan, index, values) -> None:
         if index == 0:
             self.segment_inputs[id(plan)] = [values[s] for s in plan.input_slots]
@@ -327,6 +331,7 @@ class Debugger:
             self.current = {"inputs": args, "plan": plan, "step": index}
             self._pause(reason, when="before", kernel=self._kernel_info(plan, index))
 
+    @with_headroom
     def after_kernel(self, plan, index, out) -> None:
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
         if not conditions:
@@ -348,11 +353,13 @@ class Debugger:
                             breakpoint=bp.to_json(), hunt=report)
                 return
 
+    @with_headroom
     def user_breakpoint(self) -> None:
         """``em.breakpoint()`` in the script: pause right here."""
         self.current = {}
         self._pause("em.breakpoint()", when="breakpoint")
 
+    @with_headroom
     def on_event(self, event) -> None:
         if event.kind != "graph_break":
             return

@@ -111,7 +111,9 @@ class Condition:
             if depth > MAX_DEPTH:
                 _fail(self.text, getattr(node, "col_offset", 0),
                       f"condition nested too deeply: at most {MAX_DEPTH} levels")
-            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+            # Expressions only: operator and context nodes (Not, Gt, Load) are no level.
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node)
+                         if isinstance(child, ast.expr))
 
     def _check(self, node) -> str:
         """Check ``node`` and return its type (BOOL, NUMBER, STRING or SHAPE)."""
