@@ -188,7 +188,6 @@ class Debugger:
             return {"__error__": str(exc)}
 
     # --- hooks (the script's thread) ----------------------------------------------------
-    @with_headroom
     def before_op(self, op, inputs, attrs) -> None:
         if dispatch._tracer is not None:
             return  # tracing builds a graph; its kernels are where graph mode stops
@@ -269,7 +268,6 @@ class Debugger:
             return True
         return any(before.get(name, _UNBOUND) is not value for name, value in now.items())
 
-    @with_headroom
     def on_op(self, event, output) -> None:
         self.last_seq = event.seq
         if dispatch._tracer is not None:
@@ -287,6 +285,7 @@ class Debugger:
                             inputs=(), when="after", output=output, breakpoint=bp.to_json())
                 return
 
+    @with_headroom
     def _holds(self, bp, stats) -> bool:
         """Evaluate ``bp``'s condition. Parsing refused every mistake it can see; what is left
         (a MemoryError computing a statistic of a huge tensor, a bug) must not end the
@@ -303,7 +302,6 @@ class Debugger:
                                    f"{exc}; the script goes on"})
             return False
 
-    @with_headroom
     def before_kernel(self, plan, index, values) -> None:
         if index == 0:
             self.segment_inputs[id(plan)] = [values[s] for s in plan.input_slots]
@@ -331,7 +329,6 @@ class Debugger:
             self.current = {"inputs": args, "plan": plan, "step": index}
             self._pause(reason, when="before", kernel=self._kernel_info(plan, index))
 
-    @with_headroom
     def after_kernel(self, plan, index, out) -> None:
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
         if not conditions:
@@ -353,13 +350,11 @@ class Debugger:
                             breakpoint=bp.to_json(), hunt=report)
                 return
 
-    @with_headroom
     def user_breakpoint(self) -> None:
         """``em.breakpoint()`` in the script: pause right here."""
         self.current = {}
         self._pause("em.breakpoint()", when="breakpoint")
 
-    @with_headroom
     def on_event(self, event) -> None:
         if event.kind != "graph_break":
             return
@@ -404,6 +399,7 @@ class Debugger:
         for msg in pending:  # inspection needs a pause; say so
             self._reply(msg, {"__error__": f"{msg['type']}: the script is running; pause first"})
 
+    @with_headroom
     def _pause(self, reason: str, when: str, **info) -> None:
         self._enter_pause()
         try:

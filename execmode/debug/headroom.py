@@ -7,12 +7,14 @@ MAX_DEPTH levels), sending a message. Measured before this module: a script whos
 deepest op ran 8 frames below the limit raised RecursionError from inside the agent, or
 had its condition fail, while it ran fine without the debugger.
 
-``@with_headroom`` raises the recursion limit by ``FRAMES`` while any hook runs (in any
-thread: a counter under a lock; the outermost hook to leave puts the limit back), so the
-agent's own work never counts against the script's depth. ``FRAMES`` bounds what the
-agent may use; the agent's code paths are iterative or bounded (conditions by their
-depth limit), far below it. Cost: ~0.4 us per hook call, against ~13 us that the debugger
-spends per op.
+``@with_headroom`` raises the recursion limit by ``FRAMES`` while the agent's deep work
+runs - a pause (summaries, the stack, messages, inspection, a NaN hunt) or a condition's
+evaluation - in any thread (a counter under a lock; the outermost to leave puts the limit
+back), so that work never counts against the script's depth. ``FRAMES`` bounds what the
+agent may use; its code paths are iterative or bounded (conditions by their depth limit),
+far below it. Cost: ~1 us per call (the lock is most of it), paid only when pausing or
+evaluating a condition, not on the per-op path of a running script (a few shallow frames,
+like the engine's own listener path).
 
 If the script itself changes the limit while a hook is inside (it cannot: hooks run
 between the script's bytecodes) or the limit cannot be put back because the hook's own
