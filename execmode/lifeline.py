@@ -128,6 +128,23 @@ def termination_requested() -> Terminated | None:
     return _State.pending
 
 
+def say(text: str, end: str = "\n") -> None:
+    """Text on stderr that never raises: the parent that read our stderr may be gone (a
+    dead pipe raises BrokenPipeError), and the session must still be closed after."""
+    try:
+        print(text, end=end, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def _on_terminate(signum, frame) -> None:
     name = signal.Signals(signum).name
     _request(Terminated(f"the script was stopped by {name}", signum))

@@ -93,7 +93,7 @@ def run_script(script: str | os.PathLike, args=()) -> ScriptExit:
     except KeyboardInterrupt as exc:
         return _exception_exit(exc, path, "interrupted", 130)
     except lifeline.Terminated as exc:
-        print(f"execmode: {exc.reason}", file=sys.stderr)
+        lifeline.say(f"execmode: {exc.reason}")
         return ScriptExit("terminated", exc.exit_code, exception=exc.reason)
     except BaseException as exc:  # the script's own failure: report it, never re-raise
         return _exception_exit(exc, path, "exception", 1)
@@ -110,7 +110,7 @@ def _system_exit(exc: SystemExit) -> ScriptExit:
         return ScriptExit("exit", 0)
     if isinstance(code, int):
         return ScriptExit("exit", code & 0xFF if code >= 0 else code % 256)
-    print(code, file=sys.stderr)  # sys.exit("message") prints it and exits with 1
+    lifeline.say(str(code))  # sys.exit("message") prints it and exits with 1
     return ScriptExit("exit", 1, exception=str(code))
 
 
@@ -120,7 +120,7 @@ def _exception_exit(exc: BaseException, script: Path, kind: str, code: int) -> S
     while tb is not None and not _is_script_frame(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     text = "".join(traceback.format_exception(type(exc), exc, tb))
-    print(text, end="", file=sys.stderr)
+    lifeline.say(text, end="")  # never raises: the session must be closed after
     file = line = None
     last = tb
     while last is not None and last.tb_next is not None:
@@ -250,8 +250,7 @@ def main(argv=None) -> int:
     except SessionError as exc:
         print(f"execmode: error: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.flush()
-    sys.stderr.flush()
+    lifeline.flush_quietly()  # the controller, and with it our pipes, may be gone
     return result.code
 
 

@@ -610,8 +610,7 @@ def main(argv=None) -> int:
     if debugger.recorder is not None:
         debugger.recorder.close(status=status, code=code)
     debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb})
-    sys.stdout.flush()
-    sys.stderr.flush()
+    lifeline.flush_quietly()  # the controller, and with it our pipes, may be gone
     channel.close()
     return code
 
@@ -632,16 +631,16 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
     except _Quit:
         return "quit", 130, None
     except lifeline.Terminated as exc:
-        print(f"execmode: {exc.reason}", file=sys.stderr)
+        lifeline.say(f"execmode: {exc.reason}")
         return "terminated", exc.exit_code, None
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
-            print(exc.code, file=sys.stderr)
+            lifeline.say(str(exc.code))
         return "exit", code, None
     except BaseException as exc:  # noqa: BLE001 - report every failure of the script
         tb = _script_traceback(exc)
-        sys.stderr.write(tb)
+        lifeline.say(tb, end="")
         if debugger.breakpoints.active("exception"):
             bp = debugger.breakpoints.active("exception")[0]
             bp.hit()
