@@ -16,13 +16,20 @@ for _ in range(20):
 with open(sys.argv[1] + ".tmp", "w") as f:
     f.write(str(os.getpid()))
 os.replace(sys.argv[1] + ".tmp", sys.argv[1])  # whole, or not there
-print("started", flush=True)
+started = False
 while True:
+    # Everything after "started" is inside the try (the print itself, the loop's jump
+    # back): a signal handler may run at any bytecode boundary, and "stubborn" must
+    # swallow the request wherever it lands.
     try:
-        if mode == "sleep":
-            time.sleep(3600)
-        x = x * 1.0 + 0.0
-        time.sleep(0.001)
+        while True:
+            if not started:
+                started = True
+                print("started", flush=True)
+            if mode == "sleep":
+                time.sleep(3600)
+            x = x * 1.0 + 0.0
+            time.sleep(0.001)
     except BaseException:  # noqa: BLE001 - "stubborn": the grace period must end it
         if mode != "stubborn":
             raise
