@@ -124,10 +124,6 @@ def script_window():
         _State.in_script = False
 
 
-def termination_requested() -> Terminated | None:
-    return _State.pending
-
-
 def say(text: str, end: str = "\n") -> None:
     """Text on stderr that never raises: the parent that read our stderr may be gone (a
     dead pipe raises BrokenPipeError), and the session must still be closed after."""
