@@ -6,19 +6,24 @@ that runs it. Only argparse is imported here at module level: ``execmode --help`
 quick.
 
 Exit statuses: ``profile`` returns the script's own status (128+N when a signal N killed
-it); 2 is a usage error (bad option, missing script, unknown format); 1 is a session that
-cannot be read or a report that cannot be written.
+it, or when ``execmode profile`` itself was stopped by SIGTERM/SIGHUP N, which it passes on
+to the script: no report then, the session is kept); 2 is a usage error (bad option,
+missing script, unknown format) or, from ``report``, a session that cannot be read (the
+message names the file and the problem); 1 is a report that cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import subprocess
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
+from execmode import lifeline
 from execmode.cli_args import split_trailing_options
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
@@ -119,7 +124,14 @@ def profile_command(args) -> int:
     output = Path(args.output) if args.output else _beside(session, fmt)
 
     _say(f"recording {args.script} into {session}")
-    code = _run_child(args, session, script_args)
+    code, stopped_by = _run_child(args, session, script_args)
+    if stopped_by is not None:
+        # Told to end: no report (it could take long); the session was closed by the child.
+        name = signal.Signals(stopped_by).name
+        where = f"; the session is {session} (execmode report {session})" \
+            if session.exists() else ""
+        _say(f"stopped by {name}{where}")
+        return 128 + stopped_by
     if not session.exists():
         _say("the script ended before a session was written; no report")
         return code if code else 1
@@ -144,15 +156,39 @@ def _run_child(args, session: Path, script_args: list[str]) -> int:
         if args.native:
             cmd.append("--native")
     cmd += ["--", args.script, *script_args]
-    proc = subprocess.Popen(cmd)
-    while True:
-        try:
-            code = proc.wait()
-            break
-        except KeyboardInterrupt:
-            # Ctrl-C reached the child too (same process group): let it end and record.
-            continue
-    return 128 - code if code < 0 else code
+    code, stopped_by = _wait_forwarding_signals(
+        lambda: subprocess.Popen(cmd, env=lifeline.child_env()))
+    return (128 - code if code < 0 else code), stopped_by
+
+
+def _wait_forwarding_signals(start) -> tuple[int, int | None]:
+    """Start the child and wait for it, passing on what would end this process: SIGTERM and
+    SIGHUP as SIGTERM (the child ends the script and closes the session, lifeline.py), a
+    SIGINT that did not come from the terminal as SIGINT (the terminal's Ctrl-C reached the
+    child already). Returns (the child's status, the SIGTERM/SIGHUP received or None). If
+    this process is killed outright, the child learns it from the kernel (lifeline.py)."""
+    proc = None
+    stopped_by: list[int] = []
+
+    def forward(signum, frame) -> None:
+        if signum != signal.SIGINT:
+            stopped_by.append(signum)
+        elif lifeline.interrupt_came_from_terminal():
+            return
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+
+    handled = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    previous = {signum: signal.signal(signum, forward) for signum in handled}
+    try:
+        proc = start()
+        if stopped_by:  # it came while the child was being started
+            proc.send_signal(signal.SIGTERM)
+        code = proc.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return code, (stopped_by[0] if stopped_by else None)
 
 
 # --- report -------------------------------------------------------------------------------
@@ -168,7 +204,19 @@ def report_command(args) -> int:
     try:
         text = _write_report(session, output, fmt, table=args.table, top=10)
     except SessionError as exc:
-        return _fail(exc, 1)
+        return _fail(exc, 2)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        # A file that passed the checks but holds values no execmode writes (a column of
+        # the wrong type): name the file, never a traceback (EXECMODE_DEBUG=1 shows it).
+        if os.environ.get("EXECMODE_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return _fail(f"{session}: the session holds values this execmode cannot read "
+                     f"({type(exc).__name__}: {exc}); it is damaged or was not written by "
+                     "execmode", 2)
+    except OSError as exc:
+        return _fail(f"could not write the report {output}: {exc}", 1)
     if args.summary:
         print(text)
     return 0

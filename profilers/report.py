@@ -109,6 +109,14 @@ def _facts(s: dict, script: str) -> list[tuple[str, str]]:
 
 
 def _status_text(s: dict) -> str:
+    text = _exit_text(s)
+    partial = s.get("partial")
+    if partial:
+        text += f"; PARTIAL session: recording stopped early ({partial.get('reason')})"
+    return text
+
+
+def _exit_text(s: dict) -> str:
     exit_ = s["exit"]
     if exit_:
         kind, code = exit_.get("kind"), exit_.get("code")
@@ -118,6 +126,11 @@ def _status_text(s: dict) -> str:
             return "interrupted (KeyboardInterrupt)"
         if kind == "exit":
             return f"sys.exit({code})"
+        if kind == "terminated":
+            return f"stopped by a signal ({exit_.get('exception') or 'SIGTERM'}, exit status " \
+                   f"{code})"
+        if kind == "quit":
+            return "stopped by the debugger"
         return "finished normally"
     if s["status"] == "recording":
         return "still recording"
@@ -154,8 +167,14 @@ def _notes(s: dict) -> list[str]:
     cal = s["calibration"]
     if cal.get("skipped"):
         notes.append(f"Calibration skipped: {cal['skipped']}.")
+    partial = s.get("partial")
+    if partial:
+        notes.append(f"This session is partial: writing it failed ({partial.get('reason')}), "
+                     "so recording stopped there while the script ran on; "
+                     f"{partial.get('dropped', 0):,} items after that point were not "
+                     "recorded. Totals below cover only what was recorded.")
     recorded = s["recorded"]
-    if recorded.get("dropped"):
+    if recorded.get("dropped") and not partial:
         notes.append(f"{recorded['dropped']:,} events were dropped (the writer failed).")
     if s["ops"]:
         notes.append("Op times are host time around each op's computation; the recorder's "

@@ -32,11 +32,14 @@ from execmode.profilers.output import captured_output
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.writer import SampleRow
 
+from execmode import lifeline
+
 
 @dataclass
 class ScriptExit:
-    """How a script ended. ``kind`` is "normal", "exit" (sys.exit), "exception" or
-    "interrupted" (KeyboardInterrupt); ``code`` is the process exit status it implies."""
+    """How a script ended. ``kind`` is "normal", "exit" (sys.exit), "exception",
+    "interrupted" (KeyboardInterrupt) or "terminated" (SIGTERM, SIGHUP, the parent's death:
+    lifeline.Terminated); ``code`` is the process exit status it implies."""
 
     kind: str
     code: int
@@ -79,13 +82,19 @@ def run_script(script: str | os.PathLike, args=()) -> ScriptExit:
     else:
         sys.path.append(script_dir)
     try:
-        # An absolute path, as Python gives __main__ since 3.9: code filenames (and so
-        # recorded source locations) do not depend on the working directory.
-        runpy.run_path(os.path.abspath(script), run_name="__main__")
+        # SIGTERM/SIGHUP or the parent's death raise Terminated only inside this window
+        # (execmode/lifeline.py; the child process of `execmode profile` installs it).
+        with lifeline.script_window():
+            # An absolute path, as Python gives __main__ since 3.9: code filenames (and so
+            # recorded source locations) do not depend on the working directory.
+            runpy.run_path(os.path.abspath(script), run_name="__main__")
     except SystemExit as exc:
         return _system_exit(exc)
     except KeyboardInterrupt as exc:
         return _exception_exit(exc, path, "interrupted", 130)
+    except lifeline.Terminated as exc:
+        lifeline.say(f"execmode: {exc.reason}")
+        return ScriptExit("terminated", exc.exit_code, exception=exc.reason)
     except BaseException as exc:  # the script's own failure: report it, never re-raise
         return _exception_exit(exc, path, "exception", 1)
     finally:
@@ -101,7 +110,7 @@ def _system_exit(exc: SystemExit) -> ScriptExit:
         return ScriptExit("exit", 0)
     if isinstance(code, int):
         return ScriptExit("exit", code & 0xFF if code >= 0 else code % 256)
-    print(code, file=sys.stderr)  # sys.exit("message") prints it and exits with 1
+    lifeline.say(str(code))  # sys.exit("message") prints it and exits with 1
     return ScriptExit("exit", 1, exception=str(code))
 
 
@@ -111,7 +120,7 @@ def _exception_exit(exc: BaseException, script: Path, kind: str, code: int) -> S
     while tb is not None and not _is_script_frame(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     text = "".join(traceback.format_exception(type(exc), exc, tb))
-    print(text, end="", file=sys.stderr)
+    lifeline.say(text, end="")  # never raises: the session must be closed after
     file = line = None
     last = tb
     while last is not None and last.tb_next is not None:
@@ -221,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the child process: exit status is the script's (2: usage error)."""
+    lifeline.install()  # end with `execmode profile`, and end cleanly (lifeline.py)
     parser = build_parser()
     ns = parser.parse_args(argv)
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
@@ -240,8 +250,7 @@ def main(argv=None) -> int:
     except SessionError as exc:
         print(f"execmode: error: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.flush()
-    sys.stderr.flush()
+    lifeline.flush_quietly()  # the controller, and with it our pipes, may be gone
     return result.code
 
 

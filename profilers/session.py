@@ -199,14 +199,21 @@ class Session:
         except sqlite3.DatabaseError as exc:
             raise store.damaged(self.path, exc) from None
 
+    def _json(self, text, kind: type, table: str, row_id, column: str):
+        """A JSON column's value; text that is not JSON of the expected kind is refused
+        naming the row (a report must not quietly leave out what it cannot read)."""
+        try:
+            value = json.loads(text) if text else kind()
+        except (ValueError, TypeError):
+            value = None
+        if not isinstance(value, kind):
+            shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+            raise SessionError(f"{self.path}: {table} row {row_id}: {column} is not a JSON "
+                               f"{'array' if kind is list else 'object'} ({shown})")
+        return value
+
     def _read_meta(self) -> dict:
-        meta = {}
-        for key, value in self._query("SELECT key, value FROM meta"):
-            try:
-                meta[key] = json.loads(value)
-            except ValueError:
-                meta[key] = value
-        return meta
+        return store.read_meta(self._conn, self.path)
 
     def refresh(self) -> None:
         """Re-read meta (a live session gains its end stamps and exit status)."""
@@ -266,7 +273,8 @@ class Session:
 
     def kernels(self) -> Iterator[KernelRow]:
         for row in self._iterate(_KERNEL_SELECT + " ORDER BY k.start_ns, k.id"):
-            yield KernelRow(*row[:4], _json_list(row[4]), _json_list(row[5]), *row[6:])
+            yield KernelRow(*row[:4], self._json(row[4], list, "kernels", row[0], "member_nodes"),
+                            self._json(row[5], list, "kernels", row[0], "member_ops"), *row[6:])
 
     def events(self, kind: str | None = None) -> list[EventRow]:
         sql = "SELECT id, kind, start_ns, end_ns, graph_id, data FROM events"
@@ -275,7 +283,8 @@ class Session:
             sql += " WHERE kind = ?"
             params = (kind,)
         rows = self._query(sql + " ORDER BY start_ns, id", params)
-        return [EventRow(*row[:5], _json_dict(row[5])) for row in rows]
+        return [EventRow(*row[:5], self._json(row[5], dict, "events", row[0], "data"))
+                for row in rows]
 
     def event_counts(self) -> dict[str, int]:
         return dict(self._query("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind"))
@@ -310,9 +319,11 @@ class Session:
 
     def comparisons(self) -> list[Comparison]:
         rows = self._query(
-            "SELECT function, graph_id, kernel, step_kind, eager_ops, eager_count, eager_ns, "
-            "kernel_ns, eager_bytes, planned_bytes, repeat FROM comparisons ORDER BY id")
-        return [Comparison(*r[:4], _json_list(r[4]), *r[5:]) for r in rows]
+            "SELECT id, function, graph_id, kernel, step_kind, eager_ops, eager_count, "
+            "eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat FROM comparisons "
+            "ORDER BY id")
+        return [Comparison(*r[1:5], self._json(r[5], list, "comparisons", r[0], "eager_ops"),
+                           *r[6:]) for r in rows]
 
     # --- aggregates -----------------------------------------------------------------------
     def op_totals(self, group_by: str = "op", sort_by: str = "total_time",
@@ -373,6 +384,7 @@ class Session:
             "samples": self.category_totals(),
             "machine": self.meta.get("machine") or {},
             "recorded": self.meta.get("recorded") or {},
+            "partial": self.meta.get("partial"),
         }
 
 
@@ -384,22 +396,6 @@ def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:
               for k, n, total, lo, hi, b in rows]
     totals.sort(key=SORT_KEYS[sort_by])
     return totals[:limit] if limit is not None else totals
-
-
-def _json_list(text) -> list:
-    try:
-        value = json.loads(text) if text else []
-    except ValueError:
-        return [text]
-    return value if isinstance(value, list) else [value]
-
-
-def _json_dict(text) -> dict:
-    try:
-        value = json.loads(text) if text else {}
-    except ValueError:
-        return {"text": text}
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def _alive(pid: int) -> bool:

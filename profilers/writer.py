@@ -8,6 +8,12 @@ and a process killed with SIGKILL leaves everything up to the last commit.
 Memory stays bounded however many ops run: when more than ``max_pending`` items wait, the
 recorder calls :meth:`SessionWriter.wait_for_room` and the script pauses until the writer
 has caught up (backpressure rather than an unbounded queue or silently dropped events).
+
+A write that fails (the disk is full, a quota, ``EXECMODE_SESSION_MAX_MB``) never stops the
+script: the writer releases its reserve (reserve.py), marks the session partial (meta
+``partial``: why, when, how many items were not recorded), and from then on writes only
+meta rows (the end stamps, the exit status) and counts the rest as dropped. Only if even
+those fail does it stop writing altogether.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ import os
 import platform
 import sys
 import threading
+import time
 from collections import deque
 from typing import NamedTuple
 
 from execmode.profilers import store
+from execmode.profilers.reserve import Reserve
 from execmode.profilers.rows import RowFormatter, Summary, event_row, memory_row_from_event
 
 from execmode.instrument import Event, OpEvent
@@ -125,8 +133,11 @@ class SessionWriter:
         # Who writes: a reader tells "still recording" from "killed" by this pid's liveness.
         writer = {"pid": os.getpid(), "host": platform.node()}
         self.path = store.create(path, {"writer": writer, **(meta or {})})
+        self._reserve = Reserve(self.path)
+        self._reserve.take()
         self.max_pending = max_pending
         self.error: str | None = None
+        self.partial: dict | None = None   # set when a write failed: only meta from then on
         self.dropped = 0
         self.malformed = 0
         self.ops_written = 0
@@ -199,17 +210,28 @@ class SessionWriter:
             while True:
                 self._wake.wait(self._interval)
                 self._wake.clear()
-                self._write_pending(conn)
+                try:
+                    self._write_pending(conn)
+                except Exception as exc:
+                    if not self._become_partial(conn, exc):
+                        raise
                 self._room.set()
                 if self._stopping and not self._queue:
                     break
-        except Exception as exc:  # disk full, file removed: stop recording, say so once
+        except Exception as exc:  # even meta cannot be written: stop recording, say so once
             self.error = f"{type(exc).__name__}: {exc}"
             print(f"execmode: the session writer stopped ({self.error}); "
                   f"{self.path} holds what was written before", file=sys.stderr)
             self._drop_all()
         finally:
             self._room.set()
+            self._reserve.release()
+            try:
+                if self.partial is not None:  # the final count of what was not recorded
+                    self._commit_meta(conn, [MetaValue("partial", store.to_json(
+                        {**self.partial, "dropped": self.dropped}))])
+            except Exception:
+                pass
             try:
                 # Back to a rollback journal: a finished session is one self-contained file.
                 # Fails harmlessly (stays WAL) while a reader still has the file open.
@@ -218,6 +240,30 @@ class SessionWriter:
             except Exception:
                 pass
             conn.close()
+
+    def _become_partial(self, conn, exc: Exception) -> bool:
+        """The first failed write: keep the script running and the session closable. False
+        when already partial (then even meta rows fail: the caller stops writing)."""
+        if self.partial is not None:
+            return False
+        self._reserve.release()  # room for the meta rows below and at close
+        self.partial = {"reason": f"{type(exc).__name__}: {exc}",
+                        "since_ns": time.perf_counter_ns(), "dropped": 0}
+        print(f"execmode: cannot write {self.path} ({self.partial['reason']}); the script "
+              "goes on, recording stops here and the session is marked partial",
+              file=sys.stderr)
+        self._commit_meta(conn, [MetaValue("partial", store.to_json(self.partial))])
+        return True
+
+    def _commit_meta(self, conn, metas: list) -> None:
+        conn.execute("BEGIN")
+        try:
+            conn.executemany(_INSERT["meta"], metas)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def _drop_all(self) -> None:
         q = self._queue
@@ -236,6 +282,8 @@ class SessionWriter:
             self._write(conn, [popleft() for _ in range(n)])
 
     def _write(self, conn, items: list) -> None:
+        if self.partial is not None:
+            return self._write_meta_only(conn, items)
         rows: dict[str, list] = {name: [] for name in _INSERT}
         flushes = []
         fmt = self._formatter
@@ -272,10 +320,27 @@ class SessionWriter:
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            # The batch is lost, but its meta rows are small: they go back to the front of
+            # the queue for the meta-only writer, the rest is counted.
+            metas = rows["meta"]
+            self._queue.extendleft(reversed(metas))
+            self.dropped += sum(len(batch) for table, batch in rows.items() if table != "meta")
             raise
         finally:
             for done in flushes:
                 done.set()
+
+    def _write_meta_only(self, conn, items: list) -> None:
+        metas = []
+        for item in items:
+            if item.__class__ is MetaValue:
+                metas.append(item)
+            elif item.__class__ is _Flush:
+                item.done.set()
+            else:
+                self.dropped += 1
+        if metas:
+            self._commit_meta(conn, metas)
 
     @staticmethod
     def _route_event(fmt: RowFormatter, rows: dict, ev: Event) -> None:

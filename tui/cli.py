@@ -7,7 +7,8 @@ imported only when a command runs, so ``execmode --help`` stays quick.
 ``execmode tui [OPTIONS] SCRIPT [ARGS...] [OPTIONS]``: the TUI's own options may come
 before the script or after its arguments (``--break nan`` at the end works); everything
 after a ``--`` belongs to the script. Exit status: 0 after a normal quit, 2 for a usage
-error (no such script, a malformed breakpoint), 1 for a session that cannot be read.
+error (no such script, a malformed breakpoint) and for a session that cannot be read
+(missing, empty, a folder or a FIFO, foreign, newer, damaged: the message says which).
 """
 
 from __future__ import annotations
@@ -98,10 +99,11 @@ def open_command(args) -> int:
     from execmode.tui.launch import SessionLaunch
 
     try:
-        SessionReader(args.session).close()
+        with SessionReader(args.session) as reader:
+            reader.meta()
     except SessionUnreadable as exc:
-        print(f"execmode open: {exc}", file=sys.stderr)
-        return 1
+        print(f"execmode open: error: {exc}", file=sys.stderr)
+        return 2
     from execmode.tui.app import ExecmodeApp
 
     ExecmodeApp(SessionLaunch(args.session)).run()

@@ -196,13 +196,17 @@ class SessionReader:
 
     # --- the session's facts --------------------------------------------------------------
     def meta(self) -> dict:
-        out = {}
-        for key, value in self._rows("SELECT key, value FROM meta"):
-            try:
-                out[key] = json.loads(value)
-            except ValueError:
-                out[key] = value
-        return out
+        """The meta table, checked as reports check it (a value that is not JSON, or of the
+        wrong type for its key, makes the session unreadable, naming the key)."""
+        try:
+            from execmode.profilers import store
+            from execmode.profilers.errors import SessionError
+        except ImportError:  # the profilers package is being rebuilt: as before
+            return {k: _decode(v) for k, v in self._rows("SELECT key, value FROM meta")}
+        try:
+            return store.read_meta(self._conn, self.path)
+        except SessionError as exc:
+            raise SessionUnreadable(str(exc)) from None
 
     def overview(self) -> SessionOverview:
         meta = self.meta()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -60,3 +61,15 @@ def where(filename: str | None, lineno: int | None) -> str:
 
 def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def op_names(text) -> str:
+    """A kernel's member ops (a JSON array of names in the session) as "mul add tanh"; a
+    damaged value is shown as it is stored, never raised (the TUI browses what it can)."""
+    try:
+        names = json.loads(text) if text else []
+    except (TypeError, ValueError):
+        return str(text)
+    if not isinstance(names, list):
+        return str(text)
+    return " ".join(str(n) for n in names)

@@ -7,7 +7,6 @@ fetcher (a worker thread), so scrolling a million-op list touches ~40 rows.
 
 from __future__ import annotations
 
-import json
 from typing import Protocol
 
 from execmode.tui import formatting as fmt
@@ -142,10 +141,7 @@ class KernelLines(PagedRows):
         return text
 
     def format(self, index: int, row: KernelRow) -> Text:
-        try:
-            ops = " ".join(json.loads(row.member_ops))
-        except ValueError:
-            ops = row.member_ops
+        ops = fmt.op_names(row.member_ops)
         text = Text(f"{index + 1:>7}  ", style="dim")
         text.append(f"{fmt.clip(row.graph_id, 12):<12} ")
         text.append(f"{fmt.clip(row.kernel, 8):<8} ", style="bold")

@@ -5,8 +5,6 @@ Pure functions from records to text, so widgets only display and tests can read 
 
 from __future__ import annotations
 
-import json
-
 from execmode.tui import formatting as fmt
 from execmode.tui.records import KernelRow, OpRow, SourceRef
 from execmode.tui.state import PausedInfo, RunState
@@ -205,10 +203,7 @@ def kernel_details(row: KernelRow | None, position: int) -> Text:
     """The kernel run under the cursor of the kernel list."""
     if row is None:
         return Text("")
-    try:
-        ops = " ".join(json.loads(row.member_ops))
-    except ValueError:
-        ops = row.member_ops
+    ops = fmt.op_names(row.member_ops)
     text = Text(f"kernel run {position}: ", style="dim")
     text.append(f"{row.graph_id} {row.kernel}", style="bold")
     text.append(f" ({row.step_kind}) {ops} → {row.output or '?'}")

@@ -53,24 +53,25 @@ def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
     key = disk_cache.library_key(source, toolchain.identity)
     path = disk_cache.library_path(key)
     t0 = time.perf_counter_ns()
-    hit = os.path.exists(path)
-    if not hit:
+
+    def build(output: str) -> None:
         src_path = disk_cache.temporary_path(path[:-3] + ".c")
-        tmp_out = disk_cache.temporary_path(path)
         try:
             with open(src_path, "w", encoding="utf-8") as f:
                 f.write(source)
-            ok, message = run_compiler(toolchain.command, toolchain.flags, src_path, tmp_out)
+            ok, message = run_compiler(toolchain.command, toolchain.flags, src_path, output)
             if not ok:
                 raise CompileError(f"{toolchain.command[0]} failed on {len(kernels)} "
                                    f"kernel(s):\n{message}")
-            os.replace(tmp_out, path)
             # The source next to the library, for people (never read back by execmode).
             os.replace(src_path, path[:-3] + ".c")
         finally:
-            for leftover in (src_path, tmp_out):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
+            if os.path.exists(src_path):
+                os.unlink(src_path)
+
+    # A cached library is loaded only after its owner, mode and content hash are checked
+    # (cache_trust.py); anything else is rebuilt.
+    hit = disk_cache.reuse_or_build(path, build)
     compile_ns = time.perf_counter_ns() - t0
     if toolchain.openmp:
         _prefer_passive_openmp()

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import disk_cache
 from .buffers import data_pointer
+from .cache_trust import UnsafeCacheError
 from .factory import _note, debug_level
 from .toolchain import NoCompiler, cpu_identity, get_toolchain, run_compiler
 
@@ -94,6 +95,10 @@ def _load() -> tuple:
     return module, status
 
 
+class _BuildFailed(Exception):
+    pass
+
+
 def _build() -> tuple:
     status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
     try:
@@ -116,25 +121,31 @@ def _build() -> tuple:
                           cpu_identity(), python_abi()])
     key = disk_cache.library_key(source, identity)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    path = disk_cache.library_path(f"fast_entry-{key}", suffix, folder="extensions")
+    try:
+        path = disk_cache.library_path(f"fast_entry-{key}", suffix, folder="extensions")
+    except UnsafeCacheError as exc:  # the extension is optional: say why and go without
+        status["reason"] = str(exc)
+        return None, status
     status["path"] = path
     t0 = time.perf_counter_ns()
-    status["cache_hit"] = os.path.exists(path)
-    if not status["cache_hit"]:
+
+    def build(output: str) -> None:
         tmp_src = disk_cache.temporary_path(path[:-len(suffix)] + ".c")
-        tmp_out = disk_cache.temporary_path(path)
         try:
             with open(tmp_src, "w", encoding="utf-8") as f:
                 f.write(source)
-            ok, message = run_compiler(toolchain.command, flags, tmp_src, tmp_out)
+            ok, message = run_compiler(toolchain.command, flags, tmp_src, output)
             if not ok:
-                status["reason"] = f"{toolchain.command[0]} failed: {message}"
-                return None, status
-            os.replace(tmp_out, path)
+                raise _BuildFailed(f"{toolchain.command[0]} failed: {message}")
         finally:
-            for leftover in (tmp_src, tmp_out):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
+            os.unlink(tmp_src)
+
+    try:
+        # Loaded only after the owner, mode and content-hash checks (cache_trust.py).
+        status["cache_hit"] = disk_cache.reuse_or_build(path, build)
+    except _BuildFailed as exc:
+        status["reason"] = str(exc)
+        return None, status
     status["compile_ns"] = time.perf_counter_ns() - t0
     try:
         loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)

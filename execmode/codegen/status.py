@@ -48,6 +48,7 @@ class BackendStatus:
 def backend_status(check_gpu: bool = True) -> BackendStatus:
     """The active kernel backends (CPU: C or interpreter; GPU: CUDA or unavailable)."""
     from .c_runtime import num_threads
+    from .cache_trust import UnsafeCacheError
     from .disk_cache import cache_dir
 
     try:
@@ -57,8 +58,12 @@ def backend_status(check_gpu: bool = True) -> BackendStatus:
     else:
         fallback = _last_fallback.get(os.environ.get("CC", "").strip())
         cpu, reason = ("interpreter", fallback) if fallback else ("c", "compiler works")
+        try:
+            where = cache_dir()
+        except UnsafeCacheError as exc:  # the status reports it; compiling would raise it
+            where = f"refused: {exc}"
         status = BackendStatus(cpu, reason, tc.describe(), tc.flags, tc.openmp,
-                               num_threads() if tc.openmp else 1, cache_dir())
+                               num_threads() if tc.openmp else 1, where)
     if check_gpu:
         from execmode.backend import cuda_is_available, cuda_problem
 

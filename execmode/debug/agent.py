@@ -22,11 +22,12 @@ import sys
 import threading
 import traceback
 
-from .. import dispatch, instrument
+from .. import dispatch, instrument, lifeline
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError
+from .headroom import with_headroom
 from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
 from .summary import TensorStats, bounded_slice, summarize
@@ -277,12 +278,29 @@ class Debugger:
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
             if bp.matches_place(event.op, event.scope, event.location) and \
-                    bp.condition.evaluate(stats) and bp.hit():
+                    self._holds(bp, stats) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
                                            if isinstance(x, Tensor)], "output": output}
                 self._pause(f"breakpoint {bp.id}: {bp.spec}", op=event.op, attrs=event.attrs,
                             inputs=(), when="after", output=output, breakpoint=bp.to_json())
                 return
+
+    @with_headroom
+    def _holds(self, bp, stats) -> bool:
+        """Evaluate ``bp``'s condition. Parsing refused every mistake it can see; what is left
+        (a MemoryError computing a statistic of a huge tensor, a bug) must not end the
+        script: the breakpoint is disabled and the controller told why."""
+        try:
+            return bp.condition.evaluate(stats)
+        except Exception as exc:  # noqa: BLE001 - the script never dies of a condition
+            bp.enabled = False
+            where = stats.location
+            at = f" at {where.filename}:{where.lineno}" if where is not None else ""
+            self._send({"type": "error", "id": None, "breakpoint": bp.to_json(),
+                        "message": f"breakpoint {bp.id} ({bp.spec}) disabled: its condition "
+                                   f"failed on op {stats.op}{at}: {type(exc).__name__}: "
+                                   f"{exc}; the script goes on"})
+            return False
 
     def before_kernel(self, plan, index, values) -> None:
         if index == 0:
@@ -322,7 +340,7 @@ class Debugger:
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
-            if bp.condition.evaluate(stats) and bp.hit():
+            if self._holds(bp, stats) and bp.hit():
                 report = None
                 if stats.nan or stats.inf:
                     report = hunt(plan, self.segment_inputs.get(id(plan), []), index)
@@ -381,6 +399,7 @@ class Debugger:
         for msg in pending:  # inspection needs a pause; say so
             self._reply(msg, {"__error__": f"{msg['type']}: the script is running; pause first"})
 
+    @with_headroom
     def _pause(self, reason: str, when: str, **info) -> None:
         self._enter_pause()
         try:
@@ -561,6 +580,7 @@ def main(argv=None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args(argv)
 
+    lifeline.install()  # end with the controller, and end cleanly (lifeline.py)
     faulthandler.enable()  # a segfault prints the Python stack to stderr (the controller)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(opts.socket)
@@ -590,8 +610,7 @@ def main(argv=None) -> int:
     if debugger.recorder is not None:
         debugger.recorder.close(status=status, code=code)
     debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb})
-    sys.stdout.flush()
-    sys.stderr.flush()
+    lifeline.flush_quietly()  # the controller, and with it our pipes, may be gone
     channel.close()
     return code
 
@@ -603,19 +622,25 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
     try:
         debugger.script_started()
         try:
-            runpy.run_path(path, run_name="__main__")
+            # SIGTERM/SIGHUP or the controller's death raise Terminated in the script, even
+            # in a sleep or a pause (lifeline.py).
+            with lifeline.script_window():
+                runpy.run_path(path, run_name="__main__")
         finally:
             debugger.script_ended()
     except _Quit:
         return "quit", 130, None
+    except lifeline.Terminated as exc:
+        lifeline.say(f"execmode: {exc.reason}")
+        return "terminated", exc.exit_code, None
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
-            print(exc.code, file=sys.stderr)
+            lifeline.say(str(exc.code))
         return "exit", code, None
     except BaseException as exc:  # noqa: BLE001 - report every failure of the script
         tb = _script_traceback(exc)
-        sys.stderr.write(tb)
+        lifeline.say(tb, end="")
         if debugger.breakpoints.active("exception"):
             bp = debugger.breakpoints.active("exception")[0]
             bp.hit()

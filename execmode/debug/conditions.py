@@ -11,6 +11,15 @@ Names are tensor statistics (nan, inf, finite, min, max, mean, std, abs_max, sum
 nan_count, inf_count, size, ndim, shape) and op metadata (op, scope, dtype, device, file,
 line). Only comparisons, and/or/not, unary minus, numbers, strings and ``shape[i]`` are
 allowed; anything else is a ConditionError that says where and what was expected.
+
+Conditions are **typed when parsed**: nan/inf/finite are true/false, op/scope/dtype/device/
+file are strings, the rest numbers. ``-op``, ``max and 3``, ``op == 3``, ``dtype < "f"``,
+``op == "ad"`` (no such op) or a bare ``max`` are refused with the column of the mistake,
+before the script runs. A condition has at most ``MAX_LENGTH`` characters and
+``MAX_DEPTH`` levels of nesting: it is evaluated after every op, inside the script's own
+stack. At run time a value may still be missing (``min`` of an empty tensor,
+``shape[3]`` of a matrix): a comparison with it is false. Should evaluation fail anyway,
+the agent disables that breakpoint, says so, and the script runs on (agent.py).
 """
 
 from __future__ import annotations
@@ -21,15 +30,33 @@ import os
 
 from ..errors import ExecmodeError
 
+# What each name holds, for the type check at parse time.
+BOOL, NUMBER, STRING, SHAPE = "true/false", "a number", "a string", "a shape"
+NAME_TYPES = {
+    "nan": BOOL, "inf": BOOL, "finite": BOOL,
+    "min": NUMBER, "max": NUMBER, "mean": NUMBER, "std": NUMBER, "abs_max": NUMBER,
+    "sum": NUMBER, "nan_count": NUMBER, "inf_count": NUMBER, "size": NUMBER, "ndim": NUMBER,
+    "line": NUMBER, "shape": SHAPE,
+    "op": STRING, "scope": STRING, "dtype": STRING, "device": STRING, "file": STRING,
+}
 STAT_NAMES = {"nan", "inf", "finite", "min", "max", "mean", "std", "abs_max", "sum",
               "nan_count", "inf_count", "size", "ndim", "shape"}
 META_NAMES = {"op", "scope", "dtype", "device", "file", "line"}
 NAMES = STAT_NAMES | META_NAMES
 
+# Bounds, so that parsing and evaluating stay cheap and shallow: conditions are evaluated
+# after every op, inside the script's own (possibly deep) stack.
+MAX_LENGTH = 500
+MAX_DEPTH = 16
+
 _COMPARE = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
     ast.Eq: operator.eq, ast.NotEq: operator.ne,
 }
+_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_PLURAL = {BOOL: "true/false values", STRING: "strings"}
+_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+           ast.NotEq: "!="}
 
 
 class ConditionError(ExecmodeError, ValueError):
@@ -42,12 +69,18 @@ def _fail(text: str, col: int, message: str):
 
 
 class Condition:
-    """A parsed condition; ``evaluate(ctx)`` reads names from ``ctx`` (a TensorStats)."""
+    """A parsed, type-checked condition; ``evaluate(ctx)`` reads names from ``ctx`` (a
+    TensorStats). Every mistake the grammar can catch is a ConditionError at parse time,
+    with its column: unknown names, a minus on a string, ``and`` between numbers, a string
+    compared with a number, a condition that is not true/false, too long or too deep."""
 
     def __init__(self, text: str):
         self.text = text.strip()
         if not self.text:
             raise ConditionError("empty condition: expected e.g. nan, inf, max > 1e3")
+        if len(self.text) > MAX_LENGTH:
+            raise ConditionError(f"condition of {len(self.text)} characters: at most "
+                                 f"{MAX_LENGTH} are allowed")
         try:
             tree = ast.parse(self.text, mode="eval")
         except SyntaxError as exc:
@@ -56,49 +89,114 @@ class Condition:
                       "unexpected end: expected a name or a number after the operator")
             _fail(self.text, exc.offset - 1,
                   f"syntax error ({exc.msg}): expected a comparison such as max > 1e3")
+        except (RecursionError, MemoryError):  # the parser's own limits
+            raise ConditionError(f"condition nested too deeply: at most {MAX_DEPTH} "
+                                 "levels") from None
+        self._check_depth(tree.body)
         self.names: set[str] = set()
-        self._check(tree.body)
+        kind = self._check(tree.body)
+        if kind != BOOL:
+            _fail(self.text, 0, f"a condition must be true or false, this is {kind}: "
+                  "compare it, e.g. max > 1e3 or op == \"exp\"")
         self._tree = tree.body
 
     def __repr__(self) -> str:
         return f"Condition({self.text!r})"
 
-    def _check(self, node) -> None:
+    def _check_depth(self, root) -> None:
+        # Iterative, before the recursive checks below: they never go deeper than this.
+        stack = [(root, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                _fail(self.text, getattr(node, "col_offset", 0),
+                      f"condition nested too deeply: at most {MAX_DEPTH} levels")
+            # Expressions only: operator and context nodes (Not, Gt, Load) are no level.
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node)
+                         if isinstance(child, ast.expr))
+
+    def _check(self, node) -> str:
+        """Check ``node`` and return its type (BOOL, NUMBER, STRING or SHAPE)."""
         t = self.text
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And | ast.Or):
+            word = "and" if isinstance(node.op, ast.And) else "or"
             for v in node.values:
-                self._check(v)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not | ast.USub):
-            self._check(node.operand)
-        elif isinstance(node, ast.Compare):
-            for op in node.ops:
-                if type(op) not in _COMPARE:
-                    _fail(t, node.col_offset, f"operator {type(op).__name__} is not allowed: "
-                          "expected one of < <= > >= == !=")
-            self._check(node.left)
-            for c in node.comparators:
-                self._check(c)
-        elif isinstance(node, ast.Name):
+                self._expect(v, BOOL, f"'{word}' joins conditions")
+            return BOOL
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            self._expect(node.operand, BOOL, "'not' negates a condition")
+            return BOOL
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            self._expect(node.operand, NUMBER, "'-' negates a number")
+            return NUMBER
+        if isinstance(node, ast.Compare):
+            self._check_compare(node)
+            return BOOL
+        if isinstance(node, ast.Name):
             if node.id not in NAMES:
                 _fail(t, node.col_offset, f"unknown name {node.id!r}: expected one of "
                       + ", ".join(sorted(NAMES)))
             self.names.add(node.id)
-        elif isinstance(node, ast.Constant):
-            if not isinstance(node.value, int | float | str) or isinstance(node.value, bool):
-                _fail(t, node.col_offset, "expected a number or a string")
-        elif isinstance(node, ast.Subscript):
+            return NAME_TYPES[node.id]
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return STRING
+            if isinstance(node.value, int | float) and not isinstance(node.value, bool):
+                return NUMBER
+            _fail(t, node.col_offset, "expected a number or a string")
+        if isinstance(node, ast.Subscript):
             if not (isinstance(node.value, ast.Name) and node.value.id == "shape"):
                 _fail(t, node.col_offset, "only shape[i] can be indexed")
             idx = node.slice
             if isinstance(idx, ast.UnaryOp) and isinstance(idx.op, ast.USub):
                 idx = idx.operand
-            if not (isinstance(idx, ast.Constant) and isinstance(idx.value, int)):
+            if not (isinstance(idx, ast.Constant) and type(idx.value) is int):
                 _fail(t, node.col_offset, "shape[...] needs an integer index")
             self.names.add("shape")
-        else:
-            _fail(t, getattr(node, "col_offset", 0),
-                  f"{type(node).__name__} is not allowed here: expected a comparison, a name, "
-                  "a number, a string, and/or/not")
+            return NUMBER
+        _fail(t, getattr(node, "col_offset", 0),
+              f"{type(node).__name__} is not allowed here: expected a comparison, a name, "
+              "a number, a string, and/or/not")
+
+    def _expect(self, node, wanted: str, why: str) -> None:
+        kind = self._check(node)
+        if kind != wanted:
+            _fail(self.text, node.col_offset,
+                  f"{why}, but {_describe(self.text, node)} is {kind}{_hint(kind, wanted)}")
+
+    def _check_compare(self, node: ast.Compare) -> None:
+        left_node, left = node.left, self._check(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            if type(op) not in _COMPARE:
+                _fail(self.text, right_node.col_offset, f"operator {type(op).__name__} is "
+                      "not allowed: expected one of < <= > >= == !=")
+            right = self._check(right_node)
+            symbol = _SYMBOL[type(op)]
+            for side, kind in ((left_node, left), (right_node, right)):
+                if kind == SHAPE:
+                    _fail(self.text, side.col_offset, "shape is compared by dimension: "
+                          "write shape[0] > 1024")
+            if left != right:
+                _fail(self.text, right_node.col_offset,
+                      f"{symbol} compares {_describe(self.text, left_node)} ({left}) with "
+                      f"{_describe(self.text, right_node)} ({right}): both sides must be "
+                      "of one kind")
+            if isinstance(op, _ORDERING) and left != NUMBER:
+                _fail(self.text, right_node.col_offset,
+                      f"{symbol} orders numbers, not {_PLURAL[left]}: use == or !=")
+            self._check_op_name(left_node, right_node)
+            left_node, left = right_node, right
+
+    def _check_op_name(self, a, b) -> None:
+        """``op == "ad"`` would never hold: name the typo now."""
+        for name, const in ((a, b), (b, a)):
+            if isinstance(name, ast.Name) and name.id == "op" and \
+                    isinstance(const, ast.Constant) and isinstance(const.value, str):
+                from ..ops import OPS
+
+                if const.value not in OPS:
+                    _fail(self.text, const.col_offset, f"unknown op {const.value!r}: ops "
+                          "are " + ", ".join(sorted(OPS)))
 
     def evaluate(self, ctx) -> bool:
         return bool(self._eval(self._tree, ctx))
@@ -110,7 +208,9 @@ class Condition:
             return any(self._eval(v, ctx) for v in node.values)
         if isinstance(node, ast.UnaryOp):
             value = self._eval(node.operand, ctx)
-            return (not value) if isinstance(node.op, ast.Not) else -value
+            if isinstance(node.op, ast.Not):
+                return not value
+            return None if value is None else -value  # a missing stat stays missing
         if isinstance(node, ast.Compare):
             left = self._eval(node.left, ctx)
             for op, right_node in zip(node.ops, node.comparators):
@@ -134,6 +234,18 @@ class Condition:
         raise ConditionError(f"cannot evaluate {ast.dump(node)}")  # unreachable after _check
 
 
+def _describe(text: str, node) -> str:
+    return repr(ast.get_source_segment(text, node) or type(node).__name__)
+
+
+def _hint(kind: str, wanted: str) -> str:
+    if wanted == BOOL and kind == NUMBER:
+        return " (compare it, e.g. max > 1e3)"
+    if wanted == BOOL and kind == STRING:
+        return " (compare it, e.g. op == \"exp\")"
+    return ""
+
+
 def _lookup(ctx, name):
     if name == "file":
         loc = ctx.location
@@ -147,6 +259,8 @@ def _lookup(ctx, name):
 def parse_index(text: str):
     """A user's index text ("[3, :10]", "0", "..., -1") as a NumPy index, never eval'ed."""
     src = text.strip()
+    if len(src) > MAX_LENGTH:
+        raise ConditionError(f"index of {len(src)} characters: at most {MAX_LENGTH}")
     if src.startswith("[") and src.endswith("]"):
         src = src[1:-1]
     if not src:
@@ -155,6 +269,10 @@ def parse_index(text: str):
         tree = ast.parse(f"_[{src}]", mode="eval").body
     except SyntaxError as exc:
         raise ConditionError(f"bad index {text!r}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ConditionError(f"bad index {text!r}: nested too deeply") from None
+    if not isinstance(tree, ast.Subscript):  # "0] + x[1": the text closed our bracket
+        raise ConditionError(f"bad index {text!r}: expected integers, slices, None and ...")
     items = tree.slice.elts if isinstance(tree.slice, ast.Tuple) else [tree.slice]
     return tuple(_index_item(item, text) for item in items)
 

@@ -9,6 +9,7 @@ the script never takes the controller down.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import queue
@@ -21,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from .. import lifeline
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError
 
 
@@ -32,7 +34,7 @@ class ControllerError(Exception):
 class ExitInfo:
     """How the script ended."""
 
-    status: str            # ok | exit | exception | quit | killed | crashed | vanished
+    status: str  # ok | exit | exception | quit | terminated | killed | crashed | vanished
     code: int | None       # exit code (or -signal)
     description: str
     traceback: str | None = None
@@ -136,7 +138,8 @@ class Controller:
         if not self.start_paused:
             cmd.append("--run")
         cmd += [self.script] + self.args
-        env = dict(os.environ if self.env is None else self.env)
+        # The agent dies with this process (even by SIGKILL, on Linux): lifeline.py.
+        env = lifeline.child_env(os.environ if self.env is None else self.env)
         env["PYTHONUNBUFFERED"] = "1"
         run = _Run(next(self._generations))
         with self._lock:
@@ -229,21 +232,29 @@ class Controller:
                 self.exit = describe_exit(code, None)
                 self.state, self.paused = "finished", None
 
-    def stop(self, timeout: float = 3.0) -> None:
-        """End the script (quit, then kill), wait for it and for this run's threads: its
-        last output and its ``exited`` event are in before this returns."""
+    def stop(self, timeout: float = 3.0, terminate: bool = False) -> None:
+        """End the script (quit, then SIGTERM, then kill), wait for it and for this run's
+        threads: its last output and its ``exited`` event are in before this returns.
+
+        ``terminate`` starts at SIGTERM (the controller itself was told to end): unlike a
+        quit message, the signal also ends a sleep or a blocking read, and the agent still
+        closes the session (lifeline.py)."""
         with self._lock:
             run = self._run
         if run is None or run.proc is None or run.retired:
             return
         proc = run.proc
-        if proc.poll() is None:
+        if proc.poll() is None and not terminate:
             try:
                 self.send({"type": "quit"})
             except ControllerError:
                 pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(lifeline.GRACE_S + 1.0)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -506,6 +517,7 @@ def describe_exit(code: int, finished: dict | None) -> ExitInfo:
             "exit": f"exited with sys.exit({finished.get('code')})",
             "exception": "raised an exception",
             "quit": "stopped by the debugger",
+            "terminated": f"was stopped by a signal (exit code {finished.get('code')})",
         }.get(status, status)
         return ExitInfo(status, finished.get("code"), text, finished.get("traceback"))
     if code < 0:

@@ -3,12 +3,14 @@ a UI. When a breakpoint hits it prints where (op, line, the tensor summary) and 
 script, or with ``--keep-going`` prints every hit and lets it run on.
 
 Exit codes: the script's own when it finishes (1 if it raised), 4 when stopped at a
-breakpoint, 128+N when killed by signal N, 2 for usage errors.
+breakpoint, 128+N when killed by signal N (or when ``execmode run`` itself gets SIGTERM or
+SIGHUP N: it stops the script, which closes its session), 2 for usage errors.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from ..cli_args import parse_script_command
@@ -48,34 +50,59 @@ def run_command(opts) -> int:
     ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=opts.session,
                      start_paused=False)
     ctl.listeners.append(_echo_output)
+    previous = {signum: signal.signal(signum, _raise_stopped)
+                for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _drive(ctl, opts)
+    except KeyboardInterrupt:
+        ctl.stop()
+        return 130
+    except _Stopped as exc:
+        # Passed on as SIGTERM: it ends even a sleeping script, which still closes its
+        # session (lifeline.py). Killed outright, this process takes the script with it.
+        ctl.stop(terminate=True)
+        return 128 + exc.signum
+    finally:
+        ctl.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _Stopped(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum, frame) -> None:
+    # Once: a second signal must not interrupt the stop that the first one began.
+    signal.signal(signum, signal.SIG_IGN)
+    raise _Stopped(signum)
+
+
+def _drive(ctl: Controller, opts) -> int:
     try:
         ctl.start()
     except ControllerError as exc:
         print(f"execmode run: {exc}", file=sys.stderr)
         return 2
-    try:
-        while True:
-            event = ctl.wait_for("paused", "exited", "error", timeout=1e9)
-            if event.type == "error":
-                print(f"execmode run: {event.get('message')}", file=sys.stderr)
-                if ctl.proc.poll() is not None or "--break" in (event.get("message") or ""):
-                    ctl.stop()
-                    return 2
-                continue
-            if event.type == "exited":
-                return _exit_code(ctl)
-            print(describe_pause(event.data), file=sys.stderr, flush=True)
-            if not opts.keep_going:
+    while True:
+        event = ctl.wait_for("paused", "exited", "error", timeout=1e9)
+        if event.type == "error":
+            print(f"execmode run: {event.get('message')}", file=sys.stderr)
+            if ctl.proc.poll() is not None or "--break" in (event.get("message") or ""):
                 ctl.stop()
-                print("execmode run: stopped at the breakpoint (use --keep-going to go on)",
-                      file=sys.stderr)
-                return EXIT_STOPPED_AT_BREAKPOINT
-            ctl.cont()
-    except KeyboardInterrupt:
-        ctl.stop()
-        return 130
-    finally:
-        ctl.close()
+                return 2
+            continue
+        if event.type == "exited":
+            return _exit_code(ctl)
+        print(describe_pause(event.data), file=sys.stderr, flush=True)
+        if not opts.keep_going:
+            ctl.stop()
+            print("execmode run: stopped at the breakpoint (use --keep-going to go on)",
+                  file=sys.stderr)
+            return EXIT_STOPPED_AT_BREAKPOINT
+        ctl.cont()
 
 
 def _echo_output(event) -> None:

@@ -122,7 +122,7 @@ def test_report_on_bad_session_files(tmp_path, spoil, message):
     shutil.copy(write_fixed_session(tmp_path / "good.emsession"), path)
     spoil(path)
     result = execmode("report", path, "-o", tmp_path / "r.html")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert message in result.stderr and str(path) in result.stderr
     _no_internal_traceback(result)
     assert not (tmp_path / "r.html").exists()

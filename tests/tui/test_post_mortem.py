@@ -55,8 +55,8 @@ async def test_an_unreadable_session_says_what_is_wrong(tmp_path):
 
 
 def test_the_open_command_refuses_a_missing_or_foreign_file(tmp_path, capsys):
-    assert cli_main(["open", str(tmp_path / "missing.emsession")]) == 1
+    assert cli_main(["open", str(tmp_path / "missing.emsession")]) == 2
     assert "no such session file" in capsys.readouterr().err
     (tmp_path / "empty.emsession").write_bytes(b"")
-    assert cli_main(["open", str(tmp_path / "empty.emsession")]) == 1
+    assert cli_main(["open", str(tmp_path / "empty.emsession")]) == 2
     assert "empty" in capsys.readouterr().err

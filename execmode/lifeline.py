@@ -1,0 +1,163 @@
+"""A script's process ends with the execmode process that started it, and ends cleanly.
+
+``execmode profile``, ``execmode run`` and the TUI run the user's script in a child process
+(the profiling runner or the debugger agent). Killing the parent must not leave the script
+running, and asking the script to stop must still leave a finished session. Two sides:
+
+* **Parent** (``child_env``): the child's environment carries ``EXECMODE_PARENT_PID``. The
+  parent forwards SIGTERM/SIGHUP (and a SIGINT that did not come from the terminal) to the
+  child (profilers/cli.py, debug/run_cli.py).
+* **Child** (``install`` at start, ``script_window`` around the script): SIGTERM and SIGHUP
+  raise :class:`Terminated` in the script (its ``finally`` blocks run, then the runner
+  records how it ended and closes the session). On Linux the kernel also signals the child
+  when its parent dies, even by SIGKILL (``prctl(PR_SET_PDEATHSIG)``), and the child
+  terminates the same way. Elsewhere only the forwarding protects it: a parent killed by
+  SIGKILL leaves the script running there.
+
+Why a real-time signal for the parent's death, not SIGTERM: Linux sends the death signal
+when the *thread* that started the child exits, and the TUI starts scripts from worker
+threads that end long before the app does. The handler therefore checks whether the
+parent process is really gone (``getppid()`` changed) and ignores the signal otherwise, and
+a SIGTERM sent by a person must never be ignored, so the two need different signals.
+
+A script that swallows :class:`Terminated` (``except BaseException``) or sits in a long C
+call is given ``GRACE_S`` seconds; then faulthandler's watchdog (a C thread that needs no
+GIL) prints the stacks and ends the process. Whatever the recorder had committed stays
+readable in the session (SQLite WAL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import os
+import signal
+import sys
+
+PARENT_PID_ENV = "EXECMODE_PARENT_PID"
+GRACE_S = 5.0
+_PR_SET_PDEATHSIG = 1
+_LIFELINE = getattr(signal, "SIGRTMIN", 0) + 3 if sys.platform.startswith("linux") else None
+
+
+class Terminated(BaseException):
+    """Raised in the script when it is asked to end (SIGTERM, SIGHUP, or the death of the
+    execmode process that started it). A BaseException, like KeyboardInterrupt: the
+    script's ``except Exception`` does not stop it."""
+
+    def __init__(self, reason: str, signum: int = signal.SIGTERM):
+        super().__init__(reason)
+        self.reason = reason
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+# --- parent side ---------------------------------------------------------------------------
+
+def child_env(env: dict | None = None) -> dict:
+    """``env`` (default: this process's) plus the parent pid the child checks against."""
+    out = dict(os.environ if env is None else env)
+    out[PARENT_PID_ENV] = str(os.getpid())
+    return out
+
+
+def interrupt_came_from_terminal() -> bool:
+    """True when a SIGINT to this process was most likely the terminal's Ctrl-C, which the
+    terminal sends to the whole foreground process group (the child already has it: sending
+    another would interrupt the script's own cleanup)."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+# --- child side ----------------------------------------------------------------------------
+
+class _State:
+    parent: int | None = None
+    in_script = False
+    pending: Terminated | None = None   # a request that came outside the script window
+
+
+def install() -> None:
+    """Child side: handle SIGTERM/SIGHUP, and die with the parent named by
+    ``EXECMODE_PARENT_PID`` (removed from the environment: the script's own children are
+    not ours). Call from the main thread, first thing."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _on_terminate)
+    text = os.environ.pop(PARENT_PID_ENV, "")
+    if not text.isdigit() or _LIFELINE is None:
+        return
+    _State.parent = int(text)
+    signal.signal(_LIFELINE, _on_lifeline)
+    if not _set_parent_death_signal(_LIFELINE):
+        return
+    if os.getppid() != _State.parent:  # it died before the prctl: no signal will come
+        _request(Terminated("the execmode process that started the script is gone"))
+
+
+def _set_parent_death_signal(signum: int) -> bool:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@contextlib.contextmanager
+def script_window():
+    """While the script itself runs, a termination request raises Terminated in it;
+    outside (start-up, closing the session) it is only remembered, so that it cannot cut
+    the session short. A request that came before the window opens raises at once."""
+    if _State.pending is not None:
+        raise _State.pending
+    _State.in_script = True
+    try:
+        yield
+    finally:
+        _State.in_script = False
+
+
+def say(text: str, end: str = "\n") -> None:
+    """Text on stderr that never raises: the parent that read our stderr may be gone (a
+    dead pipe raises BrokenPipeError), and the session must still be closed after."""
+    try:
+        print(text, end=end, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def _on_terminate(signum, frame) -> None:
+    name = signal.Signals(signum).name
+    _request(Terminated(f"the script was stopped by {name}", signum))
+
+
+def _on_lifeline(signum, frame) -> None:
+    if os.getppid() == _State.parent:
+        return  # only the parent's thread that started us ended; the parent lives
+    _request(Terminated("the execmode process that started the script is gone"))
+
+
+def _request(exc: Terminated) -> None:
+    first = _State.pending is None
+    if first:
+        _State.pending = exc
+        # The backstop: a C watchdog thread, so it fires even while the GIL is held.
+        with contextlib.suppress(ValueError, OSError):
+            faulthandler.dump_traceback_later(GRACE_S, exit=True, file=sys.__stderr__)
+    if _State.in_script and first:
+        raise exc
