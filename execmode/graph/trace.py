@@ -519,14 +519,14 @@ class Tracer:
             return self._new_tensor(node_id, aval, storage, view, proxy)
         if first is not None and is_view_op(op.name, attrs):
             storage, view, proxy, _ = self._place(first)
-            child = view_proxy(op.name, attrs, proxy)
-            if child is not None:
+            is_view, child = view_proxy(op.name, attrs, proxy, first.ndim)
+            if is_view:
                 self._note_layout(storage, op.name)
                 return self._new_tensor(node_id, aval, storage,
                                         view + (ViewStep(op.name, make_attrs(attrs)),), child)
-            if proxy is None and op.name == "reshape":
-                # View or copy depends on a layout the tracer does not know: fine unless
-                # something writes in place to either side (then _assign refuses).
+            if is_view is None:
+                # A reshape whose view-or-copy depends on a layout the tracer does not
+                # know: fine unless a write reaches a side another can still read.
                 result = self._new_tensor(node_id, aval)
                 storage.ambiguous.append(result._data.storage)
                 result._data.storage.ambiguous.append(storage)
@@ -535,8 +535,8 @@ class Tracer:
         # A fresh result. NumPy lays it out like its inputs ("K" order): C-contiguous when
         # they are, and up to NumPy otherwise (unknown here, unless it has one axis).
         proxies = [self._place(x)[2] for x in inputs if isinstance(x, Tensor)]
-        known = len(aval.shape) <= 1 or all(p is not None and p.flags.c_contiguous
-                                            for p in proxies)
+        known = len(aval.shape) <= 1 or op.name in _ALWAYS_C_ORDER or all(
+            p is not None and p.flags.c_contiguous for p in proxies)
         return self._new_tensor(node_id, aval,
                                 proxy=contiguous_proxy(aval.shape) if known else None)
 
@@ -853,6 +853,10 @@ class Tracer:
         if d.storage.source is not None:
             return ("view", d.storage.source, d.view, x.requires_grad)
         return ("storage", id(d.storage), d.view, x.requires_grad)
+
+
+# Ops whose NumPy result is a new C-ordered array whatever the inputs' layouts.
+_ALWAYS_C_ORDER = frozenset({"matmul", "full", "arange", "linspace", "eye"})
 
 
 def _first_location(graph: Graph):

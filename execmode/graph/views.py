@@ -59,34 +59,37 @@ def _strided(shape, strides) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(_BYTE, shape, strides, writeable=False)
 
 
-def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None):
-    """The layout of ``op(x)`` if eager NumPy returns a view of x, else None (a copy).
+def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None, ndim: int):
+    """(is a view, layout of the result) for ``op(x)`` in eager NumPy.
 
     ``proxy`` None means x's layout is not known (an op result computed from strided
-    inputs): only ops that are views for every layout answer then."""
+    inputs): basic indexing, transposes and broadcasts are views whatever the layout (of a
+    layout then unknown too); only reshape's answer depends on it (None: not known)."""
     if op == "permute_dims":
-        return None if proxy is None else np.transpose(proxy, attrs["axes"])
+        return True, None if proxy is None else np.transpose(proxy, attrs["axes"])
     if op == "broadcast_to":
-        return None if proxy is None else np.broadcast_to(proxy, attrs["shape"])
+        return True, None if proxy is None else np.broadcast_to(proxy, attrs["shape"])
     if op == "getitem":
-        if proxy is None:
-            return None
         from ..ops.movement import index_to_key
 
-        out = proxy[index_to_key(attrs["index"], ())]
-        # Indexing every axis with an int gives a NumPy scalar, which eager turns into a
-        # new 0-d array: a copy.
-        return out if isinstance(out, np.ndarray) else None
+        key = index_to_key(attrs["index"], ())
+        if len(key) == ndim and all(isinstance(k, int) for k in key):
+            # Every axis indexed by an int: NumPy gives a scalar, eager a new 0-d array.
+            return False, None
+        if proxy is None:
+            return True, None
+        out = proxy[key]
+        return (True, out) if isinstance(out, np.ndarray) else (False, None)
     if op == "reshape":
         if proxy is None:
-            return None
+            return None, None
         out = proxy.view()
         try:
             out.shape = attrs["shape"]  # NumPy's no-copy reshape, or AttributeError
         except AttributeError:
-            return None
-        return out
-    return None
+            return False, None
+        return True, out
+    return False, None
 
 
 def is_view_op(op: str, attrs: dict) -> bool:

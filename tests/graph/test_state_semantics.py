@@ -496,3 +496,16 @@ def test_a_write_through_a_reshape_of_a_dead_strided_result_is_allowed():
 
     x = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
     np.testing.assert_array_equal(em.jit(f)(x).numpy(), f(x).numpy())
+
+
+def test_basic_indexing_of_a_strided_result_is_a_view_as_in_eager():
+    """``v1 = (z.T @ z) + 1; v1[0]``: NumPy indexes basically as a view whatever the
+    layout; the returned row shares memory with v1 (found by the fuzzer)."""
+    def f(z):
+        v1 = em.exp(z.T) + 1
+        return v1[0], v1
+
+    z = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    row, whole = em.jit(f)(z)
+    row[0] = -5.0
+    assert whole.numpy()[0, 0] == -5.0
