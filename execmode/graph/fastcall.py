@@ -113,12 +113,17 @@ def _python_replay(cf, jit_module):
                      f"d{i}.dtype is not T{i} or a{position}.requires_grad is not "
                      f"{requires_grad}):")
         lines.append("        return MISS")
+    needs_owners = (plan.assigns and leaf > 1) or any(
+        kind == "not_arg_memory" for _, kind, _ in cf.guards)
+    if needs_owners:  # the arrays owning each argument's memory (a view's base)
+        for i in range(leaf):
+            lines.append(f"    o{i} = d{i}.base")
+            lines.append(f"    o{i} = d{i} if o{i} is None else o{i}")
+        lines.append(f"    owners = {{{', '.join(f'id(o{i})' for i in range(leaf))}}}")
     if plan.assigns and leaf > 1:
         # Traced with arguments in distinct memory: tensors sharing memory would need one
         # input (a tensor passed twice, w and w.detach(), x and a view of x).
-        ns["_owner"] = jit_module.memory_owner
-        owners = [f"_owner(d{i})" for i in range(leaf)]
-        lines.append(f"    if len({{id(o) for o in ({', '.join(owners)},)}}) != {leaf}:")
+        lines.append(f"    if len(owners) != {leaf}:")
         lines.append("        return MISS")
 
     def ref(r, name):
@@ -140,9 +145,9 @@ def _python_replay(cf, jit_module):
             ns["_owner"] = jit_module.memory_owner
             lines.append(f"    if _owner({x}._data) is not _owner(d{expected}):")
         elif kind == "not_arg_memory":
-            ns["_owner"] = jit_module.memory_owner
-            owners = ", ".join(f"id(_owner(d{i}))" for i in range(leaf))
-            lines.append(f"    if id(_owner({x}._data)) in ({owners},):")
+            lines.append(f"    c = {x}._data")
+            lines.append("    b = c.base")
+            lines.append("    if id(c if b is None else b) in owners:")
         else:
             test = f"({x}._grad is None)" if kind == "grad_none" else f"{x}.requires_grad"
             lines.append(f"    if {test} is not {bool(expected)}:")
@@ -155,8 +160,9 @@ def _python_replay(cf, jit_module):
             ns[f"C{k}"] = source.tensor
             lines.append(f"    v{slot} = C{k}._data")
         elif source.kind == "scalar":  # a Python number read at every call
-            ns[f"C{k}"] = source
-            lines.append(f"    v{slot} = C{k}.read(None)")
+            ns[f"C{k}"], ns[f"D{k}"], ns["_asarray"] = source.scalar.read, source.dtype, \
+                np.asarray
+            lines.append(f"    v{slot} = _asarray(C{k}(), D{k})")
         else:  # the .grad of an argument or of a capture
             owner = ref(("arg", source.leaf_index) if source.leaf_index >= 0 else
                         source.tensor, f"C{k}")

@@ -182,3 +182,45 @@ def write_holder(holder, name, value) -> None:
 
 
 __all__ = ["Guard", "collect", "names_read", "read_holder", "same_value", "write_holder"]
+
+
+def compile_check(guards: list[Guard], scalar_guards: list):
+    """One function ``() -> bool`` checking every guard (True: all hold), generated as
+    straight-line code with the holders, names and expected values bound as constants:
+    the check runs at every replay, so it must cost tens of nanoseconds per guard.
+    The source is built from our own guard list, never from user text."""
+    ns: dict = {"MISSING": _MISSING, "same_value": same_value, "CellType": types.CellType}
+    lines = ["def check():"]
+    for k, g in enumerate(guards):
+        ns[f"H{k}"], ns[f"N{k}"], ns[f"E{k}"] = g.holder, g.name, g.expected
+        if isinstance(g.holder, dict):
+            read = f"H{k}.get(N{k}, MISSING)"
+        elif isinstance(g.holder, list):
+            read = f"(H{k}[N{k}] if N{k} < len(H{k}) else MISSING)"
+        elif isinstance(g.holder, types.CellType):
+            lines.append("    try:")
+            lines.append(f"        v = H{k}.cell_contents")
+            lines.append("    except ValueError:")
+            lines.append("        return False")
+            read = "v"
+        else:
+            read = f"getattr(H{k}, N{k}, MISSING)"
+        if not g.by_value:
+            lines.append(f"    if {read} is not E{k}:")
+        elif isinstance(g.expected, float) and math.isnan(g.expected):
+            lines.append(f"    if not same_value({read}, E{k}):")
+        else:
+            ns[f"T{k}"] = type(g.expected)
+            lines.append(f"    v = {read}")
+            lines.append(f"    if v.__class__ is not T{k} or v != E{k}:")
+        lines.append("        return False")
+    for k, (read, answer, _) in enumerate(scalar_guards):
+        ns[f"R{k}"], ns[f"A{k}"] = read, answer
+        lines.append("    try:")
+        lines.append(f"        if not same_value(R{k}(), A{k}):")
+        lines.append("            return False")
+        lines.append("    except Exception:")
+        lines.append("        return False")
+    lines.append("    return True")
+    exec(compile("\n".join(lines) + "\n", "<execmode guards>", "exec"), ns)  # noqa: S102
+    return ns["check"]

@@ -183,6 +183,7 @@ class ConcreteFunction:
     # write, so such a function re-runs its Python at every call, as one with breaks does.
     python_writes: list = field(default_factory=list)
     failed_guard: object = None        # the guards.Guard that failed last (for promotion)
+    _python_check: object = None       # guards.compile_check of the two lists above
     # Arguments and captures whose autograd flags the function changes (x[...] = w * 2
     # makes x take w's history, as eagerly): (ref, requires_grad) set at every replay.
     flag_writes: list = field(default_factory=list)
@@ -200,16 +201,11 @@ class ConcreteFunction:
         replays ask this; the general path asks guards_hold, which says why not)."""
         if self.python_writes:
             return True
-        for guard in self.python_guards:
-            if guard.failure() is not None:
-                return False
-        for read, answer, _ in self.scalar_guards:
-            try:
-                if not same_value(read(), answer):
-                    return False
-            except Exception:  # noqa: BLE001 - guards_hold explains it
-                return False
-        return True
+        check = self._python_check
+        if check is None:
+            check = self._python_check = guards_mod.compile_check(self.python_guards,
+                                                                  self.scalar_guards)
+        return check()
 
     def guards_hold(self, leaves) -> str | None:
         """None if every guard holds for this call's arguments, else why not."""
@@ -580,7 +576,10 @@ class JitFunction:
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                        out_structure, specs, n_out, grad_writes)
         cf.baked = list(tracer.baked)
-        cf.python_guards, cf.scalar_guards = python_guards, tracer.scalar_guards
+        cf.python_guards, cf._python_check = python_guards, None
+        # One guard per distinct answer (a loop over parameters asks `if decay:` often).
+        cf.scalar_guards = list({(label, repr(answer)): (read, answer, label)
+                                 for read, answer, label in tracer.scalar_guards}.values())
         cf.python_writes = python_writes
         cf.flag_writes = flag_writes
         if reuse is None and not tracer.breaks:
