@@ -46,3 +46,15 @@ def pytest_configure(config):
     # returned quietly, as in PyTorch) with a filter set at import. pytest restores the
     # filters after collection, which drops that one: set it again for every test.
     config.addinivalue_line("filterwarnings", r"ignore::RuntimeWarning:execmode(\.|$)")
+
+
+def pytest_collection_modifyitems(config, items):
+    # The fuzzer's slow tier (>= 10,000 programs) runs only when asked for: `pytest -m fuzz`
+    # (or any -m expression naming it). The default run keeps its fast tier.
+    if "fuzz" in (config.getoption("markexpr") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("fuzz") is not None]
+    if slow:
+        dropped = {id(item) for item in slow}
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if id(item) not in dropped]

@@ -1,0 +1,1 @@
+"""Differential fuzzing of eager mode against ``em.jit`` on random stateful programs."""

@@ -1,0 +1,133 @@
+"""The generator's feature toggles: one place that says what random programs may contain.
+
+Every construct the generator can emit belongs to one feature. A feature that is on may
+appear in any program; a feature that is off never does. The committed defaults below keep
+ON what the engine handles today and OFF what makes eager and ``em.jit`` disagree, each
+with a comment naming the mismatch class (the numbers are those of issue 13). Whoever
+fixes a class turns its toggle on here and runs ``pytest -m fuzz``.
+
+``python -m tests.fuzz --only FEATURE`` (see ``__main__.py``) runs the baseline plus one
+feature, which is how the OFF list below was measured.
+"""
+
+from __future__ import annotations
+
+FEATURES: dict[str, bool] = {
+    # --- ops -----------------------------------------------------------------------------
+    "elementwise": True,        # unary/binary ops, broadcasting, em.stack
+    "scalars": True,            # Python number operands (x * 2.0, 1.5 - x)
+    "reductions": True,         # sum/mean/max/min/argmax over an axis or all
+    "matmul": True,             # a @ g1, a.T @ a, a @ w
+    "where": True,              # em.where(a > b, a, b), comparisons
+    "casts": True,              # astype between float32/float64/int64
+    "index_tensors": True,      # a[em.tensor([0, 2])]: gathers with in-range index tensors
+    # OFF, class 2: simplify rewrites x + 0, x * 1, x / 1.0, -(-x), x.clone() to x, so the
+    # output *is* (shares memory with) the input where eager returns a new tensor.
+    "identity_ops": False,
+    # --- views and in-place updates ------------------------------------------------------
+    "views": True,              # read basic slices, reshape, .T, transpose, detach, x[0]
+    "inplace_args": True,       # +=, -=, *=, x[i] = v, zero_(), em.assign, x[...] = v on args
+    "inplace_globals": True,    # the same on captured globals and a captured object's tensor
+    "masks": True,              # x[x > 0] = v (masked writes)
+    # OFF, class 3: an intermediate updated in place and returned comes back frozen at its
+    # trace-time value (the same object at every call).
+    "inplace_intermediates": False,
+    # OFF, class 4: writes through a view or detach() of an argument or capture are lost.
+    "view_writes": False,
+    # OFF, class 5: a view taken before an in-place update of its base reads stale values.
+    "stale_views": False,
+    # OFF, class 6 (family): writing a value that requires grad into a tensor (x[...] = v,
+    # x += v) makes it require grad eagerly; under jit it does not.
+    "write_requires_grad": False,
+    # --- outputs -------------------------------------------------------------------------
+    "return_args": True,        # return an argument
+    "return_captures": True,    # return a captured global / object tensor
+    # OFF, class 6: returning a parameter that the function updated in place (opt.step())
+    # clears requires_grad of the caller's parameter under jit.
+    "return_params": False,
+    # OFF, class 1: `return y, y` gives two distinct objects under jit (eager: one), and
+    # two returned values that CSE merges into one node share a buffer or read garbage.
+    "return_duplicates": False,
+    # OFF, new class: a returned view or detach() of an argument or a capture: under jit it
+    # does not share memory with its base, or is one frozen object returned at every call.
+    "return_views": False,
+    # OFF, new class: a returned w.grad is a copy under jit, not the tensor's .grad object.
+    "return_grads": False,
+    # OFF, new class (documented in docs/graph-mode.md as "outputs carry no tape", against
+    # issue 13's "requires_grad matches eager"): a returned value computed from tensors
+    # that require grad has requires_grad=False under jit.
+    "return_requires_grad": False,
+    # --- state between calls -------------------------------------------------------------
+    "mutate_between_calls": True,   # g0 += 1 at module level between calls
+    "batch_sizes": True,        # batch sizes 0/1/5 across calls (retraces); else always 3
+    # OFF, class 7: a global rebound between calls (g0 = em.tensor(...)) is not seen: the
+    # graph keeps reading the old object.
+    "global_rebind": False,
+    # OFF, class 8: obj.lr / obj.step / obj.flag / opt.lr read in f are frozen at their
+    # trace-time values.
+    "object_scalars": False,
+    # OFF, new class: a captured tensor passed as an argument (f(g0) where f reads g0) is
+    # merged with the capture at trace time; later calls with another argument read the
+    # argument where f reads the capture.
+    "alias_args": False,
+    # --- autograd and optimizers ---------------------------------------------------------
+    "backward": True,           # loss.backward() inside f, .grad reads
+    "grad_edits": True,         # w.grad = None, w.grad = w.grad * 0.5, in-place .grad edits
+    "arg_requires_grad": True,  # an argument with requires_grad=True
+    "optimizers": True,         # opt.step() / opt.zero_grad() with SGD (momentum) or Adam
+    "param_updates": True,      # with em.no_grad(): w -= 0.5 * w.grad
+    # --- values --------------------------------------------------------------------------
+    "special_floats": True,     # NaN, +-Inf, -0.0 in the inputs and as scalar operands
+    "int_extremes": True,       # int64 min/max, 2**31 in integer inputs
+    "inexact_values": True,     # float inputs that are not small dyadic rationals
+    # OFF, class 9: max/min/argmax of an empty tensor: jit raises "argmax of an empty
+    # tensor" for x.argmax(axis=1) of a (0, 4) tensor, which eager returns (shape (0,)).
+    "zero_size_reductions": False,
+    # OFF, class 9: out-of-range index tensors: jit raises RuleError where eager raises
+    # ShapeError, or nothing at all when dead-code elimination dropped the failing gather.
+    "bad_indices": False,
+    # --- how f runs ----------------------------------------------------------------------
+    "passes_subsets": True,     # em.jit(f, passes=<random subset of ALL>)
+    "backends": True,           # backend="interpreter" / "numpy" besides the C kernels
+    "listener": True,           # an instrument listener attached (changes the plan's path)
+    # OFF, class 10: two threads tracing at once share the tracer: wrong results, missing
+    # grads, AttributeError 'numpy.ndarray' object has no attribute 'node_id' in eager code.
+    "threads": False,
+}
+
+# What the comparator checks (compare.py). All on, except where a mismatch class cannot be
+# kept out of programs by a generator feature without losing most of them.
+CHECKS: dict[str, bool] = {
+    "exceptions": True,          # eager raises <=> jit raises, the same type
+    "values": True,              # outputs' and state's values, shapes and dtypes
+    # OFF, class 9: -0.0 against 0.0 (equal values, other sign bit): folding computes
+    # -(mean of zeros) as 0.0 where eager gives -0.0, for one.
+    "signed_zero": False,
+    "requires_grad": True,       # of outputs and of state tensors
+    "grads": True,               # .grad of every state tensor: None-ness and values
+    "identity": True,            # an output is an argument / global / another output
+    "aliasing": True,            # distinct objects sharing memory, outputs and state
+    # OFF, class 1: two distinct outputs of one call share memory under jit when CSE (or
+    # folding) merges them into one node: `a = x * 2.0; b = x * 2.0; return a, b`. The
+    # generator cannot keep equal values out of programs, so the check is switched instead.
+    "output_aliasing": False,
+}
+
+
+def features(**overrides) -> dict[str, bool]:
+    """The defaults with some toggles changed: ``features(threads=True)``."""
+    unknown = set(overrides) - set(FEATURES)
+    if unknown:
+        raise KeyError(f"unknown fuzz features: {sorted(unknown)}")
+    out = dict(FEATURES)
+    out.update(overrides)
+    return out
+
+
+def all_on() -> dict[str, bool]:
+    return {name: True for name in FEATURES}
+
+
+def only(*names: str, base: dict | None = None) -> dict[str, bool]:
+    """``base`` (the defaults) with the named features turned on as well."""
+    return features(**{n: True for n in names}) if base is None else {**base, **{n: True for n in names}}
