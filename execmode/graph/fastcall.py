@@ -67,7 +67,8 @@ def _python_replay(cf, jit_module):
     """The generated Python replay of ``cf``, or None when cf does not qualify."""
     sig = cf.signature
     items = _positional_items(sig.structure)
-    if cf.has_breaks or items is None or cf.out_spec is None or cf.flag_writes:
+    if cf.has_breaks or items is None or cf.out_spec is None or any(
+            isinstance(ref, tuple) for ref, _, _ in cf.flag_writes):
         return None  # views among the results, or breaks: the general replay
     segment = cf.segments[0]
     plan = segment.compiled.plan
@@ -230,6 +231,10 @@ def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict):
             ns[f"K{k}"] = value
             lines.append(f"    r{k} = K{k}")
         results.append(f"r{k}")
+    for k, (tensor, requires_grad, took_history) in enumerate(cf.flag_writes):
+        ns[f"FW{k}"] = tensor  # a capture whose autograd flags the function sets
+        lines.append(f"    FW{k}.requires_grad = {requires_grad}")
+        lines.append(f"    FW{k}._grad_fn = {'_jit.JIT_RESULT' if took_history else 'None'}")
     for k, (owner, index) in enumerate(cf.grad_writes):
         value = "None" if index is None else results[index]
         lines.append(f"    {ref(owner, f'G{k}')}._grad = {value}")

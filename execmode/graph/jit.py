@@ -185,7 +185,8 @@ class ConcreteFunction:
     failed_guard: object = None        # the guards.Guard that failed last (for promotion)
     _python_check: object = None       # guards.compile_check of the two lists above
     # Arguments and captures whose autograd flags the function changes (x[...] = w * 2
-    # makes x take w's history, as eagerly): (ref, requires_grad) set at every replay.
+    # makes x take w's history, as eagerly): (ref, requires_grad, took a history) set at
+    # every replay.
     flag_writes: list = field(default_factory=list)
 
     @property
@@ -295,10 +296,10 @@ def build_results(specs, leaves, outputs) -> list:
 
 
 def apply_flag_writes(flag_writes, leaves) -> None:
-    for ref, requires_grad in flag_writes:
+    for ref, requires_grad, took_history in flag_writes:
         t = resolve(ref, leaves)
         t.requires_grad = requires_grad
-        t._grad_fn = JIT_RESULT if requires_grad else None
+        t._grad_fn = JIT_RESULT if took_history else None
 
 
 class _JitResultOp:
@@ -531,10 +532,15 @@ class JitFunction:
             if stand_in is not None and id(stand_in) == stand_in_id and (
                     stand_in.requires_grad != user.requires_grad
                     or (stand_in._grad_fn is None) != (user._grad_fn is None)):
-                flag_writes.append((("arg", i), stand_in.requires_grad))
+                flag_writes.append((("arg", i), stand_in.requires_grad,
+                                    stand_in._grad_fn is not None))
+        # A written capture's flags as the write left them, at every call: they depend
+        # on the write, not on what they were before (g1[...] = w makes g1 take a history
+        # whether or not an earlier call already did).
         for t, requires_grad, no_history in tracer.flags_before.values():
-            if t.requires_grad != requires_grad or (t._grad_fn is None) != no_history:
-                flag_writes.append((t, t.requires_grad))
+            took_history = t._grad_fn is not None
+            if took_history or t.requires_grad != requires_grad or not no_history:
+                flag_writes.append((t, t.requires_grad, took_history))
         grad_index = {id(v): n_out + k for k, v in enumerate(grads)}
         grad_writes = []
         for ref, value, first_read in grad_entries:
