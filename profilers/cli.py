@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from execmode import lifeline
-from execmode.cli_args import split_trailing_options
+from execmode.cli_args import add_script_argument, parse_script_command
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
 DEFAULT_SESSION_DIR = "sessions"
@@ -35,14 +35,11 @@ def register_profile(subparsers) -> None:
         "profile", help="run a script with recording on and write a report",
         description="Run SCRIPT (with ARGS) as __main__ in a child process with execmode's "
                     "recorder on; write the session file and a report, and print a short "
-                    "summary. Options may come before SCRIPT or after its ARGS; everything "
-                    "after a `--` belongs to the script.")
+                    "summary. execmode's options come before SCRIPT; everything after SCRIPT "
+                    "goes to the script untouched.")
     _profile_options(p)
-    # One REMAINDER positional for SCRIPT and ARGS: argparse would drop a `--` that follows
-    # a separate script positional, and with it the line between ARGS and our options.
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
-                   help="the Python script to run and its own arguments")
-    p.set_defaults(handler=profile_command)
+    add_script_argument(p)
+    p.set_defaults(handler=profile_command, parser=p)
 
 
 def _profile_options(p) -> None:
@@ -67,23 +64,6 @@ def _profile_options(p) -> None:
                    help="rows in the printed summary tables (default 10)")
 
 
-# Our options that may also follow the script's arguments: spelling -> takes a value.
-_TRAILING = {"-o": True, "--output": True, "--format": True, "--session": True,
-             "--pyspy": False, "--rate": True, "--native": False, "--summaries": False,
-             "--no-memory": False, "--top": True}
-
-
-def _apply_trailing(args, tokens: list[str]) -> None:
-    """Parse trailing options with the same definitions (types, choices, errors: exit 2)."""
-    parser = argparse.ArgumentParser(prog="execmode profile", add_help=False,
-                                     allow_abbrev=False)
-    _profile_options(parser)
-    found = parser.parse_args(tokens)
-    for name, value in vars(found).items():
-        if value != parser.get_default(name):
-            setattr(args, name, value)
-
-
 def register_report(subparsers) -> None:
     p = subparsers.add_parser(
         "report", help="export a report from a recorded session",
@@ -104,15 +84,8 @@ def register_report(subparsers) -> None:
 def profile_command(args) -> int:
     from execmode.profilers.runner import ScriptNotFound, check_script
 
-    command = list(args.command)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    if not command:
-        return _fail("the script to run is missing: execmode profile [OPTIONS] SCRIPT [ARGS...]",
-                     2)
-    args.script = command[0]
-    script_args, trailing = split_trailing_options(command[1:], _TRAILING)
-    _apply_trailing(args, trailing)
+    parse_script_command(args.parser, args)
+    script_args = args.args
     try:
         check_script(args.script)
         fmt = _choose_format(args.output, args.format)

@@ -4,24 +4,19 @@
 :func:`add_parsers` for both) to add the subcommands; each sets ``handler``. Textual is
 imported only when a command runs, so ``execmode --help`` stays quick.
 
-``execmode tui [OPTIONS] SCRIPT [ARGS...] [OPTIONS]``: the TUI's own options may come
-before the script or after its arguments (``--break nan`` at the end works); everything
-after a ``--`` belongs to the script. Exit status: 0 after a normal quit, 2 for a usage
-error (no such script, a malformed breakpoint) and for a session that cannot be read
-(missing, empty, a folder or a FIFO, foreign, newer, damaged: the message says which).
+``execmode tui [OPTIONS] SCRIPT [ARGS...]``: the TUI's own options come before the
+script; everything after it goes to the script untouched. Exit status: 0 after a normal
+quit, 2 for a usage error (no such script, a malformed breakpoint) and for a session that
+cannot be read (missing, empty, a folder or a FIFO, foreign, newer, damaged: the message
+says which).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from execmode.cli_args import parse_script_command
-
-# Our options that may also follow the script's arguments: name -> takes a value.
-_TRAILING = {"--break": True, "--pyspy": False, "--run": False, "--session": True,
-             "--session-dir": True}
+from execmode.cli_args import add_script_argument, parse_script_command
 
 
 def add_parsers(subparsers) -> None:
@@ -46,11 +41,10 @@ def register_tui(subparsers) -> None:
         "tui", help="debug a script in the terminal UI (paused before its first op)",
         description="Run SCRIPT under the debugger and open the TUI, paused before the first "
                     "op. Keys: n next line, s step op, c continue, p pause, b/B breakpoints, "
-                    "r restart, e export, ? help, q quit. Options may also follow the "
-                    "script's arguments; everything after `--` belongs to the script.")
+                    "r restart, e export, ? help, q quit. execmode's options come before "
+                    "SCRIPT; everything after SCRIPT goes to the script untouched.")
     _tui_options(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
-                   help="the Python script to debug and its own arguments")
+    add_script_argument(p)
     p.set_defaults(handler=tui_command, parser=p)
 
 
@@ -69,7 +63,7 @@ def tui_command(args) -> int:
     from execmode.debug.breakpoints import BreakpointError, parse_breakpoint
     from execmode.debug.conditions import ConditionError
 
-    parse_script_command(args.parser, args, _TRAILING, _tui_options)
+    parse_script_command(args.parser, args)
     breaks = list(args.breaks)
     if not os.path.isfile(args.script):
         print(f"execmode tui: cannot start {args.script}: no such file", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""``execmode run SCRIPT [ARGS...] [--break SPEC ...] [--keep-going]``: the debugger without
+"""``execmode run [--break SPEC ...] [--keep-going] SCRIPT [ARGS...]``: the debugger without
 a UI. When a breakpoint hits it prints where (op, line, the tensor summary) and stops the
 script, or with ``--keep-going`` prints every hit and lets it run on.
 
@@ -13,14 +13,11 @@ import os
 import signal
 import sys
 
-from ..cli_args import parse_script_command
+from ..cli_args import add_script_argument, parse_script_command
 from .controller import Controller, ControllerError
 from .summary import format_summary
 
 EXIT_STOPPED_AT_BREAKPOINT = 4
-
-
-_OPTIONS = {"--break": True, "--keep-going": False, "--session": True}
 
 
 def _options(p) -> None:
@@ -35,15 +32,15 @@ def _options(p) -> None:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run a script under the debugger, without a UI",
-        description=__doc__.split("\n\n")[0] + " Options may come before SCRIPT or after its "
-        "ARGS; everything after `--` belongs to the script.")
+        description=__doc__.split("\n\n")[0] + " execmode's options come before SCRIPT; "
+        "everything after SCRIPT goes to the script untouched.")
     _options(p)
-    p.add_argument("command", nargs="...", metavar="SCRIPT [ARGS...]")
+    add_script_argument(p)
     p.set_defaults(handler=run_command, parser=p)
 
 
 def run_command(opts) -> int:
-    parse_script_command(opts.parser, opts, _OPTIONS, _options)
+    parse_script_command(opts.parser, opts)
     if not os.path.isfile(opts.script):
         print(f"execmode run: no such script: {opts.script}", file=sys.stderr)
         return 2

@@ -45,15 +45,15 @@ def test_profile_chrome_format_and_explicit_session(tmp_path):
         assert all(o.v_nan is not None for o in s.ops())
 
 
-def test_options_after_the_scripts_arguments_and_the_double_dash(tmp_path):
-    # Ours may follow the script's arguments (as the issue writes the command); after a
-    # `--` everything is the script's, even spellings of our options.
-    result = execmode("profile", SCRIPTS / "exits.py", "ok", "-o", "after.md", "--top", "3",
-                      "--", "-o", "theirs", cwd=tmp_path)
+def test_options_before_the_script_and_its_arguments_after_it(tmp_path):
+    # Ours come before the script; everything after it is the script's, even spellings of
+    # our options and a `--` (tests/cli/test_passthrough.py covers every verb).
+    result = execmode("profile", "-o", "before.md", "--top", "3", SCRIPTS / "exits.py", "ok",
+                      "-o", "after.md", "--", "x", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "argv ['ok', '-o', 'theirs']" in result.stdout
-    assert (tmp_path / "after.md").exists()
-    result = execmode("profile", SCRIPTS / "exits.py", "--top", "zero", cwd=tmp_path)
+    assert "argv ['ok', '-o', 'after.md', '--', 'x']" in result.stdout
+    assert (tmp_path / "before.md").exists() and not (tmp_path / "after.md").exists()
+    result = execmode("profile", "--top", "zero", SCRIPTS / "exits.py", cwd=tmp_path)
     assert result.returncode == 2 and "positive integer" in result.stderr
 
 
