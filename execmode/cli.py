@@ -18,6 +18,7 @@ COMMANDS = {
     "run": "execmode.debug.run_cli:add_parser",
     "profile": "execmode.profilers.cli:register_profile",
     "report": "execmode.profilers.cli:register_report",
+    "sessions": "execmode.profilers.sessions_cli:register_sessions",
     "explain": "execmode.graph.explain_cli:add_parser",
 }
 

@@ -20,14 +20,12 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 from execmode import lifeline
 from execmode.cli_args import add_script_argument, parse_script_command
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
-DEFAULT_SESSION_DIR = "sessions"
 
 
 def register_profile(subparsers) -> None:
@@ -48,8 +46,8 @@ def _profile_options(p) -> None:
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--session", metavar="FILE",
-                   help=f"the session file to create (default: {DEFAULT_SESSION_DIR}/"
-                        "SCRIPT-TIME.emsession)")
+                   help="the session file to create (default: a new file in the session "
+                        "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
     p.add_argument("--pyspy", action="store_true",
                    help="also sample the script with py-spy (user code vs dispatch vs "
                         "kernels)")
@@ -83,6 +81,7 @@ def register_report(subparsers) -> None:
 # --- profile ------------------------------------------------------------------------------
 def profile_command(args) -> int:
     from execmode.profilers.runner import ScriptNotFound, check_script
+    from execmode.profilers.session_dir import SessionDirError, new_session_path, saved_line
 
     parse_script_command(args.parser, args)
     script_args = args.args
@@ -91,7 +90,10 @@ def profile_command(args) -> int:
         fmt = _choose_format(args.output, args.format)
     except (ScriptNotFound, _UsageError) as exc:
         return _fail(exc, 2)
-    session = Path(args.session) if args.session else _default_session(args.script)
+    try:
+        session = Path(args.session) if args.session else new_session_path(args.script)
+    except SessionDirError as exc:
+        return _fail(exc, 2)
     if session.exists():
         return _fail(f"{session}: already exists; give another --session", 2)
     output = Path(args.output) if args.output else _beside(session, fmt)
@@ -111,8 +113,10 @@ def profile_command(args) -> int:
     try:
         text = _write_report(session, output, fmt, table="ops", top=args.top)
     except Exception as exc:  # noqa: BLE001 - any report failure: say it, keep the session
+        print(saved_line(session), file=sys.stderr)
         return _fail(f"could not write the report: {exc}", code or 1)
     print(text)
+    print(saved_line(session), file=sys.stderr)
     if code != 0:
         _say(f"the script exited with status {code}")
     return code
@@ -229,20 +233,6 @@ def _choose_format(output: str | None, fmt: str | None) -> str:
         raise _UsageError(f"{output}: cannot tell the report format from the name; "
                           f"add --format ({', '.join(FORMAT_CHOICES)})")
     return guessed
-
-
-def _default_session(script: str) -> Path:
-    from execmode.profilers.store import SESSION_SUFFIX
-
-    stem = Path(script).stem or "script"
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path(DEFAULT_SESSION_DIR) / f"{stem}-{stamp}"
-    path = base.with_suffix(SESSION_SUFFIX)
-    n = 1
-    while path.exists():
-        path = Path(f"{base}-{n}{SESSION_SUFFIX}")
-        n += 1
-    return path
 
 
 def _beside(session: Path, fmt: str) -> Path:

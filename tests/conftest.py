@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Test folders have no __init__.py, so each test file is imported by its own folder. Put
@@ -46,3 +47,12 @@ def pytest_configure(config):
     # returned quietly, as in PyTorch) with a filter set at import. pytest restores the
     # filters after collection, which drops that one: set it again for every test.
     config.addinivalue_line("filterwarnings", r"ignore::RuntimeWarning:execmode(\.|$)")
+
+
+@pytest.fixture(autouse=True)
+def _private_session_folder(tmp_path_factory, monkeypatch):
+    # Every recording verb writes to the session folder by default (profilers/session_dir.py):
+    # each test gets its own, inherited by the child processes it starts, so tests never
+    # fill the user's cache nor see each other's sessions. Apart from tmp_path, so tests
+    # that look at what tmp_path holds are not disturbed.
+    monkeypatch.setenv("EXECMODE_SESSION_DIR", str(tmp_path_factory.mktemp("sessions")))

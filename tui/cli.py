@@ -33,7 +33,8 @@ def _tui_options(p) -> None:
     p.add_argument("--pyspy", action="store_true", help="also sample the script with py-spy")
     p.add_argument("--session", metavar="FILE", help="the session file for the first run")
     p.add_argument("--session-dir", metavar="DIR",
-                   help="where each run's session file goes (default: the user cache)")
+                   help="where each run's session file goes (default: the session folder, "
+                        "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
 
 
 def register_tui(subparsers) -> None:
@@ -52,8 +53,10 @@ def register_open(subparsers) -> None:
     p = subparsers.add_parser(
         "open", help="open a recorded session in the TUI (post-mortem)",
         description="Browse a recorded session: ops, graphs, breaks, passes, kernels, "
-                    "profile and output. Everything but stepping.")
-    p.add_argument("session", help="the .emsession file")
+                    "profile and output. Everything but stepping. Without SESSION, the "
+                    "latest one in the session folder (see execmode sessions).")
+    p.add_argument("session", nargs="?", metavar="SESSION",
+                   help="the .emsession file (default: the latest in the session folder)")
     p.set_defaults(handler=open_command)
 
 
@@ -83,8 +86,9 @@ def tui_command(args) -> int:
     app = ExecmodeApp(launch)
     app.run()
     if app.bridge is not None and app.bridge.session and os.path.exists(app.bridge.session):
-        print(f"session recorded in {app.bridge.session} "
-              f"(execmode open {app.bridge.session})")
+        from execmode.profilers.session_dir import saved_line
+
+        print(saved_line(app.bridge.session))
     return 0
 
 
@@ -92,6 +96,10 @@ def open_command(args) -> int:
     from execmode.tui.data import SessionReader, SessionUnreadable
     from execmode.tui.launch import SessionLaunch
 
+    if args.session is None:
+        args.session = _latest_session()
+        if args.session is None:
+            return 2
     try:
         with SessionReader(args.session) as reader:
             reader.meta()
@@ -102,6 +110,24 @@ def open_command(args) -> int:
 
     ExecmodeApp(SessionLaunch(args.session)).run()
     return 0
+
+
+def _latest_session() -> str | None:
+    """The newest session in the session folder, announced; None (said why) if there is
+    none."""
+    from execmode.profilers.session_dir import SessionDirError, latest_session, session_dir
+
+    try:
+        latest = latest_session()
+    except SessionDirError as exc:
+        print(f"execmode open: error: {exc}", file=sys.stderr)
+        return None
+    if latest is None:
+        print(f"execmode open: error: no sessions in {session_dir()}; give a SESSION file "
+              "(or set EXECMODE_SESSION_DIR)", file=sys.stderr)
+        return None
+    print(f"execmode open: the latest session, {latest}", file=sys.stderr)
+    return str(latest)
 
 
 def main(argv=None) -> int:

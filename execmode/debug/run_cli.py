@@ -26,7 +26,11 @@ def _options(p) -> None:
                         "condition such as nan, inf, 'max > 1e3' (repeatable)")
     p.add_argument("--keep-going", action="store_true",
                    help="print every breakpoint hit and continue")
-    p.add_argument("--session", help="also record the run into this session file")
+    p.add_argument("--session", metavar="FILE",
+                   help="the session file to record into (default: a new file in the session "
+                        "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
+    p.add_argument("--no-session", action="store_true",
+                   help="record nothing (the debugger alone)")
 
 
 def add_parser(subparsers) -> None:
@@ -40,11 +44,21 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(opts) -> int:
+    # Imported here: `execmode --help` loads every command's module, and stays quick.
+    from ..profilers.session_dir import SessionDirError, saved_line
+
     parse_script_command(opts.parser, opts)
     if not os.path.isfile(opts.script):
         print(f"execmode run: no such script: {opts.script}", file=sys.stderr)
         return 2
-    ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=opts.session,
+    if opts.no_session and opts.session:
+        opts.parser.error("--session and --no-session contradict each other")
+    try:
+        session = _session_path(opts)
+    except SessionDirError as exc:
+        print(f"execmode run: {exc}", file=sys.stderr)
+        return 2
+    ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,
                      start_paused=False)
     ctl.listeners.append(_echo_output)
     previous = {signum: signal.signal(signum, _raise_stopped)
@@ -63,6 +77,18 @@ def run_command(opts) -> int:
         ctl.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if session is not None and os.path.exists(session):
+            print(saved_line(session), file=sys.stderr)
+
+
+def _session_path(opts) -> str | None:
+    if opts.no_session:
+        return None
+    if opts.session:
+        return opts.session
+    from ..profilers.session_dir import new_session_path
+
+    return str(new_session_path(opts.script))
 
 
 class _Stopped(BaseException):

@@ -19,7 +19,8 @@ def _no_internal_traceback(result):
     assert "Traceback" not in result.stderr, result.stderr
 
 
-def test_profile_writes_session_report_and_summary(tmp_path):
+def test_profile_writes_session_report_and_summary(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXECMODE_SESSION_DIR", str(tmp_path / "sessions"))
     result = execmode("profile", "-o", "mlp.html", SCRIPTS / "tiny_mlp.py", "2", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "step 1 loss" in result.stdout  # the script's own output
@@ -28,6 +29,7 @@ def test_profile_writes_session_report_and_summary(tmp_path):
     html = (tmp_path / "mlp.html").read_text()
     assert "tiny_mlp.py" in html and "<svg" in html
     (session,) = (tmp_path / "sessions").glob("tiny_mlp-*.emsession")
+    assert f"session saved to {session}" in result.stderr
     with open_session(session) as s:
         assert s.meta["exit"]["kind"] == "normal" and s.meta["argv"][1:] == ["2"]
         assert s.count("op_events") > 20 and "calibration" in s.meta
@@ -84,7 +86,8 @@ def test_a_script_that_raises(tmp_path):
     ([], "usage"),
     (["profile"], "the script to run is missing"),
 ])
-def test_usage_errors_exit_2(tmp_path, args, message):
+def test_usage_errors_exit_2(tmp_path, monkeypatch, args, message):
+    monkeypatch.setenv("EXECMODE_SESSION_DIR", str(tmp_path / "sessions"))
     result = execmode(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr
