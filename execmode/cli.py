@@ -2,7 +2,8 @@
 
 Each subcommand lives with the package that implements it and registers itself through
 one function that adds its argparse subparser and sets ``handler``; add a row to
-:data:`COMMANDS` to add a command. Handlers return the process exit status.
+:data:`COMMANDS` to add a command (and its example in cli_help.py). Handlers return the
+process exit status; cli_help.py holds the table of exit codes that the help shows.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     from execmode import __version__
+    from execmode.cli_help import finish_help
 
     parser = argparse.ArgumentParser(
         prog="execmode",
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     for target in COMMANDS.values():
         module, function = target.split(":")
         getattr(importlib.import_module(module), function)(subparsers)
+    finish_help(parser, subparsers)
+    parser.verb_parsers = dict(subparsers.choices)  # verb -> its parser (help, docs/cli.md)
     return parser
 
 

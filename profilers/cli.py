@@ -66,7 +66,7 @@ def register_report(subparsers) -> None:
     p = subparsers.add_parser(
         "report", help="export a report from a recorded session",
         description="Write a report (HTML, Chrome trace, speedscope, JSON, CSV, Markdown) "
-                    "from a session file recorded by `execmode profile` or em.profile().")
+                    "from a session file recorded by execmode profile, run or tui, or em.profile().")
     p.add_argument("session", help="the .emsession file")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the report to write (default: the session's name, format suffix)")

@@ -4,7 +4,8 @@ script, or with ``--keep-going`` prints every hit and lets it run on.
 
 Exit codes: the script's own when it finishes (1 if it raised), 4 when stopped at a
 breakpoint, 128+N when killed by signal N (or when ``execmode run`` itself gets SIGTERM or
-SIGHUP N: it stops the script, which closes its session), 2 for usage errors.
+SIGHUP N: it stops the script, which closes its session), 130 on Ctrl-C, 2 for usage errors.
+The table that the help and docs/cli.md show is execmode/cli_help.py's.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def _options(p) -> None:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run a script under the debugger, without a UI",
-        description=__doc__.split("\n\n")[0] + " execmode's options come before SCRIPT; "
-        "everything after SCRIPT goes to the script untouched.")
+        description="Run SCRIPT under the debugger, without a UI. When a breakpoint hits, print "
+        "where (op, line, the tensor summary) and stop the script, or with --keep-going print "
+        "every hit and let it run on. execmode's options come before SCRIPT; everything after "
+        "SCRIPT goes to the script untouched.")
     _options(p)
     add_script_argument(p)
     p.set_defaults(handler=run_command, parser=p)
