@@ -4,7 +4,9 @@ for a terminal, each with an example, and docs/cli.md shows the same table."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +108,31 @@ def test_docs_show_the_same_exit_codes():
     rows = [line for line in section.splitlines() if line.startswith("| ")][1:]
     documented = [tuple(cell.strip() for cell in row.strip("|").split("|")) for row in rows]
     assert documented == [(f"`{r.code}`", r.meaning, ", ".join(r.verbs)) for r in EXIT_CODES]
+
+
+SLEEPY = """\
+import time
+print("started", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("verb", ["run", "profile", "explain"])
+def test_ctrl_c_exits_130(tmp_path, verb):
+    # The terminal's Ctrl-C goes to the whole foreground process group: execmode and the
+    # script. A group of its own stands for the terminal here.
+    script = tmp_path / "sleepy.py"
+    script.write_text(SLEEPY)
+    proc = subprocess.Popen([sys.executable, "-m", "execmode", verb, str(script)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline() == "started\n"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "130" in {row.code for row in exit_codes_for(verb)}
