@@ -37,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
         module, function = target.split(":")
         getattr(importlib.import_module(module), function)(subparsers)
     finish_help(parser, subparsers)
-    parser.verb_parsers = dict(subparsers.choices)  # verb -> its parser (help, docs/cli.md)
+    # For the help tests and docs/cli.md: verb -> its parser, verb -> its one-line help
+    # (argparse keeps the latter only in a private list).
+    parser.verb_parsers = dict(subparsers.choices)
+    parser.verb_help = {action.dest: action.help for action in subparsers._choices_actions}
     return parser
 
 
