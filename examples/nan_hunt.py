@@ -8,8 +8,8 @@ shows the NaN being born.
 
 Find it:
 
-    execmode run examples/nan_hunt.py --break nan       # headless: where and why
-    execmode tui examples/nan_hunt.py --break nan       # then press c (continue)
+    execmode run --break nan examples/nan_hunt.py       # headless: where and why
+    execmode tui --break nan examples/nan_hunt.py       # then press c (continue)
 
 The NaN breakpoint stops after the kernel whose output first holds a NaN; execmode re-runs
 that segment op by op from its saved inputs and names the first op that produced a
@@ -48,6 +48,6 @@ for step in range(30 if not QUICK else 30):
     loss = train_step(x, y).item()
     print(f"step {step:3d}  loss {loss:.4f}")
     if loss != loss:  # NaN
-        print("the loss is NaN: run `execmode run examples/nan_hunt.py --break nan` to see "
+        print("the loss is NaN: run `execmode run --break nan examples/nan_hunt.py` to see "
               "where it came from")
         break

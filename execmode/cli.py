@@ -2,7 +2,8 @@
 
 Each subcommand lives with the package that implements it and registers itself through
 one function that adds its argparse subparser and sets ``handler``; add a row to
-:data:`COMMANDS` to add a command. Handlers return the process exit status.
+:data:`COMMANDS` to add a command (and its example in cli_help.py). Handlers return the
+process exit status; cli_help.py holds the table of exit codes that the help shows.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ COMMANDS = {
     "run": "execmode.debug.run_cli:add_parser",
     "profile": "execmode.profilers.cli:register_profile",
     "report": "execmode.profilers.cli:register_report",
+    "sessions": "execmode.profilers.sessions_cli:register_sessions",
     "explain": "execmode.graph.explain_cli:add_parser",
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     from execmode import __version__
+    from execmode.cli_help import finish_help
 
     parser = argparse.ArgumentParser(
         prog="execmode",
@@ -33,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     for target in COMMANDS.values():
         module, function = target.split(":")
         getattr(importlib.import_module(module), function)(subparsers)
+    finish_help(parser, subparsers)
+    # For the help tests and docs/cli.md: verb -> its parser, verb -> its one-line help
+    # (argparse keeps the latter only in a private list).
+    parser.verb_parsers = dict(subparsers.choices)
+    parser.verb_help = {action.dest: action.help for action in subparsers._choices_actions}
     return parser
 
 

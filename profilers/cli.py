@@ -20,14 +20,12 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 from execmode import lifeline
-from execmode.cli_args import split_trailing_options
+from execmode.cli_args import add_script_argument, parse_script_command
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
-DEFAULT_SESSION_DIR = "sessions"
 
 
 def register_profile(subparsers) -> None:
@@ -35,14 +33,11 @@ def register_profile(subparsers) -> None:
         "profile", help="run a script with recording on and write a report",
         description="Run SCRIPT (with ARGS) as __main__ in a child process with execmode's "
                     "recorder on; write the session file and a report, and print a short "
-                    "summary. Options may come before SCRIPT or after its ARGS; everything "
-                    "after a `--` belongs to the script.")
+                    "summary. execmode's options come before SCRIPT; everything after SCRIPT "
+                    "goes to the script untouched.")
     _profile_options(p)
-    # One REMAINDER positional for SCRIPT and ARGS: argparse would drop a `--` that follows
-    # a separate script positional, and with it the line between ARGS and our options.
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
-                   help="the Python script to run and its own arguments")
-    p.set_defaults(handler=profile_command)
+    add_script_argument(p)
+    p.set_defaults(handler=profile_command, parser=p)
 
 
 def _profile_options(p) -> None:
@@ -51,8 +46,8 @@ def _profile_options(p) -> None:
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--session", metavar="FILE",
-                   help=f"the session file to create (default: {DEFAULT_SESSION_DIR}/"
-                        "SCRIPT-TIME.emsession)")
+                   help="the session file to create (default: a new file in the session "
+                        "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
     p.add_argument("--pyspy", action="store_true",
                    help="also sample the script with py-spy (user code vs dispatch vs "
                         "kernels)")
@@ -67,28 +62,11 @@ def _profile_options(p) -> None:
                    help="rows in the printed summary tables (default 10)")
 
 
-# Our options that may also follow the script's arguments: spelling -> takes a value.
-_TRAILING = {"-o": True, "--output": True, "--format": True, "--session": True,
-             "--pyspy": False, "--rate": True, "--native": False, "--summaries": False,
-             "--no-memory": False, "--top": True}
-
-
-def _apply_trailing(args, tokens: list[str]) -> None:
-    """Parse trailing options with the same definitions (types, choices, errors: exit 2)."""
-    parser = argparse.ArgumentParser(prog="execmode profile", add_help=False,
-                                     allow_abbrev=False)
-    _profile_options(parser)
-    found = parser.parse_args(tokens)
-    for name, value in vars(found).items():
-        if value != parser.get_default(name):
-            setattr(args, name, value)
-
-
 def register_report(subparsers) -> None:
     p = subparsers.add_parser(
         "report", help="export a report from a recorded session",
         description="Write a report (HTML, Chrome trace, speedscope, JSON, CSV, Markdown) "
-                    "from a session file recorded by `execmode profile` or em.profile().")
+                    "from a session file recorded by execmode profile, run or tui, or em.profile().")
     p.add_argument("session", help="the .emsession file")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the report to write (default: the session's name, format suffix)")
@@ -103,22 +81,19 @@ def register_report(subparsers) -> None:
 # --- profile ------------------------------------------------------------------------------
 def profile_command(args) -> int:
     from execmode.profilers.runner import ScriptNotFound, check_script
+    from execmode.profilers.session_dir import SessionDirError, new_session_path, saved_line
 
-    command = list(args.command)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    if not command:
-        return _fail("the script to run is missing: execmode profile [OPTIONS] SCRIPT [ARGS...]",
-                     2)
-    args.script = command[0]
-    script_args, trailing = split_trailing_options(command[1:], _TRAILING)
-    _apply_trailing(args, trailing)
+    parse_script_command(args.parser, args)
+    script_args = args.args
     try:
         check_script(args.script)
         fmt = _choose_format(args.output, args.format)
     except (ScriptNotFound, _UsageError) as exc:
         return _fail(exc, 2)
-    session = Path(args.session) if args.session else _default_session(args.script)
+    try:
+        session = Path(args.session) if args.session else new_session_path(args.script)
+    except SessionDirError as exc:
+        return _fail(exc, 2)
     if session.exists():
         return _fail(f"{session}: already exists; give another --session", 2)
     output = Path(args.output) if args.output else _beside(session, fmt)
@@ -138,8 +113,10 @@ def profile_command(args) -> int:
     try:
         text = _write_report(session, output, fmt, table="ops", top=args.top)
     except Exception as exc:  # noqa: BLE001 - any report failure: say it, keep the session
+        print(saved_line(session), file=sys.stderr)
         return _fail(f"could not write the report: {exc}", code or 1)
     print(text)
+    print(saved_line(session), file=sys.stderr)
     if code != 0:
         _say(f"the script exited with status {code}")
     return code
@@ -256,20 +233,6 @@ def _choose_format(output: str | None, fmt: str | None) -> str:
         raise _UsageError(f"{output}: cannot tell the report format from the name; "
                           f"add --format ({', '.join(FORMAT_CHOICES)})")
     return guessed
-
-
-def _default_session(script: str) -> Path:
-    from execmode.profilers.store import SESSION_SUFFIX
-
-    stem = Path(script).stem or "script"
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path(DEFAULT_SESSION_DIR) / f"{stem}-{stamp}"
-    path = base.with_suffix(SESSION_SUFFIX)
-    n = 1
-    while path.exists():
-        path = Path(f"{base}-{n}{SESSION_SUFFIX}")
-        n += 1
-    return path
 
 
 def _beside(session: Path, fmt: str) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Test folders have no __init__.py, so each test file is imported by its own folder. Put
@@ -58,3 +59,12 @@ def pytest_collection_modifyitems(config, items):
         dropped = {id(item) for item in slow}
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if id(item) not in dropped]
+
+
+@pytest.fixture(autouse=True)
+def _private_session_folder(tmp_path_factory, monkeypatch):
+    # Every recording verb writes to the session folder by default (profilers/session_dir.py):
+    # each test gets its own, inherited by the child processes it starts, so tests never
+    # fill the user's cache nor see each other's sessions. Apart from tmp_path, so tests
+    # that look at what tmp_path holds are not disturbed.
+    monkeypatch.setenv("EXECMODE_SESSION_DIR", str(tmp_path_factory.mktemp("sessions")))

@@ -4,24 +4,19 @@
 :func:`add_parsers` for both) to add the subcommands; each sets ``handler``. Textual is
 imported only when a command runs, so ``execmode --help`` stays quick.
 
-``execmode tui [OPTIONS] SCRIPT [ARGS...] [OPTIONS]``: the TUI's own options may come
-before the script or after its arguments (``--break nan`` at the end works); everything
-after a ``--`` belongs to the script. Exit status: 0 after a normal quit, 2 for a usage
-error (no such script, a malformed breakpoint) and for a session that cannot be read
-(missing, empty, a folder or a FIFO, foreign, newer, damaged: the message says which).
+``execmode tui [OPTIONS] SCRIPT [ARGS...]``: the TUI's own options come before the
+script; everything after it goes to the script untouched. Exit status: 0 after a normal
+quit, 2 for a usage error (no such script, a malformed breakpoint) and for a session that
+cannot be read (missing, empty, a folder or a FIFO, foreign, newer, damaged: the message
+says which).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from execmode.cli_args import parse_script_command
-
-# Our options that may also follow the script's arguments: name -> takes a value.
-_TRAILING = {"--break": True, "--pyspy": False, "--run": False, "--session": True,
-             "--session-dir": True}
+from execmode.cli_args import add_script_argument, parse_script_command
 
 
 def add_parsers(subparsers) -> None:
@@ -38,7 +33,8 @@ def _tui_options(p) -> None:
     p.add_argument("--pyspy", action="store_true", help="also sample the script with py-spy")
     p.add_argument("--session", metavar="FILE", help="the session file for the first run")
     p.add_argument("--session-dir", metavar="DIR",
-                   help="where each run's session file goes (default: the user cache)")
+                   help="where each run's session file goes (default: the session folder, "
+                        "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
 
 
 def register_tui(subparsers) -> None:
@@ -46,11 +42,10 @@ def register_tui(subparsers) -> None:
         "tui", help="debug a script in the terminal UI (paused before its first op)",
         description="Run SCRIPT under the debugger and open the TUI, paused before the first "
                     "op. Keys: n next line, s step op, c continue, p pause, b/B breakpoints, "
-                    "r restart, e export, ? help, q quit. Options may also follow the "
-                    "script's arguments; everything after `--` belongs to the script.")
+                    "r restart, e export, ? help, q quit. execmode's options come before "
+                    "SCRIPT; everything after SCRIPT goes to the script untouched.")
     _tui_options(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
-                   help="the Python script to debug and its own arguments")
+    add_script_argument(p)
     p.set_defaults(handler=tui_command, parser=p)
 
 
@@ -58,8 +53,10 @@ def register_open(subparsers) -> None:
     p = subparsers.add_parser(
         "open", help="open a recorded session in the TUI (post-mortem)",
         description="Browse a recorded session: ops, graphs, breaks, passes, kernels, "
-                    "profile and output. Everything but stepping.")
-    p.add_argument("session", help="the .emsession file")
+                    "profile and output. Everything but stepping. Without SESSION, the "
+                    "latest one in the session folder (see execmode sessions).")
+    p.add_argument("session", nargs="?", metavar="SESSION",
+                   help="the .emsession file (default: the latest in the session folder)")
     p.set_defaults(handler=open_command)
 
 
@@ -69,7 +66,7 @@ def tui_command(args) -> int:
     from execmode.debug.breakpoints import BreakpointError, parse_breakpoint
     from execmode.debug.conditions import ConditionError
 
-    parse_script_command(args.parser, args, _TRAILING, _tui_options)
+    parse_script_command(args.parser, args)
     breaks = list(args.breaks)
     if not os.path.isfile(args.script):
         print(f"execmode tui: cannot start {args.script}: no such file", file=sys.stderr)
@@ -89,8 +86,9 @@ def tui_command(args) -> int:
     app = ExecmodeApp(launch)
     app.run()
     if app.bridge is not None and app.bridge.session and os.path.exists(app.bridge.session):
-        print(f"session recorded in {app.bridge.session} "
-              f"(execmode open {app.bridge.session})")
+        from execmode.profilers.session_dir import saved_line
+
+        print(saved_line(app.bridge.session))
     return 0
 
 
@@ -98,6 +96,10 @@ def open_command(args) -> int:
     from execmode.tui.data import SessionReader, SessionUnreadable
     from execmode.tui.launch import SessionLaunch
 
+    if args.session is None:
+        args.session = _latest_session()
+        if args.session is None:
+            return 2
     try:
         with SessionReader(args.session) as reader:
             reader.meta()
@@ -108,6 +110,24 @@ def open_command(args) -> int:
 
     ExecmodeApp(SessionLaunch(args.session)).run()
     return 0
+
+
+def _latest_session() -> str | None:
+    """The newest session in the session folder, announced; None (said why) if there is
+    none."""
+    from execmode.profilers.session_dir import SessionDirError, latest_session, session_dir
+
+    try:
+        latest = latest_session()
+    except SessionDirError as exc:
+        print(f"execmode open: error: {exc}", file=sys.stderr)
+        return None
+    if latest is None:
+        print(f"execmode open: error: no sessions in {session_dir()}; give a SESSION file "
+              "(or set EXECMODE_SESSION_DIR)", file=sys.stderr)
+        return None
+    print(f"execmode open: the latest session, {latest}", file=sys.stderr)
+    return str(latest)
 
 
 def main(argv=None) -> int:

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
-
-SESSION_SUFFIX = ".emsession"
 
 
 @dataclass
@@ -27,11 +22,9 @@ class ScriptLaunch:
         """A fresh session file for run number ``run`` (restart makes a new one)."""
         if run == 0 and self.session:
             return self.session
-        directory = Path(self.session_dir or default_session_dir())
-        directory.mkdir(parents=True, exist_ok=True)
-        stem = Path(self.script).stem or "script"
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        return str(directory / f"{stem}-{stamp}-{os.getpid()}-{run}{SESSION_SUFFIX}")
+        from execmode.profilers.session_dir import new_session_path
+
+        return str(new_session_path(self.script, self.session_dir))
 
 
 @dataclass
@@ -40,14 +33,3 @@ class SessionLaunch:
 
     path: str
 
-
-def default_session_dir() -> str:
-    """Sessions of TUI runs live in the user's cache (``EXECMODE_SESSION_DIR`` overrides)."""
-    override = os.environ.get("EXECMODE_SESSION_DIR")
-    if override:
-        return override
-    try:
-        from platformdirs import user_cache_dir
-    except ImportError:
-        return os.path.join(os.path.expanduser("~"), ".cache", "execmode", "sessions")
-    return os.path.join(user_cache_dir("execmode"), "sessions")

@@ -576,9 +576,14 @@ def main(argv=None) -> int:
     parser.add_argument("--run", action="store_true", help="start running, not paused")
     parser.add_argument("--pyspy", action="store_true",
                         help="sample this process with py-spy into the session")
-    parser.add_argument("script")
-    parser.add_argument("args", nargs=argparse.REMAINDER)
+    # SCRIPT and its ARGS as one REMAINDER after a `--`: a script named like an option
+    # (-x.py) is still the script, and a `--` among its arguments stays its own.
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]")
     opts = parser.parse_args(argv)
+    command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
+    if not command:
+        parser.error("the script to run is missing")
+    opts.script, opts.args = command[0], command[1:]
 
     lifeline.install()  # end with the controller, and end cleanly (lifeline.py)
     faulthandler.enable()  # a segfault prints the Python stack to stderr (the controller)

@@ -137,7 +137,7 @@ class Controller:
             cmd += ["--break", spec]
         if not self.start_paused:
             cmd.append("--run")
-        cmd += [self.script] + self.args
+        cmd += ["--", self.script, *self.args]
         # The agent dies with this process (even by SIGKILL, on Linux): lifeline.py.
         env = lifeline.child_env(os.environ if self.env is None else self.env)
         env["PYTHONUNBUFFERED"] = "1"

@@ -1,10 +1,11 @@
-"""``execmode run SCRIPT [ARGS...] [--break SPEC ...] [--keep-going]``: the debugger without
+"""``execmode run [--break SPEC ...] [--keep-going] SCRIPT [ARGS...]``: the debugger without
 a UI. When a breakpoint hits it prints where (op, line, the tensor summary) and stops the
 script, or with ``--keep-going`` prints every hit and lets it run on.
 
 Exit codes: the script's own when it finishes (1 if it raised), 4 when stopped at a
 breakpoint, 128+N when killed by signal N (or when ``execmode run`` itself gets SIGTERM or
-SIGHUP N: it stops the script, which closes its session), 2 for usage errors.
+SIGHUP N: it stops the script, which closes its session), 130 on Ctrl-C, 2 for usage errors.
+The table that the help and docs/cli.md show is execmode/cli_help.py's.
 """
 
 from __future__ import annotations
@@ -13,14 +14,11 @@ import os
 import signal
 import sys
 
-from ..cli_args import parse_script_command
+from ..cli_args import add_script_argument, parse_script_command
 from .controller import Controller, ControllerError
 from .summary import format_summary
 
 EXIT_STOPPED_AT_BREAKPOINT = 4
-
-
-_OPTIONS = {"--break": True, "--keep-going": False, "--session": True}
 
 
 def _options(p) -> None:
@@ -29,25 +27,41 @@ def _options(p) -> None:
                         "condition such as nan, inf, 'max > 1e3' (repeatable)")
     p.add_argument("--keep-going", action="store_true",
                    help="print every breakpoint hit and continue")
-    p.add_argument("--session", help="also record the run into this session file")
+    p.add_argument("--session", metavar="FILE",
+                   help="the session file to record into (default: a new file in the session "
+                        "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
+    p.add_argument("--no-session", action="store_true",
+                   help="record nothing (the debugger alone)")
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run a script under the debugger, without a UI",
-        description=__doc__.split("\n\n")[0] + " Options may come before SCRIPT or after its "
-        "ARGS; everything after `--` belongs to the script.")
+        description="Run SCRIPT under the debugger, without a UI. When a breakpoint hits, print "
+        "where (op, line, the tensor summary) and stop the script, or with --keep-going print "
+        "every hit and let it run on. execmode's options come before SCRIPT; everything after "
+        "SCRIPT goes to the script untouched.")
     _options(p)
-    p.add_argument("command", nargs="...", metavar="SCRIPT [ARGS...]")
+    add_script_argument(p)
     p.set_defaults(handler=run_command, parser=p)
 
 
 def run_command(opts) -> int:
-    parse_script_command(opts.parser, opts, _OPTIONS, _options)
+    # Imported here: `execmode --help` loads every command's module, and stays quick.
+    from ..profilers.session_dir import SessionDirError, saved_line
+
+    parse_script_command(opts.parser, opts)
     if not os.path.isfile(opts.script):
         print(f"execmode run: no such script: {opts.script}", file=sys.stderr)
         return 2
-    ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=opts.session,
+    if opts.no_session and opts.session:
+        opts.parser.error("--session and --no-session contradict each other")
+    try:
+        session = _session_path(opts)
+    except SessionDirError as exc:
+        print(f"execmode run: {exc}", file=sys.stderr)
+        return 2
+    ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,
                      start_paused=False)
     ctl.listeners.append(_echo_output)
     previous = {signum: signal.signal(signum, _raise_stopped)
@@ -66,6 +80,18 @@ def run_command(opts) -> int:
         ctl.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if session is not None and os.path.exists(session):
+            print(saved_line(session), file=sys.stderr)
+
+
+def _session_path(opts) -> str | None:
+    if opts.no_session:
+        return None
+    if opts.session:
+        return opts.session
+    from ..profilers.session_dir import new_session_path
+
+    return str(new_session_path(opts.script))
 
 
 class _Stopped(BaseException):

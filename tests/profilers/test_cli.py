@@ -19,7 +19,8 @@ def _no_internal_traceback(result):
     assert "Traceback" not in result.stderr, result.stderr
 
 
-def test_profile_writes_session_report_and_summary(tmp_path):
+def test_profile_writes_session_report_and_summary(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXECMODE_SESSION_DIR", str(tmp_path / "sessions"))
     result = execmode("profile", "-o", "mlp.html", SCRIPTS / "tiny_mlp.py", "2", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "step 1 loss" in result.stdout  # the script's own output
@@ -28,6 +29,7 @@ def test_profile_writes_session_report_and_summary(tmp_path):
     html = (tmp_path / "mlp.html").read_text()
     assert "tiny_mlp.py" in html and "<svg" in html
     (session,) = (tmp_path / "sessions").glob("tiny_mlp-*.emsession")
+    assert f"session saved to {session}" in result.stderr
     with open_session(session) as s:
         assert s.meta["exit"]["kind"] == "normal" and s.meta["argv"][1:] == ["2"]
         assert s.count("op_events") > 20 and "calibration" in s.meta
@@ -45,15 +47,15 @@ def test_profile_chrome_format_and_explicit_session(tmp_path):
         assert all(o.v_nan is not None for o in s.ops())
 
 
-def test_options_after_the_scripts_arguments_and_the_double_dash(tmp_path):
-    # Ours may follow the script's arguments (as the issue writes the command); after a
-    # `--` everything is the script's, even spellings of our options.
-    result = execmode("profile", SCRIPTS / "exits.py", "ok", "-o", "after.md", "--top", "3",
-                      "--", "-o", "theirs", cwd=tmp_path)
+def test_options_before_the_script_and_its_arguments_after_it(tmp_path):
+    # Ours come before the script; everything after it is the script's, even spellings of
+    # our options and a `--` (tests/cli/test_passthrough.py covers every verb).
+    result = execmode("profile", "-o", "before.md", "--top", "3", SCRIPTS / "exits.py", "ok",
+                      "-o", "after.md", "--", "x", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "argv ['ok', '-o', 'theirs']" in result.stdout
-    assert (tmp_path / "after.md").exists()
-    result = execmode("profile", SCRIPTS / "exits.py", "--top", "zero", cwd=tmp_path)
+    assert "argv ['ok', '-o', 'after.md', '--', 'x']" in result.stdout
+    assert (tmp_path / "before.md").exists() and not (tmp_path / "after.md").exists()
+    result = execmode("profile", "--top", "zero", SCRIPTS / "exits.py", cwd=tmp_path)
     assert result.returncode == 2 and "positive integer" in result.stderr
 
 
@@ -84,7 +86,8 @@ def test_a_script_that_raises(tmp_path):
     ([], "usage"),
     (["profile"], "the script to run is missing"),
 ])
-def test_usage_errors_exit_2(tmp_path, args, message):
+def test_usage_errors_exit_2(tmp_path, monkeypatch, args, message):
+    monkeypatch.setenv("EXECMODE_SESSION_DIR", str(tmp_path / "sessions"))
     result = execmode(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr
