@@ -214,7 +214,7 @@ def make_operator(op, reflected: bool = False):
                             _next_seq(), name, _NO_ATTRS,
                             ((sd.shape, sd.dtype, CPU), (od.shape, od.dtype, CPU)
                              if od.__class__ is _ndarray else od),
-                            (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._current,
+                            (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._state.current,
                             loc, _EAGER,
                         ))
                         for fn in _on_op:
@@ -269,7 +269,7 @@ def _emit_op(op, inputs, attrs, t, out, t0, device):
     nbytes = out.nbytes if out.base is None else 0  # views allocate nothing
     ev = _tuple_new(OpEvent, (
         _next_seq(), op.name, attrs, described, (out.shape, out.dtype, device), t0, t1,
-        nbytes, _scope._current, user_location(sys._getframe(2)), _EAGER,
+        nbytes, _scope._state.current, user_location(sys._getframe(2)), _EAGER,
     ))
     for fn in _on_op:
         fn(ev, t)

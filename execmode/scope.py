@@ -7,13 +7,20 @@ graph node carries the scope path that was open when it was created.
 from __future__ import annotations
 
 import functools
+import threading
 
-# The current path, kept as a single string so dispatch reads it with one global lookup.
-_current = ""
+
+class _ScopeState(threading.local):
+    # The current path of this thread, one string, so dispatch reads it in one lookup.
+    # Per thread: two threads opening scopes (backward in both) must not see each other's.
+    current = ""
+
+
+_state = _ScopeState()
 
 
 def current_scope() -> str:
-    return _current
+    return _state.current
 
 
 class named_scope:  # noqa: N801 - a context manager used like a function, as in JAX
@@ -26,14 +33,13 @@ class named_scope:  # noqa: N801 - a context manager used like a function, as in
         self._saved: list[str] = []
 
     def __enter__(self):
-        global _current
-        self._saved.append(_current)
-        _current = f"{_current}/{self.name}" if _current else self.name
+        current = _state.current
+        self._saved.append(current)
+        _state.current = f"{current}/{self.name}" if current else self.name
         return self
 
     def __exit__(self, *exc):
-        global _current
-        _current = self._saved.pop()
+        _state.current = self._saved.pop()
         return False
 
     def __call__(self, fn):

@@ -13,6 +13,7 @@ never from user input; their text is kept in ``__source__``.
 
 from __future__ import annotations
 
+from ..pysource import define
 from .buffers import FREE_REFS
 from .buffers import _getrefcount as getrefcount
 
@@ -52,6 +53,6 @@ def build_call_path(positions, entry, address, memo, rebind, pool, set_out, bind
             "    entry(address)",
             "    return out"]
     source = "\n".join(call) + "\n\n" + "\n".join(into) + "\n"
-    exec(compile(source, "<execmode kernel call>", "exec"), ns)  # noqa: S102
+    define(source, "<execmode kernel call>", ns)
     ns["call"].__source__ = ns["run_into"].__source__ = source
     return ns["call"], ns["run_into"]

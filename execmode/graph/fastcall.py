@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dispatch, instrument
+from ..pysource import define
 from ..tensor import Tensor
 from . import pytree
 
@@ -245,7 +246,7 @@ def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict):
         ns["_unflatten"], ns["_structure"] = pytree.unflatten, cf.out_structure
         lines.append(f"    return _unflatten(_structure, [{', '.join(leaves)}])")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<execmode replay {plan.graph_id}>", "exec"), ns)  # noqa: S102
+    define(source, f"<execmode replay {plan.graph_id}>", ns)
     fast = ns["fast"]
     fast.__source__ = source
     return fast

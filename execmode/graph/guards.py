@@ -22,6 +22,7 @@ import functools
 import math
 import types
 
+from ..pysource import define
 from ..tensor import Tensor
 
 _MISSING = object()
@@ -222,5 +223,5 @@ def compile_check(guards: list[Guard], scalar_guards: list):
         lines.append("    except Exception:")
         lines.append("        return False")
     lines.append("    return True")
-    exec(compile("\n".join(lines) + "\n", "<execmode guards>", "exec"), ns)  # noqa: S102
+    define("\n".join(lines) + "\n", "<execmode guards>", ns)
     return ns["check"]

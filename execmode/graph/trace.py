@@ -392,7 +392,7 @@ class Tracer:
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op_name, tuple(operands), make_attrs(attrs),
                                tuple(aval.shape), aval.dtype, str(aval.device),
-                               _scope._current, user_location()))
+                               _scope._state.current, user_location()))
         return node_id
 
     def _new_tensor(self, node_id: int, aval: Aval, storage=None, view=(), proxy=None):
@@ -491,7 +491,7 @@ class Tracer:
                      else self._ref(x) for x in symbolic or inputs)
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op.name, refs, make_attrs(attrs), tuple(aval.shape),
-                               aval.dtype, str(aval.device), _scope._current, user_location()))
+                               aval.dtype, str(aval.device), _scope._state.current, user_location()))
         t = self._result(op, inputs, attrs, node_id, aval)
         if dispatch.grad_enabled() and op.vjp is not None:
             for x in inputs:
@@ -743,7 +743,7 @@ class Tracer:
             if st.written and st.node != st.input_node:
                 node_id = b.new_id()
                 b.add(Node(node_id, ASSIGN, (st.input_node, st.node), (), st.shape, st.dtype,
-                           str(st.device), _scope._current, None))
+                           str(st.device), _scope._state.current, None))
         verify(b.graph, "tracing")
         segment = Segment(len(self.segments), b.graph, b.sources, tensors)
         self.segments.append(segment)

@@ -53,10 +53,17 @@ class RunResult:
     label: str = ""
 
 
+# CPython 3.11's compile() is not thread-safe (its AST recursion-depth counter is shared:
+# "SystemError: AST constructor recursion depth mismatch", gh-106905): the three threads of
+# a threaded program compile their source one at a time.
+_compile_lock = threading.Lock()
+
+
 def _compile(text: str, what: str, mode: str = "exec"):
     filename = f"<fuzz {what} #{next(_ids)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    return compile(text, filename, mode)
+    with _compile_lock:
+        return compile(text, filename, mode)
 
 
 def default_jit(f, program: Program):
