@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import execmode as em
+from execmode.pysource import ast_lock
 from execmode.tensor import Tensor
 
 SKIP_NAMES = frozenset({"em", "nan", "inf", "Obj", "f", "F"})
@@ -53,8 +54,11 @@ class CallObs:
 
 
 def error_obs(exc: BaseException) -> ErrorObs:
-    return ErrorObs(type(exc).__name__, str(exc),
-                    "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    # Python 3.11 parses the failing line to draw a traceback's carets: under the AST lock
+    # (execmode/pysource.py), since the threads of a threaded program compile meanwhile.
+    with ast_lock:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return ErrorObs(type(exc).__name__, str(exc), text)
 
 
 def tensor_obs(t: Tensor) -> TensorObs:

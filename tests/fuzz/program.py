@@ -14,6 +14,8 @@ import ast
 import re
 from dataclasses import dataclass, field, replace
 
+from execmode.pysource import ast_lock
+
 PRELUDE = 'import execmode as em\n\nnan, inf = float("nan"), float("inf")\n'
 SETUP_MARK = "# --- setup ---"
 FUNCTION_MARK = "# --- function ---"
@@ -150,10 +152,17 @@ def _names(node, ctx) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
 
 
+def _parse(text: str):
+    # Under the AST lock: the threads of a threaded program render their text at once, and
+    # CPython 3.11's AST construction is not thread-safe (execmode/pysource.py).
+    with ast_lock:
+        return ast.parse(text)
+
+
 def bound_names(stmts) -> set:
     out = set()
     for s in stmts:
-        tree = ast.parse(s.text)
+        tree = _parse(s.text)
         out |= _names(tree, ast.Store)
         out |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef | ast.FunctionDef)}
     return out
@@ -188,7 +197,7 @@ def _segment(source: str, node) -> str:
 
 def _statements(source: str, nodes=None) -> list:
     """The top-level statements of ``source`` and its whole-line comments, in order."""
-    nodes = ast.parse(source).body if nodes is None else nodes
+    nodes = _parse(source).body if nodes is None else nodes
     items = [(node.lineno, Stmt(_segment(source, node))) for node in nodes]
     covered = {i for node in nodes for i in range(node.lineno, node.end_lineno + 1)}
     for i, line in enumerate(source.splitlines(), start=1):
@@ -215,7 +224,7 @@ def parse(text: str) -> Program:
     call_starts = [i for i, line in enumerate(lines) if _CALL_RE.match(line)]
     setup = _statements("\n".join(lines[i_setup + 1:i_func]))
     func_src = "\n".join(lines[i_func + 1:call_starts[0] if call_starts else len(lines)])
-    tree = ast.parse(func_src)
+    tree = _parse(func_src)
     fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     jit_assign = [n for n in tree.body if isinstance(n, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == "F" for t in n.targets)]
@@ -244,7 +253,7 @@ def parse(text: str) -> Program:
     bounds = call_starts + [len(lines)]
     for a, b in zip(bounds, bounds[1:]):
         src = "\n".join(lines[a + 1:b])
-        nodes = ast.parse(src).body
+        nodes = _parse(src).body
         last = nodes[-1]
         if not (isinstance(last, ast.Assign) and isinstance(last.value, ast.Call)
                 and isinstance(last.value.func, ast.Name) and last.value.func.id == "F"):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import execmode as em
 from execmode import instrument
+from execmode.pysource import ast_lock
 
 from .observe import CallObs, ErrorObs, error_obs, observe
 from .program import Program
@@ -55,8 +56,8 @@ class RunResult:
 
 # CPython 3.11's compile() is not thread-safe (its AST recursion-depth counter is shared:
 # "SystemError: AST constructor recursion depth mismatch", gh-106905): the three threads of
-# a threaded program compile their source one at a time.
-_compile_lock = threading.Lock()
+# a threaded program compile their source one at a time, under execmode's own lock.
+_compile_lock = ast_lock
 
 
 def _compile(text: str, what: str, mode: str = "exec"):
