@@ -711,6 +711,10 @@ def assign(target, value) -> Tensor:
     if not isinstance(target, Tensor):
         raise op_error(ArgumentError, "assign", (target, value),
                        f"the target must be a Tensor, got {type(target).__name__}")
+    given = target  # returned as given (``g += 1`` rebinds g to what this returns)
+    tracer = dispatch.current_tracer()
+    if tracer is not None:  # an argument also read as a global: one object, as eagerly
+        target, value = tracer.same_object(target), tracer.same_object(value)
     tracked = dispatch.grad_enabled() and (
         target.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
     if tracked and target.requires_grad and target.is_leaf:
@@ -718,8 +722,7 @@ def assign(target, value) -> Tensor:
                        "in-place update of a leaf tensor that requires grad; do it under "
                        "em.no_grad() (optimizers do) or use an out-of-place op")
     if value is target:  # nothing to write, and no history to loop into itself
-        return target
-    tracer = dispatch.current_tracer()
+        return given
     if tracer is not None:
         tracer.note_flags(target)  # a capture's flags may change: replays must too
     if isinstance(value, Tensor) and value.shape != target.shape:
@@ -728,7 +731,7 @@ def assign(target, value) -> Tensor:
         _take_history(target, value)
     apply(OPS["assign"], target, value)
     mark_modified(target)
-    return target
+    return given
 
 
 def _take_history(target: Tensor, value) -> None:

@@ -450,7 +450,21 @@ class Tracer:
             self.scalar_sources.append(x)  # kept alive: the key holds its id
         return hit
 
+    def same_object(self, x):
+        """The tensor the trace uses for ``x``: a tensor passed as an argument and also
+        read as a global is one object eagerly, so its stand-in serves for both (autograd
+        flags and history included)."""
+        if self.user_stand_in and x.__class__ is Tensor:
+            stand_in = self.user_stand_in.get(id(x))
+            if stand_in is not None and _traced_by(stand_in, self):
+                # A later call must pass this tensor at that position again (a guard).
+                self.arg_aliases[id(x)] = (x, self.stand_in_index[id(stand_in)])
+                return stand_in
+        return x
+
     def bind(self, op, inputs, attrs):
+        if self.user_stand_in:
+            inputs = tuple(self.same_object(x) for x in inputs)
         if any(x.__class__ is SymbolicScalar for x in inputs):
             return self._bind_symbolic(op, inputs, attrs)
         if any(v.__class__ is SymbolicScalar for v in attrs.values()):

@@ -509,3 +509,38 @@ def test_basic_indexing_of_a_strided_result_is_a_view_as_in_eager():
     row, whole = em.jit(f)(z)
     row[0] = -5.0
     assert whole.numpy()[0, 0] == -5.0
+
+
+BUF = em.tensor([1.0, 2.0])
+
+
+def test_a_global_passed_as_the_argument_is_one_object_with_its_history():
+    """Found by the slow fuzz tier: ``f(BUF)`` where f also reads the global BUF. Eagerly
+    they are one object: writing a differentiable value into the argument makes BUF require
+    grad, and what f computes from BUF does too; a later call with another argument reads
+    BUF itself again; ``BUF += 1`` on the global rebinds it to itself."""
+    d = em.tensor([5.0, 6.0], requires_grad=True)
+
+    def f(y):
+        em.assign(y, d)
+        return BUF.astype(em.float64)
+
+    jitted = em.jit(f)
+    global BUF
+    out = jitted(BUF)
+    assert out.requires_grad and BUF.requires_grad
+    np.testing.assert_array_equal(out.numpy(), [5.0, 6.0])
+    with em.no_grad():
+        BUF = em.tensor([1.0, 2.0])
+    other = em.zeros(2)
+    np.testing.assert_array_equal(jitted(other).numpy(), [1.0, 2.0])
+
+    def g(y):
+        global BUF
+        BUF += 1
+        return y * 1
+
+    before = BUF
+    em.jit(g)(BUF)
+    assert BUF is before and not BUF.is_traced
+    np.testing.assert_array_equal(BUF.numpy(), [2.0, 3.0])
