@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .. import dispatch, instrument
 from ..autograd import GradNode
-from ..errors import ArgumentError, BackwardError, ExecmodeError
+from ..errors import ArgumentError, BackwardError
 from ..tensor import Tensor
 from . import guards as guards_mod
 from . import pytree
@@ -511,8 +511,10 @@ class JitFunction:
                 segment, specs = tracer.finish(list(out_leaves) + grads)
         except BaseException as exc:
             # An op error at trace time, after an op eager would have failed on first?
+            # (any error: the Python after a failing gather may fail differently, e.g. on a
+            # .grad that stayed None, where eager never got that far)
             first = tracer.value_error_so_far() if execute and isinstance(
-                exc, ExecmodeError) else None
+                exc, Exception) else None
             tracer.abort()  # leave the user's tensors as they were
             _uninstall_dynamic(installed)
             if first is not None:

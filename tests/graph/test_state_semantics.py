@@ -544,3 +544,20 @@ def test_a_global_passed_as_the_argument_is_one_object_with_its_history():
     em.jit(g)(BUF)
     assert BUF is before and not BUF.is_traced
     np.testing.assert_array_equal(BUF.numpy(), [2.0, 3.0])
+
+
+def test_python_errors_after_a_failing_gather_are_eagers_index_error():
+    """Found by the slow fuzz tier: eager stops at the out-of-range gather; the trace goes
+    on and fails in Python on a ``.grad`` that stayed None. The error is eager's."""
+    w = em.ones((4, 3), requires_grad=True)
+    b = em.zeros(3, requires_grad=True)
+
+    def f(x):
+        v0 = x[em.tensor([7])]
+        (v0 @ w).mean().backward()
+        return b.grad.astype(em.float64)  # b.grad is None: AttributeError, after eager's
+
+    with pytest.raises(IndexError):
+        f(em.ones((1, 4)))
+    with pytest.raises(IndexError):
+        em.jit(f)(em.ones((1, 4)))
