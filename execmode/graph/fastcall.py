@@ -143,6 +143,8 @@ def _python_replay(cf, jit_module):
         if kind == "strides":
             ns[f"GS{k}"] = expected
             lines.append(f"    if {x}._data.strides != GS{k}:")
+        elif kind == "non_leaf":
+            lines.append(f"    if {x}._grad_fn is None:")
         elif kind == "is_arg_memory":
             ns["_owner"] = jit_module.memory_owner
             lines.append(f"    if _owner({x}._data) is not _owner(d{expected}):")

@@ -241,6 +241,8 @@ class ConcreteFunction:
                     memory_owner(tensor._data) is memory_owner(t._data) for t in leaves):
                 return (f"captured {_short(tensor)} is now also passed as an argument "
                         "(the graph writes inputs, so that sharing matters)")
+            if kind == "non_leaf" and tensor._grad_fn is None:
+                return f"{_short(tensor)} had a history (not a leaf) when traced, now it is a leaf"
             if kind == "strides" and tensor._data.strides != expected:
                 return (f"memory layout of {_short(tensor)}: strides {expected} when traced, "
                         f"now {tensor._data.strides} (a reshape of it is a view or a copy "
@@ -569,6 +571,7 @@ class JitFunction:
         guards = [(tracer.owner_ref(owner), "grad_none", was_none)
                   for owner, was_none in tracer.grad_guards.values()]
         guards += [(("arg", i), "strides", leaves[i]._data.strides) for i in tracer.layout_args]
+        guards += [(("arg", i), "non_leaf", True) for i in tracer.non_leaf_args]
         # A capture that was an argument's memory (f(obj.buf) reading obj.buf) is one
         # graph input; a later call must pass it again, and, when the graph writes inputs,
         # no other capture may turn out to be an argument's memory.

@@ -238,6 +238,7 @@ class Tracer:
         self.arg_aliases: dict[int, tuple[Tensor, int]] = {}
         self.captures_seen: dict[int, Tensor] = {}
         self.wrote_inputs = False
+        self.non_leaf_args: list[int] = []   # arguments with a history (a guard keeps it)
         # Captures about to be written, with their autograd flags before (assign can make
         # them take a history): the replays set the flags the trace left.
         self.flags_before: dict[int, tuple[Tensor, bool, bool]] = {}
@@ -267,6 +268,9 @@ class Tracer:
                               tensor.dtype, tensor.device, storage, view,
                               proxy_of(tensor._data))
         t.requires_grad = tensor.requires_grad
+        if tensor._grad_fn is not None:  # not a leaf, as eagerly (writes to it are allowed)
+            t._grad_fn = tensor._grad_fn
+            self.non_leaf_args.append(leaf_index)
         self.live.append(weakref.ref(t))
         self.stand_in_of[id(t)] = tensor
         self.stand_in_index[id(t)] = leaf_index

@@ -561,3 +561,17 @@ def test_python_errors_after_a_failing_gather_are_eagers_index_error():
         f(em.ones((1, 4)))
     with pytest.raises(IndexError):
         em.jit(f)(em.ones((1, 4)))
+
+
+def test_an_argument_with_a_history_may_be_written_as_in_eager():
+    """Found by the slow fuzz tier: an argument that is not a leaf (it took a history)
+    may be written in place eagerly; its stand-in must not be a leaf either."""
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 1  # requires grad, not a leaf
+
+    def f(x, y):
+        em.assign(y, x.sum())
+        return y - x
+
+    expected = f(em.ones(2), w * 1).numpy()
+    np.testing.assert_array_equal(em.jit(f)(em.ones(2), y).numpy(), expected)
