@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 import execmode as em
@@ -211,6 +212,20 @@ out1 = F(x1)
     keys = {m.key for m in check_source(text, jit=detached_copy)}
     assert ("aliasing", "argument ~ output") in keys, keys
     assert ("grad", "parameter .grad") in keys, keys
+
+
+def test_integer_tolerance_only_where_the_program_rounds():
+    # A rounded float stored into an int64 (k *= em.exp(x)): 1 ulp of exp(2) times 2**31
+    # is 1024 units (program 1795533063-6709). Exact programs still compare integers exactly.
+    from .compare import compare_values
+    e = np.array([-15867876359, 8, 3], dtype=np.int64)
+    j = np.array([-15867877383, 8, 3], dtype=np.int64)
+    assert compare_values(e, j, exact=False) is None
+    assert compare_values(e, j, exact=True)[0] == "values"
+    off_by_two = np.array([-15867876359, 10, 3], dtype=np.int64)
+    assert compare_values(e, off_by_two, exact=False)[0] == "values"
+    flags = np.array([True, False])
+    assert compare_values(flags, ~flags, exact=False)[0] == "values"
 
 
 def test_the_minimizer_keeps_the_mismatch_and_shrinks():
