@@ -1,5 +1,6 @@
 """A loop over variable sequence lengths: every new shape retraces (tf.function's
-polymorphic functions), and the retrace log says why.
+polymorphic functions), and the retrace log says why. From the second length on, the
+length is a dynamic dimension: those traces skip compiling kernels (docs/graph-mode.md).
 
     python examples/varlen.py
 """

@@ -50,4 +50,7 @@ def format_report(functions) -> str:
                 lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")
         for r in f.retraces:
             lines.append(f"  retrace {r.signature}: {r.reason}")
+        if f.eager_fallbacks:
+            lines.append(f"  {f.eager_fallbacks} call(s) ran eagerly: cache_size_limit="
+                         f"{f.cache_size_limit} signatures reached")
     return "\n".join(lines)

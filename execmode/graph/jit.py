@@ -25,6 +25,7 @@ from .. import dispatch, instrument
 from ..autograd import GradNode
 from ..errors import ArgumentError, BackwardError
 from ..tensor import Tensor
+from . import cache_policy
 from . import guards as guards_mod
 from . import pytree
 from .fastcall import MISS, build_fast_call
@@ -371,9 +372,17 @@ class JitFunction:
     _em_guard_identity_only = True
 
     def __init__(self, fn, passes=None, fullgraph: bool = False, backend: str | None = None,
-                 on_break: str = "split"):
+                 on_break: str = "split", *,
+                 cache_size_limit: int | None = cache_policy.DEFAULT_CACHE_SIZE_LIMIT,
+                 dynamic: bool | None = None):
         if not callable(fn):
             raise ArgumentError(f"em.jit needs a function, got {type(fn).__name__}")
+        if cache_size_limit is not None and (
+                not isinstance(cache_size_limit, int) or cache_size_limit < 1):
+            raise ArgumentError(f"em.jit: cache_size_limit must be a positive int or None, "
+                                f"got {cache_size_limit!r}")
+        if dynamic not in (None, True, False):
+            raise ArgumentError(f"em.jit: dynamic must be None, True or False, got {dynamic!r}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.passes = passes
@@ -383,6 +392,11 @@ class JitFunction:
         self.on_break = "error" if fullgraph else on_break
         self.fullgraph = self.on_break == "error"
         self.backend = backend
+        self.cache_size_limit, self.dynamic = cache_size_limit, dynamic
+        self._shapes = cache_policy.ShapeHistory()
+        self.eager_fallbacks = 0           # calls run eagerly past the cache_size_limit
+        self._warned_limit = False
+        self._break_costs: dict = {}        # id(ConcreteFunction) -> cache_policy.BreakCost
         self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
         self._segments: dict[str, CompiledSegment] = {}
@@ -436,7 +450,7 @@ class JitFunction:
                 if reason is None:
                     cf.calls += 1
                     if cf.has_breaks:
-                        return self._trace(args, kwargs, leaves, signature, reuse=cf)[1]
+                        return self._call_with_breaks(cf, args, kwargs, leaves, signature)
                     return cf.replay(leaves)
                 guard = cf.failed_guard
                 if guard is not None and guard.numeric:
@@ -447,17 +461,70 @@ class JitFunction:
                                                                      guard.label)
         elif self._cache:
             reason = retrace_reason(self._latest_signature, signature)
+        if reason is not None and self._warned_limit:
+            return self._run_eagerly(args, kwargs, reason)  # (shapes no longer recorded)
+        dynamic_dims = self._shapes.observe(signature)
+        if reason is not None and self.cache_size_limit is not None and \
+                len(self.concrete_functions) >= self.cache_size_limit:
+            return self._run_eagerly(args, kwargs, reason)
+        backend = self.backend
+        if self.dynamic or (dynamic_dims and self.dynamic is None):
+            if backend in (None, "auto", "c"):
+                # Kernels bake sizes in: a dynamic dimension's new sizes run the fused
+                # nodes through NumPy rather than compiling per size (cache_policy.py).
+                backend = "numpy"
+                changed = cache_policy.changed_dims(dynamic_dims, signature,
+                                                    getattr(self, "_latest_signature", None))
+                if reason is not None and changed:
+                    reason += (f"; dynamic: {cache_policy.describe_dims(changed)} "
+                               "(no kernels compiled for this size)")
         if reason is not None:
             self.retraces.append(Retrace(reason, str(signature), time.perf_counter_ns()))
             if instrument._on_event:
                 instrument.emit(instrument.Event("retrace", {
                     "function": self.name, "reason": reason, "signature": str(signature),
                 }, time.perf_counter_ns(), time.perf_counter_ns()))
-        cf, result = self._trace(args, kwargs, leaves, signature)
+        cf, result = self._trace(args, kwargs, leaves, signature, backend=backend)
         self._cache.setdefault(signature.key, []).append(cf)
         self._latest_signature = signature
         # The newest signature gets the generated replay (a loop over shapes alternates).
         self._fast = build_fast_call(cf, sys.modules[__name__])
+        return result
+
+    def _run_eagerly(self, args, kwargs, reason: str):
+        """Past the cache_size_limit: a new signature runs the Python as it is."""
+        self.eager_fallbacks += 1
+        if not self._warned_limit:
+            self._warned_limit = True
+            cache_policy.warn_limit_reached(self.name, self.cache_size_limit, self._shapes,
+                                            reason)
+            if instrument._on_event:
+                now = time.perf_counter_ns()
+                instrument.emit(instrument.Event("retrace", {
+                    "function": self.name, "signature": "",
+                    "reason": f"cache_size_limit={self.cache_size_limit} reached: new "
+                              f"signatures run eagerly ({reason})"}, now, now))
+        return self.fn(*args, **kwargs)
+
+    def _call_with_breaks(self, cf, args, kwargs, leaves, signature):
+        """A function with breaks re-runs its Python under the tracer. Warm calls are
+        timed, and one is run eagerly to compare (cache_policy.py): breaks can cost more
+        than graph mode saves, and the person should hear it once."""
+        cost = self._break_costs.get(id(cf))
+        if cost is None:
+            cost = self._break_costs[id(cf)] = cache_policy.BreakCost()
+        if cost.decided or instrument.is_listening():
+            return self._trace(args, kwargs, leaves, signature, reuse=cf)[1]
+        t0 = time.perf_counter_ns()
+        if cost.wants_eager_sample():
+            result = self.fn(*args, **kwargs)
+            eager_ns, jit_ns = time.perf_counter_ns() - t0, min(cost.jit_ns)
+            cost.decided = True
+            if cache_policy.slower_than_eager(jit_ns, eager_ns):
+                cache_policy.warn_slower(self.name, jit_ns, eager_ns, cf.breaks)
+            return result
+        result = self._trace(args, kwargs, leaves, signature, reuse=cf)[1]
+        cost.jit_ns.append(time.perf_counter_ns() - t0)
         return result
 
     def _signature(self, structure, leaves) -> Signature:
@@ -484,13 +551,17 @@ class JitFunction:
         return path
 
     # --- tracing -------------------------------------------------------------------------
-    def _trace(self, args, kwargs, leaves, signature, reuse=None, execute=True):
-        """Run the Python body under a tracer; returns (ConcreteFunction, result)."""
+    def _trace(self, args, kwargs, leaves, signature, reuse=None, execute=True, backend=None):
+        """Run the Python body under a tracer; returns (ConcreteFunction, result).
+        ``backend``: the kernel backend for this trace's segments (a dynamic dimension's
+        new size runs without compiled kernels); the function's own by default."""
         self.trace_count += 1
         labels = capture_labels(self.fn)
         # Graph ids name the function, its signature's number and the segment: "step#1:0".
         sig_index = self._signature_ids.setdefault(signature.key, len(self._signature_ids))
-        tracer = Tracer(self.name, self._run_segment, labels,
+        run_segment = self._run_segment if backend in (None, self.backend) else \
+            functools.partial(self._run_segment, backend=backend)
+        tracer = Tracer(self.name, run_segment, labels,
                         {"split": False, "error": True, "bake": "bake"}[self.on_break], execute,
                         signature=str(signature), graph_prefix=f"{self.name}#{sig_index}")
         stand_ins, seen = [], {}
@@ -615,23 +686,24 @@ class JitFunction:
             installed.append((holder, name, value, symbol, label))
         return installed
 
-    def _run_segment(self, segment: Segment, arrays: list) -> list:
-        compiled = self.compile_segment(segment.graph)
+    def _run_segment(self, segment: Segment, arrays: list, backend=None) -> list:
+        compiled = self.compile_segment(segment.graph, backend)
         segment.compiled = compiled
         return compiled.plan.run(arrays)
 
-    def compile_segment(self, graph: Graph) -> CompiledSegment:
+    def compile_segment(self, graph: Graph, backend=None) -> CompiledSegment:
+        backend = backend or self.backend
         key = graph.structural_hash()
-        hit = self._segments.get(key)
+        hit = self._segments.get((key, backend))
         if hit is not None:
             return hit
         t0 = time.perf_counter_ns()
         lowered, record = lower_graph(graph, self.passes)
-        plan = compile_graph(lowered, graph.name, self.backend)
+        plan = compile_graph(lowered, graph.name, backend)
         plan.source_graph, plan.record = graph, record
         compiled = CompiledSegment(graph, lowered, record, plan, key,
                                    time.perf_counter_ns() - t0)
-        self._segments[key] = compiled
+        self._segments[(key, backend)] = compiled
         self.compile_count += 1
         if instrument._on_event:
             _emit_compiled(self.name, graph, compiled, t0)
@@ -806,7 +878,9 @@ def all_jit_functions() -> list[JitFunction]:
 
 
 def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = None,
-        on_break: str = "split"):
+        on_break: str = "split",
+        cache_size_limit: int | None = cache_policy.DEFAULT_CACHE_SIZE_LIMIT,
+        dynamic: bool | None = None):
     """Trace ``fn`` into a graph on first call per signature, optimize and compile it.
 
     ``passes``: names of the passes to run (default: all). Where Python needs a concrete
@@ -815,10 +889,18 @@ def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = 
     line; "bake" freezes the value seen while tracing into the graph, as a plain tracer
     (torch.jit.trace) does: later calls silently follow the traced branch. ``backend``:
     "c", "interpreter" or "numpy" (no kernels).
+
+    Shapes that change (graph/cache_policy.py): a dimension that took a second size is
+    dynamic, and its further sizes run without compiling kernels (``dynamic=False``:
+    compile every size; ``dynamic=True``: never compile kernels for this function).
+    After ``cache_size_limit`` traced signatures (default 8, as torch's), calls with a
+    new signature run eagerly, with one warning naming the dimension that kept changing
+    (``None``: no limit).
     """
+    options = dict(cache_size_limit=cache_size_limit, dynamic=dynamic)
     if fn is None:
-        return lambda f: JitFunction(f, passes, fullgraph, backend, on_break)
-    return JitFunction(fn, passes, fullgraph, backend, on_break)
+        return lambda f: JitFunction(f, passes, fullgraph, backend, on_break, **options)
+    return JitFunction(fn, passes, fullgraph, backend, on_break, **options)
 
 
 __all__ = ["Compiled", "ConcreteFunction", "JitFunction", "Lowered", "Traced",

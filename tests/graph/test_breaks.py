@@ -109,15 +109,17 @@ def test_two_data_dependent_ifs_give_three_segments():
 def test_segments_are_compiled_once_and_reused():
     f = em.jit(_two_ifs)
     inputs = [[1.0, 2.0], [3.0, 4.0], [0.5, 0.5], [-1.0, -2.0]]
-    for values in inputs:
-        x = em.tensor(values)
-        np.testing.assert_allclose(f(x).numpy(), _two_ifs(x).numpy())
+    for _ in range(2):  # twice: the third call is the one timed eagerly (cache_policy.py)
+        for values in inputs:
+            x = em.tensor(values)
+            np.testing.assert_allclose(f(x).numpy(), _two_ifs(x).numpy())
     compiles = f.compile_count
     # Every path has now been seen: more calls on the same paths compile nothing new.
     for values in inputs:
         f(em.tensor(values))
     assert f.compile_count == compiles
-    assert f.trace_count == 2 * len(inputs)  # Python re-runs on every call of a broken fn
+    # Python re-runs on every call of a broken fn (but the one eager sample).
+    assert f.trace_count == 3 * len(inputs) - 1
 
 
 def test_fullgraph_raises_at_a_break_with_the_line():
