@@ -25,9 +25,8 @@ from .. import dispatch, instrument
 from ..autograd import GradNode
 from ..errors import ArgumentError, BackwardError
 from ..tensor import Tensor
-from . import cache_policy
+from . import cache_policy, pytree
 from . import guards as guards_mod
-from . import pytree
 from .fastcall import MISS, build_fast_call
 from .guards import same_value
 from .ir import Graph
