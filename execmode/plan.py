@@ -309,15 +309,19 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
 
 
 def _aliases_of_assigned_inputs(graph: Graph) -> tuple[tuple, tuple]:
-    """Positions of outputs that share memory with an input or an earlier output, and of
-    assign values that are (views of) an input which an assign overwrites."""
+    """Positions of outputs that share memory with an input, an earlier output or a
+    constant the graph keeps, and of assign values that are (views of) an input which an
+    assign overwrites."""
     root = alias_roots(graph)
     inputs = set(graph.inputs)
     claimed: set[int] = set()
     outs = []
+    constants = {n.id for n in graph.nodes if n.op == "constant"}
     for k, o in enumerate(graph.outputs):
         r = root.get(o, o)
-        if r in inputs or r in claimed:
+        # A constant is one array the graph keeps across calls (a whole-graph program
+        # hands it back as it is): each call's result must be its own.
+        if r in inputs or r in claimed or r in constants:
             outs.append(k)
         claimed.add(r)
     targets = {n.inputs[0] for n in graph.nodes if n.op == ASSIGN}

@@ -91,9 +91,13 @@ def _run_reduction(k: Kernel, arrays, out, sizes, rows) -> None:
     if 0 in sizes:  # nothing to reduce: every output is the identity
         target[...] = red.identity.value
         return
+    # NumPy reduces from the identity: a sum of one -0.0 is 0.0 + -0.0 = 0.0 (fuzz
+    # 1795535866-5060), so values that reach the output unreduced start from it too.
+    identity = np.asarray(red.identity.value, dtype=red.acc_dtype)
     if not sizes:   # a single point (every axis had size 1)
         env = _chunk_env(k, arrays, sizes, 0, 1)
-        target[...] = np.asarray(_evaluate(k.store.value, env), dtype=red.acc_dtype)
+        value = np.asarray(_evaluate(k.store.value, env), dtype=red.acc_dtype)
+        target[...] = _COMBINE[red.op](identity, value)
         return
     # Chunks along the outermost loop: independent outputs when it is kept, partial
     # results combined in order when it is reduced.
@@ -104,7 +108,8 @@ def _run_reduction(k: Kernel, arrays, out, sizes, rows) -> None:
         env = _chunk_env(k, arrays, sizes, lo, hi)
         value = np.asarray(_evaluate(k.store.value, env), dtype=red.acc_dtype)
         value = np.broadcast_to(value, [hi - lo] + list(sizes[1:]))
-        part = _REDUCE[red.op](value, axis=reduce_axes) if reduce_axes else value
+        part = _REDUCE[red.op](value, axis=reduce_axes) if reduce_axes else \
+            _COMBINE[red.op](identity, value)
         part = np.asarray(part, dtype=red.acc_dtype)
         if chunk_on_reduced:
             acc = part if acc is None else _COMBINE[red.op](acc, part)

@@ -69,7 +69,9 @@ class ReductionRendering:
         if red.acc_dtype.kind == "b":
             return [f"acc = acc {'||' if red.op == 'max' else '&&'} {value};"]
         cmp = ">" if red.op == "max" else "<"
-        lines = [f"acc = {value} {cmp} acc ? {value} : acc;"]
+        # np.maximum(acc, v): a tie (0.0 against -0.0) keeps the newer value, as NumPy's
+        # reduction loop does (fuzz 1795535866-2802).
+        lines = [f"acc = acc {cmp} {value} ? acc : {value};"]
         if red.acc_dtype.kind == "f":
             lines.append(f"acc_nan |= {value} != {value};")
         return lines

@@ -297,6 +297,26 @@ def build_results(specs, leaves, outputs) -> list:
     return results
 
 
+def _capture_flag_guards(tracer) -> list:
+    """A guard on each capture's requires_grad as the trace began: the results'
+    requires_grad and the gradients depend on it, and it changes between calls (the
+    function's own write ``g *= w`` gives g a history; a user freezes a layer).
+    Python guards, so the compiled check (and the C entry) test them at every replay
+    (fuzz 1795535866-9082)."""
+    out, seen = [], set()
+    for segment in tracer.segments:
+        for src in segment.sources:
+            t = src.tensor if src.kind == "capture" else None
+            if t is None or id(t) in seen:
+                continue
+            seen.add(id(t))
+            before = tracer.flags_before.get(id(t))
+            requires_grad = before[1] if before is not None else t.requires_grad
+            out.append(guards_mod.Guard(t, "requires_grad", requires_grad, True,
+                                        f"requires_grad of captured {src.label}"))
+    return out
+
+
 def apply_flag_writes(flag_writes, leaves) -> None:
     for ref, requires_grad, took_history in flag_writes:
         t = resolve(ref, leaves)
@@ -657,7 +677,7 @@ class JitFunction:
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                        out_structure, specs, n_out, grad_writes)
         cf.baked = list(tracer.baked)
-        cf.python_guards, cf._python_check = python_guards, None
+        cf.python_guards, cf._python_check = python_guards + _capture_flag_guards(tracer), None
         # One guard per distinct answer (a loop over parameters asks `if decay:` often).
         cf.scalar_guards = list({(label, repr(answer)): (read, answer, label)
                                  for read, answer, label in tracer.scalar_guards}.values())

@@ -32,7 +32,9 @@ _creation("full", lambda xp, *, shape, value, dtype, device: xp.full(shape, valu
 
 
 def _constant_impl(xp, *, value, shape, dtype, device):
-    return xp.asarray(value, dtype=dtype).reshape(shape)
+    # A copy at every run: the node's value is one array held by the graph, and the
+    # result may be returned to the caller, who may write into it (fuzz 1795535866-2877).
+    return xp.array(value, dtype=dtype).reshape(shape)
 
 
 _creation("constant", _constant_impl, doc="A literal tensor (em.tensor inside a trace).")

@@ -67,6 +67,20 @@ def _add_zero(n, nodes):
     return _identity(0, "both")(n, nodes)
 
 
+def _subtract_zero(n, nodes):
+    """x - 0 -> x, except where IEEE subtraction changes x: x - (-0.0) is x + 0.0, which
+    turns -0.0 into +0.0, so for floats only a +0.0 operand is an identity (fuzz
+    1795535866-8265: ``z -= -0.0``)."""
+    if n.dtype.kind not in "iub":
+        a, b = n.inputs
+        v = _scalar_value(b, nodes)
+        if v is not None and not isinstance(v, bool) and v == 0 and \
+                math.copysign(1.0, v) > 0 and _same_type(n, a, nodes):
+            return a
+        return None
+    return _identity(0, "right")(n, nodes)
+
+
 def _involution(n, nodes):
     (x,) = n.inputs
     inner = nodes.get(x)
@@ -152,7 +166,7 @@ def _scalar_operand(n, nodes):
 RULES = {
     "multiply": [_identity(1, "both"), _scalar_operand],
     "add": [_add_zero, _scalar_operand],
-    "subtract": [_identity(0, "right"), _scalar_operand],
+    "subtract": [_subtract_zero, _scalar_operand],
     "divide": [_identity(1, "right"), _scalar_operand],
     "maximum": [_scalar_operand],
     "minimum": [_scalar_operand],

@@ -18,7 +18,9 @@ summation error grows with the size of the terms, not of the result. One toleran
 every float dtype, float32's: a float64 result is often a float32 computation cast at the
 end (``em.tanh(w).astype(em.float64)``), so its error is float32's. A sign-of-zero
 difference (-0.0 against 0.0) is its own check, ``signed_zero``: eager's result is the
-specification, so it is a mismatch, but it is reported apart from wrong numbers. In those
+specification, so it is a mismatch, but it is reported apart from wrong numbers (not in
+programs with a max/min reduction, whose tie between 0.0 and -0.0 depends on vector lanes:
+``Program.zero_sign_exact``). In those
 programs an integer may be a rounded float stored back (``k *= em.exp(x)`` on an int64
 ``k``), so integers get the same relative tolerance plus one unit (a truncation that fell
 on the other side); bools stay exact.
@@ -183,6 +185,8 @@ def compare_runs(program, eager, other, checks: dict | None = None) -> list:
     """Every difference between ``other`` (a jitted run) and ``eager`` that ``checks``
     (features.CHECKS by default) asks for."""
     checks = dict(CHECKS if checks is None else checks)
+    if not program.zero_sign_exact:
+        checks["signed_zero"] = False
     run = other.label or other.mode
     out: list[Mismatch] = []
     exact = program.exact
@@ -209,6 +213,9 @@ def compare_runs(program, eager, other, checks: dict | None = None) -> list:
             if not checks["exceptions"]:
                 break
             if e is None:
+                if not checks["jit_result_backward"] and j.type == "BackwardError" and \
+                        "through the result of an em.jit function" in j.message:
+                    break  # the documented limitation (features.CHECKS)
                 out.append(Mismatch(call, "exception", "", f"jit raised {j}; eager returned",
                                     "jit only", run))
             elif j is None:

@@ -111,6 +111,13 @@ CHECKS: dict[str, bool] = {
     # folding) merges them into one node: `a = x * 2.0; b = x * 2.0; return a, b`. The
     # generator cannot keep equal values out of programs, so the check is switched instead.
     "output_aliasing": True,
+    # A documented limitation, off: backward() inside a jitted call that reaches a history
+    # an EARLIER jitted call left on a capture (g0[...] = loss makes g0 a jit result; the
+    # next call's backward flows into it). Eager walks the earlier call's tape; jit results
+    # keep none, so jit raises a BackwardError saying so (docs/graph-mode.md). A clear
+    # error, not a wrong number; a compiled backward would lift it. Found by the slow tier
+    # (program 1795535866-5875).
+    "jit_result_backward": False,
 }
 
 

@@ -249,8 +249,12 @@ def test_known_repros_run_eagerly(name):
     result = run_mode(parse(KNOWN_MISMATCHES[name]), "eager")
     assert result.setup_error is None
     assert result.calls and all(c.exception is None for c in result.calls)
+    # ... and still show their class with the check turned on, none with it off.
+    checks = dict(CHECKS, **{name: True})
+    assert check_source(KNOWN_MISMATCHES[name], checks=checks), name
+    assert check_source(KNOWN_MISMATCHES[name]) == []
 
 
 def test_checks_are_all_known():
     assert set(CHECKS) == {"exceptions", "values", "signed_zero", "requires_grad", "grads",
-                           "identity", "aliasing", "output_aliasing"}
+                           "identity", "aliasing", "output_aliasing", "jit_result_backward"}

@@ -1,0 +1,105 @@
+"""One test per mismatch class the differential fuzzer's slow tier found on seed
+1795535866 (tests/fuzz), minimized by hand from its repros."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import execmode as em
+
+
+@pytest.mark.parametrize("passes", [None, ["fold_constants"]])
+def test_a_constant_result_is_fresh_at_every_call(passes):
+    # Folding turns the result into a constant node; the graph keeps that one array, and
+    # returned it to every call: writing into one result changed the next (2877, 9938).
+    def f(d):
+        d.zero_()
+        v = em.exp(d)
+        v[1] = 2.0
+        return v
+
+    jitted = em.jit(f, passes=passes)
+    first = jitted(em.tensor([3.0, 4.0, 5.0]))
+    second = jitted(em.tensor([3.0, 4.0, 5.0]))
+    assert not np.shares_memory(first._data, second._data)
+    first[0] = 7.0
+    np.testing.assert_array_equal(jitted(em.tensor([3.0, 4.0, 5.0])).numpy(), [1.0, 2.0, 1.0])
+
+
+def test_subtracting_negative_zero_is_not_an_identity():
+    # x - (-0.0) is x + 0.0: it turns -0.0 into 0.0, so simplify must keep it (8265).
+    def f(z):
+        z -= -0.0
+        return z * 1.0
+
+    x = em.tensor([-0.0, 0.0, 1.5])
+    got = em.jit(f, passes=["simplify"])(x.clone()).numpy()
+    want = f(x.clone()).numpy()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert not np.signbit(got[0])
+
+
+@pytest.mark.parametrize("backend", [None, "interpreter"])
+def test_a_sum_over_one_negative_zero_is_positive_zero(backend):
+    # NumPy reduces from the identity, 0.0 + -0.0 = 0.0; the interpreter handed the lone
+    # value through (5060).
+    def f(x):
+        return (x * 1.0).sum(axis=0)
+
+    x = em.tensor([[0.5, -0.0, -0.0]])
+    got = em.jit(f, passes=["fuse"], backend=backend)(x).numpy()
+    want = f(x).numpy()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_a_capture_the_function_gives_a_history_changes_the_next_results_flags():
+    # g *= b makes g require grad after the first call, so the second call's result
+    # requires grad eagerly; the replay kept the first trace's flags (9082).
+    g = em.tensor([[1.0, 2.0], [3.0, 4.0]])
+    b = em.tensor([0.5, 2.0], requires_grad=True)
+
+    def f(k):
+        nonlocal g
+        out = k @ g
+        g *= b
+        return out
+
+    jitted = em.jit(f)
+    results = [jitted(em.ones(1, 2)) for _ in range(3)]
+    assert [r.requires_grad for r in results] == [False, True, True]
+
+
+def test_freezing_a_captured_weight_between_calls_is_seen():
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+
+    @em.jit
+    def f(x):
+        return x * w
+
+    assert f(em.ones(2)).requires_grad
+    w.requires_grad = False
+    assert not f(em.ones(2)).requires_grad
+    w.requires_grad = True
+    assert f(em.ones(2)).requires_grad
+
+
+def test_backward_into_an_earlier_calls_result_says_why():
+    # The documented limitation (docs/graph-mode.md): the first call writes a value with a
+    # history into a capture; the second call's backward reaches it. Eager walks the first
+    # call's tape; a jit result has none, so jit says so instead of a wrong gradient (5875).
+    g = em.zeros(2)
+    w = em.tensor([1.0, -2.0], requires_grad=True)
+
+    def f(x, y):
+        y[...] = g
+        loss = ((x - y) * w).sum()
+        loss.backward()
+        g[...] = loss
+        return None
+
+    # (Eagerly both calls return: tests/fuzz/known.py runs this program both ways.)
+    jitted = em.jit(f)
+    jitted(em.ones(2), em.zeros(2))
+    with pytest.raises(em.BackwardError, match="result of an em.jit function"):
+        jitted(em.ones(2), em.zeros(2))
