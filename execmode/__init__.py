@@ -61,7 +61,10 @@ def __getattr__(name):
         from .profilers.compare import compare
 
         return compare
-    raise AttributeError(f"module 'execmode' has no attribute {name!r}")
+    from .aliases import module_attribute_error
+
+    # em.foo says so; a name PyTorch or NumPy users type says what to use instead.
+    raise module_attribute_error(name)
 
 
 bool = bool_  # noqa: A001 - em.bool, as the issue asks; the builtin is untouched elsewhere
