@@ -69,6 +69,7 @@ def _take_rule(x, index, *, axis):
 
 
 def _take_impl(xp, a, index, *, axis):
+    _check_index_aval("take_along_axis", a, index, axis)  # eager runs no shape rule
     check_index_values(xp, index, a.shape[axis])
     return a[_positions(xp, index, axis)]
 
@@ -96,6 +97,7 @@ def _scatter_rule(x, index, src, *, axis):
 
 
 def _scatter_impl(xp, a, index, src, *, axis):
+    _scatter_rule(a, index, src, axis=axis)  # eager runs no shape rule
     check_index_values(xp, index, a.shape[axis])
     out = a.astype(np.result_type(a.dtype, src.dtype), copy=True)
     key = _positions(xp, index, axis)
@@ -133,6 +135,7 @@ def _one_hot_rule(x, *, num_classes):
 
 
 def _one_hot_impl(xp, a, *, num_classes):
+    _one_hot_rule(a, num_classes=num_classes)
     check_index_values(xp, a, num_classes, "class")
     return (a[..., None] == xp.arange(num_classes)).astype(np.int64)
 
@@ -156,6 +159,7 @@ def _labels_impl(xp, target, *, num_classes, ignore_index, caller):
     """The mask of labels that count (not ``ignore_index``); raises for any other label
     outside [0, num_classes), naming it (eager PyTorch raises too; a silent loss of 0
     would hide the bug)."""
+    _labels_rule(target, num_classes=num_classes, ignore_index=ignore_index, caller=caller)
     keep = target != ignore_index
     bad = keep & ((target < 0) | (target >= num_classes))
     if bool(bad.any()):

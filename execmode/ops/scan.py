@@ -24,15 +24,21 @@ def _axis_rule(name):
 
 def _cumsum_impl(xp, a, *, axis, reverse):
     # bool and int32 sum in int64, as np.sum and torch.cumsum do.
-    dtype = np.int64 if a.dtype.kind == "b" or a.dtype == np.int32 else None
+    dtype = np.int64 if a.dtype.kind in "biu" else None
     if not reverse:
         return xp.cumsum(a, axis=axis, dtype=dtype)
     flipped = xp.flip(a, axis=axis)
     return xp.ascontiguousarray(xp.flip(xp.cumsum(flipped, axis=axis, dtype=dtype), axis=axis))
 
 
+def _cumsum_dtype(dtypes, attrs):
+    # Said here rather than probed: the probe's rank-1 dummy has no axis 1.
+    return np.dtype(np.int64) if dtypes[0].kind in "biu" else dtypes[0]
+
+
 register(OpDef(
     name="cumsum", kind=OPAQUE, impl=_cumsum_impl, shape_rule=_axis_rule("cumsum"),
+    dtype_rule=_cumsum_dtype,
     # d out_j / d x_i = 1 for i <= j: the gradient is the sum of g from the end (a reversed
     # cumsum), and a reversed cumsum's gradient is a forward one.
     vjp=lambda g, out, x, *, axis, reverse: (

@@ -20,12 +20,15 @@ def _triangle_rule(name):
 
 
 def _triangle(name):
+    rule = _triangle_rule(name)
+
     def impl(xp, a, *, k):
+        rule(a, k=k)  # eager runs no shape rule: NumPy would broadcast a 1-D input
         # xp.tril of a bool array keeps bool (it multiplies by a mask), as the rule says.
         return getattr(xp, name)(a, k)
 
     register(OpDef(
-        name=name, kind=MOVEMENT, impl=impl, shape_rule=_triangle_rule(name),
+        name=name, kind=MOVEMENT, impl=impl, shape_rule=rule,
         dtype_rule=_same_dtype,
         # The gradient keeps the same triangle: the zeroed elements did not reach the output.
         vjp=lambda g, out, x, *, k: (F.apply_op(name, g, k=k),),
