@@ -512,8 +512,11 @@ def _correction(op, x, correction, torch_keywords):
 def std(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tensor:
     """Standard deviation: the square root of :func:`var` (same ``correction=`` /
     ``unbiased=`` and ``dim=`` rules)."""
-    return sqrt(var(x, axis=axis, keepdims=keepdims, correction=correction,
-                    **torch_keywords))
+    x = _tensor_arg("std", x)
+    correction = _correction("std", x, correction, torch_keywords)
+    if torch_keywords:  # checked here, so that errors name std rather than var
+        axis, keepdims = _torch_axis("std", x, axis, keepdims, torch_keywords)
+    return sqrt(var(x, axis=axis, keepdims=keepdims, correction=correction))
 
 
 def any(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:  # noqa: A001
