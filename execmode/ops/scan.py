@@ -47,15 +47,20 @@ register(OpDef(
 ))
 
 
+def _stable(xp) -> dict:
+    # CuPy's sort is always stable and refuses the kind argument.
+    return {"kind": "stable"} if xp is np else {}
+
+
 def _argsort_impl(xp, a, *, axis, descending):
     if a.dtype.kind == "b":
         a = a.astype(np.int8)
     if not descending:
-        return xp.argsort(a, axis=axis, kind="stable")
+        return xp.argsort(a, axis=axis, **_stable(xp))
     # A stable descending sort (ties keep their order, NaN first as in PyTorch): sort the
     # reversed array ascending, reverse the order, and map positions back.
     n = a.shape[axis]
-    order = xp.argsort(xp.flip(a, axis=axis), axis=axis, kind="stable")
+    order = xp.argsort(xp.flip(a, axis=axis), axis=axis, **_stable(xp))
     return xp.ascontiguousarray(n - 1 - xp.flip(order, axis=axis))
 
 
