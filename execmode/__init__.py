@@ -35,6 +35,7 @@ from .functional import __all__ as _functional_all  # noqa: E402
 from .graph.explain import explain  # noqa: E402
 from .graph.jit import disable_jit, jit  # noqa: E402
 from .nn.functional import (  # noqa: E402
+    binary_cross_entropy_with_logits,
     cross_entropy,
     gelu,
     layer_norm,
@@ -42,9 +43,11 @@ from .nn.functional import (  # noqa: E402
     log_softmax,
     logsumexp,
     mse_loss,
+    nll_loss,
     relu,
     sigmoid,
     softmax,
+    softplus,
 )
 from .scope import named_scope  # noqa: E402
 from .tensor import Tensor  # noqa: E402

@@ -1,9 +1,7 @@
-"""PyTorch's keyword spellings beside the Array API's, and hints for names execmode spells
-differently.
+"""Hints for names that PyTorch or NumPy users type and execmode spells differently.
 
-The Array API names stay primary (``axis=``, ``keepdims=``); ``dim=`` and ``keepdim=`` are
-accepted wherever they mean the same thing, so code written for PyTorch runs unchanged.
-Giving both spellings of one argument is an error that names the function and the line.
+(PyTorch's keywords ``dim=``/``keepdim=`` are accepted by the functions themselves, beside
+the Array API's ``axis=``/``keepdims=``; see ``functional._torch_axis``.)
 
 :data:`MODULE_HINTS` and :data:`TENSOR_HINTS` map names that PyTorch or NumPy users type to
 execmode's spelling; ``em.<name>`` and ``tensor.<name>`` raise an AttributeError that says
@@ -11,40 +9,6 @@ what to use instead (``em.bmm: use em.matmul, which batches``).
 """
 
 from __future__ import annotations
-
-import functools
-
-from .errors import ArgumentError, op_error
-
-# PyTorch keyword -> Array API keyword.
-KEYWORD_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
-
-
-def rename_keywords(op: str, kwargs: dict, inputs=()) -> dict:
-    """``kwargs`` with PyTorch's ``dim``/``keepdim`` renamed to ``axis``/``keepdims``."""
-    if "dim" not in kwargs and "keepdim" not in kwargs:
-        return kwargs
-    out = dict(kwargs)
-    for torch_name, name in KEYWORD_ALIASES.items():
-        if torch_name in out:
-            if name in out:
-                raise op_error(ArgumentError, op, inputs,
-                               f"got both {name}= and its PyTorch spelling {torch_name}=; "
-                               "give one")
-            out[name] = out.pop(torch_name)
-    return out
-
-
-def accepts_dim(fn):
-    """Let ``fn`` (whose keywords are ``axis``/``keepdims``) take ``dim``/``keepdim`` too."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if "dim" in kwargs or "keepdim" in kwargs:
-            kwargs = rename_keywords(fn.__name__, kwargs, args[:1])
-        return fn(*args, **kwargs)
-
-    return wrapper
-
 
 # em.<name> that does not exist, but that a PyTorch or NumPy user types.
 MODULE_HINTS = {

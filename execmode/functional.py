@@ -406,15 +406,14 @@ def _reduce(name):
     return fn
 
 
-
-def _torch_axis(op, x, axis, keepdims, torch_keywords, axis_default=None):
+def _torch_axis(op, x, axis, keepdims, torch_keywords):
     """Merge PyTorch's ``dim=``/``keepdim=`` into ``axis``/``keepdims``: giving both
     spellings of one argument, or another keyword, is an error naming ``op``."""
     for key in torch_keywords:
         if key not in ("dim", "keepdim"):
             raise op_error(ArgumentError, op, (x,), f"unexpected keyword argument {key!r}")
     if "dim" in torch_keywords:
-        if axis is not axis_default:
+        if axis is not None:
             raise op_error(ArgumentError, op, (x,),
                            "got both axis= and its PyTorch spelling dim=; give one")
         axis = torch_keywords["dim"]
