@@ -337,6 +337,15 @@ def test_pytorch_twin_of_the_new_ops():
         got = ours.numpy()
         assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    ties = np.array([[3.0, 1.0, 3.0, -1.0, 1.0, 7.0], [0.0, 0.0, 2.0, 2.0, 0.0, -1.0]],
+                    np.float32)
+    for descending in (False, True):
+        want = torch.sort(torch.tensor(ties), dim=1, descending=descending, stable=True)
+        got = em.sort(em.tensor(ties), dim=1, descending=descending)
+        assert got.indices.tolist() == want.indices.tolist()
+        assert got.values.tolist() == want.values.tolist()
+        assert em.argsort(em.tensor(ties), descending=descending).tolist() == \
+            torch.argsort(torch.tensor(ties), descending=descending, stable=True).tolist()
     assert [p.shape for p in em.split(x, 3, dim=1)] == \
         [tuple(p.shape) for p in torch.split(t, 3, dim=1)]
     assert [p.shape for p in em.chunk(em.arange(6), 4)] == \
