@@ -352,7 +352,6 @@ class Tensor:
         return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                          else shape)
 
-
     def transpose(self, *axes, **torch_keywords):
         """Two axes: swap them (PyTorch's ``transpose(dim0, dim1)``, for any rank, 2-D
         included). No axes: reverse them; one tuple or more than two: a permutation
@@ -460,24 +459,6 @@ class Tensor:
         raise tensor_attribute_error(name)
 
 
-class _Size(int):
-    """``x.size``: an int (the Array API's element count) that PyTorch code may call."""
-
-    def __new__(cls, n, shape):
-        self = super().__new__(cls, n)
-        self.shape = shape
-        return self
-
-    def __call__(self, dim=None):
-        if dim is None:
-            return tuple(self.shape)
-        try:
-            return self.shape[dim]
-        except (IndexError, TypeError):
-            raise ArgumentError(f"size({dim!r}): dimension out of range for a tensor of "
-                                f"rank {len(self.shape)}") from None
-
-
 def _is_dtype_name(text) -> bool:
     from .dtypes import as_dtype
 
@@ -501,6 +482,7 @@ def bind_ops():
         setattr(Tensor, f"__r{dunder}__", make_operator(OPS[name], reflected=True))
 
 from . import functional as F  # noqa: E402 - functions call back into Tensor
+from .tensor_methods import Size as _Size  # noqa: E402
 from .tensor_methods import install_methods  # noqa: E402
 
 install_methods(Tensor)

@@ -9,7 +9,25 @@ from __future__ import annotations
 
 from . import functional as F
 from .dtypes import bool_, float32, float64, int32, int64
-from .errors import ShapeError, op_error
+from .errors import ArgumentError, ShapeError, op_error
+
+
+class Size(int):
+    """``x.size``: an int (the Array API's element count) that PyTorch code may call."""
+
+    def __new__(cls, n, shape):
+        self = super().__new__(cls, n)
+        self.shape = shape
+        return self
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return tuple(self.shape)
+        try:
+            return self.shape[dim]
+        except (IndexError, TypeError):
+            raise ArgumentError(f"size({dim!r}): dimension out of range for a tensor of "
+                                f"rank {len(self.shape)}") from None
 
 
 def _cast(dtype):
@@ -121,6 +139,6 @@ METHODS = {
 
 def install_methods(cls) -> None:
     for name, fn in METHODS.items():
-        if name in cls.__dict__ and name not in ("view",):
+        if name in cls.__dict__:
             raise RuntimeError(f"Tensor.{name} is defined twice")
         setattr(cls, name, fn)
