@@ -10,6 +10,7 @@ import math
 from .. import functional as F
 from ..dtypes import float32, float64
 from ..errors import ArgumentError, ShapeError, op_error
+from ..ops import OPS
 from ..scope import named_scope
 
 # Arguments are checked up front so that bad input names the function the user called
@@ -26,10 +27,9 @@ def _axis(op: str, x, axis):
 
 @named_scope("relu")
 def relu(x):
-    """max(x, 0); NaN stays NaN. At exactly 0 the gradient is 0, as in PyTorch (a where,
-    not a maximum, which would split the tie and give 0.5)."""
-    x = _tensor("relu", x)
-    return F.where(F.less_equal(x, 0), 0, x)
+    """max(x, 0), one primitive (one kernel op); NaN stays NaN. At exactly 0 the gradient
+    is 0, as in PyTorch."""
+    return F.apply(OPS["relu"], _tensor("relu", x))
 
 
 @named_scope("sigmoid")
