@@ -79,10 +79,8 @@ def _parse(text, operands):
                                   "first")
         expanded.append(term)
     if arrow:
-        if "..." in rhs:
-            rhs = rhs.replace("...", ell)
-        elif ell and any("..." in t for t in terms):
-            pass  # the ellipsis dimensions are summed, as NumPy does
+        # Without '...' in the output, the ellipsis dimensions are summed, as NumPy does.
+        rhs = rhs.replace("...", ell)
         if len(set(rhs)) != len(rhs):
             raise _fail(operands, f"the output {rhs!r} repeats an index")
         missing = [c for c in rhs if not any(c in t for t in expanded)]

@@ -100,6 +100,17 @@ def _gather(self, dim, index):
     return F.gather(self, dim, index)
 
 
+def _sort(self, dim=-1, descending=False, stable=True):
+    """PyTorch's ``x.sort(dim)``: always the ``(values, indices)`` pair (``em.sort(x)``,
+    the Array API function, returns the values unless given ``dim=``)."""
+    return F.sort(self, descending=descending, stable=stable, dim=dim)
+
+
+def _where(self, condition, other):
+    """PyTorch's ``x.where(condition, y)``: x where the condition holds, else y."""
+    return F.where(condition, self, other)
+
+
 def _forward(name):
     fn = getattr(F, name)
 
@@ -129,10 +140,12 @@ METHODS = {
     "scatter_add": _scatter_add,
     "index_add": _index_add,
     "gather": _gather,
+    "sort": _sort,
+    "where": _where,
     **{name: _forward(name) for name in (
-        "clamp", "masked_fill", "cumsum", "sort", "argsort", "topk", "take_along_axis",
+        "clamp", "masked_fill", "cumsum", "argsort", "topk", "take_along_axis",
         "tril", "triu", "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p",
-        "expm1", "sign", "floor", "ceil", "round", "maximum", "minimum", "where",
+        "expm1", "sign", "floor", "ceil", "round", "maximum", "minimum",
     )},
 }
 

@@ -76,6 +76,9 @@ def test_tensor_methods_pytorch_users_type():
     assert x.repeat(1, 2, 1).shape == (2, 6, 4)
     assert_close(x.cumsum(dim=2), np.cumsum(A, axis=2))
     assert_close(x.sort(dim=1).values, np.sort(A, axis=1))
+    values, indices = x.sort()  # the method is PyTorch's: always the pair
+    assert_close(values, np.sort(A, axis=-1)) and indices.dtype == em.int64
+    assert_close(x.where(x > 0, 0.0), np.where(A > 0, A, 0))
     assert x.topk(2).indices.shape == (2, 3, 2)
     assert_close(m.tril(), np.tril(A[0]))
     assert [p.shape for p in x.split(2, dim=2)] == [(2, 3, 2), (2, 3, 2)]
