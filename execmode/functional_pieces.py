@@ -56,7 +56,10 @@ def chunk(x, chunks, dim=0):
 
 
 def cat(tensors, dim=0, *, axis=None):
-    """PyTorch's spelling of :func:`concat`."""
+    """PyTorch's spelling of :func:`concat` (``dim`` or ``axis``, not both)."""
+    if axis is not None and dim != 0:
+        raise op_error(ArgumentError, "cat", tuple(tensors) if isinstance(tensors, list | tuple)
+                       else (tensors,), "got both dim= and axis=; give one")
     return F.concat(tensors, axis=dim if axis is None else axis)
 
 
