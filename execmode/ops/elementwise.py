@@ -153,13 +153,14 @@ _unary("isinf", "isinf", "em_isinf_{sfx}({0})")
 _unary("isfinite", "isfinite", "em_isfinite_{sfx}({0})")
 
 def _relu_impl(xp, a):
-    # where, not maximum: NaN passes through and -0.0 becomes 0, exactly as the template.
-    return xp.where(a <= 0, xp.zeros((), a.dtype), a)
+    # maximum with a zero of x's own dtype (the dtype is kept, bool included); NaN passes
+    # through, as in the template, which is maximum's own.
+    return xp.maximum(a, a.dtype.type(0))
 
 
 register(OpDef(
     name="relu", kind=UNARY, impl=_relu_impl, shape_rule=_shape_elementwise,
-    template="(({0} <= 0) ? ({T})0 : {0})",
+    template="em_max_{sfx}({0}, ({T})0)",
     # relu'(0) = 0, as in PyTorch (maximum(x, 0) would split the tie and give 0.5).
     vjp=lambda g, out, x, **a: (F.where(F.greater(x, 0), g, 0.0),),
     doc="max(x, 0), keeping x's dtype; NaN stays NaN; the gradient at 0 is 0.",
