@@ -36,6 +36,7 @@ from .graph.cache_policy import JitWarning  # noqa: E402
 from .graph.explain import explain  # noqa: E402
 from .graph.jit import disable_jit, jit  # noqa: E402
 from .nn.functional import (  # noqa: E402
+    binary_cross_entropy_with_logits,
     cross_entropy,
     gelu,
     layer_norm,
@@ -43,9 +44,11 @@ from .nn.functional import (  # noqa: E402
     log_softmax,
     logsumexp,
     mse_loss,
+    nll_loss,
     relu,
     sigmoid,
     softmax,
+    softplus,
 )
 from .scope import named_scope  # noqa: E402
 from .tensor import Tensor  # noqa: E402
@@ -62,7 +65,10 @@ def __getattr__(name):
         from .profilers.compare import compare
 
         return compare
-    raise AttributeError(f"module 'execmode' has no attribute {name!r}")
+    from .aliases import module_attribute_error
+
+    # em.foo says so; a name PyTorch or NumPy users type says what to use instead.
+    raise module_attribute_error(name)
 
 
 bool = bool_  # noqa: A001 - em.bool, as the issue asks; the builtin is untouched elsewhere

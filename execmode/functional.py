@@ -340,13 +340,23 @@ def where(condition, a, b) -> Tensor:
 
 
 def clip(x, min=None, max=None) -> Tensor:  # noqa: A002 - Array API names
-    """Limit values to [min, max]; NaN stays NaN."""
+    """Limit values to [min, max] (numbers or tensors that broadcast); NaN stays NaN.
+
+    At a bound the gradient is 1, as PyTorch's clamp: a value equal to ``min`` passes
+    through (written with where, not maximum, which would split the tie and give 0.5).
+    When min > max every value becomes max, as in PyTorch.
+    """
     x = _tensor_arg("clip", x)
     if min is not None:
-        x = maximum(x, min)
+        x = where(less(x, min), min if isinstance(min, Tensor) else _bound(x, min), x)
     if max is not None:
-        x = minimum(x, max)
+        x = where(greater(x, max), max if isinstance(max, Tensor) else _bound(x, max), x)
     return x
+
+
+def _bound(x, value):
+    """A number bound of clip, checked; it keeps x's dtype as a weak scalar."""
+    return _number_arg("clip", "bound", value, (x,))
 
 
 def astype(x, dtype) -> Tensor:
@@ -369,18 +379,50 @@ def to_device(x, device) -> Tensor:
 
 def _reduce(name):
     op = OPS[name]
+    pairs = name in ("max", "min")  # PyTorch's max(x, dim=) returns (values, indices)
 
-    def fn(x, axis=None, keepdims=False):
+    def fn(x, axis=None, keepdims=False, **torch_keywords):
         x = _tensor_arg(name, x)
+        torch_style = "dim" in torch_keywords
+        if torch_keywords:
+            axis, keepdims = _torch_axis(name, x, axis, keepdims, torch_keywords)
         try:
             attrs = normalize_reduction_attrs(name, x.ndim, {"axis": axis, "keepdims": keepdims})
         except RuleError as exc:
             raise _rule_error(name, (x,), exc) from None
-        return apply(op, x, **attrs)
+        out = apply(op, x, **attrs)
+        if pairs and torch_style and axis is not None:
+            from .functional_scan import ValuesIndices
+
+            arg = argmax if name == "max" else argmin
+            return ValuesIndices(out, arg(x, axis=axis, keepdims=keepdims))
+        return out
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{name} over ``axis`` (all axes when None)."
+    fn.__doc__ = (f"{name} over ``axis`` (all axes when None); PyTorch's ``dim=`` and "
+                  "``keepdim=`` are accepted too."
+                  + (" With ``dim=`` it returns PyTorch's (values, indices) pair."
+                     if pairs else ""))
     return fn
+
+
+def _torch_axis(op, x, axis, keepdims, torch_keywords):
+    """Merge PyTorch's ``dim=``/``keepdim=`` into ``axis``/``keepdims``: giving both
+    spellings of one argument, or another keyword, is an error naming ``op``."""
+    for key in torch_keywords:
+        if key not in ("dim", "keepdim"):
+            raise op_error(ArgumentError, op, (x,), f"unexpected keyword argument {key!r}")
+    if "dim" in torch_keywords:
+        if axis is not None:
+            raise op_error(ArgumentError, op, (x,),
+                           "got both axis= and its PyTorch spelling dim=; give one")
+        axis = torch_keywords["dim"]
+    if "keepdim" in torch_keywords:
+        if keepdims is not False:
+            raise op_error(ArgumentError, op, (x,),
+                           "got both keepdims= and its PyTorch spelling keepdim=; give one")
+        keepdims = torch_keywords["keepdim"]
+    return axis, keepdims
 
 
 sum = _reduce("sum")  # noqa: A001
@@ -398,6 +440,22 @@ def _axes(op, x, axis):
         raise _rule_error(op, (x,), exc) from None
 
 
+def _one_axis_keyword(op, x, axis, torch_keywords, default=None):
+    """``axis``, or PyTorch's ``dim=`` in its place (both given, or another keyword, is an
+    error naming ``op``)."""
+    for key in torch_keywords:
+        if key != "dim":
+            raise op_error(ArgumentError, op, (x,), f"unexpected keyword argument {key!r}")
+    if "dim" in torch_keywords:
+        if axis is not default:
+            raise op_error(ArgumentError, op, (x,),
+                           "got both axis= and its PyTorch spelling dim=; give one")
+        return torch_keywords["dim"]
+    if axis is None and default is None and op == "expand_dims":
+        raise op_error(ArgumentError, op, (x,), "missing the axis (or dim=) to insert")
+    return axis
+
+
 def normalize_axis_for(op: str, x, axis) -> int:
     """One axis of ``x``, non-negative; a bad one is an error that names ``op``."""
     try:
@@ -406,9 +464,12 @@ def normalize_axis_for(op: str, x, axis) -> int:
         raise _rule_error(op, (x,), exc) from None
 
 
-def mean(x, axis=None, keepdims=False) -> Tensor:
-    """Arithmetic mean; integer and bool inputs give float64 (as NumPy)."""
+def mean(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:
+    """Arithmetic mean; integer and bool inputs give float64 (as NumPy). ``dim=`` and
+    ``keepdim=`` are accepted too."""
     x = _tensor_arg("mean", x)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("mean", x, axis, keepdims, torch_keywords)
     axes = _axes("mean", x, axis)
     if x.dtype.kind != "f":
         x = astype(x, float64)
@@ -417,32 +478,60 @@ def mean(x, axis=None, keepdims=False) -> Tensor:
     return sum(x, axis=axes, keepdims=keepdims) / count
 
 
-def var(x, axis=None, keepdims=False, correction=0) -> Tensor:
-    """Variance; ``correction=1`` gives the unbiased estimate."""
+def var(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tensor:
+    """Variance. The Array API's default ``correction=0`` divides by N; ``correction=1``
+    (or PyTorch's ``unbiased=True``) gives the unbiased estimate, dividing by N - 1.
+
+    PyTorch's ``torch.var`` defaults to unbiased: execmode keeps the Array API default, so
+    pass ``correction=1`` (or ``unbiased=True``) where PyTorch code relied on it.
+    """
     x = _tensor_arg("var", x)
+    correction = _correction("var", x, correction, torch_keywords)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("var", x, axis, keepdims, torch_keywords)
     axes = _axes("var", x, axis)
-    correction = _number_arg("var", "correction", correction, (x,))
     if x.dtype.kind != "f":
         x = astype(x, float64)
     count = math.prod(x.shape[i] for i in axes)
     d = x - mean(x, axis=axes, keepdims=True)
+    # N - correction <= 0 gives inf or NaN, as NumPy and PyTorch do.
     return sum(d * d, axis=axes, keepdims=keepdims) / float(count - correction)
 
 
-def std(x, axis=None, keepdims=False, correction=0) -> Tensor:
+def _correction(op, x, correction, torch_keywords):
+    unbiased = torch_keywords.pop("unbiased", None)
+    if unbiased is not None:
+        if correction is not None:
+            raise op_error(ArgumentError, op, (x,),
+                           "got both correction= and PyTorch's unbiased=; give one")
+        return 1 if _bool_arg(op, "unbiased", unbiased, (x,)) else 0
+    return 0 if correction is None else _number_arg(op, "correction", correction, (x,))
+
+
+def std(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tensor:
+    """Standard deviation: the square root of :func:`var` (same ``correction=`` /
+    ``unbiased=`` and ``dim=`` rules)."""
+    x = _tensor_arg("std", x)
+    correction = _correction("std", x, correction, torch_keywords)
+    if torch_keywords:  # checked here, so that errors name std rather than var
+        axis, keepdims = _torch_axis("std", x, axis, keepdims, torch_keywords)
     return sqrt(var(x, axis=axis, keepdims=keepdims, correction=correction))
 
 
-def any(x, axis=None, keepdims=False) -> Tensor:  # noqa: A001
+def any(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:  # noqa: A001
     x = _tensor_arg("any", x)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("any", x, axis, keepdims, torch_keywords)
     if x.size == 0:
         keepdims = _bool_arg("any", "keepdims", keepdims, (x,))
         return full(reduced_shape(x.shape, _axes("any", x, axis), keepdims), False, bool_)
     return max(astype(x, bool_), axis=axis, keepdims=keepdims)
 
 
-def all(x, axis=None, keepdims=False) -> Tensor:  # noqa: A001
+def all(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:  # noqa: A001
     x = _tensor_arg("all", x)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("all", x, axis, keepdims, torch_keywords)
     if x.size == 0:
         keepdims = _bool_arg("all", "keepdims", keepdims, (x,))
         return full(reduced_shape(x.shape, _axes("all", x, axis), keepdims), True, bool_)
@@ -555,8 +644,9 @@ def swapaxes(x, axis1, axis2) -> Tensor:
     return permute_dims(x, axes)
 
 
-def expand_dims(x, axis) -> Tensor:
+def expand_dims(x, axis=None, **torch_keywords) -> Tensor:
     x = _tensor_arg("expand_dims", x)
+    axis = _one_axis_keyword("expand_dims", x, axis, torch_keywords)
     try:
         axes = (axis,) if not isinstance(axis, tuple | list) else axis
         axes = normalize_axes(axes, x.ndim + len(axes))
@@ -567,8 +657,10 @@ def expand_dims(x, axis) -> Tensor:
     return reshape(x, shape)
 
 
-def squeeze(x, axis=None) -> Tensor:
+def squeeze(x, axis=None, **torch_keywords) -> Tensor:
     x = _tensor_arg("squeeze", x)
+    if torch_keywords:
+        axis = _one_axis_keyword("squeeze", x, axis, torch_keywords)
     if axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
@@ -580,8 +672,11 @@ def squeeze(x, axis=None) -> Tensor:
     return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-def flatten(x, start_axis=0, end_axis=-1) -> Tensor:
+def flatten(x, start_axis=0, end_axis=-1, *, start_dim=None, end_dim=None) -> Tensor:
+    """Merge axes ``start_axis..end_axis`` (PyTorch's ``start_dim``/``end_dim``) into one."""
     x = _tensor_arg("flatten", x)
+    start_axis = start_axis if start_dim is None else start_dim
+    end_axis = end_axis if end_dim is None else end_dim
     if x.ndim == 0:
         return reshape(x, (1,))
     try:
@@ -606,9 +701,12 @@ def broadcast_to(x, shape) -> Tensor:
     return apply(OPS["broadcast_to"], x, shape=shape)
 
 
-def concat(tensors, axis=0) -> Tensor:
-    """Join tensors along an existing axis."""
+def concat(tensors, axis=0, **torch_keywords) -> Tensor:
+    """Join tensors along an existing axis (``em.cat`` and ``dim=`` are PyTorch's
+    spellings)."""
     tensors = _tensor_list_arg("concat", tensors)
+    if torch_keywords:
+        axis = _one_axis_keyword("concat", tensors[0], axis, torch_keywords, default=0)
     if tensors[0].ndim == 0:
         raise op_error(ShapeError, "concat", tuple(tensors),
                        "cannot concatenate rank-0 tensors (use stack)")
@@ -621,9 +719,11 @@ def concat(tensors, axis=0) -> Tensor:
     return apply(OPS["concat"], *tensors, axis=axis)
 
 
-def stack(tensors, axis=0) -> Tensor:
-    """Join tensors along a new axis."""
+def stack(tensors, axis=0, **torch_keywords) -> Tensor:
+    """Join tensors along a new axis (``dim=`` too)."""
     tensors = _tensor_list_arg("stack", tensors)
+    if torch_keywords:
+        axis = _one_axis_keyword("stack", tensors[0], axis, torch_keywords, default=0)
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise op_error(ShapeError, "stack", tuple(tensors), "all tensors must have the same shape")
@@ -796,3 +896,33 @@ __all__ = [
     "broadcast_to", "concat", "stack", "getitem", "setitem", "assign", "argwhere", "nonzero",
     "count_nonzero", "debug_print",
 ]
+
+# Families that live in their own modules, exported from here (and so as em.<name>).
+from . import einsum as _einsum_module  # noqa: E402
+from . import functional_pieces as _pieces  # noqa: E402
+from . import functional_scan as _scan  # noqa: E402
+from . import functional_scatter as _scatter  # noqa: E402
+from .einsum import einsum  # noqa: E402,F401
+from .functional_pieces import (  # noqa: E402,F401
+    cat,
+    chunk,
+    clamp,
+    expand,
+    logaddexp,
+    masked_fill,
+    multinomial,
+    repeat,
+    split,
+)
+from .functional_scan import (  # noqa: E402,F401
+    argsort,
+    cumsum,
+    gather,
+    sort,
+    take_along_axis,
+    topk,
+)
+from .functional_scatter import index_add, one_hot, scatter_add, tril, triu  # noqa: E402,F401
+
+__all__ += [name for module in (_einsum_module, _pieces, _scan, _scatter)
+            for name in module.__all__ if name != "ValuesIndices"]

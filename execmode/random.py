@@ -40,3 +40,25 @@ def randint(low, high, shape, *, dtype=None, device=None):
 
     return _random("random_randint", shape, dtype or int64, device, False, low=int(low),
                    high=int(high))
+
+
+def multinomial(probs, num_samples, replacement=False):
+    """Indices drawn from each row of (unnormalised) probabilities: ``num_samples`` per row,
+    with or without replacement. Seeded like every draw here; under ``em.jit`` the draw
+    happens at each call, in order, so eager and jit give the same indices."""
+    return _draw_multinomial(probs, num_samples, replacement)
+
+
+def _draw_multinomial(probs, num_samples, replacement):
+    from . import functional as F
+    from .errors import ArgumentError, op_error
+    from .ops import OPS
+
+    probs = F._require_tensor("multinomial", probs)
+    num_samples = F._int_arg("multinomial", "num_samples", num_samples, (probs,))
+    replacement = F._bool_arg("multinomial", "replacement", replacement, (probs,))
+    if num_samples <= 0:
+        raise op_error(ArgumentError, "multinomial", (probs,),
+                       f"num_samples must be > 0, got {num_samples}")
+    return F.apply(OPS["random_multinomial"], probs, num_samples=num_samples,
+                   replacement=replacement)

@@ -59,7 +59,9 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return math.prod(self._data.shape)
+        """The number of elements (the Array API's attribute). It is also callable, as
+        PyTorch's method: ``x.size()`` is the shape and ``x.size(d)`` one dimension."""
+        return _Size(math.prod(self._data.shape), self._data.shape)
 
     @property
     def nbytes(self) -> int:
@@ -350,10 +352,16 @@ class Tensor:
         return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                          else shape)
 
-    view = reshape
-
-    def transpose(self, *axes):
-        if len(axes) == 2 and self.ndim != 2:
+    def transpose(self, *axes, **torch_keywords):
+        """Two axes: swap them (PyTorch's ``transpose(dim0, dim1)``, for any rank, 2-D
+        included). No axes: reverse them; one tuple or more than two: a permutation
+        (NumPy's)."""
+        if torch_keywords:
+            axes = axes + tuple(torch_keywords.pop(k) for k in ("dim0", "dim1")
+                                if k in torch_keywords)
+            if torch_keywords:
+                raise ArgumentError(f"transpose: unexpected keyword {next(iter(torch_keywords))!r}")
+        if len(axes) == 2:
             return F.swapaxes(self, axes[0], axes[1])
         return F.permute_dims(self, axes[0] if len(axes) == 1 else (axes or None))
 
@@ -368,14 +376,14 @@ class Tensor:
     def mT(self):  # noqa: N802
         return F.matrix_transpose(self)
 
-    def flatten(self, start_axis=0, end_axis=-1):
-        return F.flatten(self, start_axis, end_axis)
+    def flatten(self, start_axis=0, end_axis=-1, **torch_keywords):
+        return F.flatten(self, start_axis, end_axis, **torch_keywords)
 
-    def squeeze(self, axis=None):
-        return F.squeeze(self, axis)
+    def squeeze(self, axis=None, **torch_keywords):
+        return F.squeeze(self, axis, **torch_keywords)
 
-    def unsqueeze(self, axis):
-        return F.expand_dims(self, axis)
+    def unsqueeze(self, axis=None, **torch_keywords):
+        return F.expand_dims(self, axis, **torch_keywords)
 
     expand_dims = unsqueeze
 
@@ -383,38 +391,41 @@ class Tensor:
         return F.broadcast_to(self, shape)
 
     # --- reductions and common functions as methods --------------------------------------
-    def sum(self, axis=None, keepdims=False):
-        return F.sum(self, axis=axis, keepdims=keepdims)
+    # They forward every argument, so PyTorch's dim=/keepdim= reach the functions that
+    # accept them. PyTorch-only methods (float(), size(), masked_fill ...) are installed
+    # from the table in tensor_methods.py.
+    def sum(self, *args, **kwargs):
+        return F.sum(self, *args, **kwargs)
 
-    def mean(self, axis=None, keepdims=False):
-        return F.mean(self, axis=axis, keepdims=keepdims)
+    def mean(self, *args, **kwargs):
+        return F.mean(self, *args, **kwargs)
 
-    def prod(self, axis=None, keepdims=False):
-        return F.prod(self, axis=axis, keepdims=keepdims)
+    def prod(self, *args, **kwargs):
+        return F.prod(self, *args, **kwargs)
 
-    def max(self, axis=None, keepdims=False):
-        return F.max(self, axis=axis, keepdims=keepdims)
+    def max(self, *args, **kwargs):
+        return F.max(self, *args, **kwargs)
 
-    def min(self, axis=None, keepdims=False):
-        return F.min(self, axis=axis, keepdims=keepdims)
+    def min(self, *args, **kwargs):
+        return F.min(self, *args, **kwargs)
 
-    def argmax(self, axis=None, keepdims=False):
-        return F.argmax(self, axis=axis, keepdims=keepdims)
+    def argmax(self, *args, **kwargs):
+        return F.argmax(self, *args, **kwargs)
 
-    def argmin(self, axis=None, keepdims=False):
-        return F.argmin(self, axis=axis, keepdims=keepdims)
+    def argmin(self, *args, **kwargs):
+        return F.argmin(self, *args, **kwargs)
 
-    def var(self, axis=None, keepdims=False, correction=0):
-        return F.var(self, axis=axis, keepdims=keepdims, correction=correction)
+    def var(self, *args, **kwargs):
+        return F.var(self, *args, **kwargs)
 
-    def std(self, axis=None, keepdims=False, correction=0):
-        return F.std(self, axis=axis, keepdims=keepdims, correction=correction)
+    def std(self, *args, **kwargs):
+        return F.std(self, *args, **kwargs)
 
-    def any(self, axis=None, keepdims=False):
-        return F.any(self, axis=axis, keepdims=keepdims)
+    def any(self, *args, **kwargs):
+        return F.any(self, *args, **kwargs)
 
-    def all(self, axis=None, keepdims=False):
-        return F.all(self, axis=axis, keepdims=keepdims)
+    def all(self, *args, **kwargs):
+        return F.all(self, *args, **kwargs)
 
     def exp(self):
         return F.exp(self)
@@ -440,6 +451,13 @@ class Tensor:
     def clip(self, min=None, max=None):  # noqa: A002 - NumPy's names
         return F.clip(self, min, max)
 
+    def __getattr__(self, name):
+        # Only reached when normal lookup misses, so it costs the hot path nothing. A name
+        # that PyTorch or NumPy users type gets a hint at execmode's spelling.
+        from .aliases import tensor_attribute_error
+
+        raise tensor_attribute_error(name)
+
 
 def _is_dtype_name(text) -> bool:
     from .dtypes import as_dtype
@@ -464,3 +482,7 @@ def bind_ops():
         setattr(Tensor, f"__r{dunder}__", make_operator(OPS[name], reflected=True))
 
 from . import functional as F  # noqa: E402 - functions call back into Tensor
+from .tensor_methods import Size as _Size  # noqa: E402
+from .tensor_methods import install_methods  # noqa: E402
+
+install_methods(Tensor)

@@ -10,6 +10,7 @@ import math
 from .. import functional as F
 from ..dtypes import float32, float64
 from ..errors import ArgumentError, ShapeError, op_error
+from ..ops import OPS
 from ..scope import named_scope
 
 # Arguments are checked up front so that bad input names the function the user called
@@ -18,6 +19,7 @@ _tensor = F._tensor_arg
 
 
 def _axis(op: str, x, axis):
+    """``axis`` checked (an int or None) so errors name ``op``."""
     if axis is not None and not F._is_int(axis):
         raise op_error(ArgumentError, op, (x,), f"axis must be an int, got {axis!r}")
     return axis
@@ -25,8 +27,9 @@ def _axis(op: str, x, axis):
 
 @named_scope("relu")
 def relu(x):
-    """max(x, 0); NaN stays NaN. At exactly 0 the gradient is 0.5 (maximum splits ties)."""
-    return F.maximum(_tensor("relu", x), 0)
+    """max(x, 0), one primitive (one kernel op); NaN stays NaN. At exactly 0 the gradient
+    is 0, as in PyTorch."""
+    return F.apply(OPS["relu"], _tensor("relu", x))
 
 
 @named_scope("sigmoid")
@@ -67,16 +70,21 @@ def _stable_max(x, axis):
 
 
 @named_scope("softmax")
-def softmax(x, axis: int = -1):
+def softmax(x, axis: int = -1, **torch_keywords):
+    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
     x = _tensor("softmax", x)
+    if torch_keywords:
+        axis = F._one_axis_keyword("softmax", x, axis, torch_keywords, default=-1)
     F.normalize_axis_for("softmax", x, _axis("softmax", x, axis))
     e = F.exp(x - _stable_max(x, axis))
     return e / F.sum(e, axis=axis, keepdims=True)
 
 
 @named_scope("logsumexp")
-def logsumexp(x, axis=None, keepdims: bool = False):
+def logsumexp(x, axis=None, keepdims: bool = False, **torch_keywords):
     x = _tensor("logsumexp", x)
+    if torch_keywords:
+        axis, keepdims = F._torch_axis("logsumexp", x, axis, keepdims, torch_keywords)
     if axis is not None:
         F.normalize_axis_for("logsumexp", x, _axis("logsumexp", x, axis))
     keepdims = F._bool_arg("logsumexp", "keepdims", keepdims, (x,))
@@ -86,8 +94,11 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 
 @named_scope("log_softmax")
-def log_softmax(x, axis: int = -1):
+def log_softmax(x, axis: int = -1, **torch_keywords):
+    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
     x = _tensor("log_softmax", x)
+    if torch_keywords:
+        axis = F._one_axis_keyword("log_softmax", x, axis, torch_keywords, default=-1)
     F.normalize_axis_for("log_softmax", x, _axis("log_softmax", x, axis))
     # (x - m) - log(sum(exp(x - m))) rather than x - logsumexp(x): adding the max back
     # into logsumexp rounds away a small log term at the scale of the max (float32: 41 +
@@ -107,53 +118,6 @@ def linear(x, weight, bias=None):
         raise op_error(ShapeError, "linear", (x, weight), "weight must be (out, in)")
     out = F.matmul(x, F.matrix_transpose(weight))
     return out + bias if bias is not None else out
-
-
-def _check_reduction(op, operands, reduction):
-    if not isinstance(reduction, str) or reduction not in ("mean", "sum", "none"):
-        raise op_error(ArgumentError, op, operands,
-                       f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
-def _reduce(loss, reduction: str):
-    if reduction == "mean":
-        return F.mean(loss)
-    if reduction == "sum":
-        return F.sum(loss)
-    return loss
-
-
-@named_scope("mse_loss")
-def mse_loss(pred, target, reduction: str = "mean"):
-    pred = F._require_tensor("mse_loss", pred, (pred, target))
-    target = F._require_tensor("mse_loss", target, (pred, target))
-    _check_reduction("mse_loss", (pred, target), reduction)
-    if pred.shape != target.shape:
-        raise op_error(ShapeError, "mse_loss", (pred, target), "pred and target shapes differ")
-    d = pred - target
-    return _reduce(d * d, reduction)
-
-
-@named_scope("cross_entropy")
-def cross_entropy(logits, target, reduction: str = "mean"):
-    """Softmax cross-entropy. ``target``: class indices (N,) or probabilities (N, C)."""
-    logits = F._require_tensor("cross_entropy", logits, (logits, target))
-    target = F._require_tensor("cross_entropy", target, (logits, target))
-    _check_reduction("cross_entropy", (logits, target), reduction)
-    if logits.ndim != 2:
-        raise op_error(ShapeError, "cross_entropy", (logits, target),
-                       "logits must be (batch, classes)")
-    logp = log_softmax(logits, axis=-1)
-    if target.dtype.kind in "iu":
-        if target.shape != logits.shape[:1]:
-            raise op_error(ShapeError, "cross_entropy", (logits, target),
-                           "class-index targets must have shape (batch,)")
-        classes = F.arange(logits.shape[1], device=logits.device)
-        target = F.astype(F.equal(F.expand_dims(target, -1), classes), logp.dtype)
-    elif target.shape != logits.shape:
-        raise op_error(ShapeError, "cross_entropy", (logits, target),
-                       "probability targets must have the logits' shape")
-    return _reduce(F.negative(F.sum(logp * target, axis=-1)), reduction)
 
 
 @named_scope("layer_norm")
@@ -185,3 +149,28 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     if bias is not None:
         out = out + bias
     return out
+
+
+@named_scope("softplus")
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta * x)) / beta, written so that nothing overflows (max(z, 0) +
+    log1p(exp(-|z|))); above ``threshold`` (in beta * x) it is x itself, as in PyTorch."""
+    x = _tensor("softplus", x)
+    beta = F._number_arg("softplus", "beta", beta, (x,))
+    threshold = F._number_arg("softplus", "threshold", threshold, (x,))
+    if x.dtype.kind != "f":
+        x = F.astype(x, float64 if x.dtype.kind in "iu" else float32)
+    z = x * beta if beta != 1 else x
+    soft = F.maximum(z, 0) + F.log1p(F.exp(F.negative(F.abs(z))))
+    if beta != 1:
+        soft = soft / beta
+    return F.where(F.greater(z, threshold), x, soft)
+
+
+# Losses live in losses.py; they are part of this module's API.
+from .losses import (  # noqa: E402,F401
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    mse_loss,
+    nll_loss,
+)

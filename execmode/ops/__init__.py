@@ -1,6 +1,17 @@
 """The op table. Importing this package registers every primitive op in ``OPS``."""
 
-from . import creation, elementwise, linalg, movement, reductions, state  # noqa: F401
+from . import (  # noqa: F401
+    creation,
+    elementwise,
+    gather,
+    linalg,
+    movement,
+    reductions,
+    sampling,
+    scan,
+    state,
+    triangular,
+)
 from .registry import OPS, Aval, OpDef, get_op
 
 __all__ = ["OPS", "Aval", "OpDef", "get_op"]

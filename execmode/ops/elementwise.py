@@ -152,6 +152,20 @@ _unary("isnan", "isnan", "em_isnan_{sfx}({0})")
 _unary("isinf", "isinf", "em_isinf_{sfx}({0})")
 _unary("isfinite", "isfinite", "em_isfinite_{sfx}({0})")
 
+def _relu_impl(xp, a):
+    # maximum with a zero of x's own dtype (the dtype is kept, bool included); NaN passes
+    # through, as in the template, which is maximum's own.
+    return xp.maximum(a, a.dtype.type(0))
+
+
+register(OpDef(
+    name="relu", kind=UNARY, impl=_relu_impl, shape_rule=_shape_elementwise,
+    template="em_max_{sfx}({0}, ({T})0)",
+    # relu'(0) = 0, as in PyTorch (maximum(x, 0) would split the tie and give 0.5).
+    vjp=lambda g, out, x, **a: (F.where(F.greater(x, 0), g, 0.0),),
+    doc="max(x, 0), keeping x's dtype; NaN stays NaN; the gradient at 0 is 0.",
+))
+
 register(OpDef(
     name="erf", kind=UNARY, impl=_erf_impl, shape_rule=_shape_elementwise,
     template="em_erf_{sfx}({0})",

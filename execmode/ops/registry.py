@@ -64,6 +64,9 @@ class OpDef:
     data_dependent_shape: bool = False
     # Inputs that are indices or conditions: no gradient flows into them.
     nondiff_inputs: tuple = ()
+    # Input *values* can make the op raise (an index out of range): graph mode keeps it even
+    # when nothing reads its result, so it raises where eager does (passes/dce.py).
+    may_raise: bool = False
     doc: str = ""
     _dtype_cache: dict = field(default_factory=dict, repr=False)
 

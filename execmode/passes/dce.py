@@ -51,5 +51,8 @@ def eliminate_dead_code(graph: Graph):
 def may_raise(n) -> bool:
     """Ops whose values can make eager raise (an index tensor out of range): they run even
     when nothing uses their result, so graph mode raises where eager does."""
+    op = OPS.get(n.op)
+    if op is not None and op.may_raise:  # gather, scatter_add, one_hot, check_labels ...
+        return True
     tensor_operands = {"getitem": 1, "index_add": 1, "index_put": 2}.get(n.op)
     return tensor_operands is not None and len(n.inputs) > tensor_operands

@@ -54,7 +54,7 @@ def test_step_goes_kernel_by_kernel_in_graph_mode(tmp_path):
             kernels.append(ev["kernel"])
         # A small matmul as generated loops, then the epilogue joined to the reduction.
         assert [(k["kind"], tuple(k["member_ops"])) for k in kernels] == [
-            ("kernel", ("matmul",)), ("fused", ("add", "maximum", "multiply", "sum"))]
+            ("kernel", ("matmul",)), ("fused", ("add", "relu", "multiply", "sum"))]
         assert [m["location"]["lineno"] for m in kernels[1]["members"]] == [5, 5, 6, 6]
 
 

@@ -70,8 +70,9 @@ def test_unary_gradients(name, shape):
 
 def test_clip_below_bound_and_gradient_at_nonsmooth_points():
     check_grad(lambda x: em.clip(x, -1.0, None), rand(4, away_from=-1.0))
-    # abs'(0) = sign(0) = 0 and relu'(0) = 0.5 (maximum splits ties evenly): documented.
-    for fn, want in ((em.abs, 0.0), (NF.relu, 0.5)):
+    # abs'(0) = sign(0) = 0 and relu'(0) = 0, as in PyTorch; clip's gradient at a bound is 1.
+    for fn, want in ((em.abs, 0.0), (NF.relu, 0.0), (lambda x: em.clip(x, 0.0, 1.0), 1.0),
+                     (lambda x: em.clip(x, -1.0, 0.0), 1.0)):
         x = em.tensor([0.0], dtype=em.float64, requires_grad=True)
         fn(x).sum().backward()
         assert x.grad.tolist() == [want]

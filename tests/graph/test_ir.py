@@ -30,7 +30,7 @@ def test_golden_mlp_layer():
     assert _ir(mlp_layer, em.ones(2, 3)) == """\
 { lambda %1:f32[3,3] ; %0:f32[2,3] .
   let %2:f32[2,3] = matmul %0 %1
-      %3:f32[2,3] = maximum %2 0
+      %3:f32[2,3] = relu %2
       %4:f32[2,3] = multiply %3 0.5
   in ( %4 ) }"""
 
@@ -54,7 +54,7 @@ def test_text_form_carries_source_and_scope():
     text = str(graph)
     assert "test_ir.py:" in text and "in mlp_layer" in text
     assert "[relu]" in text
-    relu = [n for n in graph.nodes if n.op == "maximum"][0]
+    relu = [n for n in graph.nodes if n.op == "relu"][0]
     assert relu.scope == "relu" and relu.loc.function == "mlp_layer"
 
 

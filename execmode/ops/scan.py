@@ -1,0 +1,77 @@
+"""Ops along one axis that look at every element before them: cumsum and argsort.
+
+Both run under jit as one plan step (NumPy/CuPy's own cumsum and argsort). Sorting values,
+topk and sort's indices are composed from argsort and take_along_axis (ops/gather.py), so
+their gradients are gather's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError
+from .registry import OPAQUE, F, OpDef, RuleError, register
+
+
+def _axis_rule(name):
+    def rule(x, *, axis, **attrs):
+        if len(x.shape) == 0:
+            raise RuleError(f"{name} needs a tensor of rank >= 1")
+        return tuple(x.shape)
+
+    return rule
+
+
+def _cumsum_impl(xp, a, *, axis, reverse):
+    # bool and int32 sum in int64, as np.sum and torch.cumsum do.
+    dtype = np.int64 if a.dtype.kind in "biu" else None
+    if not reverse:
+        return xp.cumsum(a, axis=axis, dtype=dtype)
+    flipped = xp.flip(a, axis=axis)
+    return xp.ascontiguousarray(xp.flip(xp.cumsum(flipped, axis=axis, dtype=dtype), axis=axis))
+
+
+def _cumsum_dtype(dtypes, attrs):
+    # Said here rather than probed: the probe's rank-1 dummy has no axis 1.
+    return np.dtype(np.int64) if dtypes[0].kind in "biu" else dtypes[0]
+
+
+register(OpDef(
+    name="cumsum", kind=OPAQUE, impl=_cumsum_impl, shape_rule=_axis_rule("cumsum"),
+    dtype_rule=_cumsum_dtype,
+    # d out_j / d x_i = 1 for i <= j: the gradient is the sum of g from the end (a reversed
+    # cumsum), and a reversed cumsum's gradient is a forward one.
+    vjp=lambda g, out, x, *, axis, reverse: (
+        F.apply_op("cumsum", g, axis=axis, reverse=not reverse),),
+    doc="Running sum along an axis (reverse=True sums from the end).",
+))
+
+
+def _stable(xp) -> dict:
+    # CuPy's sort is always stable and refuses the kind argument.
+    return {"kind": "stable"} if xp is np else {}
+
+
+def _argsort_impl(xp, a, *, axis, descending):
+    if a.dtype.kind == "b":
+        a = a.astype(np.int8)
+    if not descending:
+        return xp.argsort(a, axis=axis, **_stable(xp))
+    # A stable descending sort (ties keep their order, NaN first as in PyTorch): sort the
+    # reversed array ascending, reverse the order, and map positions back.
+    n = a.shape[axis]
+    order = xp.argsort(xp.flip(a, axis=axis), axis=axis, **_stable(xp))
+    return xp.ascontiguousarray(n - 1 - xp.flip(order, axis=axis))
+
+
+def _argsort_dtype(dtypes, attrs):
+    if dtypes[0].kind not in "biuf":
+        raise RuleError(f"cannot sort {dtypes[0]}", DTypeError)
+    return np.dtype(np.int64)
+
+
+register(OpDef(
+    name="argsort", kind=OPAQUE, impl=_argsort_impl, shape_rule=_axis_rule("argsort"),
+    dtype_rule=_argsort_dtype,
+    doc="Indices that sort along an axis (stable; NaN sorts as the largest value).",
+))

@@ -1,0 +1,157 @@
+"""Tensor methods that PyTorch users type, installed from one table.
+
+Like JAX's ``_array_methods``: one table instead of dozens of one-line methods, each a call
+of the function API with the tensor first. The Array API spellings (``astype``, ``axis=``,
+``x.size`` as an attribute) stay primary; these sit beside them.
+"""
+
+from __future__ import annotations
+
+from . import functional as F
+from .dtypes import bool_, float32, float64, int32, int64
+from .errors import ArgumentError, ShapeError, op_error
+
+
+class Size(int):
+    """``x.size``: an int (the Array API's element count) that PyTorch code may call."""
+
+    def __new__(cls, n, shape):
+        self = super().__new__(cls, n)
+        self.shape = shape
+        return self
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return tuple(self.shape)
+        try:
+            return self.shape[dim]
+        except (IndexError, TypeError):
+            raise ArgumentError(f"size({dim!r}): dimension out of range for a tensor of "
+                                f"rank {len(self.shape)}") from None
+
+
+def _cast(dtype):
+    def method(self):
+        return F.astype(self, dtype)
+
+    method.__doc__ = f"``astype({dtype})`` (PyTorch's spelling)."
+    return method
+
+
+def _dim(self) -> int:
+    """The rank (PyTorch's ``dim()``; the Array API's ``ndim``)."""
+    return self.ndim
+
+
+def _numel(self) -> int:
+    """The number of elements (PyTorch's ``numel()``; the Array API's ``size``)."""
+    return int(self.size)
+
+
+def _t(self):
+    """Transpose of a tensor of rank <= 2 (PyTorch's ``t()``)."""
+    if self.ndim > 2:
+        raise op_error(ShapeError, "t", (self,),
+                       "t() needs rank <= 2; use transpose(dim0, dim1) or mT")
+    return F.permute_dims(self, None) if self.ndim == 2 else self
+
+
+def _contiguous(self):
+    """The tensor itself: layouts are NumPy's business, and reshape (view) copies when a
+    layout needs it. Writes through the result reach this tensor, eagerly and under jit."""
+    return self
+
+
+def _view(self, *shape):
+    """PyTorch's ``view``: a reshape (a view where the layout allows it)."""
+    return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+                     else shape)
+
+
+def _expand(self, *sizes):
+    return F.expand(self, *sizes)
+
+
+def _repeat(self, *repeats):
+    return F.repeat(self, *repeats)
+
+
+def _softmax(self, dim=-1):
+    from .nn import functional as NF
+
+    return NF.softmax(self, dim)
+
+
+def _log_softmax(self, dim=-1):
+    from .nn import functional as NF
+
+    return NF.log_softmax(self, dim)
+
+
+def _scatter_add(self, dim, index, src):
+    return F.scatter_add(self, dim, index, src)
+
+
+def _index_add(self, dim, index, source, alpha=1):
+    return F.index_add(self, dim, index, source, alpha=alpha)
+
+
+def _gather(self, dim, index):
+    return F.gather(self, dim, index)
+
+
+def _sort(self, dim=-1, descending=False, stable=True):
+    """PyTorch's ``x.sort(dim)``: always the ``(values, indices)`` pair (``em.sort(x)``,
+    the Array API function, returns the values unless given ``dim=``)."""
+    return F.sort(self, descending=descending, stable=stable, dim=dim)
+
+
+def _where(self, condition, other):
+    """PyTorch's ``x.where(condition, y)``: x where the condition holds, else y."""
+    return F.where(condition, self, other)
+
+
+def _forward(name):
+    fn = getattr(F, name)
+
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"``em.{name}(x, ...)``."
+    return method
+
+
+METHODS = {
+    "float": _cast(float32),
+    "double": _cast(float64),
+    "long": _cast(int64),
+    "int": _cast(int32),
+    "bool": _cast(bool_),
+    "dim": _dim,
+    "numel": _numel,
+    "t": _t,
+    "contiguous": _contiguous,
+    "view": _view,
+    "expand": _expand,
+    "repeat": _repeat,
+    "softmax": _softmax,
+    "log_softmax": _log_softmax,
+    "scatter_add": _scatter_add,
+    "index_add": _index_add,
+    "gather": _gather,
+    "sort": _sort,
+    "where": _where,
+    **{name: _forward(name) for name in (
+        "clamp", "masked_fill", "cumsum", "argsort", "topk", "take_along_axis",
+        "tril", "triu", "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p",
+        "expm1", "sign", "floor", "ceil", "round", "maximum", "minimum",
+    )},
+}
+
+
+def install_methods(cls) -> None:
+    for name, fn in METHODS.items():
+        if name in cls.__dict__:
+            raise RuntimeError(f"Tensor.{name} is defined twice")
+        setattr(cls, name, fn)
