@@ -15,7 +15,7 @@ import numpy as np
 from .. import functional as F
 from ..errors import ArgumentError, DTypeError, op_error
 from ..ops import OPS
-from ..ops.conv import output_size
+from ..ops.conv import im2col_array, output_size
 from ..scope import named_scope
 from .conv import check_rank, tuple_arg
 
@@ -73,9 +73,7 @@ class _Windows:
 
     def constant_columns(self, image: np.ndarray) -> np.ndarray:
         """im2col of a (H', W') NumPy image already padded to the windows' extent: (K, L)."""
-        from ..ops.conv import _im2col_impl
-
-        cols = _im2col_impl(np, image[None, None], kernel=self.kernel, stride=self.stride,
+        cols = im2col_array(np, image[None, None], kernel=self.kernel, stride=self.stride,
                             dilation=self.dilation)
         return cols[0]
 

@@ -88,7 +88,9 @@ def _windows(xp, a, kernel, stride, dilation):
     return xp.lib.stride_tricks.as_strided(a, shape, strides)
 
 
-def _im2col_impl(xp, a, *, kernel, stride, dilation):
+def im2col_array(xp, a, *, kernel, stride, dilation):
+    """The columns of a NumPy/CuPy array (the eager implementation, also used for
+    constant tables that depend only on shapes)."""
     view = _windows(xp, a, kernel, stride, dilation)
     n, c, kh, kw, oh, ow = view.shape
     # copy(order="C") always copies, so the result never aliases the input (1x1 windows).
@@ -96,7 +98,7 @@ def _im2col_impl(xp, a, *, kernel, stride, dilation):
 
 
 register(OpDef(
-    name="im2col", kind=INDEXING, impl=_im2col_impl, shape_rule=_im2col_rule,
+    name="im2col", kind=INDEXING, impl=im2col_array, shape_rule=_im2col_rule,
     dtype_rule=_same_dtype,
     vjp=lambda g, out, x, *, kernel, stride, dilation: (
         F.apply_op("col2im", g, size=tuple(x.shape[2:]), kernel=kernel, stride=stride,
