@@ -241,3 +241,10 @@ def test_conv_matches_pytorch():
     for mode in ("constant", "reflect", "replicate", "circular"):
         assert_close(NF.pad(em.tensor(x), (2, 1, 0, 3), mode=mode),
                      torch.nn.functional.pad(torch.tensor(x), (2, 1, 0, 3), mode=mode).numpy())
+
+
+def test_conv_errors_under_jit_name_the_users_line():
+    w, x = em.ones((4, 2, 3, 3)), em.ones((1, 3, 5, 5))
+    # The traced call's line is the user's line: the conv2d call inside the jitted lambda.
+    expect_error(em.ShapeError, lambda: em.jit(lambda x: NF.conv2d(x, w))(x), op="conv2d",
+                 operands=["f32[1,3,5,5]@cpu", "f32[4,2,3,3]@cpu"], mentions=["groups=1"])

@@ -106,3 +106,17 @@ def test_dropout_matches_pytorch_semantics():
         assert 0.75 < kept.mean() < 0.85
     t = torch.tensor(x)
     assert torch.nn.functional.dropout(t, 0.2, training=False) is t
+
+
+def test_identity_and_inplace_dropout_keep_eager_identities_under_jit():
+    x = em.ones((2, 3))
+    identity = em.jit(lambda x: NF.dropout(x, 0.5, training=False))
+    assert identity(x) is x and identity(x) is x  # traced, then replayed
+    inplace = em.jit(lambda x: NF.dropout(x, 0.5, inplace=True))
+    em.random.seed(6)
+    a = em.ones((4, 8))
+    assert inplace(a) is a
+    em.random.seed(6)
+    b = em.ones((4, 8))
+    NF.dropout(b, 0.5, inplace=True)
+    assert_close(a, b.numpy())
