@@ -14,7 +14,9 @@ from .. import functional as F
 from ..errors import ArgumentError, DTypeError, ShapeError, op_error
 from ..ops.registry import RuleError, broadcast_shapes
 from ..scope import named_scope
-from . import functional as NF  # (a module object: nn.functional re-exports this file)
+
+# nn.functional imports this file (to re-export it): take the module, read names at call time.
+from . import functional as NF
 from .dropout import check_probability, dropout
 
 
@@ -38,15 +40,15 @@ def attention(op, query, key, value, attn_mask, dropout_p, is_causal, scale):
     dropout_p = check_probability(op, "dropout_p", dropout_p, operands)
     is_causal = F._bool_arg(op, "is_causal", is_causal, operands)
     _check_shapes(op, q, k, v, operands)
+    if is_causal and attn_mask is not None:
+        raise op_error(ArgumentError, op, operands,
+                       "pass either attn_mask or is_causal=True, not both (as PyTorch)")
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     else:
         scale = float(F._number_arg(op, "scale", scale, operands))
     scores = F.matmul(q, F.matrix_transpose(k)) * scale
     if is_causal:
-        if attn_mask is not None:
-            raise op_error(ArgumentError, op, operands,
-                           "pass either attn_mask or is_causal=True, not both (as PyTorch)")
         attn_mask = causal_mask(q.shape[-2], k.shape[-2], q.device)
     if attn_mask is not None:
         scores = apply_mask(op, scores, attn_mask, operands)
@@ -77,7 +79,7 @@ def apply_mask(op, scores, mask, operands):
     if mask.dtype.kind != "f":
         raise op_error(DTypeError, op, operands,
                        f"attn_mask must be bool or floating, got {mask.dtype}")
-    return scores + mask
+    return scores + F.astype(mask, scores.dtype)  # the scores' precision, as PyTorch keeps
 
 
 def _check_shapes(op, q, k, v, operands):

@@ -55,13 +55,13 @@ def check_windows_fit(op: str, size, kernel, stride, dilation, operands) -> None
 # --- pad --------------------------------------------------------------------------------
 
 @named_scope("pad")
-def pad(x, pad, mode: str = "constant", value=None):
+def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 - PyTorch's names
     """PyTorch's ``F.pad``: ``pad`` lists (before, after) pairs from the *last* axis
     backwards, so ``(1, 1, 2, 0)`` pads the last axis by 1 on both sides and the one before
     it by 2 at the start. Negative widths crop (constant mode). Modes: constant (``value``,
     default 0), reflect (mirror without repeating the edge), replicate (repeat the edge),
     circular (wrap around)."""
-    x = F._require_tensor("pad", x)
+    x = F._require_tensor("pad", input)
     if not isinstance(pad, tuple | list) or len(pad) % 2 \
             or not all(F._is_int(p) for p in pad):
         raise op_error(ArgumentError, "pad", (x,),

@@ -23,11 +23,12 @@ def check_probability(op: str, name: str, p, operands) -> float:
 
 
 @named_scope("dropout")
-def dropout(x, p: float = 0.5, training: bool = True, inplace: bool = False):
+def dropout(input, p: float = 0.5, training: bool = True,  # noqa: A002 - PyTorch's names
+            inplace: bool = False):
     """Zero elements with probability ``p`` (training only), scaling the kept ones by
     1 / (1 - p) so that the expected value is unchanged. In eval mode or with ``p == 0``,
-    ``x`` itself comes back, as in PyTorch. ``inplace`` writes the result into ``x``."""
-    x = F._require_tensor("dropout", x)
+    ``input`` itself comes back, as in PyTorch. ``inplace`` writes the result into it."""
+    x = F._require_tensor("dropout", input)
     p = check_probability("dropout", "p", p, (x,))
     training = F._bool_arg("dropout", "training", training, (x,))
     inplace = F._bool_arg("dropout", "inplace", inplace, (x,))
