@@ -48,6 +48,15 @@ def test_sdpa_matches_numpy_with_each_kind_of_mask():
                  reference_sdpa(q, k, v, additive=bias, scale=0.3))
 
 
+def test_a_float64_mask_keeps_float32_scores_float32():
+    q, k, v = (em.tensor(a.astype(np.float32)) for a in _qkv())
+    bias = RNG.standard_normal((5, 6))
+    out = NF.scaled_dot_product_attention(q, k, v, attn_mask=em.tensor(bias))
+    assert out.dtype == em.float32
+    assert_close(out, reference_sdpa(q.numpy(), k.numpy(), v.numpy(),
+                                     additive=bias.astype(np.float32)), rtol=1e-4, atol=1e-5)
+
+
 def test_a_fully_masked_row_is_nan_as_in_pytorch():
     q, k, v = (em.tensor(a) for a in _qkv(batch=(1,), length=2, source=3))
     keep = em.tensor([[True, False, True], [False, False, False]])
