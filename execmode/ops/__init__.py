@@ -1,6 +1,7 @@
 """The op table. Importing this package registers every primitive op in ``OPS``."""
 
 from . import (  # noqa: F401
+    conv,
     creation,
     elementwise,
     gather,

@@ -1,0 +1,46 @@
+"""Dropout: zero each element with probability ``p`` and scale the rest by 1 / (1 - p).
+
+The mask comes from ``em.random.uniform``, execmode's seeded generator, so
+``em.random.seed(n)`` reproduces it. Random ops are impure: under ``em.jit`` the plan draws
+from the same global generator at every call, in the traced order, so a jitted step draws
+exactly the numbers the eager step would have drawn after the same seed.
+"""
+
+from __future__ import annotations
+
+from .. import functional as F
+from .. import random as em_random
+from ..errors import ArgumentError, DTypeError, op_error
+from ..scope import named_scope
+
+
+def check_probability(op: str, name: str, p, operands) -> float:
+    p = F._number_arg(op, name, p, operands)
+    if isinstance(p, bool) or not 0.0 <= p <= 1.0:
+        raise op_error(ArgumentError, op, operands,
+                       f"{name} must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+@named_scope("dropout")
+def dropout(input, p: float = 0.5, training: bool = True,  # noqa: A002 - PyTorch's names
+            inplace: bool = False):
+    """Zero elements with probability ``p`` (training only), scaling the kept ones by
+    1 / (1 - p) so that the expected value is unchanged. In eval mode or with ``p == 0``,
+    ``input`` itself comes back, as in PyTorch. ``inplace`` writes the result into it."""
+    x = F._require_tensor("dropout", input)
+    p = check_probability("dropout", "p", p, (x,))
+    training = F._bool_arg("dropout", "training", training, (x,))
+    inplace = F._bool_arg("dropout", "inplace", inplace, (x,))
+    if x.dtype.kind != "f":
+        raise op_error(DTypeError, "dropout", (x,), "expected a floating-point input")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        out = x * 0.0  # no draw, as PyTorch: every element is dropped
+    else:
+        keep = F.greater_equal(em_random.uniform(x.shape, dtype=x.dtype, device=x.device), p)
+        out = x * F.astype(keep, x.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return F.assign(x, out)
+    return out

@@ -1,0 +1,191 @@
+"""Max and average pooling over 1-D and 2-D windows, with PyTorch's arguments.
+
+Both gather the windows with the same ``im2col`` primitive as convolution and reduce each
+column. Max pooling picks the *first* maximum of a window (``argmax``) and selects it with
+a one-hot ``where``, so the gradient goes to that one position as in PyTorch (a plain
+``max`` would share it among ties), and NaN wins as in PyTorch. Average pooling divides
+by a count that depends only on shapes (``count_include_pad``, ``ceil_mode``), so it is a
+constant of the graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import functional as F
+from ..errors import ArgumentError, DTypeError, op_error
+from ..ops import OPS
+from ..ops.conv import im2col_array, output_size
+from ..scope import named_scope
+from .conv import check_rank, tuple_arg
+
+
+class _Windows:
+    """The windows of one pooling call: sizes, paddings (with ceil_mode's extra) and the
+    columns (N, C, K, L) of a padded input."""
+
+    def __init__(self, op, x, kernel_size, stride, padding, dilation, ceil_mode, dims):
+        operands = (x,)
+        x = F._require_tensor(op, x)
+        layout = "(N, C, H, W) or (C, H, W)" if dims == 2 else "(N, C, L) or (C, L)"
+        check_rank(op, x, (dims + 1, dims + 2), layout, operands)
+        if x.dtype.kind != "f":
+            raise op_error(DTypeError, op, operands, "expected a floating-point input")
+        kernel = tuple_arg(op, "kernel_size", kernel_size, dims, operands, minimum=1)
+        stride = kernel if stride is None or stride == () else \
+            tuple_arg(op, "stride", stride, dims, operands, minimum=1)
+        pads = tuple_arg(op, "padding", padding, dims, operands, minimum=0)
+        dilation = tuple_arg(op, "dilation", dilation, dims, operands, minimum=1)
+        ceil_mode = F._bool_arg(op, "ceil_mode", ceil_mode, operands)
+        if any(p > k // 2 for p, k in zip(pads, kernel)):
+            raise op_error(ArgumentError, op, operands,
+                           f"padding {pads} must be at most half of kernel_size {kernel}")
+        self.unbatched = x.ndim == dims + 1
+        if self.unbatched:
+            x = F.expand_dims(x, 0)
+        if dims == 1:
+            x = F.expand_dims(x, 2)
+            kernel, stride, pads, dilation = ((1,) + kernel, (1,) + stride, (0,) + pads,
+                                              (1,) + dilation)
+        self.op, self.dims, self.x = op, dims, x
+        self.kernel, self.stride, self.pads, self.dilation = kernel, stride, pads, dilation
+        self.size = tuple(x.shape[2:])
+        self.out = tuple(_pooled_size(s, k, st, p, d, ceil_mode, op, operands)
+                         for s, k, st, p, d in zip(self.size, kernel, stride, pads, dilation))
+        # ceil_mode's last window may reach past the padding: pad that much more after.
+        self.extra = tuple(max(0, (o - 1) * st + d * (k - 1) + 1 - (s + 2 * p))
+                           for o, s, k, st, p, d in zip(self.out, self.size, kernel, stride,
+                                                        pads, dilation))
+
+    def widths(self):
+        return ((0, 0), (0, 0)) + tuple((p, p + e) for p, e in zip(self.pads, self.extra))
+
+    def columns(self, fill):
+        x = self.x
+        widths = self.widths()
+        if any(b or a for b, a in widths):
+            x = F.apply(OPS["pad"], x, widths=widths, value=fill)
+        cols = F.apply(OPS["im2col"], x, kernel=self.kernel, stride=self.stride,
+                       dilation=self.dilation)
+        n, c = self.x.shape[:2]
+        k = self.kernel[0] * self.kernel[1]
+        return F.reshape(cols, (n, c, k, cols.shape[2]))
+
+    def constant_columns(self, image: np.ndarray) -> np.ndarray:
+        """im2col of a (H', W') NumPy image already padded to the windows' extent: (K, L)."""
+        cols = im2col_array(np, image[None, None], kernel=self.kernel, stride=self.stride,
+                            dilation=self.dilation)
+        return cols[0]
+
+    def finish(self, pooled):
+        out = F.reshape(pooled, pooled.shape[:2] + self.out)
+        if self.dims == 1:
+            out = F.squeeze(out, axis=2)
+        return F.squeeze(out, axis=0) if self.unbatched else out
+
+
+def _pooled_size(size, kernel, stride, pad, dilation, ceil_mode, op, operands):
+    span = dilation * (kernel - 1) + 1
+    if size + 2 * pad < span:
+        raise op_error(ArgumentError, op, operands,
+                       f"kernel_size {kernel} (dilation {dilation}) is larger than the "
+                       f"padded input size {size + 2 * pad}")
+    if not ceil_mode:
+        return output_size(size + 2 * pad, kernel, stride, dilation)
+    out = -(-(size + 2 * pad - span) // stride) + 1
+    # PyTorch: the last window must start inside the input or its left padding.
+    if (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+# --- max pooling ------------------------------------------------------------------------
+
+@named_scope("max_pool2d")
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode=False, return_indices=False):
+    """The maximum of each window (padding counts as -inf). With ``return_indices``, also
+    the flat index into H*W of each maximum (as PyTorch, for max_unpool)."""
+    win = _Windows("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, 2)
+    return _max_pool(win, return_indices)
+
+
+@named_scope("max_pool1d")
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode=False, return_indices=False):
+    """max_pool2d over (N, C, L) windows."""
+    win = _Windows("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, 1)
+    return _max_pool(win, return_indices)
+
+
+def _max_pool(win, return_indices):
+    return_indices = F._bool_arg(win.op, "return_indices", return_indices, (win.x,))
+    cols = win.columns(-np.inf)
+    k = cols.shape[2]
+    first = F.argmax(cols, axis=2)          # the first maximum (or the first NaN)
+    one_hot = F.equal(F.expand_dims(first, 2),
+                      F.reshape(F.arange(k, device=cols.device), (k, 1)))
+    pooled = F.sum(F.where(one_hot, cols, 0.0), axis=2)
+    out = win.finish(pooled)
+    if not return_indices:
+        return out
+    return out, win.finish(_flat_indices(win, first))
+
+
+def _flat_indices(win, first):
+    """The H*W index (unpadded input) of window position ``first`` at each output."""
+    h, w = win.size
+    widths = win.widths()[2:]
+    rows = np.arange(-widths[0][0], h + widths[0][1])
+    cols = np.arange(-widths[1][0], w + widths[1][1])
+    flat = rows[:, None] * w + cols[None, :]
+    table = win.constant_columns(flat.astype(np.int64))           # (K, L)
+    lookup = F.tensor(table, device=first.device)
+    positions = F.arange(table.shape[1], device=first.device)
+    return F.getitem(lookup, (first, positions))
+
+
+# --- average pooling --------------------------------------------------------------------
+
+@named_scope("avg_pool2d")
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """The mean of each window. ``count_include_pad``: zero padding counts in the divisor
+    (PyTorch's default); ``divisor_override``: divide by this instead."""
+    win = _Windows("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode, 2)
+    return _avg_pool(win, count_include_pad, divisor_override)
+
+
+@named_scope("avg_pool1d")
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True):
+    """avg_pool2d over (N, C, L) windows."""
+    win = _Windows("avg_pool1d", input, kernel_size, stride, padding, 1, ceil_mode, 1)
+    return _avg_pool(win, count_include_pad, None)
+
+
+def _avg_pool(win, count_include_pad, divisor_override):
+    operands = (win.x,)
+    count_include_pad = F._bool_arg(win.op, "count_include_pad", count_include_pad, operands)
+    total = F.sum(win.columns(0.0), axis=2)
+    if divisor_override is not None:
+        if not F._is_int(divisor_override) or divisor_override <= 0:
+            raise op_error(ArgumentError, win.op, operands,
+                           f"divisor_override must be a positive int, got {divisor_override!r}")
+        return win.finish(total / float(divisor_override))
+    win_divisor = _divisors(win, count_include_pad)
+    divisor = F.tensor(win_divisor.astype(win.x.dtype), device=win.x.device)
+    return win.finish(total / divisor)
+
+
+def _divisors(win, count_include_pad) -> np.ndarray:
+    """Per output position: how many elements its window averages (L,). PyTorch counts
+    the zero padding when ``count_include_pad``, never ceil_mode's extra beyond it."""
+    (ph, pw), (eh, ew) = win.pads, win.extra
+    h, w = win.size
+    counted = np.zeros((h + 2 * ph + eh, w + 2 * pw + ew))
+    if count_include_pad:
+        counted[:h + 2 * ph, :w + 2 * pw] = 1
+    else:
+        counted[ph:ph + h, pw:pw + w] = 1
+    return win.constant_columns(counted).sum(axis=0)

@@ -1,0 +1,149 @@
+"""Primitives behind convolution and pooling: ``pad``, ``im2col`` and its adjoint ``col2im``.
+
+Convolutions are written over these three (``execmode.nn.conv``): pad the input, gather
+every sliding window into the columns of a matrix (im2col), and multiply by the weight
+matrix with BLAS. Pooling reduces the same columns. Each primitive is a plan step under
+``em.jit`` (it runs its eager implementation, as matmul and indexing do), so a
+convolution traces into the graph without a break.
+
+The three are linear, and each one's vjp is another of them (pad <-> a slice,
+im2col <-> col2im), so gradients of any order are available eagerly and when traced.
+
+Every implementation returns fresh memory: the tracer treats only the ops listed in
+``graph/views.py`` as views, so a 1x1 im2col must not hand back a view of its input.
+"""
+
+from __future__ import annotations
+
+from .registry import INDEXING, F, OpDef, RuleError, register
+
+
+def _same_dtype(dtypes, attrs):
+    return dtypes[0]
+
+
+# --- pad --------------------------------------------------------------------------------
+# ``widths``: one (before, after) pair of non-negative ints per axis, NumPy's order (axis 0
+# first). PyTorch's last-axis-first tuple and negative widths are handled by nn.conv.pad.
+
+def _pad_rule(x, *, widths, value):
+    if len(widths) != len(x.shape):
+        raise RuleError(f"pad widths {widths} do not give one (before, after) pair for each "
+                        f"of the {len(x.shape)} axes")
+    if any(b < 0 or a < 0 for b, a in widths):
+        raise RuleError(f"pad widths {widths} must not be negative")
+    return tuple(d + b + a for d, (b, a) in zip(x.shape, widths))
+
+
+def _pad_impl(xp, a, *, widths, value):
+    return xp.pad(a, widths, mode="constant", constant_values=value)
+
+
+def _pad_vjp(g, out, x, *, widths, value):
+    index = tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, widths))
+    return (F.getitem(g, index),)
+
+
+register(OpDef(
+    name="pad", kind=INDEXING, impl=_pad_impl, shape_rule=_pad_rule, dtype_rule=_same_dtype,
+    vjp=_pad_vjp,
+    doc="x surrounded by `value`: widths[i] = (before, after) elements on axis i.",
+))
+
+
+# --- im2col / col2im --------------------------------------------------------------------
+# x: (N, C, H, W), already padded. A window starts every ``stride`` elements and reads
+# ``kernel`` elements spaced ``dilation`` apart. Columns: (N, C * kh * kw, OH * OW) with C
+# the slowest of the three row indices, as PyTorch's unfold and its weight layout order them.
+
+def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
+    """How many windows fit along one axis (0 when even one does not fit)."""
+    span = dilation * (kernel - 1) + 1
+    return max(0, (size - span) // stride + 1)
+
+
+def _windows_shape(shape, kernel, stride, dilation):
+    if len(shape) != 4:
+        raise RuleError(f"expected a (N, C, H, W) tensor, got shape {tuple(shape)}")
+    n, c, h, w = shape
+    oh = output_size(h, kernel[0], stride[0], dilation[0])
+    ow = output_size(w, kernel[1], stride[1], dilation[1])
+    if oh == 0 or ow == 0:
+        raise RuleError(f"a {kernel[0]}x{kernel[1]} window (dilation {dilation}) does not "
+                        f"fit in a {h}x{w} input")
+    return n, c, oh, ow
+
+
+def _im2col_rule(x, *, kernel, stride, dilation):
+    n, c, oh, ow = _windows_shape(x.shape, kernel, stride, dilation)
+    return (n, c * kernel[0] * kernel[1], oh * ow)
+
+
+def _windows(xp, a, kernel, stride, dilation):
+    """A strided view (N, C, kh, kw, OH, OW) of every window; no copy."""
+    n, c, oh, ow = _windows_shape(a.shape, kernel, stride, dilation)
+    sn, sc, sh, sw = a.strides
+    shape = (n, c, kernel[0], kernel[1], oh, ow)
+    strides = (sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1])
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def im2col_array(xp, a, *, kernel, stride, dilation):
+    """The columns of a NumPy/CuPy array (the eager implementation, also used for
+    constant tables that depend only on shapes)."""
+    view = _windows(xp, a, kernel, stride, dilation)
+    n, c, kh, kw, oh, ow = view.shape
+    # copy(order="C") always copies, so the result never aliases the input (1x1 windows).
+    return view.copy(order="C").reshape(n, c * kh * kw, oh * ow)
+
+
+register(OpDef(
+    name="im2col", kind=INDEXING, impl=im2col_array, shape_rule=_im2col_rule,
+    dtype_rule=_same_dtype,
+    vjp=lambda g, out, x, *, kernel, stride, dilation: (
+        F.apply_op("col2im", g, size=tuple(x.shape[2:]), kernel=kernel, stride=stride,
+                   dilation=dilation),),
+    doc="Every sliding window of a (N, C, H, W) tensor as columns (N, C*kh*kw, OH*OW).",
+))
+
+
+def _col2im_rule(cols, *, size, kernel, stride, dilation):
+    if len(cols.shape) != 3:
+        raise RuleError(f"expected (N, C*kh*kw, L) columns, got shape {tuple(cols.shape)}")
+    n, rows, length = cols.shape
+    k = kernel[0] * kernel[1]
+    oh = output_size(size[0], kernel[0], stride[0], dilation[0])
+    ow = output_size(size[1], kernel[1], stride[1], dilation[1])
+    if rows % k or length != oh * ow:
+        raise RuleError(f"columns of shape {tuple(cols.shape)} are not the {kernel[0]}x"
+                        f"{kernel[1]} windows of a {size[0]}x{size[1]} image")
+    return (n, rows // k, size[0], size[1])
+
+
+def _col2im_impl(xp, cols, *, size, kernel, stride, dilation):
+    n, rows, _ = cols.shape
+    kh, kw = kernel
+    c = rows // (kh * kw)
+    oh = output_size(size[0], kh, stride[0], dilation[0])
+    ow = output_size(size[1], kw, stride[1], dilation[1])
+    blocks = cols.reshape(n, c, kh, kw, oh, ow)
+    out = xp.zeros((n, c) + tuple(size), dtype=cols.dtype)
+    # One strided add per kernel offset: windows that overlap add up, as the adjoint must.
+    for i in range(kh):
+        top = i * dilation[0]
+        rows_hit = slice(top, top + stride[0] * (oh - 1) + 1, stride[0])
+        for j in range(kw):
+            left = j * dilation[1]
+            out[:, :, rows_hit, left:left + stride[1] * (ow - 1) + 1:stride[1]] += \
+                blocks[:, :, i, j]
+    return out
+
+
+register(OpDef(
+    name="col2im", kind=INDEXING, impl=_col2im_impl, shape_rule=_col2im_rule,
+    dtype_rule=_same_dtype,
+    vjp=lambda g, out, cols, *, size, kernel, stride, dilation: (
+        F.apply_op("im2col", g, kernel=kernel, stride=stride, dilation=dilation),),
+    doc="The adjoint of im2col: columns summed back into a (N, C, H, W) image.",
+))
+
