@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 
 from ..errors import ArgumentError
-from .module import Module
+from .module import Module, _modes_changed
 
 
 def _check_module(owner: str, name, value) -> Module:
@@ -29,6 +30,10 @@ class Sequential(Module):
     """Modules called one after another: ``Sequential(Linear(4, 8), ReLU())`` or
     ``Sequential(OrderedDict(fc=Linear(4, 8), act=ReLU()))``."""
 
+    # Empty until __init__ fills them (Module.__init__ already walks the children).
+    layers: list = []
+    _names: tuple = ()
+
     def __init__(self, *layers):
         super().__init__()
         if len(layers) == 1 and isinstance(layers[0], Mapping):
@@ -37,6 +42,7 @@ class Sequential(Module):
             names = [str(i) for i in range(len(layers))]
         self.layers = [_check_module("Sequential", n, m) for n, m in zip(names, layers)]
         self._names = tuple(str(n) for n in names)
+        _modes_changed(self)  # the children's names are known only now
         for name, layer in zip(self._names, self.layers):
             layer._scope_name = _scope_of(name, layer)
 
@@ -52,6 +58,7 @@ class Sequential(Module):
         name = str(len(self.layers))
         self.layers.append(_check_module("Sequential.append", name, module))
         self._names = (*self._names, name)
+        self._adopt(module)
         module._scope_name = _scope_of(name, module)
         return self
 
@@ -70,6 +77,8 @@ class Sequential(Module):
 class ModuleList(Module):
     """A list of modules whose parameters are registered ("blocks.0.fc.weight")."""
 
+    _items: tuple = ()  # until __init__ (Module.__init__ already walks the children)
+
     def __init__(self, modules: Iterable[Module] | None = None):
         super().__init__()
         self._items: list[Module] = []
@@ -82,17 +91,20 @@ class ModuleList(Module):
 
     def append(self, module: Module) -> ModuleList:
         self._items.append(_check_module("ModuleList.append", len(self._items), module))
+        self._adopt(module)
         self._rename()
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
         for m in modules:
             self._items.append(_check_module("ModuleList.extend", len(self._items), m))
+            self._adopt(m)
         self._rename()
         return self
 
     def insert(self, index: int, module: Module) -> None:
         self._items.insert(index, _check_module("ModuleList.insert", index, module))
+        self._adopt(module)
         self._rename()
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
@@ -106,6 +118,7 @@ class ModuleList(Module):
 
     def __setitem__(self, i: int, module: Module) -> None:
         self._items[i] = _check_module("ModuleList", i, module)
+        self._adopt(module)
         self._rename()
 
     def __len__(self) -> int:
@@ -121,6 +134,8 @@ class ModuleList(Module):
 
 class ModuleDict(Module):
     """A dict of modules whose parameters are registered ("heads.cls.weight")."""
+
+    _items = MappingProxyType({})  # until __init__ (Module.__init__ walks the children)
 
     def __init__(self, modules: Mapping[str, Module] | Iterable | None = None):
         super().__init__()
@@ -138,6 +153,7 @@ class ModuleDict(Module):
             raise ArgumentError(f"ModuleDict: keys are non-empty strings without '.', got "
                                 f"{key!r}")
         self._items[key] = _check_module("ModuleDict", key, module)
+        self._adopt(module)
         module._scope_name = key.replace("/", "_")
 
     def __getitem__(self, key: str) -> Module:

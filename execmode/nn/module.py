@@ -13,6 +13,7 @@ graphs group ops by layer as PyTorch's profiler groups them by module.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -53,9 +54,26 @@ class Module:
         self.training = True
 
     def __setattr__(self, name, value):
-        if isinstance(value, Module) and not name.startswith("_"):
-            value._scope_name = name
+        if not name.startswith("_"):
+            if isinstance(value, Module):
+                value._scope_name = name
+                self._adopt(value)
+            elif isinstance(value, list | tuple):
+                for item in value:
+                    if isinstance(item, Module):
+                        self._adopt(item)
         super().__setattr__(name, value)
+        if name == "training":
+            _modes_changed(self)
+
+    def _adopt(self, child: Module) -> None:
+        """Remember that ``child`` hangs under this module (for ``_training_modes``)."""
+        parents = child.__dict__.get(_PARENTS)
+        if parents is None:
+            parents = weakref.WeakSet()
+            object.__setattr__(child, _PARENTS, parents)
+        parents.add(self)
+        _modes_changed(self)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")
@@ -170,7 +188,9 @@ class Module:
         if not isinstance(mode, bool):
             raise ArgumentError(f"train(mode): mode must be a bool, got {mode!r}")
         for m in self.modules():
-            m.training = mode
+            object.__setattr__(m, "training", mode)
+        for m in self.modules():  # summaries of this subtree and of its ancestors
+            _modes_changed(m)
         return self
 
     def eval(self) -> Module:
@@ -281,6 +301,28 @@ class Module:
             body = repr(child).replace("\n", "\n  ")
             lines.append(f"  ({name}): {body}")
         return "\n".join(lines) + "\n)"
+
+
+# Why a summary of the training flags: em.jit guards the Python state a trace may read by
+# walking the objects it reaches a few levels deep (graph/guards.py), so the ``training``
+# flag of a module nested deeper (model.blocks[0].mlp.dropout) is not guarded by itself.
+# Every module keeps ``_training_modes``, one character per module of its subtree; a
+# change anywhere below updates it on every ancestor, so the guard on the shallow root's
+# string catches ``model.blocks[0].dropout.eval()`` too. A string, not a number: a
+# number that changes becomes a graph input, a string stays a guard.
+# The parent links live under a dunder name, which the guards skip.
+_PARENTS = "__em_parents__"
+
+
+def _modes_changed(module: Module, seen: set | None = None) -> None:
+    seen = set() if seen is None else seen
+    if id(module) in seen:
+        return
+    seen.add(id(module))
+    modes = "".join("1" if getattr(m, "training", True) else "0" for m in module.modules())
+    object.__setattr__(module, "_training_modes", modes)
+    for parent in list(module.__dict__.get(_PARENTS, ())):
+        _modes_changed(parent, seen)
 
 
 def _join(prefix: str, path: str, name: str) -> str:
