@@ -80,7 +80,7 @@ def load(path, device=None):
     from .functional import tensor
 
     def make(name):
-        t = tensor(np.ascontiguousarray(arrays[name]))
+        t = tensor(_contiguous(arrays[name]))
         return t.to(device) if device is not None else t
 
     if _STRUCTURE_KEY not in metadata:
@@ -91,6 +91,12 @@ def load(path, device=None):
     except (ValueError, KeyError, TypeError) as exc:
         raise ArgumentError(f"em.load: {path!r} has a damaged execmode structure in its "
                             f"metadata ({type(exc).__name__}: {exc})") from None
+
+
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    # Not np.ascontiguousarray: it turns a 0-d array (a step count) into shape (1,).
+    array = np.asarray(array)
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 # --- structure <-> JSON -------------------------------------------------------------------
@@ -112,7 +118,7 @@ def _encode(obj, path: str, arrays: dict):
     if isinstance(obj, Tensor | np.ndarray):
         data = obj.numpy() if isinstance(obj, Tensor) else obj
         name = _unique(path, arrays)
-        arrays[name] = np.ascontiguousarray(data)
+        arrays[name] = _contiguous(data)
         return {"tensor": name}
     if isinstance(obj, np.generic):
         obj = obj.item()
