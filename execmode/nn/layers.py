@@ -9,9 +9,9 @@ import numpy as np
 from .. import functional as F
 from .. import random as em_random
 from ..errors import DTypeError, IndexingError, op_error
+from ..tensor import Tensor
 from . import functional as NF
 from .containers import Sequential
-from ..tensor import Tensor
 from .module import Module, Parameter
 
 

@@ -121,7 +121,7 @@ def test_param_groups_have_their_own_hyperparameters():
         lr, wd = (0.1, 0.0) if k < 2 else (0.0125, 0.5)
         np.testing.assert_allclose(p.numpy(), b - lr * (g + wd * b), rtol=1e-6)
     with pytest.raises(AttributeError, match=r"2 parameter groups.*param_groups\[i\]\['lr'\]"):
-        opt.lr
+        _ = opt.lr
     opt.add_param_group({"params": [em.zeros(2, requires_grad=True)], "lr": 1.0})
     assert len(opt.param_groups) == 3 and len(opt.params) == 5
 
