@@ -12,6 +12,7 @@ graphs group ops by layer as PyTorch's profiler groups them by module.
 
 from __future__ import annotations
 
+import copy
 import math
 import weakref
 from collections import OrderedDict
@@ -30,11 +31,19 @@ from ..tensor import Tensor
 class Parameter(Tensor):
     """A leaf tensor that a Module owns and an optimizer updates (requires_grad=True)."""
 
-    def __new__(cls, data: Tensor, requires_grad: bool = True):
+    def __new__(cls, data, requires_grad: bool = True):
+        if not isinstance(data, Tensor):
+            data = F.tensor(data)
         p = object.__new__(cls)
         p._data = data._data
         p.requires_grad = requires_grad
         return p
+
+    def __deepcopy__(self, memo):
+        # copy.deepcopy(model) (an EMA copy, a frozen teacher): new storage, same flag.
+        copied = Parameter(F.tensor(self.numpy().copy()), self.requires_grad)
+        memo[id(self)] = copied
+        return copied
 
 
 class IncompatibleKeys(NamedTuple):
@@ -74,6 +83,17 @@ class Module:
             object.__setattr__(child, _PARENTS, parents)
         parents.add(self)
         _modes_changed(self)
+
+    def __deepcopy__(self, memo):
+        # The parent links are weak references to the originals: a copy links anew.
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            if key != _PARENTS:
+                object.__setattr__(new, key, copy.deepcopy(value, memo))
+        for _, child in new.named_children():
+            new._adopt(child)
+        return new
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")

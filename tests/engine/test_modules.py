@@ -283,3 +283,17 @@ def test_flatten_and_identity():
         nn.Flatten(2, 1)(t)
     f = em.jit(lambda t: nn.Flatten()(t) * 2)
     assert_close(f(t), x.reshape(2, 12) * 2)
+
+
+def test_deepcopy_gives_independent_parameters_and_a_watched_tree():
+    import copy
+
+    em.random.seed(0)
+    net = Net()
+    twin = copy.deepcopy(net)
+    assert twin.embed.weight is not net.embed.weight
+    assert isinstance(twin.embed.weight, nn.Parameter) and twin.embed.weight.requires_grad
+    np.testing.assert_array_equal(twin.embed.weight.numpy(), net.embed.weight.numpy())
+    twin.blocks[1].norm.eval()  # the copy's own summary changes, not the original's
+    assert "0" in twin._training_modes and "0" not in net._training_modes
+    assert nn.Parameter(np.ones(2)).requires_grad
