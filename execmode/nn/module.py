@@ -57,9 +57,12 @@ class Module:
     """Base class of layers: subclasses set Parameters, buffers and submodules as
     attributes in ``__init__`` and define ``forward``."""
 
+    # Class-level until register_buffer: an instance attribute would be one more guard
+    # checked at every replay of a jitted function that reaches this module.
+    _buffer_names: tuple = ()
+
     def __init__(self):
         self._scope_name = None
-        self._buffer_names = ()  # a tuple: guards need not watch it
         self.training = True
 
     def __setattr__(self, name, value):

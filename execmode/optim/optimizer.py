@@ -11,6 +11,8 @@ of freezing the value it was traced with.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from .. import dispatch
 from .. import functional as F
 from ..autograd import no_grad
@@ -24,7 +26,8 @@ class Optimizer:
     missing from a group take the optimizer's defaults)."""
 
     def __init__(self, params, defaults: dict):
-        object.__setattr__(self, "defaults", dict(defaults))
+        # Read-only, and opaque to the jit's guards (one identity check, not one per key).
+        object.__setattr__(self, "defaults", MappingProxyType(dict(defaults)))
         if isinstance(params, Tensor):
             raise ArgumentError("an optimizer takes an iterable of tensors (or of parameter "
                                 "group dicts), got a single Tensor; wrap it in a list")
