@@ -41,7 +41,8 @@ class Parameter(Tensor):
 
     def __deepcopy__(self, memo):
         # copy.deepcopy(model) (an EMA copy, a frozen teacher): new storage, same flag.
-        copied = Parameter(F.tensor(self.numpy().copy()), self.requires_grad)
+        with no_grad():
+            copied = Parameter(F.copy(self), self.requires_grad)  # on the same device
         memo[id(self)] = copied
         return copied
 
@@ -212,8 +213,9 @@ class Module:
             raise ArgumentError(f"train(mode): mode must be a bool, got {mode!r}")
         for m in self.modules():
             object.__setattr__(m, "training", mode)
+        seen: set = set()  # every flag is set already: each summary is computed once
         for m in self.modules():  # summaries of this subtree and of its ancestors
-            _modes_changed(m)
+            _modes_changed(m, seen)
         return self
 
     def eval(self) -> Module:
