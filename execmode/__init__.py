@@ -18,6 +18,7 @@ _tensor_module.bind_ops()
 from . import nn, optim, random  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .backend import Device, cuda_is_available  # noqa: E402
+from .checkpoint import load, save  # noqa: E402
 from .debug import breakpoint  # noqa: E402,A004
 from .dtypes import bool_, float32, float64, int32, int64  # noqa: E402
 from .errors import (  # noqa: E402
