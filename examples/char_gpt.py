@@ -134,12 +134,13 @@ def train(data, vocab_size, *, steps, batch_size, block_size, jit, state=None, l
     losses = []
     for step in range(first, steps):
         xb, yb = get_batch(data, batch_size, block_size)
+        lr = sched.get_last_lr()[0]   # the rate this step uses
         loss, norm = step_fn(xb, yb)
         sched.step()
         losses.append(loss.item())
         if log and (step % max(steps // 8, 1) == 0 or step == steps - 1):
             print(f"  step {step:4d}  loss {losses[-1]:.4f}  grad norm {norm.item():.3f}  "
-                  f"lr {sched.get_last_lr()[0]:.2e}")
+                  f"lr {lr:.2e}")
     return model, opt, sched, losses
 
 

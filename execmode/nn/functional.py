@@ -167,17 +167,15 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     return F.where(F.greater(z, threshold), x, soft)
 
 
-# Losses live in losses.py; they are part of this module's API.
+# The losses (losses.py), and convolution, pooling, dropout and attention, each in its own
+# file: re-exported here so that ``em.nn.functional`` reads like ``torch.nn.functional``.
+from .attention import scaled_dot_product_attention  # noqa: E402, F401
+from .conv import conv1d, conv2d, pad  # noqa: E402, F401
+from .dropout import dropout  # noqa: E402, F401
 from .losses import (  # noqa: E402,F401
     binary_cross_entropy_with_logits,
     cross_entropy,
     mse_loss,
     nll_loss,
 )
-
-# Convolution, pooling, dropout and attention: each in its own file, re-exported here so
-# that ``em.nn.functional`` reads like ``torch.nn.functional``.
-from .attention import scaled_dot_product_attention  # noqa: E402, F401
-from .conv import conv1d, conv2d, pad  # noqa: E402, F401
-from .dropout import dropout  # noqa: E402, F401
 from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402, F401

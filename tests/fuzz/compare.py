@@ -6,9 +6,10 @@ the same for every state tensor and its ``.grad`` (see observe.py); Python scala
 captured objects; identity (which paths are one object) and aliasing (which distinct
 objects share memory).
 
-Values. Integers and bools must be equal, floats bit-exact, NaN positions included, except for the NaN payload and sign (NumPy itself does not define them) and
-except in programs that may round (``Program.exact`` is False: a transcendental, a
-division, a mean, a power, or an input value that is not a small multiple of 1/4). The
+Values. Integers and bools must be equal, floats bit-exact, NaN positions included,
+except for the NaN payload and sign (NumPy itself does not define them) and except in
+programs that may round (``Program.exact`` is False: a transcendental, a division, a mean,
+a power, an optimizer step, or an input value that is not a small multiple of 1/4). The
 kernels of graph mode may legitimately round differently from NumPy there: C's libm
 versus NumPy's SIMD ``exp``/``tanh``/``log`` (1 ulp), another summation order in a fused
 reduction or BLAS, an operation order the passes changed. Those programs get
@@ -20,8 +21,8 @@ end (``em.tanh(w).astype(em.float64)``), so its error is float32's. A sign-of-ze
 difference (-0.0 against 0.0) is its own check, ``signed_zero``: eager's result is the
 specification, so it is a mismatch, but it is reported apart from wrong numbers (not in
 programs with a max/min reduction, whose tie between 0.0 and -0.0 depends on vector lanes:
-``Program.zero_sign_exact``). In those
-programs an integer may be a rounded float stored back (``k *= em.exp(x)`` on an int64
+``Program.zero_sign_exact``). In programs that may round, an integer may be a rounded
+float stored back (``k *= em.exp(x)`` on an int64
 ``k``), so integers get the same relative tolerance plus one unit (a truncation that fell
 on the other side); bools stay exact.
 """
