@@ -3,7 +3,7 @@ under em.jit from the same seed: the losses agree step by step.
 
     python examples/char_gpt.py                 # eager, then the same training under em.jit
     python examples/char_gpt.py --jit           # only the jitted training step
-    python examples/char_gpt.py --resume        # continue from the last checkpoint
+    python examples/char_gpt.py --resume        # continue from the checkpoint saved halfway
     execmode tui examples/char_gpt.py --jit     # step through it in the debugger
 
 Embedding, causal self-attention (em.tril + masked_fill), LayerNorm, a GELU MLP, dropout,
@@ -110,8 +110,10 @@ def build(vocab_size, steps, block_size, seed=0):
     return model, opt, sched
 
 
-def train(data, vocab_size, *, steps, batch_size, block_size, jit, state=None, log=True):
-    """Losses of ``steps`` training steps; ``state`` resumes (model, opt, sched, step)."""
+def train(data, vocab_size, *, steps, batch_size, block_size, jit, state=None,
+          checkpoint=None):
+    """Losses of the training steps; ``state`` resumes a checkpoint; ``checkpoint``: where
+    to save one halfway."""
     model, opt, sched = build(vocab_size, steps, block_size)
     first = 0
     if state is not None:
@@ -119,7 +121,6 @@ def train(data, vocab_size, *, steps, batch_size, block_size, jit, state=None, l
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         first = int(state["step"])
-        em.random.seed(1000 + first)
 
     def train_step(xb, yb):
         logits = model(xb)
@@ -133,15 +134,23 @@ def train(data, vocab_size, *, steps, batch_size, block_size, jit, state=None, l
     step_fn = em.jit(train_step) if jit else train_step
     losses = []
     for step in range(first, steps):
+        # Batches and dropout masks depend on the step alone: a resumed run draws what
+        # the uninterrupted one drew, and so does the jitted step.
+        em.random.seed(1000 + step)
         xb, yb = get_batch(data, batch_size, block_size)
         lr = sched.get_last_lr()[0]   # the rate this step uses
         loss, norm = step_fn(xb, yb)
         sched.step()
         losses.append(loss.item())
-        if log and (step % max(steps // 8, 1) == 0 or step == steps - 1):
+        if step % max(steps // 8, 1) == 0 or step == steps - 1:
             print(f"  step {step:4d}  loss {losses[-1]:.4f}  grad norm {norm.item():.3f}  "
                   f"lr {lr:.2e}")
-    return model, opt, sched, losses
+        if checkpoint and step + 1 == steps // 2:
+            em.save({"model": model.state_dict(), "opt": opt.state_dict(),
+                     "sched": sched.state_dict(), "step": step + 1, "steps": steps},
+                    checkpoint)
+            print(f"  checkpoint after step {step} (--resume continues from it)")
+    return model, losses
 
 
 @em.no_grad()
@@ -160,26 +169,25 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jit", action="store_true", help="train only under em.jit")
     parser.add_argument("--eager", action="store_true", help="train only eagerly")
-    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the checkpoint saved halfway")
     parser.add_argument("--checkpoint", default=os.path.join(tempfile.gettempdir(),
                                                              "execmode_char_gpt.safetensors"))
     args = parser.parse_args()
     data, chars = load_text()
-    steps, batch_size, block_size = size(300, 6), size(16, 4), size(64, 16)
+    steps, batch_size, block_size = size(200, 6), size(8, 4), size(32, 16)
     modes = ["jit"] if args.jit else ["eager"] if args.eager else ["eager", "jit"]
-    state = em.load(args.checkpoint) if args.resume else None
-    if state is not None:
-        steps = int(state["step"]) + steps
+    state = None
+    if args.resume:
+        state = em.load(args.checkpoint)
+        steps = int(state["steps"])
+        print(f"resuming {args.checkpoint} at step {int(state['step'])} of {steps}")
     losses = {}
     for mode in modes:
         print(f"{mode}:")
-        em.random.seed(1)
-        model, opt, sched, losses[mode] = train(
+        model, losses[mode] = train(
             data, len(chars), steps=steps, batch_size=batch_size, block_size=block_size,
-            jit=mode == "jit", state=state)
-    em.save({"model": model.state_dict(), "opt": opt.state_dict(),
-             "sched": sched.state_dict(), "step": steps}, args.checkpoint)
-    print(f"checkpoint: {args.checkpoint} (--resume continues from step {steps})")
+            jit=mode == "jit", state=state, checkpoint=None if args.resume else args.checkpoint)
     em.random.seed(2)
     prompt = em.tensor([[chars.index("S")]], dtype=em.int64)
     sample = generate(model, prompt, size(120, 10))

@@ -30,7 +30,9 @@ _SCALARS = (int, float, bool, str, type(None), complex)
 _UNGUARDED = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
               types.MethodType, types.CodeType)
 MAX_DEPTH = 3
-MAX_GUARDS = 512
+# A cap on the values one trace guards (each costs ~30 ns per replay); reaching it is
+# said once (jit.py), since later changes past it would go unseen.
+MAX_GUARDS = 2048
 
 
 def names_read(fn) -> dict[str, object]:
@@ -139,7 +141,10 @@ def _guard(guards, seen, holder, name, value, label, path, depth) -> None:
         return
     guards.append(Guard(holder, name, value, False, label))
     if not isinstance(value, Tensor):  # a tensor's values are read at every call
-        _walk(guards, seen, value, path, depth + 1)
+        # A tree of state (an nn.Module) is walked whole: the depth limit starts again
+        # at each of its nodes (nested layers are the normal case, not a stray graph).
+        deep = getattr(type(value), "_em_guard_deep", False)
+        _walk(guards, seen, value, path, 0 if deep else depth + 1)
 
 
 def _walk(guards, seen, obj, path: str, depth: int) -> None:

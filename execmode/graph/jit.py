@@ -18,6 +18,7 @@ import inspect
 import itertools
 import sys
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
@@ -589,6 +590,11 @@ class JitFunction:
                 seen[id(t)] = tracer.stand_in(t, i, signature.arg_names[i])
             stand_ins.append(seen[id(t)])
         python_guards = guards_mod.collect(self.fn, signature.statics)
+        if len(python_guards) >= guards_mod.MAX_GUARDS:
+            warnings.warn(f"em.jit({self.name}): the Python state it can read holds more than "
+                          f"{guards_mod.MAX_GUARDS} values; changes past the first "
+                          f"{guards_mod.MAX_GUARDS} are not watched between calls (pass "
+                          "what changes as arguments)", cache_policy.JitWarning, stacklevel=4)
         installed = self._install_dynamic(tracer)
         try:
             with tracer:
@@ -808,14 +814,25 @@ def capture_labels(fn) -> dict[int, str]:
             for pname, p in value.named_parameters(prefix=f"{name}."):
                 labels.setdefault(id(p), pname)
         elif isinstance(value, Optimizer):
-            for attr, items in vars(value).items():
-                if isinstance(items, list):
-                    for i, t in enumerate(items):
-                        if isinstance(t, Tensor):
-                            labels.setdefault(id(t), f"{name}.{attr}[{i}]")
-                elif isinstance(items, Tensor):
-                    labels.setdefault(id(items), f"{name}.{attr}")
+            _label_tensors(labels, vars(value), name, depth=3)
     return labels
+
+
+def _label_tensors(labels: dict, obj, path: str, depth: int) -> None:
+    """Label the tensors an optimizer holds (``opt.state[0]['exp_avg']``, ``opt.m[0]``)."""
+    if isinstance(obj, Tensor):
+        labels.setdefault(id(obj), path)
+        return
+    if depth == 0:
+        return
+    if isinstance(obj, dict):
+        for key, item in obj.items():
+            if isinstance(key, str | int):
+                sub = f"{path}.{key}" if depth == 3 else f"{path}[{key!r}]"
+                _label_tensors(labels, item, sub, depth - 1)
+    elif isinstance(obj, list | tuple):
+        for i, item in enumerate(obj):
+            _label_tensors(labels, item, f"{path}[{i}]", depth - 1)
 
 
 # --- stage objects ----------------------------------------------------------------------

@@ -61,6 +61,10 @@ class Module:
     # Class-level until register_buffer: an instance attribute would be one more guard
     # checked at every replay of a jitted function that reaches this module.
     _buffer_names: tuple = ()
+    # em.jit's guards walk a module's whole subtree, however deep (graph/guards.py): a
+    # number or flag that forward reads (a Dropout's p, a layer's scale) may sit at any
+    # depth, and a change must retrace.
+    _em_guard_deep = True
 
     def __init__(self):
         self._scope_name = None

@@ -85,3 +85,22 @@ def test_a_module_added_later_is_watched_too():
     f(x)
     late.eval()
     np.testing.assert_allclose(f(x).numpy(), model[1](model[0](x)).numpy())
+
+
+def test_a_number_deep_in_a_model_is_watched():
+    # Guards walk a module's whole subtree (Module._em_guard_deep): a layer's scale three
+    # containers down changed between calls retraces instead of replaying the old value.
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = 2.0
+
+        def forward(self, x):
+            return x * self.k
+
+    model = nn.ModuleList([nn.Sequential(nn.Identity(), nn.Sequential(nn.Identity(), Scale()))])
+    f = em.jit(lambda x: model[0](x))
+    np.testing.assert_array_equal(f(em.ones(2)).numpy(), [2.0, 2.0])
+    model[0][1][1].k = 3.0
+    np.testing.assert_array_equal(f(em.ones(2)).numpy(), [3.0, 3.0])
+    assert "k: 2.0 -> 3.0" in f.retraces[-1].reason
