@@ -17,6 +17,7 @@ import argparse
 import math
 import os
 import tempfile
+import time
 
 from _common import QUICK, size
 
@@ -185,9 +186,11 @@ def main():
     losses = {}
     for mode in modes:
         print(f"{mode}:")
+        t0 = time.perf_counter()
         model, losses[mode] = train(
             data, len(chars), steps=steps, batch_size=batch_size, block_size=block_size,
             jit=mode == "jit", state=state, checkpoint=None if args.resume else args.checkpoint)
+        print(f"  {mode}: {len(losses[mode])} steps in {time.perf_counter() - t0:.1f} s")
     em.random.seed(2)
     prompt = em.tensor([[chars.index("S")]], dtype=em.int64)
     sample = generate(model, prompt, size(120, 10))

@@ -15,7 +15,8 @@ SCRIPTS = sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".py") and not f.
 CLAIMS = {"matpow.py", "mlp_forward.py", "python_overhead.py", "single_call.py",
           "size_sweep.py", "batch_sweep.py", "side_effects.py", "dynamic_branch.py",
           "varlen.py", "fusion.py", "memory_planning.py", "error_lines.py", "autograd.py",
-          "passes_tour.py", "char_gpt.py", "digits_cnn.py"}
+          "passes_tour.py", "char_gpt.py", "digits_cnn.py",
+          "sampling_loop.py"}
 
 
 def test_every_claim_has_an_example():
