@@ -451,13 +451,6 @@ class Tensor:
     def clip(self, min=None, max=None):  # noqa: A002 - NumPy's names
         return F.clip(self, min, max)
 
-    def __getattr__(self, name):
-        # Only reached when normal lookup misses, so it costs the hot path nothing. A name
-        # that PyTorch or NumPy users type gets a hint at execmode's spelling.
-        from .aliases import tensor_attribute_error
-
-        raise tensor_attribute_error(name)
-
 
 def _is_dtype_name(text) -> bool:
     from .dtypes import as_dtype
@@ -483,6 +476,7 @@ def bind_ops():
 
 from . import functional as F  # noqa: E402 - functions call back into Tensor
 from .tensor_methods import Size as _Size  # noqa: E402
-from .tensor_methods import install_methods  # noqa: E402
+from .tensor_methods import install_hints, install_methods  # noqa: E402
 
 install_methods(Tensor)
+install_hints(Tensor)
