@@ -87,14 +87,31 @@ def _is_number(v) -> bool:
     return isinstance(v, int | float | np.integer | np.floating | np.bool_)
 
 
+def _symbolic_value(op: str, name: str, v):
+    """A number jit reads at every call (graph/symbolic.py) used where the op needs its
+    value (an attribute, a shape): the value, with a guard, so a change retraces.
+    None for anything else. Imported here, off the hot path: only a non-number gets here."""
+    from .graph.symbolic import SymbolicScalar
+
+    if isinstance(v, SymbolicScalar):
+        return v.concrete(f"{op}'s {name}")
+    return None
+
+
 def _int_arg(op: str, name: str, v, inputs=()) -> int:
     if not _is_int(v):
+        value = _symbolic_value(op, name, v)
+        if value is not None and _is_int(value):
+            return int(value)
         raise op_error(ArgumentError, op, inputs, f"{name} must be an int, got {v!r}")
     return int(v)
 
 
 def _number_arg(op: str, name: str, v, inputs=()):
     if not _is_number(v):
+        value = _symbolic_value(op, name, v)
+        if value is not None:
+            return value
         raise op_error(ArgumentError, op, inputs, f"{name} must be a number, got {v!r}")
     return v.item() if isinstance(v, np.generic) else v
 
@@ -377,12 +394,34 @@ def to_device(x, device) -> Tensor:
 
 # --- reductions -------------------------------------------------------------------------
 
+def _values_and_indices(name, x, axis, keepdims):
+    """PyTorch's ``max(x, dim)``: the values are read at the indices, so the gradient goes
+    to the returned index alone (a tie of 2, 2 gives [1, 0], not [0.5, 0.5])."""
+    from .functional_scan import ValuesIndices
+
+    arg = argmax if name == "max" else argmin
+    indices = arg(x, axis=axis, keepdims=True)
+    values = take_along_axis(x, indices, axis=axis)
+    if not keepdims:
+        values, indices = squeeze(values, axis=axis), squeeze(indices, axis=axis)
+    return ValuesIndices(values, indices)
+
+
 def _reduce(name):
     op = OPS[name]
     pairs = name in ("max", "min")  # PyTorch's max(x, dim=) returns (values, indices)
 
-    def fn(x, axis=None, keepdims=False, **torch_keywords):
+    def fn(x, *positional, axis=None, keepdims=False, **torch_keywords):
         x = _tensor_arg(name, x)
+        if positional:
+            # The Array API's axis is keyword-only: a positional one is PyTorch's dim
+            # (torch.max(x, 1) is the pair; torch.sum(x, 1) the sums).
+            if len(positional) > 2 or "dim" in torch_keywords or axis is not None:
+                raise op_error(ArgumentError, name, (x,),
+                               "give the axis once: positionally (PyTorch's dim) or axis=")
+            torch_keywords["dim"] = positional[0]
+            if len(positional) == 2:
+                torch_keywords["keepdim"] = positional[1]
         torch_style = "dim" in torch_keywords
         if torch_keywords:
             axis, keepdims = _torch_axis(name, x, axis, keepdims, torch_keywords)
@@ -390,13 +429,9 @@ def _reduce(name):
             attrs = normalize_reduction_attrs(name, x.ndim, {"axis": axis, "keepdims": keepdims})
         except RuleError as exc:
             raise _rule_error(name, (x,), exc) from None
-        out = apply(op, x, **attrs)
         if pairs and torch_style and axis is not None:
-            from .functional_scan import ValuesIndices
-
-            arg = argmax if name == "max" else argmin
-            return ValuesIndices(out, arg(x, axis=axis, keepdims=keepdims))
-        return out
+            return _values_and_indices(name, x, axis, keepdims)
+        return apply(op, x, **attrs)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{name} over ``axis`` (all axes when None); PyTorch's ``dim=`` and "
@@ -482,8 +517,9 @@ def var(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tens
     """Variance. The Array API's default ``correction=0`` divides by N; ``correction=1``
     (or PyTorch's ``unbiased=True``) gives the unbiased estimate, dividing by N - 1.
 
-    PyTorch's ``torch.var`` defaults to unbiased: execmode keeps the Array API default, so
-    pass ``correction=1`` (or ``unbiased=True``) where PyTorch code relied on it.
+    PyTorch's ``torch.var`` defaults to unbiased. A call in PyTorch's spelling (``dim=``)
+    gets PyTorch's default, N - 1, as ``max(x, dim=)`` gets PyTorch's pair; one in the
+    Array API's (``axis=`` or none) keeps the Array API's, N.
     """
     x = _tensor_arg("var", x)
     correction = _correction("var", x, correction, torch_keywords)
@@ -505,7 +541,9 @@ def _correction(op, x, correction, torch_keywords):
             raise op_error(ArgumentError, op, (x,),
                            "got both correction= and PyTorch's unbiased=; give one")
         return 1 if _bool_arg(op, "unbiased", unbiased, (x,)) else 0
-    return 0 if correction is None else _number_arg(op, "correction", correction, (x,))
+    if correction is None:
+        return 1 if "dim" in torch_keywords else 0  # PyTorch's spelling, PyTorch's default
+    return _number_arg(op, "correction", correction, (x,))
 
 
 def std(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tensor:

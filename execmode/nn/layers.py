@@ -9,10 +9,14 @@ import numpy as np
 from .. import functional as F
 from .. import random as em_random
 from ..errors import DTypeError, IndexingError, op_error
+from ..ops import OPS
 from ..tensor import Tensor
 from . import functional as NF
 from .containers import Sequential
 from .module import Module, Parameter
+
+# check_labels' ignore_index that no index equals: an Embedding ignores none.
+_NO_IGNORE = -(2**62)
 
 
 class Linear(Module):
@@ -61,14 +65,10 @@ class Embedding(Module):
             raise op_error(DTypeError, "Embedding", (ids,),
                            "expects integer indices (em.int64), got "
                            f"{getattr(ids, 'dtype', type(ids).__name__)}")
-        if not ids.is_traced and math.prod(ids.shape):
-            # Under jit this check would be a graph break; the indexing op checks bounds.
-            low, high = int(ids.numpy().min()), int(ids.numpy().max())
-            if low < 0 or high >= self.num_embeddings:
-                bad = low if low < 0 else high
-                raise op_error(IndexingError, "Embedding", (ids,),
-                               f"index {bad} is outside the table of "
-                               f"{self.num_embeddings} rows")
+        # A checking op, eagerly and under jit alike (a graph input's values are known only
+        # when it runs): indexing alone would read row -1 as the last row, as NumPy does.
+        F.apply(OPS["check_labels"], ids, num_classes=self.num_embeddings,
+                ignore_index=_NO_IGNORE, caller="Embedding", noun="row")
         rows = self.weight[ids]
         if self.padding_idx is None:
             return rows

@@ -149,22 +149,25 @@ register(OpDef(
 
 # --- the label check of cross_entropy and nll_loss ----------------------------------------
 
-def _labels_rule(target, *, num_classes, ignore_index, caller):
+def _labels_rule(target, *, num_classes, ignore_index, caller, noun="class"):
     if target.dtype.kind not in "iu":
         raise RuleError(f"class labels must be integers, got {target.dtype}", DTypeError)
     return tuple(target.shape)
 
 
-def _labels_impl(xp, target, *, num_classes, ignore_index, caller):
+def _labels_impl(xp, target, *, num_classes, ignore_index, caller, noun="class"):
     """The mask of labels that count (not ``ignore_index``); raises for any other label
     outside [0, num_classes), naming it (eager PyTorch raises too; a silent loss of 0
-    would hide the bug)."""
+    would hide the bug). ``noun="row"``: the indices of an Embedding's table."""
     _labels_rule(target, num_classes=num_classes, ignore_index=ignore_index, caller=caller)
     keep = target != ignore_index
     bad = keep & ((target < 0) | (target >= num_classes))
     if bool(bad.any()):
         pos = tuple(int(p) for p in np.argwhere(_host(xp, bad))[0])
         value = int(_host(xp, target)[pos])
+        if noun == "row":
+            raise RuleError(f"{caller}: index {value} at position {pos} is outside the "
+                            f"table of {num_classes} rows", IndexingError)
         raise RuleError(
             f"{caller}: target holds class {value} at position {pos}, outside [0, "
             f"{num_classes}) for {num_classes} classes (ignore_index={ignore_index})",
