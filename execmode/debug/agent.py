@@ -663,12 +663,21 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
 
 
 def _script_traceback(exc: BaseException) -> str:
-    """The traceback as Python prints it, without the agent's and runpy's frames on top."""
+    """The traceback as Python prints it, without the agent's and runpy's frames on top.
+
+    A script that does not compile has no frame of its own: its SyntaxError is printed as
+    ``python script.py`` prints it (file, line, the caret), with no frame of ours."""
     tb = exc.__traceback__
-    while tb is not None and (_internal(tb.tb_frame) or
-                              tb.tb_frame.f_code.co_filename.endswith("runpy.py")):
+    while tb is not None and (_internal(tb.tb_frame) or _is_runpy(tb.tb_frame)):
         tb = tb.tb_next
+    if tb is None and isinstance(exc, SyntaxError):
+        return "".join(traceback.format_exception(type(exc), exc, None))
     return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+def _is_runpy(frame) -> bool:
+    name = frame.f_code.co_filename
+    return name.endswith("runpy.py") or name == "<frozen runpy>"
 
 
 def _user_frames(tb) -> list[dict]:

@@ -62,7 +62,7 @@ def run_command(opts) -> int:
         print(f"execmode run: {exc}", file=sys.stderr)
         return 2
     ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,
-                     start_paused=False)
+                     start_paused=False, inherit_stdin=True)
     ctl.listeners.append(_echo_output)
     previous = {signum: signal.signal(signum, _raise_stopped)
                 for signum in (signal.SIGTERM, signal.SIGHUP)}
