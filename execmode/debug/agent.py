@@ -26,10 +26,11 @@ from .. import dispatch, instrument, lifeline
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from .breakpoints import BreakpointError, BreakpointSet
-from .conditions import ConditionError
+from .conditions import ConditionError, PlaceContext
 from .headroom import with_headroom
 from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
+from .pyvalues import evaluate, hooks_detached, user_frames, variables
 from .summary import TensorStats, bounded_slice, summarize
 
 _UNBOUND = object()
@@ -214,13 +215,21 @@ class Debugger:
 
         loc = None
         for bp in self.breakpoints.active():
-            if bp.checks_output or bp.kind in ("tensor", "graph_break", "exception"):
+            if bp.checks_output or bp.kind in ("graph_break", "exception"):
                 continue
             if loc is None:
                 loc = user_location()
-            if bp.matches_place(op_name, scope.current_scope(), loc) and bp.hit():
+            where = scope.current_scope()
+            if bp.matches_place(op_name, where, loc) and \
+                    self._holds_before(bp, op_name, where, loc, frame) and bp.hit():
                 return f"breakpoint {bp.id}: {bp.spec}"
         return None
+
+    def _holds_before(self, bp, op_name, where, loc, frame) -> bool:
+        """A condition that names no output statistic, decided before the op."""
+        if bp.condition is None:
+            return True
+        return self._holds(bp, PlaceContext(op_name, where, loc), frame)
 
     def _next_hit(self, frame) -> bool:
         """Does ``next`` stop at an op whose user frame is ``frame``? Like pdb: at a new line
@@ -278,7 +287,7 @@ class Debugger:
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
             if bp.matches_place(event.op, event.scope, event.location) and \
-                    self._holds(bp, stats) and bp.hit():
+                    self._holds(bp, stats, _frame_for(bp)) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
                                            if isinstance(x, Tensor)], "output": output}
                 self._pause(f"breakpoint {bp.id}: {bp.spec}", op=event.op, attrs=event.attrs,
@@ -286,12 +295,18 @@ class Debugger:
                 return
 
     @with_headroom
-    def _holds(self, bp, stats) -> bool:
-        """Evaluate ``bp``'s condition. Parsing refused every mistake it can see; what is left
-        (a MemoryError computing a statistic of a huge tensor, a bug) must not end the
-        script: the breakpoint is disabled and the controller told why."""
+    def _holds(self, bp, stats, frame=None) -> bool:
+        """Evaluate ``bp``'s condition, its Python names in ``frame``. Parsing refused every
+        mistake it can see; what is left (a MemoryError computing a statistic of a huge
+        tensor, a property of the script that raises, a bug) must not end the script: the
+        breakpoint is disabled and the controller told why."""
         try:
-            return bp.condition.evaluate(stats)
+            if bp.condition.reads_attributes:
+                # An attribute may be a property that runs ops: not ours to pause at or
+                # record.
+                with hooks_detached():
+                    return bp.condition.evaluate(stats, frame)
+            return bp.condition.evaluate(stats, frame)
         except Exception as exc:  # noqa: BLE001 - the script never dies of a condition
             bp.enabled = False
             where = stats.location
@@ -318,10 +333,13 @@ class Debugger:
             reason = "step"
         else:
             for bp in self.breakpoints.active():
-                if bp.checks_output or bp.kind in ("tensor", "graph_break", "exception"):
+                if bp.checks_output or bp.kind in ("graph_break", "exception"):
                     continue
                 members = [m for m in (step.node.body or (step.node,))]
-                if any(bp.matches_place(m.op, m.scope, m.loc) for m in members) and bp.hit():
+                hit = next((m for m in members if bp.matches_place(m.op, m.scope, m.loc)),
+                           None)
+                if hit is not None and self._holds_before(bp, hit.op, hit.scope, hit.loc,
+                                                          _frame_for(bp)) and bp.hit():
                     reason = f"breakpoint {bp.id}: {bp.spec}"
                     break
         if reason:
@@ -340,7 +358,7 @@ class Debugger:
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
-            if self._holds(bp, stats) and bp.hit():
+            if self._holds(bp, stats, _frame_for(bp)) and bp.hit():
                 report = None
                 if stats.nan or stats.inf:
                     report = hunt(plan, self.segment_inputs.get(id(plan), []), index)
@@ -483,6 +501,15 @@ class Debugger:
                 return {"stack": [s.to_json() for s in user_stack()]}
             if kind == "locals":
                 return {"tensors": self._local_tensors()}
+            if kind == "variables":
+                path = msg["path"]
+                if not all(isinstance(p, str) for p in path):
+                    raise ValueError("path: a list of labels (strings)")
+                return {"variables": variables(self._user_frame(msg["frame"]), msg["scope"],
+                                               path)}
+            if kind == "evaluate":
+                frame = self._user_frame(msg.get("frame", 0))
+                return {"result": evaluate(msg["expr"], frame)}
             if kind == "inspect":
                 return {"summary": summarize(self._resolve(msg["ref"]),
                                              histogram=msg.get("histogram", True))}
@@ -498,9 +525,18 @@ class Debugger:
             if kind == "differential_check":
                 plan = self._plan()
                 return {"report": differential_check(plan, self.segment_inputs[id(plan)])}
-        except (KeyError, ValueError, IndexError, ConditionError) as exc:
+        except (KeyError, ValueError, IndexError, TypeError, ConditionError) as exc:
             return {"__error__": f"{kind}: {exc}"}
         return {"__error__": f"{kind}: not available while paused"}
+
+    def _user_frame(self, index):
+        """Frame ``index`` of the paused stack (0: innermost, as the ``stack`` reply)."""
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise ValueError("frame: an integer, 0 for the innermost")
+        frames = user_frames(self.paused_frame)
+        if not 0 <= index < len(frames):
+            raise IndexError(f"frame {index}: the paused stack has {len(frames)} frames")
+        return frames[index]
 
     def _plan(self):
         plan = self.current.get("plan") or self.last_plan
@@ -554,6 +590,13 @@ class Debugger:
             seen.add(name)
             out.append({"name": name, "type": summarize(value._data)["type"]})
         return out
+
+
+def _frame_for(bp):
+    """The frame whose Python values ``bp``'s condition names (the op's user frame)."""
+    if bp.condition is None or not bp.condition.python_names:
+        return None
+    return user_frame()
 
 
 def _internal(frame) -> bool:

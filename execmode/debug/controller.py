@@ -387,6 +387,17 @@ class Controller:
     def locals(self) -> list:
         return self.request({"type": "locals"})["tensors"]
 
+    def variables(self, frame: int = 0, scope: str = "locals", path=()) -> list:
+        """Python values of a paused frame (0: innermost): rows of name, kind, text; a
+        ``path`` of row names expands containers and objects."""
+        return self.request({"type": "variables", "frame": frame, "scope": scope,
+                             "path": list(path)})["variables"]
+
+    def evaluate(self, expr: str, frame: int = 0) -> dict:
+        """``expr`` evaluated in a paused frame: {ok, text, kind, type}; an error is the
+        result (ok false), never the script's end."""
+        return self.request({"type": "evaluate", "expr": expr, "frame": frame})["result"]
+
     def recompute(self, node: int) -> dict:
         return self.request({"type": "recompute", "node": node})["summary"]
 
