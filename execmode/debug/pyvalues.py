@@ -115,7 +115,7 @@ def _text(value, kind: str) -> str:
         if kind == "array":
             return format_summary(summarize(value)) + "  (numpy)"
         if kind in ("list", "tuple", "set", "frozenset", "dict"):
-            return _truncate(f"{type(value).__name__} of {len(value)}: {_safe_repr(value)}")
+            return _truncate(_safe_repr(value))  # the row's length says how many
         if kind == "module":
             return f"module {value.__name__}"
         if kind == "class":
