@@ -90,6 +90,8 @@ class OpsScreen(ViewScreen):
         self.query_one("#paused-box").border_title = "paused op"
         self.query_one("#stack").border_title = "stack (innermost first)"
         self.query_one("#variables").border_title = "variables"
+        if self.app.bridge is None:  # a recorded session has no Python values to show
+            self.query_one("#variables").display = False
         self.watch(self.app, "run_state", self._state_changed)
         self.watch(self.app, "snapshot", self._store_grew)
         self.watch(self.app, "breakpoints", self._breakpoints_changed, init=False)
