@@ -26,7 +26,7 @@ from .. import dispatch, instrument, lifeline
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from .breakpoints import BreakpointError, BreakpointSet
-from .conditions import ConditionError, PlaceContext
+from .conditions import NONFINITE_NAMES, ConditionError, PlaceContext
 from .headroom import with_headroom
 from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
@@ -79,6 +79,7 @@ class Debugger:
         self.quitting = False
         self.paused_frame = None
         self._last_inputs: tuple = ()
+        self._kernel_met: tuple = (None, None, set())  # see _kernel_inputs_met
         self.last_seq = None
         # Stopping a script that runs plain Python (no ops, so no hook to notice a quit):
         # the reader thread raises _Quit in the script's thread, but only while the script
@@ -287,12 +288,49 @@ class Debugger:
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
             if bp.matches_place(event.op, event.scope, event.location) and \
-                    self._holds(bp, stats, _frame_for(bp)) and bp.hit():
+                    self._holds(bp, stats, _frame_for(bp)) and \
+                    not self._carried_on(bp, event, output) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
                                            if isinstance(x, Tensor)], "output": output}
                 self._pause(f"breakpoint {bp.id}: {bp.spec}", op=event.op, attrs=event.attrs,
                             inputs=(), when="after", output=output, breakpoint=bp.to_json())
                 return
+
+    def _carried_on(self, bp, event, output) -> bool:
+        """A NaN/Inf breakpoint fires where the value appears, once, not at every op that
+        only passes it on: True when an input of the op already met the condition (an
+        input written in place, the output itself, does not count)."""
+        if not bp.condition.names & NONFINITE_NAMES:
+            return False
+        frame = _frame_for(bp)
+        for x in self._last_inputs:
+            if not isinstance(x, Tensor) or x is output or x.is_traced or \
+                    x._data is output._data:
+                continue
+            if self._holds(bp, TensorStats(x._data, event.op, event.scope, event.location),
+                           frame):
+                return True
+        return False
+
+    def _kernel_inputs_met(self, plan, index, values) -> set:
+        """Before a kernel runs (its output may reuse an input's buffer): the NaN/Inf
+        breakpoints that its inputs already meet (see _carried_on)."""
+        watching = [bp for bp in self.breakpoints.active()
+                    if bp.checks_output and bp.condition.names & NONFINITE_NAMES]
+        if not watching:
+            return set()
+        step = plan.steps[index]
+        last = (step.node.body or (step.node,))[-1]
+        arrays = [values[a] for a in step.args if isinstance(a, int)]
+        met = set()
+        for bp in watching:
+            frame = _frame_for(bp)
+            for array in arrays:
+                if hasattr(array, "dtype") and self._holds(
+                        bp, TensorStats(array, last.op, last.scope, last.loc), frame):
+                    met.add(bp.id)
+                    break
+        return met
 
     @with_headroom
     def _holds(self, bp, stats, frame=None) -> bool:
@@ -322,6 +360,7 @@ class Debugger:
             self.segment_inputs[id(plan)] = [values[s] for s in plan.input_slots]
             self.last_plan = plan
         self.kernel_index += 1
+        self._kernel_met = (id(plan), index, self._kernel_inputs_met(plan, index, values))
         if self.attention:
             self._drain()
         step = plan.steps[index]
@@ -355,10 +394,15 @@ class Debugger:
         members = step.node.body or (step.node,)
         last = members[-1]
         stats = TensorStats(out, last.op, last.scope, last.loc)
+        plan_id, at, met = self._kernel_met
+        if (plan_id, at) != (id(plan), index):
+            met = set()
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
-            if self._holds(bp, stats, _frame_for(bp)) and bp.hit():
+            if bp.id in met or not self._holds(bp, stats, _frame_for(bp)):
+                continue
+            if bp.hit():
                 report = None
                 if stats.nan or stats.inf:
                     report = hunt(plan, self.segment_inputs.get(id(plan), []), index)

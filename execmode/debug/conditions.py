@@ -53,6 +53,8 @@ STAT_NAMES = {"nan", "inf", "finite", "min", "max", "mean", "std", "abs_max", "s
               "nan_count", "inf_count", "size", "ndim", "shape"}
 META_NAMES = {"op", "scope", "dtype", "device", "file", "line"}
 NAMES = STAT_NAMES | META_NAMES
+# Conditions on non-finite values fire where one appears, not where it is passed on.
+NONFINITE_NAMES = {"nan", "inf", "finite", "nan_count", "inf_count"}
 # Names that need the op's output (the rest can be decided before the op runs).
 OUTPUT_NAMES = STAT_NAMES | {"dtype", "device"}
 _MISSING = None  # what a comparison with a missing value sees (it never holds)
