@@ -132,3 +132,28 @@ async def test_the_panes_share_a_place_at_80_columns_and_not_at_120(tmp_path):
         assert screen.query_one("#variables").display and \
             screen.query_one("#paused-box").display
         assert screen.query_one("#variables").size.width >= 30
+
+
+@run_async
+async def test_a_breakpoint_on_python_values_typed_in_the_dialog(tmp_path):
+    app = script_app("python_state.py", tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        wait = Waiter(pilot)
+        await wait.paused()
+        await pilot.press("B")
+        await pilot.pause()
+        await pilot.press(*"nann")   # checked as typed: a bare name is no condition
+        await pilot.pause()
+        assert "did you mean nan?" in static_text(app.screen.query_one("#bp-error"))
+        for key in ("backspace",) * 4:
+            await pilot.press(key)
+        await pilot.press(*"opt.lr < 0.2")
+        await pilot.press("enter")
+        await settle(pilot)
+        await wait.until(lambda: any(b["spec"] == "opt.lr < 0.2" for b in app.breakpoints),
+                         what="the breakpoint")
+        paused = await wait.step("c")
+        await settle(pilot)
+        assert paused.reason.endswith("opt.lr < 0.2") and paused.when == "before"
+        rows = by_name(app)
+        assert rows["step"].text == "2"
