@@ -26,11 +26,12 @@ from .. import dispatch, instrument, lifeline
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from .breakpoints import BreakpointError, BreakpointSet
-from .conditions import NONFINITE_NAMES, ConditionError, PlaceContext
+from .conditions import ConditionError
+from .firing import ConditionChecks, frame_for
 from .headroom import with_headroom
 from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
-from .pyvalues import evaluate, hooks_detached, user_frames, variables
+from .pyvalues import evaluate, user_frames, variables
 from .summary import TensorStats, bounded_slice, summarize
 
 _UNBOUND = object()
@@ -50,7 +51,7 @@ def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> No
         ctypes.c_ulong(thread_id), ctypes.py_object(exc_type) if exc_type else None)
 
 
-class Debugger:
+class Debugger(ConditionChecks):
     """The instrumentation listener that pauses the script."""
 
     def __init__(self, channel: Channel, breakpoints: BreakpointSet, start_paused: bool):
@@ -226,12 +227,6 @@ class Debugger:
                 return f"breakpoint {bp.id}: {bp.spec}"
         return None
 
-    def _holds_before(self, bp, op_name, where, loc, frame) -> bool:
-        """A condition that names no output statistic, decided before the op."""
-        if bp.condition is None:
-            return True
-        return self._holds(bp, PlaceContext(op_name, where, loc), frame)
-
     def _next_hit(self, frame) -> bool:
         """Does ``next`` stop at an op whose user frame is ``frame``? Like pdb: at a new line
         of the frame it was given in, at a new pass over the same line, or, once that frame
@@ -288,72 +283,13 @@ class Debugger:
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
             if bp.matches_place(event.op, event.scope, event.location) and \
-                    self._holds(bp, stats, _frame_for(bp)) and \
+                    self._holds(bp, stats, frame_for(bp)) and \
                     not self._carried_on(bp, event, output) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
                                            if isinstance(x, Tensor)], "output": output}
                 self._pause(f"breakpoint {bp.id}: {bp.spec}", op=event.op, attrs=event.attrs,
                             inputs=(), when="after", output=output, breakpoint=bp.to_json())
                 return
-
-    def _carried_on(self, bp, event, output) -> bool:
-        """A NaN/Inf breakpoint fires where the value appears, once, not at every op that
-        only passes it on: True when an input of the op already met the condition (an
-        input written in place, the output itself, does not count)."""
-        if not bp.condition.names & NONFINITE_NAMES:
-            return False
-        frame = _frame_for(bp)
-        for x in self._last_inputs:
-            if not isinstance(x, Tensor) or x is output or x.is_traced or \
-                    x._data is output._data:
-                continue
-            if self._holds(bp, TensorStats(x._data, event.op, event.scope, event.location),
-                           frame):
-                return True
-        return False
-
-    def _kernel_inputs_met(self, plan, index, values) -> set:
-        """Before a kernel runs (its output may reuse an input's buffer): the NaN/Inf
-        breakpoints that its inputs already meet (see _carried_on)."""
-        watching = [bp for bp in self.breakpoints.active()
-                    if bp.checks_output and bp.condition.names & NONFINITE_NAMES]
-        if not watching:
-            return set()
-        step = plan.steps[index]
-        last = (step.node.body or (step.node,))[-1]
-        arrays = [values[a] for a in step.args if isinstance(a, int)]
-        met = set()
-        for bp in watching:
-            frame = _frame_for(bp)
-            for array in arrays:
-                if hasattr(array, "dtype") and self._holds(
-                        bp, TensorStats(array, last.op, last.scope, last.loc), frame):
-                    met.add(bp.id)
-                    break
-        return met
-
-    @with_headroom
-    def _holds(self, bp, stats, frame=None) -> bool:
-        """Evaluate ``bp``'s condition, its Python names in ``frame``. Parsing refused every
-        mistake it can see; what is left (a MemoryError computing a statistic of a huge
-        tensor, a property of the script that raises, a bug) must not end the script: the
-        breakpoint is disabled and the controller told why."""
-        try:
-            if bp.condition.reads_attributes:
-                # An attribute may be a property that runs ops: not ours to pause at or
-                # record.
-                with hooks_detached():
-                    return bp.condition.evaluate(stats, frame)
-            return bp.condition.evaluate(stats, frame)
-        except Exception as exc:  # noqa: BLE001 - the script never dies of a condition
-            bp.enabled = False
-            where = stats.location
-            at = f" at {where.filename}:{where.lineno}" if where is not None else ""
-            self._send({"type": "error", "id": None, "breakpoint": bp.to_json(),
-                        "message": f"breakpoint {bp.id} ({bp.spec}) disabled: its condition "
-                                   f"failed on op {stats.op}{at}: {type(exc).__name__}: "
-                                   f"{exc}; the script goes on"})
-            return False
 
     def before_kernel(self, plan, index, values) -> None:
         if index == 0:
@@ -378,7 +314,7 @@ class Debugger:
                 hit = next((m for m in members if bp.matches_place(m.op, m.scope, m.loc)),
                            None)
                 if hit is not None and self._holds_before(bp, hit.op, hit.scope, hit.loc,
-                                                          _frame_for(bp)) and bp.hit():
+                                                          frame_for(bp)) and bp.hit():
                     reason = f"breakpoint {bp.id}: {bp.spec}"
                     break
         if reason:
@@ -400,7 +336,7 @@ class Debugger:
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
-            if bp.id in met or not self._holds(bp, stats, _frame_for(bp)):
+            if bp.id in met or not self._holds(bp, stats, frame_for(bp)):
                 continue
             if bp.hit():
                 report = None
@@ -634,13 +570,6 @@ class Debugger:
             seen.add(name)
             out.append({"name": name, "type": summarize(value._data)["type"]})
         return out
-
-
-def _frame_for(bp):
-    """The frame whose Python values ``bp``'s condition names (the op's user frame)."""
-    if bp.condition is None or not bp.condition.python_names:
-        return None
-    return user_frame()
 
 
 def _internal(frame) -> bool:
