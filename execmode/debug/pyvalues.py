@@ -277,13 +277,19 @@ def _failed(expr: str, message: str) -> dict:
 @contextlib.contextmanager
 def hooks_detached():
     """No listener sees what an expression runs: not the debugger (no pause inside an
-    evaluation), not the recorder (the session holds the script's ops only)."""
+    evaluation), not the recorder (the session holds the script's ops only); and no tracer
+    (paused at a graph break inside em.jit, an expression must not add nodes to the
+    graph being traced: it runs eagerly)."""
+    from .. import dispatch
+
     attached = list(instrument.listeners())
     for listener in attached:
         instrument.remove_listener(listener)
+    tracer = dispatch.set_tracer(None)
     try:
         yield
     finally:
+        dispatch.set_tracer(tracer)
         for listener in attached:
             instrument.add_listener(listener)
 

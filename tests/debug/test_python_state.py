@@ -159,3 +159,16 @@ def test_a_property_that_raises_in_a_condition_disables_it_and_the_script_goes_o
             error["message"]
         assert c.wait_for("exited")["status"] == "ok"
     assert ("stdout", "result [8.0, 16.0, 24.0] 0") in c.output
+
+
+def test_evaluating_at_a_graph_break_adds_nothing_to_the_trace():
+    """Paused inside em.jit at a graph break: expressions run eagerly (no tracer, no
+    listener), and the jitted function's result is what it is without the debugger."""
+    script = os.path.join(os.path.dirname(STATE), "break_eval.py")
+    with Controller(script, breakpoints=["graph_break"], start_paused=False) as c:
+        assert c.wait_for("paused")["reason"].startswith("graph break")
+        assert "max=4" in c.evaluate("w + 1")["text"]
+        assert c.evaluate("(y * 0).sum()")["ok"]
+        c.cont()
+        assert c.wait_for("exited")["status"] == "ok"
+    assert ("stdout", "result [2.0, -1.0, 4.0]") in c.output
