@@ -127,7 +127,13 @@ def _exception_exit(exc: BaseException, script: Path, kind: str, code: int) -> S
         last = last.tb_next
     if last is not None:
         file, line = last.tb_frame.f_code.co_filename, last.tb_lineno
-    message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if isinstance(exc, SyntaxError) and tb is None:
+        # The script did not compile: no frame ran; the error itself says where.
+        file, line = exc.filename, exc.lineno
+        message = f"{type(exc).__name__}: {exc.msg} ({os.path.basename(str(file))}, " \
+                  f"line {line})"
+    else:
+        message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return ScriptExit(kind, code, exception=message, traceback=text, file=file, line=line)
 
 

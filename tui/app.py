@@ -36,6 +36,7 @@ from execmode.tui.session_facts import exit_from_meta
 from execmode.tui.source_cache import SourceCache
 from execmode.tui.state import STARTING, RunState
 from execmode.tui.tail import StoreTailer
+from execmode.tui.variables import VariablesModel
 from execmode.tui.views import VIEW_BY_NAME, VIEWS
 from textual.app import App, SystemCommand
 from textual.reactive import reactive
@@ -78,6 +79,7 @@ class ExecmodeApp(DebuggerCommands, App):
         self.session_meta: dict = {}           # a recorded session's meta (post-mortem)
         self.selected_op = None                # the op under the Ops view's cursor
         self.sources = SourceCache()
+        self.variables = VariablesModel()      # watches and open rows, kept across runs
         self._tailer: StoreTailer | None = None
         self._reveal: SourceRef | None = None
 

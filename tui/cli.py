@@ -6,9 +6,11 @@ imported only when a command runs, so ``execmode --help`` stays quick.
 
 ``execmode tui [OPTIONS] SCRIPT [ARGS...]``: the TUI's own options come before the
 script; everything after it goes to the script untouched. Exit status: 0 after a normal
-quit, 2 for a usage error (no such script, a malformed breakpoint) and for a session that
+quit, 2 for a usage error (no such script, a malformed breakpoint), for a session that
 cannot be read (missing, empty, a folder or a FIFO, foreign, newer, damaged: the message
-says which).
+says which) and when there is no terminal to draw on (stdin or stderr redirected, as in a
+pipeline or a CI job): Textual would wait forever for a terminal's answers, so the command
+says so at once and points at the headless verbs.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ def tui_command(args) -> int:
         except (BreakpointError, ConditionError) as exc:
             print(f"execmode tui: --break {spec}: {exc}", file=sys.stderr)
             return 2
+    if not has_terminal():
+        return _no_terminal("tui")
     launch = ScriptLaunch(
         script=args.script, args=args.args, breakpoints=breaks, start_paused=not args.run,
         pyspy=args.pyspy, session=args.session, session_dir=args.session_dir,
@@ -106,10 +110,29 @@ def open_command(args) -> int:
     except SessionUnreadable as exc:
         print(f"execmode open: error: {exc}", file=sys.stderr)
         return 2
+    if not has_terminal():
+        return _no_terminal("open")
     from execmode.tui.app import ExecmodeApp
 
     ExecmodeApp(SessionLaunch(args.session)).run()
     return 0
+
+
+def has_terminal() -> bool:
+    """Can Textual run here? Its Linux driver reads keys from stdin and draws on stderr
+    (``sys.__stderr__``); without a terminal on both it never gets the answers it waits
+    for."""
+    streams = (sys.__stdin__, sys.__stderr__)
+    try:
+        return all(s is not None and os.isatty(s.fileno()) for s in streams)
+    except (OSError, ValueError):  # a closed or replaced stream
+        return False
+
+
+def _no_terminal(verb: str) -> int:
+    print(f"execmode {verb}: needs a terminal; use `execmode run` or `execmode report`",
+          file=sys.stderr)
+    return 2
 
 
 def _latest_session() -> str | None:

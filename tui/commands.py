@@ -15,7 +15,7 @@ from execmode.tui.debugger import CommandError, DebugBridge
 from execmode.tui.messages import CommandFailed
 from execmode.tui.state import RunState
 
-_LOCATION_SPEC = re.compile(r"^\s*(?P<file>[^\s:][^:]*):(?P<line>\d+)\s*$")
+_LOCATION_SPEC = re.compile(r"^\s*(?:line:)?(?P<file>[^\s:][^:]*):(?P<line>\d+)\s*$")
 
 
 class DebuggerCommands:

@@ -105,3 +105,11 @@ class ViewDataFailed(Message):
 
 class SourceRevealRequested(Message):
     """Another view asked the Ops view to show a source line (see App.show_source)."""
+
+
+class PythonStateLoaded(Message):
+    """The agent described a paused frame's Python values (the Variables pane)."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        super().__init__()

@@ -27,9 +27,11 @@ from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError
+from .firing import ConditionChecks, frame_for
 from .headroom import with_headroom
 from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
+from .pyvalues import evaluate, user_frames, variables
 from .summary import TensorStats, bounded_slice, summarize
 
 _UNBOUND = object()
@@ -49,7 +51,7 @@ def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> No
         ctypes.c_ulong(thread_id), ctypes.py_object(exc_type) if exc_type else None)
 
 
-class Debugger:
+class Debugger(ConditionChecks):
     """The instrumentation listener that pauses the script."""
 
     def __init__(self, channel: Channel, breakpoints: BreakpointSet, start_paused: bool):
@@ -78,6 +80,7 @@ class Debugger:
         self.quitting = False
         self.paused_frame = None
         self._last_inputs: tuple = ()
+        self._kernel_met: tuple = (None, None, set())  # see _kernel_inputs_met
         self.last_seq = None
         # Stopping a script that runs plain Python (no ops, so no hook to notice a quit):
         # the reader thread raises _Quit in the script's thread, but only while the script
@@ -214,11 +217,13 @@ class Debugger:
 
         loc = None
         for bp in self.breakpoints.active():
-            if bp.checks_output or bp.kind in ("tensor", "graph_break", "exception"):
+            if bp.checks_output or bp.kind in ("graph_break", "exception"):
                 continue
             if loc is None:
                 loc = user_location()
-            if bp.matches_place(op_name, scope.current_scope(), loc) and bp.hit():
+            where = scope.current_scope()
+            if bp.matches_place(op_name, where, loc) and \
+                    self._holds_before(bp, op_name, where, loc, frame) and bp.hit():
                 return f"breakpoint {bp.id}: {bp.spec}"
         return None
 
@@ -278,35 +283,20 @@ class Debugger:
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
             if bp.matches_place(event.op, event.scope, event.location) and \
-                    self._holds(bp, stats) and bp.hit():
+                    self._holds(bp, stats, frame_for(bp)) and \
+                    not self._carried_on(bp, event, output) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
                                            if isinstance(x, Tensor)], "output": output}
                 self._pause(f"breakpoint {bp.id}: {bp.spec}", op=event.op, attrs=event.attrs,
                             inputs=(), when="after", output=output, breakpoint=bp.to_json())
                 return
 
-    @with_headroom
-    def _holds(self, bp, stats) -> bool:
-        """Evaluate ``bp``'s condition. Parsing refused every mistake it can see; what is left
-        (a MemoryError computing a statistic of a huge tensor, a bug) must not end the
-        script: the breakpoint is disabled and the controller told why."""
-        try:
-            return bp.condition.evaluate(stats)
-        except Exception as exc:  # noqa: BLE001 - the script never dies of a condition
-            bp.enabled = False
-            where = stats.location
-            at = f" at {where.filename}:{where.lineno}" if where is not None else ""
-            self._send({"type": "error", "id": None, "breakpoint": bp.to_json(),
-                        "message": f"breakpoint {bp.id} ({bp.spec}) disabled: its condition "
-                                   f"failed on op {stats.op}{at}: {type(exc).__name__}: "
-                                   f"{exc}; the script goes on"})
-            return False
-
     def before_kernel(self, plan, index, values) -> None:
         if index == 0:
             self.segment_inputs[id(plan)] = [values[s] for s in plan.input_slots]
             self.last_plan = plan
         self.kernel_index += 1
+        self._kernel_met = (id(plan), index, self._kernel_inputs_met(plan, index, values))
         if self.attention:
             self._drain()
         step = plan.steps[index]
@@ -318,10 +308,13 @@ class Debugger:
             reason = "step"
         else:
             for bp in self.breakpoints.active():
-                if bp.checks_output or bp.kind in ("tensor", "graph_break", "exception"):
+                if bp.checks_output or bp.kind in ("graph_break", "exception"):
                     continue
                 members = [m for m in (step.node.body or (step.node,))]
-                if any(bp.matches_place(m.op, m.scope, m.loc) for m in members) and bp.hit():
+                hit = next((m for m in members if bp.matches_place(m.op, m.scope, m.loc)),
+                           None)
+                if hit is not None and self._holds_before(bp, hit.op, hit.scope, hit.loc,
+                                                          frame_for(bp)) and bp.hit():
                     reason = f"breakpoint {bp.id}: {bp.spec}"
                     break
         if reason:
@@ -337,10 +330,15 @@ class Debugger:
         members = step.node.body or (step.node,)
         last = members[-1]
         stats = TensorStats(out, last.op, last.scope, last.loc)
+        plan_id, at, met = self._kernel_met
+        if (plan_id, at) != (id(plan), index):
+            met = set()
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
-            if self._holds(bp, stats) and bp.hit():
+            if bp.id in met or not self._holds(bp, stats, frame_for(bp)):
+                continue
+            if bp.hit():
                 report = None
                 if stats.nan or stats.inf:
                     report = hunt(plan, self.segment_inputs.get(id(plan), []), index)
@@ -483,6 +481,15 @@ class Debugger:
                 return {"stack": [s.to_json() for s in user_stack()]}
             if kind == "locals":
                 return {"tensors": self._local_tensors()}
+            if kind == "variables":
+                path = msg["path"]
+                if not all(isinstance(p, str) for p in path):
+                    raise ValueError("path: a list of labels (strings)")
+                return {"variables": variables(self._user_frame(msg["frame"]), msg["scope"],
+                                               path)}
+            if kind == "evaluate":
+                frame = self._user_frame(msg.get("frame", 0))
+                return {"result": evaluate(msg["expr"], frame)}
             if kind == "inspect":
                 return {"summary": summarize(self._resolve(msg["ref"]),
                                              histogram=msg.get("histogram", True))}
@@ -498,9 +505,18 @@ class Debugger:
             if kind == "differential_check":
                 plan = self._plan()
                 return {"report": differential_check(plan, self.segment_inputs[id(plan)])}
-        except (KeyError, ValueError, IndexError, ConditionError) as exc:
+        except (KeyError, ValueError, IndexError, TypeError, ConditionError) as exc:
             return {"__error__": f"{kind}: {exc}"}
         return {"__error__": f"{kind}: not available while paused"}
+
+    def _user_frame(self, index):
+        """Frame ``index`` of the paused stack (0: innermost, as the ``stack`` reply)."""
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise ValueError("frame: an integer, 0 for the innermost")
+        frames = user_frames(self.paused_frame)
+        if not 0 <= index < len(frames):
+            raise IndexError(f"frame {index}: the paused stack has {len(frames)} frames")
+        return frames[index]
 
     def _plan(self):
         plan = self.current.get("plan") or self.last_plan
@@ -663,12 +679,21 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
 
 
 def _script_traceback(exc: BaseException) -> str:
-    """The traceback as Python prints it, without the agent's and runpy's frames on top."""
+    """The traceback as Python prints it, without the agent's and runpy's frames on top.
+
+    A script that does not compile has no frame of its own: its SyntaxError is printed as
+    ``python script.py`` prints it (file, line, the caret), with no frame of ours."""
     tb = exc.__traceback__
-    while tb is not None and (_internal(tb.tb_frame) or
-                              tb.tb_frame.f_code.co_filename.endswith("runpy.py")):
+    while tb is not None and (_internal(tb.tb_frame) or _is_runpy(tb.tb_frame)):
         tb = tb.tb_next
+    if tb is None and isinstance(exc, SyntaxError):
+        return "".join(traceback.format_exception(type(exc), exc, None))
     return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+def _is_runpy(frame) -> bool:
+    name = frame.f_code.co_filename
+    return name.endswith("runpy.py") or name == "<frozen runpy>"
 
 
 def _user_frames(tb) -> list[dict]:

@@ -3,12 +3,14 @@
 Specs (the same on the command line, in the protocol and in the TUI):
 
     op:matmul                 before every matmul
-    train.py:42               before any op from that line
+    train.py:42               before any op from that line (line:train.py:42 too)
     scope:mlp/fc1             before ops in that named scope (and scopes under it)
     graph_break               when a jitted function breaks its graph
     exception                 when the script raises
     nan | inf | max > 1e3     after an op (or kernel) whose output meets the condition
     op:exp if max > 80        a place and a condition on its output
+    nan and step > 100        conditions may name Python values of the op's frame
+    line:train.py:42 if lr < 1e-3   (decided before the op when no output stat is named)
 
 Every breakpoint has a hit count and an ignore count (skip the first N hits).
 """
@@ -45,8 +47,9 @@ class Breakpoint:
 
     @property
     def checks_output(self) -> bool:
-        """Decided after the op ran (it needs the output's values)."""
-        return self.condition is not None
+        """Decided after the op ran (it needs the output's values); a condition on Python
+        values and the op's place alone is decided before the op, like a place."""
+        return self.condition is not None and self.condition.needs_output
 
     def matches_place(self, op: str, scope: str, location) -> bool:
         if self.kind == "op":
@@ -66,7 +69,9 @@ class Breakpoint:
     def to_json(self) -> dict:
         return {"id": self.id, "spec": self.spec, "kind": self.kind, "enabled": self.enabled,
                 "hits": self.hits, "ignore": self.ignore,
-                "condition": self.condition.text if self.condition else None}
+                "condition": self.condition.text if self.condition else None,
+                "python_names": sorted(self.condition.python_names) if self.condition else [],
+                "notes": list(self.condition.notes) if self.condition else []}
 
 
 def same_file(actual: str, wanted: str) -> bool:
@@ -83,6 +88,8 @@ def parse_breakpoint(spec: str, bp_id: int = 0) -> Breakpoint:
                               "graph_break, exception, or a condition such as nan")
     place, _, cond_text = text.partition(" if ")
     place = place.strip()
+    if place.startswith("line:"):
+        place = place[5:].strip()
     condition = Condition(cond_text) if cond_text.strip() else None
     if place in ("graph_break", "break"):
         return Breakpoint(bp_id, text, "graph_break")

@@ -12,6 +12,15 @@ nan_count, inf_count, size, ndim, shape) and op metadata (op, scope, dtype, devi
 line). Only comparisons, and/or/not, unary minus, numbers, strings and ``shape[i]`` are
 allowed; anything else is a ConditionError that says where and what was expected.
 
+Any other name is a **Python value of the frame where the op runs** (its locals, then its
+globals), as are attributes and constant subscripts of one: ``nan and step > 100``,
+``opt.lr < 1e-3``, ``losses[-1] > 2``, ``model.training == False``. Their type is known only
+at run time, so a Python value may be compared with anything and tested for truth, but
+not ordered against a string or true/false, and not be a whole condition alone (``nann``
+is refused with "did you mean nan?", not silently a Python name). At run time a name the
+frame lacks, or a tensor of more than one element, is missing: comparisons with it are
+false. A one-element tensor reads as its number. Python values are read, never called.
+
 Conditions are **typed when parsed**: nan/inf/finite are true/false, op/scope/dtype/device/
 file are strings, the rest numbers. ``-op``, ``max and 3``, ``op == 3``, ``dtype < "f"``,
 ``op == "ad"`` (no such op) or a bare ``max`` are refused with the column of the mistake,
@@ -32,6 +41,7 @@ from ..errors import ExecmodeError
 
 # What each name holds, for the type check at parse time.
 BOOL, NUMBER, STRING, SHAPE = "true/false", "a number", "a string", "a shape"
+PYTHON = "a Python value"  # of the script's frame: typed when the condition runs
 NAME_TYPES = {
     "nan": BOOL, "inf": BOOL, "finite": BOOL,
     "min": NUMBER, "max": NUMBER, "mean": NUMBER, "std": NUMBER, "abs_max": NUMBER,
@@ -43,6 +53,11 @@ STAT_NAMES = {"nan", "inf", "finite", "min", "max", "mean", "std", "abs_max", "s
               "nan_count", "inf_count", "size", "ndim", "shape"}
 META_NAMES = {"op", "scope", "dtype", "device", "file", "line"}
 NAMES = STAT_NAMES | META_NAMES
+# Conditions on non-finite values fire where one appears, not where it is passed on.
+NONFINITE_NAMES = {"nan", "inf", "finite", "nan_count", "inf_count"}
+# Names that need the op's output (the rest can be decided before the op runs).
+OUTPUT_NAMES = STAT_NAMES | {"dtype", "device"}
+_MISSING = None  # what a comparison with a missing value sees (it never holds)
 
 # Bounds, so that parsing and evaluating stay cheap and shallow: conditions are evaluated
 # after every op, inside the script's own (possibly deep) stack.
@@ -94,11 +109,23 @@ class Condition:
                                  "levels") from None
         self._check_depth(tree.body)
         self.names: set[str] = set()
+        self.python_names: set[str] = set()
+        self.notes: list[str] = []     # what a person may want to know (a likely typo)
+        self.reads_attributes = False  # an attribute may be a property: code of the script
         kind = self._check(tree.body)
+        if kind == PYTHON:
+            _fail(self.text, 0, f"{_describe(self.text, tree.body)} is a Python value of "
+                  "the script, not a condition: compare it, e.g. step > 100"
+                  + _did_you_mean(tree.body))
         if kind != BOOL:
             _fail(self.text, 0, f"a condition must be true or false, this is {kind}: "
                   "compare it, e.g. max > 1e3 or op == \"exp\"")
         self._tree = tree.body
+
+    @property
+    def needs_output(self) -> bool:
+        """Decided after the op ran (on its output's values) rather than before it."""
+        return bool(self.names & OUTPUT_NAMES)
 
     def __repr__(self) -> str:
         return f"Condition({self.text!r})"
@@ -127,15 +154,14 @@ class Condition:
             self._expect(node.operand, BOOL, "'not' negates a condition")
             return BOOL
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            self._expect(node.operand, NUMBER, "'-' negates a number")
-            return NUMBER
+            return self._expect(node.operand, NUMBER, "'-' negates a number")
         if isinstance(node, ast.Compare):
             self._check_compare(node)
             return BOOL
         if isinstance(node, ast.Name):
             if node.id not in NAMES:
-                _fail(t, node.col_offset, f"unknown name {node.id!r}: expected one of "
-                      + ", ".join(sorted(NAMES)))
+                self._python_name(node.id, node.col_offset)
+                return PYTHON
             self.names.add(node.id)
             return NAME_TYPES[node.id]
         if isinstance(node, ast.Constant):
@@ -144,9 +170,25 @@ class Condition:
             if isinstance(node.value, int | float) and not isinstance(node.value, bool):
                 return NUMBER
             _fail(t, node.col_offset, "expected a number or a string")
+        if isinstance(node, ast.Attribute):
+            if self._check(node.value) != PYTHON:
+                _fail(t, node.col_offset, f"{_describe(t, node.value)} has no attributes: "
+                      "only Python values of the script do (opt.lr)")
+            if node.attr.startswith("__"):
+                _fail(t, node.end_col_offset - len(node.attr), f"attribute {node.attr!r}: "
+                      "names starting with __ are not allowed")
+            self.reads_attributes = True
+            return PYTHON
+        if isinstance(node, ast.Subscript) and not (isinstance(node.value, ast.Name)
+                                                    and node.value.id == "shape"):
+            if self._check(node.value) != PYTHON:
+                _fail(t, node.col_offset, "only shape[i] and Python values can be indexed")
+            if _constant_key(node.slice) is _NO_KEY:
+                _fail(t, node.slice.col_offset, "an index of a Python value must be a "
+                      "number or a string (losses[-1], config[\"lr\"])")
+            self.reads_attributes = True  # __getitem__ is the script's code too
+            return PYTHON
         if isinstance(node, ast.Subscript):
-            if not (isinstance(node.value, ast.Name) and node.value.id == "shape"):
-                _fail(t, node.col_offset, "only shape[i] can be indexed")
             idx = node.slice
             if isinstance(idx, ast.UnaryOp) and isinstance(idx.op, ast.USub):
                 idx = idx.operand
@@ -158,11 +200,24 @@ class Condition:
               f"{type(node).__name__} is not allowed here: expected a comparison, a name, "
               "a number, a string, and/or/not")
 
-    def _expect(self, node, wanted: str, why: str) -> None:
+    def _python_name(self, name: str, col: int) -> None:
+        if name.startswith("__"):
+            _fail(self.text, col, f"name {name!r}: names starting with __ are not allowed")
+        self.python_names.add(name)
+        close = _close_name(name)
+        if close:
+            # Not refused (the script may well have a variable `means`), but said.
+            self.notes.append(f"{name!r} is read from the script's frame, not a tensor "
+                              f"statistic (did you mean {close}?)")
+
+    def _expect(self, node, wanted: str, why: str) -> str:
         kind = self._check(node)
+        if kind == PYTHON:
+            return PYTHON  # its truth or its number is known when the condition runs
         if kind != wanted:
             _fail(self.text, node.col_offset,
                   f"{why}, but {_describe(self.text, node)} is {kind}{_hint(kind, wanted)}")
+        return kind
 
     def _check_compare(self, node: ast.Compare) -> None:
         left_node, left = node.left, self._check(node.left)
@@ -176,12 +231,17 @@ class Condition:
                 if kind == SHAPE:
                     _fail(self.text, side.col_offset, "shape is compared by dimension: "
                           "write shape[0] > 1024")
-            if left != right:
+            python = PYTHON in (left, right)
+            if python and isinstance(op, _ORDERING) and {left, right} & {STRING, BOOL}:
+                known = left if right == PYTHON else right
+                _fail(self.text, right_node.col_offset,
+                      f"{symbol} orders numbers, not {_PLURAL[known]}: use == or !=")
+            if left != right and not python:
                 _fail(self.text, right_node.col_offset,
                       f"{symbol} compares {_describe(self.text, left_node)} ({left}) with "
                       f"{_describe(self.text, right_node)} ({right}): both sides must be "
                       "of one kind")
-            if isinstance(op, _ORDERING) and left != NUMBER:
+            if isinstance(op, _ORDERING) and left not in (NUMBER, PYTHON):
                 _fail(self.text, right_node.col_offset,
                       f"{symbol} orders numbers, not {_PLURAL[left]}: use == or !=")
             self._check_op_name(left_node, right_node)
@@ -198,23 +258,32 @@ class Condition:
                     _fail(self.text, const.col_offset, f"unknown op {const.value!r}: ops "
                           "are " + ", ".join(sorted(OPS)))
 
-    def evaluate(self, ctx) -> bool:
-        return bool(self._eval(self._tree, ctx))
+    def evaluate(self, ctx, frame=None) -> bool:
+        """True when the condition holds for ``ctx`` (a TensorStats, or a PlaceContext
+        before an op) with Python names read from ``frame`` (the op's user frame)."""
+        return _truth(self._eval(self._tree, ctx, frame))
 
-    def _eval(self, node, ctx):
+    def _eval(self, node, ctx, frame):
         if isinstance(node, ast.BoolOp):
             if isinstance(node.op, ast.And):
-                return all(self._eval(v, ctx) for v in node.values)
-            return any(self._eval(v, ctx) for v in node.values)
+                return all(_truth(self._eval(v, ctx, frame)) for v in node.values)
+            return any(_truth(self._eval(v, ctx, frame)) for v in node.values)
         if isinstance(node, ast.UnaryOp):
-            value = self._eval(node.operand, ctx)
+            value = self._eval(node.operand, ctx, frame)
             if isinstance(node.op, ast.Not):
-                return not value
-            return None if value is None else -value  # a missing stat stays missing
+                return not _truth(value)
+            try:
+                return None if value is None else -value  # a missing stat stays missing
+            except TypeError:  # -"text": a Python value that is not a number
+                return None
+        if _is_python(node):
+            return _python_value(node, frame)
         if isinstance(node, ast.Compare):
-            left = self._eval(node.left, ctx)
+            left = self._eval(node.left, ctx, frame)
             for op, right_node in zip(node.ops, node.comparators):
-                right = self._eval(right_node, ctx)
+                right = self._eval(right_node, ctx, frame)
+                if left is None or right is None:
+                    return False  # a missing value (even != holds nothing about it)
                 try:
                     if not _COMPARE[type(op)](left, right):
                         return False
@@ -232,6 +301,101 @@ class Condition:
             i = -idx.operand.value if isinstance(idx, ast.UnaryOp) else idx.value
             return shape[i] if -len(shape) <= i < len(shape) else None
         raise ConditionError(f"cannot evaluate {ast.dump(node)}")  # unreachable after _check
+
+
+class PlaceContext:
+    """What a condition decided before an op sees: the op's name, scope and line (no
+    output yet; conditions that name a statistic wait for the output)."""
+
+    def __init__(self, op: str, scope: str, location):
+        self.op, self.scope, self.location = op, scope, location
+
+
+_NO_KEY = object()
+
+
+def _constant_key(node):
+    """A subscript's constant key (3, -1, "lr"), or _NO_KEY."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
+        return -node.operand.value
+    if isinstance(node, ast.Constant) and type(node.value) in (int, str):
+        return node.value
+    return _NO_KEY
+
+
+def _is_python(node) -> bool:
+    """A Python value of the script (a name not in the language, or a chain on one)."""
+    if isinstance(node, ast.Name):
+        return node.id not in NAMES
+    if isinstance(node, ast.Attribute):
+        return True  # only Python values have attributes (checked at parse time)
+    if isinstance(node, ast.Subscript):
+        return not (isinstance(node.value, ast.Name) and node.value.id == "shape")
+    return False
+
+
+def _python_value(node, frame):
+    """Read a name / attribute / constant subscript in ``frame``; missing is None."""
+    if frame is None:
+        return _MISSING
+    try:
+        if isinstance(node, ast.Name):
+            if node.id in frame.f_locals:
+                value = frame.f_locals[node.id]
+            elif node.id in frame.f_globals:
+                value = frame.f_globals[node.id]
+            else:
+                return _MISSING
+        elif isinstance(node, ast.Attribute):
+            base = _python_value(node.value, frame)
+            if base is _MISSING:
+                return _MISSING
+            value = getattr(base, node.attr)
+        else:
+            base = _python_value(node.value, frame)
+            if base is _MISSING:
+                return _MISSING
+            value = base[_constant_key(node.slice)]
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return _MISSING
+    return _plain(value)
+
+
+def _plain(value):
+    """A tensor or array of one element as its number; a bigger one is missing (comparing
+    it would run an op, and its truth is ambiguous)."""
+    from ..tensor import Tensor
+
+    if isinstance(value, Tensor):
+        if value.is_traced:
+            return _MISSING
+        value = value._data
+    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "reshape"):
+        size = 1
+        for d in value.shape:
+            size *= int(d)
+        return value.reshape(-1)[0].item() if size == 1 else _MISSING
+    return value
+
+
+def _truth(value) -> bool:
+    try:
+        return bool(value)
+    except Exception:  # noqa: BLE001 - an object whose truth is ambiguous is not true
+        return False
+
+
+def _close_name(name: str) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), sorted(NAMES), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _did_you_mean(node) -> str:
+    close = _close_name(node.id) if isinstance(node, ast.Name) else None
+    return f" (or did you mean {close}?)" if close else ""
 
 
 def _describe(text: str, node) -> str:

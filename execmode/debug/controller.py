@@ -99,7 +99,8 @@ class Controller:
 
     def __init__(self, script: str, args=(), breakpoints=(), session: str | None = None,
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
-                 python: str | None = None, pyspy: bool = False):
+                 python: str | None = None, pyspy: bool = False,
+                 inherit_stdin: bool = False):
         self.script = script
         self.args = list(args)
         self.initial_breakpoints = list(breakpoints)
@@ -109,6 +110,9 @@ class Controller:
         self.env = env
         self.python = python or sys.executable
         self.pyspy = pyspy  # sample the script with py-spy into the session (needs session)
+        # `execmode run` gives the script its own stdin (the terminal: input() works); the
+        # TUI must not (it reads the keys there), nor must tests: /dev/null, input() ends.
+        self.inherit_stdin = inherit_stdin
         self.events: queue.Queue[Event] = queue.Queue()
         self.listeners: list = []
         self.state = "idle"        # idle | starting | running | paused | finished
@@ -196,7 +200,8 @@ class Controller:
             server.bind(path)
             server.listen(1)
             server.settimeout(0.2)
-            proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+            stdin = None if self.inherit_stdin else subprocess.DEVNULL
+            proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=stdin,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             run.proc = proc
             with self._lock:
@@ -381,6 +386,17 @@ class Controller:
 
     def locals(self) -> list:
         return self.request({"type": "locals"})["tensors"]
+
+    def variables(self, frame: int = 0, scope: str = "locals", path=()) -> list:
+        """Python values of a paused frame (0: innermost): rows of name, kind, text; a
+        ``path`` of row names expands containers and objects."""
+        return self.request({"type": "variables", "frame": frame, "scope": scope,
+                             "path": list(path)})["variables"]
+
+    def evaluate(self, expr: str, frame: int = 0) -> dict:
+        """``expr`` evaluated in a paused frame: {ok, text, kind, type}; an error is the
+        result (ok false), never the script's end."""
+        return self.request({"type": "evaluate", "expr": expr, "frame": frame})["result"]
 
     def recompute(self, node: int) -> dict:
         return self.request({"type": "recompute", "node": node})["summary"]

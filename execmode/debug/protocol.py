@@ -16,6 +16,8 @@ Commands (controller -> agent)::
     slice {ref, index}                                  -> reply {slice}
     stack                                               -> reply {stack}
     locals                                              -> reply {tensors}
+    variables {frame, scope, path}                      -> reply {variables} (Python values)
+    evaluate {expr, frame?}                             -> reply {result}  (pdb's p expr)
     recompute {node}                                    -> reply {summary} (graph mode)
     hunt                                                -> reply {report}  (NaN/Inf origin)
     differential_check                                  -> reply {report}
@@ -49,6 +51,8 @@ COMMANDS = {
     "inspect": {"ref": str},
     "slice": {"ref": str, "index": str},
     "stack": {}, "locals": {},
+    "variables": {"frame": int, "scope": str, "path": list},
+    "evaluate": {"expr": str},
     "recompute": {"node": int},
     "hunt": {}, "differential_check": {},
 }

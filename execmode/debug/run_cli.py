@@ -61,8 +61,9 @@ def run_command(opts) -> int:
     except SessionDirError as exc:
         print(f"execmode run: {exc}", file=sys.stderr)
         return 2
+    _say_breakpoint_notes(opts.breaks)
     ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,
-                     start_paused=False)
+                     start_paused=False, inherit_stdin=True)
     ctl.listeners.append(_echo_output)
     previous = {signum: signal.signal(signum, _raise_stopped)
                 for signum in (signal.SIGTERM, signal.SIGHUP)}
@@ -82,6 +83,22 @@ def run_command(opts) -> int:
             signal.signal(signum, handler)
         if session is not None and os.path.exists(session):
             print(saved_line(session), file=sys.stderr)
+
+
+def _say_breakpoint_notes(specs) -> None:
+    """A likely typo in a condition (``maxx > 3`` reads a Python value ``maxx``) is said
+    before the run, not discovered after a breakpoint that never fired. A spec that does
+    not parse is refused by the agent, with its column."""
+    from .breakpoints import BreakpointError, parse_breakpoint
+    from .conditions import ConditionError
+
+    for spec in specs:
+        try:
+            bp = parse_breakpoint(spec)
+        except (BreakpointError, ConditionError):
+            continue
+        for note in bp.to_json()["notes"]:
+            print(f"execmode run: --break {spec}: {note}", file=sys.stderr)
 
 
 def _session_path(opts) -> str | None:

@@ -50,7 +50,9 @@ class TensorStats:
     def device(self) -> str:
         return "cpu" if type(self.array) is np.ndarray else f"cuda:{self.array.device.id}"
 
-    # value statistics (NaN-aware: min/max/mean/std ignore NaNs, counts report them)
+    # Value statistics, NaN-aware: NaNs are counted, never a statistic. min, max and
+    # abs_max see an Inf (``max > 1e3`` holds on inf, and a summary reads inf/-inf);
+    # mean, std and sum are over the finite values (one Inf would make them inf or nan).
     @property
     def nan_count(self) -> int:
         if self.array.dtype.kind != "f":
@@ -81,9 +83,15 @@ class TensorStats:
             return a[_xp(a).isfinite(a)]
         return a
 
-    def _reduce(self, name, fn):
+    def _values_but_nan(self):
+        a = self.array
+        if a.dtype.kind == "f" and self.nan:
+            return a[~_xp(a).isnan(a)]
+        return a
+
+    def _reduce(self, name, fn, with_inf: bool = False):
         def compute():
-            values = self._finite_values()
+            values = self._values_but_nan() if with_inf else self._finite_values()
             if values.size == 0:
                 return math.nan
             return float(fn(_xp(values), values.astype(np.float64) if values.dtype.kind == "b"
@@ -92,11 +100,11 @@ class TensorStats:
 
     @property
     def min(self) -> float:
-        return self._reduce("min", lambda xp, v: xp.min(v))
+        return self._reduce("min", lambda xp, v: xp.min(v), with_inf=True)
 
     @property
     def max(self) -> float:
-        return self._reduce("max", lambda xp, v: xp.max(v))
+        return self._reduce("max", lambda xp, v: xp.max(v), with_inf=True)
 
     @property
     def mean(self) -> float:
@@ -108,7 +116,7 @@ class TensorStats:
 
     @property
     def abs_max(self) -> float:
-        return self._reduce("abs_max", lambda xp, v: xp.max(xp.abs(v)))
+        return self._reduce("abs_max", lambda xp, v: xp.max(xp.abs(v)), with_inf=True)
 
     @property
     def sum(self) -> float:
@@ -154,12 +162,19 @@ def format_summary(s: dict) -> str:
 def _fmt(v) -> str:
     if v is None:
         return "nan"
+    if isinstance(v, str):  # "inf" / "-inf" (see _num)
+        return v
     return f"{v:.4g}"
 
 
 def _num(v):
-    # JSON has no NaN/Inf: None stands for "no finite values".
-    return None if v is None or not math.isfinite(v) else v
+    # JSON has no NaN/Inf: None stands for "no value" (an empty or all-NaN tensor), and an
+    # infinite min/max is the text "inf" / "-inf", which every reader prints as it is.
+    if v is None or math.isnan(v):
+        return None
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
 
 
 def _xp(array):

@@ -51,6 +51,23 @@ class PausedController:
     def locals(self):
         return [{"name": "x", "type": "f32[8,16]"}, {"name": "w1", "type": "f32[16,32]"}]
 
+    def variables(self, frame=0, scope="locals", path=()):
+        if list(path) == ["opt"]:
+            return [{"name": "lr", "kind": "number", "type": "float", "text": "0.05",
+                     "expandable": False}]
+        return [
+            {"name": "step", "kind": "number", "type": "int", "text": "3", "expandable": False},
+            {"name": "x", "kind": "tensor", "type": "Tensor", "expandable": True,
+             "text": "f32[8,16]  min=-2.1 max=2.4 mean=0.03 std=0.98"},
+            {"name": "losses", "kind": "list", "type": "list", "text": "[2.31, 2.05, 1.87]",
+             "expandable": True, "length": 3},
+            {"name": "opt", "kind": "object", "type": "SGD", "text": "SGD(lr=0.05)",
+             "expandable": True},
+        ]
+
+    def evaluate(self, expr, frame=0):
+        return {"expr": expr, "ok": True, "kind": "number", "type": "float", "text": "0.05"}
+
     def inspect(self, ref, histogram=True):
         return dict(X_SUMMARY, histogram=HISTOGRAM)
 

@@ -29,9 +29,12 @@ GRAMMAR_ROWS = (
     ('max > 1e3   abs_max > 100 and op == "exp"', "conditions on the output's stats"),
     ('shape[0] > 1024   dtype == "float64"', "... and on its metadata"),
     ("op:exp if max > 80", "a place and a condition"),
+    ("nan and step > 100   line:train.py:42 if opt.lr < 1e-3",
+     "Python values of the op's frame"),
 )
 NAMES = ("names: nan inf finite min max mean std abs_max sum nan_count inf_count size ndim "
-         "shape op scope dtype device file line · operators: < <= > >= == != and or not")
+         "shape op scope dtype device file line · other names: the script's variables "
+         "(opt.lr, losses[-1]) · operators: < <= > >= == != and or not")
 
 
 def grammar() -> Group:

@@ -1,9 +1,15 @@
-"""View 1, Ops: the executed ops (or kernels), the source line, the paused op, the stack.
+"""View 1, Ops: the executed ops (or kernels), the source line, the paused op, the
+Python values of the paused frame (Variables), the stack.
 
 The op list pages rows from the session store (a million-op run costs what a
 forty-op run does); the op the script is paused before has not run yet, so it is not in
 the store: it is the list's last row, marked ▶. Moving the cursor shows that op's line in
 the source pane; ``b`` sets a breakpoint at the source pane's cursor line.
+
+The Variables pane shows the frame selected in the stack (the innermost at each pause):
+watches, locals, globals; Enter opens a container or an object. ``x`` evaluates an
+expression in that frame, ``w`` adds a watch, ``d`` on a watch removes it. Under 110
+columns the paused-op pane and the Variables pane share a place (``v`` switches).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import os
 import re
 
 from execmode.tui import panels
+from execmode.tui.debugger import CommandError
 from execmode.tui.keys import footer_bindings
 from execmode.tui.lines import (
     KERNEL_HEADER,
@@ -21,9 +28,11 @@ from execmode.tui.lines import (
     SourceLines,
     TextLines,
 )
+from execmode.tui.messages import PythonStateLoaded
 from execmode.tui.records import SourceRef
 from execmode.tui.screens.base import ViewScreen
 from execmode.tui.state import RunState
+from execmode.tui.variables import PythonState, VariableLines, stop_key
 from execmode.tui.widgets.row_list import RowList
 from execmode.tui.widgets.text_pane import TextPane
 from textual.app import ComposeResult
@@ -32,7 +41,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-_LOCATION_SPEC = re.compile(r"^\s*(?P<file>[^\s:][^:]*):(?P<line>\d+)")
+_LOCATION_SPEC = re.compile(r"^\s*(?:line:)?(?P<file>[^\s:][^:]*):(?P<line>\d+)")
 
 
 class SourceLoaded(Message):
@@ -47,7 +56,12 @@ class OpsScreen(ViewScreen):
         *footer_bindings("next", "step", "continue", "pause", "breakpoint_here"),
         Binding("t", "toggle_list", "Ops/kernels"),
         Binding("i", "inspect", "Inspect"),
+        Binding("x", "evaluate", "Eval"),
+        Binding("w", "watch", "Watch"),
+        Binding("v", "swap_panes", "Vars/op", show=False),
+        Binding("d", "remove_watch", "Unwatch", show=False),
     ]
+    NARROW = 110  # columns under which the paused op and the Variables share a place
 
     def __init__(self) -> None:
         super().__init__()
@@ -55,6 +69,7 @@ class OpsScreen(ViewScreen):
         self.source_path: str | None = None
         self.marked_line: int | None = None
         self._wanted_line: int | None = None
+        self.frame = 0                  # the stack's frame whose values are shown
 
     def compose_view(self) -> ComposeResult:
         with Horizontal(id="ops-top"):
@@ -68,11 +83,15 @@ class OpsScreen(ViewScreen):
         with Horizontal(id="ops-bottom"):
             with VerticalScroll(id="paused-box", classes="pane"):
                 yield Static(id="paused")
+            yield RowList(VariableLines([]), id="variables", classes="pane")
             yield RowList(TextLines(), id="stack", classes="pane")
 
     def on_mount(self) -> None:
         self.query_one("#paused-box").border_title = "paused op"
         self.query_one("#stack").border_title = "stack (innermost first)"
+        self.query_one("#variables").border_title = "variables"
+        if self.app.bridge is None:  # a recorded session has no Python values to show
+            self.query_one("#variables").display = False
         self.watch(self.app, "run_state", self._state_changed)
         self.watch(self.app, "snapshot", self._store_grew)
         self.watch(self.app, "breakpoints", self._breakpoints_changed, init=False)
@@ -115,6 +134,8 @@ class OpsScreen(ViewScreen):
         self.query_one("#paused", Static).update(panel)
         self.query_one("#paused-box").border_title = "session" if recorded else "paused op"
         self.query_one("#stack", RowList).set_source(TextLines(panels.stack_lines(p)), cursor=0)
+        self.frame = 0
+        self._request_python_state()
         if p is not None and p.mode == "graph" and self.list_kind == "ops":
             self.list_kind = "kernels"
             self.query_one("#ops-header", TextPane).show(KERNEL_HEADER)
@@ -136,10 +157,99 @@ class OpsScreen(ViewScreen):
             p = self.app.run_state.paused
             if p is not None and message.index < len(p.stack):
                 self.show_source(p.stack[message.index])
+                if message.index != self.frame:
+                    self.frame = message.index
+                    self._request_python_state()
 
     def on_row_list_row_chosen(self, message: RowList.RowChosen) -> None:
         if message.row_list.id == "op-list":
             self.action_inspect()
+        elif message.row_list.id == "variables":
+            row = self.query_one("#variables", RowList).source.row(message.index)
+            if row is not None and self.app.variables.toggle(row):
+                self._request_python_state()
+
+    # --- Python values (the Variables pane) -------------------------------------------------
+    def _request_python_state(self) -> None:
+        """Fetch the selected frame's values from the agent (a worker: it blocks)."""
+        pane = self.query_one("#variables", RowList)
+        state, bridge = self.app.run_state, self.app.bridge
+        p = state.paused
+        if bridge is None:
+            pane.set_source(VariableLines([], "a recorded session: Python values need a "
+                                              "live script (execmode tui SCRIPT)"))
+            return
+        if p is None:
+            why = {"running": "running… (p pauses)", "finished": "the script has ended"}
+            pane.set_source(VariableLines([], why.get(state.phase, state.phase)))
+            return
+        frame = min(self.frame, max(0, len(p.stack) - 1))
+        function = p.stack[frame].function if p.stack else "<module>"
+        model, stop = self.app.variables, stop_key(p)
+        request = model.request()
+
+        def fetch() -> None:
+            try:
+                loaded = model.fetch(bridge.call, request, stop, frame, function)
+            except CommandError as exc:
+                loaded = PythonState(stop, frame, function, error=str(exc))
+            self.post_message(PythonStateLoaded(loaded))
+
+        self.run_worker(fetch, thread=True, group="python-state", exclusive=True,
+                        exit_on_error=False)
+
+    def on_python_state_loaded(self, message: PythonStateLoaded) -> None:
+        loaded = message.state
+        p = self.app.run_state.paused
+        if p is None or stop_key(p) != loaded.stop or loaded.frame != self.frame:
+            return  # an answer about an earlier stop or another frame
+        pane = self.query_one("#variables", RowList)
+        pane.border_title = f"variables · {loaded.function}" if loaded.frame == 0 else \
+            f"variables · {loaded.function} (frame {loaded.frame})"
+        if loaded.error:
+            pane.set_source(VariableLines([], loaded.error))
+            return
+        pane.set_source(VariableLines(self.app.variables.rows(loaded), "no variables"))
+
+    def _frame_function(self) -> tuple[int, str]:
+        p = self.app.run_state.paused
+        if p is None or not p.stack:
+            return self.frame, "<module>"
+        frame = min(self.frame, len(p.stack) - 1)
+        return frame, p.stack[frame].function
+
+    def action_evaluate(self) -> None:
+        from execmode.tui.screens.expression_dialog import ExpressionDialog
+
+        if self.app._live("paused") is None:
+            return
+        self.app.push_screen(ExpressionDialog(*self._frame_function()), self._watch_added)
+
+    def action_watch(self) -> None:
+        from execmode.tui.screens.expression_dialog import ExpressionDialog
+
+        self.app.push_screen(ExpressionDialog(*self._frame_function(), watch=True),
+                             self._watch_added)
+
+    def _watch_added(self, expr: str | None) -> None:
+        if expr and self.app.variables.add_watch(expr):
+            self._request_python_state()
+
+    def action_remove_watch(self) -> None:
+        pane = self.query_one("#variables", RowList)
+        row = pane.source.row(pane.cursor) if pane.has_focus else None
+        if row is None or row.scope != "watch":
+            self.notify("d removes the watch under the cursor in the Variables pane",
+                        severity="warning")
+            return
+        self.app.variables.remove_watch(row.name)
+        self._request_python_state()
+
+    def action_swap_panes(self) -> None:
+        self.query_one("#ops-bottom").toggle_class("show-paused")
+
+    def on_resize(self, event) -> None:
+        self.query_one("#ops-bottom").set_class(event.size.width < self.NARROW, "narrow")
 
     def _show_row(self, index: int) -> None:
         source = self.query_one("#op-list", RowList).source
