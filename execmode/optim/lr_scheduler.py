@@ -1,10 +1,14 @@
-"""Learning-rate schedules (PyTorch's ``optim.lr_scheduler``), in closed form.
+"""Learning-rate schedules (PyTorch's ``optim.lr_scheduler``).
 
 A scheduler writes ``group["lr"]`` of every parameter group at construction (epoch 0) and
-at each ``step()``. The value at epoch ``e`` is computed from the group's ``initial_lr``
-(PyTorch's closed forms), not by updating the previous value, so a resumed schedule lands
-on exactly the same numbers. Under ``em.jit`` the optimizer reads ``lr`` as a graph input
-(``Optimizer.hyper``): stepping a schedule between jitted steps costs no retrace.
+at each ``step()``. As PyTorch's, a step is *chainable*: the new rate is the group's
+current rate moved by this epoch's factor of the schedule (closed form at e over closed
+form at e - 1, relative to the floor eta_min), so two schedulers on one optimizer compose
+and a hand edit of ``group["lr"]`` carries on. Epoch 0, LambdaLR, and a factor from zero
+use the closed form. A resumed schedule continues from the restored ``lr`` with the same
+arithmetic, so it lands on the same numbers. Under ``em.jit`` the optimizer reads ``lr``
+as a graph input (``Optimizer.hyper``): stepping a schedule between jitted steps costs no
+retrace.
 """
 
 from __future__ import annotations
@@ -47,9 +51,31 @@ class LRScheduler:
         """The learning rates the last ``step()`` set, one per parameter group."""
         return list(self._last_lr)
 
+    chainable = True  # LambdaLR is not, as in PyTorch: it sets base_lr * lambda(epoch)
+
+    def floor(self) -> float:
+        """The rate the schedule's factor is relative to (CosineAnnealingLR's eta_min)."""
+        return 0.0
+
+    def next_lrs(self) -> list[float]:
+        """The rates for ``self.last_epoch``: the current rates times this epoch's factor."""
+        epoch = self.last_epoch
+        if epoch == 0 or not self.chainable:
+            return self.get_lr()
+        low, out = self.floor(), []
+        for k, (group, base) in enumerate(zip(self.optimizer.param_groups, self.base_lrs)):
+            before, now = self.lr_at(base, epoch - 1, k), self.lr_at(base, epoch, k)
+            if before == now:
+                out.append(group["lr"])      # no change this epoch (StepLR between steps)
+            elif before == low:
+                out.append(now)              # nothing to scale from: the closed form
+            else:
+                out.append(low + (group["lr"] - low) * ((now - low) / (before - low)))
+        return out
+
     def step(self) -> None:
         self.last_epoch += 1
-        self._apply(self.get_lr())
+        self._apply(self.next_lrs())
 
     def _apply(self, lrs: list[float]) -> None:
         for group, lr in zip(self.optimizer.param_groups, lrs):
@@ -125,6 +151,9 @@ class CosineAnnealingLR(LRScheduler):
         return self.eta_min + (base_lr - self.eta_min) * \
             (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 
+    def floor(self) -> float:
+        return self.eta_min
+
 
 class LinearLR(LRScheduler):
     """A linear ramp of the factor from ``start_factor`` to ``end_factor`` over
@@ -149,6 +178,7 @@ class LambdaLR(LRScheduler):
     functions are not part of ``state_dict()`` (as in PyTorch: rebuild them, then load)."""
 
     _not_saved = ("lr_lambdas",)
+    chainable = False
 
     def __init__(self, optimizer, lr_lambda: Callable | list, last_epoch: int = -1):
         n = len(optimizer.param_groups) if isinstance(optimizer, Optimizer) else 1
@@ -187,7 +217,7 @@ class SequentialLR(LRScheduler):
         i = bisect.bisect_right(self.milestones, self.last_epoch)
         scheduler = self._schedulers[i]
         scheduler.last_epoch = self.last_epoch - (self.milestones[i - 1] if i else 0)
-        scheduler._apply(scheduler.get_lr())
+        scheduler._apply(scheduler.next_lrs())  # closed form at a milestone (epoch 0)
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self) -> dict:

@@ -91,18 +91,20 @@ def test_state_dict_resumes_the_schedule():
                                  S.CosineAnnealingLR(opt, T_max=8)], milestones=[3])
     for _ in range(5):
         sched.step()
-    saved, lr_now = sched.state_dict(), [g["lr"] for g in opt.param_groups]
+    saved = sched.state_dict()
+    saved_groups = [dict(g, params=None) for g in opt.param_groups]  # lr, initial_lr
     tail = []
     for _ in range(4):
         sched.step()
         tail.append(sched.get_last_lr())
 
+    # PyTorch's resume order: build the scheduler (which sets lr), then load the
+    # optimizer's state (the saved lr: steps are chainable) and the scheduler's.
     opt2 = _opt(em)
-    opt2.load_state_dict(opt.state_dict())  # as a resume does: the lrs and initial_lrs
-    for g, lr in zip(opt2.param_groups, lr_now):
-        g["lr"] = lr
     sched2 = S.SequentialLR(opt2, [S.LinearLR(opt2, 0.1, total_iters=3),
                                    S.CosineAnnealingLR(opt2, T_max=8)], milestones=[3])
+    for g, saved_group in zip(opt2.param_groups, saved_groups):
+        g.update({k: v for k, v in saved_group.items() if k != "params"})
     sched2.load_state_dict(saved)
     assert sched2.last_epoch == 5
     resumed = []
