@@ -70,3 +70,22 @@ def test_a_changed_dropout_p_retraces_instead_of_crashing():
         got = f(x).numpy()
         em.random.seed(3)
         np.testing.assert_array_equal(got, (m(x) * 1.0).numpy())
+
+
+def test_schedulers_chain_and_keep_a_hand_edit():
+    # PyTorch's schedulers step from the current rate: two on one optimizer compose, and
+    # a hand edit of the rate carries on (a closed form alone dropped both).
+    p = nn.Parameter(em.zeros(1))
+    opt = em.optim.SGD([p], lr=1.0)
+    S = em.optim.lr_scheduler
+    a, b = S.ExponentialLR(opt, gamma=0.9), S.StepLR(opt, step_size=2, gamma=0.1)
+    lrs = []
+    for _ in range(3):
+        opt.step()
+        a.step()
+        b.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    np.testing.assert_allclose(lrs, [0.9, 0.081, 0.0729])
+    opt.param_groups[0]["lr"] *= 10
+    a.step()
+    np.testing.assert_allclose(opt.param_groups[0]["lr"], 0.729 * 0.9)
