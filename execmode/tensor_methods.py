@@ -57,9 +57,15 @@ def _t(self):
 
 
 def _contiguous(self):
-    """The tensor itself: layouts are NumPy's business, and reshape (view) copies when a
-    layout needs it. Writes through the result reach this tensor, eagerly and under jit."""
-    return self
+    """As PyTorch's: the tensor itself when its layout is C-contiguous, else a contiguous
+    copy (``x.t().contiguous()``), so a write to the result reaches ``x`` exactly when it
+    would in PyTorch. Under jit the layout is the traced value's proxy (graph/views.py)."""
+    data = self._data
+    layout = getattr(data, "proxy", data)
+    flags = getattr(layout, "flags", None)
+    if flags is None or flags.c_contiguous:
+        return self
+    return self.clone()
 
 
 def _view(self, *shape):

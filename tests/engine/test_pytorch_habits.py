@@ -89,3 +89,19 @@ def test_schedulers_chain_and_keep_a_hand_edit():
     opt.param_groups[0]["lr"] *= 10
     a.step()
     np.testing.assert_allclose(opt.param_groups[0]["lr"], 0.729 * 0.9)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_contiguous_copies_a_transposed_view(jit):
+    # x.t().contiguous() is a copy in PyTorch: writing into it leaves x alone; a
+    # contiguous x's contiguous() is x itself.
+    def f(x):
+        y = x.t().contiguous()
+        y[0, 0] = -1.0
+        z = x.contiguous()
+        z[1, 1] = 5.0
+        return x
+
+    g = em.jit(f) if jit else f
+    got = g(em.arange(6).float().reshape(2, 3)).numpy()
+    np.testing.assert_array_equal(got, [[0.0, 1.0, 2.0], [3.0, 5.0, 5.0]])
