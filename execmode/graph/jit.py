@@ -419,7 +419,7 @@ class JitFunction:
         self._break_costs: dict = {}        # id(ConcreteFunction) -> cache_policy.BreakCost
         self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
-        self._segments: dict[str, CompiledSegment] = {}
+        self._segments: dict[tuple, CompiledSegment] = {}  # (structural hash, backend)
         self._signature_ids: dict = {}
         self._fast = None  # the generated replay of the newest signature
         # (id(holder), name) -> (holder, name, label): numbers traced as graph inputs.
