@@ -699,6 +699,12 @@ def squeeze(x, axis=None, **torch_keywords) -> Tensor:
     x = _tensor_arg("squeeze", x)
     if torch_keywords:
         axis = _one_axis_keyword("squeeze", x, axis, torch_keywords)
+        if axis is not None:
+            # PyTorch's squeeze(dim=d) leaves a dim of another size alone; the Array
+            # API's (axis=) refuses it.
+            axis = tuple(a for a in _axes("squeeze", x, axis) if x.shape[a] == 1)
+            if not axis:
+                return x  # (PyTorch returns a view of x; writes reach x either way)
     if axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:

@@ -78,6 +78,23 @@ def _expand(self, *sizes):
     return F.expand(self, *sizes)
 
 
+def _expand_as(self, other):
+    """PyTorch's ``expand_as``: ``expand`` to ``other``'s shape."""
+    return F.expand(self, *other.shape)
+
+
+def _clamp_min(self, min):  # noqa: A002 - PyTorch's name
+    return F.clamp(self, min=min)
+
+
+def _clamp_max(self, max):  # noqa: A002 - PyTorch's name
+    return F.clamp(self, max=max)
+
+
+def _pow(self, exponent):
+    return F.power(self, exponent)
+
+
 def _repeat(self, *repeats):
     return F.repeat(self, *repeats)
 
@@ -140,6 +157,10 @@ METHODS = {
     "contiguous": _contiguous,
     "view": _view,
     "expand": _expand,
+    "expand_as": _expand_as,
+    "clamp_min": _clamp_min,
+    "clamp_max": _clamp_max,
+    "pow": _pow,
     "repeat": _repeat,
     "softmax": _softmax,
     "log_softmax": _log_softmax,

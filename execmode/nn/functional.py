@@ -169,6 +169,7 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
 
 # The losses (losses.py), and convolution, pooling, dropout and attention, each in its own
 # file: re-exported here so that ``em.nn.functional`` reads like ``torch.nn.functional``.
+from ..functional import one_hot  # noqa: E402, F401 - torch.nn.functional.one_hot
 from .attention import scaled_dot_product_attention  # noqa: E402, F401
 from .conv import conv1d, conv2d, pad  # noqa: E402, F401
 from .dropout import dropout  # noqa: E402, F401

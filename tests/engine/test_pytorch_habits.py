@@ -105,3 +105,18 @@ def test_contiguous_copies_a_transposed_view(jit):
     g = em.jit(f) if jit else f
     got = g(em.arange(6).float().reshape(2, 3)).numpy()
     np.testing.assert_array_equal(got, [[0.0, 1.0, 2.0], [3.0, 5.0, 5.0]])
+
+
+def test_small_pytorch_spellings():
+    x = em.tensor([1.0, 5.0])
+    np.testing.assert_array_equal(x.pow(2).numpy(), [1.0, 25.0])
+    np.testing.assert_array_equal(x.clamp_min(2).numpy(), [2.0, 5.0])
+    np.testing.assert_array_equal(x.clamp_max(2).numpy(), [1.0, 2.0])
+    assert em.ones(3).expand_as(em.ones(2, 3)).shape == (2, 3)
+    np.testing.assert_array_equal(nn.functional.one_hot(em.tensor([0, 2]), 3).numpy(),
+                                  [[1, 0, 0], [0, 0, 1]])
+    # squeeze(dim=d) leaves a dim of another size alone, as PyTorch's; axis= refuses it.
+    y = em.ones(1, 3, 1)
+    assert y.squeeze(dim=1).shape == (1, 3, 1) and y.squeeze(dim=0).shape == (3, 1)
+    with pytest.raises(em.ShapeError):
+        em.squeeze(y, axis=1)
