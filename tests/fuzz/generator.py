@@ -260,16 +260,23 @@ class Generator:
         self.add_var(text, a.shape, dtype, tags, a).op = op
         return True
 
+    def broadcast_pair(self):
+        """(a, b, their broadcast shape) for two numeric variables, or None."""
+        a = self.pick(self.numeric)
+        if a is None:
+            return None
+        b = self.pick(lambda v: self.numeric(v) and broadcast(a.shape, v.shape) is not None)
+        if b is None:
+            return None
+        return a, b, broadcast(a.shape, b.shape)
+
     def st_binary(self) -> bool:
         if not self.on("elementwise"):
             return False
-        a = self.pick(self.numeric)
-        if a is None:
+        pair = self.broadcast_pair()
+        if pair is None:
             return False
-        b = self.pick(lambda v: self.numeric(v) and broadcast(a.shape, v.shape) is not None)
-        if b is None:
-            return False
-        shape = broadcast(a.shape, b.shape)
+        a, b, shape = pair
         op = self.rng.choice(("+", "-", "*", "/", "maximum", "minimum"))
         dtype = promote(a.dtype, b.dtype)
         if op == "/":
@@ -371,13 +378,10 @@ class Generator:
     def st_where(self) -> bool:
         if not self.on("where"):
             return False
-        a = self.pick(self.numeric)
-        if a is None:
+        pair = self.broadcast_pair()
+        if pair is None:
             return False
-        b = self.pick(lambda v: self.numeric(v) and broadcast(a.shape, v.shape) is not None)
-        if b is None:
-            return False
-        shape = broadcast(a.shape, b.shape)
+        a, b, shape = pair
         if self.chance(0.3):
             self.add_var(f"{a.name} > {b.name}", shape, "bool", {"where"}, a, b, rg=False)
             return True

@@ -3,11 +3,16 @@ would: pause, read the frame's values, step, see what changed, open objects, eva
 
 from __future__ import annotations
 
+import os
+
 from execmode.tui.screens.expression_dialog import ExpressionDialog
 from execmode.tui.widgets.row_list import RowList
 from tui_support import Waiter, run_async, script_app, settle, static_text
 
 SMALL = (80, 24)
+# The script the agent-level tests of the same features drive (tests/debug), shared.
+STATE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "debug",
+                     "scripts", "python_state.py")
 
 
 def pane_rows(app):
@@ -28,7 +33,7 @@ async def paused_at_multiply(pilot):
 
 @run_async
 async def test_the_paused_frames_values_and_what_changed(tmp_path):
-    app = script_app("python_state.py", tmp_path, breakpoints=["op:multiply"],
+    app = script_app(STATE, tmp_path, breakpoints=["op:multiply"],
                      start_paused=False)
     async with app.run_test(size=SMALL) as pilot:
         wait = await paused_at_multiply(pilot)
@@ -61,7 +66,7 @@ async def test_the_paused_frames_values_and_what_changed(tmp_path):
 
 @run_async
 async def test_a_frame_of_the_stack_shows_its_own_values(tmp_path):
-    app = script_app("python_state.py", tmp_path, breakpoints=["op:multiply"],
+    app = script_app(STATE, tmp_path, breakpoints=["op:multiply"],
                      start_paused=False)
     async with app.run_test(size=SMALL) as pilot:
         await paused_at_multiply(pilot)
@@ -77,7 +82,7 @@ async def test_a_frame_of_the_stack_shows_its_own_values(tmp_path):
 
 @run_async
 async def test_evaluate_and_watch(tmp_path):
-    app = script_app("python_state.py", tmp_path, breakpoints=["op:multiply"],
+    app = script_app(STATE, tmp_path, breakpoints=["op:multiply"],
                      start_paused=False)
     async with app.run_test(size=SMALL) as pilot:
         wait = await paused_at_multiply(pilot)
@@ -115,7 +120,7 @@ async def test_evaluate_and_watch(tmp_path):
 
 @run_async
 async def test_the_panes_share_a_place_at_80_columns_and_not_at_120(tmp_path):
-    app = script_app("python_state.py", tmp_path, breakpoints=["op:multiply"],
+    app = script_app(STATE, tmp_path, breakpoints=["op:multiply"],
                      start_paused=False)
     async with app.run_test(size=SMALL) as pilot:
         await paused_at_multiply(pilot)
@@ -136,7 +141,7 @@ async def test_the_panes_share_a_place_at_80_columns_and_not_at_120(tmp_path):
 
 @run_async
 async def test_a_breakpoint_on_python_values_typed_in_the_dialog(tmp_path):
-    app = script_app("python_state.py", tmp_path)
+    app = script_app(STATE, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
         wait = Waiter(pilot)
         await wait.paused()
