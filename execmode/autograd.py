@@ -114,10 +114,6 @@ def backward(root: Tensor, gradient=None) -> None:
 
     from .scope import named_scope
 
-    tracer = dispatch.current_tracer()
-    if tracer is not None:
-        tracer.ran_backward = True  # the graph now depends on requires_grad flags
-
     # Backward ops are grouped under a "backward" scope, in events and in graphs.
     with no_grad(), named_scope("backward"):
         if root._grad_fn is None:  # backward on a leaf: d(x)/d(x) = 1

@@ -152,9 +152,8 @@ def _python_replay(cf, jit_module):
             lines.append(f"    c = {x}._data")
             lines.append("    b = c.base")
             lines.append("    if id(c if b is None else b) in owners:")
-        else:
-            test = f"({x}._grad is None)" if kind == "grad_none" else f"{x}.requires_grad"
-            lines.append(f"    if {test} is not {bool(expected)}:")
+        else:  # grad_none
+            lines.append(f"    if ({x}._grad is None) is not {bool(expected)}:")
         lines.append("        return MISS")
     # Graph inputs: argument arrays or captured tensors read by reference.
     for k, (slot, source) in enumerate(zip(plan.input_slots, segment.sources)):

@@ -170,7 +170,7 @@ class ConcreteFunction:
     signature: Signature
     segments: list[Segment]
     breaks: list[GraphBreak]
-    guards: list                     # [(tensor ref, "grad_none" | "requires_grad" | ...)]
+    guards: list                     # [(tensor ref, "grad_none" | "strides" | ...)]
     out_structure: object = None
     # How each result is rebuilt (trace.result_spec): the returned leaves, then the grads.
     result_specs: list = field(default_factory=list)
@@ -231,9 +231,6 @@ class ConcreteFunction:
                 state = "None" if expected else "a tensor"
                 now = "a tensor" if expected else "None"
                 return f".grad of {_short(tensor)} was {state} when traced, now {now}"
-            if kind == "requires_grad" and tensor.requires_grad != expected:
-                return (f"requires_grad of captured {_short(tensor)} was {expected} when "
-                        f"traced, now {tensor.requires_grad}")
             if kind == "is_arg_memory" and \
                     memory_owner(tensor._data) is not memory_owner(leaves[expected]._data):
                 return (f"captured {_short(tensor)} was the memory of argument {expected} "
@@ -300,7 +297,7 @@ def build_results(specs, leaves, outputs) -> list:
 
 def _capture_flag_guards(tracer) -> list:
     """A guard on each capture's requires_grad as the trace began: the results'
-    requires_grad and the gradients depend on it, and it changes between calls (the
+    requires_grad and the gradients that flow into captures depend on it, and it changes between calls (the
     function's own write ``g *= w`` gives g a history; a user freezes a layer).
     Python guards, so the compiled check (and the C entry) test them at every replay
     (fuzz 1795535866-9082)."""
@@ -674,12 +671,6 @@ class JitFunction:
         guards += [(t, "is_arg_memory", i) for t, i in tracer.arg_aliases.values()]
         if tracer.wrote_inputs:
             guards += [(t, "not_arg_memory", None) for t in tracer.captures_seen.values()]
-        if tracer.ran_backward:
-            # Gradients flowed into captures according to their requires_grad flags.
-            for seg in tracer.segments:
-                for src in seg.sources:
-                    if src.kind == "capture":
-                        guards.append((src.tensor, "requires_grad", src.tensor.requires_grad))
         cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                        out_structure, specs, n_out, grad_writes)
         cf.baked = list(tracer.baked)

@@ -232,7 +232,6 @@ class Tracer:
         self.layout_args: set[int] = set()                   # leaves whose strides mattered
         # Arrays a graph break handed out as views of another: (root, steps, the view).
         self.break_views: dict[int, tuple[object, tuple]] = {}
-        self.ran_backward = False                            # backward ran inside the trace
         # Captures that were an argument's memory in this call, and those that were not:
         # replays must see the same pattern (guards), since writes go through one input.
         self.arg_aliases: dict[int, tuple[Tensor, int]] = {}
