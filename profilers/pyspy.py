@@ -157,6 +157,10 @@ class Sampler:
         try:
             stacks = parse_file(self._out, st.format)
         except (OSError, ValueError) as exc:
+            # py-spy may print "Sampling process" and only then fail to attach (a ptrace
+            # refusal): name that cause rather than the missing output file it leaves.
+            if _mentions_permission(self._lines):
+                return self._give_up("unavailable", *diagnose(self._lines)), []
             reason = f"py-spy wrote no readable samples ({exc})"
             return self._give_up("failed", reason, _last_lines_advice(self._lines)), []
         finally:
@@ -192,12 +196,15 @@ class Sampler:
 # --- why py-spy could not run ---------------------------------------------------------------
 def diagnose(lines: list[str]) -> tuple[str, str]:
     """(reason, advice) from py-spy's output when it exited without sampling."""
-    text = "\n".join(lines)
-    if _PERMISSION_TEXT.lower() in text.lower():
+    if _mentions_permission(lines):
         return ("py-spy could not attach to the process: permission denied",
                 _permission_advice())
     last = lines[-1] if lines else "no output"
     return f"py-spy exited without sampling: {last}", _last_lines_advice(lines)
+
+
+def _mentions_permission(lines: list[str]) -> bool:
+    return any(_PERMISSION_TEXT.lower() in line.lower() for line in lines)
 
 
 def _permission_advice() -> str:

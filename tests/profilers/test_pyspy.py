@@ -100,6 +100,23 @@ def test_permission_denied_is_explained():
     assert advice  # what to do: root, CAP_SYS_PTRACE or ptrace_scope, whichever applies
 
 
+def test_a_refusal_after_sampling_began_is_explained(tmp_path, monkeypatch):
+    # What py-spy 0.4 printed on CI when ptrace was refused: it announces sampling, then
+    # fails to attach and writes no file. The cause is the refusal, not the missing file.
+    fake = tmp_path / "py-spy"
+    fake.write_text("#!/bin/sh\necho 'Sampling process 100 times a second. Press Control-C'\n"
+                    "echo 'Permission Denied: Try running again with elevated permissions'\n"
+                    "exec sleep 30\n")  # until stop()'s Ctrl-C
+    fake.chmod(0o755)
+    monkeypatch.setenv("EXECMODE_PYSPY", str(fake))
+    sampler = Sampler()
+    assert sampler.start().status == "sampling"
+    status, stacks = sampler.stop()
+    assert stacks == []
+    assert status.status == "unavailable" and "permission denied" in status.reason
+    assert status.advice
+
+
 def test_a_missing_binary_is_reported(monkeypatch):
     monkeypatch.setenv("EXECMODE_PYSPY", "/nonexistent/py-spy")
     status = Sampler().start()
@@ -161,7 +178,7 @@ def test_refused_py_spy_leaves_the_run_going(tmp_path):
         shutil.rmtree(folder)
     assert result.returncode == 0, result.stderr
     assert "step 0 loss" in result.stdout  # the script ran to its end
-    assert "permission denied" in result.stderr
+    assert "permission denied" in result.stderr.lower()
     with open_session(path) as s:
         pyspy = s.meta["pyspy"]
         assert pyspy["status"] == "unavailable" and "permission denied" in pyspy["reason"]
