@@ -18,10 +18,14 @@ from execmode.profilers.session import open_session
 from fault_helpers import ROOT, SCRIPTS, start_cli, wait_gone
 
 from execmode.debug.controller import Controller
+from execmode.lifeline import GRACE_S
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the parent-death signal (prctl) is Linux only")
-GONE_WITHIN_S = 5.0  # generous for a loaded CI machine; measured 36-124 ms here
+# Measured 36-124 ms here; the bound is the guarantee itself: a script that does not end
+# cleanly is ended by lifeline's watchdog after GRACE_S (a loaded disk can stall the clean
+# close of the session past that), plus room for a loaded CI machine.
+GONE_WITHIN_S = GRACE_S + 5.0
 
 
 @pytest.fixture
@@ -36,6 +40,10 @@ def reap():
             pass
 
 
+def _stderr(tmp_path) -> str:
+    return (tmp_path / "stderr.txt").read_text()
+
+
 def assert_session_closed(session, kinds=("terminated",)):
     with open_session(session) as s:
         assert s.count("op_events") >= 20
@@ -48,13 +56,12 @@ def assert_session_closed(session, kinds=("terminated",)):
 def test_sigterm_is_passed_on_and_the_session_closed(tmp_path, reap, command, mode):
     proc, pid, session = start_cli(tmp_path, command, mode)
     reap(pid)
-    started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    assert wait_gone(pid, GONE_WITHIN_S), "the script outlived its SIGTERM'd controller"
+    assert wait_gone(pid, GONE_WITHIN_S), ("the script outlived its SIGTERM'd controller",
+                                           proc.poll(), _stderr(tmp_path))
     assert proc.wait(GONE_WITHIN_S) == 128 + signal.SIGTERM
-    assert time.monotonic() - started < GONE_WITHIN_S
     assert_session_closed(session)
-    assert "stopped by SIGTERM" in (tmp_path / "stderr.txt").read_text()
+    assert "stopped by SIGTERM" in _stderr(tmp_path)
 
 
 def test_sighup_is_passed_on(tmp_path, reap):
@@ -76,7 +83,8 @@ def test_sigkill_of_the_controller_takes_the_script_along(tmp_path, reap, comman
     reap(pid)
     proc.kill()
     proc.wait()
-    assert wait_gone(pid, GONE_WITHIN_S), "the script outlived its SIGKILL'd controller"
+    assert wait_gone(pid, GONE_WITHIN_S), ("the script outlived its SIGKILL'd controller",
+                                           _stderr(tmp_path))
     # The agent may see its socket close before the death signal: "quit" then.
     assert_session_closed(session, kinds=("terminated", "quit"))
 
@@ -94,8 +102,6 @@ def test_an_interrupt_not_from_a_terminal_is_passed_on(tmp_path, reap):
 
 
 def test_a_script_that_swallows_the_request_is_ended_after_the_grace_period(tmp_path, reap):
-    from execmode.lifeline import GRACE_S
-
     proc, pid, session = start_cli(tmp_path, "profile", "stubborn")
     reap(pid)
     started = time.monotonic()
