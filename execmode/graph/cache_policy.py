@@ -16,9 +16,10 @@ Three policies, each a small decision kept apart from the tracing machinery in j
   signatures, calls that miss the cache run the Python eagerly, with one warning naming
   the argument and dimension that kept changing. Cached signatures keep replaying.
 * **Graph breaks that cost more than they save.** A function with breaks re-runs its
-  Python under the tracer at every call. After two warm calls, one call runs eagerly and
-  is timed; if graph mode took longer, one warning gives both times and the first break's
-  line and reason. Only when nobody listens (a profiler or debugger sees every op, so it
+  Python under the tracer at every call. After two warm calls, the next three calls run
+  eagerly and are timed; if the fastest graph-mode call took longer than the fastest
+  eager one, one warning gives both times and the first break's line and reason (minimums
+  on both sides: one preemption on a loaded machine cannot decide it). Only when nobody listens (a profiler or debugger sees every op, so it
   must not see an unannounced eager call, and its timings are not representative).
 """
 
@@ -33,6 +34,7 @@ DEFAULT_CACHE_SIZE_LIMIT = 8
 SLOWER_FACTOR = 1.5
 SLOWER_MIN_NS = 50_000
 WARM_CALLS = 2  # calls timed under graph mode (after the tracing call) before comparing
+EAGER_SAMPLES = 3  # calls then timed eagerly; the fastest of each side is compared
 
 
 class JitWarning(UserWarning):
@@ -109,10 +111,20 @@ class BreakCost:
     """Timing of one signature's calls with graph breaks, to compare with one eager call."""
 
     jit_ns: list = field(default_factory=list)
+    eager_ns: list = field(default_factory=list)
     decided: bool = False
 
     def wants_eager_sample(self) -> bool:
         return not self.decided and len(self.jit_ns) >= WARM_CALLS
+
+    def add_eager_sample(self, ns: int) -> tuple[int, int] | None:
+        """Record one eager call; once there are enough, decide: (fastest graph-mode call,
+        fastest eager call)."""
+        self.eager_ns.append(ns)
+        if len(self.eager_ns) < EAGER_SAMPLES:
+            return None
+        self.decided = True
+        return min(self.jit_ns), min(self.eager_ns)
 
 
 def slower_than_eager(jit_ns: int, eager_ns: int) -> bool:

@@ -525,7 +525,7 @@ class JitFunction:
 
     def _call_with_breaks(self, cf, args, kwargs, leaves, signature):
         """A function with breaks re-runs its Python under the tracer. Warm calls are
-        timed, and one is run eagerly to compare (cache_policy.py): breaks can cost more
+        timed, and a few are run eagerly to compare (cache_policy.py): breaks can cost more
         than graph mode saves, and the person should hear it once."""
         cost = self._break_costs.get(id(cf))
         if cost is None:
@@ -535,10 +535,9 @@ class JitFunction:
         t0 = time.perf_counter_ns()
         if cost.wants_eager_sample():
             result = self.fn(*args, **kwargs)
-            eager_ns, jit_ns = time.perf_counter_ns() - t0, min(cost.jit_ns)
-            cost.decided = True
-            if cache_policy.slower_than_eager(jit_ns, eager_ns):
-                cache_policy.warn_slower(self.name, jit_ns, eager_ns, cf.breaks)
+            decision = cost.add_eager_sample(time.perf_counter_ns() - t0)
+            if decision is not None and cache_policy.slower_than_eager(*decision):
+                cache_policy.warn_slower(self.name, *decision, cf.breaks)
             return result
         result = self._trace(args, kwargs, leaves, signature, reuse=cf)[1]
         cost.jit_ns.append(time.perf_counter_ns() - t0)

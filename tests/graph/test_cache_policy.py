@@ -127,7 +127,7 @@ def test_breaks_that_make_graph_mode_slower_than_eager_are_reported_once():
     x = em.ones(3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        results = [f(x).numpy() for _ in range(6)]
+        results = [f(x).numpy() for _ in range(8)]
     for r in results:
         np.testing.assert_array_equal(r, _many_breaks(x).numpy())
     slow = [w for w in caught if issubclass(w.category, em.JitWarning)]
