@@ -80,6 +80,7 @@ class _State:
     parent: int | None = None
     in_script = False
     pending: Terminated | None = None   # a request that came outside the script window
+    fork_hook = False
 
 
 def install() -> None:
@@ -88,6 +89,9 @@ def install() -> None:
     not ours). Call from the main thread, first thing."""
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_terminate)
+    if not _State.fork_hook and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forget_in_forked_child)
+        _State.fork_hook = True
     text = os.environ.pop(PARENT_PID_ENV, "")
     if not text.isdigit() or _LIFELINE is None:
         return
@@ -97,6 +101,17 @@ def install() -> None:
         return
     if os.getppid() != _State.parent:  # it died before the prctl: no signal will come
         _request(Terminated("the execmode process that started the script is gone"))
+
+
+def _forget_in_forked_child() -> None:
+    # A process the script forks (a multiprocessing worker) is the script's, not ours: it
+    # ends on SIGTERM as under plain python (Pool.terminate() sends it; a Terminated
+    # traceback from each worker would be noise), and its parent is the script.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    if _LIFELINE is not None and _State.parent is not None:
+        signal.signal(_LIFELINE, signal.SIG_DFL)
+    _State.parent, _State.in_script, _State.pending = None, False, None
 
 
 def _set_parent_death_signal(signum: int) -> bool:

@@ -80,6 +80,7 @@ def register_report(subparsers) -> None:
 
 # --- profile ------------------------------------------------------------------------------
 def profile_command(args) -> int:
+    from execmode.profilers import store
     from execmode.profilers.runner import ScriptNotFound, check_script
     from execmode.profilers.session_dir import SessionDirError, new_session_path, saved_line
 
@@ -99,7 +100,8 @@ def profile_command(args) -> int:
     output = Path(args.output) if args.output else _beside(session, fmt)
 
     _say(f"recording {args.script} into {session}")
-    code, stopped_by = _run_child(args, session, script_args)
+    returncode, stopped_by = _run_child(args, session, script_args)
+    code = 128 - returncode if returncode < 0 else returncode  # a signal N: 128+N, as a shell
     if stopped_by is not None:
         # Told to end: no report (it could take long); the session was closed by the child.
         name = signal.Signals(stopped_by).name
@@ -110,6 +112,7 @@ def profile_command(args) -> int:
     if not session.exists():
         _say("the script ended before a session was written; no report")
         return code if code else 1
+    unclosed = store.record_unclosed_exit(session, returncode)
     try:
         text = _write_report(session, output, fmt, table="ops", top=args.top)
     except Exception as exc:  # noqa: BLE001 - any report failure: say it, keep the session
@@ -117,12 +120,16 @@ def profile_command(args) -> int:
         return _fail(f"could not write the report: {exc}", code or 1)
     print(text)
     print(saved_line(session), file=sys.stderr)
-    if code != 0:
+    if unclosed is not None and "signal" in unclosed:
+        how = "crashed with" if unclosed["kind"] == "crashed" else "was killed by"
+        _say(f"the script {how} {unclosed['signal']} (exit status {code})")
+    elif code != 0:
         _say(f"the script exited with status {code}")
     return code
 
 
-def _run_child(args, session: Path, script_args: list[str]) -> int:
+def _run_child(args, session: Path, script_args: list[str]) -> tuple[int, int | None]:
+    """(Popen's return code of the runner, the SIGTERM/SIGHUP that stopped it or None)."""
     cmd = [sys.executable, "-m", "execmode.profilers.runner", "--session", str(session)]
     if args.summaries:
         cmd.append("--summaries")
@@ -133,9 +140,7 @@ def _run_child(args, session: Path, script_args: list[str]) -> int:
         if args.native:
             cmd.append("--native")
     cmd += ["--", args.script, *script_args]
-    code, stopped_by = _wait_forwarding_signals(
-        lambda: subprocess.Popen(cmd, env=lifeline.child_env()))
-    return (128 - code if code < 0 else code), stopped_by
+    return _wait_forwarding_signals(lambda: subprocess.Popen(cmd, env=lifeline.child_env()))
 
 
 def _wait_forwarding_signals(start) -> tuple[int, int | None]:

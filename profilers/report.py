@@ -131,6 +131,13 @@ def _exit_text(s: dict) -> str:
                    f"{code})"
         if kind == "quit":
             return "stopped by the debugger"
+        if kind in ("crashed", "killed"):
+            how = "crashed with" if kind == "crashed" else "killed by"
+            return (f"{how} {exit_.get('signal')} (exit status {code}); the session was "
+                    "not closed: rows up to the last flush")
+        if kind == "vanished":
+            return (f"ended without reporting (os._exit({code}), or the interpreter died); "
+                    "the session was not closed: rows up to the last flush")
         return "finished normally"
     if s["status"] == "recording":
         return "still recording"

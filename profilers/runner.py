@@ -20,6 +20,7 @@ and the child's exit status is the script's.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import runpy
 import sys
@@ -237,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Entry point of the child process: exit status is the script's (2: usage error)."""
     lifeline.install()  # end with `execmode profile`, and end cleanly (lifeline.py)
+    faulthandler.enable()  # a segfault prints the Python stack of the crash to stderr
     parser = build_parser()
     ns = parser.parse_args(argv)
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command

@@ -243,7 +243,10 @@ class Session:
     @property
     def status(self) -> str:
         """"finished", "recording" (the writer is alive) or "interrupted" (it died first)."""
-        if "end_ns" in self.meta or "exit" in self.meta:
+        exit_ = self.meta.get("exit")
+        if isinstance(exit_, dict) and exit_.get("kind") in store.UNCLOSED_EXITS:
+            return "interrupted"  # its process died; the starter wrote how (store.py)
+        if "end_ns" in self.meta or exit_ is not None:
             return "finished"
         writer = self.meta.get("writer") or {}
         pid, host = writer.get("pid"), writer.get("host")

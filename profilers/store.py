@@ -135,3 +135,42 @@ def jsonable(value):
     if callable(item) and getattr(value, "shape", None) == ():
         return item()
     return str(value)
+
+
+# Exit kinds written by the process that started the script, when the script's own
+# process ended without closing its session (it cannot say how it ended: it is gone).
+UNCLOSED_EXITS = ("crashed", "killed", "vanished")
+
+
+def record_unclosed_exit(path: str | os.PathLike, returncode: int) -> dict | None:
+    """Write how the script's process ended into a session it left open (a segfault, a
+    SIGKILL, ``os._exit``), so that ``report`` and ``open`` can say it. ``returncode`` is
+    Popen's (negative for a signal). The writer is dead, so this is the only writer; SQLite
+    recovers its WAL on open. Returns the exit written, or None when the session was closed
+    after all or cannot be opened for writing (it stays as it is: rows up to the last
+    flush)."""
+    if returncode < 0:
+        import signal
+
+        sig = -returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        killed = sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
+        exit_ = {"kind": "killed" if killed else "crashed", "code": 128 + sig, "signal": name}
+    else:
+        exit_ = {"kind": "vanished", "code": returncode}
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
+    except sqlite3.Error:
+        return None
+    try:
+        keys = {k for (k,) in conn.execute(
+            "SELECT key FROM meta WHERE key IN ('exit', 'end_ns')")}
+        if keys:
+            return None
+        exit_["closed_by"] = "the process that started the script"
+        conn.execute("INSERT INTO meta (key, value) VALUES ('exit', ?)", (to_json(exit_),))
+        return exit_
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()

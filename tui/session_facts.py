@@ -22,6 +22,10 @@ def exit_from_meta(meta: dict) -> ExitSummary:
             "exit": f"exited with sys.exit({code})",
             "exception": f"raised {info.get('exception') or 'an exception'}",
             "quit": "stopped before the end",
+            "crashed": f"crashed with {info.get('signal')} (rows up to the last flush)",
+            "killed": f"was killed by {info.get('signal')} (rows up to the last flush)",
+            "vanished": f"ended with code {code} without reporting (os._exit, or the "
+                        "interpreter died; rows up to the last flush)",
         }.get(status, kind)
         return ExitSummary(status, code, words, info.get("traceback"))
     if "end_ns" in meta:

@@ -82,7 +82,18 @@ def run_command(opts) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         if session is not None and os.path.exists(session):
+            _record_unclosed_exit(ctl, session)
             print(saved_line(session), file=sys.stderr)
+
+
+def _record_unclosed_exit(ctl: Controller, session: str) -> None:
+    """A script that crashed or left by os._exit could not close its session: say in it
+    how the script ended (profilers/store.py)."""
+    from ..profilers.store import UNCLOSED_EXITS, record_unclosed_exit
+
+    info = ctl.exit
+    if info is not None and info.status in UNCLOSED_EXITS and info.code is not None:
+        record_unclosed_exit(session, info.code)
 
 
 def _say_breakpoint_notes(specs) -> None:
