@@ -9,6 +9,7 @@ the script never takes the controller down.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import os
@@ -55,6 +56,7 @@ class Event:
         return self.data.get(key, default)
 
 
+OUTPUT_LINES_KEPT = 10_000  # a run's last output lines the controller keeps (``output``)
 _GONE = "the agent is gone (the script ended or closed the connection)"
 
 
@@ -77,7 +79,9 @@ class _Run:
         self.generation = generation
         self.proc: subprocess.Popen | None = None
         self.channel: Channel | None = None
-        self.output: list[tuple[str, str]] = []
+        # The last lines only: a script may print gigabytes (the session keeps its own).
+        self.output: collections.deque[tuple[str, str]] = collections.deque(
+            maxlen=OUTPUT_LINES_KEPT)
         self.reader: threading.Thread | None = None
         self.output_threads: list[threading.Thread] = []
         self.pending: dict[int, _Pending] = {}
@@ -100,7 +104,7 @@ class Controller:
     def __init__(self, script: str, args=(), breakpoints=(), session: str | None = None,
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
                  python: str | None = None, pyspy: bool = False,
-                 inherit_stdin: bool = False):
+                 inherit_stdin: bool = False, inherit_output: bool = False):
         self.script = script
         self.args = list(args)
         self.initial_breakpoints = list(breakpoints)
@@ -113,12 +117,16 @@ class Controller:
         # `execmode run` gives the script its own stdin (the terminal: input() works); the
         # TUI must not (it reads the keys there), nor must tests: /dev/null, input() ends.
         self.inherit_stdin = inherit_stdin
+        # `execmode run` lets the script write straight to its stdout/stderr (as under
+        # python: no copy, any volume at full speed); the TUI reads them through pipes,
+        # line by line, into output events.
+        self.inherit_output = inherit_output
         self.events: queue.Queue[Event] = queue.Queue()
         self.listeners: list = []
         self.state = "idle"        # idle | starting | running | paused | finished
         self.paused: dict | None = None
         self.exit: ExitInfo | None = None
-        self.output: list[tuple[str, str]] = []   # (stream, line) of the current run
+        self.output: collections.deque = collections.deque()  # (stream, line), the last ones
         self._ids = itertools.count(1)
         self._generations = itertools.count(1)
         # Guards the run identity, state/paused/exit, pending commands and publishing.
@@ -184,7 +192,7 @@ class Controller:
                 err = "".join(line + "\n" for s, line in run.output if s == "stderr")
                 raise ControllerError(f"the agent ended before it said hello "
                                       f"({hello['description']}):\n"
-                                      + (err.strip() or "no output"))
+                                      + (err.strip() or self._no_output()))
             if hello.get("version") != PROTOCOL_VERSION:
                 raise ControllerError(f"agent speaks protocol {hello.get('version')}, "
                                       f"expected {PROTOCOL_VERSION}")
@@ -201,12 +209,15 @@ class Controller:
             server.listen(1)
             server.settimeout(0.2)
             stdin = None if self.inherit_stdin else subprocess.DEVNULL
+            piped = None if self.inherit_output else subprocess.PIPE
             proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=stdin,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                    stdout=piped, stderr=piped)
             run.proc = proc
             with self._lock:
                 self.proc = proc
-            for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            pipes = [] if self.inherit_output else [("stdout", proc.stdout),
+                                                    ("stderr", proc.stderr)]
+            for stream, pipe in pipes:
                 t = threading.Thread(target=self._read_output, args=(run, stream, pipe),
                                      daemon=True, name=f"execmode-{stream}-{run.generation}")
                 run.output_threads.append(t)
@@ -221,9 +232,12 @@ class Controller:
                     err = "".join(line + "\n" for s, line in run.output if s == "stderr")
                     raise ControllerError(
                         f"the script could not start (exit code {proc.poll()}):\n"
-                        + (err.strip() or "no output")) from None
+                        + (err.strip() or self._no_output())) from None
         finally:
             server.close()
+
+    def _no_output(self) -> str:
+        return "its output is above" if self.inherit_output else "no output"
 
     def _abandon(self, run: _Run) -> None:
         """A run that never connected: end its process, keep its output, say it ended."""

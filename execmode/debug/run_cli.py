@@ -62,9 +62,9 @@ def run_command(opts) -> int:
         print(f"execmode run: {exc}", file=sys.stderr)
         return 2
     _say_breakpoint_notes(opts.breaks)
+    # The script's own stdin, stdout and stderr (the terminal): as under python.
     ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,
-                     start_paused=False, inherit_stdin=True)
-    ctl.listeners.append(_echo_output)
+                     start_paused=False, inherit_stdin=True, inherit_output=True)
     previous = {signum: signal.signal(signum, _raise_stopped)
                 for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -157,12 +157,6 @@ def _drive(ctl: Controller, opts) -> int:
                   file=sys.stderr)
             return EXIT_STOPPED_AT_BREAKPOINT
         ctl.cont()
-
-
-def _echo_output(event) -> None:
-    if event.type == "output":
-        stream = sys.stdout if event["stream"] == "stdout" else sys.stderr
-        print(event["line"], file=stream, flush=True)
 
 
 def _exit_code(ctl: Controller) -> int:
