@@ -406,6 +406,8 @@ class JitFunction:
         if on_break not in ("split", "error", "bake"):
             raise ArgumentError(f"em.jit: on_break must be 'split', 'error' or 'bake', "
                                 f"got {on_break!r}")
+        if _on_break_override is not None:  # `execmode explain --on-break`: for every em.jit
+            on_break, fullgraph = _on_break_override, False
         self.on_break = "error" if fullgraph else on_break
         self.fullgraph = self.on_break == "error"
         self.backend = backend
@@ -615,6 +617,9 @@ class JitFunction:
             if first is not None:
                 raise first from None
             raise
+        # .trace() that met a graph break ran its segments: finish as a call does (grads,
+        # flags), or the state after it would differ from eager's.
+        execute = tracer.execute
         python_writes = _uninstall_dynamic(installed)
         python_writes += [g.label for g in python_guards
                           if (id(g.holder), g.name) not in self._dynamic and g.failure()]
@@ -897,6 +902,19 @@ class Compiled:
 
     def __str__(self) -> str:
         return "\n".join(step.describe() for plan in self.plans for step in plan.steps)
+
+
+_on_break_override: str | None = None
+
+
+def override_on_break(mode: str | None) -> None:
+    """Make every em.jit created from now on use ``on_break=mode`` whatever it asks for
+    (``execmode explain --on-break bake`` shows what a plain tracer makes of a script);
+    ``None`` gives each em.jit its own choice back."""
+    global _on_break_override
+    if mode not in (None, "split", "error", "bake"):
+        raise ArgumentError(f"on_break must be 'split', 'error' or 'bake', got {mode!r}")
+    _on_break_override = mode
 
 
 def all_jit_functions() -> list[JitFunction]:
