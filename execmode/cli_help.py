@@ -35,8 +35,8 @@ EXIT_CODES = (
                   "its session was; profile gives 1 only when the script itself exited 0",
              ("profile", "report")),
     ExitCode("2", "usage error (bad option, missing script or one that cannot start, "
-                  "malformed --break, unknown format, unusable session file or folder) or a "
-                  "session file that cannot be read",
+                  "malformed --break, unknown format, unusable session file or folder, -o in "
+                  "a missing folder) or a session file that cannot be read",
              ("tui", "open", "run", "profile", "report", "sessions", "explain")),
     ExitCode("4", "stopped at a breakpoint (without --keep-going)", ("run",)),
     ExitCode("130", "interrupted by Ctrl-C", ("run", "profile", "explain")),

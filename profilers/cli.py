@@ -42,7 +42,8 @@ def register_profile(subparsers) -> None:
 
 def _profile_options(p) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="the report to write (default: beside the session, format suffix)")
+                   help="the report to write, in an existing folder (default: beside the session, "
+                        "format suffix)")
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--session", metavar="FILE",
@@ -69,7 +70,8 @@ def register_report(subparsers) -> None:
                     "from a session file recorded by execmode profile, run or tui, or em.profile().")
     p.add_argument("session", help="the .emsession file")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="the report to write (default: the session's name, format suffix)")
+                   help="the report to write, in an existing folder (default: the session's name, "
+                        "format suffix)")
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--table", default="ops",
@@ -88,6 +90,7 @@ def profile_command(args) -> int:
     try:
         check_script(args.script)
         fmt = _choose_format(args.output, args.format)
+        _check_output(args.output)  # before the run, not after minutes of it
     except (ScriptNotFound, _UsageError) as exc:
         return _fail(exc, 2)
     try:
@@ -174,6 +177,7 @@ def report_command(args) -> int:
 
     try:
         fmt = _choose_format(args.output, args.format)
+        _check_output(args.output)
     except _UsageError as exc:
         return _fail(exc, 2)
     session = Path(args.session)
@@ -233,6 +237,18 @@ def _choose_format(output: str | None, fmt: str | None) -> str:
         raise _UsageError(f"{output}: cannot tell the report format from the name; "
                           f"add --format ({', '.join(FORMAT_CHOICES)})")
     return guessed
+
+
+def _check_output(output: str | None) -> None:
+    """-o into a missing folder is a usage error (exit 2), as py-spy and memray refuse it."""
+    from execmode.profilers.errors import SessionError
+    from execmode.profilers.exporters.common import check_output_folder
+
+    if output is not None:
+        try:
+            check_output_folder(Path(output))
+        except SessionError as exc:
+            raise _UsageError(str(exc)) from None
 
 
 def _beside(session: Path, fmt: str) -> Path:
