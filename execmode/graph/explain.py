@@ -34,8 +34,8 @@ class ExplainReport:
             f"explain {self.function}:",
             f"  graphs: {self.graph_count}   graph breaks: {self.break_count}",
             "  ops per graph: " + ", ".join(str(n) for n in self.ops_per_graph),
-            "  ran: yes: a graph break needs real values, so the function ran once and its "
-            "updates (an optimizer step) happened" if self.ran else
+            "  ran: yes: a graph break needs real values, so the function ran once (updates it "
+            "makes, such as an optimizer step, happened)" if self.ran else
             "  ran: no: traced only, your tensors are as they were (Python side effects "
             "such as print ran while tracing)",
         ]
