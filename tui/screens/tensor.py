@@ -67,6 +67,9 @@ class TensorScreen(ViewScreen):
     ]
 
     inspected: reactive[str | None] = reactive(None, init=False)  # the ref on screen
+    # Under these sizes (an 80x24 terminal) the summary would be cut to a few rows and
+    # columns: the histogram and the value pane give it room (tensor.tcss).
+    NARROW, SHORT = 110, 34
 
     def __init__(self) -> None:
         super().__init__()
@@ -74,7 +77,7 @@ class TensorScreen(ViewScreen):
         self.current_ref: str | None = None
 
     def compose_view(self) -> ComposeResult:
-        with Horizontal():
+        with Horizontal(id="tensor-body"):
             with Vertical(id="tensor-left"):
                 yield RowList(TextLines(), id="tensor-refs", classes="pane")
                 yield Input(placeholder="input:0  output  var:x  node:7", id="ref-input")
@@ -92,6 +95,11 @@ class TensorScreen(ViewScreen):
         self.query_one("#tensor-hist").border_title = "histogram"
         self.query_one("#slice-box").border_title = "values"
         self.watch(self.app, "run_state", self._state_changed)
+
+    def on_resize(self, event) -> None:
+        body = self.query_one("#tensor-body")
+        body.set_class(event.size.width < self.NARROW, "narrow")
+        body.set_class(event.size.height < self.SHORT, "short")
 
     def on_screen_resume(self) -> None:
         if self.app.run_state.paused is None:
