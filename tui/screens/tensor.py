@@ -120,7 +120,13 @@ class TensorScreen(ViewScreen):
         self._show_refs()
         self._list_locals()
         if self.refs:
-            self.inspect(self.refs[0][0])
+            self.inspect(self.refs[self._first_index(p)][0])
+
+    def _first_index(self, p: PausedInfo) -> int:
+        """Stopped after an op (a nan/inf or value breakpoint): its output is what to see
+        first; before an op, its first input."""
+        names = [ref for ref, _ in self.refs]
+        return names.index("output") if p.when == "after" and "output" in names else 0
 
     def _show_recorded(self) -> None:
         """Not paused: the recorded value summary of the op selected in the Ops view."""
@@ -143,7 +149,10 @@ class TensorScreen(ViewScreen):
             text = Text(f"{ref:<12}", style="bold")
             text.append(about, style="dim")
             lines.append(text)
-        self.query_one("#tensor-refs", RowList).set_source(TextLines(lines, empty), cursor=0)
+        paused = self.app.run_state.paused
+        cursor = self._first_index(paused) if paused is not None and self.refs else 0
+        self.query_one("#tensor-refs", RowList).set_source(TextLines(lines, empty),
+                                                           cursor=cursor)
 
     # --- asking the agent (workers) -------------------------------------------------------
     def _list_locals(self) -> None:
