@@ -53,7 +53,8 @@ EXAMPLES = {
     "open": ["execmode open", "execmode open ~/.cache/execmode/sessions/train-...emsession"],
     "run": ["execmode run --break nan --break 'max > 1e3' train.py --lr 3e-4"],
     "profile": ["execmode profile -o train.html train.py --epochs 1"],
-    "report": ["execmode report run.emsession -o run.trace.json"],
+    "report": ["execmode report run.emsession -o run.trace.json",
+               "execmode report -o latest.html"],
     "sessions": ["execmode sessions -n 5"],
     "explain": ["execmode explain train.py --steps 2"],
 }

@@ -68,7 +68,9 @@ def register_report(subparsers) -> None:
         "report", help="export a report from a recorded session",
         description="Write a report (HTML, Chrome trace, speedscope, JSON, CSV, Markdown) "
                     "from a session file recorded by execmode profile, run or tui, or em.profile().")
-    p.add_argument("session", help="the .emsession file")
+    p.add_argument("session", nargs="?", metavar="SESSION",
+                   help="the .emsession file (default: the latest in the session folder, "
+                        "as for execmode open)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the report to write, in an existing folder (default: the session's name, "
                         "format suffix)")
@@ -180,6 +182,11 @@ def report_command(args) -> int:
         _check_output(args.output)
     except _UsageError as exc:
         return _fail(exc, 2)
+    if args.session is None:
+        latest = _latest_session()
+        if latest is None:
+            return 2
+        args.session = latest
     session = Path(args.session)
     output = Path(args.output) if args.output else _beside(session, fmt)
     try:
@@ -201,6 +208,23 @@ def report_command(args) -> int:
     if args.summary:
         print(text)
     return 0
+
+
+def _latest_session() -> Path | None:
+    """The newest session in the session folder, announced; None (said why) if none."""
+    from execmode.profilers.session_dir import SessionDirError, latest_session, session_dir
+
+    try:
+        latest = latest_session()
+    except SessionDirError as exc:
+        _fail(exc, 2)
+        return None
+    if latest is None:
+        _fail(f"no sessions in {session_dir()}; give a SESSION file (or set "
+              "EXECMODE_SESSION_DIR)", 2)
+        return None
+    _say(f"the latest session, {latest}")
+    return latest
 
 
 # --- shared -------------------------------------------------------------------------------

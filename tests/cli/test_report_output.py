@@ -4,6 +4,7 @@ runs. The in-code export refuses it the same way."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -59,3 +60,19 @@ def test_the_api_export_refuses_too(tmp_path, session):
         with pytest.raises(SessionError, match="does not exist; create it first"):
             prof.export(tmp_path / "no" / "x.html")
     assert not (tmp_path / "no").exists()
+
+
+def test_report_without_a_session_exports_the_latest(tmp_path, session):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    session.rename(folder / "a.emsession")
+    env = dict(os.environ, EXECMODE_SESSION_DIR=str(folder))
+    done = subprocess.run([sys.executable, "-m", "execmode", "report", "-o", "r.md"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"the latest session, {folder / 'a.emsession'}" in done.stderr
+    assert (tmp_path / "r.md").is_file()
+    empty = dict(env, EXECMODE_SESSION_DIR=str(tmp_path / "none"))
+    done = subprocess.run([sys.executable, "-m", "execmode", "report"], cwd=tmp_path,
+                          env=empty, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no sessions in" in done.stderr
