@@ -56,7 +56,8 @@ EXAMPLES = {
     "report": ["execmode report run.emsession -o run.trace.json",
                "execmode report -o latest.html"],
     "sessions": ["execmode sessions -n 5"],
-    "explain": ["execmode explain train.py --steps 2"],
+    "explain": ["execmode explain train.py --steps 2",
+                "execmode explain --on-break bake train.py"],
 }
 
 
