@@ -739,6 +739,7 @@ class JitFunction:
         return Traced(self, cf)
 
     def lower(self, *args, **kwargs) -> Lowered:
+        """Trace, then run the passes: the optimized graph(s) and what each pass did."""
         return self.trace(*args, **kwargs).lower()
 
 
@@ -872,13 +873,16 @@ class Lowered:
 
     @property
     def graph(self) -> Graph:
+        """The first segment's optimized graph (the only one without graph breaks)."""
         return self.graphs[0]
 
     @property
     def record(self):
+        """The first segment's pass record: each pass's rewrites, time and counts."""
         return self.records[0]
 
     def compile(self) -> Compiled:
+        """Generate and compile the kernels: the executable plan(s)."""
         plans = [compile_graph(g, g.name, self.traced.jitted.backend) for g in self.graphs]
         return Compiled(self, plans)
 
