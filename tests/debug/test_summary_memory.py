@@ -23,8 +23,7 @@ def test_an_expanded_view_shares_its_base():
     s = summarize(view._data)
     assert s["nbytes"] == 3000 * 512 * 512 * 4 and s["base_nbytes"] == 512 * 512 * 4
     text = _table_text(s)
-    assert "view of a 1 MiB base (shares it, allocates nothing)" in text
-    assert "if copied" in text and "2.93 GiB" in text
+    assert "a view of a 1 MiB base (shared)" in text and "GiB" not in text
 
 
 def test_a_view_of_a_view_names_the_buffers_owner():
