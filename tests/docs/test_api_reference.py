@@ -50,7 +50,7 @@ def site(tmp_path_factory):
     ("errors", ["execmode.errors.GraphBreakError"]),
 ])
 def test_the_reference_documents_the_public_api(site, page, names):
-    html = (site / "reference" / page / "index.html").read_text()
+    html = (site / "reference" / f"{page}.html").read_text()
     for name in names:
         assert f'id="{name}"' in html, name
 
