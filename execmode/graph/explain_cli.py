@@ -1,6 +1,7 @@
 """``execmode explain SCRIPT [ARGS...]``: run a script and report what graph mode made of
 every jitted function in it: graphs per signature, graph breaks with reasons and source
-lines, retraces with reasons."""
+lines, baked values, retraces with reasons. The script runs as usual, side effects and
+all; to explain one function without running it, call ``em.explain(fn, *args)``."""
 
 from __future__ import annotations
 
