@@ -42,8 +42,8 @@ def register_profile(subparsers) -> None:
 
 def _profile_options(p) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="the report to write, in an existing folder (default: beside the session, "
-                        "format suffix)")
+                   help="the report to write, in an existing folder (default: beside the "
+                        "session, format suffix)")
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--session", metavar="FILE",
@@ -72,8 +72,8 @@ def register_report(subparsers) -> None:
                    help="the .emsession file (default: the latest in the session folder, "
                         "as for execmode open)")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="the report to write, in an existing folder (default: the session's name, "
-                        "format suffix)")
+                   help="the report to write, in an existing folder (default: the "
+                        "session's name, format suffix)")
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--table", default="ops",

@@ -153,7 +153,7 @@ def memory(array) -> dict:
     while getattr(root, "base", None) is not None:  # NumPy and CuPy: the owner of the buffer
         root = root.base
     if root is not None:
-        out["base_nbytes"] = int(getattr(root, "nbytes", len(memoryview(root))))
+        out["base_nbytes"] = int(getattr(root, "nbytes", None) or memoryview(root).nbytes)
     return out
 
 
