@@ -25,3 +25,53 @@ def timeit(fn, repeat: int = 1, rounds: int = 5) -> float:
             fn()
         best = min(best, (time.perf_counter() - t0) / repeat)
     return best
+
+
+class Spread:
+    """Repeated measurements of one ratio: min, median and the interquartile range (IQR),
+    so a verdict can tell a real difference from the noise of a shared machine."""
+
+    def __init__(self, samples):
+        s = sorted(samples)
+        self.samples = s
+        self.min, self.median = s[0], _quantile(s, 0.5)
+        self.q1, self.q3 = _quantile(s, 0.25), _quantile(s, 0.75)
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    def __str__(self) -> str:
+        return (f"{self.median:.2f}x (min {self.min:.2f}, IQR {self.q1:.2f}-{self.q3:.2f}, "
+                f"n={len(self.samples)})")
+
+
+def _quantile(sorted_samples, q: float) -> float:
+    """Linear interpolation between the closest ranks (NumPy's default)."""
+    pos = q * (len(sorted_samples) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_samples) - 1)
+    return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
+
+
+def ratios(fn_a, fn_b, calls: int, repeats: int, rounds: int = 3) -> Spread:
+    """``repeats`` ratios of time(fn_a) / time(fn_b), each side the best of ``rounds``
+    rounds of ``calls`` calls, measured back to back so that both sides of one ratio share
+    the machine's mood. One warm-up call each first (caches, lazy imports)."""
+    fn_a(), fn_b()
+    samples = []
+    for _ in range(repeats):
+        a = timeit(fn_a, calls, rounds)
+        b = timeit(fn_b, calls, rounds)
+        samples.append(a / b)
+    return Spread(samples)
+
+
+def above(spread: Spread, threshold: float) -> bool | None:
+    """True when the whole IQR lies above ``threshold``, False when it lies below, None when
+    the threshold falls inside it: the spread does not allow a call."""
+    if spread.q1 > threshold:
+        return True
+    if spread.q3 < threshold:
+        return False
+    return None

@@ -35,8 +35,8 @@ EXIT_CODES = (
                   "its session was; profile gives 1 only when the script itself exited 0",
              ("profile", "report")),
     ExitCode("2", "usage error (bad option, missing script or one that cannot start, "
-                  "malformed --break, unknown format, unusable session file or folder) or a "
-                  "session file that cannot be read",
+                  "malformed --break, unknown format, unusable session file or folder, -o in "
+                  "a missing folder) or a session file that cannot be read",
              ("tui", "open", "run", "profile", "report", "sessions", "explain")),
     ExitCode("4", "stopped at a breakpoint (without --keep-going)", ("run",)),
     ExitCode("130", "interrupted by Ctrl-C", ("run", "profile", "explain")),
@@ -53,9 +53,11 @@ EXAMPLES = {
     "open": ["execmode open", "execmode open ~/.cache/execmode/sessions/train-...emsession"],
     "run": ["execmode run --break nan --break 'max > 1e3' train.py --lr 3e-4"],
     "profile": ["execmode profile -o train.html train.py --epochs 1"],
-    "report": ["execmode report run.emsession -o run.trace.json"],
+    "report": ["execmode report run.emsession -o run.trace.json",
+               "execmode report -o latest.html"],
     "sessions": ["execmode sessions -n 5"],
-    "explain": ["execmode explain train.py --steps 2"],
+    "explain": ["execmode explain train.py --steps 2",
+                "execmode explain --on-break bake train.py"],
 }
 
 

@@ -42,7 +42,8 @@ def register_profile(subparsers) -> None:
 
 def _profile_options(p) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="the report to write (default: beside the session, format suffix)")
+                   help="the report to write, in an existing folder (default: beside the "
+                        "session, format suffix)")
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--session", metavar="FILE",
@@ -67,9 +68,12 @@ def register_report(subparsers) -> None:
         "report", help="export a report from a recorded session",
         description="Write a report (HTML, Chrome trace, speedscope, JSON, CSV, Markdown) "
                     "from a session file recorded by execmode profile, run or tui, or em.profile().")
-    p.add_argument("session", help="the .emsession file")
+    p.add_argument("session", nargs="?", metavar="SESSION",
+                   help="the .emsession file (default: the latest in the session folder, "
+                        "as for execmode open)")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="the report to write (default: the session's name, format suffix)")
+                   help="the report to write, in an existing folder (default: the "
+                        "session's name, format suffix)")
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--table", default="ops",
@@ -89,6 +93,7 @@ def profile_command(args) -> int:
     try:
         check_script(args.script)
         fmt = _choose_format(args.output, args.format)
+        _check_output(args.output)  # before the run, not after minutes of it
     except (ScriptNotFound, _UsageError) as exc:
         return _fail(exc, 2)
     try:
@@ -179,8 +184,14 @@ def report_command(args) -> int:
 
     try:
         fmt = _choose_format(args.output, args.format)
+        _check_output(args.output)
     except _UsageError as exc:
         return _fail(exc, 2)
+    if args.session is None:
+        latest = _latest_session()
+        if latest is None:
+            return 2
+        args.session = latest
     session = Path(args.session)
     output = Path(args.output) if args.output else _beside(session, fmt)
     try:
@@ -202,6 +213,23 @@ def report_command(args) -> int:
     if args.summary:
         print(text)
     return 0
+
+
+def _latest_session() -> Path | None:
+    """The newest session in the session folder, announced; None (said why) if none."""
+    from execmode.profilers.session_dir import SessionDirError, latest_session, session_dir
+
+    try:
+        latest = latest_session()
+    except SessionDirError as exc:
+        _fail(exc, 2)
+        return None
+    if latest is None:
+        _fail(f"no sessions in {session_dir()}; give a SESSION file (or set "
+              "EXECMODE_SESSION_DIR)", 2)
+        return None
+    _say(f"the latest session, {latest}")
+    return latest
 
 
 # --- shared -------------------------------------------------------------------------------
@@ -238,6 +266,18 @@ def _choose_format(output: str | None, fmt: str | None) -> str:
         raise _UsageError(f"{output}: cannot tell the report format from the name; "
                           f"add --format ({', '.join(FORMAT_CHOICES)})")
     return guessed
+
+
+def _check_output(output: str | None) -> None:
+    """-o into a missing folder is a usage error (exit 2), as py-spy and memray refuse it."""
+    from execmode.profilers.errors import SessionError
+    from execmode.profilers.exporters.common import check_output_folder
+
+    if output is not None:
+        try:
+            check_output_folder(Path(output))
+        except SessionError as exc:
+            raise _UsageError(str(exc)) from None
 
 
 def _beside(session: Path, fmt: str) -> Path:

@@ -4,4 +4,5 @@ import sys
 
 from execmode.tui.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # imported (a docs build inspecting the package): no run
+    sys.exit(main())

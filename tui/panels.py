@@ -224,6 +224,10 @@ def tensor_table(s: dict) -> Table:
     table.add_row("dtype / device", f"{s.get('dtype', '?')} / {s.get('device', '?')}")
     if s.get("size") is not None:
         table.add_row("elements", fmt.count(s.get("size")))
+    if s.get("base_nbytes") is not None:  # a view's nbytes is not memory it allocated
+        table.add_row("memory", f"a view of a {fmt.size(s['base_nbytes'])} base (shared)")
+    elif s.get("nbytes") is not None:
+        table.add_row("memory", fmt.size(s["nbytes"]))
     for key in ("min", "max", "mean", "std", "abs_max"):
         if key in s:
             table.add_row(key, fmt.number(s.get(key)))

@@ -135,12 +135,26 @@ class TensorStats:
             "type": f"{short_name(self.array.dtype)}[{','.join(map(str, self.shape))}]",
             "size": self.size, "nan_count": self.nan_count, "inf_count": self.inf_count,
         }
+        out.update(memory(self.array))
         if self.size and self.array.dtype.kind in "fiub":
             out.update(min=_num(self.min), max=_num(self.max), mean=_num(self.mean),
                        std=_num(self.std), abs_max=_num(self.abs_max))
         if histogram and self.size:
             out["histogram"] = self.histogram()
         return out
+
+
+def memory(array) -> dict:
+    """What an array's bytes are: ``nbytes`` (its elements times their size) and, for a view,
+    ``base_nbytes``, the buffer it shares. A view allocates nothing, and an expanded view's
+    ``nbytes`` can be far larger than any memory in use, so the two are shown apart."""
+    out = {"nbytes": int(array.nbytes)}
+    root = getattr(array, "base", None)
+    while getattr(root, "base", None) is not None:  # NumPy and CuPy: the owner of the buffer
+        root = root.base
+    if root is not None:
+        out["base_nbytes"] = int(getattr(root, "nbytes", None) or memoryview(root).nbytes)
+    return out
 
 
 def summarize(array, histogram: bool = False) -> dict:

@@ -1,7 +1,12 @@
 """``em.explain(fn, *args)``: what graph mode made of a function (torch._dynamo.explain).
 
-It calls ``fn`` once under a fresh ``em.jit`` and reports how many graphs it became, each
-graph break with its reason and the user's source line, the ops per graph, and retraces.
+It traces ``fn`` once under a fresh ``em.jit`` and reports how many graphs it became, each
+graph break with its reason and the user's source line, and the ops per graph.
+
+Tracing is not running: a function without graph breaks leaves every tensor as it was, so
+explaining a training step does not take a step. A graph break needs a real value, so from
+the first break the function runs (torch._dynamo.explain always runs it): its updates then
+happen once, and the report says so (``ran``).
 """
 
 from __future__ import annotations
@@ -22,12 +27,17 @@ class ExplainReport:
     graphs: list = field(default_factory=list)
     retraces: list = field(default_factory=list)
     baked: list = field(default_factory=list)   # on_break="bake": values frozen silently
+    ran: bool = False  # a graph break made the function run: its tensor updates happened
 
     def __str__(self) -> str:
         lines = [
             f"explain {self.function}:",
             f"  graphs: {self.graph_count}   graph breaks: {self.break_count}",
             "  ops per graph: " + ", ".join(str(n) for n in self.ops_per_graph),
+            "  ran: yes: a graph break needs real values, so the function ran once (updates it "
+            "makes, such as an optimizer step, happened)" if self.ran else
+            "  ran: no: traced only, your tensors are as they were (Python side effects "
+            "such as print ran while tracing)",
         ]
         for i, b in enumerate(self.breaks):
             lines.append(f"  break {i + 1}: {b.reason}")
@@ -44,17 +54,25 @@ class ExplainReport:
             "function": self.function, "graph_count": self.graph_count,
             "break_count": self.break_count, "breaks": [b.to_json() for b in self.breaks],
             "ops_per_graph": self.ops_per_graph, "retraces": [str(r) for r in self.retraces],
+            "baked": [b.to_json() for b in self.baked], "ran": self.ran,
         }
 
 
 def explain(fn, *args, **kwargs) -> ExplainReport:
-    """Run ``fn(*args, **kwargs)`` once under a fresh ``em.jit`` and report what happened."""
+    """Trace ``fn(*args, **kwargs)`` under a fresh ``em.jit`` and report its graphs and breaks.
+
+    ``fn`` may be a plain function or an ``em.jit`` one, whose ``passes`` and ``on_break``
+    are kept (``em.explain(em.jit(f, on_break="bake"), x)`` shows what a plain tracer
+    freezes). Without graph breaks nothing runs: a training step explained is not a step
+    taken. At a graph break Python needs a real value, so the function runs from there, as
+    under ``torch._dynamo.explain``: its updates happen once, and ``report.ran`` is True.
+    Python side effects (print, appends to a list) happen while tracing either way.
+    """
     base = fn.fn if isinstance(fn, JitFunction) else fn
     jitted = JitFunction(base, passes=getattr(fn, "passes", None),
                          on_break=getattr(fn, "on_break", "split"))
     _registry.discard(jitted)  # a throwaway: `execmode explain` lists the script's own
-    jitted(*args, **kwargs)
-    cf = jitted.concrete_functions[-1]
+    cf = jitted.trace(*args, **kwargs).concrete
     graphs = cf.graphs
     return ExplainReport(
         function=jitted.name,
@@ -65,4 +83,5 @@ def explain(fn, *args, **kwargs) -> ExplainReport:
         graphs=graphs,
         retraces=list(jitted.retraces),
         baked=list(cf.baked),
+        ran=bool(cf.breaks),
     )

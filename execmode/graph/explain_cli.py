@@ -1,20 +1,27 @@
 """``execmode explain SCRIPT [ARGS...]``: run a script and report what graph mode made of
 every jitted function in it: graphs per signature, graph breaks with reasons and source
-lines, retraces with reasons."""
+lines, baked values, retraces with reasons. The script runs as usual, side effects and
+all; to explain one function without running it, call ``em.explain(fn, *args)``."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from ..cli_args import parse_script_command
-from .jit import all_jit_functions
+from ..cli_args import add_script_argument, parse_script_command
+from .jit import all_jit_functions, override_on_break
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("explain", help="report graph breaks and retraces of a script's "
                               "jitted functions", description=__doc__.split("\n\n")[0])
-    p.add_argument("command", nargs="...", metavar="SCRIPT [ARGS...]")
+    p.add_argument("--on-break", choices=("split", "error", "bake"), metavar="MODE",
+                   help="what every em.jit in the script does where Python needs a concrete "
+                        "value, as if given on_break=MODE: split (break the graph there), "
+                        "error (raise, like fullgraph=True) or bake (freeze the value seen "
+                        "while tracing, as torch.jit.trace does; listed as baked). Default: "
+                        "each em.jit's own choice")
+    add_script_argument(p)
     p.set_defaults(handler=explain_command, parser=p)
 
 
@@ -26,7 +33,11 @@ def explain_command(opts) -> int:
     from ..profilers.runner import run_script
 
     # The script's own failure is printed and still explained: what ran, ran under jit.
-    code = run_script(opts.script, opts.args).code
+    override_on_break(opts.on_break)
+    try:
+        code = run_script(opts.script, opts.args).code
+    finally:
+        override_on_break(None)
     print(format_report(all_jit_functions()))
     return code
 
@@ -47,6 +58,9 @@ def format_report(functions) -> str:
                          + ", ".join(str(len(g.op_nodes)) for g in graphs))
             for b in cf.breaks:
                 lines.append(f"    break: {b.reason} (op {b.op})")
+                lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")
+            for b in getattr(cf, "baked", ()):
+                lines.append(f"    baked (no break, value frozen): {b.reason} (op {b.op})")
                 lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")
         for r in f.retraces:
             lines.append(f"  retrace {r.signature}: {r.reason}")

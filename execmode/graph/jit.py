@@ -406,6 +406,8 @@ class JitFunction:
         if on_break not in ("split", "error", "bake"):
             raise ArgumentError(f"em.jit: on_break must be 'split', 'error' or 'bake', "
                                 f"got {on_break!r}")
+        if _on_break_override is not None:  # `execmode explain --on-break`: for every em.jit
+            on_break, fullgraph = _on_break_override, False
         self.on_break = "error" if fullgraph else on_break
         self.fullgraph = self.on_break == "error"
         self.backend = backend
@@ -614,6 +616,9 @@ class JitFunction:
             if first is not None:
                 raise first from None
             raise
+        # .trace() that met a graph break ran its segments: finish as a call does (grads,
+        # flags), or the state after it would differ from eager's.
+        execute = tracer.execute
         python_writes = _uninstall_dynamic(installed)
         python_writes += [g.label for g in python_guards
                           if (id(g.holder), g.name) not in self._dynamic and g.failure()]
@@ -733,6 +738,7 @@ class JitFunction:
         return Traced(self, cf)
 
     def lower(self, *args, **kwargs) -> Lowered:
+        """Trace, then run the passes: the optimized graph(s) and what each pass did."""
         return self.trace(*args, **kwargs).lower()
 
 
@@ -866,13 +872,16 @@ class Lowered:
 
     @property
     def graph(self) -> Graph:
+        """The first segment's optimized graph (the only one without graph breaks)."""
         return self.graphs[0]
 
     @property
     def record(self):
+        """The first segment's pass record: each pass's rewrites, time and counts."""
         return self.records[0]
 
     def compile(self) -> Compiled:
+        """Generate and compile the kernels: the executable plan(s)."""
         plans = [compile_graph(g, g.name, self.traced.jitted.backend) for g in self.graphs]
         return Compiled(self, plans)
 
@@ -896,6 +905,19 @@ class Compiled:
 
     def __str__(self) -> str:
         return "\n".join(step.describe() for plan in self.plans for step in plan.steps)
+
+
+_on_break_override: str | None = None
+
+
+def override_on_break(mode: str | None) -> None:
+    """Make every em.jit created from now on use ``on_break=mode`` whatever it asks for
+    (``execmode explain --on-break bake`` shows what a plain tracer makes of a script);
+    ``None`` gives each em.jit its own choice back."""
+    global _on_break_override
+    if mode not in (None, "split", "error", "bake"):
+        raise ArgumentError(f"on_break must be 'split', 'error' or 'bake', got {mode!r}")
+    _on_break_override = mode
 
 
 def all_jit_functions() -> list[JitFunction]:

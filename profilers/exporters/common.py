@@ -15,10 +15,12 @@ PROGRESS_EVERY = 50_000  # rows between progress callbacks
 @contextmanager
 def output_file(out: Path, mode: str = "w"):
     """Write to a temporary file beside ``out`` and move it into place when complete, so
-    a failed export never leaves half a report under the real name."""
+    a failed export never leaves half a report under the real name. A missing folder is
+    refused, not created (py-spy's and memray's ``-o``, torch.profiler's export do the
+    same): a typo in a path should not quietly grow a tree of folders."""
     out = Path(out)
+    check_output_folder(out)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is an ordinary file
     except OSError as exc:
@@ -32,6 +34,17 @@ def output_file(out: Path, mode: str = "w"):
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_output_folder(out: Path) -> None:
+    """Raise SessionError naming the folder when ``out``'s folder is missing or a file."""
+    folder = Path(out).parent
+    if not folder.is_dir():
+        if folder.exists():
+            raise SessionError(f"{out}: {folder} is a file, not a folder; write the report "
+                               "elsewhere")
+        raise SessionError(f"{out}: the folder {folder} does not exist; create it first "
+                           f"(mkdir -p {folder}) or write the report elsewhere")
 
 
 class Progress:

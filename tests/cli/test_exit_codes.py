@@ -56,8 +56,11 @@ def ends(tmp_path):
     (["profile", "-o", "r.md", "{ends}", "exit", "7"], 7),
     (["profile", "-o", "r.md", "{ends}", "raise"], 1),
     (["profile", "-o", "r.md", "{ends}", "kill"], 128 + 9),
-    (["profile", "-o", "blocker/r.md", "{ends}", "ok"], 1),
-    (["profile", "-o", "blocker/r.md", "{ends}", "exit", "3"], 3),
+    # A report that cannot be written after the run: its name is taken by a folder.
+    (["profile", "-o", "taken.md", "{ends}", "ok"], 1),
+    (["profile", "-o", "taken.md", "{ends}", "exit", "3"], 3),
+    # A report folder that cannot exist is refused before the run (cli.md, -o).
+    (["profile", "-o", "blocker/r.md", "{ends}", "ok"], 2),
     (["explain", "{ends}", "exit", "7"], 7),
     (["explain", "{ends}", "raise"], 1),
     (["explain", "missing.py"], 2),
@@ -66,6 +69,7 @@ def ends(tmp_path):
 ])
 def test_the_documented_exit_codes_are_the_real_ones(tmp_path, ends, command, code):
     (tmp_path / "blocker").write_text("a file where a folder would have to be")
+    (tmp_path / "taken.md").mkdir()
     result = execmode(*[part.format(ends=ends) for part in command], cwd=tmp_path)
     assert result.returncode == code, result.stderr
     listed = {row.code for row in exit_codes_for(command[0])}

@@ -67,6 +67,9 @@ class TensorScreen(ViewScreen):
     ]
 
     inspected: reactive[str | None] = reactive(None, init=False)  # the ref on screen
+    # Under these sizes (an 80x24 terminal) the summary would be cut to a few rows and
+    # columns: the histogram and the value pane give it room (tensor.tcss).
+    NARROW, SHORT = 110, 34
 
     def __init__(self) -> None:
         super().__init__()
@@ -74,7 +77,7 @@ class TensorScreen(ViewScreen):
         self.current_ref: str | None = None
 
     def compose_view(self) -> ComposeResult:
-        with Horizontal():
+        with Horizontal(id="tensor-body"):
             with Vertical(id="tensor-left"):
                 yield RowList(TextLines(), id="tensor-refs", classes="pane")
                 yield Input(placeholder="input:0  output  var:x  node:7", id="ref-input")
@@ -92,6 +95,11 @@ class TensorScreen(ViewScreen):
         self.query_one("#tensor-hist").border_title = "histogram"
         self.query_one("#slice-box").border_title = "values"
         self.watch(self.app, "run_state", self._state_changed)
+
+    def on_resize(self, event) -> None:
+        body = self.query_one("#tensor-body")
+        body.set_class(event.size.width < self.NARROW, "narrow")
+        body.set_class(event.size.height < self.SHORT, "short")
 
     def on_screen_resume(self) -> None:
         if self.app.run_state.paused is None:
@@ -112,7 +120,13 @@ class TensorScreen(ViewScreen):
         self._show_refs()
         self._list_locals()
         if self.refs:
-            self.inspect(self.refs[0][0])
+            self.inspect(self.refs[self._first_index(p)][0])
+
+    def _first_index(self, p: PausedInfo) -> int:
+        """Stopped after an op (a nan/inf or value breakpoint): its output is what to see
+        first; before an op, its first input."""
+        names = [ref for ref, _ in self.refs]
+        return names.index("output") if p.when == "after" and "output" in names else 0
 
     def _show_recorded(self) -> None:
         """Not paused: the recorded value summary of the op selected in the Ops view."""
@@ -135,7 +149,10 @@ class TensorScreen(ViewScreen):
             text = Text(f"{ref:<12}", style="bold")
             text.append(about, style="dim")
             lines.append(text)
-        self.query_one("#tensor-refs", RowList).set_source(TextLines(lines, empty), cursor=0)
+        paused = self.app.run_state.paused
+        cursor = self._first_index(paused) if paused is not None and self.refs else 0
+        self.query_one("#tensor-refs", RowList).set_source(TextLines(lines, empty),
+                                                           cursor=cursor)
 
     # --- asking the agent (workers) -------------------------------------------------------
     def _list_locals(self) -> None:
