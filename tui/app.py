@@ -20,6 +20,7 @@ from execmode.tui.messages import (
     BreakpointsChanged,
     CommandFailed,
     OutputArrived,
+    RunMessage,
     ScriptCouldNotStart,
     ScriptExited,
     ScriptPaused,
@@ -42,6 +43,8 @@ from textual.app import App, SystemCommand
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
+
+from execmode.debug.reach import never_hit_lines
 
 # Every stylesheet is loaded at start: a screen's own CSS_PATH would make Textual reparse
 # all styles the first time that view opens (a ~100 ms stall, measured).
@@ -134,13 +137,21 @@ class ExecmodeApp(DebuggerCommands, App):
                         group="pages", exit_on_error=False)
 
     # --- what the workers report ----------------------------------------------------------
+    def _stale(self, message: RunMessage) -> bool:
+        """A message of a run that a restart (pressed since) replaces: dropped."""
+        return self.bridge is not None and message.run != self.bridge.requested_run
+
     def on_script_started(self, message: ScriptStarted) -> None:
+        if self._stale(message):
+            return
         if message.session:
             self._watch_store(message.session)
         if self.run_state.phase in ("starting", "restarting"):
             self.run_state = RunState("running", mode=self.run_state.mode)
 
     def on_script_could_not_start(self, message: ScriptCouldNotStart) -> None:
+        if self._stale(message):
+            return
         self.run_state = RunState("failed", message=message.message)
         self.output_lines.append(("stderr", message.message))
         self.output_count = len(self.output_lines)
@@ -148,23 +159,35 @@ class ExecmodeApp(DebuggerCommands, App):
                     timeout=30)
 
     def on_script_paused(self, message: ScriptPaused) -> None:
+        if self._stale(message):
+            return
         self.run_state = RunState("paused", paused=message.info, mode=message.info.mode)
         if self._tailer is not None:
             self._tailer.poke()
         self._control(self.bridge.refresh_breakpoints, "breakpoints")
 
-    def on_script_resumed(self, _message: ScriptResumed) -> None:
+    def on_script_resumed(self, message: ScriptResumed) -> None:
+        if self._stale(message):
+            return
         if self.run_state.phase == "paused":
             self.run_state = RunState("running", mode=self.run_state.mode)
 
     def on_script_exited(self, message: ScriptExited) -> None:
+        if self._stale(message):
+            return
         self.run_state = RunState("finished", exit=message.exit, mode=self.run_state.mode)
         if self._tailer is not None:
             self._tailer.poke()
         if message.exit.failed:
             self.notify(message.exit.description, title="the script ended", severity="error")
+        never_hit = never_hit_lines(self.breakpoints)
+        if never_hit:  # said, not forgotten: a typo'd file, a line without ops (reach.py)
+            self.notify("\n".join(never_hit), title="breakpoints that never hit",
+                        severity="warning", timeout=20)
 
     def on_output_arrived(self, message: OutputArrived) -> None:
+        if self._stale(message):
+            return
         self.output_lines.extend(message.lines)
         self.output_count = len(self.output_lines)
 

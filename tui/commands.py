@@ -69,6 +69,7 @@ class DebuggerCommands:
         if self.bridge is None:
             self.notify("a recorded session cannot be restarted", severity="warning")
             return
+        self.bridge.request_restart()  # from now on, the old run's news is stale
         self.run_state = RunState("restarting")
         self.output_lines.clear()
         self.output_count = 0
@@ -83,22 +84,22 @@ class DebuggerCommands:
         bridge = self.bridge
 
         def send() -> None:
-            bp = bridge.call("set_breakpoint", spec)
-            self.call_from_thread(self.notify, f"breakpoint {bp['id']}: {bp['spec']}")
-            bridge.refresh_breakpoints()
+            bp = bridge.breakpoint_call("set_breakpoint", spec)
+            note = f" · {bp['note']}" if bp.get("note") else ""
+            self.call_from_thread(self.notify, f"breakpoint {bp['id']}: {bp['spec']}{note}")
 
         self._control(send, "set breakpoint")
 
     def breakpoint_command(self, command: str, *args) -> None:
-        """clear_breakpoint / enable_breakpoint, then refresh the list."""
+        """clear_breakpoint / enable_breakpoint / update_breakpoint, then refresh the list
+        (with no script running: the next run's list)."""
         if self.bridge is None:
             self.notify("breakpoints need a live script", severity="warning")
             return
         bridge = self.bridge
 
         def send() -> None:
-            bridge.call(command, *args)
-            bridge.refresh_breakpoints()
+            bridge.breakpoint_call(command, *args)
 
         self._control(send, command.replace("_", " "))
 

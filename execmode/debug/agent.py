@@ -32,12 +32,14 @@ from .headroom import with_headroom
 from .hunt import differential_check, hunt
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
 from .pyvalues import evaluate, user_frames, variables
+from .reach import PlacesSeen, never_hit_reason, pending_note
 from .summary import TensorStats, bounded_slice, summarize
 
 _UNBOUND = object()
 
 # Commands the reader thread answers at once, even while the script runs.
-_IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "list_breakpoints"}
+_IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "update_breakpoint",
+              "list_breakpoints"}
 
 
 class _Quit(BaseException):
@@ -78,10 +80,12 @@ class Debugger(ConditionChecks):
         self.last_plan = None
         self.recorder = None
         self.quitting = False
+        self.script: str | None = None  # the script's path (reach.py: did a file run)
         self.paused_frame = None
         self._last_inputs: tuple = ()
         self._kernel_met: tuple = (None, None, set())  # see _kernel_inputs_met
         self.last_seq = None
+        self.seen = PlacesSeen()        # where ops ran: why a breakpoint has not hit
         # Stopping a script that runs plain Python (no ops, so no hook to notice a quit):
         # the reader thread raises _Quit in the script's thread, but only while the script
         # itself runs (not while paused, not before or after it), and at most once.
@@ -181,14 +185,27 @@ class Debugger(ConditionChecks):
             if kind == "set_breakpoint":
                 bp = self.breakpoints.add(msg["spec"], ignore=msg.get("ignore", 0),
                                           enabled=msg.get("enabled", True))
-                return {"breakpoint": bp.to_json()}
+                return {"breakpoint": self.describe(bp)}
             if kind == "clear_breakpoint":
                 self.breakpoints.remove(msg["bp"])
+            elif kind == "update_breakpoint":
+                self.breakpoints.update(msg["bp"], spec=msg.get("spec"),
+                                        ignore=msg.get("ignore"))
             elif kind == "enable_breakpoint":
-                self.breakpoints.get(msg["bp"]).enabled = msg["enabled"]
-            return {"breakpoints": self.breakpoints.to_json()}
+                bp = self.breakpoints.get(msg["bp"])
+                bp.enabled = msg["enabled"]
+                if bp.enabled:
+                    bp.disabled_reason = None
+            return {"breakpoints": [self.describe(bp) for bp in self.breakpoints.items.values()]}
         except (BreakpointError, ConditionError) as exc:
             return {"__error__": str(exc)}
+
+    def describe(self, bp, ended: bool = False) -> dict:
+        """A breakpoint as the controller sees it, with a note on why it has not hit: while
+        the script runs, pending (its place has run no op yet); when it ended, never hit."""
+        note = never_hit_reason(bp, self.seen, self.script) if ended else \
+            (bp.disabled_reason or pending_note(bp, self.seen))
+        return dict(bp.to_json(), note=note)
 
     # --- hooks (the script's thread) ----------------------------------------------------
     def before_op(self, op, inputs, attrs) -> None:
@@ -222,7 +239,7 @@ class Debugger(ConditionChecks):
             if loc is None:
                 loc = user_location()
             where = scope.current_scope()
-            if bp.matches_place(op_name, where, loc) and \
+            if bp.reaches(op_name, where, loc) and \
                     self._holds_before(bp, op_name, where, loc, frame) and bp.hit():
                 return f"breakpoint {bp.id}: {bp.spec}"
         return None
@@ -277,12 +294,13 @@ class Debugger(ConditionChecks):
         self.last_seq = event.seq
         if dispatch.current_tracer() is not None:
             return
+        self.seen.add(event.location, event.scope)
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
         if not conditions:
             return
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
-            if bp.matches_place(event.op, event.scope, event.location) and \
+            if bp.reaches(event.op, event.scope, event.location) and \
                     self._holds(bp, stats, frame_for(bp)) and \
                     not self._carried_on(bp, event, output) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
@@ -300,6 +318,8 @@ class Debugger(ConditionChecks):
         if self.attention:
             self._drain()
         step = plan.steps[index]
+        for member in step.node.body or (step.node,):
+            self.seen.add(member.loc, member.scope)
         reason = None
         if self.pause_requested:
             self.pause_requested = False
@@ -311,7 +331,7 @@ class Debugger(ConditionChecks):
                 if bp.checks_output or bp.kind in ("graph_break", "exception"):
                     continue
                 members = [m for m in (step.node.body or (step.node,))]
-                hit = next((m for m in members if bp.matches_place(m.op, m.scope, m.loc)),
+                hit = next((m for m in members if bp.reaches(m.op, m.scope, m.loc)),
                            None)
                 if hit is not None and self._holds_before(bp, hit.op, hit.scope, hit.loc,
                                                           frame_for(bp)) and bp.hit():
@@ -336,6 +356,7 @@ class Debugger(ConditionChecks):
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
+            bp.reached += 1
             if bp.id in met or not self._holds(bp, stats, frame_for(bp)):
                 continue
             if bp.hit():
@@ -589,6 +610,9 @@ def main(argv=None) -> int:
     parser.add_argument("--socket", required=True)
     parser.add_argument("--session")
     parser.add_argument("--break", dest="breaks", action="append", default=[])
+    parser.add_argument("--break-json", dest="carried", action="append", default=[],
+                        help="a breakpoint carried from an earlier run: "
+                             '{"id", "spec", "enabled", "ignore"}')
     parser.add_argument("--run", action="store_true", help="start running, not paused")
     parser.add_argument("--pyspy", action="store_true",
                         help="sample this process with py-spy into the session")
@@ -608,15 +632,18 @@ def main(argv=None) -> int:
     channel = Channel(sock)
     breakpoints = BreakpointSet()
     debugger = Debugger(channel, breakpoints, start_paused=not opts.run)
+    debugger.script = opts.script
     debugger._send({"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
                     "script": opts.script})
-    for spec in opts.breaks:
+    given = [(spec, breakpoints.add, "--break") for spec in opts.breaks]
+    given += [(text, breakpoints.restore, "--break-json") for text in opts.carried]
+    for spec, add, option in given:
         try:
-            bp = breakpoints.add(spec)
+            bp = add(spec)
         except (BreakpointError, ConditionError) as exc:
-            debugger._send({"type": "error", "id": None, "message": f"--break {spec}: {exc}"})
+            debugger._send({"type": "error", "id": None, "message": f"{option} {spec}: {exc}"})
             return 2
-        debugger._send({"type": "breakpoint_set", "breakpoint": bp.to_json()})
+        debugger._send({"type": "breakpoint_set", "breakpoint": debugger.describe(bp)})
     threading.Thread(target=debugger.read_commands, name="execmode-agent-reader",
                      daemon=True).start()
     if opts.session:
@@ -630,7 +657,9 @@ def main(argv=None) -> int:
         _fold_pyspy(debugger.recorder, sampler)
     if debugger.recorder is not None:
         debugger.recorder.close(status=status, code=code)
-    debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb})
+    debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb,
+                    "breakpoints": [debugger.describe(bp, ended=True)
+                                    for bp in breakpoints.items.values()]})
     lifeline.flush_quietly()  # the controller, and with it our pipes, may be gone
     channel.close()
     return code

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import queue
 import signal
@@ -38,6 +39,8 @@ class ExitInfo:
     code: int | None       # exit code (or -signal)
     description: str
     traceback: str | None = None
+    # The agent's breakpoints as the run ended, each with a note saying why it never hit.
+    breakpoints: list | None = None
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -137,8 +140,13 @@ class Controller:
             cmd += ["--session", self.session]
             if self.pyspy:
                 cmd.append("--pyspy")
-        for spec in self.initial_breakpoints:
-            cmd += ["--break", spec]
+        for bp in self.initial_breakpoints:
+            # A breakpoint carried from an earlier run keeps its id, enabled state and
+            # ignore count (JSON: the agent parses it, never evaluates it).
+            if isinstance(bp, dict):
+                cmd += ["--break-json", json.dumps(carried_breakpoint(bp))]
+            else:
+                cmd += ["--break", bp]
         if not self.start_paused:
             cmd.append("--run")
         cmd += ["--", self.script, *self.args]
@@ -372,6 +380,16 @@ class Controller:
         return self.request({"type": "enable_breakpoint", "bp": bp,
                              "enabled": enabled})["breakpoints"]
 
+    def update_breakpoint(self, bp: int, spec: str | None = None,
+                          ignore: int | None = None) -> list:
+        """A new spec (its condition) and/or ignore count; the id and enabled state stay."""
+        msg = {"type": "update_breakpoint", "bp": bp}
+        if spec is not None:
+            msg["spec"] = spec
+        if ignore is not None:
+            msg["ignore"] = ignore
+        return self.request(msg)["breakpoints"]
+
     def breakpoints(self) -> list:
         return self.request({"type": "list_breakpoints"})["breakpoints"]
 
@@ -515,6 +533,12 @@ class Controller:
         self._publish(run, Event("exited", info.to_json()), info)
 
 
+def carried_breakpoint(bp: dict) -> dict:
+    """What of a breakpoint (as the agent lists it) starts the next run with it."""
+    return {"id": bp.get("id"), "spec": bp["spec"], "enabled": bp.get("enabled", True),
+            "ignore": bp.get("ignore", 0)}
+
+
 def _remove_private_dir(path: str) -> None:
     try:
         for name in os.listdir(path):
@@ -535,7 +559,8 @@ def describe_exit(code: int, finished: dict | None) -> ExitInfo:
             "quit": "stopped by the debugger",
             "terminated": f"was stopped by a signal (exit code {finished.get('code')})",
         }.get(status, status)
-        return ExitInfo(status, finished.get("code"), text, finished.get("traceback"))
+        return ExitInfo(status, finished.get("code"), text, finished.get("traceback"),
+                        finished.get("breakpoints"))
     if code < 0:
         sig = -code
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
