@@ -30,8 +30,9 @@ from .conditions import ConditionError
 from .firing import ConditionChecks, frame_for
 from .headroom import with_headroom
 from .hunt import differential_check, hunt
+from .kernel_steps import member_info, member_inputs, member_values, members_of
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
-from .pyvalues import evaluate, user_frames, variables
+from .pyvalues import evaluate, hooks_detached, user_frames, variables
 from .reach import PlacesSeen, never_hit_reason, pending_note
 from .summary import TensorStats, bounded_slice, summarize
 
@@ -65,6 +66,7 @@ class Debugger(ConditionChecks):
         self.pause_requested = start_paused
         self.start_reason = "start" if start_paused else None
         self.mode = "run"               # run | step | next
+        self.resumed_by = None          # the command that ended the last pause
         # What `next` steps over: the frame, its line and instruction, the frame's
         # callers, and its local bindings when it resumed (see _next_hit).
         self.next_frame = None
@@ -340,7 +342,31 @@ class Debugger(ConditionChecks):
         if reason:
             args = [values[a] for a in step.args if isinstance(a, int)]
             self.current = {"inputs": args, "plan": plan, "step": index}
-            self._pause(reason, when="before", kernel=self._kernel_info(plan, index))
+            info = self._kernel_info(plan, index)
+            self._pause(reason, when="before", kernel=info)
+            if self.resumed_by == "step" and members_of(step):
+                self._step_into(plan, index, info)
+
+    def _step_into(self, plan, index, info) -> None:
+        """``s`` at a fused kernel: pause before each member op (kernel_steps.py)."""
+        step = plan.steps[index]
+        members = members_of(step)
+        try:
+            with hooks_detached():  # the interpreter's ops are the debugger's, not the script's
+                values = member_values(plan, step, self.segment_inputs[id(plan)])
+        except Exception as exc:  # noqa: BLE001 - stepping in must never end the script
+            self._send({"type": "error", "id": None, "message": f"cannot step into kernel "
+                        f"{step.name}: {type(exc).__name__}: {exc}; it runs as one step"})
+            return
+        for i, member in enumerate(members):
+            self.current = {"inputs": member_inputs(member, values), "plan": plan,
+                            "step": index}
+            self._pause(f"step: %{member.id} {member.op} ({i + 1}/{len(members)} in kernel "
+                        f"{step.name})", when="before", kernel=info, op=member.op,
+                        member=member_info(member, i, len(members), step.name),
+                        location=member.loc)
+            if self.mode == "run":
+                return  # continue: the kernel runs, and the script with it
 
     def after_kernel(self, plan, index, out) -> None:
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
@@ -432,7 +458,8 @@ class Debugger(ConditionChecks):
             self.recorder.flush()  # the controller reads every event up to this point
         frame = user_frame()
         self.paused_frame = frame
-        loc = user_location()
+        # A member of a fused kernel has its own line (in the jitted function).
+        loc = info.get("location") or user_location()
         from .. import scope
 
         event = {
@@ -449,7 +476,7 @@ class Debugger(ConditionChecks):
             "output": summarize(_array(info["output"])) if info.get("output") is not None
             else None,
             "kernel": info.get("kernel"), "breakpoint": info.get("breakpoint"),
-            "hunt": info.get("hunt"),
+            "hunt": info.get("hunt"), "member": info.get("member"),
         }
         if self.current.get("inputs") and not event["inputs"]:
             event["inputs"] = [summarize(_array(x)) for x in self.current["inputs"]]
@@ -462,6 +489,7 @@ class Debugger(ConditionChecks):
                 raise _Quit()
             if kind in ("step", "next", "continue"):
                 self.mode = {"continue": "run"}.get(kind, kind)
+                self.resumed_by = kind
                 if kind == "next":
                     self._begin_next(frame)
                 self._reply(msg, {})
