@@ -19,6 +19,7 @@ from execmode.tui.messages import (
     AgentReported,
     BreakpointsChanged,
     CommandFailed,
+    InputRequested,
     OutputArrived,
     RunMessage,
     ScriptCouldNotStart,
@@ -68,6 +69,7 @@ class ExecmodeApp(DebuggerCommands, App):
     breakpoints: reactive[tuple] = reactive((), init=False)
     output_count: reactive[int] = reactive(0, init=False)
     session_path: reactive[str | None] = reactive(None, init=False)
+    stdin_prompt: reactive[str | None] = reactive(None, init=False)  # waits on stdin
 
     def __init__(self, launch: ScriptLaunch | SessionLaunch, controller_factory=None):
         super().__init__()
@@ -180,10 +182,15 @@ class ExecmodeApp(DebuggerCommands, App):
             self._tailer.poke()
         if message.exit.failed:
             self.notify(message.exit.description, title="the script ended", severity="error")
+        self.hide_stdin_line()
         never_hit = never_hit_lines(self.breakpoints)
         if never_hit:  # said, not forgotten: a typo'd file, a line without ops (reach.py)
             self.notify("\n".join(never_hit), title="breakpoints that never hit",
                         severity="warning", timeout=20)
+
+    def on_input_requested(self, message: InputRequested) -> None:
+        if not self._stale(message):
+            self.show_stdin_line(message.prompt)
 
     def on_output_arrived(self, message: OutputArrived) -> None:
         if self._stale(message):
@@ -253,6 +260,8 @@ class ExecmodeApp(DebuggerCommands, App):
             method = getattr(self, f"action_{key.action}")
             yield SystemCommand(f"{key.description} ({keys.display(key.key)})",
                                 f"debugger: {key.description.lower()}", method)
+        yield SystemCommand("Type a line for the script's stdin", "the input line, when the "
+                            "script waits on input()", self.action_stdin_line)
         yield SystemCommand("NaN hunt (graph mode)", "re-run the paused segment op by op and "
                             "name the first op that made a NaN or Inf", self.action_hunt)
         yield SystemCommand("Differential check (graph mode)", "compare the paused segment "

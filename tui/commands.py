@@ -70,6 +70,7 @@ class DebuggerCommands:
             self.notify("a recorded session cannot be restarted", severity="warning")
             return
         self.bridge.request_restart()  # from now on, the old run's news is stale
+        self.hide_stdin_line()
         self.run_state = RunState("restarting")
         self.output_lines.clear()
         self.output_count = 0
@@ -127,6 +128,46 @@ class DebuggerCommands:
                 self.set_breakpoint(spec)
 
         self.push_screen(BreakpointDialog(), added)
+
+    def show_stdin_line(self, prompt: str | None = None) -> None:
+        """The input line (the script waits on stdin): Enter sends what was typed."""
+        from execmode.tui.screens.stdin_dialog import EOF, StdinDialog
+
+        if isinstance(self.screen, StdinDialog) or self.bridge is None:
+            return
+        if prompt is not None:
+            self.stdin_prompt = prompt
+        bridge = self.bridge
+
+        def typed(line: str | None) -> None:
+            if line is None:
+                if self.stdin_prompt is None:
+                    return  # hidden because the run ended or restarts
+                self.notify("the script still waits for stdin: ctrl+p, \"stdin\" brings "
+                            "the input line back", severity="warning")
+                return
+            self.stdin_prompt = None
+            if line != EOF:  # shown as a terminal would echo it
+                self.output_lines.append(("stdin", line))
+                self.output_count = len(self.output_lines)
+            self._control(lambda: bridge.send_stdin(None if line == EOF else line), "stdin")
+
+        self.push_screen(StdinDialog(self.stdin_prompt or ""), typed)
+
+    def action_stdin_line(self) -> None:
+        """Palette: the input line again (after Esc hid it)."""
+        if self.stdin_prompt is None:
+            self.notify("the script is not reading stdin", severity="warning")
+            return
+        self.show_stdin_line()
+
+    def hide_stdin_line(self) -> None:
+        """The run that waited ended (or restarts): its input line goes."""
+        from execmode.tui.screens.stdin_dialog import StdinDialog
+
+        self.stdin_prompt = None
+        if isinstance(self.screen, StdinDialog):
+            self.screen.dismiss(None)
 
     def action_export(self) -> None:
         from execmode.tui.export import export_session

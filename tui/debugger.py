@@ -20,6 +20,7 @@ from execmode.tui.launch import ScriptLaunch
 from execmode.tui.messages import (
     AgentReported,
     BreakpointsChanged,
+    InputRequested,
     OutputArrived,
     ScriptCouldNotStart,
     ScriptExited,
@@ -64,8 +65,11 @@ class DebugBridge:
         if _CRASH_BREAKPOINT not in breakpoints:
             breakpoints.append(_CRASH_BREAKPOINT)
         options = {}
-        if launch.pyspy and "pyspy" in inspect.signature(controller_factory).parameters:
+        accepted = inspect.signature(controller_factory).parameters
+        if launch.pyspy and "pyspy" in accepted:
             options["pyspy"] = True
+        if "stdin_pipe" in accepted:  # the input line: stdin is a pipe the TUI writes
+            options["stdin_pipe"] = True
         self.pyspy_wired = "pyspy" in options
         # The agent's list at the last refresh; between runs, the list the next run gets.
         self.known_breakpoints: list[dict] = []
@@ -173,6 +177,13 @@ class DebugBridge:
             raise CommandError(f"{command}: not a breakpoint command")
         return self.known_breakpoints
 
+    def send_stdin(self, line: str | None) -> None:
+        """A line for the script's stdin (None: end of file)."""
+        if line is None:
+            self.call("close_stdin")
+        else:
+            self.call("send_stdin", line + "\n")
+
     def refresh_breakpoints(self) -> None:
         try:
             self.known_breakpoints = self.call("breakpoints")
@@ -229,6 +240,8 @@ class DebugBridge:
                 self.known_breakpoints = ended
                 self.post(BreakpointsChanged(ended))
             self.post(ScriptExited(ExitSummary.from_event(event.data), run=run))
+        elif kind == "input_requested":
+            self.post(InputRequested(str(event.get("prompt") or ""), run=run))
         elif kind in ("error", "protocol_error"):
             self.post(AgentReported(str(event.get("message", "agent error")), "error"))
         elif kind == "graph_break":

@@ -49,6 +49,14 @@ class ScriptExited(RunMessage):
         super().__init__(run)
 
 
+class InputRequested(RunMessage):
+    """The script is about to wait on stdin (``input()``); ``prompt`` is what it printed."""
+
+    def __init__(self, prompt: str, run: int = 0) -> None:
+        self.prompt = prompt
+        super().__init__(run)
+
+
 class OutputArrived(RunMessage):
     """Lines the script printed since the last message (batched: one per ~50 ms)."""
 

@@ -25,6 +25,7 @@ import traceback
 from .. import dispatch, instrument, lifeline
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
+from . import stdin_requests
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError
 from .firing import ConditionChecks, frame_for
@@ -642,6 +643,9 @@ def main(argv=None) -> int:
                         help="a breakpoint carried from an earlier run: "
                              '{"id", "spec", "enabled", "ignore"}')
     parser.add_argument("--run", action="store_true", help="start running, not paused")
+    parser.add_argument("--stdin-requests", action="store_true",
+                        help="stdin is the controller's pipe: say input_requested before a "
+                             "read waits (the TUI's input line)")
     parser.add_argument("--pyspy", action="store_true",
                         help="sample this process with py-spy into the session")
     # SCRIPT and its ARGS as one REMAINDER after a `--`: a script named like an option
@@ -678,6 +682,8 @@ def main(argv=None) -> int:
         debugger.recorder = _start_recording(opts.session, opts.script, opts.args)
     sampler = _start_pyspy(debugger.recorder) if opts.pyspy and debugger.recorder else None
     instrument.add_listener(debugger)
+    if opts.stdin_requests:
+        stdin_requests.install(debugger._send)
     with _captured_output(debugger.recorder):
         status, code, tb = run_script(opts.script, opts.args, debugger)
     instrument.remove_listener(debugger)

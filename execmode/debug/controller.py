@@ -103,7 +103,7 @@ class Controller:
     def __init__(self, script: str, args=(), breakpoints=(), session: str | None = None,
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
                  python: str | None = None, pyspy: bool = False,
-                 inherit_stdin: bool = False):
+                 inherit_stdin: bool = False, stdin_pipe: bool = False):
         self.script = script
         self.args = list(args)
         self.initial_breakpoints = list(breakpoints)
@@ -116,6 +116,9 @@ class Controller:
         # `execmode run` gives the script its own stdin (the terminal: input() works); the
         # TUI must not (it reads the keys there), nor must tests: /dev/null, input() ends.
         self.inherit_stdin = inherit_stdin
+        # The TUI's input line: stdin is a pipe that send_stdin() writes, and the agent says
+        # input_requested before a read would wait (stdin_requests.py).
+        self.stdin_pipe = stdin_pipe
         self.events: queue.Queue[Event] = queue.Queue()
         self.listeners: list = []
         self.state = "idle"        # idle | starting | running | paused | finished
@@ -147,6 +150,8 @@ class Controller:
                 cmd += ["--break-json", json.dumps(carried_breakpoint(bp))]
             else:
                 cmd += ["--break", bp]
+        if self.stdin_pipe:
+            cmd.append("--stdin-requests")
         if not self.start_paused:
             cmd.append("--run")
         cmd += ["--", self.script, *self.args]
@@ -208,7 +213,8 @@ class Controller:
             server.bind(path)
             server.listen(1)
             server.settimeout(0.2)
-            stdin = None if self.inherit_stdin else subprocess.DEVNULL
+            stdin = subprocess.PIPE if self.stdin_pipe else \
+                None if self.inherit_stdin else subprocess.DEVNULL
             proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=stdin,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             run.proc = proc
@@ -424,6 +430,27 @@ class Controller:
 
     def differential_check(self) -> dict:
         return self.request({"type": "differential_check"})["report"]
+
+    def send_stdin(self, text: str) -> None:
+        """Write ``text`` to the script's stdin (``stdin_pipe``: the TUI's input line)."""
+        pipe = self._stdin()
+        try:
+            pipe.write(text.encode("utf-8"))
+            pipe.flush()
+        except (OSError, ValueError) as exc:
+            raise ControllerError(f"the script's stdin is closed: {exc}") from None
+
+    def close_stdin(self) -> None:
+        """End of file on the script's stdin (ctrl+d in the input line)."""
+        with contextlib.suppress(OSError):
+            self._stdin().close()
+
+    def _stdin(self):
+        with self._lock:
+            run = self._run
+        if run is None or run.proc is None or run.proc.stdin is None:
+            raise ControllerError("the script's stdin is not a pipe (stdin_pipe=False)")
+        return run.proc.stdin
 
     # --- events ------------------------------------------------------------------------
     def wait_for(self, *types: str, timeout: float = 60.0) -> Event:

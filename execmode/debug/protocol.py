@@ -31,6 +31,7 @@ Events (agent -> controller)::
             inputs, output, kernel, breakpoint, hunt, traceback?}
     running
     graph_break {reason, op, location}
+    input_requested {prompt}                a read of stdin is about to wait (--stdin-requests)
     finished {status, code, traceback?, breakpoints}   status: ok | exception | exit
                                             (each breakpoint's note: why it never hit)
     reply {id, ...}    error {id, message}
@@ -59,7 +60,8 @@ COMMANDS = {
     "recompute": {"node": int},
     "hunt": {}, "differential_check": {},
 }
-EVENTS = {"hello", "paused", "running", "graph_break", "finished", "reply", "error", "output"}
+EVENTS = {"hello", "paused", "running", "graph_break", "finished", "reply", "error", "output",
+          "input_requested"}
 
 
 class ProtocolError(Exception):
