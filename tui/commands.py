@@ -146,10 +146,7 @@ class DebuggerCommands:
                 self.notify("the script still waits for stdin: ctrl+p, \"stdin\" brings "
                             "the input line back", severity="warning")
                 return
-            self.stdin_prompt = None
-            if line != EOF:  # shown as a terminal would echo it
-                self.output_lines.append(("stdin", line))
-                self.output_count = len(self.output_lines)
+            self.stdin_prompt = None  # the agent echoes the line on the script's stdout
             self._control(lambda: bridge.send_stdin(None if line == EOF else line), "stdin")
 
         self.push_screen(StdinDialog(self.stdin_prompt or ""), typed)

@@ -5,7 +5,9 @@ the lines a person types into. The person must know when to type: before a read 
 would block (``input()``, ``sys.stdin.readline()``, iteration, ``read()``), the agent sends
 ``input_requested`` with the prompt (what the script wrote on stdout since its last
 newline: ``input("lr? ")`` writes "lr? " there first), and the TUI shows an input line.
-A read that finds a line already waiting (typed ahead) asks nothing. Reads through
+A read that finds a line already waiting (typed ahead) asks nothing. What was read is
+echoed on stdout (the pipe), as a terminal echoes what is typed; the session's own copy
+of the output (recorded above this wrapper) does not hold the echo. Reads through
 ``sys.stdin.buffer`` or the file descriptor bypass this (Python-level text reads only).
 """
 
@@ -37,6 +39,14 @@ class PromptTracker:
     def writelines(self, lines) -> None:
         for line in lines:
             self.write(line)
+
+    def echo(self, text: str) -> None:
+        """What the script read, on stdout after its prompt, as a terminal echoes a typed
+        line: the Output view reads "name? bob", then "hello bob"."""
+        if text:
+            self._stream.write(text if text.endswith("\n") else text + "\n")
+            self._stream.flush()
+        self.partial = ""
 
     def __getattr__(self, name):  # flush, encoding, isatty, fileno, buffer, ...
         return getattr(self._stream, name)
@@ -74,7 +84,7 @@ class RequestingStdin:
         if size >= 0:
             end = min(end, size)
         line, self._text = self._text[:end], self._text[end:]
-        self._prompt.partial = ""
+        self._prompt.echo(line)
         return line
 
     def read(self, size: int = -1) -> str:
@@ -82,6 +92,7 @@ class RequestingStdin:
             self._fill()
         end = len(self._text) if size < 0 else size
         out, self._text = self._text[:end], self._text[end:]
+        self._prompt.echo(out)
         return out
 
     def readlines(self, hint: int = -1) -> list[str]:

@@ -14,9 +14,10 @@ async def test_what_is_typed_in_the_input_line_reaches_the_scripts_stdin(tmp_pat
         await wait.until(lambda: isinstance(app.screen, StdinDialog), what="the input line")
         assert app.screen.prompt == "name? "
         await pilot.press(*"bob", "enter")
-        await wait.until(lambda: any(t.startswith("name? hello bob 4.0") for _, t in
-                                     app.output_lines), what="the script's answer")
-        assert ("stdin", "bob") in app.output_lines   # echoed, as a terminal would
+        await wait.until(lambda: ("stdout", "hello bob 4.0") in app.output_lines,
+                         what="the script's answer")
+        # Echoed after its prompt, as a terminal shows it.
+        assert app.output_lines[:2] == [("stdout", "name? bob"), ("stdout", "hello bob 4.0")]
         await wait.until(lambda: isinstance(app.screen, StdinDialog), what="the next read")
         await pilot.press("escape")                   # hidden; the palette brings it back
         assert not isinstance(app.screen, StdinDialog)
@@ -42,5 +43,5 @@ async def test_the_input_line_goes_when_the_script_restarts(tmp_path):
         await wait.until(lambda: app.bridge.run == 1 and isinstance(app.screen, StdinDialog),
                          what="the new run's input line")
         await pilot.press(*"ann", "enter")
-        await wait.until(lambda: any(t.startswith("name? hello ann") for _, t in
-                                     app.output_lines), what="the new run's answer")
+        await wait.until(lambda: ("stdout", "hello ann 4.0") in app.output_lines,
+                         what="the new run's answer")
