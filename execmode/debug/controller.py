@@ -269,7 +269,15 @@ class Controller:
             except ControllerError:
                 pass
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout)
+                proc.wait(min(timeout, 1.0) if proc.stdin is not None else timeout)
+            if proc.stdin is not None and proc.poll() is None:
+                # Still there: maybe blocked reading the input line's pipe, where the quit
+                # (raised in the script's thread) waits for the read to return. End of
+                # file ends the read, and the quit lands, before the SIGTERM below.
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
