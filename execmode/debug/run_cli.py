@@ -149,6 +149,7 @@ def _drive(ctl: Controller, opts) -> int:
                 return 2
             continue
         if event.type == "exited":
+            _say_never_hit(ctl)
             return _exit_code(ctl)
         print(describe_pause(event.data), file=sys.stderr, flush=True)
         if not opts.keep_going:
@@ -157,6 +158,16 @@ def _drive(ctl: Controller, opts) -> int:
                   file=sys.stderr)
             return EXIT_STOPPED_AT_BREAKPOINT
         ctl.cont()
+
+
+def _say_never_hit(ctl: Controller) -> None:
+    """A breakpoint that never stopped the script is named with its reason, not forgotten
+    (a typo'd file, a line without ops, a scope that never occurred)."""
+    from .reach import never_hit_lines
+
+    if ctl.exit is not None and ctl.exit.status in ("ok", "exit", "exception"):
+        for line in never_hit_lines(ctl.exit.breakpoints):
+            print(f"execmode run: {line}", file=sys.stderr)
 
 
 def _exit_code(ctl: Controller) -> int:

@@ -13,6 +13,7 @@ The file is written as the rows stream by, so a 1M-op session never sits in memo
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from execmode.profilers.exporters.common import Progress, output_file, source_text
@@ -104,11 +105,20 @@ def op_event(op, t0: int) -> dict:
     if op.attrs:
         args["attrs"] = op.attrs
     if op.v_nan is not None:
-        args["summary"] = {"min": op.v_min, "max": op.v_max, "mean": op.v_mean,
-                           "std": op.v_std, "nan": op.v_nan, "inf": op.v_inf}
+        args["summary"] = {"min": _stat(op.v_min), "max": _stat(op.v_max),
+                           "mean": op.v_mean, "std": op.v_std, "nan": op.v_nan,
+                           "inf": op.v_inf}
     return {"name": op.op, "cat": "op", "ph": "X", "ts": _us(op.start_ns - t0),
             "dur": _us(op.dur_ns), "pid": PID,
             "tid": EAGER if op.thread is None else THREAD_TRACKS + op.thread, "args": args}
+
+
+def _stat(value):
+    """inf/-inf as the strings the debugger uses: JSON has no Infinity (Perfetto and
+    Chrome's trace viewer refuse the file)."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
 
 
 def kernel_event(k, t0: int) -> dict:

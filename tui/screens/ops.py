@@ -136,6 +136,12 @@ class OpsScreen(ViewScreen):
         self.query_one("#stack", RowList).set_source(TextLines(panels.stack_lines(p)), cursor=0)
         self.frame = 0
         self._request_python_state()
+        if state.phase == "restarting":
+            # A new run starts eager, with nothing recorded: no row of the old run's list
+            # (nor its kernels) may stay on screen.
+            self.list_kind = "ops"
+            self.query_one("#ops-header", TextPane).show(OP_HEADER)
+            self.query_one("#op-detail", TextPane).show("")
         if p is not None and p.mode == "graph" and self.list_kind == "ops":
             self.list_kind = "kernels"
             self.query_one("#ops-header", TextPane).show(KERNEL_HEADER)
