@@ -130,7 +130,7 @@ def has_terminal() -> bool:
 
 
 def _no_terminal(verb: str) -> int:
-    print(f"execmode {verb}: needs a terminal; use `execmode run` or `execmode report`",
+    print(f"execmode {verb}: needs a terminal; use execmode run or execmode report instead",
           file=sys.stderr)
     return 2
 

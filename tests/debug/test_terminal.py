@@ -79,7 +79,7 @@ def test_the_tui_without_a_terminal_says_so_at_once(tmp_path, verb):
     started = time.monotonic()
     result = execmode(verb, target, cwd=tmp_path, timeout=60)
     assert result.returncode == 2
-    assert f"execmode {verb}: needs a terminal; use `execmode run` or `execmode report`" \
+    assert f"execmode {verb}: needs a terminal; use execmode run or execmode report instead" \
         in result.stderr
     assert time.monotonic() - started < 30  # at once (an interpreter start), not a hang
 
