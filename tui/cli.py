@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from execmode.cli_args import add_script_argument, parse_script_command
+from execmode.cli_args import add_script_argument, parse_script_command, require_script
 
 
 def add_parsers(subparsers) -> None:
@@ -69,10 +69,8 @@ def tui_command(args) -> int:
     from execmode.debug.conditions import ConditionError
 
     parse_script_command(args.parser, args)
+    require_script(args.parser, args)
     breaks = list(args.breaks)
-    if not os.path.isfile(args.script):
-        print(f"execmode tui: cannot start {args.script}: no such file", file=sys.stderr)
-        return 2
     for spec in breaks:
         try:
             parse_breakpoint(spec)

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 
-from ..cli_args import add_script_argument, parse_script_command
+from ..cli_args import add_script_argument, parse_script_command, require_script
 from .controller import Controller, ControllerError
 from .summary import format_summary
 
@@ -51,9 +51,7 @@ def run_command(opts) -> int:
     from ..profilers.session_dir import SessionDirError, saved_line
 
     parse_script_command(opts.parser, opts)
-    if not os.path.isfile(opts.script):
-        print(f"execmode run: no such script: {opts.script}", file=sys.stderr)
-        return 2
+    require_script(opts.parser, opts)
     if opts.no_session and opts.session:
         opts.parser.error("--session and --no-session contradict each other")
     try:
