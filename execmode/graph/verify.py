@@ -17,13 +17,21 @@ class GraphVerificationError(ExecmodeError, AssertionError):
     """A graph broke an IR invariant (a bug in a pass or the tracer, not in user code)."""
 
 
-def verify(graph: Graph, stage: str = "") -> Graph:
+def verify(graph: Graph, stage: str = "", checked: dict | None = None) -> Graph:
+    """Raise GraphVerificationError where ``graph`` breaks an invariant; else return it.
+
+    ``checked`` (node -> the operand types its rule accepted) lets a pipeline skip the
+    type rule of a node object already checked with the same operand types: a pass keeps
+    most nodes as they are, and re-running every rule after every pass was most of the
+    compile time of a long chain. Nodes are immutable and compare by identity, and the
+    dict holds them, so an entry cannot stand for another node."""
     where = f" after {stage}" if stage else ""
 
     def fail(msg: str):
         raise GraphVerificationError(f"graph {graph.name}{where}: {msg}")
 
     defined: dict[int, Node] = {}
+    inputs = set(graph.inputs)
     for n in graph.nodes:
         if n.id in defined:
             fail(f"%{n.id} is defined twice")
@@ -31,10 +39,10 @@ def verify(graph: Graph, stage: str = "") -> Graph:
             if i not in defined:
                 fail(f"%{n.id} ({n.op}) reads %{i} before it is defined")
         if n.op == INPUT:
-            if n.id not in graph.inputs:
+            if n.id not in inputs:
                 fail(f"input node %{n.id} is not listed in the graph's inputs")
         elif n.op == FUSED:
-            _verify_body(n, defined, fail)
+            _verify_body(n, defined, fail, checked)
         elif n.op == ASSIGN:
             target = defined[n.inputs[0]] if isinstance(n.inputs[0], int) else None
             if target is None or target.op != INPUT:
@@ -42,7 +50,7 @@ def verify(graph: Graph, stage: str = "") -> Graph:
             if target.shape != n.shape:
                 fail(f"assign %{n.id} changes the shape of %{target.id}")
         else:
-            _check_types(n, defined, fail)
+            _check_types(n, defined, fail, checked)
         defined[n.id] = n
     for i in graph.inputs:
         if i not in defined or defined[i].op != INPUT:
@@ -53,20 +61,20 @@ def verify(graph: Graph, stage: str = "") -> Graph:
     return graph
 
 
-def _verify_body(fused: Node, defined: dict, fail) -> None:
+def _verify_body(fused: Node, defined: dict, fail, checked) -> None:
     inner = {i: defined[i] for i in fused.node_inputs}
     for m in fused.body:
         for i in m.node_inputs:
             if i not in inner:
                 fail(f"fused %{fused.id}: member %{m.id} reads %{i}, which is neither a member "
                      f"before it nor an input of the fused node")
-        _check_types(m, inner, fail)
+        _check_types(m, inner, fail, checked)
         inner[m.id] = m
     if fused.body and (fused.body[-1].shape != fused.shape or fused.body[-1].dtype != fused.dtype):
         fail(f"fused %{fused.id}: its type differs from its last member %{fused.body[-1].id}")
 
 
-def _check_types(n: Node, defined: dict, fail) -> None:
+def _check_types(n: Node, defined: dict, fail, checked=None) -> None:
     op = OPS.get(n.op)
     if op is None:
         fail(f"%{n.id} uses unknown op {n.op!r}")
@@ -77,6 +85,8 @@ def _check_types(n: Node, defined: dict, fail) -> None:
             operands.append(Aval(d.shape, d.dtype, d.device))
         else:
             operands.append(i.value)
+    if checked is not None and checked.get(n) == operands:
+        return  # this very node, with these operand types, passed before
     try:
         aval = infer_aval(op, operands, n.attr, n.device)
     except RuleError as exc:
@@ -85,3 +95,5 @@ def _check_types(n: Node, defined: dict, fail) -> None:
     if tuple(aval.shape) != tuple(n.shape) or aval.dtype != n.dtype:
         fail(f"%{n.id} ({n.op}) is typed {n.type_str()} but its rule gives "
              f"{Node(0, '', shape=aval.shape, dtype=aval.dtype).type_str()}")
+    if checked is not None:
+        checked[n] = operands
