@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -68,7 +69,7 @@ class Node:
     def attr(self) -> dict:
         return dict(self.attrs)
 
-    @property
+    @cached_property  # read by every pass and verification: computed once per node
     def node_inputs(self) -> tuple:
         return tuple(i for i in self.inputs if isinstance(i, int))
 

@@ -20,11 +20,11 @@ class GraphVerificationError(ExecmodeError, AssertionError):
 def verify(graph: Graph, stage: str = "", checked: dict | None = None) -> Graph:
     """Raise GraphVerificationError where ``graph`` breaks an invariant; else return it.
 
-    ``checked`` (node -> the operand types its rule accepted) lets a pipeline skip the
-    type rule of a node object already checked with the same operand types: a pass keeps
-    most nodes as they are, and re-running every rule after every pass was most of the
-    compile time of a long chain. Nodes are immutable and compare by identity, and the
-    dict holds them, so an entry cannot stand for another node."""
+    ``checked`` (node -> the operand nodes its rule accepted) lets a pipeline skip the
+    type rule of a node object already checked reading the same operand node objects: a
+    pass keeps most nodes as they are, and re-running every rule after every pass was
+    most of the compile time of a long chain. Nodes are immutable and compare by
+    identity, and the dict holds them, so an entry cannot stand for another node."""
     where = f" after {stage}" if stage else ""
 
     def fail(msg: str):
@@ -78,6 +78,11 @@ def _check_types(n: Node, defined: dict, fail, checked=None) -> None:
     op = OPS.get(n.op)
     if op is None:
         fail(f"%{n.id} uses unknown op {n.op!r}")
+    if checked is not None:
+        # The operand nodes themselves: immutable, so the same objects mean the same types.
+        producers = tuple(defined[i] for i in n.node_inputs)
+        if checked.get(n) == producers:
+            return  # this very node, reading these very nodes, passed before
     operands = []
     for i in n.inputs:
         if isinstance(i, int):
@@ -85,8 +90,6 @@ def _check_types(n: Node, defined: dict, fail, checked=None) -> None:
             operands.append(Aval(d.shape, d.dtype, d.device))
         else:
             operands.append(i.value)
-    if checked is not None and checked.get(n) == operands:
-        return  # this very node, with these operand types, passed before
     try:
         aval = infer_aval(op, operands, n.attr, n.device)
     except RuleError as exc:
@@ -96,4 +99,4 @@ def _check_types(n: Node, defined: dict, fail, checked=None) -> None:
         fail(f"%{n.id} ({n.op}) is typed {n.type_str()} but its rule gives "
              f"{Node(0, '', shape=aval.shape, dtype=aval.dtype).type_str()}")
     if checked is not None:
-        checked[n] = operands
+        checked[n] = producers
