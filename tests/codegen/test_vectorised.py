@@ -1,4 +1,4 @@
-"""The rendered C of a long elementwise chain is vectorised by the compiler.
+"""The rendered C of long elementwise chains is vectorised by the compiler.
 
 A 1000-op chain with float32 exp/tanh every tenth op: before the math helpers were
 ``always_inline``, GCC's inliner gave up on a loop body that large, the helpers became
@@ -22,14 +22,14 @@ from execmode.codegen.render_c import CRenderer
 from execmode.codegen.toolchain import NoCompiler, get_toolchain
 
 
-def _chain(n_ops: int):
+def _chain(n_ops: int, tail: str = "none"):
     def chain(x, b):
         for k in range(n_ops):
             if k % 10 == 9:
                 x = em.tanh(x) if (k // 10) % 2 else em.exp(x)
             else:
                 x = x * 0.999 if k % 2 else x + b
-        return x
+        return em.sum(x, axis=-1) if tail == "row sum" else x
     return chain
 
 
@@ -51,9 +51,18 @@ def _vectorisation_report(source: str, tmp_path) -> str:
     return proc.stdout + proc.stderr
 
 
-def test_a_1000_op_chain_is_vectorised(tmp_path):
-    x = np.ones(4096, np.float32)
-    graph, fused = fused_case(_chain(1000), x, x)
+@pytest.mark.parametrize("case", ["flat, 1000 ops", "2-D broadcast, 300 ops",
+                                  "row sum, 300 ops"])
+def test_long_chains_are_vectorised(case, tmp_path):
+    """A flat elementwise kernel, one whose input broadcasts along the inner axis, and a
+    reduction with the chain as its producer: every shape of loop the renderer prints."""
+    if case.startswith("flat"):
+        x, b = np.ones(4096, np.float32), np.ones(4096, np.float32)
+        fn = _chain(1000)
+    else:
+        x, b = np.ones((64, 256), np.float32), np.ones(256, np.float32)
+        fn = _chain(300, "row sum" if case.startswith("row") else "none")
+    graph, fused = fused_case(fn, x, b)
     kernel = lower_fused(fused, graph.node_map())
     source = CRenderer().translation_unit([kernel])
     assert "__attribute__((always_inline))" in source
