@@ -43,6 +43,8 @@ typedef struct {
     Py_ssize_t leaf;           /* tensor: its leaf index */
     Layout layout;             /* tensor: shape and dtype of the signature (no strides) */
     PyObject *requires_grad;   /* tensor: Py_True or Py_False */
+    Py_ssize_t same_as;        /* tensor traced as an earlier argument (f(x, x)): that
+                                * position, whose object this one must be; else -1 */
     PyTypeObject *static_type; /* static: exact type and value */
     PyObject *static_value;
 } Position;
@@ -238,6 +240,11 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
             Py_DECREF(ne);
             if (differs != 0)
                 return differs < 0 ? NULL : miss(self);
+            continue;
+        }
+        if (pos->same_as >= 0) {  /* one graph input for both: the same object, checked */
+            if (a != args[pos->same_as])
+                return miss(self);
             continue;
         }
         if (Py_TYPE(a) != self->tensor_type)
@@ -538,7 +545,8 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             goto fail;
     }
     for (Py_ssize_t p = 0; p < self->n_positions; ++p) {
-        /* (False, leaf, shape, dtype, requires_grad) or (True, type, value) */
+        /* (False, leaf, shape, dtype, requires_grad[, same position]) or
+         * (True, type, value) */
         PyObject *item = PyTuple_GET_ITEM(positions, p);
         Position *pos = &self->positions[p];
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 3) {
@@ -556,10 +564,13 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             continue;
         }
         PyObject *flag, *shape, *dtype, *rg;
-        if (!PyArg_ParseTuple(item, "OnOOO", &flag, &pos->leaf, &shape, &dtype, &rg)
+        pos->same_as = -1;
+        if (!PyArg_ParseTuple(item, "OnOOO|n", &flag, &pos->leaf, &shape, &dtype, &rg,
+                              &pos->same_as)
                 || read_layout(shape, Py_None, dtype, &pos->layout) < 0)
             goto fail;
-        if (pos->leaf < 0 || pos->leaf >= n_leaves || (rg != Py_True && rg != Py_False)) {
+        if (pos->leaf < 0 || pos->leaf >= n_leaves || (rg != Py_True && rg != Py_False)
+                || pos->same_as >= p) {
             PyErr_SetString(PyExc_ValueError, "bad tensor argument spec");
             goto fail;
         }

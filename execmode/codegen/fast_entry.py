@@ -196,17 +196,21 @@ def make_fast_entry(cf, items, python_replay, modules):
     # address: a C entry point's address, or (a callable step) the callable itself.
     address, n_block, fixed, inputs, outputs, release_gil, keep = target
 
-    positions, leaf_layouts = [], []
+    positions, leaf_layouts, position_of_leaf = [], [], {}
     for item in items:
         if item != pytree.LEAF:
             value = item[1][1]
             positions.append((True, type(value), value))
             continue
-        shape, dtype, device, requires_grad, alias = cf.signature.leaves[len(leaf_layouts)]
-        if str(device) != "cpu" or not isinstance(dtype, np.dtype) or \
-                alias != len(leaf_layouts):
+        leaf = len(leaf_layouts)
+        shape, dtype, device, requires_grad, alias = cf.signature.leaves[leaf]
+        if str(device) != "cpu" or not isinstance(dtype, np.dtype):
             return None
-        positions.append((False, len(leaf_layouts), tuple(shape), dtype, bool(requires_grad)))
+        spec = (False, leaf, tuple(shape), dtype, bool(requires_grad))
+        if alias != leaf:  # traced as the same tensor as an earlier argument (f(x, x))
+            spec += (position_of_leaf[alias],)
+        position_of_leaf[leaf] = len(positions)
+        positions.append(spec)
         leaf_layouts.append((tuple(shape), dtype))
 
     input_specs = []

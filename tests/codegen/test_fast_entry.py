@@ -389,3 +389,15 @@ def test_call_mode_misses_like_the_python_replay_and_errors_stay_eagers():
     with pytest.raises(Exception) as eager:
         x ** negative
     assert type(jitted.value) is type(eager.value)
+
+
+def test_one_tensor_passed_twice_gets_the_entry_and_an_identity_check():
+    x, y = _tensors(2, shape=(4,))
+    for fn in (lambda a, b: a + b, lambda a, b: a * b + 1.0):  # call mode, a kernel
+        jf = em.jit(fn)
+        jf(x, x)
+        entry = jf._fast
+        assert _is_c_entry(entry)
+        assert_close(entry(x, x).numpy(), fn(x, x).numpy())
+        assert entry(x, y) is MISS and entry(y, x) is MISS
+        assert_close(jf(x, y).numpy(), fn(x, y).numpy())  # another signature: a retrace
