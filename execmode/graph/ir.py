@@ -73,7 +73,7 @@ class Node:
     def node_inputs(self) -> tuple:
         return tuple(i for i in self.inputs if isinstance(i, int))
 
-    @property
+    @cached_property  # memory planning reads it per candidate buffer: np.prod is slow
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
