@@ -1,7 +1,12 @@
-"""Compile time against graph size: an elementwise chain of 100 -> 10,000 ops.
+"""Compile time against graph size: 100 -> 10,000 ops, in two shapes.
 
     python benchmarks/bench_compile_scaling.py            # 100, 1000, 10000 ops
     python benchmarks/bench_compile_scaling.py --sizes 100 1000 --c   # and the C compile
+    python benchmarks/bench_compile_scaling.py --shapes wide          # one shape
+
+Shapes: ``chain``, an elementwise chain (one fused kernel: what made fuse quadratic), and
+``wide``, a ladder of small matmuls (values that die together and are reused together:
+what made memory planning quadratic); a size counts the traced ops.
 
 For each size it prints the time to trace, each pass of the pipeline (from the pass
 record), the verification and bookkeeping between passes, and code generation + plan
@@ -40,10 +45,34 @@ def make_chain(n_ops: int):
     return chain
 
 
-def measure(n_ops: int, backend: str) -> dict:
-    """Seconds per stage for one fresh jit of an n_ops chain."""
-    fn = make_chain(n_ops)
-    x = em.tensor(np.ones((256,), np.float32))
+def make_wide(n_ops: int):
+    """n_ops/4 matmuls made at once, multiplied together, then the same again: a wide
+    graph whose values die together and are reused together."""
+    n = max(2, n_ops // 8)
+    w = em.tensor(np.ones((4, 4), np.float32))
+
+    def wide(x):
+        ys = [x @ (w * float(i)) for i in range(n)]
+        s = ys[0]
+        for y in ys[1:]:
+            s = s @ y
+        zs = [s @ (w + float(i)) for i in range(n)]
+        t = zs[0]
+        for z in zs[1:]:
+            t = t @ z
+        return t
+
+    return wide
+
+
+SHAPES = {"chain": (make_chain, (256,)), "wide": (make_wide, (4, 4))}
+
+
+def measure(n_ops: int, backend: str, shape: str = "chain") -> dict:
+    """Seconds per stage for one fresh jit of an n_ops graph of ``shape``."""
+    make, x_shape = SHAPES[shape]
+    fn = make(n_ops)
+    x = em.tensor(np.full(x_shape, 0.1, np.float32))
     f = em.jit(fn, backend=backend)
     t0 = time.perf_counter()
     traced = f.trace(x)
@@ -59,8 +88,8 @@ def measure(n_ops: int, backend: str) -> dict:
     return out
 
 
-def best_of(n_ops: int, backend: str, repeat: int) -> dict:
-    runs = [measure(n_ops, backend) for _ in range(repeat)]
+def best_of(n_ops: int, backend: str, repeat: int, shape: str) -> dict:
+    runs = [measure(n_ops, backend, shape) for _ in range(repeat)]
     return min(runs, key=lambda r: r["total"])
 
 
@@ -69,26 +98,33 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--c", action="store_true", help="also time the C backend (gcc included)")
+    ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["chain", "wide"])
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, {os.cpu_count()} CPUs")
     backends = ["numpy"] + (["c"] if args.c else [])
-    for backend in backends:
-        measure(args.sizes[0], backend)  # warm-up: imports and first-use caches
-        rows = [(n, best_of(n, backend, args.repeat if backend == "numpy" else 1))
-                for n in args.sizes]
-        stages = list(rows[0][1])
-        print(f"\nbackend={backend} (ms; ratio = time / previous size's time)")
-        print("| ops | " + " | ".join(stages) + " | ops ratio | time ratio |")
-        print("|---" * (len(stages) + 3) + "|")
-        prev = None
-        for n, r in rows:
-            cells = " | ".join(f"{r[s] * 1e3:.1f}" for s in stages)
-            ratios = ("-", "-") if prev is None else (
-                f"{n / prev[0]:.0f}x", f"{r['total'] / prev[1]['total']:.1f}x")
-            print(f"| {n} | {cells} | {ratios[0]} | {ratios[1]} |")
-            prev = (n, r)
+    for shape in args.shapes:
+        for backend in backends:
+            _table(shape, backend, args)
     print("\ngoal: 10x ops -> <= 12x time (a linear compile)")
+
+
+def _table(shape: str, backend: str, args) -> None:
+    """One table: per-stage ms for each size of ``shape`` with ``backend``."""
+    measure(args.sizes[0], backend, shape)  # warm-up: imports and first-use caches
+    rows = [(n, best_of(n, backend, args.repeat if backend == "numpy" else 1, shape))
+            for n in args.sizes]
+    stages = list(rows[0][1])
+    print(f"\n{shape}, backend={backend} (ms; ratio = time / previous size's time)")
+    print("| ops | " + " | ".join(stages) + " | ops ratio | time ratio |")
+    print("|---" * (len(stages) + 3) + "|")
+    prev = None
+    for n, r in rows:
+        cells = " | ".join(f"{r[s] * 1e3:.1f}" for s in stages)
+        ratios = ("-", "-") if prev is None else (
+            f"{n / prev[0]:.0f}x", f"{r['total'] / prev[1]['total']:.1f}x")
+        print(f"| {n} | {cells} | {ratios[0]} | {ratios[1]} |")
+        prev = (n, r)
 
 
 if __name__ == "__main__":
