@@ -120,6 +120,7 @@ def plan_memory(graph: Graph):
     plan = MemoryPlan()
     rewrites: list[Rewrite] = []
     free = _FreeBuffers()
+    by_id = graph.node_map()
     holder: dict[int, Buffer] = {}          # node id -> buffer it holds
     release_at: dict[int, list[int]] = {}   # step -> node ids whose buffer frees after it
     per_call_live = per_call_peak = 0
@@ -142,8 +143,7 @@ def plan_memory(graph: Graph):
                     src = holder.get(root[i])
                     aliased = i in viewed
                     if (src is not None and not aliased and root[i] == i and last[i] == k
-                            and graph_node(graph, i).shape == n.shape
-                            and graph_node(graph, i).dtype == n.dtype):
+                            and by_id[i].shape == n.shape and by_id[i].dtype == n.dtype):
                         buf = src
                         del holder[i]
                         plan.inplace[n.id] = i
@@ -172,11 +172,6 @@ def plan_memory(graph: Graph):
     g = graph.copy()
     g.meta["memory_plan"] = plan
     return g, rewrites, {}, {}
-
-
-def graph_node(graph: Graph, node_id: int) -> Node:
-    cache = graph.__dict__.setdefault("_memplan_index", {n.id: n for n in graph.nodes})
-    return cache[node_id]
 
 
 def _release(k, release_at, holder, free) -> None:
