@@ -12,6 +12,9 @@ from ..ops import OPS
 from ..ops.registry import Aval, RuleError, infer_aval
 from .ir import ASSIGN, FUSED, INPUT, Graph, Node
 
+# Graph.meta key of the ``checked`` memo a traced graph carries into the pass pipeline.
+VERIFIED = "verified_types"
+
 
 class GraphVerificationError(ExecmodeError, AssertionError):
     """A graph broke an IR invariant (a bug in a pass or the tracer, not in user code)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from ..errors import ArgumentError
-from ..graph.verify import verify
+from ..graph.verify import VERIFIED, verify
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold import fold_constants
@@ -73,7 +73,10 @@ def resolve_passes(passes) -> list:
 def run_passes(graph, passes=None):
     """Run the pipeline on ``graph``; returns (optimized graph, PassRecord)."""
     record = PassRecord(graph)
-    checked: dict = {}  # node -> operand types verified, shared by the passes: graph/verify.py
+    # node -> operand nodes verified (graph/verify.py): the tracer's, then the passes'.
+    checked: dict = graph.meta.get(VERIFIED)
+    if checked is None:
+        checked = {}
     current = graph
     chosen = resolve_passes(passes)
     for name, fn in chosen:
