@@ -88,10 +88,11 @@ class Recorder:
         """Measure the recorder's per-op cost and store it (once; start() calls it when the
         calibrate option is on, callers that start other tools first may call it earlier)."""
         if self.calibration is None:
-            from execmode.profilers.calibration import measure_overhead
+            # Measured once per machine and code, then read from the user cache.
+            from execmode.profilers.calibration_cache import cached_overhead
 
-            self.calibration = measure_overhead(memory=self.options["memory"],
-                                                summaries=self.options["summaries"])
+            self.calibration = cached_overhead(memory=self.options["memory"],
+                                               summaries=self.options["summaries"])
             self.writer.set_meta("calibration", self.calibration)
         return self.calibration
 
