@@ -85,7 +85,12 @@ def register_report(subparsers) -> None:
 # --- profile ------------------------------------------------------------------------------
 def profile_command(args) -> int:
     from execmode.profilers import store
-    from execmode.profilers.session_dir import SessionDirError, new_session_path, saved_line
+    from execmode.profilers.session_dir import (
+        SessionDirError,
+        chosen_session_path,
+        new_session_path,
+        saved_line,
+    )
 
     parse_script_command(args.parser, args)
     require_script(args.parser, args)
@@ -96,7 +101,8 @@ def profile_command(args) -> int:
     except _UsageError as exc:
         return _fail(exc, 2)
     try:
-        session = Path(args.session) if args.session else new_session_path(args.script)
+        session = chosen_session_path(args.session) if args.session else \
+            new_session_path(args.script)
     except SessionDirError as exc:
         return _fail(exc, 2)
     if session.exists():

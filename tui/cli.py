@@ -77,6 +77,14 @@ def tui_command(args) -> int:
         except (BreakpointError, ConditionError) as exc:
             print(f"execmode tui: --break {spec}: {exc}", file=sys.stderr)
             return 2
+    if args.session:
+        from execmode.profilers.session_dir import SessionDirError, chosen_session_path
+
+        try:
+            chosen_session_path(args.session)
+        except SessionDirError as exc:
+            print(f"execmode tui: {exc}", file=sys.stderr)
+            return 2
     if not has_terminal():
         return _no_terminal("tui")
     launch = ScriptLaunch(

@@ -113,9 +113,10 @@ def _say_breakpoint_notes(specs) -> None:
 def _session_path(opts) -> str | None:
     if opts.no_session:
         return None
+    from ..profilers.session_dir import chosen_session_path, new_session_path
+
     if opts.session:
-        return opts.session
-    from ..profilers.session_dir import new_session_path
+        return str(chosen_session_path(opts.session))
 
     return str(new_session_path(opts.script))
 
