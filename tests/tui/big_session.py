@@ -1,4 +1,6 @@
-"""A session with a million eager ops (synthetic rows, written straight into SQLite)."""
+"""A session with a million eager ops (synthetic rows, written straight into SQLite).
+
+Op ``seq`` numbers start at 0 as the recorder's do (a list that dropped seq 0 lost an op)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ def build_big_session(path: Path, ops: int = 1_000_000, script: str = "train.py"
                      [(i + 1, script, 10 + i, "step") for i in range(20)])
     rows = ((seq, _OPS[seq % 6], "mlp/fc1" if seq % 3 else "", 1 + seq % 20, seq * 1_000,
              300 + seq % 700, 4096, "f32[64,512], f32[512,256]", "f32[64,256]", "cpu", None)
-            for seq in range(1, ops + 1))
+            for seq in range(ops))  # from 0, as the recorder's counter
     conn.executemany("INSERT INTO op_events (seq, op, scope, location, start_ns, dur_ns, "
                      "bytes, inputs, output, device, attrs) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                      rows)
