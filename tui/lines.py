@@ -123,8 +123,11 @@ class OpLines(PagedRows):
     table = "ops"
 
     def number(self, index: int, row: OpRow) -> int:
-        # op seq numbers start at 0 and follow the list's order (the recorder's counter)
-        return row.seq + 1 if self.found is not None else index + 1
+        # Its place in the whole history: seq numbers follow the list's order, from the
+        # first recorded op's (not always 0: the recorder's calibration counts too).
+        if self.found is None or not self.index.blocks:
+            return index + 1
+        return row.seq - self.index.blocks[0] + 1
 
     def format_pending(self, index: int, p: PausedInfo) -> Text:
         loc = p.where
@@ -155,7 +158,9 @@ class KernelLines(PagedRows):
     table = "kernels"
 
     def number(self, index: int, row: KernelRow) -> int:
-        return row.id if self.found is not None else index + 1
+        if self.found is None or not self.index.blocks:
+            return index + 1
+        return row.id - self.index.blocks[0] + 1
 
     def format_pending(self, index: int, p: PausedInfo) -> Text:
         k = p.kernel or {}

@@ -17,6 +17,7 @@ from execmode.tui.op_query import NO_QUERY, OpQuery, QueryError, parse
 from execmode.tui.pages import HitsFound
 from execmode.tui.widgets.row_list import RowList
 from execmode.tui.widgets.search_bar import SearchBar
+from execmode.tui.widgets.text_pane import TextPane
 from textual.widgets import Input
 
 REFIND_S = 1.0  # while a script runs, a filtered list is searched again at most this often
@@ -126,6 +127,9 @@ class OpFilterMixin:
         if cursor is not None and cursor < 0:
             cursor = max(0, len(lines) - 1)
         op_list.set_source(lines, cursor=cursor)
+        if not len(lines) and self.op_query.active and self._found is not None:
+            self.query_one("#op-detail", TextPane).show(
+                "nothing matches · / edits the search, an empty line shows every op")
         self.show_title()
 
     def show_title(self) -> None:

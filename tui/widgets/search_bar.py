@@ -12,7 +12,15 @@ from textual.widgets import Input
 
 
 class SearchBar(Input):
-    DEFAULT_CSS = "SearchBar { display: none; height: 1; border: none; padding: 0 1; }"
+    # Input's own CSS (a tall border) wins over a plain type selector: an id-level one here.
+    DEFAULT_CSS = """
+    SearchBar.-bar { display: none; height: 1; border: none; padding: 0 1; }
+    SearchBar.-bar:focus { border: none; background: $boost; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.add_class("-bar")
     BINDINGS = [Binding("escape", "close", "Close", show=False)]
 
     class Closed(Message):
