@@ -33,6 +33,7 @@ from execmode.tui.pages import PageFetcher
 from execmode.tui.records import EMPTY_SNAPSHOT, SourceRef, StoreSnapshot
 from execmode.tui.screens import SCREENS
 from execmode.tui.session_facts import exit_from_meta
+from execmode.tui.sharing import SharingCommands
 from execmode.tui.source_cache import SourceCache
 from execmode.tui.state import STARTING, RunState
 from execmode.tui.tail import StoreTailer
@@ -53,7 +54,7 @@ STYLESHEETS = ["app.tcss", "screens/dialogs.tcss", *(f"screens/{name}.tcss" for 
 SERVICE_GROUPS = ("pump", "tail", "pages")
 
 
-class ExecmodeApp(DebuggerCommands, App):
+class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     TITLE = "execmode"
     CSS_PATH = STYLESHEETS
     MODES = dict(SCREENS)

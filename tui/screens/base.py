@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from execmode.tui.copy_text import focused_row_text
 from execmode.tui.data import SessionReader, SessionUnreadable
 from execmode.tui.messages import ViewDataFailed, ViewDataLoaded
 from execmode.tui.records import SourceRef
@@ -37,6 +38,17 @@ class ViewScreen(Screen):
     def breakpoint_location(self) -> SourceRef | None:
         """The source line under the cursor, for ``b`` (None: this view has no lines)."""
         return None
+
+    def copy_text(self) -> str | None:
+        """What ``y`` copies: the selected row of the focused list (views say more)."""
+        return focused_row_text(self)
+
+    def action_copy_text(self) -> None:
+        """``ctrl+c``: text selected with the mouse, else what ``y`` copies."""
+        if self.get_selected_text():
+            super().action_copy_text()
+        else:
+            self.app.action_copy()
 
 
 class StoreView(ViewScreen):

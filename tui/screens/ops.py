@@ -18,6 +18,7 @@ import os
 import re
 
 from execmode.tui import panels
+from execmode.tui.copy_text import plain
 from execmode.tui.debugger import CommandError
 from execmode.tui.keys import footer_bindings
 from execmode.tui.lines import (
@@ -284,6 +285,14 @@ class OpsScreen(OpFilterMixin, ViewScreen):
                     panels.kernel_details(row, number))
         if row.source is not None:
             self.show_source(row.source, mark=True)
+
+    def copy_text(self) -> str | None:
+        """``y`` on the op list: the row and the op in full (inputs, output, attributes)."""
+        op_list = self.query_one("#op-list", RowList)
+        if self.focused is not op_list or not len(op_list.source):
+            return super().copy_text()
+        row = op_list.source.line(op_list.cursor).plain.rstrip()
+        return f"{row}\n{plain(self.query_one('#op-detail', TextPane).content)}".rstrip()
 
     def action_toggle_list(self) -> None:
         self.list_kind = "kernels" if self.list_kind == "ops" else "ops"
