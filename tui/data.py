@@ -333,6 +333,10 @@ class SessionReader:
                                _int(d.get("buffers")))
                 for _s, _e, d in self._events("memory_plan")]
 
+    def graph_count(self) -> int:
+        """How many compiled graphs the session recorded (``graph`` events)."""
+        return self._one("SELECT COUNT(*) FROM events WHERE kind = 'graph'")[0]
+
     def kernel_totals(self) -> list[KernelTotal]:
         rows = self._rows("SELECT graph_id, kernel, MIN(step_kind), MIN(member_ops), COUNT(*), "
                           "SUM(dur_ns), SUM(bytes) FROM kernels GROUP BY graph_id, kernel "
