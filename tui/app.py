@@ -47,7 +47,8 @@ from textual.worker import get_current_worker
 # Every stylesheet is loaded at start: a screen's own CSS_PATH would make Textual reparse
 # all styles the first time that view opens (a ~100 ms stall, measured).
 STYLESHEETS = ["app.tcss", "screens/dialogs.tcss", *(f"screens/{name}.tcss" for name in (
-    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints"))]
+    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints")),
+    "screens/responsive.tcss"]  # last: its size rules win over the views' own
 
 
 # Workers that live as long as a run (the others finish: commands, loaders).

@@ -23,8 +23,23 @@ from textual.widgets import Footer
 RELOAD_INTERVAL_S = 1.0
 
 
+# Terminal sizes the views adapt to (screens/responsive.tcss has the rules).
+NARROW_COLUMNS, WIDE_COLUMNS = 100, 180
+SHORT_ROWS, TALL_ROWS = 30, 55
+
+
+def size_classes(width: int, height: int) -> dict[str, bool]:
+    """The screen classes for a terminal size: which responsive.tcss rules apply."""
+    return {"narrow-screen": width < NARROW_COLUMNS, "wide-screen": width >= WIDE_COLUMNS,
+            "short-screen": height < SHORT_ROWS, "tall-screen": height >= TALL_ROWS}
+
+
 class ViewScreen(Screen):
     VIEW = ""
+
+    def on_resize(self, event) -> None:
+        for name, on in size_classes(event.size.width, event.size.height).items():
+            self.set_class(on, name)
 
     def compose(self) -> ComposeResult:
         yield ViewBar(self.VIEW)

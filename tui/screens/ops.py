@@ -264,7 +264,11 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         self.query_one("#ops-bottom").toggle_class("show-paused")
 
     def on_resize(self, event) -> None:
-        self.query_one("#ops-bottom").set_class(event.size.width < self.NARROW, "narrow")
+        # Sharing a place needs two panes: a recorded session has no Variables pane, so
+        # its session panel keeps its place at any width.
+        has_variables = self.query_one("#variables").display
+        self.query_one("#ops-bottom").set_class(
+            event.size.width < self.NARROW and has_variables, "narrow")
 
     def _show_row(self, index: int) -> None:
         source = self.query_one("#op-list", RowList).source
