@@ -1,4 +1,5 @@
-"""Snapshot tests of the main views at 120x40, on a session with fixed contents.
+"""Snapshot tests of every view at 80x24, 120x40 and 250x70, on a session with fixed
+contents (test_layout.py checks the same sizes with assertions on the regions).
 
 Update after an intended change with ``pytest tests/tui/test_snapshots.py
 --snapshot-update`` and look at the report before committing the new SVGs.
@@ -12,7 +13,9 @@ from execmode.tui.launch import ScriptLaunch
 from fakes import PausedController
 from fixture_session import build_session
 from textual.widgets import Input
-from tui_support import SIZE, Waiter, session_app, settle
+from tui_support import Waiter, session_app, settle
+
+SIZES = {"80x24": (80, 24), "120x40": (120, 40), "250x70": (250, 70)}
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +49,12 @@ POST_MORTEM_VIEWS = {
 }
 
 
+@pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("view", list(POST_MORTEM_VIEWS))
-def test_post_mortem_view(view, demo, snap_compare):
+def test_post_mortem_view(view, size, demo, snap_compare):
     app = session_app(demo)
-    assert snap_compare(app, terminal_size=SIZE, run_before=_prepare(*POST_MORTEM_VIEWS[view]))
+    assert snap_compare(app, terminal_size=SIZES[size],
+                        run_before=_prepare(*POST_MORTEM_VIEWS[view]))
 
 
 def _paused_app(demo) -> ExecmodeApp:
@@ -62,12 +67,14 @@ PAUSED_VIEWS = {
     "paused_ops": (),
     "paused_tensor": ("2",),
     "breakpoint_dialog": ("B", *"max >"),
+    "export_dialog": ("e",),
     "breakpoints": ("8",),
     "help": ("question_mark",),
 }
 
 
+@pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("view", list(PAUSED_VIEWS))
-def test_paused_view(view, demo, snap_compare):
-    assert snap_compare(_paused_app(demo), terminal_size=SIZE,
+def test_paused_view(view, size, demo, snap_compare):
+    assert snap_compare(_paused_app(demo), terminal_size=SIZES[size],
                         run_before=_prepare(*PAUSED_VIEWS[view]))
