@@ -9,7 +9,7 @@ from __future__ import annotations
 from big_session import build_big_session
 from execmode.tui.widgets.row_list import RowList
 from execmode.tui.widgets.search_bar import SearchBar
-from tui_support import SIZE, Waiter, run_async, script_app, session_app
+from tui_support import SIZE, Waiter, record_session, run_async, script_app, session_app
 
 OPS = 6_000
 NAN_EVERY = 250
@@ -124,3 +124,28 @@ async def test_a_search_while_paused_keeps_the_paused_op_as_the_last_row(tmp_pat
         paused = await wait.step("s")  # the next pause: the cursor is on the paused row
         await wait.until(lambda: op_list.source.is_pending(op_list.cursor), what="the row")
         assert op_list.source.line(op_list.cursor).plain.split()[1] == f"▶{paused.op}"
+
+
+@run_async
+async def test_the_kernel_list_filters_by_graph_and_sorts_by_time(tmp_path):
+    path = record_session("graph_mode.py", tmp_path / "g.emsession")
+    app = session_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        wait = Waiter(pilot)
+        await wait.until(lambda: app.snapshot.kernels.count > 0, what="the session")
+        await pilot.press("t")
+        await pilot.pause()
+        op_list = app.screen.query_one("#op-list", RowList)
+        wait.watch(op_list, "rows_arrived")
+        await wait.until(lambda: all(op_list.source.row(i) is not None
+                                     for i in range(len(op_list.source))), what="the rows")
+        every = [op_list.source.row(i) for i in range(len(op_list.source))]
+        source = await _search(pilot, wait, op_list, ["slash", *"graph:step#1 sort:time",
+                                                      "enter"])
+        await wait.until(lambda: all(source.row(i) is not None for i in range(len(source))),
+                         what="the found rows")
+        found = [source.row(i) for i in range(len(source))]
+        second = sorted((k for k in every if k.graph_id.startswith("step#1")),
+                        key=lambda k: (-k.dur_ns, k.id))
+        assert second and [k.id for k in found] == [k.id for k in second]
+        assert "graph step#1" in app.screen.query_one("#ops-left").border_title
