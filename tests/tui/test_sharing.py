@@ -10,7 +10,15 @@ import pytest
 from execmode.tui.screens.export_dialog import ExportDialog
 from execmode.tui.widgets.row_list import RowList
 from textual.widgets import Input
-from tui_support import SIZE, Waiter, record_session, run_async, session_app, settle
+from tui_support import (
+    SIZE,
+    Waiter,
+    record_session,
+    run_async,
+    script_app,
+    session_app,
+    settle,
+)
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +114,19 @@ async def test_y_and_ctrl_c_copy_the_selected_op_and_ctrl_s_saves_a_screenshot(r
         (written,) = set(recorded.parent.glob("execmode-ops-*.svg")) - before  # beside it
         assert "<svg" in written.read_text()[:400] and "multiply" in written.read_text()
         assert any(str(written) in m for m in said)  # and the TUI says where
+
+
+@run_async
+async def test_y_in_the_tensor_view_copies_the_summary_of_a_live_tensor(tmp_path):
+    app = script_app("planted_nan.py", tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        wait = Waiter(pilot)
+        await wait.paused()
+        await wait.step("s")
+        paused = await wait.step("s")  # before scale's multiply: input 0 is ones(8) * -1
+        assert paused.op == "multiply"
+        await pilot.press("2")
+        await settle(pilot)
+        await pilot.press("y")
+        copied = app.clipboard
+        assert "f32[8]" in copied and "min" in copied and "-1" in copied, copied

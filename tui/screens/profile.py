@@ -185,6 +185,8 @@ class ProfileScreen(StoreView):
         elif data.graph_count:
             compare.border_title = (f"{data.graph_count} graph(s): m measures eager vs fused "
                                     "(no em.compare ran)")
+        elif data.kernels:  # kernels but no graph events: nothing to rebuild them from
+            compare.border_title = "graph kernels (the session kept no graph IR to measure)"
         else:
             compare.border_title = "eager vs graph: no jitted function has run"
         if not rows:
