@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from execmode.tui.app import ExecmodeApp
 from execmode.tui.launch import ScriptLaunch
+from execmode.tui.widgets.row_list import RowList
 from fakes import PausedController
 from fixture_session import build_session
 from textual.widgets import Input
@@ -34,7 +35,28 @@ def _prepare(*keys):
         for field in app.screen.query(Input):
             field.cursor_blink = False
         await settle(pilot)
+        await _rows_on_screen(pilot)
     return run_before
+
+
+async def _rows_on_screen(pilot) -> None:
+    """Wait for the pages of the rows each paged list shows (the page fetcher is a
+    service worker, which settle() does not wait for): no row may draw as "…"."""
+    wait = Waiter(pilot)
+    lists = [r for r in pilot.app.screen.query(RowList) if hasattr(r.source, "stored")]
+    for row_list in lists:
+        wait.watch(row_list, "rows_arrived")
+
+    def drawn() -> bool:
+        for r in lists:
+            top = round(r.scroll_y)
+            shown = range(top, min(r.source.stored, top + r.size.height))
+            if any(r.source.row(i) is None for i in shown):
+                return False
+        return True
+
+    await wait.until(drawn, what="the visible rows")
+    await settle(pilot)
 
 
 POST_MORTEM_VIEWS = {
