@@ -89,7 +89,7 @@ PAUSED_VIEWS = {
     "paused_ops": (),
     "paused_tensor": ("2",),
     "breakpoint_dialog": ("B", *"max >"),
-    "export_dialog": ("e",),
+    "export_dialog": ("e", "ctrl+u", *"run.html"),  # the default path is a tmp folder
     "breakpoints": ("8",),
     "help": ("question_mark",),
 }
