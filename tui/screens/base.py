@@ -14,11 +14,11 @@ from execmode.tui.copy_text import focused_row_text
 from execmode.tui.data import SessionReader, SessionUnreadable
 from execmode.tui.messages import ViewDataFailed, ViewDataLoaded
 from execmode.tui.records import SourceRef
+from execmode.tui.widgets.key_hints import KeyHints
 from execmode.tui.widgets.status_bar import StatusBar
 from execmode.tui.widgets.view_bar import ViewBar
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
 
 RELOAD_INTERVAL_S = 1.0
 
@@ -45,7 +45,7 @@ class ViewScreen(Screen):
         yield ViewBar(self.VIEW)
         yield from self.compose_view()
         yield StatusBar()
-        yield Footer()
+        yield KeyHints()
 
     def compose_view(self) -> ComposeResult:
         yield from ()
