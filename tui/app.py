@@ -35,6 +35,7 @@ from execmode.tui.pages import PageFetcher
 from execmode.tui.records import EMPTY_SNAPSHOT, SourceRef, StoreSnapshot
 from execmode.tui.screens import SCREENS
 from execmode.tui.session_facts import exit_from_meta
+from execmode.tui.sharing import SharingCommands
 from execmode.tui.source_cache import SourceCache
 from execmode.tui.state import STARTING, RunState
 from execmode.tui.tail import StoreTailer
@@ -50,14 +51,15 @@ from execmode.debug.reach import never_hit_lines
 # Every stylesheet is loaded at start: a screen's own CSS_PATH would make Textual reparse
 # all styles the first time that view opens (a ~100 ms stall, measured).
 STYLESHEETS = ["app.tcss", "screens/dialogs.tcss", *(f"screens/{name}.tcss" for name in (
-    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints"))]
+    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints")),
+    "screens/responsive.tcss"]  # last: its size rules win over the views' own
 
 
 # Workers that live as long as a run (the others finish: commands, loaders).
 SERVICE_GROUPS = ("pump", "tail", "pages")
 
 
-class ExecmodeApp(DebuggerCommands, App):
+class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     TITLE = "execmode"
     CSS_PATH = STYLESHEETS
     MODES = dict(SCREENS)

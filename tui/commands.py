@@ -166,21 +166,6 @@ class DebuggerCommands:
         if isinstance(self.screen, StdinDialog):
             self.screen.dismiss(None)
 
-    def action_export(self) -> None:
-        from execmode.tui.export import export_session
-
-        path = self.session_path
-        if path is None:
-            self.notify("nothing recorded yet to export", severity="warning")
-            return
-
-        def run() -> None:
-            message, severity = export_session(path)
-            self.call_from_thread(self.notify, message, title="export", severity=severity,
-                                  timeout=10)
-
-        self.run_worker(run, thread=True, group="export", exit_on_error=False)
-
     def action_hunt(self) -> None:
         """Palette: re-run the paused segment op by op to find the first NaN/Inf."""
         self._report("hunt", "NaN hunt")
