@@ -355,8 +355,7 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         view.set_source(SourceLines(lines, current, self._breakpoint_lines(), self.marked_line),
                         cursor=(move_to - 1) if move_to else None)
         if move_to:
-            view.scroll_to(y=max(0, move_to - 1 - view.size.height // 2), animate=False,
-                           immediate=True, force=True)
+            view.center_on(move_to - 1)
 
     def _breakpoint_lines(self) -> frozenset[int]:
         name = os.path.basename(self.source_path or "")

@@ -106,10 +106,29 @@ class RowList(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self._resize()
-        self._scroll_to_cursor()
+        if self._centred:  # the layout settled after center_on(): centre with the new size
+            self._centre()
+        else:
+            self._scroll_to_cursor()
+
+    _centred = False
+
+    def center_on(self, index: int) -> None:
+        """The cursor on row ``index``, scrolled to the middle (the source pane's paused
+        line), and kept there when the list is resized before anyone moves it."""
+        self._set_cursor(index, announce=False)
+        self._centred = True
+        self._centre()
+        self.call_after_refresh(self._centre)  # once the scroll range is laid out
+
+    def _centre(self) -> None:
+        if self._centred:
+            self.scroll_to(y=max(0, self.cursor - self.size.height // 2), animate=False,
+                           immediate=True, force=True)
 
     # --- the cursor -----------------------------------------------------------------------
     def _set_cursor(self, index: int, announce: bool = True) -> None:
+        self._centred = False
         index = max(0, min(index, self.row_count - 1))
         changed = index != self.cursor
         self.set_reactive(RowList.cursor, index)
