@@ -38,6 +38,7 @@ def test_profile_writes_session_report_and_summary(tmp_path, monkeypatch):
 
 def test_profile_chrome_format_and_explicit_session(tmp_path):
     session = tmp_path / "runs" / "a.emsession"
+    session.parent.mkdir()  # --session does not create folders (as -o)
     result = execmode("profile", "--session", session, "--format", "chrome", "--summaries",
                       SCRIPTS / "tiny_mlp.py", "1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
