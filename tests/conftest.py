@@ -6,9 +6,10 @@ Profiles (choose with ``HYPOTHESIS_PROFILE``):
   noisy clocks), derandomized when ``CI=true`` so a CI failure reproduces exactly;
 * ``fuzz``: 2000 examples per property, for a long local search.
 
-Outside CI each run draws one seed for all properties, shows it in the header and again
-under a failure: ``pytest --hypothesis-seed=N`` replays that run's examples (the failing
-example's ``@reproduce_failure`` blob is printed too: ``print_blob``).
+Outside CI every property draws a fresh seed; a failing one names its seed under the
+failure (``pytest --hypothesis-seed=N NODEID`` replays that run) next to the
+``@reproduce_failure`` blob of the shrunk example (``print_blob``), and the example
+database (``.hypothesis/``) replays it first on the next run.
 
 Tiers (markers in pyproject.toml): ``pytest`` runs everything but the fuzzer's long tier;
 ``pytest -m "not slow"`` is the ~1 minute tier for every change (``slow`` is set on child
@@ -18,7 +19,6 @@ process and end-to-end modules by ``tests/slow_tests.py``); ``pytest -m fuzz`` t
 from __future__ import annotations
 
 import os
-import random
 import sys
 
 import pytest
@@ -53,30 +53,29 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-@pytest.hookimpl(tryfirst=True)  # before hypothesis' own hook reads --hypothesis-seed
 def pytest_configure(config):
-    if not _IN_CI and config.getoption("--hypothesis-seed") is None:
-        config.option.hypothesis_seed = str(random.SystemRandom().getrandbits(32))
     # execmode silences NumPy's RuntimeWarnings from inside its kernels (Inf/NaN are
     # returned quietly, as in PyTorch) with a filter set at import. pytest restores the
     # filters after collection, which drops that one: set it again for every test.
     config.addinivalue_line("filterwarnings", r"ignore::RuntimeWarning:execmode(\.|$)")
 
 
-def _seed_line(config) -> str:
+def pytest_report_header(config):
     if _IN_CI:
         return "hypothesis: derandomized (CI=true)"
-    seed = config.getoption("--hypothesis-seed")
-    return f"hypothesis seed {seed}: pytest --hypothesis-seed={seed} replays this run's examples"
+    return "hypothesis: a fresh seed per property, named under a failure"
 
 
-def pytest_report_header(config):
-    return _seed_line(config)
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if terminalreporter.stats.get("failed"):
-        terminalreporter.write_line(_seed_line(config))
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Hypothesis names the seed of a failure only when the failure did not reproduce. Name
+    # it always. (A seed forced for the whole run with --hypothesis-seed would do too, but
+    # turns off the example database that replays a failure on the next run.)
+    report = (yield).get_result()
+    seed = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_generated_seed", None)
+    if report.failed and report.when == "call" and seed is not None:
+        report.sections.append(("hypothesis seed", f"pytest --hypothesis-seed={seed} "
+                                f"'{item.nodeid}' replays this run (or @seed({seed}))"))
 
 
 @pytest.hookimpl(tryfirst=True)  # marked before -m selects by marker
