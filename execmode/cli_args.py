@@ -11,6 +11,8 @@ takes one REMAINDER positional, ``command``, that :func:`parse_script_command` s
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 SCRIPT_METAVAR = "SCRIPT [ARGS...]"
 SCRIPT_HELP = "the Python script and its own arguments: everything after SCRIPT is the script's"
@@ -32,3 +34,25 @@ def parse_script_command(parser: argparse.ArgumentParser, opts, *_ignored) -> ar
         parser.error(f"the script to run is missing: {parser.prog} [OPTIONS] {SCRIPT_METAVAR}")
     opts.script, opts.args = command[0], command[1:]
     return opts
+
+
+def require_script(parser: argparse.ArgumentParser, opts) -> None:
+    """What every verb does before running ``opts.script``: one that is not a readable file
+    (or a folder with ``__main__.py``) is a usage error, exit 2, said the same way."""
+    problem = script_problem(opts.script)
+    if problem is not None:
+        print(f"{parser.prog}: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def script_problem(script: str) -> str | None:
+    """Why ``script`` cannot be run (as python would run it), or None."""
+    if os.path.isdir(script):
+        if os.path.isfile(os.path.join(script, "__main__.py")):
+            return None
+        return f"{script}: is a folder without __main__.py"
+    if not os.path.exists(script):
+        return f"no such script: {script}"
+    if not os.access(script, os.R_OK):
+        return f"cannot read the script {script}: permission denied"
+    return None

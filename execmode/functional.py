@@ -8,6 +8,7 @@ are written here over primitives; the ML composites live in ``execmode.nn.functi
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 
@@ -586,10 +587,15 @@ def matmul(a, b) -> Tensor:
 def matrix_transpose(x) -> Tensor:
     """Swap the last two axes (``x.mT``)."""
     x = _tensor_arg("matrix_transpose", x)
-    if x.ndim < 2:
+    ndim = x.ndim
+    if ndim < 2:
         raise op_error(ShapeError, "matrix_transpose", (x,), "needs a tensor of rank >= 2")
-    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
-    return apply(OPS["permute_dims"], x, axes=axes)
+    return apply(OPS["permute_dims"], x, axes=_last_two_swapped(ndim))
+
+
+@functools.cache
+def _last_two_swapped(ndim: int) -> tuple:
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
 
 
 def tensordot(a, b, axes=2) -> Tensor:

@@ -344,6 +344,11 @@ def _single_op(n: Node):
         return lambda *args: asarray(impl(xp, *args, **attrs))
     if attrs:
         return lambda *args: impl(xp, *args, **attrs)
+    if isinstance(op.ufunc, np.ufunc) and xp is np:
+        # The ufunc itself, as eager's operator fast path calls it: the impl adds only
+        # check_supported, and a traced graph's dtypes were checked by the dtype rule.
+        # A third of a jitted single op's call was the lambda and the check.
+        return op.ufunc
     return lambda *args: impl(xp, *args)
 
 

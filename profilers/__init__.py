@@ -6,6 +6,7 @@ The pipeline, in the order data flows through it::
     memory.py       live and peak bytes per device (weak references on op outputs)
     summaries.py    optional min/max/mean/std and NaN/Inf counts of op outputs
     calibration.py  the recorder's own per-op cost, measured at start
+    calibration_cache.py  that cost kept per machine in the user cache (measured once)
     writer.py       the background thread that batches rows into the session file
     rows.py         events -> table rows (shapes as "f32[64,512]", interned source lines)
     store.py        the session file: schema (schema.sql), version checks, connections

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from execmode import lifeline
-from execmode.cli_args import add_script_argument, parse_script_command
+from execmode.cli_args import add_script_argument, parse_script_command, require_script
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
 
@@ -85,19 +85,24 @@ def register_report(subparsers) -> None:
 # --- profile ------------------------------------------------------------------------------
 def profile_command(args) -> int:
     from execmode.profilers import store
-    from execmode.profilers.runner import ScriptNotFound, check_script
-    from execmode.profilers.session_dir import SessionDirError, new_session_path, saved_line
+    from execmode.profilers.session_dir import (
+        SessionDirError,
+        chosen_session_path,
+        new_session_path,
+        saved_line,
+    )
 
     parse_script_command(args.parser, args)
+    require_script(args.parser, args)
     script_args = args.args
     try:
-        check_script(args.script)
         fmt = _choose_format(args.output, args.format)
         _check_output(args.output)  # before the run, not after minutes of it
-    except (ScriptNotFound, _UsageError) as exc:
+    except _UsageError as exc:
         return _fail(exc, 2)
     try:
-        session = Path(args.session) if args.session else new_session_path(args.script)
+        session = chosen_session_path(args.session) if args.session else \
+            new_session_path(args.script)
     except SessionDirError as exc:
         return _fail(exc, 2)
     if session.exists():

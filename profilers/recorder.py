@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import threading
 import time
 import weakref
 from datetime import datetime, timezone
@@ -24,7 +25,13 @@ from execmode.profilers.machine import gpu_info, machine_info
 from execmode.profilers.memory import MemoryTracker
 from execmode.profilers.rows import event_row
 from execmode.profilers.summaries import summarize
-from execmode.profilers.writer import ComparisonRow, EncodedEvent, SessionWriter, SummarizedOp
+from execmode.profilers.writer import (
+    ComparisonRow,
+    EncodedEvent,
+    SessionWriter,
+    SummarizedOp,
+    ThreadOp,
+)
 
 from execmode import instrument
 from execmode.instrument import Event
@@ -60,6 +67,11 @@ class Recorder:
         self._put = self.writer.put
         self._pending = self.writer.queue_length
         self._max_pending = self.writer.max_pending
+        # Each thread's number lives in its own thread-local slot: the OS reuses the idents
+        # of ended threads, a thread-local slot dies with its thread.
+        self._thread_number = threading.local()
+        self._thread_names: dict[str, str] = {}
+        self._threads_lock = threading.Lock()
         self.on_op = self._choose_on_op()
 
     def _initial_meta(self, extra: dict | None) -> dict:
@@ -76,10 +88,11 @@ class Recorder:
         """Measure the recorder's per-op cost and store it (once; start() calls it when the
         calibrate option is on, callers that start other tools first may call it earlier)."""
         if self.calibration is None:
-            from execmode.profilers.calibration import measure_overhead
+            # Measured once per machine and code, then read from the user cache.
+            from execmode.profilers.calibration_cache import cached_overhead
 
-            self.calibration = measure_overhead(memory=self.options["memory"],
-                                                summaries=self.options["summaries"])
+            self.calibration = cached_overhead(memory=self.options["memory"],
+                                               summaries=self.options["summaries"])
             self.writer.set_meta("calibration", self.calibration)
         return self.calibration
 
@@ -153,33 +166,51 @@ class Recorder:
 
     # --- listener protocol ----------------------------------------------------------------
     def _choose_on_op(self):
-        # One specialised method per option set: the per-op path tests no options.
+        # One specialised method per option set: the per-op path tests no options. Ops of
+        # the main thread go as they are; another thread's are tagged with its number (one
+        # get_ident() per op, ~40 ns).
         put, pending, limit = self._put, self._pending, self._max_pending
         wait = self.writer.wait_for_room
         track = self.memory.on_op if self.memory is not None else None
+        get_ident, main = threading.get_ident, threading.main_thread().ident
+        in_thread = self._in_thread
 
         if self.options["summaries"]:
             def on_op(ev, output):
                 try:
-                    put(SummarizedOp(ev, summarize(output._data)))
+                    item = SummarizedOp(ev, summarize(output._data))
                 except Exception:  # an array type summaries don't know: record the op alone
-                    put(ev)
+                    item = ev
+                put(item if get_ident() == main else in_thread(item))
                 if track is not None:
                     track(ev, output)
                 if pending() > limit:
                     wait()
         elif track is not None:
             def on_op(ev, output):
-                put(ev)
+                put(ev if get_ident() == main else in_thread(ev))
                 track(ev, output)
                 if pending() > limit:
                     wait()
         else:
             def on_op(ev, output):
-                put(ev)
+                put(ev if get_ident() == main else in_thread(ev))
                 if pending() > limit:
                     wait()
         return on_op
+
+    def _in_thread(self, item) -> ThreadOp:
+        """``item`` tagged with the calling thread's number; a thread seen for the first
+        time gets the next number and its name in meta "threads"."""
+        slot = self._thread_number
+        try:
+            number = slot.number
+        except AttributeError:
+            with self._threads_lock:
+                number = slot.number = len(self._thread_names) + 1
+                self._thread_names[str(number)] = threading.current_thread().name
+                self.writer.set_meta("threads", dict(self._thread_names))
+        return ThreadOp(item, number)
 
     def on_event(self, ev: Event) -> None:
         kind = ev.kind

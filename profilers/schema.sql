@@ -1,4 +1,5 @@
--- execmode session store: one SQLite file per run. Schema version 1.
+-- execmode session store: one SQLite file per run. Schema version 2 (1 lacked
+-- op_events.thread; readers select NULL for it there, store.OLDER_VERSIONS).
 -- docs/session-store.md explains every table; bump store.SCHEMA_VERSION on any change.
 -- Timestamps are time.perf_counter_ns() of the recording process (meta "t0_ns" is the
 -- session start on that clock); durations are nanoseconds; sizes are bytes.
@@ -37,14 +38,17 @@ CREATE TABLE op_events (
     v_mean   REAL,
     v_std    REAL,
     v_nan    INTEGER,
-    v_inf    INTEGER
+    v_inf    INTEGER,
+    -- NULL for the script's main thread; else the thread's number in the order threads
+    -- first ran an op (meta "threads" names them: {"1": "Thread-1 (worker)"}).
+    thread   INTEGER
 );
 
 -- The ops with their source lines spelled out: what most readers want.
 CREATE VIEW ops AS
 SELECT e.seq, e.op, e.scope, l.file, l.line, l.function, e.start_ns, e.dur_ns, e.bytes,
        e.inputs, e.output, e.device, e.attrs,
-       e.v_min, e.v_max, e.v_mean, e.v_std, e.v_nan, e.v_inf
+       e.v_min, e.v_max, e.v_mean, e.v_std, e.v_nan, e.v_inf, e.thread
 FROM op_events AS e LEFT JOIN locations AS l ON l.id = e.location;
 
 -- One row per executed step of a compiled plan (graph mode).

@@ -42,6 +42,7 @@ class OpRow(NamedTuple):
     v_std: float | None
     v_nan: int | None
     v_inf: int | None
+    thread: int | None = None  # None: the script's main thread (meta "threads" names others)
 
 
 class KernelRow(NamedTuple):
@@ -149,7 +150,7 @@ GROUP_KEYS = {
 }
 _OP_SELECT = ("SELECT e.seq, e.op, e.scope, l.file, l.line, l.function, e.start_ns, e.dur_ns, "
               "e.bytes, e.inputs, e.output, e.device, e.attrs, e.v_min, e.v_max, e.v_mean, "
-              "e.v_std, e.v_nan, e.v_inf FROM op_events AS e "
+              "e.v_std, e.v_nan, e.v_inf, {thread} FROM op_events AS e "
               "LEFT JOIN locations AS l ON l.id = e.location")
 _KERNEL_SELECT = ("SELECT k.id, k.graph_id, k.kernel, k.step_kind, k.member_nodes, "
                   "k.member_ops, k.start_ns, k.dur_ns, k.bytes, k.output, k.device, k.scope, "
@@ -169,6 +170,9 @@ class Session:
         self.path = Path(path)
         self._conn, self.schema_version = store.connect_reader(self.path)
         self.meta = self._read_meta()
+        # Version 1 has no thread column (store.OLDER_VERSIONS): every op is the main's.
+        self._op_select = _OP_SELECT.format(
+            thread="e.thread" if self.schema_version >= 2 else "NULL")
 
     # --- plumbing -------------------------------------------------------------------------
     def close(self) -> None:
@@ -263,7 +267,7 @@ class Session:
     # --- rows -----------------------------------------------------------------------------
     def ops(self, after_seq: int | None = None, limit: int | None = None) -> Iterator[OpRow]:
         """Eager ops in order; ``after_seq`` tails a live session from a known point."""
-        sql, params = _OP_SELECT, []
+        sql, params = self._op_select, []
         if after_seq is not None:
             sql += " WHERE e.seq > ?"
             params.append(after_seq)

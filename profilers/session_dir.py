@@ -34,6 +34,18 @@ def session_dir() -> Path:
     return Path(user_cache_dir("execmode")) / "sessions"
 
 
+def chosen_session_path(path: str | os.PathLike) -> Path:
+    """``--session PATH``: its folder must exist, as for a report's ``-o`` (a typo'd folder
+    is refused, not created); the default session folder is created."""
+    path = Path(path)
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise SessionDirError(f"--session {path}: the folder {folder} {what}; create it "
+                              f"first (mkdir -p {folder}) or choose another path")
+    return path
+
+
 def new_session_path(script: str, directory: str | os.PathLike | None = None) -> Path:
     """A fresh ``SCRIPT-DATE-TIME-PID.emsession`` in ``directory`` (default: the session
     folder), creating the folder. The pid keeps two runs started in the same second apart."""

@@ -45,7 +45,7 @@ META_TYPES = {
     "format": str, "schema_version": int, "script": str, "cwd": str, "created": str,
     "source": str, "t0_ns": int, "end_ns": int, "argv": list, "exit": dict,
     "calibration": dict, "pyspy": dict, "machine": dict, "recorded": dict, "writer": dict,
-    "partial": dict,
+    "partial": dict, "threads": dict, "output_truncated": dict,
 }
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))

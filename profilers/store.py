@@ -23,14 +23,16 @@ from execmode.profilers import session_file
 from execmode.profilers.errors import SessionError
 from execmode.profilers.session_file import APPLICATION_ID  # "EMS1": marks our sessions
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMAT_NAME = "execmode-session"
 SESSION_SUFFIX = ".emsession"
 
 # Readers open sessions read-only, so an older schema cannot be altered in place: the
-# reader adapts its queries to the version instead. Version 1 is the first, so there is
-# nothing to adapt yet; list here, per version, what a reader must do differently.
-OLDER_VERSIONS: dict[int, str] = {}
+# reader adapts its queries to the version instead. Per version, what a reader must do
+# differently.
+OLDER_VERSIONS: dict[int, str] = {
+    1: "op_events has no thread column: every op reads as the main thread's (NULL)",
+}
 
 
 def schema_sql() -> str:

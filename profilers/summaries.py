@@ -2,8 +2,10 @@
 
 Computed on the recording thread, right after the op, because later in-place updates
 would change the values. Off by default: a summary reads the whole output several times
-(about the cost of the op itself for elementwise ops). Statistics are over the finite
-values, in float64, so one Inf does not turn the mean into Inf.
+(about the cost of the op itself for elementwise ops). As in the debugger's own summary
+(execmode/debug/summary.py): min and max ignore NaNs but see infinities (a tensor holding
+inf reads max=inf, not the largest finite value); mean and std are over the finite values,
+in float64, so one Inf does not turn the mean into Inf. All NaN: min and max are None.
 """
 
 from __future__ import annotations
@@ -36,11 +38,20 @@ def summarize(array) -> Summary:
     values = array
     if not bool(finite.all()):
         n_finite = int(xp.count_nonzero(finite))
-        nan = int(xp.count_nonzero(xp.isnan(array)))
+        nan_mask = xp.isnan(array)
+        nan = int(xp.count_nonzero(nan_mask))
         inf = size - n_finite - nan
+        low = high = None
+        if nan < size:  # the infinities count for min and max
+            not_nan = array[~nan_mask]
+            low, high = float(not_nan.min()), float(not_nan.max())
         if n_finite == 0:
-            return Summary(None, None, None, None, nan, inf)
+            return Summary(low, high, None, None, nan, inf)
         values = array[finite]
+        if values.size <= _SMALL and xp is np:
+            return _small(values, nan, inf)._replace(min=low, max=high)
+        values64 = values.astype(np.float64, copy=False)
+        return Summary(low, high, float(values64.mean()), float(values64.std()), nan, inf)
     if values.size <= _SMALL and xp is np:
         return _small(values, nan, inf)
     values64 = values.astype(np.float64, copy=False)

@@ -44,6 +44,14 @@ class SummarizedOp(NamedTuple):
     summary: Summary
 
 
+class ThreadOp(NamedTuple):
+    """An op (OpEvent or SummarizedOp) that ran in a thread other than the script's main
+    one; ``thread`` is its number in the session (meta "threads")."""
+
+    op: object
+    thread: int
+
+
 class EncodedEvent(NamedTuple):
     """An event already turned into its row on the recording thread (its data is JSON)."""
 
@@ -104,6 +112,9 @@ _INSERT = {
     "ops": f"INSERT INTO op_events ({_OP_COLUMNS}) VALUES ({_OP_VALUES})",
     "summarized": f"INSERT INTO op_events ({_OP_COLUMNS}, v_min, v_max, v_mean, v_std, v_nan, "
                   f"v_inf) VALUES ({_OP_VALUES},?,?,?,?,?,?)",
+    "threaded": f"INSERT INTO op_events ({_OP_COLUMNS}, thread) VALUES ({_OP_VALUES},?)",
+    "threaded_summarized": f"INSERT INTO op_events ({_OP_COLUMNS}, v_min, v_max, v_mean, "
+                           f"v_std, v_nan, v_inf, thread) VALUES ({_OP_VALUES},?,?,?,?,?,?,?)",
     "kernels": "INSERT INTO kernels (graph_id, kernel, step_kind, member_nodes, member_ops, "
                "start_ns, dur_ns, bytes, output, device, scope, location) "
                "VALUES (?,?,?,?,?,?,?,?,NULLIF(?,''),NULLIF(?,''),NULLIF(?,''),NULLIF(?,0))",
@@ -295,6 +306,13 @@ class SessionWriter:
                     ops.append(fmt.op_row(item))
                 elif cls is SummarizedOp:
                     rows["summarized"].append(fmt.op_row(item.event, item.summary))
+                elif cls is ThreadOp:
+                    op = item.op
+                    if op.__class__ is SummarizedOp:
+                        rows["threaded_summarized"].append(
+                            fmt.op_row(op.event, op.summary) + (item.thread,))
+                    else:
+                        rows["threaded"].append(fmt.op_row(op) + (item.thread,))
                 elif cls is MemorySample:
                     rows["memory"].append(item)
                 elif cls is EncodedEvent:
@@ -316,7 +334,8 @@ class SessionWriter:
                 if batch:
                     conn.executemany(_INSERT[table], batch)
             conn.execute("COMMIT")
-            self.ops_written += len(ops) + len(rows["summarized"])
+            self.ops_written += (len(ops) + len(rows["summarized"]) + len(rows["threaded"])
+                                 + len(rows["threaded_summarized"]))
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")

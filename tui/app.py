@@ -19,7 +19,9 @@ from execmode.tui.messages import (
     AgentReported,
     BreakpointsChanged,
     CommandFailed,
+    InputRequested,
     OutputArrived,
+    RunMessage,
     ScriptCouldNotStart,
     ScriptExited,
     ScriptPaused,
@@ -33,6 +35,7 @@ from execmode.tui.pages import PageFetcher
 from execmode.tui.records import EMPTY_SNAPSHOT, SourceRef, StoreSnapshot
 from execmode.tui.screens import SCREENS
 from execmode.tui.session_facts import exit_from_meta
+from execmode.tui.sharing import SharingCommands
 from execmode.tui.source_cache import SourceCache
 from execmode.tui.state import STARTING, RunState
 from execmode.tui.tail import StoreTailer
@@ -43,17 +46,20 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from execmode.debug.reach import never_hit_lines
+
 # Every stylesheet is loaded at start: a screen's own CSS_PATH would make Textual reparse
 # all styles the first time that view opens (a ~100 ms stall, measured).
 STYLESHEETS = ["app.tcss", "screens/dialogs.tcss", *(f"screens/{name}.tcss" for name in (
-    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints"))]
+    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints")),
+    "screens/responsive.tcss"]  # last: its size rules win over the views' own
 
 
 # Workers that live as long as a run (the others finish: commands, loaders).
 SERVICE_GROUPS = ("pump", "tail", "pages")
 
 
-class ExecmodeApp(DebuggerCommands, App):
+class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     TITLE = "execmode"
     CSS_PATH = STYLESHEETS
     MODES = dict(SCREENS)
@@ -65,6 +71,7 @@ class ExecmodeApp(DebuggerCommands, App):
     breakpoints: reactive[tuple] = reactive((), init=False)
     output_count: reactive[int] = reactive(0, init=False)
     session_path: reactive[str | None] = reactive(None, init=False)
+    stdin_prompt: reactive[str | None] = reactive(None, init=False)  # waits on stdin
 
     def __init__(self, launch: ScriptLaunch | SessionLaunch, controller_factory=None):
         super().__init__()
@@ -134,13 +141,21 @@ class ExecmodeApp(DebuggerCommands, App):
                         group="pages", exit_on_error=False)
 
     # --- what the workers report ----------------------------------------------------------
+    def _stale(self, message: RunMessage) -> bool:
+        """A message of a run that a restart (pressed since) replaces: dropped."""
+        return self.bridge is not None and message.run != self.bridge.requested_run
+
     def on_script_started(self, message: ScriptStarted) -> None:
+        if self._stale(message):
+            return
         if message.session:
             self._watch_store(message.session)
         if self.run_state.phase in ("starting", "restarting"):
             self.run_state = RunState("running", mode=self.run_state.mode)
 
     def on_script_could_not_start(self, message: ScriptCouldNotStart) -> None:
+        if self._stale(message):
+            return
         self.run_state = RunState("failed", message=message.message)
         self.output_lines.append(("stderr", message.message))
         self.output_count = len(self.output_lines)
@@ -148,23 +163,40 @@ class ExecmodeApp(DebuggerCommands, App):
                     timeout=30)
 
     def on_script_paused(self, message: ScriptPaused) -> None:
+        if self._stale(message):
+            return
         self.run_state = RunState("paused", paused=message.info, mode=message.info.mode)
         if self._tailer is not None:
             self._tailer.poke()
         self._control(self.bridge.refresh_breakpoints, "breakpoints")
 
-    def on_script_resumed(self, _message: ScriptResumed) -> None:
+    def on_script_resumed(self, message: ScriptResumed) -> None:
+        if self._stale(message):
+            return
         if self.run_state.phase == "paused":
             self.run_state = RunState("running", mode=self.run_state.mode)
 
     def on_script_exited(self, message: ScriptExited) -> None:
+        if self._stale(message):
+            return
         self.run_state = RunState("finished", exit=message.exit, mode=self.run_state.mode)
         if self._tailer is not None:
             self._tailer.poke()
         if message.exit.failed:
             self.notify(message.exit.description, title="the script ended", severity="error")
+        self.hide_stdin_line()
+        never_hit = never_hit_lines(self.breakpoints)
+        if never_hit:  # said, not forgotten: a typo'd file, a line without ops (reach.py)
+            self.notify("\n".join(never_hit), title="breakpoints that never hit",
+                        severity="warning", timeout=20)
+
+    def on_input_requested(self, message: InputRequested) -> None:
+        if not self._stale(message):
+            self.show_stdin_line(message.prompt)
 
     def on_output_arrived(self, message: OutputArrived) -> None:
+        if self._stale(message):
+            return
         self.output_lines.extend(message.lines)
         self.output_count = len(self.output_lines)
 
@@ -230,6 +262,8 @@ class ExecmodeApp(DebuggerCommands, App):
             method = getattr(self, f"action_{key.action}")
             yield SystemCommand(f"{key.description} ({keys.display(key.key)})",
                                 f"debugger: {key.description.lower()}", method)
+        yield SystemCommand("Type a line for the script's stdin", "the input line, when the "
+                            "script waits on input()", self.action_stdin_line)
         yield SystemCommand("NaN hunt (graph mode)", "re-run the paused segment op by op and "
                             "name the first op that made a NaN or Inf", self.action_hunt)
         yield SystemCommand("Differential check (graph mode)", "compare the paused segment "

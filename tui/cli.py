@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from execmode.cli_args import add_script_argument, parse_script_command
+from execmode.cli_args import add_script_argument, parse_script_command, require_script
 
 
 def add_parsers(subparsers) -> None:
@@ -69,15 +69,21 @@ def tui_command(args) -> int:
     from execmode.debug.conditions import ConditionError
 
     parse_script_command(args.parser, args)
+    require_script(args.parser, args)
     breaks = list(args.breaks)
-    if not os.path.isfile(args.script):
-        print(f"execmode tui: cannot start {args.script}: no such file", file=sys.stderr)
-        return 2
     for spec in breaks:
         try:
             parse_breakpoint(spec)
         except (BreakpointError, ConditionError) as exc:
             print(f"execmode tui: --break {spec}: {exc}", file=sys.stderr)
+            return 2
+    if args.session:
+        from execmode.profilers.session_dir import SessionDirError, chosen_session_path
+
+        try:
+            chosen_session_path(args.session)
+        except SessionDirError as exc:
+            print(f"execmode tui: {exc}", file=sys.stderr)
             return 2
     if not has_terminal():
         return _no_terminal("tui")
@@ -130,7 +136,7 @@ def has_terminal() -> bool:
 
 
 def _no_terminal(verb: str) -> int:
-    print(f"execmode {verb}: needs a terminal; use `execmode run` or `execmode report`",
+    print(f"execmode {verb}: needs a terminal; use execmode run or execmode report instead",
           file=sys.stderr)
     return 2
 

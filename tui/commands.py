@@ -69,6 +69,8 @@ class DebuggerCommands:
         if self.bridge is None:
             self.notify("a recorded session cannot be restarted", severity="warning")
             return
+        self.bridge.request_restart()  # from now on, the old run's news is stale
+        self.hide_stdin_line()
         self.run_state = RunState("restarting")
         self.output_lines.clear()
         self.output_count = 0
@@ -83,22 +85,22 @@ class DebuggerCommands:
         bridge = self.bridge
 
         def send() -> None:
-            bp = bridge.call("set_breakpoint", spec)
-            self.call_from_thread(self.notify, f"breakpoint {bp['id']}: {bp['spec']}")
-            bridge.refresh_breakpoints()
+            bp = bridge.breakpoint_call("set_breakpoint", spec)
+            note = f" · {bp['note']}" if bp.get("note") else ""
+            self.call_from_thread(self.notify, f"breakpoint {bp['id']}: {bp['spec']}{note}")
 
         self._control(send, "set breakpoint")
 
     def breakpoint_command(self, command: str, *args) -> None:
-        """clear_breakpoint / enable_breakpoint, then refresh the list."""
+        """clear_breakpoint / enable_breakpoint / update_breakpoint, then refresh the list
+        (with no script running: the next run's list)."""
         if self.bridge is None:
             self.notify("breakpoints need a live script", severity="warning")
             return
         bridge = self.bridge
 
         def send() -> None:
-            bridge.call(command, *args)
-            bridge.refresh_breakpoints()
+            bridge.breakpoint_call(command, *args)
 
         self._control(send, command.replace("_", " "))
 
@@ -127,20 +129,42 @@ class DebuggerCommands:
 
         self.push_screen(BreakpointDialog(), added)
 
-    def action_export(self) -> None:
-        from execmode.tui.export import export_session
+    def show_stdin_line(self, prompt: str | None = None) -> None:
+        """The input line (the script waits on stdin): Enter sends what was typed."""
+        from execmode.tui.screens.stdin_dialog import EOF, StdinDialog
 
-        path = self.session_path
-        if path is None:
-            self.notify("nothing recorded yet to export", severity="warning")
+        if isinstance(self.screen, StdinDialog) or self.bridge is None:
             return
+        if prompt is not None:
+            self.stdin_prompt = prompt
+        bridge = self.bridge
 
-        def run() -> None:
-            message, severity = export_session(path)
-            self.call_from_thread(self.notify, message, title="export", severity=severity,
-                                  timeout=10)
+        def typed(line: str | None) -> None:
+            if line is None:
+                if self.stdin_prompt is None:
+                    return  # hidden because the run ended or restarts
+                self.notify("the script still waits for stdin: ctrl+p, \"stdin\" brings "
+                            "the input line back", severity="warning")
+                return
+            self.stdin_prompt = None  # the agent echoes the line on the script's stdout
+            self._control(lambda: bridge.send_stdin(None if line == EOF else line), "stdin")
 
-        self.run_worker(run, thread=True, group="export", exit_on_error=False)
+        self.push_screen(StdinDialog(self.stdin_prompt or ""), typed)
+
+    def action_stdin_line(self) -> None:
+        """Palette: the input line again (after Esc hid it)."""
+        if self.stdin_prompt is None:
+            self.notify("the script is not reading stdin", severity="warning")
+            return
+        self.show_stdin_line()
+
+    def hide_stdin_line(self) -> None:
+        """The run that waited ended (or restarts): its input line goes."""
+        from execmode.tui.screens.stdin_dialog import StdinDialog
+
+        self.stdin_prompt = None
+        if isinstance(self.screen, StdinDialog):
+            self.screen.dismiss(None)
 
     def action_hunt(self) -> None:
         """Palette: re-run the paused segment op by op to find the first NaN/Inf."""

@@ -16,6 +16,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from execmode.tui.op_query import OpQuery
 from execmode.tui.records import (
     EMPTY_INDEX,
     EMPTY_SNAPSHOT,
@@ -96,6 +97,10 @@ class SessionReader:
         self.path = Path(path)
         self._conn = open_connection(self.path)
         self._data_version = None
+        # What this reader cost: the tests check that paging and searching a million-row
+        # session reads pages, not the table (rows handed to Python, statements run).
+        self.rows_read = 0
+        self.queries = 0
 
     def close(self) -> None:
         self._conn.close()
@@ -108,8 +113,11 @@ class SessionReader:
         return False
 
     def _rows(self, sql: str, params=()) -> list:
+        self.queries += 1
         try:
-            return self._conn.execute(sql, params).fetchall()
+            rows = self._conn.execute(sql, params).fetchall()
+            self.rows_read += len(rows)
+            return rows
         except sqlite3.DatabaseError as exc:
             raise SessionUnreadable(f"{self.path}: the session file is damaged or was "
                                     f"replaced ({exc})") from None
@@ -176,11 +184,50 @@ class SessionReader:
         rows = self._rows(f"SELECT {columns} FROM {source} WHERE {alias}.{key} >= ? "
                           f"ORDER BY {alias}.{key} LIMIT ? OFFSET ?",
                           (index.blocks[block], count, skip))
-        if name == "ops":
-            return [OpRow(*r) for r in rows]
-        if name == "kernels":
-            return [KernelRow(*r) for r in rows]
-        return [OutputRow(r[1], r[2]) for r in rows]
+        return _records(name, rows)
+
+    # --- search, filters, sort (the `/` bar) ----------------------------------------------
+    def find(self, name: str, query: OpQuery, upto_key: int) -> int:
+        """Keep the keys of the rows of ``ops``/``kernels`` that ``query`` matches, in its
+        order, in a temporary table of this connection; returns how many.
+
+        SQLite filters and sorts (one pass over the table, in C); Python gets one number.
+        Pages are then read by position with :meth:`page_found`. Rows after ``upto_key``
+        are left out, so the result matches the snapshot the list shows.
+        """
+        key, _columns, source, alias = _PAGED[name]
+        where, params = query_filter(name, query)
+        order = _ORDER[query.sort].format(a=alias, key=key)
+        self._write(f"DROP TABLE IF EXISTS temp.found_{name}")
+        self._write(f"CREATE TEMP TABLE found_{name} (pos INTEGER PRIMARY KEY, key INTEGER)")
+        self._write(f"INSERT INTO temp.found_{name} (key) SELECT {alias}.{key} FROM {source} "
+                    f"WHERE {alias}.{key} <= ? AND {where} ORDER BY {order}",
+                    (upto_key, *params))
+        # The INSERT opened a transaction: end it, or this reader would keep seeing the
+        # store as it was (and hold back the writer's WAL checkpoints).
+        self._conn.commit()
+        return self._one(f"SELECT COUNT(*) FROM temp.found_{name}")[0]
+
+    def page_found(self, name: str, start: int, count: int) -> list:
+        """Rows ``start .. start+count`` (by position) of the last :meth:`find` result."""
+        key, columns, source, alias = _PAGED[name]
+        # CROSS JOIN: SQLite keeps the found table as the outer loop (a seek per row).
+        rows = self._rows(f"SELECT {columns} FROM temp.found_{name} AS f CROSS JOIN {source} "
+                          f"WHERE {alias}.{key} = f.key AND f.pos > ? ORDER BY f.pos LIMIT ?",
+                          (start, count))
+        return _records(name, rows)
+
+    def has_value_stats(self) -> bool:
+        """Whether ops carry value summaries (NaN/Inf counts): recorded with summaries on."""
+        return self._one("SELECT 1 FROM op_events WHERE v_nan IS NOT NULL LIMIT 1") is not None
+
+    def _write(self, sql: str, params=()) -> None:
+        """A statement on this connection's temporary tables (the session stays read-only)."""
+        self.queries += 1
+        try:
+            self._conn.execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise SessionUnreadable(f"{self.path}: cannot search the session ({exc})") from None
 
     def ops_between(self, start_ns: int, end_ns: int | None, limit: int = 500) -> list[OpRow]:
         """Eager ops that started in a window of time (the fallback ops of a graph break)."""
@@ -286,6 +333,10 @@ class SessionReader:
                                _int(d.get("buffers")))
                 for _s, _e, d in self._events("memory_plan")]
 
+    def graph_count(self) -> int:
+        """How many compiled graphs the session recorded (``graph`` events)."""
+        return self._one("SELECT COUNT(*) FROM events WHERE kind = 'graph'")[0]
+
     def kernel_totals(self) -> list[KernelTotal]:
         rows = self._rows("SELECT graph_id, kernel, MIN(step_kind), MIN(member_ops), COUNT(*), "
                           "SUM(dur_ns), SUM(bytes) FROM kernels GROUP BY graph_id, kernel "
@@ -327,6 +378,57 @@ class SessionReader:
         row = self._one("SELECT (SELECT COALESCE(SUM(dur_ns), 0) FROM op_events), "
                         "(SELECT COALESCE(SUM(dur_ns), 0) FROM kernels)")
         return row[0], row[1]
+
+
+def _records(name: str, rows: list) -> list:
+    if name == "ops":
+        return [OpRow(*r) for r in rows]
+    if name == "kernels":
+        return [KernelRow(*r) for r in rows]
+    return [OutputRow(r[1], r[2]) for r in rows]
+
+
+# Sorts: largest first, ties in the order the rows were recorded.
+_ORDER = {
+    "seq": "{a}.{key}",
+    "time": "{a}.dur_ns DESC, {a}.{key}",
+    "bytes": "{a}.bytes DESC, {a}.{key}",
+}
+# What a search word is matched against, per list.
+_SEARCHED = {
+    "ops": ("e.op", "e.scope", "l.file"),
+    "kernels": ("k.kernel", "k.member_ops", "k.graph_id", "k.scope", "l.file"),
+}
+
+
+def query_filter(name: str, query: OpQuery) -> tuple[str, list]:
+    """The WHERE condition (and its parameters) of ``query`` over list ``name``."""
+    alias = _PAGED[name][3]
+    clauses, params = ["1"], []
+    for word in query.words:
+        columns = _SEARCHED[name]
+        clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
+        params += [f"%{_like(word)}%"] * len(columns)
+    if query.locations:
+        either = []
+        for file, line in query.locations:
+            either.append("(l.line = ? AND (l.file = ? OR l.file LIKE ? ESCAPE '\\'))")
+            params += [line, file, f"%/{_like(file)}"]
+        clauses.append("(" + " OR ".join(either) + ")")
+    if query.scope:
+        clauses.append(f"({alias}.scope = ? OR {alias}.scope LIKE ? ESCAPE '\\')")
+        params += [query.scope, f"{_like(query.scope)}/%"]
+    if query.graph and name == "kernels":
+        clauses.append("k.graph_id LIKE ? ESCAPE '\\'")
+        params.append(f"{_like(query.graph)}%")
+    if query.nonfinite and name == "ops":  # kernels keep no value statistics
+        clauses.append("(e.v_nan > 0 OR e.v_inf > 0)")
+    return " AND ".join(clauses), params
+
+
+def _like(text: str) -> str:
+    """``text`` as a literal inside a LIKE pattern."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _decode(text):

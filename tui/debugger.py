@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import inspect
 import queue
+import threading
 import time
 from collections.abc import Callable
 
+from execmode.tui import next_run_breakpoints as next_run
 from execmode.tui.launch import ScriptLaunch
 from execmode.tui.messages import (
     AgentReported,
     BreakpointsChanged,
+    InputRequested,
     OutputArrived,
     ScriptCouldNotStart,
     ScriptExited,
@@ -27,7 +30,7 @@ from execmode.tui.messages import (
 )
 from execmode.tui.state import ExitSummary, PausedInfo
 
-from execmode.debug.controller import Controller, ControllerError
+from execmode.debug.controller import Controller, ControllerError, carried_breakpoint
 
 _OUTPUT_BATCH_S = 0.05
 # Always stop on an uncaught exception: the failing op's tensors stay inspectable.
@@ -39,70 +42,95 @@ class CommandError(Exception):
 
 
 class DebugBridge:
-    """Starts the script, forwards commands, and posts what happens as messages."""
+    """Starts the script, forwards commands, and posts what happens as messages.
+
+    Runs are numbered: ``requested_run`` counts the restarts asked for (UI thread), ``run``
+    the one started. Lifecycle messages carry their run, and the app drops those of an
+    earlier one, so a restart pressed while the old run pauses or ends cannot show the old
+    run's state. Starts, restarts and stops take ``_lifecycle`` in turn: `r c r` pressed
+    fast runs two restarts one after the other (or one, when the second came before the
+    first began), never two starts racing for one controller.
+    """
 
     def __init__(self, launch: ScriptLaunch, post: Callable, controller_factory=Controller):
         self.launch = launch
         self.post = post
         self.run = 0
+        self.requested_run = 0
         self.session: str | None = None
-        self.restarting = False
+        self.closing = False
+        self._lifecycle = threading.Lock()
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         breakpoints = list(launch.breakpoints)
         if _CRASH_BREAKPOINT not in breakpoints:
             breakpoints.append(_CRASH_BREAKPOINT)
         options = {}
-        if launch.pyspy and "pyspy" in inspect.signature(controller_factory).parameters:
+        accepted = inspect.signature(controller_factory).parameters
+        if launch.pyspy and "pyspy" in accepted:
             options["pyspy"] = True
+        if "stdin_pipe" in accepted:  # the input line: stdin is a pipe the TUI writes
+            options["stdin_pipe"] = True
         self.pyspy_wired = "pyspy" in options
-        self.known_breakpoints: list[dict] = []   # the agent's list at the last refresh
+        # The agent's list at the last refresh; between runs, the list the next run gets.
+        self.known_breakpoints: list[dict] = []
         self.controller = controller_factory(
             launch.script, launch.args, breakpoints=breakpoints, session=None,
             start_paused=launch.start_paused, cwd=launch.cwd, **options)
-        self.controller.listeners.append(self._events.put)
+        # Tagged with the run that published it (the controller publishes only the current
+        # run's events, and stop() returns after the last of them).
+        self.controller.listeners.append(lambda event: self._events.put((self.run, event)))
 
     # --- lifecycle (worker threads) -------------------------------------------------------
     def start(self) -> None:
         """Start the script; posts ScriptStarted or ScriptCouldNotStart."""
-        self.session = self.launch.session_path(self.run)
+        with self._lifecycle:
+            if not self.closing:
+                self._start()
+
+    def _start(self) -> None:
+        run = self.run
+        self.session = self.launch.session_path(run)
         self.controller.session = self.session
         try:
             self.controller.start()
         except (ControllerError, OSError) as exc:
-            self.post(ScriptCouldNotStart(str(exc)))
+            self.post(ScriptCouldNotStart(str(exc), run=run))
             return
         self.post(ScriptStarted(self.controller.proc.pid if self.controller.proc else None,
-                                self.session))
+                                self.session, run=run))
         self.refresh_breakpoints()
+
+    def request_restart(self) -> int:
+        """UI thread: count a restart asked for; its number tags the new run's messages."""
+        self.requested_run += 1
+        return self.requested_run
 
     def restart(self) -> None:
-        """Run the script again from the top, with the breakpoints set meanwhile."""
-        carried = list(self.known_breakpoints)
-        self.restarting = True
-        try:
+        """Run the script again from the top. The previous child is ended and reaped first;
+        the breakpoints (with their ids, enabled state, conditions and ignore counts, and
+        those set after the script ended) come along."""
+        with self._lifecycle:
+            target = self.requested_run
+            if target <= self.run or self.closing:
+                return  # a later request already ran this restart
             self.controller.stop()
-        finally:
-            self.restarting = False
-        self.run += 1
-        self.start()
-        if self.controller.state in ("idle", "finished"):
-            return
-        present = {bp["spec"] for bp in self.known_breakpoints}
-        for bp in carried:
-            try:
-                if bp["spec"] not in present:
-                    new = self.call("set_breakpoint", bp["spec"])
-                    if not bp.get("enabled", True):
-                        self.call("enable_breakpoint", new["id"], False)
-            except CommandError:
-                continue
-        self.refresh_breakpoints()
+            self.controller.initial_breakpoints = [
+                carried_breakpoint(bp) for bp in self.known_breakpoints] or \
+                self.controller.initial_breakpoints
+            self.run = target
+            self._start()
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 10.0) -> None:
+        """End the script for good (quit): a restart under way finishes first."""
+        self.closing = True
+        locked = self._lifecycle.acquire(timeout=wait_s)
         try:
             self.controller.close()
         except (ControllerError, OSError):
             pass
+        finally:
+            if locked:
+                self._lifecycle.release()
 
     # --- commands (worker threads) --------------------------------------------------------
     def call(self, command: str, *args):
@@ -111,6 +139,50 @@ class DebugBridge:
             return getattr(self.controller, command)(*args)
         except (ControllerError, OSError) as exc:
             raise CommandError(str(exc) or type(exc).__name__) from None
+
+    def breakpoint_call(self, command: str, *args):
+        """set/clear/enable/update a breakpoint: the agent's while a run is live, else the
+        list the next run starts with (next_run_breakpoints.py). Waits for a restart under
+        way, so an edit made meanwhile goes to the new run, not to a list already handed
+        over. Returns what the agent returns (set: the breakpoint, with its note)."""
+        with self._lifecycle:
+            if self.controller.state in ("running", "paused"):
+                try:
+                    result = self.call(command, *args)
+                except CommandError:
+                    if self.controller.state != "finished":
+                        raise
+                else:
+                    self.refresh_breakpoints()
+                    return result
+            try:
+                result = self._edit_next_run(command, *args)
+            except (ValueError, next_run.NoSuchBreakpoint) as exc:
+                raise CommandError(str(exc)) from None
+            self.post(BreakpointsChanged(self.known_breakpoints))
+            return result
+
+    def _edit_next_run(self, command: str, *args):
+        bps = self.known_breakpoints
+        if command == "set_breakpoint":
+            self.known_breakpoints, entry = next_run.added(bps, *args)
+            return entry
+        if command == "clear_breakpoint":
+            self.known_breakpoints = next_run.cleared(bps, *args)
+        elif command == "enable_breakpoint":
+            self.known_breakpoints = next_run.enabled(bps, *args)
+        elif command == "update_breakpoint":
+            self.known_breakpoints = next_run.updated(bps, *args)
+        else:
+            raise CommandError(f"{command}: not a breakpoint command")
+        return self.known_breakpoints
+
+    def send_stdin(self, line: str | None) -> None:
+        """A line for the script's stdin (None: end of file)."""
+        if line is None:
+            self.call("close_stdin")
+        else:
+            self.call("send_stdin", line + "\n")
 
     def refresh_breakpoints(self) -> None:
         try:
@@ -124,7 +196,7 @@ class DebugBridge:
         """Turn controller events into messages until ``cancelled()``."""
         while not cancelled():
             try:
-                event = self._events.get(timeout=0.1)
+                event = self._next_event(timeout=0.1)
             except queue.Empty:
                 continue
             lines: list[tuple[str, str]] = []
@@ -135,27 +207,41 @@ class DebugBridge:
                     deadline = deadline or time.monotonic() + _OUTPUT_BATCH_S
                 else:
                     if lines:
-                        self.post(OutputArrived(lines))
+                        self.post(OutputArrived(lines, run=self.run))
                         lines, deadline = [], None
                     self._forward(event)
                 timeout = 0.0 if deadline is None else max(0.0, deadline - time.monotonic())
                 try:
-                    event = self._events.get(timeout=timeout) if timeout else \
-                        self._events.get_nowait()
+                    event = self._next_event(timeout)
                 except queue.Empty:
                     break
             if lines:
-                self.post(OutputArrived(lines))
+                self.post(OutputArrived(lines, run=self.run))
+
+    def _next_event(self, timeout: float):
+        """The next event of the current run (an earlier run's are stale: dropped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run, event = self._events.get(timeout=timeout) if timeout else \
+                self._events.get_nowait()
+            if run == self.run:
+                return event
+            timeout = max(0.0, deadline - time.monotonic())
 
     def _forward(self, event) -> None:
-        kind = event.type
+        kind, run = event.type, self.run
         if kind == "paused":
-            self.post(ScriptPaused(PausedInfo.from_event(event.data)))
+            self.post(ScriptPaused(PausedInfo.from_event(event.data), run=run))
         elif kind == "running":
-            self.post(ScriptResumed())
+            self.post(ScriptResumed(run=run))
         elif kind == "exited":
-            if not self.restarting:
-                self.post(ScriptExited(ExitSummary.from_event(event.data)))
+            ended = event.get("breakpoints")
+            if ended is not None:  # with a note on each that never hit (reach.py)
+                self.known_breakpoints = ended
+                self.post(BreakpointsChanged(ended))
+            self.post(ScriptExited(ExitSummary.from_event(event.data), run=run))
+        elif kind == "input_requested":
+            self.post(InputRequested(str(event.get("prompt") or ""), run=run))
         elif kind in ("error", "protocol_error"):
             self.post(AgentReported(str(event.get("message", "agent error")), "error"))
         elif kind == "graph_break":

@@ -29,7 +29,9 @@ DEBUGGER_KEYS = (
     Key("b", "breakpoint_here", "Break here", False),
     Key("B", "breakpoint_dialog", "Breakpoint…", False),
     Key("r", "restart", "Restart", False),
-    Key("e", "export", "Export report", False),
+    Key("e", "export", "Export…", False),
+    Key("y", "copy", "Copy row", False),
+    Key("ctrl+s", "screenshot_view", "Screenshot", False),
     Key("question_mark", "help", "Help"),
     Key("q", "quit", "Quit"),
 )

@@ -50,21 +50,29 @@ class PagedRows:
     width = None
 
     def __init__(self, pages: PageFetcher | None, index: RowIndex = EMPTY_INDEX,
-                 pending: PausedInfo | None = None):
+                 pending: PausedInfo | None = None, found: tuple[int, int] | None = None):
         self.pages = pages
         self.index = index
         self.pending = pending  # paused before this op/kernel: not run, not stored yet
         self.owner = None       # the RowList showing these rows (set by the RowList)
+        # A search result (see op_query): (generation, count) of the fetcher's found
+        # table; rows are then read by position in that result, not in the table.
+        self.found = found
 
     def grow(self, index: RowIndex) -> None:
         """The table has more rows (rows already read never change)."""
         self.index = index
 
+    @property
+    def stored(self) -> int:
+        """How many stored rows the list shows (the paused row comes after them)."""
+        return self.found[1] if self.found is not None else self.index.count
+
     def __len__(self) -> int:
-        return self.index.count + (1 if self.pending is not None else 0)
+        return self.stored + (1 if self.pending is not None else 0)
 
     def is_pending(self, index: int) -> bool:
-        return self.pending is not None and index == self.index.count
+        return self.pending is not None and index == self.stored
 
     @property
     def error(self) -> str | None:
@@ -72,19 +80,31 @@ class PagedRows:
 
     def row(self, index: int):
         """The row at ``index``, or None while its page is being read."""
-        if self.pages is None or not 0 <= index < self.index.count:
+        if self.pages is None or not 0 <= index < self.stored:
             return None
         page_no, offset = divmod(index, PAGE)
-        page = self.pages.get(self.table, self.index, page_no, self.owner)
+        if self.found is not None:
+            generation, count = self.found
+            page = self.pages.get((self.table, generation), RowIndex(count, 0, ()), page_no,
+                                  self.owner)
+        else:
+            page = self.pages.get(self.table, self.index, page_no, self.owner)
         return page[offset] if page is not None and offset < len(page) else None
 
     def line(self, index: int) -> Text:
         if self.is_pending(index):
-            return self.format_pending(index, self.pending)
+            return self.format_pending(self.number_of_pending(index), self.pending)
         row = self.row(index)
         if row is None:
             return Text(f"{index + 1:>7}  …", style="dim")
-        return self.format(index, row)
+        return self.format(self.number(index, row) - 1, row)
+
+    def number(self, index: int, row) -> int:
+        """The number a row shows: its place in the whole history, also in a search."""
+        return index + 1
+
+    def number_of_pending(self, index: int) -> int:
+        return self.index.count if self.found is not None else index
 
     def format(self, index: int, row) -> Text:
         raise NotImplementedError
@@ -101,6 +121,13 @@ class OpLines(PagedRows):
     """Executed eager ops, plus the op the script is paused before (not run yet)."""
 
     table = "ops"
+
+    def number(self, index: int, row: OpRow) -> int:
+        # Its place in the whole history: seq numbers follow the list's order, from the
+        # first recorded op's (not always 0: the recorder's calibration counts too).
+        if self.found is None or not self.index.blocks:
+            return index + 1
+        return row.seq - self.index.blocks[0] + 1
 
     def format_pending(self, index: int, p: PausedInfo) -> Text:
         loc = p.where
@@ -129,6 +156,11 @@ class KernelLines(PagedRows):
     """Executed steps of compiled plans (graph mode), plus the kernel paused before."""
 
     table = "kernels"
+
+    def number(self, index: int, row: KernelRow) -> int:
+        if self.found is None or not self.index.blocks:
+            return index + 1
+        return row.id - self.index.blocks[0] + 1
 
     def format_pending(self, index: int, p: PausedInfo) -> Text:
         k = p.kernel or {}

@@ -11,41 +11,58 @@ from execmode.tui.state import ExitSummary, PausedInfo
 from textual.message import Message
 
 
-class ScriptStarted(Message):
-    def __init__(self, pid: int | None, session: str | None) -> None:
+class RunMessage(Message):
+    """Something that happened to one run of the script (``run``: 0, then one more per
+    restart); the app drops a message of a run that a restart has replaced."""
+
+    def __init__(self, run: int = 0) -> None:
+        self.run = run
+        super().__init__()
+
+
+class ScriptStarted(RunMessage):
+    def __init__(self, pid: int | None, session: str | None, run: int = 0) -> None:
         self.pid = pid
         self.session = session
-        super().__init__()
+        super().__init__(run)
 
 
-class ScriptCouldNotStart(Message):
-    def __init__(self, message: str) -> None:
+class ScriptCouldNotStart(RunMessage):
+    def __init__(self, message: str, run: int = 0) -> None:
         self.message = message
-        super().__init__()
+        super().__init__(run)
 
 
-class ScriptPaused(Message):
-    def __init__(self, info: PausedInfo) -> None:
+class ScriptPaused(RunMessage):
+    def __init__(self, info: PausedInfo, run: int = 0) -> None:
         self.info = info
-        super().__init__()
+        super().__init__(run)
 
 
-class ScriptResumed(Message):
+class ScriptResumed(RunMessage):
     pass
 
 
-class ScriptExited(Message):
-    def __init__(self, exit: ExitSummary) -> None:
+class ScriptExited(RunMessage):
+    def __init__(self, exit: ExitSummary, run: int = 0) -> None:
         self.exit = exit
-        super().__init__()
+        super().__init__(run)
 
 
-class OutputArrived(Message):
+class InputRequested(RunMessage):
+    """The script is about to wait on stdin (``input()``); ``prompt`` is what it printed."""
+
+    def __init__(self, prompt: str, run: int = 0) -> None:
+        self.prompt = prompt
+        super().__init__(run)
+
+
+class OutputArrived(RunMessage):
     """Lines the script printed since the last message (batched: one per ~50 ms)."""
 
-    def __init__(self, lines: list[tuple[str, str]]) -> None:
+    def __init__(self, lines: list[tuple[str, str]], run: int = 0) -> None:
         self.lines = lines
-        super().__init__()
+        super().__init__(run)
 
 
 class AgentReported(Message):

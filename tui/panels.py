@@ -164,9 +164,20 @@ def pending_details(p: PausedInfo) -> Text:
     if failed:
         text.append("\nits inputs are in the Tensor view (2); c ends the script", style="dim")
     else:
-        text.append("\nnot run yet: s runs it, n runs to the next line, c continues",
-                    style="dim")
+        text.append("\nnot run yet: " + _step_hint(p), style="dim")
     return text
+
+
+def _step_hint(p: PausedInfo) -> str:
+    """What n and s do from here (graph mode: over or into a fused kernel)."""
+    if p.member is not None:
+        return "s or n: the kernel's next op, c continues"
+    members = (p.kernel or {}).get("member_ops") or ()
+    if len(members) > 1:
+        return "s steps into the kernel (its ops), n steps over it, c continues"
+    if p.kernel:
+        return "s or n runs it, c continues"
+    return "s runs it, n runs to the next line, c continues"
 
 
 def op_details(row: OpRow | None, position: int) -> Text:

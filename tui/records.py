@@ -44,7 +44,9 @@ class RowIndex(NamedTuple):
     block: int = 1024
 
 
-EMPTY_INDEX = RowIndex(0, 0, ())
+# last_key -1: "every key is after the last one seen", so the first row is kept even when
+# its key is 0 (op seq numbers start at 0; a last_key of 0 used to drop the first op).
+EMPTY_INDEX = RowIndex(0, -1, ())
 
 
 class StoreSnapshot(NamedTuple):

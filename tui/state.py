@@ -29,6 +29,7 @@ class PausedInfo(NamedTuple):
     breakpoint: dict | None
     hunt: dict | None            # where a NaN/Inf came from
     traceback: str | None
+    member: dict | None = None   # stepped into a fused kernel: the member op paused before
 
     @classmethod
     def from_event(cls, data: dict) -> PausedInfo:
@@ -42,12 +43,17 @@ class PausedInfo(NamedTuple):
             scope=str(data.get("scope") or ""), inputs=tuple(data.get("inputs") or ()),
             output=data.get("output"), kernel=data.get("kernel"),
             breakpoint=data.get("breakpoint"), hunt=data.get("hunt"),
-            traceback=data.get("traceback"),
+            traceback=data.get("traceback"), member=data.get("member"),
         )
 
     @property
     def what(self) -> str:
-        """"matmul" or "kernel k0 (maximum multiply add)"."""
+        """"matmul", "kernel k0 (maximum multiply add)" or, stepped into it, "%3 relu
+        (1/3 in kernel k0)"."""
+        if self.member:
+            m = self.member
+            return (f"%{m.get('id')} {m.get('op')} ({m.get('index', 0) + 1}/{m.get('count')} "
+                    f"in kernel {m.get('kernel')})")
         if self.kernel:
             ops = " ".join(self.kernel.get("member_ops") or ())
             return f"kernel {self.kernel.get('name', '?')} ({ops})"

@@ -12,7 +12,23 @@ The pipeline, in the order data flows through it::
 Nothing here compiles or imports CuPy at import time.
 """
 
-from .factory import compile_kernels, kernel_factory_for
-from .status import BackendStatus, backend_status
+from __future__ import annotations
+
+import importlib
+
+# Loaded on first use (PEP 562): the factory pulls in the whole pipeline (~70 ms), and
+# light users of this package (the disk cache's trust checks and the CPU identity, which
+# the profiler's cached calibration reads) should not pay for it.
+_LAZY = {"compile_kernels": "factory", "kernel_factory_for": "factory",
+         "BackendStatus": "status", "backend_status": "status"}
 
 __all__ = ["BackendStatus", "backend_status", "compile_kernels", "kernel_factory_for"]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -18,7 +18,9 @@
 #include <omp.h>
 #endif
 
-#define EM_FN static inline
+/* always_inline: with plain inline, GCC stops inlining in a long fused chain (its
+ * function-growth limits), the helpers become calls and the loop stays scalar. */
+#define EM_FN static inline __attribute__((always_inline))
 typedef int32_t em_int32;
 typedef int64_t em_int64;
 typedef uint32_t em_uint32;

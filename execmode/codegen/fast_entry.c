@@ -1,7 +1,8 @@
 /* _em_fast_entry: the C fast entry of a jitted replay (see fast_entry.py).
  *
  * One FastEntry object replays one concrete function whose plan is a single compiled C
- * function (a program or one fused kernel), doing in C what the generated Python replay
+ * function (a program or one fused kernel) or a single Python-callable step (a NumPy
+ * ufunc: a jitted single op), doing in C what the generated Python replay
  * (execmode/graph/fastcall.py) does: check the global flags and every argument against
  * the signature, gather data pointers into the argument block, take output arrays from
  * the kernel's OutputPool, call the entry point, wrap the outputs in Tensors.
@@ -42,6 +43,8 @@ typedef struct {
     Py_ssize_t leaf;           /* tensor: its leaf index */
     Layout layout;             /* tensor: shape and dtype of the signature (no strides) */
     PyObject *requires_grad;   /* tensor: Py_True or Py_False */
+    Py_ssize_t same_as;        /* tensor traced as an earlier argument (f(x, x)): that
+                                * position, whose object this one must be; else -1 */
     PyTypeObject *static_type; /* static: exact type and value */
     PyObject *static_value;
 } Position;
@@ -68,6 +71,9 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     entry_fn fn;
+    PyObject *call;            /* call mode: the plan's one step (a ufunc); else NULL. The
+                                * block then holds its argument vector: constants as
+                                * PyObject pointers, inputs filled in per call */
     Py_ssize_t n_positions, n_leaves, n_inputs, n_outputs, n_results, n_block;
     Position *positions;
     Input *inputs;
@@ -236,6 +242,11 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
                 return differs < 0 ? NULL : miss(self);
             continue;
         }
+        if (pos->same_as >= 0) {  /* one graph input for both: the same object, checked */
+            if (a != args[pos->same_as])
+                return miss(self);
+            continue;
+        }
         if (Py_TYPE(a) != self->tensor_type)
             return miss(self);
         PyObject *d = slot(a, self->off_data);
@@ -253,7 +264,8 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         PyObject *d;
         if (in->leaf >= 0) {
             d = leaf_data[in->leaf];
-            if (!strides_match((PyArrayObject *)d, &in->layout)) {
+            /* A kernel reads fixed strides; a callable step takes any layout. */
+            if (self->call == NULL && !strides_match((PyArrayObject *)d, &in->layout)) {
                 soft_miss = 1;
                 goto done;
             }
@@ -262,7 +274,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
             d = slot(in->capture, self->off_data);
             if (d == NULL || !PyArray_CheckExact(d)
                     || !shape_matches((PyArrayObject *)d, &in->layout)
-                    || !strides_match((PyArrayObject *)d, &in->layout)
+                    || (self->call == NULL && !strides_match((PyArrayObject *)d, &in->layout))
                     || !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)d),
                                            in->layout.descr)) {
                 soft_miss = 1;
@@ -271,6 +283,25 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         }
         Py_INCREF(d);
         held[n_held++] = d;
+    }
+    if (self->call != NULL) {
+        /* The step itself: f(*inputs and constants). A failure or an unexpected result
+         * goes to the Python replay, which answers MISS so the general path raises
+         * eager's error (as a failing step in the Python replay does). */
+        PyObject *argv[FE_STACK_BLOCK];
+        memcpy(argv, self->block, self->n_block * sizeof(void *));
+        for (Py_ssize_t k = 0; k < self->n_inputs; ++k)
+            argv[self->inputs[k].block] = held[k];
+        PyObject *ret = PyObject_Vectorcall(self->call, argv, self->n_block, NULL);
+        if (ret == NULL || !PyArray_CheckExact(ret)) {
+            if (ret == NULL)
+                PyErr_Clear();
+            Py_XDECREF(ret);
+            soft_miss = 1;
+            goto done;
+        }
+        out_arrays[n_out++] = ret;
+        goto wrap_results;
     }
     for (Py_ssize_t k = 0; k < self->n_outputs; ++k) {
         const Output *o = &self->outputs[k];
@@ -320,6 +351,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         self->fn(block);
     }
 
+wrap_results:
     if (self->structure == NULL) {
         const Result *r = &self->results[0];
         if (r->output >= 0)
@@ -451,7 +483,11 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(args);
     self->refs = args;
     (void)keep;  /* the kernel or program object: through refs it keeps ``fn`` loaded */
-    self->fn = (entry_fn)PyLong_AsVoidPtr(fn_address);
+    /* An int: a kernel's or program's address; else the callable step (call mode). */
+    if (PyLong_Check(fn_address))
+        self->fn = (entry_fn)PyLong_AsVoidPtr(fn_address);
+    else if (PyCallable_Check(fn_address) && n_block <= FE_STACK_BLOCK)
+        self->call = fn_address;
     self->n_block = n_block;
     self->n_leaves = n_leaves;
     self->n_positions = PyTuple_GET_SIZE(positions);
@@ -470,11 +506,14 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->miss = miss_obj;
     self->python = python;
     self->guard = guard == Py_None ? NULL : guard;
-    self->release_gil = release_gil && n_block <= FE_STACK_BLOCK;
+    self->release_gil = release_gil && n_block <= FE_STACK_BLOCK && self->call == NULL;
     self->off_data = member_offset(data_descr);
     self->off_requires_grad = self->off_data < 0 ? -1 : member_offset(rg_descr);
-    if (self->fn == NULL || self->off_requires_grad < 0)
+    if ((self->fn == NULL && self->call == NULL) || self->off_requires_grad < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "no entry point and no callable step");
         goto fail;
+    }
     if (self->structure == NULL && self->n_results != 1) {
         PyErr_SetString(PyExc_ValueError, "a single result needs no structure");
         goto fail;
@@ -500,12 +539,14 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             PyErr_SetString(PyExc_IndexError, "fixed pointer outside the block");
             goto fail;
         }
-        self->block[index] = PyLong_AsVoidPtr(address);
+        /* Call mode: a constant argument (borrowed: refs owns the spec). */
+        self->block[index] = self->call != NULL ? (void *)address : PyLong_AsVoidPtr(address);
         if (PyErr_Occurred())
             goto fail;
     }
     for (Py_ssize_t p = 0; p < self->n_positions; ++p) {
-        /* (False, leaf, shape, dtype, requires_grad) or (True, type, value) */
+        /* (False, leaf, shape, dtype, requires_grad[, same position]) or
+         * (True, type, value) */
         PyObject *item = PyTuple_GET_ITEM(positions, p);
         Position *pos = &self->positions[p];
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 3) {
@@ -523,10 +564,13 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             continue;
         }
         PyObject *flag, *shape, *dtype, *rg;
-        if (!PyArg_ParseTuple(item, "OnOOO", &flag, &pos->leaf, &shape, &dtype, &rg)
+        pos->same_as = -1;
+        if (!PyArg_ParseTuple(item, "OnOOO|n", &flag, &pos->leaf, &shape, &dtype, &rg,
+                              &pos->same_as)
                 || read_layout(shape, Py_None, dtype, &pos->layout) < 0)
             goto fail;
-        if (pos->leaf < 0 || pos->leaf >= n_leaves || (rg != Py_True && rg != Py_False)) {
+        if (pos->leaf < 0 || pos->leaf >= n_leaves || (rg != Py_True && rg != Py_False)
+                || pos->same_as >= p) {
             PyErr_SetString(PyExc_ValueError, "bad tensor argument spec");
             goto fail;
         }
@@ -562,7 +606,7 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Result *r = &self->results[k];
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(results, k), "nO", &r->output, &r->value))
             goto fail;
-        if (r->output >= self->n_outputs) {
+        if (r->output >= (self->call != NULL ? 1 : self->n_outputs)) {
             PyErr_SetString(PyExc_ValueError, "bad result spec");
             goto fail;
         }

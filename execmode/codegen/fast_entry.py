@@ -8,7 +8,9 @@ function - a whole-graph program (program.py) or a single fused C kernel - this 
 builds a ``FastEntry``: a small CPython extension type (``fast_entry.c``) that does the
 same checks, gathers the data pointers, takes outputs from the kernel's own OutputPool
 (same reuse rule: only an array nobody else references), calls the compiled entry point
-by address and wraps the outputs in Tensors, all in C.
+by address and wraps the outputs in Tensors, all in C. A plan of one NumPy ufunc step (a
+jitted single op) gets the same entry in call mode: the checks in C, then the ufunc called
+on the arguments (NumPy's results, bit for bit).
 
 * **Same answers, same misses.** The global conditions (a tracer, ``em.disable_jit``, a
   listener wanting kernel events, the grad mode) are read from the modules' dicts at
@@ -181,33 +183,42 @@ def make_fast_entry(cf, items, python_replay, modules):
     sources = segment.sources
     if len(sources) != len(plan.input_slots):
         return None
-    target = _program_target(plan, sources) if plan.program is not None else \
-        _kernel_target(plan, sources)
+    if plan.program is not None:
+        target = _program_target(plan, sources)
+    else:
+        target = _kernel_target(plan, sources) or _call_target(plan, sources)
     if target is None:
         return None
     ext = load_extension()
     if ext is None:
         return None
     dispatch, jit_module, instrument, pytree, tensor_type, miss = modules
+    # address: a C entry point's address, or (a callable step) the callable itself.
     address, n_block, fixed, inputs, outputs, release_gil, keep = target
 
-    positions, leaf_layouts = [], []
+    positions, leaf_layouts, position_of_leaf = [], [], {}
     for item in items:
         if item != pytree.LEAF:
             value = item[1][1]
             positions.append((True, type(value), value))
             continue
-        shape, dtype, device, requires_grad, alias = cf.signature.leaves[len(leaf_layouts)]
-        if str(device) != "cpu" or not isinstance(dtype, np.dtype) or \
-                alias != len(leaf_layouts):
+        leaf = len(leaf_layouts)
+        shape, dtype, device, requires_grad, alias = cf.signature.leaves[leaf]
+        if str(device) != "cpu" or not isinstance(dtype, np.dtype):
             return None
-        positions.append((False, len(leaf_layouts), tuple(shape), dtype, bool(requires_grad)))
+        spec = (False, leaf, tuple(shape), dtype, bool(requires_grad))
+        if alias != leaf:  # traced as the same tensor as an earlier argument (f(x, x))
+            spec += (position_of_leaf[alias],)
+        position_of_leaf[leaf] = len(positions)
+        positions.append(spec)
         leaf_layouts.append((tuple(shape), dtype))
 
     input_specs = []
     for (block, slot), source in inputs:
         if source.kind == "arg":
             shape, dtype = leaf_layouts[source.leaf_index]
+            if slot is None:  # a callable step's argument: the signature's layout
+                slot = _CallSlot(shape, dtype)
             if shape != tuple(slot.shape) or dtype != slot.dtype:
                 return None
             input_specs.append((block, source.leaf_index, None, tuple(slot.shape),
@@ -257,6 +268,44 @@ def _program_target(plan, sources):
     # A program writes the scratch buffers it owns: never two threads at once.
     return (_address(program._entry), n_block, fixed, list(zip(program._inputs, sources)),
             outputs, False, program)
+
+
+class _CallSlot:
+    """An input of a callable step: its shape and dtype are checked, not its strides (a
+    ufunc takes any layout)."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.byte_strides = tuple(shape), dtype, None
+
+
+def _call_target(plan, sources):
+    """The same for a plan of one NumPy ufunc step (a jitted single op): the entry calls
+    the ufunc itself, so results are NumPy's, bit for bit, as in the Python replay."""
+    if len(plan.steps) != 1:
+        return None
+    step = plan.steps[0]
+    if not isinstance(step.fn, np.ufunc) or step.out_array is not None \
+            or plan.output_slots != [step.out] or len(step.args) > 8:
+        return None
+    inputs, fixed = [], []
+    for position, arg in enumerate(step.args):
+        if arg.__class__ is not int:
+            fixed.append((position, arg.value))  # a Literal operand: passed as it is
+            continue
+        if arg not in plan.input_slots:
+            return None
+        source = sources[plan.input_slots.index(arg)]
+        if source.kind == "capture":
+            data = source.tensor._data
+            if not isinstance(data, np.ndarray):
+                return None
+            slot = _CallSlot(data.shape, data.dtype)
+        elif source.kind == "arg":
+            slot = None  # filled from the argument's signature below
+        else:
+            return None
+        inputs.append(((position, slot), source))
+    return step.fn, len(step.args), fixed, inputs, [], False, step.fn
 
 
 def _kernel_target(plan, sources):

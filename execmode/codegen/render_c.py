@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from functools import cache
 
 import numpy as np
@@ -89,7 +90,8 @@ class CRenderer(ReductionRendering):
         """The prelude and every kernel; a kernel identical to an earlier one (up to names
         and comments) becomes a one-line alias, so the compiler sees each code once."""
         keys = [canonical(k) for k in kernels]
-        shared = {key for key in keys if keys.count(key) > 1}
+        counts = Counter(keys)  # not keys.count per key: quadratic in a 1000-kernel program
+        shared = {key for key, n in counts.items() if n > 1}
         parts, seen = [], {}
         for k, key in zip(kernels, keys):
             if key in seen:

@@ -25,19 +25,23 @@ import traceback
 from .. import dispatch, instrument, lifeline
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
+from . import stdin_requests
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError
 from .firing import ConditionChecks, frame_for
 from .headroom import with_headroom
 from .hunt import differential_check, hunt
+from .kernel_steps import member_info, member_inputs, member_values, members_of
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
-from .pyvalues import evaluate, user_frames, variables
+from .pyvalues import evaluate, hooks_detached, user_frames, variables
+from .reach import PlacesSeen, never_hit_reason, pending_note
 from .summary import TensorStats, bounded_slice, summarize
 
 _UNBOUND = object()
 
 # Commands the reader thread answers at once, even while the script runs.
-_IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "list_breakpoints"}
+_IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "update_breakpoint",
+              "list_breakpoints"}
 
 
 class _Quit(BaseException):
@@ -63,6 +67,7 @@ class Debugger(ConditionChecks):
         self.pause_requested = start_paused
         self.start_reason = "start" if start_paused else None
         self.mode = "run"               # run | step | next
+        self.resumed_by = None          # the command that ended the last pause
         # What `next` steps over: the frame, its line and instruction, the frame's
         # callers, and its local bindings when it resumed (see _next_hit).
         self.next_frame = None
@@ -78,10 +83,12 @@ class Debugger(ConditionChecks):
         self.last_plan = None
         self.recorder = None
         self.quitting = False
+        self.script: str | None = None  # the script's path (reach.py: did a file run)
         self.paused_frame = None
         self._last_inputs: tuple = ()
         self._kernel_met: tuple = (None, None, set())  # see _kernel_inputs_met
         self.last_seq = None
+        self.seen = PlacesSeen()        # where ops ran: why a breakpoint has not hit
         # Stopping a script that runs plain Python (no ops, so no hook to notice a quit):
         # the reader thread raises _Quit in the script's thread, but only while the script
         # itself runs (not while paused, not before or after it), and at most once.
@@ -181,14 +188,27 @@ class Debugger(ConditionChecks):
             if kind == "set_breakpoint":
                 bp = self.breakpoints.add(msg["spec"], ignore=msg.get("ignore", 0),
                                           enabled=msg.get("enabled", True))
-                return {"breakpoint": bp.to_json()}
+                return {"breakpoint": self.describe(bp)}
             if kind == "clear_breakpoint":
                 self.breakpoints.remove(msg["bp"])
+            elif kind == "update_breakpoint":
+                self.breakpoints.update(msg["bp"], spec=msg.get("spec"),
+                                        ignore=msg.get("ignore"))
             elif kind == "enable_breakpoint":
-                self.breakpoints.get(msg["bp"]).enabled = msg["enabled"]
-            return {"breakpoints": self.breakpoints.to_json()}
+                bp = self.breakpoints.get(msg["bp"])
+                bp.enabled = msg["enabled"]
+                if bp.enabled:
+                    bp.disabled_reason = None
+            return {"breakpoints": [self.describe(bp) for bp in self.breakpoints.items.values()]}
         except (BreakpointError, ConditionError) as exc:
             return {"__error__": str(exc)}
+
+    def describe(self, bp, ended: bool = False) -> dict:
+        """A breakpoint as the controller sees it, with a note on why it has not hit: while
+        the script runs, pending (its place has run no op yet); when it ended, never hit."""
+        note = never_hit_reason(bp, self.seen, self.script) if ended else \
+            (bp.disabled_reason or pending_note(bp, self.seen))
+        return dict(bp.to_json(), note=note)
 
     # --- hooks (the script's thread) ----------------------------------------------------
     def before_op(self, op, inputs, attrs) -> None:
@@ -222,7 +242,7 @@ class Debugger(ConditionChecks):
             if loc is None:
                 loc = user_location()
             where = scope.current_scope()
-            if bp.matches_place(op_name, where, loc) and \
+            if bp.reaches(op_name, where, loc) and \
                     self._holds_before(bp, op_name, where, loc, frame) and bp.hit():
                 return f"breakpoint {bp.id}: {bp.spec}"
         return None
@@ -277,12 +297,13 @@ class Debugger(ConditionChecks):
         self.last_seq = event.seq
         if dispatch.current_tracer() is not None:
             return
+        self.seen.add(event.location, event.scope)
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
         if not conditions:
             return
         stats = TensorStats(output._data, event.op, event.scope, event.location)
         for bp in conditions:
-            if bp.matches_place(event.op, event.scope, event.location) and \
+            if bp.reaches(event.op, event.scope, event.location) and \
                     self._holds(bp, stats, frame_for(bp)) and \
                     not self._carried_on(bp, event, output) and bp.hit():
                 self.current = {"inputs": [x for x in self._last_inputs
@@ -300,6 +321,8 @@ class Debugger(ConditionChecks):
         if self.attention:
             self._drain()
         step = plan.steps[index]
+        for member in step.node.body or (step.node,):
+            self.seen.add(member.loc, member.scope)
         reason = None
         if self.pause_requested:
             self.pause_requested = False
@@ -311,7 +334,7 @@ class Debugger(ConditionChecks):
                 if bp.checks_output or bp.kind in ("graph_break", "exception"):
                     continue
                 members = [m for m in (step.node.body or (step.node,))]
-                hit = next((m for m in members if bp.matches_place(m.op, m.scope, m.loc)),
+                hit = next((m for m in members if bp.reaches(m.op, m.scope, m.loc)),
                            None)
                 if hit is not None and self._holds_before(bp, hit.op, hit.scope, hit.loc,
                                                           frame_for(bp)) and bp.hit():
@@ -320,7 +343,31 @@ class Debugger(ConditionChecks):
         if reason:
             args = [values[a] for a in step.args if isinstance(a, int)]
             self.current = {"inputs": args, "plan": plan, "step": index}
-            self._pause(reason, when="before", kernel=self._kernel_info(plan, index))
+            info = self._kernel_info(plan, index)
+            self._pause(reason, when="before", kernel=info)
+            if self.resumed_by == "step" and members_of(step):
+                self._step_into(plan, index, info)
+
+    def _step_into(self, plan, index, info) -> None:
+        """``s`` at a fused kernel: pause before each member op (kernel_steps.py)."""
+        step = plan.steps[index]
+        members = members_of(step)
+        try:
+            with hooks_detached():  # the interpreter's ops are the debugger's, not the script's
+                values = member_values(plan, step, self.segment_inputs[id(plan)])
+        except Exception as exc:  # noqa: BLE001 - stepping in must never end the script
+            self._send({"type": "error", "id": None, "message": f"cannot step into kernel "
+                        f"{step.name}: {type(exc).__name__}: {exc}; it runs as one step"})
+            return
+        for i, member in enumerate(members):
+            self.current = {"inputs": member_inputs(member, values), "plan": plan,
+                            "step": index}
+            self._pause(f"step: %{member.id} {member.op} ({i + 1}/{len(members)} in kernel "
+                        f"{step.name})", when="before", kernel=info, op=member.op,
+                        member=member_info(member, i, len(members), step.name),
+                        location=member.loc)
+            if self.mode == "run":
+                return  # continue: the kernel runs, and the script with it
 
     def after_kernel(self, plan, index, out) -> None:
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
@@ -336,6 +383,7 @@ class Debugger(ConditionChecks):
         for bp in conditions:
             if not any(bp.matches_place(m.op, m.scope, m.loc) for m in members):
                 continue
+            bp.reached += 1
             if bp.id in met or not self._holds(bp, stats, frame_for(bp)):
                 continue
             if bp.hit():
@@ -411,7 +459,8 @@ class Debugger(ConditionChecks):
             self.recorder.flush()  # the controller reads every event up to this point
         frame = user_frame()
         self.paused_frame = frame
-        loc = user_location()
+        # A member of a fused kernel has its own line (in the jitted function).
+        loc = info.get("location") or user_location()
         from .. import scope
 
         event = {
@@ -428,7 +477,7 @@ class Debugger(ConditionChecks):
             "output": summarize(_array(info["output"])) if info.get("output") is not None
             else None,
             "kernel": info.get("kernel"), "breakpoint": info.get("breakpoint"),
-            "hunt": info.get("hunt"),
+            "hunt": info.get("hunt"), "member": info.get("member"),
         }
         if self.current.get("inputs") and not event["inputs"]:
             event["inputs"] = [summarize(_array(x)) for x in self.current["inputs"]]
@@ -441,6 +490,7 @@ class Debugger(ConditionChecks):
                 raise _Quit()
             if kind in ("step", "next", "continue"):
                 self.mode = {"continue": "run"}.get(kind, kind)
+                self.resumed_by = kind
                 if kind == "next":
                     self._begin_next(frame)
                 self._reply(msg, {})
@@ -589,7 +639,13 @@ def main(argv=None) -> int:
     parser.add_argument("--socket", required=True)
     parser.add_argument("--session")
     parser.add_argument("--break", dest="breaks", action="append", default=[])
+    parser.add_argument("--break-json", dest="carried", action="append", default=[],
+                        help="a breakpoint carried from an earlier run: "
+                             '{"id", "spec", "enabled", "ignore"}')
     parser.add_argument("--run", action="store_true", help="start running, not paused")
+    parser.add_argument("--stdin-requests", action="store_true",
+                        help="stdin is the controller's pipe: say input_requested before a "
+                             "read waits (the TUI's input line)")
     parser.add_argument("--pyspy", action="store_true",
                         help="sample this process with py-spy into the session")
     # SCRIPT and its ARGS as one REMAINDER after a `--`: a script named like an option
@@ -608,21 +664,26 @@ def main(argv=None) -> int:
     channel = Channel(sock)
     breakpoints = BreakpointSet()
     debugger = Debugger(channel, breakpoints, start_paused=not opts.run)
+    debugger.script = opts.script
     debugger._send({"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
                     "script": opts.script})
-    for spec in opts.breaks:
+    given = [(spec, breakpoints.add, "--break") for spec in opts.breaks]
+    given += [(text, breakpoints.restore, "--break-json") for text in opts.carried]
+    for spec, add, option in given:
         try:
-            bp = breakpoints.add(spec)
+            bp = add(spec)
         except (BreakpointError, ConditionError) as exc:
-            debugger._send({"type": "error", "id": None, "message": f"--break {spec}: {exc}"})
+            debugger._send({"type": "error", "id": None, "message": f"{option} {spec}: {exc}"})
             return 2
-        debugger._send({"type": "breakpoint_set", "breakpoint": bp.to_json()})
+        debugger._send({"type": "breakpoint_set", "breakpoint": debugger.describe(bp)})
     threading.Thread(target=debugger.read_commands, name="execmode-agent-reader",
                      daemon=True).start()
     if opts.session:
         debugger.recorder = _start_recording(opts.session, opts.script, opts.args)
     sampler = _start_pyspy(debugger.recorder) if opts.pyspy and debugger.recorder else None
     instrument.add_listener(debugger)
+    if opts.stdin_requests:
+        stdin_requests.install(debugger._send)
     with _captured_output(debugger.recorder):
         status, code, tb = run_script(opts.script, opts.args, debugger)
     instrument.remove_listener(debugger)
@@ -630,7 +691,9 @@ def main(argv=None) -> int:
         _fold_pyspy(debugger.recorder, sampler)
     if debugger.recorder is not None:
         debugger.recorder.close(status=status, code=code)
-    debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb})
+    debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb,
+                    "breakpoints": [debugger.describe(bp, ended=True)
+                                    for bp in breakpoints.items.values()]})
     lifeline.flush_quietly()  # the controller, and with it our pipes, may be gone
     channel.close()
     return code

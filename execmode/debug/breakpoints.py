@@ -17,6 +17,7 @@ Every breakpoint has a hit count and an ignore count (skip the first N hits).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class Breakpoint:
     enabled: bool = True
     hits: int = 0
     ignore: int = 0
+    reached: int = 0                # its place matched (its condition was then checked)
+    disabled_reason: str | None = None   # set when evaluating its condition failed
 
     @property
     def checks_output(self) -> bool:
@@ -61,6 +64,14 @@ class Breakpoint:
                 same_file(location.filename, self.file)
         return self.kind == "tensor"
 
+    def reaches(self, op: str, scope: str, location) -> bool:
+        """matches_place, counted: a breakpoint whose place ran but never stopped can say
+        that its condition was never true (reach.py)."""
+        if self.matches_place(op, scope, location):
+            self.reached += 1
+            return True
+        return False
+
     def hit(self) -> bool:
         """Count a hit; True when it should stop (past the ignore count)."""
         self.hits += 1
@@ -68,7 +79,8 @@ class Breakpoint:
 
     def to_json(self) -> dict:
         return {"id": self.id, "spec": self.spec, "kind": self.kind, "enabled": self.enabled,
-                "hits": self.hits, "ignore": self.ignore,
+                "hits": self.hits, "ignore": self.ignore, "reached": self.reached,
+                "disabled_reason": self.disabled_reason,
                 "condition": self.condition.text if self.condition else None,
                 "python_names": sorted(self.condition.python_names) if self.condition else [],
                 "notes": list(self.condition.notes) if self.condition else []}
@@ -121,16 +133,61 @@ def parse_breakpoint(spec: str, bp_id: int = 0) -> Breakpoint:
                                                                  else place))
 
 
+def check_ignore(ignore) -> int:
+    """An ignore count: how many hits to skip (a whole number, 0 or more)."""
+    if not isinstance(ignore, int) or isinstance(ignore, bool) or ignore < 0:
+        raise BreakpointError(f"ignore count must be a whole number >= 0, not {ignore!r}")
+    return ignore
+
+
 @dataclass
 class BreakpointSet:
     items: dict[int, Breakpoint] = field(default_factory=dict)
     next_id: int = 1
 
-    def add(self, spec: str, ignore: int = 0, enabled: bool = True) -> Breakpoint:
-        bp = parse_breakpoint(spec, self.next_id)
-        bp.ignore, bp.enabled = int(ignore), bool(enabled)
+    def add(self, spec: str, ignore: int = 0, enabled: bool = True,
+            bp_id: int | None = None) -> Breakpoint:
+        """Parse and add ``spec``; ``bp_id`` keeps the id a breakpoint had in an earlier run."""
+        if bp_id is None or bp_id in self.items:
+            bp_id = self.next_id
+        bp = parse_breakpoint(spec, bp_id)
+        bp.ignore, bp.enabled = check_ignore(ignore), bool(enabled)
         self.items[bp.id] = bp
-        self.next_id += 1
+        self.next_id = max(self.next_id, bp_id + 1)
+        return bp
+
+    def restore(self, text: str) -> Breakpoint:
+        """A breakpoint carried from an earlier run: JSON ``{id, spec, enabled, ignore}``
+        (``--break-json``; parsed as data, never evaluated)."""
+        try:
+            state = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BreakpointError(f"--break-json: not JSON: {exc}") from None
+        if not isinstance(state, dict) or not isinstance(state.get("spec"), str):
+            raise BreakpointError("--break-json: expected an object with a string 'spec'")
+        bp_id, enabled = state.get("id"), state.get("enabled", True)
+        if bp_id is not None and (not isinstance(bp_id, int) or isinstance(bp_id, bool)
+                                  or bp_id < 1):
+            raise BreakpointError(f"--break-json: 'id' must be a positive integer, not {bp_id!r}")
+        if not isinstance(enabled, bool):
+            raise BreakpointError(f"--break-json: 'enabled' must be true or false, not "
+                                  f"{enabled!r}")
+        return self.add(state["spec"], ignore=state.get("ignore", 0), enabled=enabled,
+                        bp_id=bp_id)
+
+    def update(self, bp_id: int, spec: str | None = None, ignore=None) -> Breakpoint:
+        """A new spec (place and condition) and/or ignore count for breakpoint ``bp_id``: its
+        id and enabled state stay; a new spec starts counting hits again."""
+        old = self.get(bp_id)
+        bp = old
+        if spec is not None:
+            if not isinstance(spec, str):
+                raise BreakpointError(f"spec must be a string, not {spec!r}")
+            bp = parse_breakpoint(spec, bp_id)
+            bp.enabled, bp.ignore = old.enabled, old.ignore
+        if ignore is not None:
+            bp.ignore = check_ignore(ignore)
+        self.items[bp_id] = bp
         return bp
 
     def remove(self, bp_id: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import json
 import os
 import queue
 import signal
@@ -39,6 +40,8 @@ class ExitInfo:
     code: int | None       # exit code (or -signal)
     description: str
     traceback: str | None = None
+    # The agent's breakpoints as the run ended, each with a note saying why it never hit.
+    breakpoints: list | None = None
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -104,7 +107,8 @@ class Controller:
     def __init__(self, script: str, args=(), breakpoints=(), session: str | None = None,
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
                  python: str | None = None, pyspy: bool = False,
-                 inherit_stdin: bool = False, inherit_output: bool = False):
+                 inherit_stdin: bool = False, stdin_pipe: bool = False,
+                 inherit_output: bool = False):
         self.script = script
         self.args = list(args)
         self.initial_breakpoints = list(breakpoints)
@@ -117,6 +121,9 @@ class Controller:
         # `execmode run` gives the script its own stdin (the terminal: input() works); the
         # TUI must not (it reads the keys there), nor must tests: /dev/null, input() ends.
         self.inherit_stdin = inherit_stdin
+        # The TUI's input line: stdin is a pipe that send_stdin() writes, and the agent says
+        # input_requested before a read would wait (stdin_requests.py).
+        self.stdin_pipe = stdin_pipe
         # `execmode run` lets the script write straight to its stdout/stderr (as under
         # python: no copy, any volume at full speed); the TUI reads them through pipes,
         # line by line, into output events.
@@ -145,8 +152,15 @@ class Controller:
             cmd += ["--session", self.session]
             if self.pyspy:
                 cmd.append("--pyspy")
-        for spec in self.initial_breakpoints:
-            cmd += ["--break", spec]
+        for bp in self.initial_breakpoints:
+            # A breakpoint carried from an earlier run keeps its id, enabled state and
+            # ignore count (JSON: the agent parses it, never evaluates it).
+            if isinstance(bp, dict):
+                cmd += ["--break-json", json.dumps(carried_breakpoint(bp))]
+            else:
+                cmd += ["--break", bp]
+        if self.stdin_pipe:
+            cmd.append("--stdin-requests")
         if not self.start_paused:
             cmd.append("--run")
         cmd += ["--", self.script, *self.args]
@@ -208,7 +222,8 @@ class Controller:
             server.bind(path)
             server.listen(1)
             server.settimeout(0.2)
-            stdin = None if self.inherit_stdin else subprocess.DEVNULL
+            stdin = subprocess.PIPE if self.stdin_pipe else \
+                None if self.inherit_stdin else subprocess.DEVNULL
             piped = None if self.inherit_output else subprocess.PIPE
             proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=stdin,
                                     stdout=piped, stderr=piped)
@@ -269,7 +284,15 @@ class Controller:
             except ControllerError:
                 pass
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout)
+                proc.wait(min(timeout, 1.0) if proc.stdin is not None else timeout)
+            if proc.stdin is not None and proc.poll() is None:
+                # Still there: maybe blocked reading the input line's pipe, where the quit
+                # (raised in the script's thread) waits for the read to return. End of
+                # file ends the read, and the quit lands, before the SIGTERM below.
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -386,6 +409,16 @@ class Controller:
         return self.request({"type": "enable_breakpoint", "bp": bp,
                              "enabled": enabled})["breakpoints"]
 
+    def update_breakpoint(self, bp: int, spec: str | None = None,
+                          ignore: int | None = None) -> list:
+        """A new spec (its condition) and/or ignore count; the id and enabled state stay."""
+        msg = {"type": "update_breakpoint", "bp": bp}
+        if spec is not None:
+            msg["spec"] = spec
+        if ignore is not None:
+            msg["ignore"] = ignore
+        return self.request(msg)["breakpoints"]
+
     def breakpoints(self) -> list:
         return self.request({"type": "list_breakpoints"})["breakpoints"]
 
@@ -420,6 +453,27 @@ class Controller:
 
     def differential_check(self) -> dict:
         return self.request({"type": "differential_check"})["report"]
+
+    def send_stdin(self, text: str) -> None:
+        """Write ``text`` to the script's stdin (``stdin_pipe``: the TUI's input line)."""
+        pipe = self._stdin()
+        try:
+            pipe.write(text.encode("utf-8"))
+            pipe.flush()
+        except (OSError, ValueError) as exc:
+            raise ControllerError(f"the script's stdin is closed: {exc}") from None
+
+    def close_stdin(self) -> None:
+        """End of file on the script's stdin (ctrl+d in the input line)."""
+        with contextlib.suppress(OSError):
+            self._stdin().close()
+
+    def _stdin(self):
+        with self._lock:
+            run = self._run
+        if run is None or run.proc is None or run.proc.stdin is None:
+            raise ControllerError("the script's stdin is not a pipe (stdin_pipe=False)")
+        return run.proc.stdin
 
     # --- events ------------------------------------------------------------------------
     def wait_for(self, *types: str, timeout: float = 60.0) -> Event:
@@ -529,6 +583,12 @@ class Controller:
         self._publish(run, Event("exited", info.to_json()), info)
 
 
+def carried_breakpoint(bp: dict) -> dict:
+    """What of a breakpoint (as the agent lists it) starts the next run with it."""
+    return {"id": bp.get("id"), "spec": bp["spec"], "enabled": bp.get("enabled", True),
+            "ignore": bp.get("ignore", 0)}
+
+
 def _remove_private_dir(path: str) -> None:
     try:
         for name in os.listdir(path):
@@ -549,7 +609,8 @@ def describe_exit(code: int, finished: dict | None) -> ExitInfo:
             "quit": "stopped by the debugger",
             "terminated": f"was stopped by a signal (exit code {finished.get('code')})",
         }.get(status, status)
-        return ExitInfo(status, finished.get("code"), text, finished.get("traceback"))
+        return ExitInfo(status, finished.get("code"), text, finished.get("traceback"),
+                        finished.get("breakpoints"))
     if code < 0:
         sig = -code
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)

@@ -81,6 +81,8 @@ class ConditionChecks:
             bp.enabled = False
             where = stats.location
             at = f" at {where.filename}:{where.lineno}" if where is not None else ""
+            bp.disabled_reason = (f"disabled: its condition failed on op {stats.op}{at}: "
+                                  f"{type(exc).__name__}: {exc}")
             self._send({"type": "error", "id": None, "breakpoint": bp.to_json(),
                         "message": f"breakpoint {bp.id} ({bp.spec}) disabled: its condition "
                                    f"failed on op {stats.op}{at}: {type(exc).__name__}: "

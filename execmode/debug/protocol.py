@@ -11,6 +11,7 @@ Commands (controller -> agent)::
     step | next | continue | pause                      execution control
     set_breakpoint {spec, ignore?, enabled?}            -> reply {breakpoint}
     clear_breakpoint {bp}    enable_breakpoint {bp, enabled}
+    update_breakpoint {bp, spec?, ignore?}              -> reply {breakpoints}
     list_breakpoints                                    -> reply {breakpoints}
     inspect {ref, histogram?}                           -> reply {summary}
     slice {ref, index}                                  -> reply {slice}
@@ -30,7 +31,9 @@ Events (agent -> controller)::
             inputs, output, kernel, breakpoint, hunt, traceback?}
     running
     graph_break {reason, op, location}
-    finished {status, code, traceback?}     status: ok | exception | exit
+    input_requested {prompt}                a read of stdin is about to wait (--stdin-requests)
+    finished {status, code, traceback?, breakpoints}   status: ok | exception | exit
+                                            (each breakpoint's note: why it never hit)
     reply {id, ...}    error {id, message}
 """
 
@@ -47,6 +50,7 @@ COMMANDS = {
     "set_breakpoint": {"spec": str},
     "clear_breakpoint": {"bp": int},
     "enable_breakpoint": {"bp": int, "enabled": bool},
+    "update_breakpoint": {"bp": int},
     "list_breakpoints": {},
     "inspect": {"ref": str},
     "slice": {"ref": str, "index": str},
@@ -56,7 +60,8 @@ COMMANDS = {
     "recompute": {"node": int},
     "hunt": {}, "differential_check": {},
 }
-EVENTS = {"hello", "paused", "running", "graph_break", "finished", "reply", "error", "output"}
+EVENTS = {"hello", "paused", "running", "graph_break", "finished", "reply", "error", "output",
+          "input_requested"}
 
 
 class ProtocolError(Exception):

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 
-from ..cli_args import add_script_argument, parse_script_command
+from ..cli_args import add_script_argument, parse_script_command, require_script
 from .controller import Controller, ControllerError
 from .summary import format_summary
 
@@ -51,9 +51,7 @@ def run_command(opts) -> int:
     from ..profilers.session_dir import SessionDirError, saved_line
 
     parse_script_command(opts.parser, opts)
-    if not os.path.isfile(opts.script):
-        print(f"execmode run: no such script: {opts.script}", file=sys.stderr)
-        return 2
+    require_script(opts.parser, opts)
     if opts.no_session and opts.session:
         opts.parser.error("--session and --no-session contradict each other")
     try:
@@ -115,9 +113,10 @@ def _say_breakpoint_notes(specs) -> None:
 def _session_path(opts) -> str | None:
     if opts.no_session:
         return None
+    from ..profilers.session_dir import chosen_session_path, new_session_path
+
     if opts.session:
-        return opts.session
-    from ..profilers.session_dir import new_session_path
+        return str(chosen_session_path(opts.session))
 
     return str(new_session_path(opts.script))
 
@@ -149,6 +148,7 @@ def _drive(ctl: Controller, opts) -> int:
                 return 2
             continue
         if event.type == "exited":
+            _say_never_hit(ctl)
             return _exit_code(ctl)
         print(describe_pause(event.data), file=sys.stderr, flush=True)
         if not opts.keep_going:
@@ -157,6 +157,16 @@ def _drive(ctl: Controller, opts) -> int:
                   file=sys.stderr)
             return EXIT_STOPPED_AT_BREAKPOINT
         ctl.cont()
+
+
+def _say_never_hit(ctl: Controller) -> None:
+    """A breakpoint that never stopped the script is named with its reason, not forgotten
+    (a typo'd file, a line without ops, a scope that never occurred)."""
+    from .reach import never_hit_lines
+
+    if ctl.exit is not None and ctl.exit.status in ("ok", "exit", "exception"):
+        for line in never_hit_lines(ctl.exit.breakpoints):
+            print(f"execmode run: {line}", file=sys.stderr)
 
 
 def _exit_code(ctl: Controller) -> int:

@@ -5,10 +5,7 @@ all; to explain one function without running it, call ``em.explain(fn, *args)``.
 
 from __future__ import annotations
 
-import os
-import sys
-
-from ..cli_args import add_script_argument, parse_script_command
+from ..cli_args import add_script_argument, parse_script_command, require_script
 from .jit import all_jit_functions, override_on_break
 
 
@@ -27,9 +24,7 @@ def add_parser(subparsers) -> None:
 
 def explain_command(opts) -> int:
     parse_script_command(opts.parser, opts, {}, lambda p: None)
-    if not os.path.isfile(opts.script):
-        print(f"execmode explain: no such script: {opts.script}", file=sys.stderr)
-        return 2
+    require_script(opts.parser, opts)
     from ..profilers.runner import run_script
 
     # The script's own failure is printed and still explained: what ran, ran under jit.

@@ -22,13 +22,17 @@ import functools
 import math
 import types
 
+from ..ops.registry import OpDef
 from ..pysource import define
 from ..tensor import Tensor
 
 _MISSING = object()
 _SCALARS = (int, float, bool, str, type(None), complex)
+# OpDef: the op registry's own entries, which the functions jit may be handed directly
+# (``em.jit(em.exp)`` closes over one) - library definitions, not user state: guarding
+# their dozen attributes put a Python check into every replay of a single op.
 _UNGUARDED = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
-              types.MethodType, types.CodeType)
+              types.MethodType, types.CodeType, OpDef)
 MAX_DEPTH = 3
 # A cap on the values one trace guards (each costs ~30 ns per replay); reaching it is
 # said once (jit.py), since later changes past it would go unseen.

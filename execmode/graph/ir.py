@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -68,11 +69,11 @@ class Node:
     def attr(self) -> dict:
         return dict(self.attrs)
 
-    @property
+    @cached_property  # read by every pass and verification: computed once per node
     def node_inputs(self) -> tuple:
         return tuple(i for i in self.inputs if isinstance(i, int))
 
-    @property
+    @cached_property  # memory planning reads it per candidate buffer: np.prod is slow
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 

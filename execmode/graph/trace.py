@@ -29,7 +29,7 @@ from ..source import SourceLocation, user_location
 from ..tensor import Tensor
 from .ir import ASSIGN, INPUT, Graph, Literal, Node, make_attrs
 from .symbolic import SymbolicScalar, is_number
-from .verify import verify
+from .verify import VERIFIED, verify
 from .views import (
     ViewStep,
     contiguous_proxy,
@@ -761,7 +761,8 @@ class Tracer:
                 node_id = b.new_id()
                 b.add(Node(node_id, ASSIGN, (st.input_node, st.node), (), st.shape, st.dtype,
                            str(st.device), _scope._state.current, None))
-        verify(b.graph, "tracing")
+        # The nodes verified here are not verified again by the passes (graph/verify.py).
+        verify(b.graph, "tracing", b.graph.meta.setdefault(VERIFIED, {}))
         segment = Segment(len(self.segments), b.graph, b.sources, tensors)
         self.segments.append(segment)
         if instrument._on_event:

@@ -24,7 +24,7 @@ import numpy as np
 from .. import functional as F
 from ..autograd import no_grad
 from ..errors import ArgumentError, ShapeError
-from ..scope import named_scope
+from ..scope import _state as _scope_state
 from ..tensor import Tensor
 
 
@@ -107,8 +107,16 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")
 
     def __call__(self, *args, **kwargs):
-        with named_scope(self._scope_name or type(self).__name__.lower()):
+        # ``with named_scope(...)`` inlined (see scope.named_scope.__call__): every layer
+        # call pays it. The scope path stays per thread.
+        state = _scope_state
+        saved = state.current
+        name = self._scope_name or type(self).__name__.lower()
+        state.current = f"{saved}/{name}" if saved else name
+        try:
             return self.forward(*args, **kwargs)
+        finally:
+            state.current = saved
 
     # --- what a module holds -------------------------------------------------------------
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True):

@@ -40,7 +40,8 @@ def _raises_on_values(n: Node) -> bool:
 
 
 def fuse(graph: Graph):
-    users = graph.users()
+    # Users as sets: a node that reads a value twice is one user of it.
+    users = {i: set(us) for i, us in graph.users().items()}
     order = {n.id: k for k, n in enumerate(graph.nodes)}
     by_id = {n.id: n for n in graph.nodes}
     outputs = set(graph.outputs)
@@ -56,20 +57,7 @@ def fuse(graph: Graph):
             kind, shape = "elementwise", n.shape
         else:
             continue
-        members = {n.id}
-        changed = True
-        while changed:
-            changed = False
-            for m in list(members):
-                for i in by_id[m].node_inputs:
-                    p = by_id[i]
-                    if i in members or i in taken or i in outputs or not _elementwise(p):
-                        continue
-                    if p.shape != shape or p.device != n.device:
-                        continue
-                    if all(u in members for u in users[i]):
-                        members.add(i)
-                        changed = True
+        members = _grow(n, shape, by_id, users, outputs, taken)
         if kind == "elementwise":
             mm = _matmul_producer(members, by_id, users, outputs, taken, shape)
             if mm is not None:
@@ -84,12 +72,39 @@ def fuse(graph: Graph):
     return _rewrite(graph, groups, order)
 
 
+def _grow(root: Node, shape, by_id, users, outputs, taken) -> set[int]:
+    """The group of ``root``: the least set holding root and every eligible producer whose
+    users are all in the set. A worklist over producer edges, each edge looked at once: a
+    producer joins when the count of its users inside the group reaches its user count
+    (a counter instead of re-scanning the group until nothing changes, which was quadratic
+    in the chain length). Joining only ever makes other producers eligible, so the set is
+    the same whatever the order."""
+    members = {root.id}
+    inside: dict[int, int] = {}  # producer id -> how many of its users are members
+    work = [root.id]
+    while work:
+        m = work.pop()
+        for i in set(by_id[m].node_inputs):
+            if i in members:
+                continue
+            inside[i] = inside.get(i, 0) + 1
+            if inside[i] < len(users[i]) or i in taken or i in outputs:
+                continue
+            p = by_id[i]
+            if p.shape != shape or p.device != root.device or not _elementwise(p):
+                continue
+            members.add(i)
+            work.append(i)
+    return members
+
+
 def _matmul_producer(members, by_id, users, outputs, taken, shape):
-    for m in members:
+    # Members in id order, so that the choice between two matmul producers is deterministic.
+    for m in sorted(members):
         for i in by_id[m].node_inputs:
             p = by_id[i]
             if (p.op == "matmul" and i not in members and i not in taken and i not in outputs
-                    and p.shape == shape and all(u in members for u in users[i])):
+                    and p.shape == shape and users[i] <= members):
                 return i
     return None
 
@@ -105,11 +120,11 @@ def _rewrite(graph: Graph, groups, order):
     groups.sort(key=lambda g: order[g[1][-1].id])
     for k, (kind, members) in enumerate(groups):
         ids = {m.id for m in members}
-        inputs: list[int] = []
+        inputs: dict[int, None] = {}  # ordered, with O(1) membership
         for m in members:
             for i in m.node_inputs:
-                if i not in ids and i not in inputs:
-                    inputs.append(i)
+                if i not in ids:
+                    inputs[i] = None
         root = members[-1]
         fused = Node(next_id, FUSED, tuple(inputs), make_attrs({"kind": kind}), root.shape,
                      root.dtype, root.device, root.scope, root.loc, tuple(members), f"k{k}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from ..errors import ArgumentError
-from ..graph.verify import verify
+from ..graph.verify import VERIFIED, verify
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold import fold_constants
@@ -73,35 +73,40 @@ def resolve_passes(passes) -> list:
 def run_passes(graph, passes=None):
     """Run the pipeline on ``graph``; returns (optimized graph, PassRecord)."""
     record = PassRecord(graph)
+    # node -> operand nodes verified (graph/verify.py): the tracer's, then the passes'.
+    checked: dict = graph.meta.get(VERIFIED)
+    if checked is None:
+        checked = {}
     current = graph
     chosen = resolve_passes(passes)
     for name, fn in chosen:
         if name == "plan_memory":
-            current = _separate_outputs(graph, current, record)
-        current = _run_pass(name, fn, current, record)
+            current = _separate_outputs(graph, current, record, checked)
+        current = _run_pass(name, fn, current, record, checked)
     if not chosen or chosen[-1][0] != "plan_memory":
-        current = _separate_outputs(graph, current, record)
+        current = _separate_outputs(graph, current, record, checked)
     return current, record
 
 
-def _run_pass(name, fn, current, record):
+def _run_pass(name, fn, current, record, checked):
     t0 = time.perf_counter_ns()
     new, rewrites, merged, fused = fn(current)
-    _append(record, name, current, new, rewrites, merged, fused, time.perf_counter_ns() - t0)
+    _append(record, name, current, new, rewrites, merged, fused, time.perf_counter_ns() - t0,
+            checked)
     return new
 
 
-def _separate_outputs(traced, current, record):
+def _separate_outputs(traced, current, record, checked):
     t0 = time.perf_counter_ns()
     new, rewrites = separate_merged_outputs(traced, current)
     if rewrites:  # else no entry in the record: nothing was merged
         _append(record, OUTPUTS_PASS, current, new, rewrites, {}, {},
-                time.perf_counter_ns() - t0)
+                time.perf_counter_ns() - t0, checked)
     return new
 
 
-def _append(record, name, before, after, rewrites, merged, fused, wall_ns):
-    verify(after, name)
+def _append(record, name, before, after, rewrites, merged, fused, wall_ns, checked):
+    verify(after, name, checked)
     mem = after.meta.get("memory_plan")
     record.results.append(PassResult(
         name=name, graph=after, rewrites=rewrites, wall_ns=wall_ns,

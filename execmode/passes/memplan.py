@@ -15,6 +15,8 @@ a lower bound of real eager, where Python variables keep values alive longer).
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,7 +119,8 @@ def plan_memory(graph: Graph):
     output_roots = {root[o] for o in graph.outputs}
     plan = MemoryPlan()
     rewrites: list[Rewrite] = []
-    free: list[Buffer] = []
+    free = _FreeBuffers()
+    by_id = graph.node_map()
     holder: dict[int, Buffer] = {}          # node id -> buffer it holds
     release_at: dict[int, list[int]] = {}   # step -> node ids whose buffer frees after it
     per_call_live = per_call_peak = 0
@@ -133,14 +136,14 @@ def plan_memory(graph: Graph):
         if pooled:
             buf = None
             if _elementwise_like(n):
+                # Operands read through a view of another operand (x + x.T): writing in
+                # place over that one would read elements already overwritten.
+                viewed = {root[j] for j in n.node_inputs if root[j] != j}
                 for i in n.node_inputs:
                     src = holder.get(root[i])
-                    # Not in place when another operand reads the same buffer through a
-                    # view (x + x.T): it would read elements already overwritten.
-                    aliased = any(j != i and root[j] == i for j in n.node_inputs)
+                    aliased = i in viewed
                     if (src is not None and not aliased and root[i] == i and last[i] == k
-                            and graph_node(graph, i).shape == n.shape
-                            and graph_node(graph, i).dtype == n.dtype):
+                            and by_id[i].shape == n.shape and by_id[i].dtype == n.dtype):
                         buf = src
                         del holder[i]
                         plan.inplace[n.id] = i
@@ -148,10 +151,8 @@ def plan_memory(graph: Graph):
                                                 f"(buffer b{buf.id})", (n.id, i), "memplan"))
                         break
             if buf is None:
-                fitting = [b for b in free if b.nbytes >= n.nbytes and b.device == n.device]
-                if fitting:
-                    buf = min(fitting, key=lambda b: b.nbytes)
-                    free.remove(buf)
+                buf = free.take(n.nbytes, n.device)
+                if buf is not None:
                     rewrites.append(Rewrite(f"buffer b{buf.id} reused for %{n.id}",
                                             (n.id,), "memplan"))
                 else:
@@ -173,16 +174,45 @@ def plan_memory(graph: Graph):
     return g, rewrites, {}, {}
 
 
-def graph_node(graph: Graph, node_id: int) -> Node:
-    cache = graph.__dict__.setdefault("_memplan_index", {n.id: n for n in graph.nodes})
-    return cache[node_id]
-
-
 def _release(k, release_at, holder, free) -> None:
     for node_id in release_at.pop(k, ()):
         buf = holder.pop(node_id, None)
         if buf is not None:
-            free.append(buf)
+            free.add(buf)
+
+
+class _FreeBuffers:
+    """Dead buffers by device and size, for best fit in O(log n): the smallest buffer at
+    least as large as asked, and among equal sizes the one freed first - the choice a
+    scan of a list in release order with ``min`` by size makes, which was quadratic in a
+    wide graph (a thousand values dead at once, then a thousand new ones)."""
+
+    def __init__(self):
+        self._sizes: dict[str, list[int]] = {}              # device -> sorted distinct sizes
+        self._by_size: dict[tuple, deque] = {}              # (device, size) -> release order
+
+    def add(self, buf: Buffer) -> None:
+        key = (buf.device, buf.nbytes)
+        queue = self._by_size.get(key)
+        if queue is None:
+            queue = self._by_size[key] = deque()
+            insort(self._sizes.setdefault(buf.device, []), buf.nbytes)
+        queue.append(buf)
+
+    def take(self, nbytes: int, device: str) -> Buffer | None:
+        sizes = self._sizes.get(device)
+        if not sizes:
+            return None
+        k = bisect_left(sizes, nbytes)
+        if k == len(sizes):
+            return None
+        key = (device, sizes[k])
+        queue = self._by_size[key]
+        buf = queue.popleft()
+        if not queue:
+            del self._by_size[key]
+            sizes.pop(k)
+        return buf
 
 
 def _simulated_eager_peak(graph: Graph, root: dict, last: dict) -> int:

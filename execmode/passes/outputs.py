@@ -34,8 +34,10 @@ def separate_merged_outputs(traced: Graph, lowered: Graph):
     copies: list[Node] = []
     outputs = list(lowered.outputs)
     rewrites: list[Rewrite] = []
+    earlier = _EarlierOutputs()
     for j, (was, now) in enumerate(zip(traced.outputs, lowered.outputs)):
-        reason = _merged_with(j, was, now, traced, lowered, before_root, after_root, inputs)
+        reason = earlier.merged_with(was, now, before_root, after_root, inputs)
+        earlier.add(j, was, now, before_root, after_root)
         if reason is None:
             continue
         source = nodes[now]
@@ -56,16 +58,55 @@ def separate_merged_outputs(traced: Graph, lowered: Graph):
     return g, rewrites
 
 
-def _merged_with(j, was, now, traced, lowered, before_root, after_root, inputs):
-    """Why output ``j`` needs a copy (a phrase), or None."""
-    for i in range(j):
-        # The same node twice: exact. Roots: views share their base's buffer.
-        if lowered.outputs[i] == now and traced.outputs[i] != was:
-            return f"is output {i}"
-        if after_root[lowered.outputs[i]] == after_root[now] and \
-                before_root[traced.outputs[i]] != before_root[was]:
-            return f"shares the buffer of output {i}"
-    root = after_root[now]
-    if root in inputs and before_root[was] != root:
-        return f"is (a view of) input %{root}"
-    return None
+class _FirstTwo:
+    """The first index seen with a key, and the first later one whose key differs."""
+
+    __slots__ = ("first", "key", "other")
+
+    def __init__(self, index: int, key):
+        self.first, self.key, self.other = index, key, None
+
+    def add(self, index: int, key) -> None:
+        if self.other is None and key != self.key:
+            self.other = index
+
+    def first_differing(self, key):
+        """The smallest index whose key is not ``key``, or None."""
+        return self.first if self.key != key else self.other
+
+
+class _EarlierOutputs:
+    """What the outputs before ``j`` were, indexed so that finding the first one output
+    ``j`` was merged with costs O(1) (a scan of every earlier output was quadratic in
+    functions returning thousands of tensors). The answer is the scan's: the smallest
+    earlier output that is the same node but was another node when traced ("is output
+    i"), or that shares the buffer but did not when traced ("shares the buffer of output
+    i"), the first phrase where both hold."""
+
+    def __init__(self):
+        self.by_node: dict[int, _FirstTwo] = {}   # lowered output -> traced outputs seen
+        self.by_root: dict[int, _FirstTwo] = {}   # lowered buffer -> traced buffers seen
+
+    def add(self, j, was, now, before_root, after_root) -> None:
+        for table, key, value in ((self.by_node, now, was),
+                                  (self.by_root, after_root[now], before_root[was])):
+            seen = table.get(key)
+            if seen is None:
+                table[key] = _FirstTwo(j, value)
+            else:
+                seen.add(j, value)
+
+    def merged_with(self, was, now, before_root, after_root, inputs):
+        """Why this output needs a copy (a phrase), or None."""
+        same_node = self.by_node.get(now)
+        same_root = self.by_root.get(after_root[now])
+        a = same_node.first_differing(was) if same_node is not None else None
+        b = same_root.first_differing(before_root[was]) if same_root is not None else None
+        if a is not None and (b is None or a <= b):
+            return f"is output {a}"
+        if b is not None:
+            return f"shares the buffer of output {b}"
+        root = after_root[now]
+        if root in inputs and before_root[was] != root:
+            return f"is (a view of) input %{root}"
+        return None

@@ -1,7 +1,8 @@
 """Chrome trace event JSON, for Perfetto (ui.perfetto.dev) and chrome://tracing.
 
 One process (the script) with four named tracks: eager ops, graph kernels, compile and
-python (tracing, passes, graph breaks, retraces, marks). Ops and kernels are complete
+python (tracing, passes, graph breaks, retraces, marks), and one more eager-ops track per
+other thread of the script that ran ops. Ops and kernels are complete
 ("X") events with their shapes and source line in ``args``; memory is a counter ("C")
 track per device; "M" metadata events name the process and the tracks. Times are
 microseconds from the session start, as the format wants.
@@ -12,6 +13,7 @@ The file is written as the rows stream by, so a 1M-op session never sits in memo
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from execmode.profilers.exporters.common import Progress, output_file, source_text
@@ -25,6 +27,7 @@ TRACKS = {  # tid -> track name, in display order
     4: "python",
 }
 EAGER, KERNELS, COMPILE, PYTHON = 1, 2, 3, 4
+THREAD_TRACKS = 100  # + the thread's number in the session: eager ops of another thread
 _INSTANT_KINDS = {"graph_break", "retrace", "mark", "memory_plan"}
 
 
@@ -43,7 +46,7 @@ def export_chrome(session: Session, out: Path, *, progress=None) -> Path:
         f.write(json.dumps(other, default=str))
         f.write(', "traceEvents": [\n')
         writer = _EventWriter(f)
-        for event in metadata_events(script):
+        for event in metadata_events(script, session.meta.get("threads") or {}):
             writer.write(event)
         for op in session.ops():
             writer.write(op_event(op, t0))
@@ -74,10 +77,16 @@ class _EventWriter:
         self._f.write(json.dumps(event, separators=(",", ":"), default=str))
 
 
-def metadata_events(script: str) -> list[dict]:
+def metadata_events(script: str, threads: dict | None = None) -> list[dict]:
+    """Names and order of the process and its tracks; ``threads`` is meta "threads"
+    ({"1": "Thread-1 (worker)"})."""
     events = [{"name": "process_name", "ph": "M", "ts": 0, "pid": PID, "tid": 0,
                "args": {"name": f"execmode: {script}"}}]
-    for tid, name in TRACKS.items():
+    tracks = dict(TRACKS)
+    for number, name in (threads or {}).items():
+        if str(number).isdigit():
+            tracks[THREAD_TRACKS + int(number)] = f"eager ops: {name}"
+    for tid, name in tracks.items():
         events.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": tid,
                        "args": {"name": name}})
         events.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": PID,
@@ -96,10 +105,20 @@ def op_event(op, t0: int) -> dict:
     if op.attrs:
         args["attrs"] = op.attrs
     if op.v_nan is not None:
-        args["summary"] = {"min": op.v_min, "max": op.v_max, "mean": op.v_mean,
-                           "std": op.v_std, "nan": op.v_nan, "inf": op.v_inf}
+        args["summary"] = {"min": _stat(op.v_min), "max": _stat(op.v_max),
+                           "mean": op.v_mean, "std": op.v_std, "nan": op.v_nan,
+                           "inf": op.v_inf}
     return {"name": op.op, "cat": "op", "ph": "X", "ts": _us(op.start_ns - t0),
-            "dur": _us(op.dur_ns), "pid": PID, "tid": EAGER, "args": args}
+            "dur": _us(op.dur_ns), "pid": PID,
+            "tid": EAGER if op.thread is None else THREAD_TRACKS + op.thread, "args": args}
+
+
+def _stat(value):
+    """inf/-inf as the strings the debugger uses: JSON has no Infinity (Perfetto and
+    Chrome's trace viewer refuse the file)."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
 
 
 def kernel_event(k, t0: int) -> dict:

@@ -7,6 +7,7 @@ recording-clock timestamps; ``meta.t0_ns`` is the session start on that clock.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from execmode.profilers import store
@@ -51,4 +52,14 @@ def _write_rows(f, name: str, rows, tick: Progress | None = None, last: bool = F
 
 
 def _dumps(value) -> str:
-    return json.dumps(value, default=store.jsonable, separators=(",", ":"))
+    return json.dumps(_strict(value), default=store.jsonable, separators=(",", ":"))
+
+
+def _strict(value):
+    """A value summary may hold inf/-inf (a tensor holding Inf): JSON has no Infinity, so
+    they are written as the strings "inf"/"-inf", as the debugger writes them."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    return value

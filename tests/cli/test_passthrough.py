@@ -83,3 +83,13 @@ def test_the_tui_splits_the_same_way():
     parse_script_command(opts.parser, opts)
     assert opts.script == "train.py" and opts.args == ["--break", "nan", "--run"]
     assert opts.breaks == ["inf"] and opts.run is True
+
+
+@pytest.mark.parametrize("verb", ["run", "profile", "explain", "tui"])
+def test_every_verb_says_a_missing_script_the_same_way(verb, tmp_path):
+    missing = tmp_path / "nope.py"
+    result = subprocess.run([sys.executable, "-m", "execmode", verb, str(missing)],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                            timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"execmode {verb}: no such script: {missing}"

@@ -76,3 +76,18 @@ def test_report_without_a_session_exports_the_latest(tmp_path, session):
     done = subprocess.run([sys.executable, "-m", "execmode", "report"], cwd=tmp_path,
                           env=empty, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no sessions in" in done.stderr
+
+
+@pytest.mark.parametrize("verb", ["profile", "run", "tui"])
+def test_a_session_into_a_missing_folder_is_a_usage_error(verb, tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('ran')\n")
+    done = subprocess.run([sys.executable, "-m", "execmode", verb, "--session",
+                           "missing/dir/s.emsession", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "the folder missing/dir does not exist; create it first (mkdir -p missing/dir)" \
+        in done.stderr
+    assert "ran" not in done.stdout  # refused before the script runs
+    assert not (tmp_path / "missing").exists()

@@ -118,6 +118,7 @@ def test_sessions_on_an_empty_or_missing_folder(tmp_path, folder):
 def test_open_without_a_session_takes_the_latest(tmp_path, folder, script, capsys):
     assert main(["open"]) == 2
     assert f"no sessions in {folder}" in capsys.readouterr().err
+    folder.mkdir(parents=True, exist_ok=True)  # --session does not create folders
     for name in ("a", "b"):
         assert execmode("run", "--session", folder / f"{name}.emsession", script,
                         cwd=tmp_path).returncode == 0

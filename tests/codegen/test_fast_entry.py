@@ -335,3 +335,69 @@ def test_without_a_compiler_everything_still_works(tmp_path):
     assert result["entry"] == "function" and not result["ok"]
     assert "no C compiler" in result["reason"]
     assert not (tmp_path / "extensions").exists() or not os.listdir(tmp_path / "extensions")
+
+
+# --- call mode: a plan of one NumPy ufunc step (a jitted single op) ------------------------
+
+def _bits(t):
+    return t.numpy().view(np.uint8) if isinstance(t, em.Tensor) else np.asarray(t)
+
+
+def test_a_single_op_gets_the_entry_with_numpys_exact_results():
+    a, b = _tensors(2, shape=(3, 5))
+    for fn in (lambda x, y: x + y, lambda x, y: x / y, lambda x, y: em.maximum(x, y)):
+        jf = em.jit(fn)
+        jf(a, b)
+        assert _is_c_entry(jf._fast)
+        got = jf._fast(a, b)
+        assert got is not MISS and type(got) is em.Tensor and got.requires_grad is False
+        np.testing.assert_array_equal(_bits(got), _bits(fn(a, b)))  # bit for bit
+
+
+def test_call_mode_literals_captures_and_layouts():
+    w = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    scaled = em.jit(lambda x: x * 2.5)
+    captured = em.jit(lambda x: x - w)
+    x = _tensors(1, shape=(2, 3))[0]
+    for jf, fn in ((scaled, lambda x: x * 2.5), (captured, lambda x: x - w)):
+        jf(x)
+        assert _is_c_entry(jf._fast)
+        assert_close(jf(x).numpy(), fn(x).numpy())
+        # A transposed view of the right shape: a ufunc reads any layout.
+        view = em.tensor(np.arange(6, dtype=np.float32).reshape(3, 2)).T
+        got = jf._fast(view)
+        assert got is not MISS
+        assert_close(got.numpy(), fn(view).numpy())
+    w._data = np.full((2, 3), 4.0, np.float32)  # read by reference at every call
+    assert_close(captured(x).numpy(), (x - w).numpy())
+    w._data = np.full((2, 3), 4.0, np.float64)  # another dtype: the Python replay
+    assert_close(captured._fast(x).numpy(), captured._fast.python(x).numpy())
+
+
+def test_call_mode_misses_like_the_python_replay_and_errors_stay_eagers():
+    jf = em.jit(lambda x, y: x ** y)
+    x = em.tensor(np.array([2, 3], np.int64))
+    y = em.tensor(np.array([1, 2], np.int64))
+    assert_close(jf(x, y).numpy(), np.array([2, 9]))
+    entry = jf._fast
+    assert entry(x, _tensors(1, shape=(2,))[0]) is MISS  # another dtype
+    with em.no_grad():
+        assert entry(x, y) is MISS
+    negative = em.tensor(np.array([1, -1], np.int64))
+    with pytest.raises(Exception) as jitted:
+        jf(x, negative)
+    with pytest.raises(Exception) as eager:
+        x ** negative
+    assert type(jitted.value) is type(eager.value)
+
+
+def test_one_tensor_passed_twice_gets_the_entry_and_an_identity_check():
+    x, y = _tensors(2, shape=(4,))
+    for fn in (lambda a, b: a + b, lambda a, b: a * b + 1.0):  # call mode, a kernel
+        jf = em.jit(fn)
+        jf(x, x)
+        entry = jf._fast
+        assert _is_c_entry(entry)
+        assert_close(entry(x, x).numpy(), fn(x, x).numpy())
+        assert entry(x, y) is MISS and entry(y, x) is MISS
+        assert_close(jf(x, y).numpy(), fn(x, y).numpy())  # another signature: a retrace

@@ -75,7 +75,7 @@ def test_each_restart_is_a_new_run_and_the_old_one_never_reaches_it():
             assert "exited" not in seen[mark:] and c.exit is None
         c.cont()
         assert c.wait_for("exited", timeout=30)["status"] == "ok"
-        assert c.output == [("stdout", "done 4.163")]
+        assert list(c.output) == [("stdout", "done 4.163")]
 
 
 def test_send_on_a_broken_connection_is_a_controller_error():
@@ -104,7 +104,7 @@ def test_a_request_fails_as_soon_as_the_agent_dies_without_answering(tmp_path):
         with pytest.raises(ControllerError, match="the agent is gone"):
             c.request({"type": "stack"}, timeout=60)
         assert c.wait_for("exited")["code"] == 5
-        assert c.output == [("stdout", "got stack")]
+        assert list(c.output) == [("stdout", "got stack")]
         with pytest.raises(ControllerError, match="the agent is gone"):
             c.stack()
 

@@ -30,7 +30,8 @@ def test_planted_log_zero_in_a_fused_kernel_is_located_to_its_line():
         assert c.differential_check()["mismatch"] is False
 
 
-def test_step_goes_kernel_by_kernel_in_graph_mode(tmp_path):
+def test_next_goes_kernel_by_kernel_in_graph_mode(tmp_path):
+    # n steps over each kernel (s would step into the fused one: test_graph_stepping.py).
     script = tmp_path / "kern.py"
     script.write_text(
         "import execmode as em\n"
@@ -46,11 +47,11 @@ def test_step_goes_kernel_by_kernel_in_graph_mode(tmp_path):
         c.wait_until_stopped()
         kernels = []
         while True:
-            c.step()
+            c.next()
             ev = c.wait_until_stopped()
             if ev.type == "exited":
                 break
-            assert ev["mode"] == "graph"
+            assert ev["mode"] == "graph" and ev.get("member") is None
             kernels.append(ev["kernel"])
         # A small matmul as generated loops, then the epilogue joined to the reduction.
         assert [(k["kind"], tuple(k["member_ops"])) for k in kernels] == [

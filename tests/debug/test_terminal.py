@@ -79,7 +79,7 @@ def test_the_tui_without_a_terminal_says_so_at_once(tmp_path, verb):
     # fails the test (a load-proof bound: an interpreter start takes a second or two).
     result = execmode(verb, target, cwd=tmp_path, timeout=60)
     assert result.returncode == 2
-    assert f"execmode {verb}: needs a terminal; use `execmode run` or `execmode report`" \
+    assert f"execmode {verb}: needs a terminal; use execmode run or execmode report instead" \
         in result.stderr
 
 
@@ -101,3 +101,28 @@ def test_has_terminal_needs_both_stdin_and_stderr(monkeypatch):
     assert cli.has_terminal()
     monkeypatch.setattr(cli.sys, "__stdin__", None)
     assert not cli.has_terminal()
+
+
+def test_stop_ends_a_script_waiting_on_the_input_lines_pipe_at_once(tmp_path):
+    # Under the TUI stdin is a pipe: stop() closes it, so the blocked read ends and the
+    # quit lands (not the SIGTERM fallback: the status says the debugger stopped it).
+    (tmp_path / "ask.py").write_text(ASK)
+    with Controller(str(tmp_path / "ask.py"), start_paused=False, stdin_pipe=True) as c:
+        assert c.wait_for("input_requested")["prompt"] == "name? "
+        c.stop()
+        assert c.exit.status == "quit"
+
+
+def test_lines_typed_ahead_are_read_without_asking_again(tmp_path):
+    (tmp_path / "two.py").write_text("import execmode as em\nx = em.ones(1)\n"
+                                     "a = input('a? ')\nb = input('b? ')\nprint(a + b)\n")
+    seen = []
+    c = Controller(str(tmp_path / "two.py"), stdin_pipe=True)
+    c.listeners.append(lambda event: seen.append(event.type))
+    with c:
+        c.wait_for("paused")
+        c.send_stdin("1\n2\n")                       # both lines before the first read
+        c.cont()
+        assert c.wait_for("exited")["status"] == "ok"
+    assert "input_requested" not in seen
+    assert [line for stream, line in c.output if stream == "stdout"] == ["a? 1", "b? 2", "12"]

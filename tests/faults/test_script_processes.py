@@ -52,6 +52,8 @@ def test_processes_and_threads_give_plain_python_results(command, mode, main_wor
     with open_session(session) as s:
         assert s.status == "finished"
         assert s.count("op_events") == main_works * OPS_PER_WORK
+        if mode == "threads":  # three workers, each its own number and track
+            assert sorted({op.thread for op in s.ops()} - {None}) == [1, 2, 3]
 
 
 @pytest.mark.parametrize("command", ["profile", "run"])

@@ -179,6 +179,34 @@ def test_fuse_does_not_absorb_a_value_used_outside_the_group():
         assert all(m.op != "exp" for m in k.body)
 
 
+def test_fuse_takes_a_shared_producer_once_all_its_users_joined():
+    """A diamond: y feeds two members that join the group one after the other (the
+    worklist counts y's users inside the group instead of re-scanning the group)."""
+    def f(x):
+        y = em.exp(x)
+        a = y * 2.0
+        b = em.tanh(y)
+        return em.relu(a + b) - (b * 0.5)
+
+    low = _lower(f, em.randn(3, 4))
+    (k,) = _fused(low.graph)
+    assert sorted(m.op for m in k.body) == sorted(
+        ["exp", "multiply", "tanh", "add", "relu", "multiply", "subtract"])
+    x = em.randn(3, 4)
+    np.testing.assert_allclose(em.jit(f)(x).numpy(), f(x).numpy(), rtol=1e-6)
+
+
+def test_fuse_a_long_chain_into_one_kernel():
+    def f(x):
+        for k in range(3000):
+            x = x * 1.0001 if k % 2 == 0 else x + 0.5
+        return x
+
+    low = _lower(f, em.ones(8), passes=["fuse"])
+    (k,) = _fused(low.graph)
+    assert len(k.body) == 3000 and [n.op for n in low.graph.op_nodes] == ["fused"]
+
+
 def test_unknown_pass_name_is_a_clear_error():
     with pytest.raises(em.ArgumentError, match="unknown pass 'constfold'"):
         em.jit(lambda x: x + 1, passes=["constfold"])(em.ones(1))

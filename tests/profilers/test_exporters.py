@@ -7,6 +7,7 @@ import json
 from html.parser import HTMLParser
 
 import pytest
+from execmode.profilers import store
 from execmode.profilers.errors import SessionError
 from execmode.profilers.exporters import FORMATS, export, format_for_path, suffix_for
 from execmode.profilers.exporters.chrome import TRACKS
@@ -145,7 +146,7 @@ def test_html_report_is_self_contained_and_complete(fixed, out_dir):
 # --- JSON, CSV, Markdown --------------------------------------------------------------------
 def test_whole_session_json(fixed, out_dir):
     doc = json.loads(_export(fixed, out_dir, "json").read_text())
-    assert doc["format"] == "execmode-session-json" and doc["schema_version"] == 1
+    assert doc["format"] == "execmode-session-json" and doc["schema_version"] == store.SCHEMA_VERSION
     assert len(doc["ops"]) == 6 and len(doc["kernels"]) == 2
     assert doc["ops"][1]["inputs"] == "f32[32,64], f32[64,128]"
     assert doc["meta"]["t0_ns"] == T0 and doc["summary"]["ops"] == 6

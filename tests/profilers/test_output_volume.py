@@ -56,3 +56,16 @@ def test_output_under_the_limit_is_recorded_whole(tmp_path):
         assert [r.text for r in s.output() if r.stream == "stdout"] == \
             _plain_stdout("0.01").splitlines()
         assert "output_truncated" not in s.meta
+
+
+def test_the_tui_controller_keeps_the_last_lines_only():
+    from execmode.debug.controller import OUTPUT_LINES_KEPT, Controller
+
+    mib = "1.5"  # 15,728 lines through the pipes, line by line, as the TUI reads them
+    with Controller(str(SPEW), [mib], start_paused=False) as c:
+        assert c.wait_for("exited", timeout=120)["status"] == "ok"
+        kept = [line for stream, line in c.output if stream == "stdout"]
+    want = _plain_stdout(mib).splitlines()
+    assert len(want) > OUTPUT_LINES_KEPT
+    assert kept == want[len(want) - len(kept):]  # the newest, in order
+    assert len(c.output) == OUTPUT_LINES_KEPT  # "done" on stderr is the last of them

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
 import pytest
 from execmode.profilers.recorder import Recorder, start_recording
 from execmode.profilers.session import open_session
@@ -56,7 +57,8 @@ def test_value_summaries(tmp_path):
     with open_session(path) as s:
         log, greater, *rest = s.ops()
         assert (log.v_nan, log.v_inf) == (1, 1)
-        assert log.v_min == 0.0 and log.v_max == pytest.approx(math.log(4))
+        # min and max see the -inf (as the debugger's summary does); the mean is finite.
+        assert log.v_min == -math.inf and log.v_max == pytest.approx(math.log(4))
         assert log.v_mean == pytest.approx(math.log(4) / 2)
         assert (greater.v_min, greater.v_max, greater.v_mean) == (0.0, 1.0, 0.25)
         add = rest[-1]
@@ -130,3 +132,49 @@ def test_values_are_unchanged_by_recording(tmp_path):
     with Recorder(tmp_path / "same.emsession", summaries=True, calibrate=False):
         recorded = work()
     assert (plain == recorded).all()
+
+
+@pytest.mark.parametrize("values, expected, among_ones", [
+    ([1.0, math.inf, 2.0], (1.0, math.inf, 1.5, 0, 1), (1.0, math.inf)),
+    ([-math.inf, 3.0, math.nan], (-math.inf, 3.0, 3.0, 1, 1), (-math.inf, 3.0)),
+    ([math.inf, -math.inf], (-math.inf, math.inf, None, 0, 2), (-math.inf, math.inf)),
+    ([math.nan, math.nan], (None, None, None, 2, 0), (1.0, 1.0)),
+])
+def test_summaries_of_non_finite_values_read_inf_not_the_largest_finite(values, expected,
+                                                                        among_ones):
+    from execmode.profilers.summaries import summarize
+
+    s = summarize(np.array(values, dtype=np.float32))
+    assert (s.min, s.max, s.mean, s.nan, s.inf) == expected
+    # The same values among 5,000 ones: the large-array path.
+    big = summarize(np.concatenate([np.ones(5000, np.float32),
+                                    np.array(values, dtype=np.float32)]))
+    assert (big.min, big.max, big.nan, big.inf) == (*among_ones, *expected[3:])
+
+
+def test_an_inf_summary_survives_the_store_and_the_json_exports(tmp_path):
+    import json
+
+    from execmode.profilers.exporters import chrome
+
+    path = tmp_path / "inf.emsession"
+    x = em.tensor([1.0, 1000.0])
+    with Recorder(path, summaries=True, calibrate=False):
+        em.exp(x)
+    with open_session(path) as s:
+        (exp,) = s.ops()
+        assert exp.v_min == pytest.approx(math.e) and (exp.v_max, exp.v_inf) == (math.inf, 1)
+    out = tmp_path / "trace.json"
+    with open_session(path) as s:
+        chrome.export_chrome(s, out)
+    text = out.read_text()
+    assert "Infinity" not in text                     # strict JSON: Perfetto reads it
+    (event,) = [e for e in json.loads(text)["traceEvents"] if e.get("name") == "exp"]
+    assert event["args"]["summary"]["max"] == "inf"
+    from execmode.profilers.exporters import session_json
+
+    with open_session(path) as s:
+        session_json.export_json(s, tmp_path / "session.json")
+    text = (tmp_path / "session.json").read_text()
+    assert "Infinity" not in text
+    assert json.loads(text)["ops"][0]["v_max"] == "inf"

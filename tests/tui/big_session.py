@@ -1,4 +1,6 @@
-"""A session with a million eager ops (synthetic rows, written straight into SQLite)."""
+"""A session with a million eager ops (synthetic rows, written straight into SQLite).
+
+Op ``seq`` numbers start at 0 as the recorder's do (a list that dropped seq 0 lost an op)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from execmode.profilers import store
 _OPS = ("matmul", "add", "multiply", "exp", "relu", "sum")
 
 
-def build_big_session(path: Path, ops: int = 1_000_000, script: str = "train.py") -> Path:
+def build_big_session(path: Path, ops: int = 1_000_000, script: str = "train.py",
+                      nan_every: int = 0) -> Path:
+    """``nan_every``: record value summaries, with a NaN in the output of every n-th op."""
     store.create(path, {"script": script, "argv": [script], "t0_ns": 0,
                         "exit": {"kind": "normal", "code": 0}, "end_ns": ops * 1_000})
     conn = sqlite3.connect(path, isolation_level=None)
@@ -18,11 +22,13 @@ def build_big_session(path: Path, ops: int = 1_000_000, script: str = "train.py"
     conn.executemany("INSERT INTO locations VALUES (?,?,?,?)",
                      [(i + 1, script, 10 + i, "step") for i in range(20)])
     rows = ((seq, _OPS[seq % 6], "mlp/fc1" if seq % 3 else "", 1 + seq % 20, seq * 1_000,
-             300 + seq % 700, 4096, "f32[64,512], f32[512,256]", "f32[64,256]", "cpu", None)
-            for seq in range(1, ops + 1))
+             300 + seq % 700, 4096 * (1 + seq % 5), "f32[64,512], f32[512,256]",
+             "f32[64,256]", "cpu", None,
+             (int(seq % nan_every == nan_every - 1) if nan_every else None))
+            for seq in range(ops))  # from 0, as the recorder's counter
     conn.executemany("INSERT INTO op_events (seq, op, scope, location, start_ns, dur_ns, "
-                     "bytes, inputs, output, device, attrs) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                     rows)
+                     "bytes, inputs, output, device, attrs, v_nan) "
+                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
     conn.executemany("INSERT INTO memory (ts_ns, device, live_bytes, peak_bytes, source) "
                      "VALUES (?,?,?,?,?)",
                      ((i * 1_000, "cpu", 2**20 + (i % 977) * 4096, 2**22, "eager")

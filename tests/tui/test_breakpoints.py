@@ -34,7 +34,7 @@ async def test_nan_breakpoint_from_the_dialog_stops_at_the_planted_op(tmp_path):
         assert "NaN 8" in panel and "log" in panel
         await pilot.press("8")
         rows = table_cells(app.screen.query_one("#bp-table"))
-        nan_row = next(r for r in rows if r[2] == "nan")
+        nan_row = next(r for r in rows if r[3] == "nan")   # the condition column
         assert nan_row[4] == "1"                      # hit once
 
 

@@ -22,8 +22,10 @@ def test_options_before_the_script_are_the_tuis_and_after_it_the_scripts():
 
 
 def test_a_missing_script_is_a_usage_error(tmp_path, capsys):
-    assert main(["tui", str(tmp_path / "nope.py")]) == 2
-    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # as argparse's own usage errors
+        main(["tui", str(tmp_path / "nope.py")])
+    assert exit_.value.code == 2
+    assert f"execmode tui: no such script: {tmp_path / 'nope.py'}" in capsys.readouterr().err
 
 
 def test_a_malformed_breakpoint_is_refused_with_its_column(tmp_path, capsys):

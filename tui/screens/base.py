@@ -10,26 +10,42 @@ from __future__ import annotations
 
 import time
 
+from execmode.tui.copy_text import focused_row_text
 from execmode.tui.data import SessionReader, SessionUnreadable
 from execmode.tui.messages import ViewDataFailed, ViewDataLoaded
 from execmode.tui.records import SourceRef
+from execmode.tui.widgets.key_hints import KeyHints
 from execmode.tui.widgets.status_bar import StatusBar
 from execmode.tui.widgets.view_bar import ViewBar
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
 
 RELOAD_INTERVAL_S = 1.0
+
+
+# Terminal sizes the views adapt to (screens/responsive.tcss has the rules).
+NARROW_COLUMNS, WIDE_COLUMNS = 100, 180
+SHORT_ROWS, TALL_ROWS = 30, 55
+
+
+def size_classes(width: int, height: int) -> dict[str, bool]:
+    """The screen classes for a terminal size: which responsive.tcss rules apply."""
+    return {"narrow-screen": width < NARROW_COLUMNS, "wide-screen": width >= WIDE_COLUMNS,
+            "short-screen": height < SHORT_ROWS, "tall-screen": height >= TALL_ROWS}
 
 
 class ViewScreen(Screen):
     VIEW = ""
 
+    def on_resize(self, event) -> None:
+        for name, on in size_classes(event.size.width, event.size.height).items():
+            self.set_class(on, name)
+
     def compose(self) -> ComposeResult:
         yield ViewBar(self.VIEW)
         yield from self.compose_view()
         yield StatusBar()
-        yield Footer()
+        yield KeyHints()
 
     def compose_view(self) -> ComposeResult:
         yield from ()
@@ -37,6 +53,17 @@ class ViewScreen(Screen):
     def breakpoint_location(self) -> SourceRef | None:
         """The source line under the cursor, for ``b`` (None: this view has no lines)."""
         return None
+
+    def copy_text(self) -> str | None:
+        """What ``y`` copies: the selected row of the focused list (views say more)."""
+        return focused_row_text(self)
+
+    def action_copy_text(self) -> None:
+        """``ctrl+c``: text selected with the mouse, else what ``y`` copies."""
+        if self.get_selected_text():
+            super().action_copy_text()
+        else:
+            self.app.action_copy()
 
 
 class StoreView(ViewScreen):

@@ -59,13 +59,14 @@ def check_spec(spec: str) -> str | None:
 class BreakpointDialog(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, initial: str = "") -> None:
+    def __init__(self, initial: str = "", title: str = "New breakpoint") -> None:
         super().__init__()
         self.initial = initial
+        self.title_text = title   # "Edit breakpoint 3": the Breakpoints view's E
 
     def compose(self) -> ComposeResult:
         with Vertical(id="bp-dialog"):
-            yield Static("[b]New breakpoint[/]  (Enter to set, Esc to cancel)")
+            yield Static(f"[b]{self.title_text}[/]  (Enter to set, Esc to cancel)")
             yield Input(self.initial, placeholder="nan   op:matmul   train.py:42   max > 1e3",
                         id="bp-input")
             yield Static(id="bp-error")

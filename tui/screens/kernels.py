@@ -67,7 +67,7 @@ class KernelsScreen(StoreView):
         self.entries: list[KernelEntry] = []
 
     def compose_view(self) -> ComposeResult:
-        with Horizontal():
+        with Horizontal(id="kernels-main"):
             yield DataTable(id="kernel-table", classes="pane", cursor_type="row",
                             zebra_stripes=True)
             with Vertical(id="kernel-right"):

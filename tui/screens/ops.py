@@ -18,6 +18,7 @@ import os
 import re
 
 from execmode.tui import panels
+from execmode.tui.copy_text import plain
 from execmode.tui.debugger import CommandError
 from execmode.tui.keys import footer_bindings
 from execmode.tui.lines import (
@@ -31,9 +32,11 @@ from execmode.tui.lines import (
 from execmode.tui.messages import PythonStateLoaded
 from execmode.tui.records import SourceRef
 from execmode.tui.screens.base import ViewScreen
+from execmode.tui.screens.op_filter import OpFilterMixin
 from execmode.tui.state import RunState
 from execmode.tui.variables import PythonState, VariableLines, stop_key
 from execmode.tui.widgets.row_list import RowList
+from execmode.tui.widgets.search_bar import SearchBar
 from execmode.tui.widgets.text_pane import TextPane
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -50,11 +53,14 @@ class SourceLoaded(Message):
         super().__init__()
 
 
-class OpsScreen(ViewScreen):
+class OpsScreen(OpFilterMixin, ViewScreen):
     VIEW = "ops"
     BINDINGS = [
         *footer_bindings("next", "step", "continue", "pause", "breakpoint_here"),
         Binding("t", "toggle_list", "Ops/kernels"),
+        Binding("slash", "search", "Search"),
+        Binding("exclamation_mark", "toggle_nonfinite", "NaN/Inf only", show=False),
+        Binding("o", "cycle_sort", "Sort", show=False),
         Binding("i", "inspect", "Inspect"),
         Binding("x", "evaluate", "Eval"),
         Binding("w", "watch", "Watch"),
@@ -74,6 +80,8 @@ class OpsScreen(ViewScreen):
     def compose_view(self) -> ComposeResult:
         with Horizontal(id="ops-top"):
             with Vertical(id="ops-left", classes="pane"):
+                yield SearchBar(placeholder="op, scope or file:line · scope:S graph:G "
+                                            "nonfinite sort:time|bytes", id="op-search")
                 yield TextPane(OP_HEADER, id="ops-header")
                 yield RowList(OpLines(None), follow=True, id="op-list")
                 yield TextPane(id="op-detail")
@@ -111,20 +119,26 @@ class OpsScreen(ViewScreen):
         paused = self.app.run_state.paused
         if paused is None or paused.when not in ("before", "exception"):
             paused = None  # paused after an op: it is in the store already
+        found = self.found_for_list()
         if self.list_kind == "kernels":
             return KernelLines(self.app.pages, self.app.snapshot.kernels,
-                               paused if paused and paused.mode == "graph" else None)
+                               paused if paused and paused.mode == "graph" else None, found)
         return OpLines(self.app.pages, self.app.snapshot.ops,
-                       paused if paused and paused.mode == "eager" else None)
+                       paused if paused and paused.mode == "eager" else None, found)
 
     def _store_grew(self, snapshot) -> None:
         op_list = self.query_one("#op-list", RowList)
         source = op_list.source
         if source.pages is not self.app.pages:  # a new run, or the file just appeared
+            self._found = None  # the old fetcher's search result went with it
             op_list.set_source(self._lines())
+            self.find()
+            self.show_title()
             return
         source.grow(snapshot.kernels if self.list_kind == "kernels" else snapshot.ops)
         op_list.rows_changed()
+        self.refind_soon()  # a filtered list is searched again (at most once a second)
+        self.show_title()
 
     def _state_changed(self, state: RunState) -> None:
         p = state.paused
@@ -136,11 +150,18 @@ class OpsScreen(ViewScreen):
         self.query_one("#stack", RowList).set_source(TextLines(panels.stack_lines(p)), cursor=0)
         self.frame = 0
         self._request_python_state()
+        if state.phase == "restarting":
+            # A new run starts eager, with nothing recorded: no row of the old run's list
+            # (nor its kernels) may stay on screen.
+            self.list_kind = "ops"
+            self.query_one("#ops-header", TextPane).show(OP_HEADER)
+            self.query_one("#op-detail", TextPane).show("")
         if p is not None and p.mode == "graph" and self.list_kind == "ops":
             self.list_kind = "kernels"
             self.query_one("#ops-header", TextPane).show(KERNEL_HEADER)
-        lines = self._lines()
-        self.query_one("#op-list", RowList).set_source(lines, cursor=max(0, len(lines) - 1))
+            self._found = None
+            self.find()
+        self.show_list(cursor=-1)  # the paused row (the last one, whatever the query)
         if p is not None and p.where is not None:
             self.show_source(p.where)
         elif self.source_path is not None:
@@ -249,7 +270,11 @@ class OpsScreen(ViewScreen):
         self.query_one("#ops-bottom").toggle_class("show-paused")
 
     def on_resize(self, event) -> None:
-        self.query_one("#ops-bottom").set_class(event.size.width < self.NARROW, "narrow")
+        # Sharing a place needs two panes: a recorded session has no Variables pane, so
+        # its session panel keeps its place at any width.
+        has_variables = self.query_one("#variables").display
+        self.query_one("#ops-bottom").set_class(
+            event.size.width < self.NARROW and has_variables, "narrow")
 
     def _show_row(self, index: int) -> None:
         source = self.query_one("#op-list", RowList).source
@@ -265,17 +290,25 @@ class OpsScreen(ViewScreen):
         if row is None:
             detail.show(source.error or "")
             return
-        detail.show(panels.op_details(row, index + 1) if self.list_kind == "ops" else
-                    panels.kernel_details(row, index + 1))
+        number = source.number(index, row)
+        detail.show(panels.op_details(row, number) if self.list_kind == "ops" else
+                    panels.kernel_details(row, number))
         if row.source is not None:
             self.show_source(row.source, mark=True)
+
+    def copy_text(self) -> str | None:
+        """``y`` on the op list: the row and the op in full (inputs, output, attributes)."""
+        op_list = self.query_one("#op-list", RowList)
+        if self.focused is not op_list or not len(op_list.source):
+            return super().copy_text()
+        row = op_list.source.line(op_list.cursor).plain.rstrip()
+        return f"{row}\n{plain(self.query_one('#op-detail', TextPane).content)}".rstrip()
 
     def action_toggle_list(self) -> None:
         self.list_kind = "kernels" if self.list_kind == "ops" else "ops"
         header = KERNEL_HEADER if self.list_kind == "kernels" else OP_HEADER
         self.query_one("#ops-header", TextPane).show(header)
-        lines = self._lines()
-        self.query_one("#op-list", RowList).set_source(lines, cursor=max(0, len(lines) - 1))
+        self.apply_query(self.op_query)  # the same query over the other list
 
     def action_inspect(self) -> None:
         self.app.action_show_view("tensor")

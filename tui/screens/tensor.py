@@ -8,6 +8,7 @@ agent computes every number; this view asks for them in worker threads and shows
 from __future__ import annotations
 
 from execmode.tui import panels
+from execmode.tui.copy_text import plain
 from execmode.tui.debugger import CommandError
 from execmode.tui.lines import TextLines
 from execmode.tui.screens.base import ViewScreen
@@ -247,6 +248,11 @@ class TensorScreen(ViewScreen):
             self.inspect(value)
         elif message.input.id == "slice-input":
             self.fetch_slice(value if value.startswith("[") else f"[{value}]")
+
+    def copy_text(self) -> str | None:
+        """``y``: the summary shown (statistics of the selected tensor)."""
+        text = plain(self.query_one("#tensor-stats", Static).content)
+        return text or super().copy_text()
 
     def action_focus_slice(self) -> None:
         self.query_one("#slice-input", Input).focus()
