@@ -29,6 +29,7 @@ SLOW_MODULES = {
     "debug/test_controller.py",   # its restart loop starts 20 agents (~20 s on a quiet box)
     "debug/test_crashes.py",
     "debug/test_graph_debugging.py",
+    "debug/test_graph_stepping.py",
     "debug/test_nonfinite.py",
     "debug/test_python_state.py",
     "debug/test_stepping.py",
@@ -50,13 +51,23 @@ SLOW_MODULES = {
     "profilers/test_cli.py",
     "profilers/test_live_sessions.py",
     "profilers/test_output_volume.py",
-    # The TUI driven by the Pilot against a live agent, and its snapshots.
+    # The TUI driven by the Pilot (against a live agent or a recorded session), and its
+    # snapshots. The TUI's pure modules have their fast tests (test_ir_diff.py, test_cli.py).
+    "tui/test_breakpoint_editing.py",
     "tui/test_breakpoints.py",
     "tui/test_graph_mode.py",
+    "tui/test_graph_stepping.py",
+    "tui/test_key_hints.py",
+    "tui/test_layout.py",
     "tui/test_lifecycle.py",
+    "tui/test_op_history.py",
+    "tui/test_profile_measure.py",
     "tui/test_python_state.py",
+    "tui/test_restart_safety.py",
     "tui/test_scale.py",
+    "tui/test_sharing.py",
     "tui/test_snapshots.py",
+    "tui/test_stdin_line.py",
     "tui/test_stepping.py",
     "tui/test_tensor_small.py",
     "tui/test_views.py",
@@ -68,6 +79,13 @@ SLOW_TESTS = {
     "codegen/test_cache_and_fallback.py::test_two_processes_compiling_at_once",
     "codegen/test_cuda.py::test_cuda_source_compiles_with_nvcc",
     "codegen/test_fast_entry.py::test_a_second_process_finds_the_extension_in_the_disk_cache",
+    "codegen/test_vectorised.py::test_long_chains_are_vectorised",  # compiles long chains
+    # The agent under a Controller, or execmode run (the carried-breakpoint checks stay).
+    "debug/test_breakpoint_reach.py::test_breakpoints_that_never_hit_come_back_with_their_reason",
+    "debug/test_breakpoint_reach.py::test_a_breakpoint_on_a_line_that_ran_no_op_yet_is_pending",
+    "debug/test_breakpoint_reach.py::test_ignore_counts_and_conditions_are_edited_in_place",
+    "debug/test_breakpoint_reach.py::test_restart_carries_ids_enabled_state_and_ignore_counts",
+    "debug/test_breakpoint_reach.py::test_execmode_run_lists_the_breakpoints_that_never_hit",
     # summarize() reads all 786 M elements of a broadcast view of a 1 MiB base (~12 s).
     "debug/test_summary_memory.py::test_an_expanded_view_shares_its_base",
     # Both build the site with mkdocs (~4 s); the README's links to it stay fast.
