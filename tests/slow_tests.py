@@ -96,6 +96,10 @@ SLOW_TESTS = {
     # 400 random programs, eager against jit (~20 s); the fuzzer's own unit tests stay fast,
     # and tests/graph/test_differential.py keeps random programs in the fast tier.
     "fuzz/test_fuzz.py::test_fast_tier",
+    # `execmode explain` as a subprocess; em.explain's own tests stay fast.
+    "graph/test_breaks.py::test_explain_command_reports_breaks_and_retraces",
+    "graph/test_explain.py::test_the_command_bakes_like_the_api",
+    "graph/test_explain.py::test_an_unknown_on_break_is_a_usage_error",
     "profilers/test_pyspy.py::test_real_samples_are_folded_into_the_session",
     "profilers/test_pyspy.py::test_refused_py_spy_leaves_the_run_going",
     "tui/test_navigation.py::test_views_open_by_number_palette_and_mouse",
