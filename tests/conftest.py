@@ -5,6 +5,15 @@ Profiles (choose with ``HYPOTHESIS_PROFILE``):
 * ``ci`` (the default): ~25 examples per property, no deadline (shared CI machines have
   noisy clocks), derandomized when ``CI=true`` so a CI failure reproduces exactly;
 * ``fuzz``: 2000 examples per property, for a long local search.
+
+Outside CI every property draws a fresh seed; a failing one names its seed under the
+failure (``pytest --hypothesis-seed=N NODEID`` replays that run) next to the
+``@reproduce_failure`` blob of the shrunk example (``print_blob``), and the example
+database (``.hypothesis/``) replays it first on the next run.
+
+Tiers (markers in pyproject.toml): ``pytest`` runs everything but the fuzzer's long tier;
+``pytest -m "not slow"`` is the ~1 minute tier for every change (``slow`` is set on child
+process and end-to-end modules by ``tests/slow_tests.py``); ``pytest -m fuzz`` the fuzzer.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from hypothesis import HealthCheck, settings
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
+
+from slow_tests import mark_slow_tests  # noqa: E402  (found through the path set above)
 
 _IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -49,7 +60,27 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", r"ignore::RuntimeWarning:execmode(\.|$)")
 
 
+def pytest_report_header(config):
+    if _IN_CI:
+        return "hypothesis: derandomized (CI=true)"
+    return "hypothesis: a fresh seed per property, named under a failure"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Hypothesis names the seed of a failure only when the failure did not reproduce. Name
+    # it always. (A seed forced for the whole run with --hypothesis-seed would do too, but
+    # turns off the example database that replays a failure on the next run.)
+    report = (yield).get_result()
+    seed = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_generated_seed", None)
+    if report.failed and report.when == "call" and seed is not None:
+        report.sections.append(("hypothesis seed", f"pytest --hypothesis-seed={seed} "
+                                f"'{item.nodeid}' replays this run (or @seed({seed}))"))
+
+
+@pytest.hookimpl(tryfirst=True)  # marked before -m selects by marker
 def pytest_collection_modifyitems(config, items):
+    mark_slow_tests(items)
     # The fuzzer's slow tier (>= 10,000 programs) runs only when asked for: `pytest -m fuzz`
     # (or any -m expression naming it). The default run keeps its fast tier.
     if "fuzz" in (config.getoption("markexpr") or ""):

@@ -10,7 +10,6 @@ import socket
 import sqlite3
 import sys
 import threading
-import time
 
 import pytest
 
@@ -100,10 +99,10 @@ def _fake_agent(tmp_path) -> str:
 def test_a_request_fails_as_soon_as_the_agent_dies_without_answering(tmp_path):
     with Controller(LOOP, python=_fake_agent(tmp_path)) as c:
         c.wait_for("paused")
-        started = time.monotonic()
+        # Had it waited for the request's timeout, the error would say "no reply to stack
+        # within 60 s": the message tells a prompt failure from a timeout, with no clock.
         with pytest.raises(ControllerError, match="the agent is gone"):
             c.request({"type": "stack"}, timeout=60)
-        assert time.monotonic() - started < 10      # not the request's 60 s
         assert c.wait_for("exited")["code"] == 5
         assert list(c.output) == [("stdout", "got stack")]
         with pytest.raises(ControllerError, match="the agent is gone"):
@@ -131,9 +130,9 @@ def test_quit_stops_a_script_that_runs_plain_python(tmp_path):
     session = tmp_path / "quit.emsession"
     with Controller(SPIN, ["60"], session=str(session), start_paused=False) as c:
         _wait_for_line(c, "spinning")
-        started = time.monotonic()
+        # The quit message must stop the spin: had it not, stop() would SIGTERM the script
+        # after 20 s and its exit would not be a quit (checked below, with no clock).
         c.stop(timeout=20)
-        assert time.monotonic() - started < 10
         # Stopped by the debugger (not killed): the session was closed properly.
         assert (c.exit.status, c.exit.code) == ("quit", 130)
     exit_info = _session_exit(session)

@@ -4,7 +4,6 @@ evaluator (pdb's ``p expr``) and breakpoint conditions on Python values of the f
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
@@ -94,10 +93,10 @@ def test_an_error_is_the_result_and_the_script_goes_on(paused, expr, error):
 
 
 def test_an_expression_that_runs_too_long_is_stopped(paused):
-    started = time.monotonic()
+    # 10**12 steps would outlast the test's timeout: a result at all means it was stopped.
     result = paused.evaluate("sum(i for i in range(10**12))")
     assert result["ok"] is False and "TimeoutError" in result["text"]
-    assert time.monotonic() - started < 10
+    assert "(stopped)" in result["text"]
     assert paused.evaluate("step")["text"] == "0"  # and the agent still answers
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -76,12 +75,12 @@ def test_the_tui_without_a_terminal_says_so_at_once(tmp_path, verb):
         session = tmp_path / "s.emsession"
         assert execmode("run", "--session", session, "s.py", cwd=tmp_path).returncode == 0
         target = session
-    started = time.monotonic()
+    # At once, not a hang: a TUI waiting for a terminal would run into the timeout, which
+    # fails the test (a load-proof bound: an interpreter start takes a second or two).
     result = execmode(verb, target, cwd=tmp_path, timeout=60)
     assert result.returncode == 2
     assert f"execmode {verb}: needs a terminal; use execmode run or execmode report instead" \
         in result.stderr
-    assert time.monotonic() - started < 30  # at once (an interpreter start), not a hang
 
 
 def test_has_terminal_needs_both_stdin_and_stderr(monkeypatch):
