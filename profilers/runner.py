@@ -52,7 +52,7 @@ def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathL
         if calibrate:
             recorder.calibrate()  # before py-spy starts: its samples are the script's
         if pyspy:
-            sampler = _start_pyspy(recorder, rate, native, pyspy_format)
+            sampler = start_pyspy(recorder, rate, native, pyspy_format)
         recorder.start()
         for listener in listeners:
             instrument.add_listener(listener)
@@ -64,7 +64,7 @@ def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathL
                 instrument.remove_listener(listener)
         recorder.stop()
         if sampler is not None:
-            _fold_pyspy(recorder, sampler)
+            fold_pyspy(recorder, sampler)
             sampler = None
         recorder.set_meta("exit", result.to_json())
     finally:
@@ -74,7 +74,7 @@ def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathL
     return result
 
 
-def _start_pyspy(recorder: Recorder, rate: int, native: bool, fmt: str):
+def start_pyspy(recorder: Recorder, rate: int, native: bool, fmt: str):
     from execmode.profilers.pyspy import Sampler
 
     sampler = Sampler(os.getpid(), rate=rate, native=native, fmt=fmt)
@@ -86,7 +86,7 @@ def _start_pyspy(recorder: Recorder, rate: int, native: bool, fmt: str):
     return sampler
 
 
-def _fold_pyspy(recorder: Recorder, sampler) -> None:
+def fold_pyspy(recorder: Recorder, sampler) -> None:
     from execmode.profilers.stacks import Classifier
 
     status, stacks = sampler.stop()

@@ -751,15 +751,15 @@ def _innermost_user_frame(tb):
 def _start_pyspy(recorder):
     """py-spy on this process (the same sampler and folding as `execmode profile --pyspy`);
     where it cannot attach, the run goes on and the session's meta says why."""
-    from ..profilers.runner import _start_pyspy as start
+    from ..profilers.runner import start_pyspy
 
-    return start(recorder, rate=100, native=False, fmt="raw")
+    return start_pyspy(recorder, rate=100, native=False, fmt="raw")
 
 
 def _fold_pyspy(recorder, sampler) -> None:
-    from ..profilers.runner import _fold_pyspy as fold
+    from ..profilers.runner import fold_pyspy
 
-    fold(recorder, sampler)
+    fold_pyspy(recorder, sampler)
 
 
 def _captured_output(recorder):
