@@ -11,8 +11,9 @@ takes one REMAINDER positional, ``command``, that :func:`parse_script_command` s
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+
+from .script_runner import script_problem
 
 SCRIPT_METAVAR = "SCRIPT [ARGS...]"
 SCRIPT_HELP = "the Python script and its own arguments: everything after SCRIPT is the script's"
@@ -43,16 +44,3 @@ def require_script(parser: argparse.ArgumentParser, opts) -> None:
     if problem is not None:
         print(f"{parser.prog}: {problem}", file=sys.stderr)
         raise SystemExit(2)
-
-
-def script_problem(script: str) -> str | None:
-    """Why ``script`` cannot be run (as python would run it), or None."""
-    if os.path.isdir(script):
-        if os.path.isfile(os.path.join(script, "__main__.py")):
-            return None
-        return f"{script}: is a folder without __main__.py"
-    if not os.path.exists(script):
-        return f"no such script: {script}"
-    if not os.access(script, os.R_OK):
-        return f"cannot read the script {script}: permission denied"
-    return None

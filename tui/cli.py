@@ -33,6 +33,9 @@ def _tui_options(p) -> None:
     p.add_argument("--run", action="store_true",
                    help="start running instead of paused before the first op")
     p.add_argument("--pyspy", action="store_true", help="also sample the script with py-spy")
+    p.add_argument("--no-summaries", dest="summaries", action="store_false",
+                   help="do not record value statistics of every op output (faster on large "
+                        "tensors; the op history's NaN/Inf filter then finds nothing)")
     p.add_argument("--session", metavar="FILE", help="the session file for the first run")
     p.add_argument("--session-dir", metavar="DIR",
                    help="where each run's session file goes (default: the session folder, "
@@ -90,6 +93,7 @@ def tui_command(args) -> int:
     launch = ScriptLaunch(
         script=args.script, args=args.args, breakpoints=breaks, start_paused=not args.run,
         pyspy=args.pyspy, session=args.session, session_dir=args.session_dir,
+        summaries=args.summaries,
     )
     from execmode.tui.app import ExecmodeApp
 

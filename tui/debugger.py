@@ -68,6 +68,8 @@ class DebugBridge:
         accepted = inspect.signature(controller_factory).parameters
         if launch.pyspy and "pyspy" in accepted:
             options["pyspy"] = True
+        if launch.summaries and "summaries" in accepted:
+            options["summaries"] = True
         if "stdin_pipe" in accepted:  # the input line: stdin is a pipe the TUI writes
             options["stdin_pipe"] = True
         self.pyspy_wired = "pyspy" in options

@@ -14,6 +14,9 @@ class ScriptLaunch:
     breakpoints: list[str] = field(default_factory=list)
     start_paused: bool = True
     pyspy: bool = False
+    # Value statistics of every op output in the session, as tfdbg's health pills: the op
+    # history's NaN/Inf filter reads them (execmode tui --no-summaries turns them off).
+    summaries: bool = True
     session_dir: str | None = None     # where each run's session file goes
     session: str | None = None         # an explicit path for the first run
     cwd: str | None = None

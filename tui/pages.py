@@ -97,7 +97,7 @@ class PageFetcher:
         self._built[table] = generation
         note = ""
         if query.nonfinite and table == "ops" and count == 0 and not reader.has_value_stats():
-            note = "no value stats recorded (execmode profile --summaries)"
+            note = "no value stats recorded (tui without --no-summaries, profile --summaries)"
         requester.post_message(HitsFound(table, generation, count, note=note))
 
     def _read_page(self, reader, table, index, page_no) -> list | None:

@@ -16,13 +16,11 @@ import ctypes
 import faulthandler
 import os
 import queue
-import runpy
 import socket
 import sys
 import threading
-import traceback
 
-from .. import dispatch, instrument, lifeline
+from .. import dispatch, instrument, lifeline, script_runner
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from . import stdin_requests
@@ -648,6 +646,8 @@ def main(argv=None) -> int:
                              "read waits (the TUI's input line)")
     parser.add_argument("--pyspy", action="store_true",
                         help="sample this process with py-spy into the session")
+    parser.add_argument("--summaries", action="store_true",
+                        help="record value statistics of every op output in the session")
     # SCRIPT and its ARGS as one REMAINDER after a `--`: a script named like an option
     # (-x.py) is still the script, and a `--` among its arguments stays its own.
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]")
@@ -679,7 +679,8 @@ def main(argv=None) -> int:
     threading.Thread(target=debugger.read_commands, name="execmode-agent-reader",
                      daemon=True).start()
     if opts.session:
-        debugger.recorder = _start_recording(opts.session, opts.script, opts.args)
+        debugger.recorder = _start_recording(opts.session, opts.script, opts.args,
+                                             summaries=opts.summaries)
     sampler = _start_pyspy(debugger.recorder) if opts.pyspy and debugger.recorder else None
     instrument.add_listener(debugger)
     if opts.stdin_requests:
@@ -700,63 +701,27 @@ def main(argv=None) -> int:
 
 
 def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str | None]:
-    """Run ``path`` as __main__ with its own argv; returns (status, exit code, traceback)."""
-    sys.argv = [path] + list(args)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        debugger.script_started()
+    """Run ``path`` as __main__ (execmode.script_runner, as run and profile do); an
+    exception breakpoint pauses post mortem at the failure. Returns (status, exit code,
+    traceback) in the protocol's words ("ok" for a normal end)."""
+    result = script_runner.run_script(path, args, on_start=debugger.script_started,
+                                      on_end=debugger.script_ended, quit_exception=_Quit)
+    exc = result.error
+    if result.kind == "exception" and exc is not None and \
+            debugger.breakpoints.active("exception"):
+        bp = debugger.breakpoints.active("exception")[0]
+        bp.hit()
+        debugger.paused_frame = _innermost_user_frame(exc.__traceback__)
+        # The failing op's inputs stay inspectable (input:N).
+        debugger.current = {"inputs": [x for x in debugger._last_inputs
+                                       if isinstance(x, Tensor)]}
+        debugger.post_mortem_stack = _user_frames(exc.__traceback__)
         try:
-            # SIGTERM/SIGHUP or the controller's death raise Terminated in the script, even
-            # in a sleep or a pause (lifeline.py).
-            with lifeline.script_window():
-                runpy.run_path(path, run_name="__main__")
-        finally:
-            debugger.script_ended()
-    except _Quit:
-        return "quit", 130, None
-    except lifeline.Terminated as exc:
-        lifeline.say(f"execmode: {exc.reason}")
-        return "terminated", exc.exit_code, None
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if exc.code is not None and not isinstance(exc.code, int):
-            lifeline.say(str(exc.code))
-        return "exit", code, None
-    except BaseException as exc:  # noqa: BLE001 - report every failure of the script
-        tb = _script_traceback(exc)
-        lifeline.say(tb, end="")
-        if debugger.breakpoints.active("exception"):
-            bp = debugger.breakpoints.active("exception")[0]
-            bp.hit()
-            debugger.paused_frame = _innermost_user_frame(exc.__traceback__)
-            # The failing op's inputs stay inspectable (input:N).
-            debugger.current = {"inputs": [x for x in debugger._last_inputs
-                                           if isinstance(x, Tensor)]}
-            debugger.post_mortem_stack = _user_frames(exc.__traceback__)
-            try:
-                debugger.pause_post_mortem(exc, tb)
-            except _Quit:
-                pass
-        return "exception", 1, tb
-    return "ok", 0, None
-
-
-def _script_traceback(exc: BaseException) -> str:
-    """The traceback as Python prints it, without the agent's and runpy's frames on top.
-
-    A script that does not compile has no frame of its own: its SyntaxError is printed as
-    ``python script.py`` prints it (file, line, the caret), with no frame of ours."""
-    tb = exc.__traceback__
-    while tb is not None and (_internal(tb.tb_frame) or _is_runpy(tb.tb_frame)):
-        tb = tb.tb_next
-    if tb is None and isinstance(exc, SyntaxError):
-        return "".join(traceback.format_exception(type(exc), exc, None))
-    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
-
-
-def _is_runpy(frame) -> bool:
-    name = frame.f_code.co_filename
-    return name.endswith("runpy.py") or name == "<frozen runpy>"
+            debugger.pause_post_mortem(exc, result.traceback)
+        except _Quit:
+            pass
+    status = "ok" if result.kind == "normal" else result.kind
+    return status, result.code, result.traceback
 
 
 def _user_frames(tb) -> list[dict]:
@@ -786,15 +751,15 @@ def _innermost_user_frame(tb):
 def _start_pyspy(recorder):
     """py-spy on this process (the same sampler and folding as `execmode profile --pyspy`);
     where it cannot attach, the run goes on and the session's meta says why."""
-    from ..profilers.runner import _start_pyspy as start
+    from ..profilers.runner import start_pyspy
 
-    return start(recorder, rate=100, native=False, fmt="raw")
+    return start_pyspy(recorder, rate=100, native=False, fmt="raw")
 
 
 def _fold_pyspy(recorder, sampler) -> None:
-    from ..profilers.runner import _fold_pyspy as fold
+    from ..profilers.runner import fold_pyspy
 
-    fold(recorder, sampler)
+    fold_pyspy(recorder, sampler)
 
 
 def _captured_output(recorder):
@@ -809,13 +774,13 @@ def _captured_output(recorder):
     return captured_output(recorder.writer.put)
 
 
-def _start_recording(session_path: str, script: str, args: list):
+def _start_recording(session_path: str, script: str, args: list, summaries: bool = False):
     """Record the run into the session store (the profilers package)."""
     try:
         from ..profilers.recorder import start_recording
     except ImportError:
         return None
-    return start_recording(session_path, script=script, argv=list(args))
+    return start_recording(session_path, script=script, argv=list(args), summaries=summaries)
 
 
 if __name__ == "__main__":

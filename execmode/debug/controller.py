@@ -108,7 +108,7 @@ class Controller:
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
                  python: str | None = None, pyspy: bool = False,
                  inherit_stdin: bool = False, stdin_pipe: bool = False,
-                 inherit_output: bool = False):
+                 inherit_output: bool = False, summaries: bool = False):
         self.script = script
         self.args = list(args)
         self.initial_breakpoints = list(breakpoints)
@@ -118,6 +118,9 @@ class Controller:
         self.env = env
         self.python = python or sys.executable
         self.pyspy = pyspy  # sample the script with py-spy into the session (needs session)
+        # Value statistics (min/max/mean/std, NaN/Inf counts) of every op output in the
+        # session: the TUI's NaN/Inf filter reads them (needs session).
+        self.summaries = summaries
         # `execmode run` gives the script its own stdin (the terminal: input() works); the
         # TUI must not (it reads the keys there), nor must tests: /dev/null, input() ends.
         self.inherit_stdin = inherit_stdin
@@ -152,6 +155,8 @@ class Controller:
             cmd += ["--session", self.session]
             if self.pyspy:
                 cmd.append("--pyspy")
+            if self.summaries:
+                cmd.append("--summaries")
         for bp in self.initial_breakpoints:
             # A breakpoint carried from an earlier run keeps its id, enabled state and
             # ignore count (JSON: the agent parses it, never evaluates it).
@@ -608,6 +613,7 @@ def describe_exit(code: int, finished: dict | None) -> ExitInfo:
             "exception": "raised an exception",
             "quit": "stopped by the debugger",
             "terminated": f"was stopped by a signal (exit code {finished.get('code')})",
+            "interrupted": "was interrupted (KeyboardInterrupt)",
         }.get(status, status)
         return ExitInfo(status, finished.get("code"), text, finished.get("traceback"),
                         finished.get("breakpoints"))

@@ -32,6 +32,9 @@ def _options(p) -> None:
                         "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
     p.add_argument("--no-session", action="store_true",
                    help="record nothing (the debugger alone)")
+    p.add_argument("--summaries", action="store_true",
+                   help="record value statistics (min/max/mean/std, NaN/Inf counts) of "
+                        "every op output in the session (costs about an op per op)")
 
 
 def add_parser(subparsers) -> None:
@@ -62,7 +65,8 @@ def run_command(opts) -> int:
     _say_breakpoint_notes(opts.breaks)
     # The script's own stdin, stdout and stderr (the terminal): as under python.
     ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,
-                     start_paused=False, inherit_stdin=True, inherit_output=True)
+                     start_paused=False, inherit_stdin=True, inherit_output=True,
+                     summaries=opts.summaries)
     previous = {signum: signal.signal(signum, _raise_stopped)
                 for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:

@@ -25,7 +25,7 @@ def add_parser(subparsers) -> None:
 def explain_command(opts) -> int:
     parse_script_command(opts.parser, opts, {}, lambda p: None)
     require_script(opts.parser, opts)
-    from ..profilers.runner import run_script
+    from ..script_runner import run_script
 
     # The script's own failure is printed and still explained: what ran, ran under jit.
     override_on_break(opts.on_break)

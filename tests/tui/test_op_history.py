@@ -149,3 +149,18 @@ async def test_the_kernel_list_filters_by_graph_and_sorts_by_time(tmp_path):
                         key=lambda k: (-k.dur_ns, k.id))
         assert second and [k.id for k in found] == [k.id for k in second]
         assert "graph step#1" in app.screen.query_one("#ops-left").border_title
+
+
+@run_async
+async def test_a_live_run_records_value_stats_for_the_nonfinite_filter(tmp_path):
+    """As tfdbg's health pills: a live run records every op output's NaN/Inf counts (by
+    default), so `!` finds where the NaN was born and where it went."""
+    app = script_app("planted_nan.py", tmp_path, start_paused=False)
+    async with app.run_test(size=SIZE) as pilot:
+        wait = Waiter(pilot)
+        await wait.until(lambda: app.run_state.phase == "finished", what="the end")
+        await wait.until(lambda: app.snapshot.ops.count >= 5, what="the store")
+        op_list = app.screen.query_one("#op-list", RowList)
+        wait.watch(op_list, "rows_arrived")
+        source = await _search(pilot, wait, op_list, ["exclamation_mark"])
+        assert [source.row(i).op for i in range(len(source))] == ["log", "add"]
