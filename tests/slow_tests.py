@@ -22,6 +22,7 @@ import pytest
 SLOW_MODULES = {
     # CLI verbs run as subprocesses (tests/cli/test_cli_doc.py stays fast).
     "cli/test_exit_codes.py",
+    "cli/test_one_runner.py",
     "cli/test_passthrough.py",
     "cli/test_report_output.py",
     "cli/test_sessions.py",
@@ -86,8 +87,6 @@ SLOW_TESTS = {
     "debug/test_breakpoint_reach.py::test_ignore_counts_and_conditions_are_edited_in_place",
     "debug/test_breakpoint_reach.py::test_restart_carries_ids_enabled_state_and_ignore_counts",
     "debug/test_breakpoint_reach.py::test_execmode_run_lists_the_breakpoints_that_never_hit",
-    # summarize() reads all 786 M elements of a broadcast view of a 1 MiB base (~12 s).
-    "debug/test_summary_memory.py::test_an_expanded_view_shares_its_base",
     # Both build the site with mkdocs (~4 s); the README's links to it stay fast.
     "docs/test_api_reference.py::test_every_page_of_docs_is_in_the_site",
     "docs/test_api_reference.py::test_the_reference_documents_the_public_api",

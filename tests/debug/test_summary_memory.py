@@ -4,6 +4,7 @@ the expanded element count as if it had been allocated."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from execmode.tui import panels
 from rich.console import Console
 
@@ -36,3 +37,18 @@ def test_an_array_with_its_own_buffer_shows_its_size():
     assert "base_nbytes" not in s
     text = _table_text(s)
     assert "memory" in text and "1 MiB" in text and "view" not in text
+
+
+@pytest.mark.parametrize("shape, to", [((1, 5), (7, 5)), ((3, 1, 4), (3, 6, 4)),
+                                       ((1, 1), (4, 9)), ((2,), (3, 2))])
+def test_a_broadcast_views_statistics_are_its_copys(shape, to):
+    """A broadcast view's summary is read from one copy of its elements (counts scaled):
+    the same numbers as the summary of the materialized array."""
+    base = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) - 3.5
+    base.reshape(-1)[0] = np.nan
+    base.reshape(-1)[-1] = -np.inf
+    view = np.broadcast_to(base, to)
+    got, want = summarize(view, histogram=True), summarize(np.array(view), histogram=True)
+    for key in ("nan_count", "inf_count", "min", "max", "mean", "std", "abs_max", "size"):
+        assert got[key] == pytest.approx(want[key]), key
+    assert got["histogram"] == want["histogram"]
