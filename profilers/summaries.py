@@ -13,12 +13,23 @@ from __future__ import annotations
 import numpy as np
 from execmode.profilers.rows import Summary
 
+from execmode.debug.summary import one_copy
+
 _EMPTY = Summary(None, None, None, None, 0, 0)
 _SMALL = 4096  # elements: below this, the cheaper small-array path
 
 
 def summarize(array) -> Summary:
-    """The summary of a NumPy or CuPy array (CuPy computes on the GPU, then copies 6 numbers)."""
+    """The summary of a NumPy or CuPy array (CuPy computes on the GPU, then copies 6 numbers).
+    A broadcast view (an expand's output) is read once per distinct element."""
+    array, repeat = one_copy(array)
+    summary = _summarize(array)
+    if repeat > 1 and (summary.nan or summary.inf):
+        summary = summary._replace(nan=summary.nan * repeat, inf=summary.inf * repeat)
+    return summary
+
+
+def _summarize(array) -> Summary:
     size = array.size
     if size == 0:
         return _EMPTY

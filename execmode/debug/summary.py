@@ -27,7 +27,7 @@ class TensorStats:
         # the same number of times: its min/max/mean/std are those of one copy, and its
         # counts that many times one copy's. Statistics read one copy (a 1 MiB base
         # expanded to 3 GiB is read once, not 768 times).
-        self._values, self._repeat = _one_copy(array)
+        self._values, self._repeat = one_copy(array)
 
     def _get(self, name, compute):
         if name not in self._cache:
@@ -164,7 +164,7 @@ def memory(array) -> dict:
     return out
 
 
-def _one_copy(array):
+def one_copy(array):
     """(the array without its broadcast axes, how many times each element repeats)."""
     strides = getattr(array, "strides", None)
     if not strides or 0 not in strides or array.size == 0:

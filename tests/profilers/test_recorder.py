@@ -178,3 +178,11 @@ def test_an_inf_summary_survives_the_store_and_the_json_exports(tmp_path):
     text = (tmp_path / "session.json").read_text()
     assert "Infinity" not in text
     assert json.loads(text)["ops"][0]["v_max"] == "inf"
+
+
+def test_a_broadcast_outputs_summary_is_read_once_per_element():
+    from execmode.profilers.summaries import summarize
+
+    base = np.array([[1.0, np.nan, -np.inf, 4.0, 0.5]], dtype=np.float32)
+    view = np.broadcast_to(base, (6, 5))
+    assert summarize(view) == summarize(np.array(view))
