@@ -536,7 +536,7 @@ class Tracer:
             return self._new_tensor(node_id, aval, storage, view, proxy)
         if first is not None and is_view_op(op.name, attrs):
             storage, view, proxy, _ = self._place(first)
-            is_view, child = view_proxy(op.name, attrs, proxy, first.ndim)
+            is_view, child = view_proxy(op.name, attrs, proxy, first.shape)
             if is_view:
                 self._note_layout(storage, op.name)
                 return self._new_tensor(node_id, aval, storage,

@@ -59,12 +59,15 @@ def _strided(shape, strides) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(_BYTE, shape, strides, writeable=False)
 
 
-def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None, ndim: int):
-    """(is a view, layout of the result) for ``op(x)`` in eager NumPy.
+def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None, shape: tuple):
+    """(is a view, layout of the result) for ``op(x)`` in eager NumPy; ``shape`` is x's.
 
     ``proxy`` None means x's layout is not known (an op result computed from strided
     inputs): basic indexing, transposes and broadcasts are views whatever the layout (of a
-    layout then unknown too); only reshape's answer depends on it (None: not known)."""
+    layout then unknown too), and so is a reshape that only adds or drops axes of length 1
+    (expand_dims, squeeze: NumPy never copies for those); any other reshape's answer
+    depends on the layout (None: not known)."""
+    ndim = len(shape)
     if op == "permute_dims":
         return True, None if proxy is None else np.transpose(proxy, attrs["axes"])
     if op == "broadcast_to":
@@ -82,6 +85,8 @@ def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None, ndim: int):
         return (True, out) if isinstance(out, np.ndarray) else (False, None)
     if op == "reshape":
         if proxy is None:
+            if _without_unit_axes(shape) == _without_unit_axes(attrs["shape"]):
+                return True, None
             return None, None
         out = proxy.view()
         try:
@@ -90,6 +95,10 @@ def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None, ndim: int):
             return False, None
         return True, out
     return False, None
+
+
+def _without_unit_axes(shape) -> tuple:
+    return tuple(n for n in shape if n != 1)
 
 
 def is_view_op(op: str, attrs: dict) -> bool:

@@ -103,3 +103,22 @@ def test_backward_into_an_earlier_calls_result_says_why():
     jitted(em.ones(2), em.zeros(2))
     with pytest.raises(em.BackwardError, match="result of an em.jit function"):
         jitted(em.ones(2), em.zeros(2))
+
+
+# Seed 1795550527 (program 383).
+def test_a_write_after_stacking_an_unknown_layout_result():
+    # em.stack adds an axis to each input (a reshape). Of a fancy-indexed transpose, whose
+    # layout only NumPy knows, the tracer took that reshape for "view or copy, unknown",
+    # and the write to the stacked tensor raised GraphBreakError (the autograd tape kept
+    # the reshaped tensor alive) where eager ran. Adding or dropping axes of length 1 is
+    # always a view in NumPy.
+    def f(z):
+        v1 = z.T[em.tensor([3, 1])]
+        stacked = em.stack([v1, v1 * 2.0])
+        v1[...] = 1.0
+        return stacked, v1
+
+    x = em.tensor(np.arange(20, dtype=np.float32).reshape(5, 4), requires_grad=True)
+    got, want = em.jit(f)(x), f(x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
