@@ -11,7 +11,9 @@ running, and asking the script to stop must still leave a finished session. Two 
   raise :class:`Terminated` in the script (its ``finally`` blocks run, then the runner
   records how it ended and closes the session). On Linux the kernel also signals the child
   when its parent dies, even by SIGKILL (``prctl(PR_SET_PDEATHSIG)``), and the child
-  terminates the same way. Elsewhere only the forwarding protects it: a parent killed by
+  terminates the same way. The kernel may hand that signal to any of the child's threads,
+  and the main thread would run the handler only once its sleep ends: a watcher thread
+  sees the parent gone and directs the signal at the main thread. Elsewhere only the forwarding protects it: a parent killed by
   SIGKILL leaves the script running there.
 
 Why a real-time signal for the parent's death, not SIGTERM: Linux sends the death signal
@@ -33,9 +35,12 @@ import faulthandler
 import os
 import signal
 import sys
+import threading
+import time
 
 PARENT_PID_ENV = "EXECMODE_PARENT_PID"
 GRACE_S = 5.0
+_WATCH_S = 0.25  # how often the watcher thread checks that the parent is still there
 _PR_SET_PDEATHSIG = 1
 _LIFELINE = getattr(signal, "SIGRTMIN", 0) + 3 if sys.platform.startswith("linux") else None
 
@@ -101,6 +106,8 @@ def install() -> None:
         return
     if os.getppid() != _State.parent:  # it died before the prctl: no signal will come
         _request(Terminated("the execmode process that started the script is gone"))
+        return
+    threading.Thread(target=_watch_parent, name="execmode-lifeline", daemon=True).start()
 
 
 def _forget_in_forked_child() -> None:
@@ -112,6 +119,22 @@ def _forget_in_forked_child() -> None:
     if _LIFELINE is not None and _State.parent is not None:
         signal.signal(_LIFELINE, signal.SIG_DFL)
     _State.parent, _State.in_script, _State.pending = None, False, None
+
+
+def _watch_parent() -> None:
+    # The kernel's death signal goes to the process, and Linux may hand it to any thread
+    # (the session writer, a BLAS thread) when the main thread has a signal pending. The
+    # main thread then runs the handler only at its next bytecode: never, while it sleeps
+    # in a C call. This thread (which blocks the signals itself) sees the parent gone and
+    # directs the signal at the main thread, whose sleep it interrupts.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP, _LIFELINE})
+    main = threading.main_thread().ident
+    parent = _State.parent
+    while _State.parent == parent and _State.pending is None:
+        if os.getppid() != parent:
+            signal.pthread_kill(main, _LIFELINE)
+            return
+        time.sleep(_WATCH_S)
 
 
 def _set_parent_death_signal(signum: int) -> bool:

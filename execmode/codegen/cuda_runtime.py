@@ -21,7 +21,10 @@ from .render_cuda import REDUCE_THREADS, CUDARenderer
 
 THREADS = 256
 MAX_BLOCKS = 65535
-NVRTC_OPTIONS = ("--std=c++14",)
+# --fmad=false: a * b + c stays two roundings, as NumPy/CuPy's elementwise ops compute it
+# (a contracted FMA's exact product does not overflow: x - exp(x) at inf gave inf, not nan;
+# the C toolchain's -ffp-contract=off, toolchain.py).
+NVRTC_OPTIONS = ("--std=c++14", "--fmad=false")
 
 _modules: dict[str, object] = {}
 

@@ -122,3 +122,15 @@ def test_a_write_after_stacking_an_unknown_layout_result():
     got, want = em.jit(f)(x), f(x)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+# Seed 1795551149 (program 6369).
+def test_a_fused_subtraction_of_an_overflowing_product_keeps_nan():
+    # GCC fused exp's last multiply and the subtraction into one FMA, whose exact product
+    # does not overflow: inf - exp(inf) gave inf where NumPy gives nan. Kernels now compile
+    # with -ffp-contract=off (and NVRTC with --fmad=false).
+    x = em.tensor([np.inf, -2.25, -0.0, 88.0], dtype=em.float32)
+    got = em.jit(lambda y: y - em.exp(y), passes=["fuse"])(x).numpy()
+    want = (x - em.exp(x)).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[0])

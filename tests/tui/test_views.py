@@ -25,11 +25,20 @@ async def test_each_view_shows_its_part_of_the_run(tmp_path):
         await wait.until(lambda: "exit" in SessionReader(app.session_path).meta(),
                          what="the recording to close")
 
-        # 1 Ops: the eager ops; t switches to the kernels.
+        # 1 Ops: the eager ops; t switches to the kernels. Rows come in pages from the
+        # store on a worker: wait until the first ones are drawn (not "…").
         ops = app.screen
-        assert [r.split()[1] for r in row_texts(ops.query_one("#op-list"))][:2] == \
-            ["full", "multiply"]
+
+        def first_rows():
+            return [r.split()[1] if len(r.split()) > 1 else r
+                    for r in row_texts(ops.query_one("#op-list"))][:2]
+
+        wait.watch(ops.query_one("#op-list"), "rows_arrived")
+        await wait.until(lambda: "…" not in first_rows(), what="the first ops")
+        assert first_rows() == ["full", "multiply"]
         await pilot.press("t")
+        await wait.until(lambda: any("k0" in k for k in row_texts(ops.query_one("#op-list"))),
+                         what="the kernels")
         kernels = row_texts(ops.query_one("#op-list"))
         assert any("step#0:0" in k and "k0" in k and "fused" in k for k in kernels)
 
