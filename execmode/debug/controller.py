@@ -248,6 +248,11 @@ class Controller:
                 except TimeoutError:
                     if proc.poll() is None and time.monotonic() <= deadline:
                         continue
+                    # A short script may have connected just after that wait ended, run
+                    # and exited (its connection waits in the backlog): take it then.
+                    server.settimeout(0)
+                    with contextlib.suppress(BlockingIOError, TimeoutError):
+                        return server.accept()[0]
                     self._abandon(run)
                     err = "".join(line + "\n" for s, line in run.output if s == "stderr")
                     raise ControllerError(
