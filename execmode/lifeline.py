@@ -13,8 +13,8 @@ running, and asking the script to stop must still leave a finished session. Two 
   when its parent dies, even by SIGKILL (``prctl(PR_SET_PDEATHSIG)``), and the child
   terminates the same way. The kernel may hand that signal to any of the child's threads,
   and the main thread would run the handler only once its sleep ends: a watcher thread
-  sees the parent gone and directs the signal at the main thread. Elsewhere only the forwarding protects it: a parent killed by
-  SIGKILL leaves the script running there.
+  sees the parent gone and directs the signal at the main thread. Elsewhere only the
+  forwarding protects it: a parent killed by SIGKILL leaves the script running there.
 
 Why a real-time signal for the parent's death, not SIGTERM: Linux sends the death signal
 when the *thread* that started the child exits, and the TUI starts scripts from worker
