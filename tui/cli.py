@@ -95,6 +95,9 @@ def tui_command(args) -> int:
         pyspy=args.pyspy, session=args.session, session_dir=args.session_dir,
         summaries=args.summaries,
     )
+    # The agent starts now and imports the engine while this process imports Textual:
+    # the first pause is on screen about when the TUI is (docs/performance.md).
+    launch.prestart()
     from execmode.tui.app import ExecmodeApp
 
     app = ExecmodeApp(launch)

@@ -33,8 +33,6 @@ from execmode.tui.state import ExitSummary, PausedInfo
 from execmode.debug.controller import Controller, ControllerError, carried_breakpoint
 
 _OUTPUT_BATCH_S = 0.05
-# Always stop on an uncaught exception: the failing op's tensors stay inspectable.
-_CRASH_BREAKPOINT = "exception"
 
 
 class CommandError(Exception):
@@ -61,23 +59,11 @@ class DebugBridge:
         self.closing = False
         self._lifecycle = threading.Lock()
         self._events: queue.SimpleQueue = queue.SimpleQueue()
-        breakpoints = list(launch.breakpoints)
-        if _CRASH_BREAKPOINT not in breakpoints:
-            breakpoints.append(_CRASH_BREAKPOINT)
-        options = {}
-        accepted = inspect.signature(controller_factory).parameters
-        if launch.pyspy and "pyspy" in accepted:
-            options["pyspy"] = True
-        if launch.summaries and "summaries" in accepted:
-            options["summaries"] = True
-        if "stdin_pipe" in accepted:  # the input line: stdin is a pipe the TUI writes
-            options["stdin_pipe"] = True
-        self.pyspy_wired = "pyspy" in options
+        self.pyspy_wired = launch.pyspy and "pyspy" in inspect.signature(
+            controller_factory).parameters
         # The agent's list at the last refresh; between runs, the list the next run gets.
         self.known_breakpoints: list[dict] = []
-        self.controller = controller_factory(
-            launch.script, launch.args, breakpoints=breakpoints, session=None,
-            start_paused=launch.start_paused, cwd=launch.cwd, **options)
+        self.controller = launch.take_controller(controller_factory)
         # Tagged with the run that published it (the controller publishes only the current
         # run's events, and stop() returns after the last of them).
         self.controller.listeners.append(lambda event: self._events.put((self.run, event)))
@@ -91,8 +77,9 @@ class DebugBridge:
 
     def _start(self) -> None:
         run = self.run
-        self.session = self.launch.session_path(run)
-        self.controller.session = self.session
+        if not getattr(self.controller, "spawned", False):  # else prestart() chose it
+            self.controller.session = self.launch.session_path(run)
+        self.session = self.controller.session
         try:
             self.controller.start()
         except (ControllerError, OSError) as exc:

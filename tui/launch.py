@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
+from typing import Any
+
+# Always stop on an uncaught exception: the failing op's tensors stay inspectable.
+CRASH_BREAKPOINT = "exception"
 
 
 @dataclass
@@ -20,6 +25,48 @@ class ScriptLaunch:
     session_dir: str | None = None     # where each run's session file goes
     session: str | None = None         # an explicit path for the first run
     cwd: str | None = None
+
+    # The controller prestart() spawned for the first run, until the debugger bridge
+    # takes it (take_controller).
+    prestarted: Any = field(default=None, repr=False, compare=False)
+
+    def new_controller(self, factory=None):
+        """A controller for this script with the TUI's options: the crash breakpoint, the
+        input line, summaries and py-spy (those ``factory`` accepts: tests pass their own)."""
+        if factory is None:
+            from execmode.debug.controller import Controller as factory
+        breakpoints = list(self.breakpoints)
+        if CRASH_BREAKPOINT not in breakpoints:
+            breakpoints.append(CRASH_BREAKPOINT)
+        accepted = inspect.signature(factory).parameters
+        options = {}
+        if self.pyspy and "pyspy" in accepted:
+            options["pyspy"] = True
+        if self.summaries and "summaries" in accepted:
+            options["summaries"] = True
+        if "stdin_pipe" in accepted:  # the input line: stdin is a pipe the TUI writes
+            options["stdin_pipe"] = True
+        return factory(self.script, self.args, breakpoints=breakpoints, session=None,
+                       start_paused=self.start_paused, cwd=self.cwd, **options)
+
+    def prestart(self) -> None:
+        """Spawn the first run's agent now, before the TUI's imports: the agent imports
+        the engine and runs to its first pause meanwhile (two cores, one wait). A failure
+        here is left for the bridge's start, which reports it in the TUI."""
+        from execmode.debug.controller import ControllerError
+
+        controller = self.new_controller()
+        controller.session = self.session_path(0)
+        try:
+            controller.spawn()
+        except (ControllerError, OSError):
+            return
+        self.prestarted = controller
+
+    def take_controller(self, factory=None):
+        """The prestarted controller (once), or a new one from ``factory``."""
+        controller, self.prestarted = self.prestarted, None
+        return controller if controller is not None else self.new_controller(factory)
 
     def session_path(self, run: int) -> str:
         """A fresh session file for run number ``run`` (restart makes a new one)."""

@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .. import lifeline
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError
@@ -69,6 +70,14 @@ class _Pending:
 
     replies: queue.Queue
     resumes: bool          # step/next/continue: its reply means the script runs again
+
+
+class _Spawned(NamedTuple):
+    """A run spawn() started: the socket it listens on and the private folder holding it."""
+
+    run: _Run
+    server: socket.socket
+    folder: str
 
 
 class _Run:
@@ -144,9 +153,17 @@ class Controller:
         self._run: _Run | None = None
         self.proc: subprocess.Popen | None = None
         self.channel: Channel | None = None
+        self._spawned: _Spawned | None = None  # spawn() done, start() not yet
 
     # --- lifecycle ---------------------------------------------------------------------
-    def start(self, timeout: float = 30.0) -> Controller:
+    def spawn(self) -> None:
+        """Start the agent's process now; :meth:`start` connects to it later.
+
+        The TUI spawns before it imports Textual, so that the agent's own imports (the
+        engine, the script's) overlap the TUI's instead of following them. The agent
+        connects to the listening socket at once and runs to its first pause; its output
+        waits in the pipes until start() reads it (so no event is published before the
+        caller has added its listeners)."""
         if not os.path.isfile(self.script):
             raise ControllerError(f"cannot start {self.script}: no such file")
         self.stop()  # a previous run, if any, ends (and is joined) before this one begins
@@ -176,26 +193,53 @@ class Controller:
         with self._lock:
             self._run = run
             # A fresh queue: what is left of an earlier run is stale (restart() or stop()
-            # then start(), as the TUI does), and the wait for hello below must not take
-            # that run's "exited" for this one's.
+            # then start(), as the TUI does), and the wait for hello in start() must not
+            # take that run's "exited" for this one's.
             self.events = queue.Queue()
             self.state, self.paused, self.exit = "starting", None, None
             self.output = run.output
             self.channel = None
-        deadline = time.monotonic() + timeout
         # Only this user can reach the socket (a private directory); the socket file and
         # the directory go as soon as the agent is connected, or the start failed.
         tmp = tempfile.mkdtemp(prefix="execmode-")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             os.chmod(tmp, 0o700)
             path = os.path.join(tmp, "control.sock")
             cmd[cmd.index("PATH")] = path
-            conn = self._launch(run, cmd, env, path, deadline)
+            server.bind(path)
+            server.listen(1)
+            stdin = subprocess.PIPE if self.stdin_pipe else \
+                None if self.inherit_stdin else subprocess.DEVNULL
+            piped = None if self.inherit_output else subprocess.PIPE
+            run.proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=stdin,
+                                        stdout=piped, stderr=piped)
         except OSError:
+            server.close()
+            _remove_private_dir(tmp)
             with self._lock:
                 self.state = "idle"  # no process (the interpreter could not be started)
             raise
+        with self._lock:
+            self.proc = run.proc
+        self._spawned = _Spawned(run, server, tmp)
+
+    @property
+    def spawned(self) -> bool:
+        """A process started by spawn() that start() has not connected to yet."""
+        return self._spawned is not None
+
+    def start(self, timeout: float = 30.0) -> Controller:
+        """Start the agent (or take the one spawn() started) and wait for its hello."""
+        if self._spawned is None:
+            self.spawn()
+        run, server, tmp = self._spawned
+        self._spawned = None
+        deadline = time.monotonic() + timeout
+        try:
+            conn = self._accept(run, server, deadline)
         finally:
+            server.close()
             _remove_private_dir(tmp)
         conn.settimeout(None)
         run.channel = Channel(conn)
@@ -220,46 +264,33 @@ class Controller:
             raise
         return self
 
-    def _launch(self, run: _Run, cmd: list, env: dict, path: str, deadline: float):
-        """Start the agent and accept its connection (the socket at ``path``)."""
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            server.bind(path)
-            server.listen(1)
-            server.settimeout(0.2)
-            stdin = subprocess.PIPE if self.stdin_pipe else \
-                None if self.inherit_stdin else subprocess.DEVNULL
-            piped = None if self.inherit_output else subprocess.PIPE
-            proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=stdin,
-                                    stdout=piped, stderr=piped)
-            run.proc = proc
-            with self._lock:
-                self.proc = proc
-            pipes = [] if self.inherit_output else [("stdout", proc.stdout),
-                                                    ("stderr", proc.stderr)]
-            for stream, pipe in pipes:
-                t = threading.Thread(target=self._read_output, args=(run, stream, pipe),
-                                     daemon=True, name=f"execmode-{stream}-{run.generation}")
-                run.output_threads.append(t)
-                t.start()
-            while True:
-                try:
+    def _accept(self, run: _Run, server: socket.socket, deadline: float):
+        """Read the agent's output, and accept its connection on ``server``."""
+        proc = run.proc
+        pipes = [] if self.inherit_output else [("stdout", proc.stdout),
+                                                ("stderr", proc.stderr)]
+        for stream, pipe in pipes:
+            t = threading.Thread(target=self._read_output, args=(run, stream, pipe),
+                                 daemon=True, name=f"execmode-{stream}-{run.generation}")
+            run.output_threads.append(t)
+            t.start()
+        server.settimeout(0.2)
+        while True:
+            try:
+                return server.accept()[0]
+            except TimeoutError:
+                if proc.poll() is None and time.monotonic() <= deadline:
+                    continue
+                # A short script may have connected just after that wait ended, run and
+                # exited (its connection waits in the backlog): take it then.
+                server.settimeout(0)
+                with contextlib.suppress(BlockingIOError, TimeoutError):
                     return server.accept()[0]
-                except TimeoutError:
-                    if proc.poll() is None and time.monotonic() <= deadline:
-                        continue
-                    # A short script may have connected just after that wait ended, run
-                    # and exited (its connection waits in the backlog): take it then.
-                    server.settimeout(0)
-                    with contextlib.suppress(BlockingIOError, TimeoutError):
-                        return server.accept()[0]
-                    self._abandon(run)
-                    err = "".join(line + "\n" for s, line in run.output if s == "stderr")
-                    raise ControllerError(
-                        f"the script could not start (exit code {proc.poll()}):\n"
-                        + (err.strip() or self._no_output())) from None
-        finally:
-            server.close()
+                self._abandon(run)
+                err = "".join(line + "\n" for s, line in run.output if s == "stderr")
+                raise ControllerError(
+                    f"the script could not start (exit code {proc.poll()}):\n"
+                    + (err.strip() or self._no_output())) from None
 
     def _no_output(self) -> str:
         return "its output is above" if self.inherit_output else "no output"
@@ -283,6 +314,12 @@ class Controller:
         ``terminate`` starts at SIGTERM (the controller itself was told to end): unlike a
         quit message, the signal also ends a sleep or a blocking read, and the agent still
         closes the session (lifeline.py)."""
+        if self._spawned is not None:  # spawned, never connected: nothing to say quit to
+            _, server, tmp = self._spawned
+            self._spawned = None
+            server.close()
+            _remove_private_dir(tmp)
+            terminate = True
         with self._lock:
             run = self._run
         if run is None or run.proc is None or run.retired:

@@ -155,3 +155,31 @@ def test_a_short_script_in_plain_python_still_ends_normally():
     with Controller(SPIN, ["0.05"], start_paused=False) as c:
         assert c.wait_for("exited", timeout=30)["status"] == "ok"
     assert [line for s, line in c.output if s == "stdout"] == ["spinning", "ran to the end"]
+
+
+def test_a_spawned_agent_runs_before_start_and_start_loses_nothing(tmp_path):
+    # The TUI spawns the agent before importing Textual, so the two imports overlap. The
+    # agent connects to the listening socket and runs meanwhile; here it even ends before
+    # start(), and start() still gets its hello, every output line and its exit.
+    session = tmp_path / "early.emsession"
+    c = Controller(SPIN, ["0.05"], session=str(session), start_paused=False)
+    c.spawn()
+    assert c.spawned and c.state == "starting"
+    assert c.proc.wait(timeout=60) == 0                  # it ran to the end on its own
+    with contextlib.closing(c.start()):
+        assert c.wait_for("exited", timeout=30)["status"] == "ok"
+        assert not c.spawned
+    assert [line for s, line in c.output if s == "stdout"] == ["spinning", "ran to the end"]
+    assert _session_exit(session)["kind"] == "normal"
+
+
+def test_a_spawned_agent_that_nobody_connects_to_is_ended_by_stop(tmp_path):
+    c = Controller(SPIN, ["60"], start_paused=False)
+    seen: list[str] = []
+    c.listeners.append(lambda ev: seen.append(ev.type))
+    c.spawn()
+    socket_dir = os.path.dirname(c._spawned.server.getsockname())
+    c.stop()                                  # no quit can be sent: SIGTERM, then reaped
+    assert c.proc.poll() is not None and not c.spawned
+    assert not os.path.exists(socket_dir)     # the private socket folder went with it
+    assert seen == ["exited"] and c.state == "finished"

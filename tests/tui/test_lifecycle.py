@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from execmode.tui.app import ExecmodeApp
+from execmode.tui.launch import ScriptLaunch
 from execmode.tui.widgets.row_list import RowList
 from tui_support import (
+    SCRIPTS,
     SIZE,
     Waiter,
     row_texts,
@@ -11,6 +14,28 @@ from tui_support import (
     script_app,
     static_text,
 )
+
+
+@run_async
+async def test_the_tui_takes_the_agent_started_before_it_and_restarts_afresh(tmp_path):
+    # execmode tui spawns the agent before importing Textual (launch.prestart): the app
+    # must connect to that process and its session, not start a second one.
+    launch = ScriptLaunch(str(SCRIPTS / "three_ops.py"),
+                          session_dir=str(tmp_path / "sessions"))
+    launch.prestart()
+    early = launch.prestarted.proc
+    early_session = launch.prestarted.session
+    app = ExecmodeApp(launch)
+    async with app.run_test(size=SIZE) as pilot:
+        wait = Waiter(pilot)
+        paused = await wait.paused()
+        assert (paused.op, paused.op_index) == ("full", 1)
+        assert app.bridge.controller.proc is early and launch.prestarted is None
+        assert app.session_path == early_session
+        await pilot.press("r")                         # a restart spawns anew, as before
+        await wait.until(lambda: app.session_path != early_session, what="a new session")
+        await wait.paused()
+        assert early.poll() is not None and app.bridge.controller.proc is not early
 
 
 @run_async
