@@ -65,6 +65,16 @@ def short_name(dt: np.dtype) -> str:
     return SHORT_NAMES.get(dt, str(dt))
 
 
+def type_text(shape, dtype, device=None) -> str:
+    """``f32[3,4]``: how every message, IR text and session row spells a value's type, with
+    ``@device`` appended when one is given (``f32[3,4]@cpu``). A dtype outside the table
+    reads as NumPy names it; an unknown shape (None) reads ``?``."""
+    name = short_name(dtype) if isinstance(dtype, np.dtype) else str(dtype)
+    dims = ",".join(str(d) for d in shape) if shape is not None else "?"
+    text = f"{name}[{dims}]"
+    return text if device is None else f"{text}@{device}"
+
+
 def from_short_name(name: str) -> np.dtype:
     return _FROM_SHORT[name]
 

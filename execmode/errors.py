@@ -54,10 +54,9 @@ def describe_operand(x) -> str:
 
 def describe_array(a, device) -> str:
     """``f32[3,4]@cpu`` for anything with a shape and a dtype."""
-    from .dtypes import short_name
+    from .dtypes import type_text
 
-    dims = ",".join(str(d) for d in a.shape)
-    return f"{short_name(a.dtype)}[{dims}]@{device}"
+    return type_text(a.shape, a.dtype, device)
 
 
 def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:

@@ -3,8 +3,8 @@
 The pipeline, in the order data flows through it::
 
     recorder.py     the instrumentation listener: op/kernel/graph events -> queued rows
+                    (optionally with value statistics of op outputs: execmode/stats.py)
     memory.py       live and peak bytes per device (weak references on op outputs)
-    summaries.py    optional min/max/mean/std and NaN/Inf counts of op outputs
     calibration.py  the recorder's own per-op cost, measured at start
     calibration_cache.py  that cost kept per machine in the user cache (measured once)
     writer.py       the background thread that batches rows into the session file

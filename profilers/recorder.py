@@ -5,7 +5,8 @@
     rec.close()              # or: with Recorder(path) as rec: ...
 
 On each eager op it queues the event as it is (formatting happens on the writer thread),
-tracks the output's memory, and optionally summarises the output's values. Other events
+tracks the output's memory, and optionally summarises the output's values (:func:`execmode.stats.value_stats`, right
+after the op: a later in-place update would change them). Other events
 (trace, pass, compile, graph breaks, ...) are encoded to JSON at once, because their data
 may be reused by the code that emitted them. Before attaching, it measures its own cost
 (see :mod:`execmode.profilers.calibration`) and stores it in meta.
@@ -24,7 +25,6 @@ from datetime import datetime, timezone
 from execmode.profilers.machine import gpu_info, machine_info
 from execmode.profilers.memory import MemoryTracker
 from execmode.profilers.rows import event_row
-from execmode.profilers.summaries import summarize
 from execmode.profilers.writer import (
     ComparisonRow,
     EncodedEvent,
@@ -35,6 +35,7 @@ from execmode.profilers.writer import (
 
 from execmode import instrument
 from execmode.instrument import Event
+from execmode.stats import value_stats
 
 _active: weakref.WeakSet = weakref.WeakSet()
 
@@ -178,7 +179,7 @@ class Recorder:
         if self.options["summaries"]:
             def on_op(ev, output):
                 try:
-                    item = SummarizedOp(ev, summarize(output._data))
+                    item = SummarizedOp(ev, value_stats(output._data))
                 except Exception:  # an array type summaries don't know: record the op alone
                     item = ev
                 put(item if get_ident() == main else in_thread(item))

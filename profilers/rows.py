@@ -10,26 +10,19 @@ because binding None in Python's sqlite3 takes a slow adapter lookup (~0.3 us ea
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 from execmode.profilers.store import to_json
 
-from execmode.dtypes import short_name
+from execmode.dtypes import short_name, type_text
+from execmode.stats import ValueStats
 
 _CACHE_LIMIT = 50_000  # distinct shapes/locations kept; cleared beyond (generated code)
 _ATTR_TEXT_LIMIT = 200
 
 
-class Summary(NamedTuple):
-    """A value summary of one op's output (see :mod:`execmode.profilers.summaries`)."""
-
-    min: float | None
-    max: float | None
-    mean: float | None
-    std: float | None
-    nan: int
-    inf: int
+# The v_min .. v_inf columns of op_events are an output's value statistics as they come
+# (min, max, mean, std, nan, inf): the row appends the tuple itself, with no copy per op.
+Summary = ValueStats
 
 
 class RowFormatter:
@@ -55,9 +48,7 @@ class RowFormatter:
         if text is None:
             if len(self._tensor_text) > _CACHE_LIMIT:
                 self._tensor_text.clear()
-            name = short_name(dtype) if isinstance(dtype, np.dtype) else str(dtype)
-            dims = ",".join(str(d) for d in shape) if shape is not None else "?"
-            text = self._tensor_text[key] = f"{name}[{dims}]"
+            text = self._tensor_text[key] = type_text(shape, dtype)
         return text
 
     def device_text(self, device) -> str:

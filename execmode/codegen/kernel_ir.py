@@ -204,10 +204,9 @@ class Kernel:
 
     def describe(self) -> str:
         """A short human summary: ``k0 elementwise f32[64,256] (multiply add tanh)``."""
-        from execmode.dtypes import short_name
+        from execmode.dtypes import type_text
 
-        shape = ",".join(str(d) for d in self.output.shape)
-        return (f"{self.name} {self.kind} {short_name(self.output.dtype)}[{shape}] "
+        return (f"{self.name} {self.kind} {type_text(self.output.shape, self.output.dtype)} "
                 f"({' '.join(self.member_ops)})")
 
 

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from execmode.dtypes import short_name
+from execmode.dtypes import short_name, type_text
 from execmode.graph.ir import FUSED, INPUT, Literal, Node
 from execmode.ops import OPS
 from execmode.ops.registry import ELEMENTWISE_KINDS
@@ -195,8 +195,7 @@ class _Lowering:
         lines = [f"{self.node.label or 'fused'}: {kind} kernel for %{self.node.id}"
                  + (f" of {self.graph_id}" if self.graph_id else "")]
         for p in params or self.params:
-            lines.append(f"{p.name}: {short_name(p.dtype)}[{','.join(map(str, p.shape))}]"
-                         f"  <- {p.describe}")
+            lines.append(f"{p.name}: {type_text(p.shape, p.dtype)}  <- {p.describe}")
         return tuple(lines)
 
     def build_body(self, members, space, plan, seed=None) -> tuple:

@@ -21,6 +21,7 @@ import sys
 import threading
 
 from .. import dispatch, instrument, lifeline, script_runner
+from ..dtypes import type_text
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from . import stdin_requests
@@ -616,7 +617,7 @@ class Debugger(ConditionChecks):
             if name in seen:
                 continue
             seen.add(name)
-            out.append({"name": name, "type": summarize(value._data)["type"]})
+            out.append({"name": name, "type": type_text(value._data.shape, value._data.dtype)})
         return out
 
 

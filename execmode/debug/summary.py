@@ -1,7 +1,9 @@
 """Tensor summaries: what the debugger shows instead of a tensor's values.
 
-Stats are computed lazily (a breakpoint ``nan`` asks only for the NaN count) and on the
-array's own device; only scalars and the histogram come back to the host.
+The numbers come from :mod:`execmode.stats` (shared with the profiler's recorder); this
+module shapes them for the agent: lazy ``TensorStats`` for breakpoint conditions, the JSON
+summary the protocol carries (with the array's memory), its one-line text form, and
+bounded slices of values.
 """
 
 from __future__ import annotations
@@ -10,12 +12,18 @@ import math
 
 import numpy as np
 
+from .. import stats
 from ..backend import to_numpy
-from ..dtypes import short_name
+from ..dtypes import type_text
 
 
 class TensorStats:
-    """Lazy statistics of one array: ``stats.nan``, ``stats.max``, ``stats.abs_max``..."""
+    """Lazy statistics of one array: ``stats.nan``, ``stats.max``, ``stats.abs_max``...
+
+    The agent's view of :mod:`execmode.stats`: the names a breakpoint condition reads, the
+    op it belongs to, and the summary sent to the TUI. A condition evaluated after every op
+    pays only for what it names: ``nan`` counts NaNs, ``max`` computes the statistics once.
+    """
 
     def __init__(self, array, op: str = "", scope: str = "", location=None):
         self.array = array
@@ -23,11 +31,6 @@ class TensorStats:
         self.scope = scope
         self.location = location
         self._cache: dict = {}
-        # A broadcast view (expand, broadcast_to: stride 0) repeats each distinct element
-        # the same number of times: its min/max/mean/std are those of one copy, and its
-        # counts that many times one copy's. Statistics read one copy (a 1 MiB base
-        # expanded to 3 GiB is read once, not 768 times).
-        self._values, self._repeat = one_copy(array)
 
     def _get(self, name, compute):
         if name not in self._cache:
@@ -55,22 +58,15 @@ class TensorStats:
     def device(self) -> str:
         return "cpu" if type(self.array) is np.ndarray else f"cuda:{self.array.device.id}"
 
-    # Value statistics, NaN-aware: NaNs are counted, never a statistic. min, max and
-    # abs_max see an Inf (``max > 1e3`` holds on inf, and a summary reads inf/-inf);
-    # mean, std and sum are over the finite values (one Inf would make them inf or nan).
+    # Value statistics (execmode.stats has the rules). "No value" reads NaN here, not None,
+    # so that a condition compares it (``max > 1e3`` is False) instead of raising.
     @property
     def nan_count(self) -> int:
-        if self.array.dtype.kind != "f":
-            return 0
-        return self._get("nan_count", lambda: self._repeat * int(
-            _xp(self._values).isnan(self._values).sum()))
+        return self._get("nan_count", lambda: stats.nan_count(self.array))
 
     @property
     def inf_count(self) -> int:
-        if self.array.dtype.kind != "f":
-            return 0
-        return self._get("inf_count", lambda: self._repeat * int(
-            _xp(self._values).isinf(self._values).sum()))
+        return self._get("inf_count", lambda: stats.inf_count(self.array))
 
     @property
     def nan(self) -> bool:
@@ -84,62 +80,47 @@ class TensorStats:
     def finite(self) -> bool:
         return not self.nan and not self.inf
 
-    def _finite_values(self):
-        a = self._values
-        if a.dtype.kind == "f" and (self.nan or self.inf):
-            return a[_xp(a).isfinite(a)]
-        return a
-
-    def _values_but_nan(self):
-        a = self._values
-        if a.dtype.kind == "f" and self.nan:
-            return a[~_xp(a).isnan(a)]
-        return a
-
-    def _reduce(self, name, fn, with_inf: bool = False):
-        def compute():
-            values = self._values_but_nan() if with_inf else self._finite_values()
-            if values.size == 0:
-                return math.nan
-            return float(fn(_xp(values), values.astype(np.float64) if values.dtype.kind == "b"
-                            else values))
-        return self._get(name, compute)
+    def _values(self) -> stats.ValueStats:
+        if "values" not in self._cache:
+            values = self._cache["values"] = stats.value_stats(self.array)
+            # The counts came with them: a summary does not count NaNs a second time.
+            self._cache.setdefault("nan_count", values.nan)
+            self._cache.setdefault("inf_count", values.inf)
+        return self._cache["values"]
 
     @property
     def min(self) -> float:
-        return self._reduce("min", lambda xp, v: xp.min(v), with_inf=True)
+        return _or_nan(self._values().min)
 
     @property
     def max(self) -> float:
-        return self._reduce("max", lambda xp, v: xp.max(v), with_inf=True)
+        return _or_nan(self._values().max)
 
     @property
     def mean(self) -> float:
-        return self._reduce("mean", lambda xp, v: xp.mean(v, dtype=np.float64))
+        return _or_nan(self._values().mean)
 
     @property
     def std(self) -> float:
-        return self._reduce("std", lambda xp, v: xp.std(v, dtype=np.float64))
+        return _or_nan(self._values().std)
 
     @property
     def abs_max(self) -> float:
-        return self._reduce("abs_max", lambda xp, v: xp.max(xp.abs(v)), with_inf=True)
+        # The largest magnitude is at one end of the range (NaN when there is none).
+        low, high = self.min, self.max
+        return math.nan if math.isnan(low) else max(abs(low), abs(high))
 
     @property
     def sum(self) -> float:
-        return self._reduce("sum", lambda xp, v: self._repeat * xp.sum(v, dtype=np.float64))
+        return self._get("sum", lambda: stats.finite_sum(self.array))
 
     def histogram(self, bins: int = 20) -> dict:
-        values = to_numpy(self._finite_values()).astype(np.float64).reshape(-1)
-        if values.size == 0:
-            return {"counts": [], "edges": []}
-        counts, edges = np.histogram(values, bins=bins)
-        return {"counts": (counts * self._repeat).tolist(), "edges": edges.tolist()}
+        return stats.histogram(self.array, bins)
 
     def summary(self, histogram: bool = False) -> dict:
         out = {
             "shape": list(self.shape), "dtype": self.dtype, "device": self.device,
-            "type": f"{short_name(self.array.dtype)}[{','.join(map(str, self.shape))}]",
+            "type": type_text(self.shape, self.array.dtype),
             "size": self.size, "nan_count": self.nan_count, "inf_count": self.inf_count,
         }
         out.update(memory(self.array))
@@ -162,17 +143,6 @@ def memory(array) -> dict:
     if root is not None:
         out["base_nbytes"] = int(getattr(root, "nbytes", None) or memoryview(root).nbytes)
     return out
-
-
-def one_copy(array):
-    """(the array without its broadcast axes, how many times each element repeats)."""
-    strides = getattr(array, "strides", None)
-    if not strides or 0 not in strides or array.size == 0:
-        return array, 1
-    index = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None)
-                  for st, n in zip(strides, array.shape))
-    values = array[index]
-    return values, array.size // values.size
 
 
 def summarize(array, histogram: bool = False) -> dict:
@@ -209,12 +179,8 @@ def _num(v):
     return v
 
 
-def _xp(array):
-    if type(array) is np.ndarray:
-        return np
-    import cupy  # noqa: PLC0415 - only reached with CuPy arrays
-
-    return cupy
+def _or_nan(v) -> float:
+    return math.nan if v is None else v
 
 
 def bounded_slice(array, index_text: str, max_elements: int = 1000) -> dict:

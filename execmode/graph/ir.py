@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..dtypes import from_short_name, short_name
+from ..dtypes import from_short_name, short_name, type_text
 from ..source import SourceLocation
 
 INPUT = "input"
@@ -82,7 +82,7 @@ class Node:
         return tuple(n.id for n in self.body)
 
     def type_str(self) -> str:
-        return f"{short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+        return type_text(self.shape, self.dtype)
 
 
 def make_attrs(attrs: dict) -> tuple:
@@ -202,7 +202,7 @@ def _value_text(v) -> str:
     if isinstance(v, np.ndarray):
         if v.size <= 6:
             return np.array2string(v, separator=",").replace("\n", "")
-        return f"<{short_name(v.dtype)}[{','.join(map(str, v.shape))}] array>"
+        return f"<{type_text(v.shape, v.dtype)} array>"
     if isinstance(v, np.dtype):
         return short_name(v)
     if isinstance(v, float):

@@ -83,10 +83,10 @@ class Signature:
         return tuple((self.namer(p), v) for p, v in pytree.static_paths(self.structure))
 
     def __str__(self) -> str:
-        from ..dtypes import short_name
+        from ..dtypes import type_text
 
-        parts = [f"{name}: {short_name(dt)}[{','.join(map(str, shape))}]"
-                 + ("" if str(dev) == "cpu" else f"@{dev}")
+        # The device only where it is not the default one.
+        parts = [f"{name}: {type_text(shape, dt, None if str(dev) == 'cpu' else dev)}"
                  for name, (shape, dt, dev, _, _) in zip(self.arg_names, self.leaves)]
         parts.extend(f"{name}={value!r}" for name, value in self.statics)
         return "(" + ", ".join(parts) + ")"
