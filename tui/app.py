@@ -72,6 +72,7 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     output_count: reactive[int] = reactive(0, init=False)
     session_path: reactive[str | None] = reactive(None, init=False)
     stdin_prompt: reactive[str | None] = reactive(None, init=False)  # waits on stdin
+    stdin_line_shown: reactive[bool] = reactive(False, init=False)  # or hidden by Esc
 
     def __init__(self, launch: ScriptLaunch | SessionLaunch, controller_factory=None):
         super().__init__()

@@ -140,6 +140,7 @@ class DebuggerCommands:
         bridge = self.bridge
 
         def typed(line: str | None) -> None:
+            self.stdin_line_shown = False  # the status bar tells how to bring it back
             if line is None:
                 if self.stdin_prompt is None:
                     return  # hidden because the run ended or restarts
@@ -149,6 +150,7 @@ class DebuggerCommands:
             self.stdin_prompt = None  # the agent echoes the line on the script's stdout
             self._control(lambda: bridge.send_stdin(None if line == EOF else line), "stdin")
 
+        self.stdin_line_shown = True
         self.push_screen(StdinDialog(self.stdin_prompt or ""), typed)
 
     def action_stdin_line(self) -> None:

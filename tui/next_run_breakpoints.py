@@ -2,8 +2,8 @@
 
 After the script ended there is no agent to ask, but a breakpoint set then must not be
 lost: it is checked with the debugger's own parser and kept, with the others, in the
-bridge's list, which restart hands to the new agent (ids, enabled state and ignore counts
-included). Each function takes that list and returns the new one (or the changed entry).
+bridge's list, which restart hands to the new agent (ids, enabled state, ignore counts and
+why the agent disabled one included). Each function takes that list and returns the new one (or the changed entry).
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ def cleared(breakpoints: list[dict], bp_id: int) -> list[dict]:
 
 
 def enabled(breakpoints: list[dict], bp_id: int, on: bool) -> list[dict]:
+    """On or off; turned on, the reason an earlier run disabled it goes (as the agent's
+    enable_breakpoint drops it), so the next run does not carry a stale reason."""
     _find(breakpoints, bp_id)
-    return [dict(bp, enabled=on, note=NEXT_RUN_NOTE) if bp.get("id") == bp_id else bp
-            for bp in breakpoints]
+    changed = {"enabled": on, "note": NEXT_RUN_NOTE, **({"disabled_reason": None} if on else {})}
+    return [dict(bp, **changed) if bp.get("id") == bp_id else bp for bp in breakpoints]
 
 
 def updated(breakpoints: list[dict], bp_id: int, spec: str | None = None,

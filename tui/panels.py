@@ -19,11 +19,23 @@ _PHASE_STYLE = {
 }
 
 
-def status_text(state: RunState, ops: int, label: str = "") -> Table:
-    """One line: what the script is doing (left) and the mode and op count (right)."""
-    icon, style = _PHASE_STYLE.get(state.phase, ("?", ""))
+def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: bool = False,
+                input_line_shown: bool = True) -> Table:
+    """One line: what the script is doing (left) and the mode and op count (right).
+
+    ``waiting_for_input``: the script is blocked reading stdin (the agent said so). It is
+    still "running", but a person who sees only that waits for ops that never come, as at
+    a terminal with no prompt in sight; so the bar says where to type instead (and, when
+    Esc hid the input line, how to bring it back)."""
+    waiting = waiting_for_input and state.phase in ("starting", "running")
+    icon, style = ("▶", "bold cyan") if waiting else _PHASE_STYLE.get(state.phase, ("?", ""))
     left = Text(f" {icon} ", style=style)
-    left.append_text(_status_words(state))
+    if waiting:
+        left.append("waiting for input", style="bold cyan")
+        left.append(" (type in the input line, Enter sends)" if input_line_shown else
+                    ' (ctrl+p, "stdin": the input line)')
+    else:
+        left.append_text(_status_words(state))
     right = Text()
     if label:
         right.append(f"{label}  ", style="dim")

@@ -640,7 +640,7 @@ def main(argv=None) -> int:
     parser.add_argument("--break", dest="breaks", action="append", default=[])
     parser.add_argument("--break-json", dest="carried", action="append", default=[],
                         help="a breakpoint carried from an earlier run: "
-                             '{"id", "spec", "enabled", "ignore"}')
+                             '{"id", "spec", "enabled", "ignore"} (and "disabled_reason")')
     parser.add_argument("--run", action="store_true", help="start running, not paused")
     parser.add_argument("--stdin-requests", action="store_true",
                         help="stdin is the controller's pipe: say input_requested before a "

@@ -158,6 +158,7 @@ class BreakpointSet:
 
     def restore(self, text: str) -> Breakpoint:
         """A breakpoint carried from an earlier run: JSON ``{id, spec, enabled, ignore}``
+        and, for one the agent disabled because its condition failed, ``disabled_reason``
         (``--break-json``; parsed as data, never evaluated)."""
         try:
             state = json.loads(text)
@@ -172,8 +173,16 @@ class BreakpointSet:
         if not isinstance(enabled, bool):
             raise BreakpointError(f"--break-json: 'enabled' must be true or false, not "
                                   f"{enabled!r}")
-        return self.add(state["spec"], ignore=state.get("ignore", 0), enabled=enabled,
-                        bp_id=bp_id)
+        reason = state.get("disabled_reason")
+        if reason is not None and not isinstance(reason, str):
+            raise BreakpointError(f"--break-json: 'disabled_reason' must be a string, not "
+                                  f"{reason!r}")
+        bp = self.add(state["spec"], ignore=state.get("ignore", 0), enabled=enabled,
+                      bp_id=bp_id)
+        # Still off for the reason an earlier run found, so the list keeps saying why (a
+        # reason on an enabled breakpoint would be stale: re-enabling clears it).
+        bp.disabled_reason = None if enabled else reason
+        return bp
 
     def update(self, bp_id: int, spec: str | None = None, ignore=None) -> Breakpoint:
         """A new spec (place and condition) and/or ignore count for breakpoint ``bp_id``: its

@@ -631,9 +631,14 @@ class Controller:
 
 
 def carried_breakpoint(bp: dict) -> dict:
-    """What of a breakpoint (as the agent lists it) starts the next run with it."""
-    return {"id": bp.get("id"), "spec": bp["spec"], "enabled": bp.get("enabled", True),
-            "ignore": bp.get("ignore", 0)}
+    """What of a breakpoint (as the agent lists it) starts the next run with it: one the
+    agent disabled because its condition failed keeps that reason, or the next run's list
+    would show it off with no word why."""
+    carried = {"id": bp.get("id"), "spec": bp["spec"], "enabled": bp.get("enabled", True),
+               "ignore": bp.get("ignore", 0)}
+    if bp.get("disabled_reason") and not carried["enabled"]:
+        carried["disabled_reason"] = bp["disabled_reason"]
+    return carried
 
 
 def _remove_private_dir(path: str) -> None:

@@ -90,6 +90,23 @@ def test_restart_carries_ids_enabled_state_and_ignore_counts(scripts):
         assert pause["location"]["lineno"] == 12
 
 
+def test_restart_carries_why_the_agent_disabled_a_breakpoint(scripts):
+    """Disabled because its condition failed: the next run's list still says why (an
+    enabled breakpoint carries no stale reason)."""
+    reason = "disabled: its condition failed on op exp: RuntimeError: boom"
+    c = Controller(scripts("scoped.py"), breakpoints=[
+        {"id": 3, "spec": "op:exp", "enabled": False, "disabled_reason": reason},
+        {"id": 5, "spec": "op:multiply", "enabled": True, "disabled_reason": reason}])
+    with c:
+        c.wait_for("paused")
+        listed = by_spec(c.breakpoints())
+        assert (listed["op:exp"]["disabled_reason"], listed["op:exp"]["note"]) == \
+            (reason, reason)
+        assert listed["op:multiply"]["disabled_reason"] is None
+        c.enable_breakpoint(3, True)                      # on again: the reason goes
+        assert by_spec(c.breakpoints())["op:exp"]["disabled_reason"] is None
+
+
 def test_a_carried_breakpoint_with_a_bad_field_is_refused_with_the_reason(scripts):
     c = Controller(scripts("scoped.py"), breakpoints=[{"spec": "op:exp", "ignore": "x"}])
     with c:
@@ -104,6 +121,8 @@ def test_a_carried_breakpoint_with_a_bad_field_is_refused_with_the_reason(script
     ("[1, 2]", "an object with a string 'spec'"),
     ('{"spec": "nan", "id": true}', "'id' must be a positive integer"),
     ('{"spec": "nan", "enabled": "yes"}', "'enabled' must be true or false"),
+    ('{"spec": "nan", "enabled": false, "disabled_reason": 3}',
+     "'disabled_reason' must be a string"),
 ])
 def test_carried_breakpoint_json_is_parsed_as_data_and_checked(text, why):
     with pytest.raises(BreakpointError, match=why):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tui_support import SIZE, Waiter, run_async, script_app
+from execmode.tui import next_run_breakpoints as next_run
+from execmode.tui.screens.breakpoints import note_of
+from tui_support import SIZE, Waiter, press_view, run_async, script_app, table_cells
+
+from execmode.debug.controller import carried_breakpoint
 
 
 @run_async
@@ -96,3 +100,62 @@ async def test_b_on_a_line_that_ran_no_op_yet_says_the_breakpoint_is_pending(tmp
         app.bridge.refresh_breakpoints()
         await wait.until(lambda: by_spec(app)["three_ops.py:6"]["hits"] == 1, what="a hit")
         assert by_spec(app)["three_ops.py:6"]["note"] is None
+
+
+FAILS = "op:exp if cfg.explodes == 1"                  # reading cfg.explodes raises
+
+
+@run_async
+async def test_a_breakpoint_disabled_by_its_failing_condition_still_says_why_after_r(tmp_path):
+    app = script_app("failing_condition.py", tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        wait = Waiter(pilot)
+        await wait.paused()
+        app.set_breakpoint(FAILS)
+        await wait.until(lambda: FAILS in by_spec(app), what="the breakpoint")
+        await wait.step("c")                           # disabled; the script goes on
+        await wait.until(lambda: app.run_state.phase == "finished", what="the end")
+        reason = by_spec(app)[FAILS]["disabled_reason"]
+        assert reason.startswith("disabled: its condition failed on op exp at ")
+        assert reason.endswith("RuntimeError: a property that raises")
+        await pilot.press("r")
+        await wait.until(lambda: app.run_state.phase == "paused" and app.bridge.run == 1,
+                         what="the new run's first pause")
+        await wait.until(lambda: by_spec(app)[FAILS]["reached"] == 0,
+                         what="the agent's list of the new run")
+        bp = by_spec(app)[FAILS]
+        assert (bp["enabled"], bp["disabled_reason"], bp["note"]) == (False, reason, reason)
+        screen = await press_view(pilot, "8")
+        assert reason in [row[-1] for row in table_cells(screen.query_one("#bp-table"))]
+        # Re-enabled: the reason goes (its condition is tried again, and fails again).
+        app.breakpoint_command("enable_breakpoint", bp["id"], True)
+        await wait.until(lambda: by_spec(app)[FAILS]["enabled"], what="enabled")
+        assert by_spec(app)[FAILS]["disabled_reason"] is None
+        assert "condition failed" not in note_of(by_spec(app)[FAILS])
+        await wait.step("c")
+        await wait.until(lambda: app.run_state.phase == "finished", what="the second end")
+        assert by_spec(app)[FAILS]["disabled_reason"] == reason
+        # Edited (E) after the end: a new condition, so the old reason is not carried.
+        app.breakpoint_command("update_breakpoint", bp["id"], "op:exp")
+        await wait.until(lambda: "op:exp" in by_spec(app), what="the edit")
+        assert by_spec(app)["op:exp"]["disabled_reason"] is None
+        await pilot.press("r")
+        await wait.until(lambda: app.run_state.phase == "paused" and app.bridge.run == 2,
+                         what="the third run's first pause")
+        await wait.until(lambda: by_spec(app)["op:exp"]["note"] != "for the next run (r)",
+                         what="the agent's list of the third run")
+        edited = by_spec(app)["op:exp"]
+        assert edited["enabled"] is False and edited["disabled_reason"] is None
+        assert "condition failed" not in note_of(edited)
+
+
+def test_turned_on_after_the_end_a_breakpoint_drops_the_reason_it_was_off():
+    """Space on a breakpoint with no script running (the next run's list): on again, the
+    reason an earlier run disabled it is not carried into the next run."""
+    reason = "disabled: its condition failed on op exp: RuntimeError: boom"
+    bps = [{"id": 2, "spec": FAILS, "enabled": False, "ignore": 0, "disabled_reason": reason}]
+    assert carried_breakpoint(bps[0])["disabled_reason"] == reason
+    on = next_run.enabled(bps, 2, True)[0]
+    assert on["disabled_reason"] is None and "disabled_reason" not in carried_breakpoint(on)
+    off = next_run.enabled(bps, 2, False)[0]     # still off: still why
+    assert carried_breakpoint(off)["disabled_reason"] == reason

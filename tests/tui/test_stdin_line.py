@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from execmode.tui.screens.stdin_dialog import StdinDialog
-from tui_support import SIZE, Waiter, run_async, script_app
+from tui_support import SIZE, Waiter, run_async, script_app, static_text
 
 
 @run_async
@@ -45,3 +45,45 @@ async def test_the_input_line_goes_when_the_script_restarts(tmp_path):
         await pilot.press(*"ann", "enter")
         await wait.until(lambda: ("stdout", "hello ann 4.0") in app.output_lines,
                          what="the new run's answer")
+
+
+def status_under_dialog(app) -> str:
+    """The status bar of the view (under the input line, a modal screen, if shown)."""
+    view = app.screen_stack[-2] if isinstance(app.screen, StdinDialog) else app.screen
+    return static_text(view.query_one("StatusBar"))
+
+
+@run_async
+async def test_the_status_bar_says_the_script_waits_for_input_until_the_line_is_sent(tmp_path):
+    """Blocked in input(), the script is still 'running', but a person reading only that
+    waits for ops that never come: the bar says where to type, then goes back."""
+    app = script_app("asks.py", tmp_path, start_paused=False)
+    async with app.run_test(size=SIZE) as pilot:
+        wait = Waiter(pilot, (app, "stdin_prompt"))
+        await wait.until(lambda: isinstance(app.screen, StdinDialog) and
+                         app.run_state.phase == "running", what="the input line")
+        assert "waiting for input (type in the input line, Enter sends)" in \
+            status_under_dialog(app)
+        await pilot.press(*"bob", "enter")
+        # Sent: back to "running", unless the script already reads its next line (it is
+        # quick): the bar follows the agent's word.
+        status = status_under_dialog(app)
+        assert ("waiting for input" in status) == (app.stdin_prompt is not None)
+        assert "running" in status or "waiting for input" in status
+        await wait.until(lambda: isinstance(app.screen, StdinDialog), what="the next read")
+        assert "waiting for input" in status_under_dialog(app)
+        await pilot.press("escape")                    # hidden: the bar says how to get it
+        assert 'waiting for input (ctrl+p, "stdin": the input line)' in \
+            status_under_dialog(app)
+        await pilot.press("r")                         # restart: the new run has not asked
+        status = static_text(app.screen.query_one("StatusBar"))
+        assert "waiting for input" not in status and "restarting" in status
+        await wait.until(lambda: app.bridge.run == 1 and isinstance(app.screen, StdinDialog),
+                         what="the new run's input line")
+        assert "waiting for input" in status_under_dialog(app)
+        await pilot.press(*"ann", "enter")
+        await wait.until(lambda: isinstance(app.screen, StdinDialog), what="the next read")
+        await pilot.press("ctrl+d")                    # end of file: the loop ends
+        await wait.until(lambda: app.run_state.phase == "finished", what="the end")
+        status = static_text(app.screen.query_one("StatusBar"))
+        assert "waiting for input" not in status and "finished" in status
