@@ -93,6 +93,17 @@ EM_FN float em_sin_f32(float x) { return sinf(x); }
 EM_FN float em_cos_f32(float x) { return cosf(x); }
 
 /* ---- float32 approximations ------------------------------------------------------------- */
+/* One Horner step, p * x + c, as one fused multiply-add where the CPU has one (-march=native
+ * on an FMA machine defines __FMA__). Kernels compile with -ffp-contract=off (toolchain.py)
+ * so that GCC never fuses a multiply and an add of the user's program: inf - exp(inf) must
+ * stay nan, as in NumPy. Inside these polynomials the arguments are bounded (or the result
+ * is not selected), so a fused step only rounds once: the speed that contraction gave
+ * (docs/performance.md) comes back without touching the user's arithmetic. */
+#ifdef __FMA__
+#define em_horner_f32(p, x, c) __builtin_fmaf((p), (x), (c))
+#else
+#define em_horner_f32(p, x, c) ((p) * (x) + (c))
+#endif
 /* Branch-free: every operation runs unconditionally and ?: only selects between computed
  * values, so that GCC if-converts and vectorises the loops they are inlined into. */
 /* Bit casts through a union (defined behaviour in C; compiles to nothing). */
@@ -116,11 +127,11 @@ EM_FN float em_exp_f32(float x) {
     float r = xc - n * 0.693145751953125f;
     r = r - n * 1.428606765330187045e-06f;
     float p = 1.9790357328020036e-04f;
-    p = p * r + 1.3944649836048484e-03f;
-    p = p * r + 8.3334967494010925e-03f;
-    p = p * r + 4.1666295379400253e-02f;
-    p = p * r + 1.6666665673255920e-01f;
-    p = p * r + 0.5f;
+    p = em_horner_f32(p, r, 1.3944649836048484e-03f);
+    p = em_horner_f32(p, r, 8.3334967494010925e-03f);
+    p = em_horner_f32(p, r, 4.1666295379400253e-02f);
+    p = em_horner_f32(p, r, 1.6666665673255920e-01f);
+    p = em_horner_f32(p, r, 0.5f);
     float y = 1.0f + (r + r * (r * p));
     em_int32 ni = (em_int32)(em_f32_bits(t) - 0x4b400000u);
     em_int32 n1 = ni / 2;
@@ -149,14 +160,14 @@ EM_FN float em_log_f32(float x) {
     e = high ? e_next : e;
     float f = m - 1.0f;
     float q = 6.7466013133525848e-02f;
-    q = q * f - 1.1675640940666199e-01f;
-    q = q * f + 1.1888174712657928e-01f;
-    q = q * f - 1.2405591458082199e-01f;
-    q = q * f + 1.4219550788402557e-01f;
-    q = q * f - 1.6667996346950531e-01f;
-    q = q * f + 2.0002119243144989e-01f;
-    q = q * f - 2.5000008940696716e-01f;
-    q = q * f + 3.3333313465118408e-01f;
+    q = em_horner_f32(q, f, -1.1675640940666199e-01f);
+    q = em_horner_f32(q, f, 1.1888174712657928e-01f);
+    q = em_horner_f32(q, f, -1.2405591458082199e-01f);
+    q = em_horner_f32(q, f, 1.4219550788402557e-01f);
+    q = em_horner_f32(q, f, -1.6667996346950531e-01f);
+    q = em_horner_f32(q, f, 2.0002119243144989e-01f);
+    q = em_horner_f32(q, f, -2.5000008940696716e-01f);
+    q = em_horner_f32(q, f, 3.3333313465118408e-01f);
     float f2 = f * f;
     float y = f * (f2 * q) - 0.5f * f2;
     y = y + e * -2.12194440e-4f;
@@ -177,10 +188,10 @@ EM_FN float em_tanh_f32(float x) {
     float a = em_fabs_f32(x);
     float x2 = x * x;
     float p = -6.2742433510720730e-03f;
-    p = p * x2 + 2.1071681752800941e-02f;
-    p = p * x2 - 5.3852312266826630e-02f;
-    p = p * x2 + 1.3332585990428925e-01f;
-    p = p * x2 - 3.3333316445350647e-01f;
+    p = em_horner_f32(p, x2, 2.1071681752800941e-02f);
+    p = em_horner_f32(p, x2, -5.3852312266826630e-02f);
+    p = em_horner_f32(p, x2, 1.3332585990428925e-01f);
+    p = em_horner_f32(p, x2, -3.3333316445350647e-01f);
     float small = a + a * (x2 * p);
     bool saturated = a > 10.0f;
     bool near_zero = a < 0.55f;
@@ -197,27 +208,27 @@ EM_FN float em_erf_f32(float x) {
     float a = em_fabs_f32(x);
     float x2 = x * x;
     float p = 7.8540266258642077e-05f;
-    p = p * x2 - 8.0102478386834264e-04f;
-    p = p * x2 + 5.1883347332477570e-03f;
-    p = p * x2 - 2.6853816583752632e-02f;
-    p = p * x2 + 1.1283585429191589e-01f;
-    p = p * x2 - 3.7612625956535339e-01f;
-    p = p * x2 + 1.1283791065216064e+00f;
+    p = em_horner_f32(p, x2, -8.0102478386834264e-04f);
+    p = em_horner_f32(p, x2, 5.1883347332477570e-03f);
+    p = em_horner_f32(p, x2, -2.6853816583752632e-02f);
+    p = em_horner_f32(p, x2, 1.1283585429191589e-01f);
+    p = em_horner_f32(p, x2, -3.7612625956535339e-01f);
+    p = em_horner_f32(p, x2, 1.1283791065216064e+00f);
     float small = a * p;
     bool above = a > 3.92f;
     bool below = a < 1.0f;
     float t = above ? 3.92f : a;
     t = below ? 1.0f : t;
     float q = 7.9894272175806691e-07f;
-    q = q * t - 1.2693669305008370e-05f;
-    q = q * t + 6.6093874920625240e-05f;
-    q = q * t + 9.4471091870218515e-05f;
-    q = q * t - 3.3411611802875996e-03f;
-    q = q * t + 2.3803757503628731e-02f;
-    q = q * t - 1.0692477971315384e-01f;
-    q = q * t - 6.3422209024429321e-01f;
-    q = q * t - 1.1291933059692383e+00f;
-    q = q * t + 1.2343005801085383e-04f;
+    q = em_horner_f32(q, t, -1.2693669305008370e-05f);
+    q = em_horner_f32(q, t, 6.6093874920625240e-05f);
+    q = em_horner_f32(q, t, 9.4471091870218515e-05f);
+    q = em_horner_f32(q, t, -3.3411611802875996e-03f);
+    q = em_horner_f32(q, t, 2.3803757503628731e-02f);
+    q = em_horner_f32(q, t, -1.0692477971315384e-01f);
+    q = em_horner_f32(q, t, -6.3422209024429321e-01f);
+    q = em_horner_f32(q, t, -1.1291933059692383e+00f);
+    q = em_horner_f32(q, t, 1.2343005801085383e-04f);
     float big = 1.0f - em_exp_f32(q);
     return em_copysign_f32(below ? small : big, x);
 }
@@ -226,12 +237,12 @@ EM_FN float em_erf_f32(float x) {
  * else exp(x) - 1 (no harmful cancellation there). Sign copied from x, for -0.0. */
 EM_FN float em_expm1_f32(float x) {
     float p = 2.4816106815706007e-05f;
-    p = p * x + 1.9971690198872238e-04f;
-    p = p * x + 1.3889144174754620e-03f;
-    p = p * x + 8.3331493660807610e-03f;
-    p = p * x + 4.1666664183139801e-02f;
-    p = p * x + 1.6666667163372040e-01f;
-    p = p * x + 0.5f;
+    p = em_horner_f32(p, x, 1.9971690198872238e-04f);
+    p = em_horner_f32(p, x, 1.3889144174754620e-03f);
+    p = em_horner_f32(p, x, 8.3331493660807610e-03f);
+    p = em_horner_f32(p, x, 4.1666664183139801e-02f);
+    p = em_horner_f32(p, x, 1.6666667163372040e-01f);
+    p = em_horner_f32(p, x, 0.5f);
     float small = x + x * (x * p);
     float big = em_exp_f32(x) - 1.0f;
     bool near_zero = em_fabs_f32(x) < 0.5f;
