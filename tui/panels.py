@@ -48,16 +48,26 @@ def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: b
     return grid
 
 
+# Pauses the person asked for (the debugger's own words for them): said last, dimmed.
+_ROUTINE_REASONS = {"start", "pause", "step", "next"}
+
+
 def _status_words(state: RunState) -> Text:
     phase = state.phase
     if phase == "paused" and state.paused is not None:
         p = state.paused
         counter = f"kernel {p.kernel_index}" if p.mode == "graph" else f"op {p.op_index}"
         text = Text(f"paused at {counter}", style="bold yellow")
+        # Why it stopped comes first when it is news (a breakpoint, an exception, a graph
+        # break): at 80 columns the end of the line is cut, and "after kernel matmul"
+        # without "breakpoint 1: nan" hides the one thing a person needs to read.
+        news = p.reason and p.reason not in _ROUTINE_REASONS
+        if news:
+            text.append(f" · {p.reason}", style="bold")
         text.append(f" · {p.when} {p.what}")
         if p.where is not None:
             text.append(f" · {p.where.short}", style="cyan")
-        if p.reason:
+        if p.reason and not news:
             text.append(f" · {p.reason}", style="dim")
         return text
     if phase in ("finished", "post-mortem") and state.exit is not None:
