@@ -11,8 +11,9 @@ import linecache
 import os
 from dataclasses import dataclass, field
 
-from execmode.profilers.session import Comparison, MemoryRow, Session
+from execmode.profilers.session import Session
 from execmode.profilers.stacks import CATEGORIES
+from execmode.profilers.store_rows import Comparison, MemoryRow
 from execmode.profilers.units import fmt_bytes, fmt_ns, fmt_share, fmt_speedup
 
 TOP = 15

@@ -1,4 +1,6 @@
-"""Reading a session file: rows, aggregates and a summary, for exporters, reports and the TUI.
+"""Reading a session file: rows, aggregates and a summary, for exporters, reports and
+``em.profile``. Its rows and their SQL are :mod:`~execmode.profilers.store_queries`', which
+the TUI's reader shares.
 
     with open_session("run.emsession") as s:
         print(s.summary()["ops"], s.op_totals()[:5])
@@ -16,146 +18,22 @@ import platform
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
-from execmode.profilers import store
+from execmode.profilers import store, store_queries
 from execmode.profilers.errors import SessionError
 
-
-class OpRow(NamedTuple):
-    seq: int
-    op: str
-    scope: str
-    file: str | None
-    line: int | None
-    function: str | None
-    start_ns: int
-    dur_ns: int
-    bytes: int
-    inputs: str
-    output: str
-    device: str
-    attrs: str | None
-    v_min: float | None
-    v_max: float | None
-    v_mean: float | None
-    v_std: float | None
-    v_nan: int | None
-    v_inf: int | None
-    thread: int | None = None  # None: the script's main thread (meta "threads" names others)
-
-
-class KernelRow(NamedTuple):
-    id: int
-    graph_id: str
-    kernel: str
-    step_kind: str
-    member_nodes: list
-    member_ops: list
-    start_ns: int
-    dur_ns: int
-    bytes: int
-    output: str | None
-    device: str | None
-    scope: str | None
-    file: str | None
-    line: int | None
-    function: str | None
-
-
-class EventRow(NamedTuple):
-    id: int
-    kind: str
-    start_ns: int
-    end_ns: int
-    graph_id: str | None
-    data: dict
-
-
-class MemoryRow(NamedTuple):
-    ts_ns: int
-    device: str
-    live_bytes: int
-    peak_bytes: int
-    source: str
-
-
-class StackSample(NamedTuple):
-    thread: str
-    frames: list  # "function (file:line)", root first
-    count: int
-    category: str
-
-
-class OutputRow(NamedTuple):
-    ts_ns: int
-    stream: str
-    text: str
-
-
-class Comparison(NamedTuple):
-    function: str
-    graph_id: str
-    kernel: str
-    step_kind: str
-    eager_ops: list
-    eager_count: int
-    eager_ns: int
-    kernel_ns: int
-    eager_bytes: int
-    planned_bytes: int
-    repeat: int
-
-    @property
-    def speedup(self) -> float | None:
-        return self.eager_ns / self.kernel_ns if self.kernel_ns > 0 else None
-
-
-class OpTotal(NamedTuple):
-    """One line of an aggregate table: all ops (or kernels) sharing a key."""
-
-    name: str
-    count: int
-    total_ns: int
-    min_ns: int
-    max_ns: int
-    bytes: int
-    share: float  # of the summed time of all rows in the table
-
-    @property
-    def mean_ns(self) -> float:
-        return self.total_ns / self.count if self.count else 0.0
-
-
-SORT_KEYS = {
-    "total_time": lambda t: (-t.total_ns, t.name),
-    "count": lambda t: (-t.count, t.name),
-    "mean_time": lambda t: (-t.mean_ns, t.name),
-    "max_time": lambda t: (-t.max_ns, t.name),
-    "bytes": lambda t: (-t.bytes, t.name),
-    "name": lambda t: (t.name,),
-}
-# group_by -> (columns grouped over op_events, label of a group). Grouping on the raw
-# columns first and joining the few groups to locations afterwards keeps a 1M-op session's
-# aggregate fast (no string building per row).
-# group_by -> (op_events columns grouped first, the label of a group). Grouping on the raw
-# columns and joining the few groups to locations afterwards keeps aggregates of a 1M-op
-# session fast (no string building per row).
-GROUP_KEYS = {
-    "op": ("op", "g.op"),
-    "scope": ("scope", "CASE WHEN g.scope = '' THEN '(no scope)' ELSE g.scope END"),
-    "location": ("location", "COALESCE(l.file || ':' || l.line, '(unknown)')"),
-    "op_location": ("op, location",
-                    "g.op || ' @ ' || COALESCE(l.file || ':' || l.line, '(unknown)')"),
-}
-_OP_SELECT = ("SELECT e.seq, e.op, e.scope, l.file, l.line, l.function, e.start_ns, e.dur_ns, "
-              "e.bytes, e.inputs, e.output, e.device, e.attrs, e.v_min, e.v_max, e.v_mean, "
-              "e.v_std, e.v_nan, e.v_inf, {thread} FROM op_events AS e "
-              "LEFT JOIN locations AS l ON l.id = e.location")
-_KERNEL_SELECT = ("SELECT k.id, k.graph_id, k.kernel, k.step_kind, k.member_nodes, "
-                  "k.member_ops, k.start_ns, k.dur_ns, k.bytes, k.output, k.device, k.scope, "
-                  "l.file, l.line, l.function FROM kernels AS k "
-                  "LEFT JOIN locations AS l ON l.id = k.location")
+# The row types live with the queries that build them (store_rows.py); named here too for
+# code that has always imported them from the Session's module.
+from execmode.profilers.store_rows import (  # noqa: F401
+    Comparison,
+    EventRow,
+    KernelRow,
+    MemoryRow,
+    OpRow,
+    OpTotal,
+    OutputRow,
+    StackSample,
+)
 
 
 def open_session(path: str | os.PathLike) -> Session:
@@ -170,9 +48,6 @@ class Session:
         self.path = Path(path)
         self._conn, self.schema_version = store.connect_reader(self.path)
         self.meta = self._read_meta()
-        # Version 1 has no thread column (store.OLDER_VERSIONS): every op is the main's.
-        self._op_select = _OP_SELECT.format(
-            thread="e.thread" if self.schema_version >= 2 else "NULL")
 
     # --- plumbing -------------------------------------------------------------------------
     def close(self) -> None:
@@ -215,6 +90,9 @@ class Session:
             raise SessionError(f"{self.path}: {table} row {row_id}: {column} is not a JSON "
                                f"{'array' if kind is list else 'object'} ({shown})")
         return value
+
+    def _json_list(self, text, table: str, row_id, column: str) -> list:
+        return self._json(text, list, table, row_id, column)
 
     def _read_meta(self) -> dict:
         return store.read_meta(self._conn, self.path)
@@ -267,21 +145,13 @@ class Session:
     # --- rows -----------------------------------------------------------------------------
     def ops(self, after_seq: int | None = None, limit: int | None = None) -> Iterator[OpRow]:
         """Eager ops in order; ``after_seq`` tails a live session from a known point."""
-        sql, params = self._op_select, []
-        if after_seq is not None:
-            sql += " WHERE e.seq > ?"
-            params.append(after_seq)
-        sql += " ORDER BY e.seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
+        sql, params = store_queries.ops_sql(self.schema_version, after_seq, limit)
         for row in self._iterate(sql, params):
-            yield OpRow(*row)
+            yield store_queries.op_row(row)
 
     def kernels(self) -> Iterator[KernelRow]:
-        for row in self._iterate(_KERNEL_SELECT + " ORDER BY k.start_ns, k.id"):
-            yield KernelRow(*row[:4], self._json(row[4], list, "kernels", row[0], "member_nodes"),
-                            self._json(row[5], list, "kernels", row[0], "member_ops"), *row[6:])
+        for row in self._iterate(store_queries.KERNELS_SQL):
+            yield store_queries.kernel_row(row, self._json_list)
 
     def events(self, kind: str | None = None) -> list[EventRow]:
         sql = "SELECT id, kind, start_ns, end_ns, graph_id, data FROM events"
@@ -321,38 +191,21 @@ class Session:
                                 "ORDER BY SUM(count) DESC"))
 
     def output(self) -> list[OutputRow]:
-        return [OutputRow(*r) for r in
-                self._query("SELECT ts_ns, stream, text FROM output ORDER BY id")]
+        return store_queries.outputs(self._query)
 
     def comparisons(self) -> list[Comparison]:
-        rows = self._query(
-            "SELECT id, function, graph_id, kernel, step_kind, eager_ops, eager_count, "
-            "eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat FROM comparisons "
-            "ORDER BY id")
-        return [Comparison(*r[1:5], self._json(r[5], list, "comparisons", r[0], "eager_ops"),
-                           *r[6:]) for r in rows]
+        return store_queries.comparisons(self._query, self._json_list)
 
     # --- aggregates -----------------------------------------------------------------------
     def op_totals(self, group_by: str = "op", sort_by: str = "total_time",
                   limit: int | None = None) -> list[OpTotal]:
         """Eager ops aggregated by op name, scope, source location or op+location."""
-        if group_by not in GROUP_KEYS:
-            raise SessionError(f"unknown group_by {group_by!r}; choose from {sorted(GROUP_KEYS)}")
-        columns, label = GROUP_KEYS[group_by]
-        inner = (f"SELECT {columns}, COUNT(*) AS n, SUM(dur_ns) AS total, MIN(dur_ns) AS lo, "
-                 f"MAX(dur_ns) AS hi, SUM(bytes) AS b FROM op_events GROUP BY {columns}")
-        join = " LEFT JOIN locations AS l ON l.id = g.location" if "location" in columns else ""
-        rows = self._query(f"SELECT {label} AS name, SUM(n), SUM(total), MIN(lo), MAX(hi), "
-                           f"SUM(b) FROM ({inner}) AS g{join} GROUP BY name")
-        return _totals(rows, sort_by, limit)
+        return store_queries.op_totals(self._query, group_by, sort_by, limit)
 
     def kernel_totals(self, sort_by: str = "total_time",
                       limit: int | None = None) -> list[OpTotal]:
         """Graph-mode steps aggregated by graph and kernel name."""
-        rows = self._query(
-            "SELECT graph_id || '/' || kernel AS k, COUNT(*), SUM(dur_ns), MIN(dur_ns), "
-            "MAX(dur_ns), SUM(bytes) FROM kernels GROUP BY k")
-        return _totals(rows, sort_by, limit)
+        return store_queries.kernel_totals(self._query, sort_by, limit)
 
     def op_time(self) -> tuple[int, int, int]:
         """(op count, summed op ns, summed bytes allocated)."""
@@ -393,16 +246,6 @@ class Session:
             "recorded": self.meta.get("recorded") or {},
             "partial": self.meta.get("partial"),
         }
-
-
-def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:
-    if sort_by not in SORT_KEYS:
-        raise SessionError(f"unknown sort_by {sort_by!r}; choose from {sorted(SORT_KEYS)}")
-    grand = sum(r[2] or 0 for r in rows) or 1
-    totals = [OpTotal(str(k), n, total or 0, lo or 0, hi or 0, b or 0, (total or 0) / grand)
-              for k, n, total, lo, hi, b in rows]
-    totals.sort(key=SORT_KEYS[sort_by])
-    return totals[:limit] if limit is not None else totals
 
 
 def _alive(pid: int) -> bool:

@@ -31,7 +31,8 @@ SESSION_SUFFIX = ".emsession"
 # reader adapts its queries to the version instead. Per version, what a reader must do
 # differently.
 OLDER_VERSIONS: dict[int, str] = {
-    1: "op_events has no thread column: every op reads as the main thread's (NULL)",
+    1: "op_events and the ops view have no thread column: every op reads as the main "
+       "thread's (NULL)",
 }
 
 

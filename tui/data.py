@@ -1,9 +1,14 @@
-"""Every SQL query the TUI makes, in one place: the session store may still change shape.
+"""The TUI's reading of a session: paging, search, the snapshot and the view records.
+
+The rows and totals themselves, and their SQL, are the store's
+(:mod:`execmode.profilers.store_queries`, :mod:`execmode.profilers.store_rows`), shared
+with reports and exporters; this module adds what only the TUI needs on top of them.
 
 A :class:`SessionReader` is one read-only connection to one session file. The tailer
 thread owns one (it watches the file grow) and the UI thread owns another (it pages the
 rows the lists show); SQLite's WAL lets both read while the agent writes. Results are the
-records of :mod:`execmode.tui.records`; nothing else in the TUI sees a cursor.
+store's rows and the records of :mod:`execmode.tui.records`; nothing else in the TUI sees
+a cursor.
 
 Lists of millions of rows are paged by position through a :class:`RowIndex`: the key of
 every 1024th row, so reading rows ``i..i+40`` is one seek plus at most 1023 skipped rows,
@@ -15,7 +20,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import NamedTuple
 
+from execmode.profilers import store, store_queries
+from execmode.profilers.errors import SessionError
 from execmode.tui.op_query import OpQuery
 from execmode.tui.records import (
     EMPTY_INDEX,
@@ -24,13 +32,11 @@ from execmode.tui.records import (
     Comparison,
     CompileInfo,
     GraphInfo,
-    KernelRow,
     KernelTotal,
     MemoryPlanInfo,
     MemoryPoint,
     OpRow,
     OpTotal,
-    OutputRow,
     PassInfo,
     RetraceInfo,
     RowIndex,
@@ -45,49 +51,32 @@ class SessionUnreadable(Exception):
     """The session file is missing, damaged, foreign or too new; the message says which."""
 
 
-_OP_COLUMNS = ("e.seq, e.op, e.scope, l.file, l.line, l.function, e.start_ns, e.dur_ns, "
-               "e.bytes, e.inputs, e.output, e.device, e.attrs, e.v_min, e.v_max, e.v_mean, "
-               "e.v_std, e.v_nan, e.v_inf")
-_OP_FROM = "op_events AS e LEFT JOIN locations AS l ON l.id = e.location"
-_KERNEL_COLUMNS = ("k.id, k.graph_id, k.kernel, k.step_kind, k.member_nodes, k.member_ops, "
-                   "k.start_ns, k.dur_ns, k.bytes, k.output, k.device, k.scope, "
-                   "l.file, l.line, l.function")
-_KERNEL_FROM = "kernels AS k LEFT JOIN locations AS l ON l.id = k.location"
+class _Paged(NamedTuple):
+    """A list the TUI pages by position: its key, select list, FROM clause, the alias of
+    the key's table, and the table that counts its rows."""
 
-# The paged tables: name -> (key column, columns, FROM clause, alias of the key's table).
-_PAGED = {
-    "ops": ("seq", _OP_COLUMNS, _OP_FROM, "e"),
-    "kernels": ("id", _KERNEL_COLUMNS, _KERNEL_FROM, "k"),
-    "output": ("id", "o.id, o.stream, o.text", "output AS o", "o"),
-}
-_TABLE_OF = {"ops": "op_events", "kernels": "kernels", "output": "output"}
+    key: str
+    columns: str
+    source: str
+    alias: str
+    table: str
 
 
-def open_connection(path: str | Path) -> sqlite3.Connection:
-    """A read-only connection, checked by the store module when it is importable."""
-    path = Path(path)
+def _paged_lists(schema_version: int) -> dict[str, _Paged]:
+    q = store_queries
+    return {
+        "ops": _Paged("seq", q.op_columns(schema_version), q.OPS_FROM, "e", "op_events"),
+        "kernels": _Paged("id", q.KERNEL_COLUMNS, q.KERNELS_FROM, "k", "kernels"),
+        "output": _Paged("id", q.OUTPUT_COLUMNS, q.OUTPUT_FROM, "o", "output"),
+    }
+
+
+def open_connection(path: str | Path) -> tuple[sqlite3.Connection, int]:
+    """A read-only connection to a checked session file, and its schema version."""
     try:
-        from execmode.profilers import store
-        from execmode.profilers.errors import SessionError
-    except ImportError:  # the profilers package is being rebuilt: check what we can here
-        return _plain_connection(path)
-    try:
-        conn, _version = store.connect_reader(path)
+        return store.connect_reader(Path(path))
     except SessionError as exc:
         raise SessionUnreadable(str(exc)) from None
-    return conn
-
-
-def _plain_connection(path: Path) -> sqlite3.Connection:
-    if not path.is_file():
-        raise SessionUnreadable(f"{path}: no such session file")
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                               check_same_thread=False)
-        conn.execute("SELECT count(*) FROM meta").fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise SessionUnreadable(f"{path}: not a readable execmode session ({exc})") from None
-    return conn
 
 
 class SessionReader:
@@ -95,7 +84,8 @@ class SessionReader:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._conn = open_connection(self.path)
+        self._conn, self.schema_version = open_connection(self.path)
+        self._paged = _paged_lists(self.schema_version)
         self._data_version = None
         # What this reader cost: the tests check that paging and searching a million-row
         # session reads pages, not the table (rows handed to Python, statements run).
@@ -151,8 +141,7 @@ class SessionReader:
         )
 
     def _extend(self, name: str, old: RowIndex) -> RowIndex:
-        key = _PAGED[name][0]
-        table = _TABLE_OF[name]
+        key, table = self._paged[name].key, self._paged[name].table
         added, last = self._one(f"SELECT COUNT(*), MAX({key}) FROM {table} WHERE {key} > ?",
                                 (old.last_key,))
         if not added:
@@ -177,7 +166,7 @@ class SessionReader:
         count = min(count, index.count - start)
         if count <= 0 or start < 0:
             return []
-        key, columns, source, alias = _PAGED[name]
+        key, columns, source, alias, _table = self._paged[name]
         block, skip = divmod(start, index.block)
         if block >= len(index.blocks):
             return []
@@ -195,7 +184,7 @@ class SessionReader:
         Pages are then read by position with :meth:`page_found`. Rows after ``upto_key``
         are left out, so the result matches the snapshot the list shows.
         """
-        key, _columns, source, alias = _PAGED[name]
+        key, _columns, source, alias, _table = self._paged[name]
         where, params = query_filter(name, query)
         order = _ORDER[query.sort].format(a=alias, key=key)
         self._write(f"DROP TABLE IF EXISTS temp.found_{name}")
@@ -210,7 +199,7 @@ class SessionReader:
 
     def page_found(self, name: str, start: int, count: int) -> list:
         """Rows ``start .. start+count`` (by position) of the last :meth:`find` result."""
-        key, columns, source, alias = _PAGED[name]
+        key, columns, source, alias, _table = self._paged[name]
         # CROSS JOIN: SQLite keeps the found table as the outer loop (a seek per row).
         rows = self._rows(f"SELECT {columns} FROM temp.found_{name} AS f CROSS JOIN {source} "
                           f"WHERE {alias}.{key} = f.key AND f.pos > ? ORDER BY f.pos LIMIT ?",
@@ -232,9 +221,7 @@ class SessionReader:
     def ops_between(self, start_ns: int, end_ns: int | None, limit: int = 500) -> list[OpRow]:
         """Eager ops that started in a window of time (the fallback ops of a graph break)."""
         end = end_ns if end_ns is not None else 2**62
-        rows = self._rows(f"SELECT {_OP_COLUMNS} FROM {_OP_FROM} WHERE e.start_ns >= ? AND "
-                          "e.start_ns < ? ORDER BY e.start_ns LIMIT ?", (start_ns, end, limit))
-        return [OpRow(*r) for r in rows]
+        return store_queries.ops_between(self._rows, self.schema_version, start_ns, end, limit)
 
     def first_kernel_start(self, graph_id: str, after_ns: int) -> int | None:
         row = self._one("SELECT MIN(start_ns) FROM kernels WHERE graph_id = ? AND start_ns > ?",
@@ -245,11 +232,6 @@ class SessionReader:
     def meta(self) -> dict:
         """The meta table, checked as reports check it (a value that is not JSON, or of the
         wrong type for its key, makes the session unreadable, naming the key)."""
-        try:
-            from execmode.profilers import store
-            from execmode.profilers.errors import SessionError
-        except ImportError:  # the profilers package is being rebuilt: as before
-            return {k: _decode(v) for k, v in self._rows("SELECT key, value FROM meta")}
         try:
             return store.read_meta(self._conn, self.path)
         except SessionError as exc:
@@ -338,18 +320,10 @@ class SessionReader:
         return self._one("SELECT COUNT(*) FROM events WHERE kind = 'graph'")[0]
 
     def kernel_totals(self) -> list[KernelTotal]:
-        rows = self._rows("SELECT graph_id, kernel, MIN(step_kind), MIN(member_ops), COUNT(*), "
-                          "SUM(dur_ns), SUM(bytes) FROM kernels GROUP BY graph_id, kernel "
-                          "ORDER BY MIN(id)")
-        return [KernelTotal(g, k, kind, _list(_decode(ops)), n, total or 0, b or 0)
-                for g, k, kind, ops, n, total, b in rows]
+        return store_queries.step_totals(self._rows, _list_or_empty)
 
     def op_totals(self, limit: int = 20) -> list[OpTotal]:
-        rows = self._rows("SELECT op, COUNT(*), SUM(dur_ns), SUM(bytes) FROM op_events "
-                          "GROUP BY op ORDER BY SUM(dur_ns) DESC, op")
-        grand = sum(r[2] or 0 for r in rows) or 1
-        return [OpTotal(op, n, total or 0, b or 0, (total or 0) / grand)
-                for op, n, total, b in rows[:limit]]
+        return store_queries.op_totals(self._rows, limit=limit)
 
     def memory_series(self, t0_ns: int, points: int = 200) -> list[MemoryPoint]:
         """Live/peak bytes over time, at most ``points`` per device (the max of each bucket)."""
@@ -364,10 +338,7 @@ class SessionReader:
                 for _b, dev, ts, live, peak in rows]
 
     def comparisons(self) -> list[Comparison]:
-        rows = self._rows("SELECT function, graph_id, kernel, step_kind, eager_ops, eager_ns, "
-                          "kernel_ns, eager_bytes, planned_bytes FROM comparisons ORDER BY id")
-        return [Comparison(f, g, k, s, _list(_decode(ops)), en, kn, eb, pb)
-                for f, g, k, s, ops, en, kn, eb, pb in rows]
+        return store_queries.comparisons(self._rows, _list_or_empty)
 
     def sample_categories(self) -> dict[str, int]:
         return dict(self._rows("SELECT category, SUM(count) FROM samples GROUP BY category "
@@ -382,10 +353,22 @@ class SessionReader:
 
 def _records(name: str, rows: list) -> list:
     if name == "ops":
-        return [OpRow(*r) for r in rows]
+        return [store_queries.op_row(r) for r in rows]
     if name == "kernels":
-        return [KernelRow(*r) for r in rows]
-    return [OutputRow(r[1], r[2]) for r in rows]
+        return [store_queries.kernel_row(r, _list_or_stored) for r in rows]
+    return [store_queries.output_row(r) for r in rows]
+
+
+# The TUI browses what it can: a damaged JSON column is never raised.
+def _list_or_stored(text, _table, _row_id, _column):
+    """A kernel's member list, or the text as stored when it is not a JSON list (the list
+    shows it as it is: formatting.op_names)."""
+    value = _decode(text)
+    return value if isinstance(value, list) else text
+
+
+def _list_or_empty(text, _table, _row_id, _column) -> list:
+    return _list(_decode(text))
 
 
 # Sorts: largest first, ties in the order the rows were recorded.
@@ -394,25 +377,28 @@ _ORDER = {
     "time": "{a}.dur_ns DESC, {a}.{key}",
     "bytes": "{a}.bytes DESC, {a}.{key}",
 }
-# What a search word is matched against, per list.
+# What a search word is matched against, per list; and the columns of the source line.
 _SEARCHED = {
-    "ops": ("e.op", "e.scope", "l.file"),
+    "ops": ("e.op", "e.scope", "e.file"),
     "kernels": ("k.kernel", "k.member_ops", "k.graph_id", "k.scope", "l.file"),
 }
+_LINE_OF = {"ops": ("e.file", "e.line"), "kernels": ("l.file", "l.line")}
 
 
 def query_filter(name: str, query: OpQuery) -> tuple[str, list]:
     """The WHERE condition (and its parameters) of ``query`` over list ``name``."""
-    alias = _PAGED[name][3]
+    alias = {"ops": "e", "kernels": "k"}[name]
     clauses, params = ["1"], []
     for word in query.words:
         columns = _SEARCHED[name]
         clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
         params += [f"%{_like(word)}%"] * len(columns)
     if query.locations:
+        file_col, line_col = _LINE_OF[name]
         either = []
         for file, line in query.locations:
-            either.append("(l.line = ? AND (l.file = ? OR l.file LIKE ? ESCAPE '\\'))")
+            either.append(f"({line_col} = ? AND ({file_col} = ? OR {file_col} LIKE ? "
+                          "ESCAPE '\\'))")
             params += [line, file, f"%/{_like(file)}"]
         clauses.append("(" + " OR ".join(either) + ")")
     if query.scope:

@@ -64,8 +64,10 @@ def clip(text: str, width: int) -> str:
 
 
 def op_names(text) -> str:
-    """A kernel's member ops (a JSON array of names in the session) as "mul add tanh"; a
-    damaged value is shown as it is stored, never raised (the TUI browses what it can)."""
+    """A kernel's member ops (a list of names, or the JSON text of one) as "mul add tanh";
+    a damaged value is shown as it is stored, never raised (the TUI browses what it can)."""
+    if isinstance(text, list):  # the reader decoded it (tui/data.py keeps damaged text)
+        return " ".join(str(n) for n in text)
     try:
         names = json.loads(text) if text else []
     except (TypeError, ValueError):

@@ -7,27 +7,19 @@ needs, so a new field in the store reaches the view without a change here.
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
-
-class SourceRef(NamedTuple):
-    """A line of the user's code."""
-
-    filename: str
-    lineno: int
-    function: str = ""
-
-    @property
-    def short(self) -> str:
-        return f"{os.path.basename(self.filename)}:{self.lineno}"
-
-    @classmethod
-    def from_json(cls, data) -> SourceRef | None:
-        if not isinstance(data, dict) or not data.get("filename"):
-            return None
-        return cls(str(data["filename"]), int(data.get("lineno") or 0),
-                   str(data.get("function") or ""))
+# The store's rows, as every reader of a session gets them (profilers/store_rows.py);
+# the views take them from here with the records below, which are the TUI's own.
+from execmode.profilers.store_rows import (  # noqa: F401
+    Comparison,
+    KernelRow,
+    KernelTotal,
+    OpRow,
+    OpTotal,
+    OutputRow,
+    SourceRef,
+)
 
 
 class RowIndex(NamedTuple):
@@ -69,59 +61,6 @@ class StoreSnapshot(NamedTuple):
 
 
 EMPTY_SNAPSHOT = StoreSnapshot(EMPTY_INDEX, EMPTY_INDEX, EMPTY_INDEX, 0, 0, 0, 0, 0)
-
-
-class OpRow(NamedTuple):
-    seq: int
-    op: str
-    scope: str
-    file: str | None
-    line: int | None
-    function: str | None
-    start_ns: int
-    dur_ns: int
-    bytes: int
-    inputs: str
-    output: str
-    device: str
-    attrs: str | None
-    v_min: float | None
-    v_max: float | None
-    v_mean: float | None
-    v_std: float | None
-    v_nan: int | None
-    v_inf: int | None
-
-    @property
-    def source(self) -> SourceRef | None:
-        return SourceRef(self.file, self.line or 0, self.function or "") if self.file else None
-
-
-class KernelRow(NamedTuple):
-    id: int
-    graph_id: str
-    kernel: str
-    step_kind: str
-    member_nodes: str    # JSON list, decoded only when shown
-    member_ops: str
-    start_ns: int
-    dur_ns: int
-    bytes: int
-    output: str | None
-    device: str | None
-    scope: str | None
-    file: str | None
-    line: int | None
-    function: str | None
-
-    @property
-    def source(self) -> SourceRef | None:
-        return SourceRef(self.file, self.line or 0, self.function or "") if self.file else None
-
-
-class OutputRow(NamedTuple):
-    stream: str
-    text: str
 
 
 class GraphInfo(NamedTuple):
@@ -190,26 +129,6 @@ class CompileInfo(NamedTuple):
     backend: str
 
 
-class KernelTotal(NamedTuple):
-    """All executions of one step of one compiled graph."""
-
-    graph_id: str
-    kernel: str
-    step_kind: str
-    member_ops: list
-    calls: int
-    total_ns: int
-    bytes: int
-
-
-class OpTotal(NamedTuple):
-    name: str
-    count: int
-    total_ns: int
-    bytes: int
-    share: float
-
-
 class MemoryPoint(NamedTuple):
     t_s: float           # seconds since the session started
     device: str
@@ -223,22 +142,6 @@ class MemoryPlanInfo(NamedTuple):
     unplanned_peak: int
     eager_peak: int
     buffers: int
-
-
-class Comparison(NamedTuple):
-    function: str
-    graph_id: str
-    kernel: str
-    step_kind: str
-    eager_ops: list
-    eager_ns: int
-    kernel_ns: int
-    eager_bytes: int
-    planned_bytes: int
-
-    @property
-    def speedup(self) -> float | None:
-        return self.eager_ns / self.kernel_ns if self.kernel_ns > 0 else None
 
 
 class SessionOverview(NamedTuple):

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from execmode.profilers.errors import SessionError
 from execmode.profilers.exporters.common import Progress, output_file
-from execmode.profilers.session import OpRow, Session
+from execmode.profilers.session import Session
+from execmode.profilers.store_rows import OpRow
 
 TABLES = ("ops", "op_totals", "kernels", "memory", "comparisons", "samples")
 

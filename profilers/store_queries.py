@@ -1,0 +1,172 @@
+"""The SQL that reads rows and totals out of a session file, in one place.
+
+Both readers use it: :class:`~execmode.profilers.session.Session` (reports, exporters,
+``em.profile``) and the TUI's ``SessionReader`` (which adds paging and search on top).
+They differ only in how a statement runs, so every function here takes the reader's
+``run(sql, params) -> list of tuples``: the Session turns a SQLite failure into a
+``SessionError``, the TUI into ``SessionUnreadable`` and counts the rows it read.
+
+JSON columns (a kernel's member lists, a comparison's eager ops) are decoded by the
+reader's ``decode(text, table, row_id, column)``: a report refuses a damaged value naming
+the row, the TUI shows what it can.
+
+Ops are read through the schema's ``ops`` view (op_events joined to their source lines),
+so the join is written once, in schema.sql. SQLite flattens the view: a page read is still
+one primary-key seek plus one location lookup per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from execmode.profilers.errors import SessionError
+from execmode.profilers.store_rows import (
+    Comparison,
+    KernelRow,
+    KernelTotal,
+    OpRow,
+    OpTotal,
+    OutputRow,
+)
+
+Run = Callable[[str, Sequence], list]
+Decode = Callable[[object, str, int, str], object]
+
+# The columns of OpRow over the view, aliased "e" so that a caller's WHERE and ORDER BY
+# can name them. Version 1 has no thread column, in op_events nor in its view
+# (store.OLDER_VERSIONS): every op reads as the main thread's.
+_OP_COLUMNS = ("e.seq, e.op, e.scope, e.file, e.line, e.function, e.start_ns, e.dur_ns, "
+               "e.bytes, e.inputs, e.output, e.device, e.attrs, e.v_min, e.v_max, e.v_mean, "
+               "e.v_std, e.v_nan, e.v_inf, {thread}")
+OPS_FROM = "ops AS e"
+KERNEL_COLUMNS = ("k.id, k.graph_id, k.kernel, k.step_kind, k.member_nodes, k.member_ops, "
+                  "k.start_ns, k.dur_ns, k.bytes, k.output, k.device, k.scope, "
+                  "l.file, l.line, l.function")
+KERNELS_FROM = "kernels AS k LEFT JOIN locations AS l ON l.id = k.location"
+# The key first: the TUI pages output by id; the row itself leaves it out.
+OUTPUT_COLUMNS = "o.id, o.ts_ns, o.stream, o.text"
+OUTPUT_FROM = "output AS o"
+
+
+def op_columns(schema_version: int) -> str:
+    """The select list of :class:`OpRow` from :data:`OPS_FROM`, for a session's version."""
+    return _OP_COLUMNS.format(thread="e.thread" if schema_version >= 2 else "NULL")
+
+
+op_row = OpRow._make
+
+
+def kernel_row(raw: Sequence, decode: Decode) -> KernelRow:
+    """A :data:`KERNEL_COLUMNS` row as a :class:`KernelRow`, member lists decoded."""
+    return KernelRow(*raw[:4], decode(raw[4], "kernels", raw[0], "member_nodes"),
+                     decode(raw[5], "kernels", raw[0], "member_ops"), *raw[6:])
+
+
+def output_row(raw: Sequence) -> OutputRow:
+    """An :data:`OUTPUT_COLUMNS` row as an :class:`OutputRow` (without the key)."""
+    return OutputRow(*raw[1:])
+
+
+# Whole tables stream (a 1M-op session is not loaded at once): these give the statement,
+# the reader iterates it in chunks and builds rows with op_row / kernel_row.
+def ops_sql(schema_version: int, after_seq: int | None = None,
+            limit: int | None = None) -> tuple[str, list]:
+    """Eager ops in order; ``after_seq`` tails a live session from a known point."""
+    sql, params = f"SELECT {op_columns(schema_version)} FROM {OPS_FROM}", []
+    if after_seq is not None:
+        sql += " WHERE e.seq > ?"
+        params.append(after_seq)
+    sql += " ORDER BY e.seq"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return sql, params
+
+
+KERNELS_SQL = f"SELECT {KERNEL_COLUMNS} FROM {KERNELS_FROM} ORDER BY k.start_ns, k.id"
+
+
+def outputs(run: Run) -> list[OutputRow]:
+    """The script's output lines in the order they were written."""
+    return [output_row(r) for r in run(f"SELECT {OUTPUT_COLUMNS} FROM {OUTPUT_FROM} "
+                                       "ORDER BY o.id", ())]
+
+
+def ops_between(run: Run, schema_version: int, start_ns: int, end_ns: int,
+                limit: int) -> list[OpRow]:
+    """Eager ops that started in ``[start_ns, end_ns)``, in the order they started."""
+    rows = run(f"SELECT {op_columns(schema_version)} FROM {OPS_FROM} WHERE e.start_ns >= ? "
+               "AND e.start_ns < ? ORDER BY e.start_ns LIMIT ?", (start_ns, end_ns, limit))
+    return [op_row(r) for r in rows]
+
+
+def comparisons(run: Run, decode: Decode) -> list[Comparison]:
+    rows = run("SELECT id, function, graph_id, kernel, step_kind, eager_ops, eager_count, "
+               "eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat FROM comparisons "
+               "ORDER BY id", ())
+    return [Comparison(*r[1:5], decode(r[5], "comparisons", r[0], "eager_ops"), *r[6:])
+            for r in rows]
+
+
+# --- totals -------------------------------------------------------------------------------
+SORT_KEYS = {
+    "total_time": lambda t: (-t.total_ns, t.name),
+    "count": lambda t: (-t.count, t.name),
+    "mean_time": lambda t: (-t.mean_ns, t.name),
+    "max_time": lambda t: (-t.max_ns, t.name),
+    "bytes": lambda t: (-t.bytes, t.name),
+    "name": lambda t: (t.name,),
+}
+# group_by -> (op_events columns grouped first, the label of a group). Grouping on the raw
+# columns and joining the few groups to locations afterwards keeps aggregates of a 1M-op
+# session fast (no string building per row); so totals read op_events, not the ops view.
+GROUP_KEYS = {
+    "op": ("op", "g.op"),
+    "scope": ("scope", "CASE WHEN g.scope = '' THEN '(no scope)' ELSE g.scope END"),
+    "location": ("location", "COALESCE(l.file || ':' || l.line, '(unknown)')"),
+    "op_location": ("op, location",
+                    "g.op || ' @ ' || COALESCE(l.file || ':' || l.line, '(unknown)')"),
+}
+
+
+def op_totals(run: Run, group_by: str = "op", sort_by: str = "total_time",
+              limit: int | None = None) -> list[OpTotal]:
+    """Eager ops aggregated by op name, scope, source location or op+location."""
+    if group_by not in GROUP_KEYS:
+        raise SessionError(f"unknown group_by {group_by!r}; choose from {sorted(GROUP_KEYS)}")
+    columns, label = GROUP_KEYS[group_by]
+    inner = (f"SELECT {columns}, COUNT(*) AS n, SUM(dur_ns) AS total, MIN(dur_ns) AS lo, "
+             f"MAX(dur_ns) AS hi, SUM(bytes) AS b FROM op_events GROUP BY {columns}")
+    join = " LEFT JOIN locations AS l ON l.id = g.location" if "location" in columns else ""
+    rows = run(f"SELECT {label} AS name, SUM(n), SUM(total), MIN(lo), MAX(hi), SUM(b) "
+               f"FROM ({inner}) AS g{join} GROUP BY name", ())
+    return _totals(rows, sort_by, limit)
+
+
+def kernel_totals(run: Run, sort_by: str = "total_time",
+                  limit: int | None = None) -> list[OpTotal]:
+    """Graph-mode steps aggregated by "graph/kernel" name."""
+    rows = run("SELECT graph_id || '/' || kernel AS k, COUNT(*), SUM(dur_ns), MIN(dur_ns), "
+               "MAX(dur_ns), SUM(bytes) FROM kernels GROUP BY k", ())
+    return _totals(rows, sort_by, limit)
+
+
+def step_totals(run: Run, decode: Decode) -> list[KernelTotal]:
+    """Every step of every compiled graph with its calls and time, in the order the steps
+    first ran (member ops and kind as the first run recorded them)."""
+    rows = run("SELECT MIN(id), graph_id, kernel, MIN(step_kind), MIN(member_ops), COUNT(*), "
+               "SUM(dur_ns), SUM(bytes) FROM kernels GROUP BY graph_id, kernel "
+               "ORDER BY MIN(id)", ())
+    return [KernelTotal(g, k, kind, decode(ops, "kernels", first, "member_ops"), n,
+                        total or 0, b or 0)
+            for first, g, k, kind, ops, n, total, b in rows]
+
+
+def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:
+    if sort_by not in SORT_KEYS:
+        raise SessionError(f"unknown sort_by {sort_by!r}; choose from {sorted(SORT_KEYS)}")
+    grand = sum(r[2] or 0 for r in rows) or 1
+    totals = [OpTotal(str(k), n, total or 0, lo or 0, hi or 0, b or 0, (total or 0) / grand)
+              for k, n, total, lo, hi, b in rows]
+    totals.sort(key=SORT_KEYS[sort_by])
+    return totals[:limit] if limit is not None else totals
