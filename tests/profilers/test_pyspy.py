@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -103,14 +104,20 @@ def test_permission_denied_is_explained():
 def test_a_refusal_after_sampling_began_is_explained(tmp_path, monkeypatch):
     # What py-spy 0.4 printed on CI when ptrace was refused: it announces sampling, then
     # fails to attach and writes no file. The cause is the refusal, not the missing file.
-    fake = tmp_path / "py-spy"
+    fake, said = tmp_path / "py-spy", tmp_path / "said"
     fake.write_text("#!/bin/sh\necho 'Sampling process 100 times a second. Press Control-C'\n"
                     "echo 'Permission Denied: Try running again with elevated permissions'\n"
+                    f"touch {said}\n"
                     "exec sleep 30\n")  # until stop()'s Ctrl-C
     fake.chmod(0o755)
     monkeypatch.setenv("EXECMODE_PYSPY", str(fake))
     sampler = Sampler()
     assert sampler.start().status == "sampling"
+    # As on CI, the refusal is printed before the stop; under load the stand-in could be
+    # interrupted before its second line (a flake seen once): wait until it said both.
+    deadline = time.monotonic() + 30
+    while not said.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     status, stacks = sampler.stop()
     assert stacks == []
     assert status.status == "unavailable" and "permission denied" in status.reason
