@@ -1,7 +1,7 @@
 """Hints for names that PyTorch or NumPy users type and execmode spells differently.
 
 (PyTorch's keywords ``dim=``/``keepdim=`` are accepted by the functions themselves, beside
-the Array API's ``axis=``/``keepdims=``; see ``functional._torch_axis``.)
+the Array API's ``axis=``/``keepdims=``; see ``functional.arguments._torch_axis``.)
 
 :data:`MODULE_HINTS` and :data:`TENSOR_HINTS` map names that PyTorch or NumPy users type to
 execmode's spelling; ``em.<name>`` and ``tensor.<name>`` raise an AttributeError that says

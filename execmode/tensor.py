@@ -404,7 +404,7 @@ class Tensor:
         return F.prod(self, *args, **kwargs)
 
     def max(self, *args, **kwargs):
-        # x.max(1) is PyTorch's x.max(dim=1), the (values, indices) pair (functional.py).
+        # x.max(1) is PyTorch's x.max(dim=1), the (values, indices) pair (functional/reductions.py).
         return F.max(self, *args, **kwargs)
 
     def min(self, *args, **kwargs):

@@ -7,6 +7,10 @@ points (before/after each eager op, before/after each graph kernel, graph breaks
 the script as ``__main__``. It pauses before an op (step/next/pause/breakpoints on places)
 or after one (tensor conditions on its output), flushes the session store, reports where,
 and answers inspection commands until told to go on.
+
+This module is the channel (the reader thread, replies, quitting a running script), the
+hooks and the pause loop, and main. Whether to stop is decided in stops.py (including the
+pdb-like ``next`` rule); the inspection commands are answered by inspect.py.
 """
 
 from __future__ import annotations
@@ -21,22 +25,21 @@ import sys
 import threading
 
 from .. import dispatch, instrument, lifeline, script_runner
-from ..dtypes import type_text
 from ..source import user_frame, user_location, user_stack
 from ..tensor import Tensor
 from . import stdin_requests
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError
-from .firing import ConditionChecks, frame_for
+from .firing import frame_for
 from .headroom import with_headroom
-from .hunt import differential_check, hunt
+from .hunt import hunt
+from .inspect import Inspection, _array, _internal
 from .kernel_steps import member_info, member_inputs, member_values, members_of
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
-from .pyvalues import evaluate, hooks_detached, user_frames, variables
+from .pyvalues import hooks_detached
 from .reach import PlacesSeen, never_hit_reason, pending_note
-from .summary import TensorStats, bounded_slice, summarize
-
-_UNBOUND = object()
+from .stops import NextRule, PauseDecisions
+from .summary import TensorStats, summarize
 
 # Commands the reader thread answers at once, even while the script runs.
 _IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "update_breakpoint",
@@ -54,8 +57,9 @@ def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> No
         ctypes.c_ulong(thread_id), ctypes.py_object(exc_type) if exc_type else None)
 
 
-class Debugger(ConditionChecks):
-    """The instrumentation listener that pauses the script."""
+class Debugger(PauseDecisions, Inspection):
+    """The instrumentation listener that pauses the script (its pause decisions are
+    stops.PauseDecisions, its answers while paused inspect.Inspection)."""
 
     def __init__(self, channel: Channel, breakpoints: BreakpointSet, start_paused: bool):
         self.channel = channel
@@ -67,13 +71,7 @@ class Debugger(ConditionChecks):
         self.start_reason = "start" if start_paused else None
         self.mode = "run"               # run | step | next
         self.resumed_by = None          # the command that ended the last pause
-        # What `next` steps over: the frame, its line and instruction, the frame's
-        # callers, and its local bindings when it resumed (see _next_hit).
-        self.next_frame = None
-        self.next_line = None
-        self.next_lasti = -1
-        self.next_callers: dict = {}
-        self.next_locals: dict = {}
+        self.next_rule = NextRule()     # what `next` steps over (stops.py)
         self.op_index = 0
         self.kernel_index = 0
         self.paused_info: dict = {}
@@ -222,76 +220,6 @@ class Debugger(ConditionChecks):
             self.current = {"inputs": [x for x in inputs if isinstance(x, Tensor)]}
             self._pause(reason, op=op.name, attrs=attrs, inputs=inputs, when="before")
 
-    def _should_pause_before(self, op_name, inputs) -> str | None:
-        if self.pause_requested:
-            self.pause_requested = False
-            reason, self.start_reason = self.start_reason or "pause", None
-            return reason
-        if self.mode == "step":
-            return "step"
-        frame = user_frame()
-        if self.mode == "next" and frame is not None and self._next_hit(frame):
-            return "next"
-        from .. import scope
-
-        loc = None
-        for bp in self.breakpoints.active():
-            if bp.checks_output or bp.kind in ("graph_break", "exception"):
-                continue
-            if loc is None:
-                loc = user_location()
-            where = scope.current_scope()
-            if bp.reaches(op_name, where, loc) and \
-                    self._holds_before(bp, op_name, where, loc, frame) and bp.hit():
-                return f"breakpoint {bp.id}: {bp.spec}"
-        return None
-
-    def _next_hit(self, frame) -> bool:
-        """Does ``next`` stop at an op whose user frame is ``frame``? Like pdb: at a new line
-        of the frame it was given in, at a new pass over the same line, or, once that frame
-        has returned, in its caller (or higher up), never in calls made from there."""
-        target = self.next_frame
-        if target is None:
-            return True
-        if frame is target:
-            if frame.f_lineno != self.next_line:
-                return True
-            # The same line: a new pass (a loop) jumped back before the paused instruction,
-            # or ran it again after rebinding the frame's variables. Ops later on the line,
-            # or several ops of one call (a composite, sum() over tensors), are not one.
-            lasti = frame.f_lasti
-            return lasti < self.next_lasti or (lasti == self.next_lasti
-                                               and self._locals_rebound(frame))
-        f = frame.f_back
-        while f is not None:
-            if f is target:
-                return False  # deeper, inside a call made from that frame
-            f = f.f_back
-        # Not under the frame: it returned (or yielded). Stop only in a frame that was
-        # above it, not in the functions its caller calls next.
-        return self.next_callers.get(id(frame)) is frame
-
-    def _begin_next(self, frame) -> None:
-        self.next_frame = frame
-        self.next_line = frame.f_lineno if frame is not None else None
-        self.next_lasti = frame.f_lasti if frame is not None else -1
-        # The frames are kept alive here, so their ids stay theirs while we compare.
-        callers, f = {}, frame.f_back if frame is not None else None
-        while f is not None:
-            callers[id(f)] = f
-            f = f.f_back
-        self.next_callers = callers
-        self.next_locals = dict(frame.f_locals) if frame is not None else {}
-
-    def _end_next(self) -> None:
-        self.next_frame, self.next_callers, self.next_locals = None, {}, {}
-
-    def _locals_rebound(self, frame) -> bool:
-        now, before = frame.f_locals, self.next_locals
-        if len(now) != len(before):
-            return True
-        return any(before.get(name, _UNBOUND) is not value for name, value in now.items())
-
     def on_op(self, event, output) -> None:
         self.last_seq = event.seq
         if dispatch.current_tracer() is not None:
@@ -322,23 +250,7 @@ class Debugger(ConditionChecks):
         step = plan.steps[index]
         for member in step.node.body or (step.node,):
             self.seen.add(member.loc, member.scope)
-        reason = None
-        if self.pause_requested:
-            self.pause_requested = False
-            reason, self.start_reason = self.start_reason or "pause", None
-        elif self.mode in ("step", "next"):
-            reason = "step"
-        else:
-            for bp in self.breakpoints.active():
-                if bp.checks_output or bp.kind in ("graph_break", "exception"):
-                    continue
-                members = [m for m in (step.node.body or (step.node,))]
-                hit = next((m for m in members if bp.reaches(m.op, m.scope, m.loc)),
-                           None)
-                if hit is not None and self._holds_before(bp, hit.op, hit.scope, hit.loc,
-                                                          frame_for(bp)) and bp.hit():
-                    reason = f"breakpoint {bp.id}: {bp.spec}"
-                    break
+        reason = self._should_pause_before_kernel(step)
         if reason:
             args = [values[a] for a in step.args if isinstance(a, int)]
             self.current = {"inputs": args, "plan": plan, "step": index}
@@ -453,7 +365,7 @@ class Debugger(ConditionChecks):
             self._leave_pause()
 
     def _pause_and_serve(self, reason: str, when: str, **info) -> None:
-        self._end_next()
+        self.next_rule.end()
         if self.recorder is not None:
             self.recorder.flush()  # the controller reads every event up to this point
         frame = user_frame()
@@ -491,7 +403,7 @@ class Debugger(ConditionChecks):
                 self.mode = {"continue": "run"}.get(kind, kind)
                 self.resumed_by = kind
                 if kind == "next":
-                    self._begin_next(frame)
+                    self.next_rule.begin(frame)
                 self._reply(msg, {})
                 self._send({"type": "running"})
                 return
@@ -522,113 +434,6 @@ class Debugger(ConditionChecks):
                 self._reply(msg, {})
                 return
             self._reply(msg, self._inspect(msg))
-
-    def _inspect(self, msg: dict) -> dict:
-        kind = msg["type"]
-        try:
-            if kind == "stack":
-                return {"stack": [s.to_json() for s in user_stack()]}
-            if kind == "locals":
-                return {"tensors": self._local_tensors()}
-            if kind == "variables":
-                path = msg["path"]
-                if not all(isinstance(p, str) for p in path):
-                    raise ValueError("path: a list of labels (strings)")
-                return {"variables": variables(self._user_frame(msg["frame"]), msg["scope"],
-                                               path)}
-            if kind == "evaluate":
-                frame = self._user_frame(msg.get("frame", 0))
-                return {"result": evaluate(msg["expr"], frame)}
-            if kind == "inspect":
-                return {"summary": summarize(self._resolve(msg["ref"]),
-                                             histogram=msg.get("histogram", True))}
-            if kind == "slice":
-                return {"slice": bounded_slice(self._resolve(msg["ref"]), msg["index"],
-                                               int(msg.get("max_elements", 1000)))}
-            if kind == "recompute":
-                return {"summary": summarize(self._recompute(msg["node"]), histogram=True)}
-            if kind == "hunt":
-                plan = self._plan()
-                return {"report": hunt(plan, self.segment_inputs[id(plan)],
-                                       self.current.get("step"))}
-            if kind == "differential_check":
-                plan = self._plan()
-                return {"report": differential_check(plan, self.segment_inputs[id(plan)])}
-        except (KeyError, ValueError, IndexError, TypeError, ConditionError) as exc:
-            return {"__error__": f"{kind}: {exc}"}
-        return {"__error__": f"{kind}: not available while paused"}
-
-    def _user_frame(self, index):
-        """Frame ``index`` of the paused stack (0: innermost, as the ``stack`` reply)."""
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise ValueError("frame: an integer, 0 for the innermost")
-        frames = user_frames(self.paused_frame)
-        if not 0 <= index < len(frames):
-            raise IndexError(f"frame {index}: the paused stack has {len(frames)} frames")
-        return frames[index]
-
-    def _plan(self):
-        plan = self.current.get("plan") or self.last_plan
-        if plan is None or id(plan) not in self.segment_inputs:
-            raise ValueError("no compiled graph has run yet")
-        return plan
-
-    def _resolve(self, ref: str):
-        """"input:0", "output", "var:loss", "node:7" -> an array."""
-        kind, _, rest = ref.partition(":")
-        if kind == "input":
-            return _array(self.current.get("inputs", [])[int(rest)])
-        if kind == "output":
-            if self.current.get("output") is None:
-                raise ValueError("no output yet: the op has not run (step once)")
-            return _array(self.current["output"])
-        if kind == "var":
-            for name, value in self._frame_tensors():
-                if name == rest:
-                    return _array(value)
-            raise KeyError(f"no tensor variable {rest!r} in the paused frames")
-        if kind == "node":
-            return self._recompute(int(rest.lstrip("%")))
-        raise ValueError(f"unknown reference {ref!r}: use input:N, output, var:NAME, node:N")
-
-    def _recompute(self, node_id: int):
-        from ..graph.interpret import interpret
-
-        plan = self._plan()
-        graph = plan.source_graph or plan.graph
-        values = interpret(graph, self.segment_inputs[id(plan)], stop_at=node_id)
-        if node_id not in values:
-            raise KeyError(f"node %{node_id} is not in segment {plan.graph_id}")
-        return values[node_id]
-
-    def _frame_tensors(self):
-        f = getattr(self, "paused_frame", None)
-        while f is not None:
-            for name, value in list(f.f_locals.items()):
-                if isinstance(value, Tensor) and not value.is_traced:
-                    yield name, value
-            f = f.f_back
-            while f is not None and _internal(f):
-                f = f.f_back
-
-    def _local_tensors(self) -> list[dict]:
-        seen, out = set(), []
-        for name, value in self._frame_tensors():
-            if name in seen:
-                continue
-            seen.add(name)
-            out.append({"name": name, "type": type_text(value._data.shape, value._data.dtype)})
-        return out
-
-
-def _internal(frame) -> bool:
-    from ..source import is_internal_file
-
-    return is_internal_file(frame.f_code.co_filename)
-
-
-def _array(x):
-    return x._data if isinstance(x, Tensor) else x
 
 
 # --- entry point -----------------------------------------------------------------------

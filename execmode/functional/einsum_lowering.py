@@ -16,8 +16,11 @@ from __future__ import annotations
 import math
 import string
 
-from . import functional as F
-from .errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError, op_error
+from . import reductions  # reductions.sum: this module's bodies use Python's max and any
+from .arguments import _tensor_arg
+from .linalg import matmul
+from .shape import broadcast_to, permute_dims, reshape
 
 _LETTERS = string.ascii_letters
 
@@ -32,7 +35,7 @@ def einsum(subscripts, *operands):
                        f"{type(subscripts).__name__}")
     if not operands:
         raise op_error(ArgumentError, "einsum", (), "needs at least one operand")
-    operands = [F._tensor_arg("einsum", x, operands) for x in operands]
+    operands = [_tensor_arg("einsum", x, operands) for x in operands]
     terms, output = _parse(subscripts.replace(" ", ""), operands)
     sizes = _sizes(terms, operands, subscripts)
     return _evaluate(list(zip(operands, terms)), output, sizes)
@@ -112,14 +115,14 @@ def _sum_out(x, term, keep):
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
     if not axes:
         return x, term
-    return F.sum(x, axis=axes), "".join(c for c in term if c in keep)
+    return reductions.sum(x, axis=axes), "".join(c for c in term if c in keep)
 
 
 def _arrange(x, term, order, sizes):
     """``x`` permuted to the letters of ``order`` and broadcast to their full sizes."""
-    x = F.permute_dims(x, tuple(term.index(c) for c in order))
+    x = permute_dims(x, tuple(term.index(c) for c in order))
     full = tuple(sizes[c] for c in order)
-    return F.broadcast_to(x, full) if x.shape != full else x
+    return broadcast_to(x, full) if x.shape != full else x
 
 
 def _evaluate(pairs, output, sizes):
@@ -145,10 +148,10 @@ def _evaluate(pairs, output, sizes):
         def size(letters):
             return math.prod(sizes[c] for c in letters)
 
-        a = F.reshape(a, (size(batch), size(a_free), size(contract)))
-        b = F.reshape(b, (size(batch), size(contract), size(b_free)))
+        a = reshape(a, (size(batch), size(a_free), size(contract)))
+        b = reshape(b, (size(batch), size(contract), size(b_free)))
         term = "".join(batch + a_free + b_free)
-        x = F.reshape(F.matmul(a, b), tuple(sizes[c] for c in term))
+        x = reshape(matmul(a, b), tuple(sizes[c] for c in term))
     x, term = _sum_out(x, term, set(output))
     if term != output:
         x = _arrange(x, term, list(output), sizes)

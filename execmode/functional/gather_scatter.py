@@ -1,4 +1,5 @@
-"""Scatter, one_hot and the triangles (re-exported by ``functional``).
+"""Reads and writes at index tensors along an axis: take_along_axis (PyTorch's gather),
+scatter_add and index_add, and one_hot, as ``ops/gather.py``.
 
 ``scatter_add`` and ``index_add`` are the transposes of ``take_along_axis`` and of integer
 indexing: their gradients are those gathers. PyTorch's argument order (``dim`` before the
@@ -7,37 +8,65 @@ index) is kept for the names PyTorch owns.
 
 from __future__ import annotations
 
-from . import functional as F
-from .errors import ArgumentError, ShapeError, op_error
-from .ops import OPS
+from ..dispatch import apply
+from ..errors import ArgumentError, ShapeError, op_error
+from ..ops import OPS
+from . import reductions  # reductions.max: this module's bodies use Python's any
+from .arguments import (
+    _UNSET,
+    _axis_of,
+    _int_arg,
+    _number_arg,
+    _require_tensor,
+    _tensor_arg,
+    normalize_axis_for,
+)
+
+
+def take_along_axis(x, indices, axis=_UNSET, **kwargs):
+    """``x`` read at ``indices`` along ``axis`` (default -1; ``dim=`` too). Array API name;
+    ``em.gather`` is PyTorch's spelling. On other axes the index may be smaller than ``x``;
+    an index outside [0, size) is an error that names it (in graph mode too)."""
+    x = _tensor_arg("take_along_axis", x, (x, indices))
+    indices = _require_tensor("take_along_axis", indices, (x, indices))
+    if x.ndim == 0:
+        raise op_error(ShapeError, "take_along_axis", (x, indices),
+                       "needs a tensor of rank >= 1")
+    axis = _axis_of("take_along_axis", x, axis, kwargs)
+    return apply(OPS["take_along_axis"], x, indices, axis=axis)
+
+
+def gather(x, dim, index):
+    """PyTorch's ``gather(input, dim, index)``: ``take_along_axis(x, index, axis=dim)``."""
+    return take_along_axis(x, index, axis=dim)
 
 
 def scatter_add(x, dim, index, src):
     """PyTorch's ``scatter_add(input, dim, index, src)``: a copy of ``x`` with ``src[i]``
     added at ``index[i]`` along ``dim`` (and at ``i`` on the other axes); repeats add up.
     ``src`` may be larger than ``index`` (only its leading block is used, as PyTorch)."""
-    x = F._tensor_arg("scatter_add", x, (x, index, src))
-    index = F._require_tensor("scatter_add", index, (x, index, src))
-    src = F._tensor_arg("scatter_add", src, (x, index, src))
+    x = _tensor_arg("scatter_add", x, (x, index, src))
+    index = _require_tensor("scatter_add", index, (x, index, src))
+    src = _tensor_arg("scatter_add", src, (x, index, src))
     if x.ndim == 0:
         raise op_error(ShapeError, "scatter_add", (x, index, src), "needs a tensor of rank >= 1")
-    axis = F.normalize_axis_for("scatter_add", x, dim)
+    axis = normalize_axis_for("scatter_add", x, dim)
     if src.ndim != index.ndim or any(s < i for s, i in zip(src.shape, index.shape)):
         raise op_error(ShapeError, "scatter_add", (x, index, src),
                        f"src {tuple(src.shape)} must be at least as large as the index "
                        f"{tuple(index.shape)} on every axis")
     if src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    return F.apply(OPS["scatter_add"], x, index, src, axis=axis)
+    return apply(OPS["scatter_add"], x, index, src, axis=axis)
 
 
 def index_add(x, dim, index, source, alpha=1):
     """PyTorch's ``index_add(input, dim, index, source)``: a copy of ``x`` with slice ``i``
     of ``source`` along ``dim`` added at ``index[i]`` (a 1-D integer tensor)."""
-    x = F._tensor_arg("index_add", x, (x, index, source))
-    index = F._require_tensor("index_add", index, (x, index, source))
-    source = F._tensor_arg("index_add", source, (x, index, source))
-    axis = F.normalize_axis_for("index_add", x, dim)
+    x = _tensor_arg("index_add", x, (x, index, source))
+    index = _require_tensor("index_add", index, (x, index, source))
+    source = _tensor_arg("index_add", source, (x, index, source))
+    axis = normalize_axis_for("index_add", x, dim)
     if index.ndim != 1 or index.dtype.kind not in "iu":
         raise op_error(ArgumentError, "index_add", (x, index, source),
                        "the index must be a 1-D integer tensor")
@@ -45,12 +74,12 @@ def index_add(x, dim, index, source, alpha=1):
     if source.shape != want:
         raise op_error(ShapeError, "index_add", (x, index, source),
                        f"source must have shape {want}, got {tuple(source.shape)}")
-    alpha = F._number_arg("index_add", "alpha", alpha, (x, index, source))
+    alpha = _number_arg("index_add", "alpha", alpha, (x, index, source))
     if alpha != 1:
         source = source * alpha
     static = (("slice", None, None, None),) * axis + (("tensor", 0),)
     # index_add is the op behind the gradient of x[index]: zeros with source added at index.
-    added = F.apply(OPS["index_add"], source, index, shape=tuple(x.shape), index=static)
+    added = apply(OPS["index_add"], source, index, shape=tuple(x.shape), index=static)
     return x + added
 
 
@@ -59,37 +88,14 @@ def one_hot(x, num_classes=-1):
     [0, num_classes) is an error naming it. ``num_classes=-1`` counts ``max(x) + 1``
     classes: the shape depends on the values, so under jit that reads the value (a graph
     break); pass ``num_classes`` to avoid it."""
-    x = F._tensor_arg("one_hot", x)
-    num_classes = F._int_arg("one_hot", "num_classes", num_classes, (x,))
+    x = _tensor_arg("one_hot", x)
+    num_classes = _int_arg("one_hot", "num_classes", num_classes, (x,))
     if x.dtype.kind not in "iu":
         raise op_error(ArgumentError, "one_hot", (x,),
                        f"needs an integer tensor of class indices, got {x.dtype}")
     if num_classes == -1:
-        num_classes = int(F.max(x)) + 1 if x.size else 0
+        num_classes = int(reductions.max(x)) + 1 if x.size else 0
     if num_classes < 0:
         raise op_error(ArgumentError, "one_hot", (x,),
                        f"num_classes must be >= 0 (or -1), got {num_classes}")
-    return F.apply(OPS["one_hot"], x, num_classes=num_classes)
-
-
-def _triangle(name):
-    def fn(x, k=0, *, diagonal=None):
-        x = F._tensor_arg(name, x)
-        if diagonal is not None:  # PyTorch's keyword
-            k = diagonal
-        k = F._int_arg(name, "k", k, (x,))
-        if x.ndim < 2:
-            raise op_error(ShapeError, name, (x,), "needs a tensor of rank >= 2")
-        return F.apply(OPS[name], x, k=k)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"The {'lower' if name == 'tril' else 'upper'} triangle of the last two "
-                  "axes (``k``, PyTorch's ``diagonal``, shifts the diagonal), zeros "
-                  "elsewhere.")
-    return fn
-
-
-tril = _triangle("tril")
-triu = _triangle("triu")
-
-__all__ = ["scatter_add", "index_add", "one_hot", "tril", "triu"]
+    return apply(OPS["one_hot"], x, num_classes=num_classes)

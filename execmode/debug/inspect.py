@@ -1,0 +1,130 @@
+"""Inspection while paused: the answers to stack, locals, variables, evaluate, inspect,
+slice, recompute, hunt and differential_check, and the references they resolve
+(``input:0``, ``output``, ``var:loss``, ``node:7``).
+
+A mixin of the agent's ``Debugger``: it reads what the pause left (``current``,
+``paused_frame``, ``segment_inputs``, ``last_plan``) and never resumes the script; the
+channel and the pause loop that call :meth:`Inspection._inspect` stay in agent.py.
+"""
+
+from __future__ import annotations
+
+from ..dtypes import type_text
+from ..source import user_stack
+from ..tensor import Tensor
+from .conditions import ConditionError
+from .hunt import differential_check, hunt
+from .pyvalues import evaluate, user_frames, variables
+from .summary import bounded_slice, summarize
+
+
+class Inspection:
+    """Commands that look at the paused script."""
+
+    def _inspect(self, msg: dict) -> dict:
+        kind = msg["type"]
+        try:
+            if kind == "stack":
+                return {"stack": [s.to_json() for s in user_stack()]}
+            if kind == "locals":
+                return {"tensors": self._local_tensors()}
+            if kind == "variables":
+                path = msg["path"]
+                if not all(isinstance(p, str) for p in path):
+                    raise ValueError("path: a list of labels (strings)")
+                return {"variables": variables(self._user_frame(msg["frame"]), msg["scope"],
+                                               path)}
+            if kind == "evaluate":
+                frame = self._user_frame(msg.get("frame", 0))
+                return {"result": evaluate(msg["expr"], frame)}
+            if kind == "inspect":
+                return {"summary": summarize(self._resolve(msg["ref"]),
+                                             histogram=msg.get("histogram", True))}
+            if kind == "slice":
+                return {"slice": bounded_slice(self._resolve(msg["ref"]), msg["index"],
+                                               int(msg.get("max_elements", 1000)))}
+            if kind == "recompute":
+                return {"summary": summarize(self._recompute(msg["node"]), histogram=True)}
+            if kind == "hunt":
+                plan = self._plan()
+                return {"report": hunt(plan, self.segment_inputs[id(plan)],
+                                       self.current.get("step"))}
+            if kind == "differential_check":
+                plan = self._plan()
+                return {"report": differential_check(plan, self.segment_inputs[id(plan)])}
+        except (KeyError, ValueError, IndexError, TypeError, ConditionError) as exc:
+            return {"__error__": f"{kind}: {exc}"}
+        return {"__error__": f"{kind}: not available while paused"}
+
+    def _user_frame(self, index):
+        """Frame ``index`` of the paused stack (0: innermost, as the ``stack`` reply)."""
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise ValueError("frame: an integer, 0 for the innermost")
+        frames = user_frames(self.paused_frame)
+        if not 0 <= index < len(frames):
+            raise IndexError(f"frame {index}: the paused stack has {len(frames)} frames")
+        return frames[index]
+
+    def _plan(self):
+        plan = self.current.get("plan") or self.last_plan
+        if plan is None or id(plan) not in self.segment_inputs:
+            raise ValueError("no compiled graph has run yet")
+        return plan
+
+    def _resolve(self, ref: str):
+        """"input:0", "output", "var:loss", "node:7" -> an array."""
+        kind, _, rest = ref.partition(":")
+        if kind == "input":
+            return _array(self.current.get("inputs", [])[int(rest)])
+        if kind == "output":
+            if self.current.get("output") is None:
+                raise ValueError("no output yet: the op has not run (step once)")
+            return _array(self.current["output"])
+        if kind == "var":
+            for name, value in self._frame_tensors():
+                if name == rest:
+                    return _array(value)
+            raise KeyError(f"no tensor variable {rest!r} in the paused frames")
+        if kind == "node":
+            return self._recompute(int(rest.lstrip("%")))
+        raise ValueError(f"unknown reference {ref!r}: use input:N, output, var:NAME, node:N")
+
+    def _recompute(self, node_id: int):
+        from ..graph.interpret import interpret
+
+        plan = self._plan()
+        graph = plan.source_graph or plan.graph
+        values = interpret(graph, self.segment_inputs[id(plan)], stop_at=node_id)
+        if node_id not in values:
+            raise KeyError(f"node %{node_id} is not in segment {plan.graph_id}")
+        return values[node_id]
+
+    def _frame_tensors(self):
+        f = getattr(self, "paused_frame", None)
+        while f is not None:
+            for name, value in list(f.f_locals.items()):
+                if isinstance(value, Tensor) and not value.is_traced:
+                    yield name, value
+            f = f.f_back
+            while f is not None and _internal(f):
+                f = f.f_back
+
+    def _local_tensors(self) -> list[dict]:
+        seen, out = set(), []
+        for name, value in self._frame_tensors():
+            if name in seen:
+                continue
+            seen.add(name)
+            out.append({"name": name, "type": type_text(value._data.shape, value._data.dtype)})
+        return out
+
+
+# _internal and _array serve agent.py too (the pause event, post mortem).
+def _internal(frame) -> bool:
+    from ..source import is_internal_file
+
+    return is_internal_file(frame.f_code.co_filename)
+
+
+def _array(x):
+    return x._data if isinstance(x, Tensor) else x

@@ -1,0 +1,187 @@
+"""The function API (Array API names where one exists): ``em.exp(x)``, ``em.sum(x, axis=1)``.
+
+Each function normalises its arguments (axes, shapes, dtypes) and hands one primitive to
+:func:`execmode.dispatch.apply`. Array-level composites (mean, var, stack, tensordot, ...)
+are written over primitives; the ML composites live in ``execmode.nn.functional``.
+
+The functions live in one module per op family, as ``ops/`` and ``tests/engine/`` are
+split: ``creation``, ``elementwise``, ``reductions``, ``linalg`` (and ``einsum_lowering``),
+``shape``, ``indexing``, ``state``, ``gather_scatter``, ``scan``, ``triangular``; the
+argument checks they share are in ``arguments``, the door to dispatch in ``primitives``.
+No module is named after a function it holds (``gather``, ``einsum``): the submodule would
+shadow the function as an attribute of this package.
+
+This module only re-exports them, so ``execmode.functional.<name>`` and ``em.<name>`` stay
+the one public spelling. The private helpers re-exported below are those ``nn``, ``optim``,
+``random`` and ``tensor_methods`` reach as ``F._name``. ``arguments`` must load first: it
+closes its import cycle with ``creation`` (see the end of arguments.py), and it sorts first.
+"""
+
+from __future__ import annotations
+
+from ..dtypes import bool_, int64  # noqa: F401 - reached as F.bool_, F.int64
+from ..tensor import Tensor  # noqa: F401 - reached as F.Tensor
+
+# arguments first: it closes its import cycle with creation (see the end of arguments.py).
+from .arguments import (
+    _bool_arg,
+    _int_arg,
+    _is_int,
+    _number_arg,
+    _one_axis_keyword,
+    _require_tensor,
+    _tensor_arg,
+    _torch_axis,
+    normalize_axis_for,
+)
+from .creation import (
+    _random,
+    arange,
+    asarray,
+    astype,
+    eye,
+    full,
+    full_like,
+    linspace,
+    multinomial,
+    ones,
+    ones_like,
+    randn,
+    tensor,
+    to_device,
+    zeros,
+    zeros_like,
+)
+from .einsum_lowering import (
+    einsum,
+)
+from .elementwise import (  # noqa: A004 - Array API names shadow builtins
+    abs,
+    add,
+    ceil,
+    clamp,
+    clip,
+    copy,
+    cos,
+    divide,
+    equal,
+    erf,
+    exp,
+    expm1,
+    floor,
+    floor_divide,
+    greater,
+    greater_equal,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    log,
+    log1p,
+    logaddexp,
+    logical_and,
+    logical_not,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    pow,
+    power,
+    reciprocal,
+    remainder,
+    round,
+    sign,
+    sin,
+    sqrt,
+    square,
+    subtract,
+    tanh,
+    where,
+)
+from .gather_scatter import (
+    gather,
+    index_add,
+    one_hot,
+    scatter_add,
+    take_along_axis,
+)
+from .indexing import (
+    argwhere,
+    getitem,
+    masked_fill,
+    nonzero,
+    setitem,
+)
+from .linalg import (
+    matmul,
+    matrix_transpose,
+    tensordot,
+)
+from .primitives import (
+    apply,
+    apply_op,
+)
+from .reductions import (  # noqa: A004 - Array API names shadow builtins
+    all,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from .scan import (
+    argsort,
+    cumsum,
+    sort,
+    topk,
+)
+from .shape import (
+    broadcast_to,
+    cat,
+    chunk,
+    concat,
+    expand,
+    expand_dims,
+    flatten,
+    permute_dims,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+)
+from .state import (
+    assign,
+    debug_print,
+)
+from .triangular import (
+    tril,
+    triu,
+)
+
+__all__ = [
+    "tensor", "asarray", "full", "zeros", "ones", "full_like", "zeros_like", "ones_like",
+    "arange", "linspace", "eye", "randn", "copy", "negative", "abs", "sign", "exp", "log",
+    "log1p", "expm1", "sqrt", "square", "sin", "cos", "tanh", "erf", "reciprocal", "floor",
+    "ceil", "round", "logical_not", "isnan", "isinf", "isfinite", "add", "subtract",
+    "multiply", "divide", "floor_divide", "remainder", "power", "pow", "maximum", "minimum",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "where", "clip", "astype", "to_device", "sum", "prod", "max", "min",
+    "argmax", "argmin", "mean", "var", "std", "any", "all", "matmul", "matrix_transpose",
+    "tensordot", "reshape", "permute_dims", "transpose", "swapaxes", "expand_dims", "squeeze",
+    "flatten", "broadcast_to", "concat", "stack", "getitem", "setitem", "assign", "argwhere",
+    "nonzero", "count_nonzero", "debug_print", "einsum", "split", "chunk", "cat", "clamp",
+    "masked_fill", "expand", "repeat", "logaddexp", "multinomial", "cumsum", "argsort", "sort",
+    "topk", "take_along_axis", "gather", "scatter_add", "index_add", "one_hot", "tril", "triu",
+]

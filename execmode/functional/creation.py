@@ -1,0 +1,173 @@
+"""Creation: new tensors from data, fill values, ranges and the seeded generator, and
+the conversions to another dtype or device (``asarray`` is one of those or ``tensor``)."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..dispatch import apply
+from ..dtypes import DEFAULT_FLOAT, int64
+from ..errors import ArgumentError, DTypeError, op_error
+from ..ops import OPS
+from ..random import _draw_multinomial
+from ..tensor import Tensor
+from .arguments import (
+    _bool_arg,
+    _device_arg,
+    _dtype_arg,
+    _dtype_of_data,
+    _int_arg,
+    _number_arg,
+    _require_tensor,
+    _shape_arg,
+    _tensor_arg,
+)
+
+
+def _finish(t: Tensor, requires_grad: bool, op: str = "tensor") -> Tensor:
+    if _bool_arg(op, "requires_grad", requires_grad):
+        if t.dtype.kind != "f":
+            raise op_error(ArgumentError, op, (t,),
+                           "only floating-point tensors can require gradients")
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, NumPy arrays, numbers).
+
+    Floats default to float32 and ints to int64, as in PyTorch.
+    """
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    try:
+        dt = _dtype_arg("tensor", dtype) if dtype is not None else _dtype_of_data("tensor", data)
+        value = np.array(data, dtype=dt)
+    except (ValueError, TypeError) as exc:
+        if isinstance(exc, DTypeError):
+            raise
+        raise op_error(ArgumentError, "tensor", (data,),
+                       f"cannot make a tensor from this {type(data).__name__}: {exc}") from None
+    dev = _device_arg("tensor", device)
+    t = apply(OPS["constant"], value=value, shape=value.shape, dtype=dt, device=dev)
+    return _finish(t, requires_grad)
+
+
+def asarray(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy when it already is one of that dtype and device."""
+    if isinstance(data, Tensor):
+        out = data
+        if dtype is not None:
+            out = astype(out, dtype)
+        if device is not None:
+            out = to_device(out, device)
+        return out
+    return tensor(data, dtype=dtype, device=device)
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    shape = _shape_arg((shape,))
+    fill_value = _number_arg("full", "fill_value", fill_value)
+    dt = _dtype_arg("full", dtype) if dtype is not None else _dtype_of_data("full", fill_value)
+    t = apply(OPS["full"], shape=shape, value=fill_value, dtype=dt,
+              device=_device_arg("full", device))
+    return _finish(t, requires_grad, "full")
+
+
+def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(_shape_arg(shape, "zeros"), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
+                requires_grad=requires_grad)
+
+
+def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(_shape_arg(shape, "ones"), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
+                requires_grad=requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None) -> Tensor:
+    x = _require_tensor("full_like", x)
+    return full(x.shape, fill_value, dtype=x.dtype if dtype is None else dtype,
+                device=x.device if device is None else device)
+
+
+def zeros_like(x, dtype=None, device=None) -> Tensor:
+    return full_like(x, 0, dtype=dtype, device=device)
+
+
+def ones_like(x, dtype=None, device=None) -> Tensor:
+    return full_like(x, 1, dtype=dtype, device=device)
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+    """Evenly spaced values in [start, stop). Int arguments give int64, floats float32."""
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = (_number_arg("arange", name, v) for name, v in
+                         (("start", start), ("stop", stop), ("step", step)))
+    if dtype is None:
+        all_int = builtins.all(isinstance(v, int | np.integer) for v in (start, stop, step))
+        dt = int64 if all_int else DEFAULT_FLOAT
+    else:
+        dt = _dtype_arg("arange", dtype)
+    if step == 0:
+        raise op_error(ArgumentError, "arange", (start, stop, step), "step must not be zero")
+    return apply(OPS["arange"], start=start, stop=stop, step=step, dtype=dt,
+                 device=_device_arg("arange", device))
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None) -> Tensor:
+    start = float(_number_arg("linspace", "start", start))
+    stop = float(_number_arg("linspace", "stop", stop))
+    num = _int_arg("linspace", "num", num)
+    if num < 0:
+        raise op_error(ArgumentError, "linspace", (), f"num must be >= 0, got {num}")
+    return apply(OPS["linspace"], start=start, stop=stop, num=num,
+                 endpoint=_bool_arg("linspace", "endpoint", endpoint),
+                 dtype=_dtype_arg("linspace", dtype or DEFAULT_FLOAT),
+                 device=_device_arg("linspace", device))
+
+
+def eye(n, m=None, k=0, dtype=None, device=None) -> Tensor:
+    n = _int_arg("eye", "n", n)
+    m = n if m is None else _int_arg("eye", "m", m)
+    if n < 0 or m < 0:
+        raise op_error(ArgumentError, "eye", (), f"negative size {n} x {m}")
+    return apply(OPS["eye"], n=n, m=m, k=_int_arg("eye", "k", k),
+                 dtype=_dtype_arg("eye", dtype or DEFAULT_FLOAT), device=_device_arg("eye", device))
+
+
+def _random(op_name, shape, dtype, device, requires_grad, **params):
+    shape = _shape_arg((shape,), op_name)
+    t = apply(OPS[op_name], shape=shape, dtype=_dtype_arg(op_name, dtype or DEFAULT_FLOAT),
+              device=_device_arg(op_name, device), **params)
+    return _finish(t, requires_grad, op_name)
+
+
+def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples from execmode's seeded generator."""
+    return _random("random_normal", _shape_arg(shape, "randn"), dtype, device, requires_grad,
+                   mean=0.0, std=1.0)
+
+
+def astype(x, dtype) -> Tensor:
+    x = _tensor_arg("astype", x)
+    dt = _dtype_arg("astype", dtype, (x,))
+    if x.dtype == dt:
+        return x
+    return apply(OPS["cast"], x, dtype=dt)
+
+
+def to_device(x, device) -> Tensor:
+    x = _tensor_arg("to_device", x)
+    dev = _device_arg("to_device", device, (x,))
+    if x.device == dev:
+        return x
+    return apply(OPS["to_device"], x, device=dev)
+
+
+def multinomial(probs, num_samples, replacement=False):
+    """Indices drawn from each row of (unnormalised) probabilities, on execmode's seeded
+    generator: the same draws eagerly and under jit for the same seed."""
+    return _draw_multinomial(probs, num_samples, replacement)

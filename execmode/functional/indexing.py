@@ -1,0 +1,119 @@
+"""Indexing: ``x[index]`` and ``x[index] = value`` (ints, slices, None, Ellipsis, integer
+index tensors, a bool mask), argwhere/nonzero, and PyTorch's masked_fill."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..dispatch import apply
+from ..dtypes import bool_, int64
+from ..errors import ArgumentError, ShapeError, op_error
+from ..ops import OPS
+from ..ops.registry import RuleError, broadcast_shapes
+from ..tensor import Tensor
+from .arguments import _is_int, _number_arg, _require_tensor, _tensor_arg
+from .creation import astype, tensor
+from .elementwise import where
+from .state import assign
+
+
+def _normalize_index(x, index, op="getitem"):
+    """Split a user's index into a static description and its integer index tensors.
+
+    A bool mask comes back alone, as ``(None, [mask])``: it must be the whole index.
+    """
+    x = _require_tensor(op, x)
+    if not isinstance(index, tuple):
+        index = (index,)
+    items, tensors = [], []
+    for item in index:
+        if isinstance(item, bool):
+            raise op_error(ArgumentError, op, (x,), "a Python bool is not a valid index")
+        if isinstance(item, int | np.integer):
+            items.append(("int", int(item)))
+        elif isinstance(item, slice):
+            bounds = (item.start, item.stop, item.step)
+            if not builtins.all(v is None or _is_int(v) for v in bounds):
+                raise op_error(ArgumentError, op, (x,),
+                               f"slice bounds must be ints or None, got {item!r}")
+            items.append(("slice",) + tuple(None if v is None else int(v) for v in bounds))
+        elif item is None:
+            items.append(("none",))
+        elif item is Ellipsis:
+            items.append(("ellipsis",))
+        else:
+            if isinstance(item, list | np.ndarray):
+                item = tensor(item) if np.asarray(item).size else tensor(item, dtype=int64)
+            if not isinstance(item, Tensor):
+                raise op_error(ArgumentError, op, (x,),
+                               f"unsupported index type {type(item).__name__}")
+            if item.dtype == bool_:
+                if len(index) != 1:
+                    raise op_error(ArgumentError, op, (x, item),
+                                   "a bool mask must be the whole index (x[mask])")
+                return None, [item]
+            items.append(("tensor", len(tensors)))
+            tensors.append(item)
+    return tuple(items), tensors
+
+
+def getitem(x, index) -> Tensor:
+    """``x[index]``: ints, slices, None, Ellipsis, integer index tensors, a bool mask."""
+    static, tensors = _normalize_index(x, index)
+    if static is None:  # a bool mask: the output size depends on the mask's values
+        return apply(OPS["boolean_mask"], x, tensors[0])
+    if static == (("slice", None, None, None),) or static == (("ellipsis",),):
+        return x
+    return apply(OPS["getitem"], x, *tensors, index=static)
+
+
+def setitem(x, index, value) -> None:
+    """``x[index] = value``: writes into ``x`` (an in-place update, like ``assign``)."""
+    static, tensors = _normalize_index(x, index, "setitem")
+    if static is None:
+        mask = tensors[0]
+        assign(x, where(mask, value, x))
+        return
+    if isinstance(value, Tensor | float | int | bool):
+        pass
+    else:
+        value = tensor(value, dtype=x.dtype)
+    assign(x, apply(OPS["index_put"], x, value, *tensors, index=static))
+
+
+def argwhere(x) -> Tensor:
+    """Indices of the non-zero elements, one row each (its size depends on the values)."""
+    return apply(OPS["argwhere"], _tensor_arg("argwhere", x))
+
+
+def nonzero(x) -> tuple:
+    rows = argwhere(x)
+    return tuple(rows[:, i] for i in range(x.ndim))
+
+
+def masked_fill(x, mask, value):
+    """``value`` where ``mask`` (bool, broadcast against ``x``) is set, ``x`` elsewhere;
+    keeps ``x``'s dtype and shape."""
+    x = _tensor_arg("masked_fill", x, (x, mask))
+    mask = _require_tensor("masked_fill", mask, (x, mask))
+    if mask.dtype != bool_:
+        raise op_error(ArgumentError, "masked_fill", (x, mask),
+                       f"the mask must be bool, got {mask.dtype}")
+    try:
+        out_shape = broadcast_shapes(x.shape, mask.shape)
+    except RuleError:
+        out_shape = None
+    if out_shape != x.shape:
+        raise op_error(ShapeError, "masked_fill", (x, mask),
+                       f"the mask {tuple(mask.shape)} must broadcast to the tensor's shape "
+                       f"{tuple(x.shape)}")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise op_error(ShapeError, "masked_fill", (x, mask, value),
+                           "value must be a number or a 0-d tensor")
+        value = astype(value, x.dtype)
+    else:
+        value = _number_arg("masked_fill", "value", value, (x, mask))
+    return where(mask, value, x)

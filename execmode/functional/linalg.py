@@ -1,0 +1,72 @@
+"""Linear algebra: matmul (the one primitive), matrix_transpose, and tensordot written as
+permute + reshape + one matmul. einsum, lowered the same way, is in ``einsum_lowering.py``."""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+
+from ..dispatch import apply
+from ..errors import ArgumentError, ShapeError, op_error
+from ..ops import OPS
+from ..ops.registry import RuleError, normalize_axis
+from ..tensor import Tensor
+from .arguments import _is_int, _rule_error, _tensor_arg
+from .shape import permute_dims, reshape
+
+
+def matmul(a, b) -> Tensor:
+    """Matrix product: batched, broadcasting the batch dimensions; 1-D as in NumPy."""
+    return apply(OPS["matmul"], _tensor_arg("matmul", a, (a, b)), _tensor_arg("matmul", b, (a, b)))
+
+
+def matrix_transpose(x) -> Tensor:
+    """Swap the last two axes (``x.mT``)."""
+    x = _tensor_arg("matrix_transpose", x)
+    ndim = x.ndim
+    if ndim < 2:
+        raise op_error(ShapeError, "matrix_transpose", (x,), "needs a tensor of rank >= 2")
+    return apply(OPS["permute_dims"], x, axes=_last_two_swapped(ndim))
+
+
+@functools.cache
+def _last_two_swapped(ndim: int) -> tuple:
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
+def tensordot(a, b, axes=2) -> Tensor:
+    """Sum products over the last ``axes`` axes of ``a`` and the first of ``b`` (or pairs)."""
+    a = _tensor_arg("tensordot", a, (a, b))
+    b = _tensor_arg("tensordot", b, (a, b))
+    if _is_int(axes):
+        if not 0 <= axes <= builtins.min(a.ndim, b.ndim):
+            raise op_error(ShapeError, "tensordot", (a, b),
+                           f"axes={axes} needs both operands to have at least {axes} axes")
+        axes_a = tuple(range(a.ndim - axes, a.ndim))
+        axes_b = tuple(range(axes))
+    else:
+        pair = tuple(axes) if isinstance(axes, tuple | list) else ()
+        if len(pair) != 2:
+            raise op_error(ArgumentError, "tensordot", (a, b),
+                           f"axes must be an int or a pair of axis sequences, got {axes!r}")
+        axes_a, axes_b = (tuple(ax) if isinstance(ax, tuple | list) else (ax,) for ax in pair)
+    try:
+        axes_a = tuple(normalize_axis(i, a.ndim) for i in axes_a)
+        axes_b = tuple(normalize_axis(i, b.ndim) for i in axes_b)
+    except RuleError as exc:
+        raise _rule_error("tensordot", (a, b), exc) from None
+    if (a.ndim == 0 and axes_a) or (b.ndim == 0 and axes_b):
+        raise op_error(ShapeError, "tensordot", (a, b), "a rank-0 tensor has no axis to contract")
+    if len(axes_a) != len(axes_b) or builtins.any(
+        a.shape[i] != b.shape[j] for i, j in zip(axes_a, axes_b)
+    ):
+        raise op_error(ShapeError, "tensordot", (a, b),
+                       f"contracted axes {axes_a} and {axes_b} do not match in size")
+    free_a = tuple(i for i in range(a.ndim) if i not in axes_a)
+    free_b = tuple(i for i in range(b.ndim) if i not in axes_b)
+    k = math.prod(a.shape[i] for i in axes_a)
+    a2 = reshape(permute_dims(a, free_a + axes_a), (math.prod(a.shape[i] for i in free_a), k))
+    b2 = reshape(permute_dims(b, axes_b + free_b), (k, math.prod(b.shape[i] for i in free_b)))
+    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
+    return reshape(matmul(a2, b2), out_shape)

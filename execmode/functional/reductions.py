@@ -1,0 +1,160 @@
+"""Reductions: sum, prod, max, min, argmax, argmin (one primitive each, PyTorch's
+positional ``dim`` and ``(values, indices)`` pair accepted) and the composites over them
+(mean, var, std, any, all, count_nonzero).
+
+The module's ``sum``, ``max``, ``min``, ``any`` and ``all`` shadow Python's on purpose: a
+body here that calls them means the tensor reduction.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..dispatch import apply
+from ..dtypes import bool_, float64, int64
+from ..errors import ArgumentError, op_error
+from ..ops import OPS
+from ..ops.reductions import normalize_reduction_attrs, reduced_shape
+from ..ops.registry import RuleError
+from ..tensor import Tensor
+from .arguments import _axes, _bool_arg, _number_arg, _rule_error, _tensor_arg, _torch_axis
+from .creation import astype, full
+from .elementwise import not_equal, sqrt
+from .shape import squeeze
+
+
+def _values_and_indices(name, x, axis, keepdims):
+    """PyTorch's ``max(x, dim)``: the values are read at the indices, so the gradient goes
+    to the returned index alone (a tie of 2, 2 gives [1, 0], not [0.5, 0.5])."""
+    from .gather_scatter import take_along_axis  # it imports this module (one_hot's max)
+    from .scan import ValuesIndices
+
+    arg = argmax if name == "max" else argmin
+    indices = arg(x, axis=axis, keepdims=True)
+    values = take_along_axis(x, indices, axis=axis)
+    if not keepdims:
+        values, indices = squeeze(values, axis=axis), squeeze(indices, axis=axis)
+    return ValuesIndices(values, indices)
+
+
+def _reduce(name):
+    op = OPS[name]
+    pairs = name in ("max", "min")  # PyTorch's max(x, dim=) returns (values, indices)
+
+    def fn(x, *positional, axis=None, keepdims=False, **torch_keywords):
+        x = _tensor_arg(name, x)
+        if positional:
+            # The Array API's axis is keyword-only: a positional one is PyTorch's dim
+            # (torch.max(x, 1) is the pair; torch.sum(x, 1) the sums).
+            if len(positional) > 2 or "dim" in torch_keywords or axis is not None:
+                raise op_error(ArgumentError, name, (x,),
+                               "give the axis once: positionally (PyTorch's dim) or axis=")
+            torch_keywords["dim"] = positional[0]
+            if len(positional) == 2:
+                torch_keywords["keepdim"] = positional[1]
+        torch_style = "dim" in torch_keywords
+        if torch_keywords:
+            axis, keepdims = _torch_axis(name, x, axis, keepdims, torch_keywords)
+        try:
+            attrs = normalize_reduction_attrs(name, x.ndim, {"axis": axis, "keepdims": keepdims})
+        except RuleError as exc:
+            raise _rule_error(name, (x,), exc) from None
+        if pairs and torch_style and axis is not None:
+            return _values_and_indices(name, x, axis, keepdims)
+        return apply(op, x, **attrs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{name} over ``axis`` (all axes when None); PyTorch's ``dim=`` and "
+                  "``keepdim=`` are accepted too."
+                  + (" With ``dim=`` it returns PyTorch's (values, indices) pair."
+                     if pairs else ""))
+    return fn
+
+
+sum = _reduce("sum")  # noqa: A001
+prod = _reduce("prod")
+max = _reduce("max")  # noqa: A001
+min = _reduce("min")  # noqa: A001
+argmax = _reduce("argmax")
+argmin = _reduce("argmin")
+
+
+def mean(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:
+    """Arithmetic mean; integer and bool inputs give float64 (as NumPy). ``dim=`` and
+    ``keepdim=`` are accepted too."""
+    x = _tensor_arg("mean", x)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("mean", x, axis, keepdims, torch_keywords)
+    axes = _axes("mean", x, axis)
+    if x.dtype.kind != "f":
+        x = astype(x, float64)
+    count = math.prod(x.shape[i] for i in axes)
+    # An empty mean is 0/0 = NaN, as in NumPy.
+    return sum(x, axis=axes, keepdims=keepdims) / count
+
+
+def var(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tensor:
+    """Variance. The Array API's default ``correction=0`` divides by N; ``correction=1``
+    (or PyTorch's ``unbiased=True``) gives the unbiased estimate, dividing by N - 1.
+
+    PyTorch's ``torch.var`` defaults to unbiased. A call in PyTorch's spelling (``dim=``)
+    gets PyTorch's default, N - 1, as ``max(x, dim=)`` gets PyTorch's pair; one in the
+    Array API's (``axis=`` or none) keeps the Array API's, N.
+    """
+    x = _tensor_arg("var", x)
+    correction = _correction("var", x, correction, torch_keywords)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("var", x, axis, keepdims, torch_keywords)
+    axes = _axes("var", x, axis)
+    if x.dtype.kind != "f":
+        x = astype(x, float64)
+    count = math.prod(x.shape[i] for i in axes)
+    d = x - mean(x, axis=axes, keepdims=True)
+    # N - correction <= 0 gives inf or NaN, as NumPy and PyTorch do.
+    return sum(d * d, axis=axes, keepdims=keepdims) / float(count - correction)
+
+
+def _correction(op, x, correction, torch_keywords):
+    unbiased = torch_keywords.pop("unbiased", None)
+    if unbiased is not None:
+        if correction is not None:
+            raise op_error(ArgumentError, op, (x,),
+                           "got both correction= and PyTorch's unbiased=; give one")
+        return 1 if _bool_arg(op, "unbiased", unbiased, (x,)) else 0
+    if correction is None:
+        return 1 if "dim" in torch_keywords else 0  # PyTorch's spelling, PyTorch's default
+    return _number_arg(op, "correction", correction, (x,))
+
+
+def std(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tensor:
+    """Standard deviation: the square root of :func:`var` (same ``correction=`` /
+    ``unbiased=`` and ``dim=`` rules)."""
+    x = _tensor_arg("std", x)
+    correction = _correction("std", x, correction, torch_keywords)
+    if torch_keywords:  # checked here, so that errors name std rather than var
+        axis, keepdims = _torch_axis("std", x, axis, keepdims, torch_keywords)
+    return sqrt(var(x, axis=axis, keepdims=keepdims, correction=correction))
+
+
+def any(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:  # noqa: A001
+    x = _tensor_arg("any", x)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("any", x, axis, keepdims, torch_keywords)
+    if x.size == 0:
+        keepdims = _bool_arg("any", "keepdims", keepdims, (x,))
+        return full(reduced_shape(x.shape, _axes("any", x, axis), keepdims), False, bool_)
+    return max(astype(x, bool_), axis=axis, keepdims=keepdims)
+
+
+def all(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:  # noqa: A001
+    x = _tensor_arg("all", x)
+    if torch_keywords:
+        axis, keepdims = _torch_axis("all", x, axis, keepdims, torch_keywords)
+    if x.size == 0:
+        keepdims = _bool_arg("all", "keepdims", keepdims, (x,))
+        return full(reduced_shape(x.shape, _axes("all", x, axis), keepdims), True, bool_)
+    return min(astype(x, bool_), axis=axis, keepdims=keepdims)
+
+
+def count_nonzero(x, axis=None) -> Tensor:
+    return sum(astype(not_equal(x, 0), int64), axis=axis)

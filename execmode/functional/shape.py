@@ -1,0 +1,251 @@
+"""Shape manipulation: reshape, permute, squeeze, broadcast, and joining and splitting
+along an axis (concat/cat, stack, split, chunk), PyTorch's expand and repeat.
+
+All are views or compositions of the movement primitives (``ops/movement.py``), so eager,
+jit and gradients come with them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..dispatch import apply
+from ..errors import ArgumentError, ShapeError, op_error
+from ..ops import OPS
+from ..ops.movement import resolve_shape
+from ..ops.registry import RuleError, normalize_axes, normalize_axis
+from ..tensor import Tensor
+from .arguments import (
+    _axes,
+    _int_arg,
+    _is_int,
+    _one_axis_keyword,
+    _rule_error,
+    _shape_like,
+    _tensor_arg,
+    _tensor_list_arg,
+    normalize_axis_for,
+)
+from .elementwise import copy
+
+
+def reshape(x, shape) -> Tensor:
+    x = _tensor_arg("reshape", x)
+    try:
+        shape = resolve_shape(_shape_like(shape), x.size)
+    except RuleError as exc:
+        raise _rule_error("reshape", (x,), exc) from None
+    if shape == x.shape:
+        return x
+    return apply(OPS["reshape"], x, shape=shape)
+
+
+def permute_dims(x, axes=None) -> Tensor:
+    """Reorder axes (reverse them when ``axes`` is None)."""
+    x = _tensor_arg("permute_dims", x)
+    if axes is None:
+        axes = tuple(reversed(range(x.ndim)))
+    if not isinstance(axes, tuple | list) or len(axes) != x.ndim:
+        raise op_error(ShapeError, "permute_dims", (x,),
+                       f"axes {axes!r} are not a permutation of the {x.ndim} axes")
+    try:
+        axes = tuple(normalize_axis(a, x.ndim) for a in axes)
+    except RuleError as exc:
+        raise _rule_error("permute_dims", (x,), exc) from None
+    if axes == tuple(range(x.ndim)):
+        return x
+    return apply(OPS["permute_dims"], x, axes=axes)
+
+
+transpose = permute_dims
+
+
+def swapaxes(x, axis1, axis2) -> Tensor:
+    x = _tensor_arg("swapaxes", x)
+    a1, a2 = normalize_axis_for("swapaxes", x, axis1), normalize_axis_for("swapaxes", x, axis2)
+    if x.ndim == 0:
+        return x
+    axes = list(range(x.ndim))
+    axes[a1], axes[a2] = axes[a2], axes[a1]
+    return permute_dims(x, axes)
+
+
+def expand_dims(x, axis=None, **torch_keywords) -> Tensor:
+    x = _tensor_arg("expand_dims", x)
+    axis = _one_axis_keyword("expand_dims", x, axis, torch_keywords)
+    try:
+        axes = (axis,) if not isinstance(axis, tuple | list) else axis
+        axes = normalize_axes(axes, x.ndim + len(axes))
+    except RuleError as exc:
+        raise _rule_error("expand_dims", (x,), exc) from None
+    dims = iter(x.shape)
+    shape = tuple(1 if i in axes else next(dims) for i in range(x.ndim + len(axes)))
+    return reshape(x, shape)
+
+
+def squeeze(x, axis=None, **torch_keywords) -> Tensor:
+    x = _tensor_arg("squeeze", x)
+    if torch_keywords:
+        axis = _one_axis_keyword("squeeze", x, axis, torch_keywords)
+        if axis is not None:
+            # PyTorch's squeeze(dim=d) leaves a dim of another size alone; the Array
+            # API's (axis=) refuses it.
+            axis = tuple(a for a in _axes("squeeze", x, axis) if x.shape[a] == 1)
+            if not axis:
+                return x  # (PyTorch returns a view of x; writes reach x either way)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = _axes("squeeze", x, axis)
+        bad = [i for i in axes if x.shape[i] != 1]
+        if bad:
+            raise op_error(ShapeError, "squeeze", (x,),
+                           f"cannot squeeze axis {bad[0]} of size {x.shape[bad[0]]}")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def flatten(x, start_axis=0, end_axis=-1, *, start_dim=None, end_dim=None) -> Tensor:
+    """Merge axes ``start_axis..end_axis`` (PyTorch's ``start_dim``/``end_dim``) into one."""
+    x = _tensor_arg("flatten", x)
+    start_axis = start_axis if start_dim is None else start_dim
+    end_axis = end_axis if end_dim is None else end_dim
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    try:
+        s, e = normalize_axis(start_axis, x.ndim), normalize_axis(end_axis, x.ndim)
+    except RuleError as exc:
+        raise _rule_error("flatten", (x,), exc) from None
+    if s > e:
+        raise op_error(ShapeError, "flatten", (x,),
+                       f"start axis {start_axis} comes after end axis {end_axis}")
+    shape = x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:]
+    return reshape(x, shape)
+
+
+def broadcast_to(x, shape) -> Tensor:
+    x = _tensor_arg("broadcast_to", x)
+    try:
+        shape = _shape_like(shape)
+    except RuleError as exc:
+        raise _rule_error("broadcast_to", (x,), exc) from None
+    if shape == x.shape:
+        return x
+    return apply(OPS["broadcast_to"], x, shape=shape)
+
+
+def concat(tensors, axis=0, **torch_keywords) -> Tensor:
+    """Join tensors along an existing axis (``em.cat`` and ``dim=`` are PyTorch's
+    spellings)."""
+    tensors = _tensor_list_arg("concat", tensors)
+    if torch_keywords:
+        axis = _one_axis_keyword("concat", tensors[0], axis, torch_keywords, default=0)
+    if tensors[0].ndim == 0:
+        raise op_error(ShapeError, "concat", tuple(tensors),
+                       "cannot concatenate rank-0 tensors (use stack)")
+    try:
+        axis = normalize_axis(axis, tensors[0].ndim)
+    except RuleError as exc:
+        raise _rule_error("concat", tuple(tensors), exc) from None
+    if len(tensors) == 1:
+        return tensors[0]
+    return apply(OPS["concat"], *tensors, axis=axis)
+
+
+def stack(tensors, axis=0, **torch_keywords) -> Tensor:
+    """Join tensors along a new axis (``dim=`` too)."""
+    tensors = _tensor_list_arg("stack", tensors)
+    if torch_keywords:
+        axis = _one_axis_keyword("stack", tensors[0], axis, torch_keywords, default=0)
+    shapes = {t.shape for t in tensors}
+    if len(shapes) > 1:
+        raise op_error(ShapeError, "stack", tuple(tensors), "all tensors must have the same shape")
+    try:
+        axis = normalize_axis(axis, tensors[0].ndim + 1)
+    except RuleError as exc:
+        raise _rule_error("stack", tuple(tensors), exc) from None
+    return concat([expand_dims(t, axis) for t in tensors], axis=axis)
+
+
+def split(x, split_size_or_sections, dim=0):
+    """PyTorch's ``split``: pieces of ``split_size`` along ``dim`` (the last may be
+    smaller), or pieces of the listed sizes. Returns a tuple of views."""
+    x = _tensor_arg("split", x)
+    axis = normalize_axis_for("split", x, dim)
+    n = x.shape[axis] if x.ndim else 0
+    if _is_int(split_size_or_sections):
+        size = int(split_size_or_sections)
+        if size <= 0:
+            raise op_error(ArgumentError, "split", (x,), f"split_size must be > 0, got {size}")
+        sizes = [min(size, n - start) for start in range(0, n, size)] or [0]
+    elif isinstance(split_size_or_sections, list | tuple) and all(
+            _is_int(s) and s >= 0 for s in split_size_or_sections):
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n:
+            raise op_error(ShapeError, "split", (x,),
+                           f"sizes {sizes} add up to {sum(sizes)}, not to the {n} elements "
+                           f"of axis {axis}")
+    else:
+        raise op_error(ArgumentError, "split", (x,),
+                       "split_size_or_sections must be an int or a list of non-negative "
+                       f"ints, got {split_size_or_sections!r}")
+    pieces, start = [], 0
+    for size in sizes:
+        index = (slice(None),) * axis + (slice(start, start + size),)
+        pieces.append(x[index])
+        start += size
+    return tuple(pieces)
+
+
+def chunk(x, chunks, dim=0):
+    """PyTorch's ``chunk``: at most ``chunks`` pieces of ceil(size / chunks) along ``dim``
+    (fewer when the size does not divide so)."""
+    x = _tensor_arg("chunk", x)
+    chunks = _int_arg("chunk", "chunks", chunks, (x,))
+    if chunks <= 0:
+        raise op_error(ArgumentError, "chunk", (x,), f"chunks must be > 0, got {chunks}")
+    axis = normalize_axis_for("chunk", x, dim)
+    n = x.shape[axis] if x.ndim else 0
+    return split(x, max(1, math.ceil(n / chunks)), dim=axis)
+
+
+def cat(tensors, dim=0, *, axis=None):
+    """PyTorch's spelling of :func:`concat` (``dim`` or ``axis``, not both)."""
+    if axis is not None and dim != 0:
+        raise op_error(ArgumentError, "cat", tuple(tensors) if isinstance(tensors, list | tuple)
+                       else (tensors,), "got both dim= and axis=; give one")
+    return concat(tensors, axis=dim if axis is None else axis)
+
+
+def expand(x, *sizes):
+    """PyTorch's ``expand``: broadcast to ``sizes`` (-1 keeps a dimension); a view."""
+    x = _tensor_arg("expand", x)
+    if len(sizes) == 1 and isinstance(sizes[0], tuple | list):
+        sizes = tuple(sizes[0])
+    if not all(_is_int(s) for s in sizes) or len(sizes) < x.ndim:
+        raise op_error(ShapeError, "expand", (x,),
+                       f"cannot expand shape {tuple(x.shape)} to {tuple(sizes)}")
+    lead = len(sizes) - x.ndim
+    shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else int(s)
+                  for i, s in enumerate(sizes))
+    if any(s < 0 for s in shape):
+        raise op_error(ShapeError, "expand", (x,),
+                       f"-1 is only allowed for existing dimensions, got {tuple(sizes)}")
+    return broadcast_to(x, shape)
+
+
+def repeat(x, *repeats):
+    """PyTorch's ``Tensor.repeat`` (NumPy's ``tile``): the tensor tiled ``repeats`` times
+    along each axis (leading repeats add axes). A copy, built as broadcast + reshape."""
+    x = _tensor_arg("repeat", x)
+    if len(repeats) == 1 and isinstance(repeats[0], tuple | list):
+        repeats = tuple(repeats[0])
+    if not all(_is_int(r) and r >= 0 for r in repeats) or len(repeats) < x.ndim:
+        raise op_error(ArgumentError, "repeat", (x,),
+                       f"repeats {tuple(repeats)} must be non-negative ints, at least one "
+                       f"per axis of shape {tuple(x.shape)}")
+    shape = (1,) * (len(repeats) - x.ndim) + tuple(x.shape)
+    # (d0, d1) -> (1, d0, 1, d1) -> (r0, d0, r1, d1) -> (r0 * d0, r1 * d1)
+    spread = tuple(v for d in shape for v in (1, d))
+    tiled = tuple(v for r, d in zip(repeats, shape) for v in (int(r), d))
+    out = broadcast_to(reshape(x, spread), tiled)
+    return copy(reshape(out, tuple(r * d for r, d in zip(repeats, shape))))
