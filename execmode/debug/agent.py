@@ -10,7 +10,7 @@ and answers inspection commands until told to go on.
 
 This module is the channel (the reader thread, replies, quitting a running script), the
 hooks and the pause loop, and main. Whether to stop is decided in stops.py (including the
-pdb-like ``next`` rule); the inspection commands are answered by inspect.py.
+pdb-like ``next`` rule); the inspection commands are answered by inspection.py.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .conditions import ConditionError
 from .firing import frame_for
 from .headroom import with_headroom
 from .hunt import hunt
-from .inspect import Inspection, _array, _internal
+from .inspection import Inspection, _array, _internal
 from .kernel_steps import member_info, member_inputs, member_values, members_of
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
 from .pyvalues import hooks_detached
