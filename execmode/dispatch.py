@@ -160,7 +160,7 @@ def run_eager(op, inputs, attrs):
     if (_grad_enabled or _thread.grad) and op.vjp is not None:
         for x in inputs:
             if isinstance(x, Tensor) and x.requires_grad:
-                _record_grad(op, inputs, attrs, t)
+                record_grad(op, inputs, attrs, t)
                 break
     if _listening:
         _emit_op(op, inputs, attrs, t, out, t0, device)
@@ -204,7 +204,7 @@ def make_operator(op, reflected: bool = False):
                     t._data = out
                     t.requires_grad = False
                     if grad and (_grad_enabled or _thread.grad):
-                        _record_grad(op, (self, other), _NO_ATTRS, t)
+                        record_grad(op, (self, other), _NO_ATTRS, t)
                     if _listening:  # inlined: this is the measured listener cost
                         t1 = _perf_ns()
                         f = _getframe(1)  # the caller: usually the user's own line
@@ -234,7 +234,7 @@ def make_operator(op, reflected: bool = False):
                 t._data = out
                 t.requires_grad = False
                 if self.requires_grad and (_grad_enabled or _thread.grad):
-                    _record_grad(op, (other, self), {}, t)
+                    record_grad(op, (other, self), {}, t)
                 return t
             return apply(op, other, self)
 
@@ -244,7 +244,11 @@ def make_operator(op, reflected: bool = False):
 
 # --- autograd and instrumentation hooks ------------------------------------------------
 
-def _record_grad(op, inputs, attrs, out_tensor):
+def record_grad(op, inputs, attrs, out_tensor):
+    """Give ``out_tensor`` its autograd node: the one definition, for eager ops and for
+    the tracer (Tracer._bind), so traced and eager tapes are built alike. Returns the saved
+    output (a tensor on the output's own buffer: an alias, as eager saves it) or None; the
+    tracer adopts it as a live traced tensor."""
     from .autograd import GradNode
 
     saved = None
@@ -254,6 +258,7 @@ def _record_grad(op, inputs, attrs, out_tensor):
         saved.requires_grad = False
     out_tensor._grad_fn = GradNode(op, inputs, attrs, saved)
     out_tensor.requires_grad = True
+    return saved
 
 
 _tuple_new = tuple.__new__

@@ -4,7 +4,13 @@ A step is one fused kernel, one library call (matmul) or one single op. Steps wh
 the memory plan pooled write into a preallocated buffer; the rest allocate. Values are
 dropped after their last use. Every step runs through :meth:`Plan.run`'s loop or, when
 someone listens, :meth:`Plan._run_instrumented`: the one place that profilers time kernels
-and the debugger stops between them (torch.fx's ``Interpreter.run_node`` is the model).
+and the debugger stops between them.
+
+This loop is deliberately not graph/interpret.py's ``Interpreter``: a replay's cost is
+per call and measured (benchmarks/bench_single_op.py), so each step is a closure over slot
+numbers (``_runner``) around the same per-node function the interpreter calls
+(``op_function``), and a failing step is worded by the interpreter's ``node_failure``.
+Fused nodes without a kernel (``_members_op_by_op``) are compiled the same way.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import numpy as np
 
 from . import instrument
 from .backend import as_device, xp_for
-from .errors import node_error
+from .graph.interpret import node_failure
 from .graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node
+from .graph.op_call import op_function
 from .ops import OPS
 from .passes.memplan import REDUCTIONS_WITH_OUT, alias_roots
 
@@ -49,10 +56,8 @@ class Step:
         """The error to raise when this step failed with ``exc``: eager's error for the op
         (an index tensor's value out of range is only seen here), naming the operands and
         the user's line it was traced from."""
-        if self.kind == "fused":  # members run op by op raise their own (see below)
-            return exc
         operands = [values[a] if a.__class__ is int else a.value for a in self.args]
-        return node_error(self.node, operands, exc)
+        return node_failure(self.node, operands, exc)
 
     def call(self, values: list):
         """Compute this step from ``values`` and return the result (no side effects on
@@ -294,7 +299,7 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
                         member_ids=(n.id,), member_ops=(n.op,), backend=backend)
         else:
             kind = "library" if n.op == "matmul" else "op"
-            step = Step(n.op, kind, n, args, slot_of[n.id], _single_op(n), _single_op_into(n),
+            step = Step(n.op, kind, n, args, slot_of[n.id], op_function(n), _single_op_into(n),
                         member_ids=(n.id,), member_ops=(n.op,))
         if n.id in assignment and step.into is not None:
             step.buffer = assignment[n.id]
@@ -330,40 +335,6 @@ def _aliases_of_assigned_inputs(graph: Graph) -> tuple[tuple, tuple]:
     return tuple(outs), values
 
 
-def _single_op(n: Node):
-    view = _cheap_view(n)
-    if view is not None:
-        return view
-    op = OPS[n.op]
-    attrs = n.attr
-    xp = xp_for(as_device(n.device))
-    impl = op.impl
-    if n.shape == () and xp is np:
-        # NumPy returns scalars (np.float32) for 0-d results; the plan deals in arrays.
-        asarray = np.asarray
-        return lambda *args: asarray(impl(xp, *args, **attrs))
-    if attrs:
-        return lambda *args: impl(xp, *args, **attrs)
-    if isinstance(op.ufunc, np.ufunc) and xp is np:
-        # The ufunc itself, as eager's operator fast path calls it: the impl adds only
-        # check_supported, and a traced graph's dtypes were checked by the dtype rule.
-        # A third of a jitted single op's call was the lambda and the check.
-        return op.ufunc
-    return lambda *args: impl(xp, *args)
-
-
-def _cheap_view(n: Node):
-    """Views through the array's own methods: a.transpose(axes) costs a fifth of
-    np.permute_dims(a, axes), and a plan of small steps pays it at every call."""
-    if n.op == "permute_dims":
-        axes = n.attr["axes"]
-        return lambda a: a.transpose(axes)
-    if n.op == "reshape":
-        shape = n.attr["shape"]
-        return lambda a: a.reshape(shape)
-    return None
-
-
 def _single_op_into(n: Node):
     """``into(out, *args)`` for ops NumPy/CuPy can compute into a given array, else None."""
     op = OPS[n.op]
@@ -388,8 +359,12 @@ def _copy_into(fn):
 
 
 def _members_op_by_op(fused: Node):
-    """Run a fused node's members one by one (when no kernel is generated)."""
-    members = [(m, _single_op(m)) for m in fused.body]
+    """Run a fused node's members one by one (when no kernel is generated: dynamic sizes,
+    no C compiler). A per-call replay path, so not ``Interpreter.run_members``: through the
+    interpreter's run_node/call_node dispatch it cost 23% more (5 small members: 9.0 us
+    against 7.3 us a call). The same pieces, though: each member's ``op_function`` and, when
+    one fails, the interpreter's ``node_failure`` (eager's error, the member named)."""
+    members = [(m, op_function(m)) for m in fused.body]
     input_ids = fused.node_inputs
 
     def run(*arrays):
@@ -400,7 +375,7 @@ def _members_op_by_op(fused: Node):
             try:
                 out = fn(*operands)
             except Exception as exc:
-                raise node_error(m, operands, exc) from None
+                raise node_failure(m, operands, exc) from None
             env[m.id] = out
         return out
 

@@ -28,7 +28,7 @@ import numpy as np
 from execmode.profilers.compare import ComparisonRow, _assigns_and_removed
 
 from execmode import instrument
-from execmode.graph.interpret import evaluate_node
+from execmode.graph.interpret import Interpreter
 from execmode.graph.ir import ASSIGN, INPUT, Graph
 
 REPEAT = 5
@@ -113,11 +113,12 @@ def _eager_node_times(graph: Graph, inputs: list, repeat: int) -> dict:
     """node id -> (op, mean ns, output bytes), each node run as one eager op would."""
     totals: dict[int, float] = {}
     nodes = [n for n in graph.nodes if n.op not in (INPUT, ASSIGN)]
+    interpreter = Interpreter(graph)  # one node at a time, each timed on its own
     for run in range(repeat + 1):  # run 0 warms up (first calls, page faults): not counted
         env = dict(zip(graph.inputs, inputs))
         for n in nodes:
             t0 = time.perf_counter_ns()
-            env[n.id] = evaluate_node(n, env)
+            env[n.id] = interpreter.run_node(n, env)
             if run:
                 totals[n.id] = totals.get(n.id, 0) + time.perf_counter_ns() - t0
     return {n.id: (n.op, totals[n.id] / repeat, n.nbytes) for n in nodes}

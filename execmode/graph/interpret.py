@@ -1,9 +1,21 @@
-"""Evaluate a graph op by op, eagerly, from its input arrays.
+"""The graph interpreter: evaluate a graph node by node on arrays.
 
-The debugger uses it to recompute intermediates that fusion removed, to find the first op
-that produced a NaN/Inf, and to compare a compiled segment with its op-by-op meaning.
-Random ops draw from the generator; the RNG state is saved and restored around a re-run
-so that debugging never changes the numbers the script sees.
+torch.fx's ``Interpreter`` is the model: ``run(*inputs)`` walks the nodes in order and
+``run_node(node, env)`` computes one from the values before it; a subclass overrides
+``run_node`` (or ``call_node``) to watch or change a step. A node that fails raises the
+error eager raises for its op (its class and message: an index out of range is an
+``IndexingError`` as eagerly), with a note naming the node,
+``while executing %7:f32[3,4] = matmul %1 %0  # train.py:12 in f``, shown under the
+traceback (PEP 678 notes leave the class and message as they are); the error from the
+array library stays reachable as ``__context__``.
+
+Every op-by-op evaluation of a graph goes through it: the debugger (recomputing values
+fusion removed, ``hunt`` and ``differential_check``), the tracer (the value a bake hands
+to Python, eager's first value error when a trace fails), constant folding and the
+profiler's eager-vs-fused timing. The plan's replay does not (its steps, and the members
+of a fused node without a kernel): it runs the same per-node functions (graph/op_call.py)
+through closures over slots, since its per-call cost is measured, and words a failure
+with ``node_failure`` below (plan.py says why).
 """
 
 from __future__ import annotations
@@ -11,47 +23,101 @@ from __future__ import annotations
 import numpy as np
 
 from .. import random as em_random
-from ..backend import as_device, xp_for
-from .ir import ASSIGN, FUSED, INPUT, Graph, Node
+from ..errors import node_error
+from .ir import ASSIGN, FUSED, INPUT, Graph, Node, format_node
+from .op_call import op_function
+
+_NOTE = "while executing "
 
 
-def evaluate_node(n: Node, env: dict):
-    from ..ops import OPS
+class Interpreter:
+    """Evaluate ``graph`` op by op. ``quiet`` silences NumPy's floating-point warnings (a
+    re-run for the debugger must not repeat what the real run printed); ``keep_members``
+    also keeps the values of fused nodes' members in ``env``; ``xp`` computes every node
+    with that array module (constant folding: NumPy) instead of its device's."""
 
-    args = [env[i] if isinstance(i, int) else i.value for i in n.inputs]
-    if n.op == FUSED:
-        inner = dict(zip(n.node_inputs, [env[i] for i in n.node_inputs]))
+    def __init__(self, graph: Graph | None = None, *, quiet: bool = True,
+                 keep_members: bool = False, xp=None):
+        self.graph = graph
+        self.quiet = quiet
+        self.keep_members = keep_members
+        self.xp = xp
+        self.env: dict = {}
+        self._functions: dict[int, tuple] = {}
+
+    def run(self, *inputs, stop_at: int | None = None) -> list:
+        """The graph's outputs from its input arrays (``None`` for outputs not reached
+        when stopping after node ``stop_at``). ``self.env`` then maps every evaluated node
+        id to its value. Assigns are not applied. Random ops draw from the generator, whose
+        state is restored afterwards: a re-run never changes the numbers the script sees."""
+        graph = self.graph
+        self.env = env = dict(zip(graph.inputs, inputs))
+        state = em_random.generator().bit_generator.state
+        try:
+            for n in graph.nodes:
+                if n.op in (INPUT, ASSIGN):
+                    continue
+                env[n.id] = self.run_node(n, env)
+                if n.id == stop_at:
+                    break
+        finally:
+            em_random.generator().bit_generator.state = state
+        return [env.get(o) for o in graph.outputs]
+
+    def run_node(self, node: Node, env: dict):
+        """``node``'s value from ``env`` (node id -> value); a failure is raised as eager
+        raises it, with the note naming the node."""
+        args = [env[i] if i.__class__ is int else i.value for i in node.inputs]
+        try:
+            return self.call_node(node, args)
+        except Exception as exc:
+            raise node_failure(node, args, exc) from None
+
+    def call_node(self, node: Node, args: list):
+        """Compute ``node`` from its operands (arrays and literal values)."""
+        if node.op == FUSED:
+            return self.run_members(node, args)
+        fn = self.function(node)
+        if self.quiet:
+            with np.errstate(all="ignore"):
+                return fn(*args)
+        return fn(*args)
+
+    def run_members(self, fused: Node, args) -> object:
+        """A fused node's value: its members one by one, from the fused node's operands
+        (the values of ``fused.node_inputs``, in that order)."""
+        inner = dict(zip(fused.node_inputs, args))
         out = None
-        for m in n.body:
-            out = evaluate_node(m, inner)
-            inner[m.id] = out
+        for m in fused.body:
+            out = inner[m.id] = self.run_node(m, inner)
+            if self.keep_members:
+                self.env[m.id] = out
         return out
-    xp = xp_for(as_device(n.device))
-    with np.errstate(all="ignore"):
-        out = OPS[n.op].impl(xp, *args, **n.attr)
-    return np.asarray(out) if isinstance(out, np.generic) else out
+
+    def function(self, node: Node):
+        """The function computing ``node`` (graph/op_call.py), built once per node."""
+        hit = self._functions.get(node.id)
+        if hit is None or hit[0] is not node:
+            hit = self._functions[node.id] = (node, op_function(node, self.xp))
+        return hit[1]
+
+
+def node_failure(node: Node, operands, exc: Exception) -> Exception:
+    """The error to raise when ``node`` failed with ``exc`` on ``operands``: eager's error
+    for its op (errors.node_error) with a note naming the node. The innermost node wins: a
+    fused node whose member failed adds no second note."""
+    err = exc if node.op == FUSED else node_error(node, operands, exc)
+    if not any(note.startswith(_NOTE) for note in getattr(err, "__notes__", ())):
+        err.add_note(_NOTE + format_node(node))
+    return err
 
 
 def interpret(graph: Graph, inputs: list, stop_at: int | None = None,
               keep_members: bool = False) -> dict:
-    """node id -> value for every node (inputs included). Fused nodes run their members;
-    with ``keep_members`` the members' values are kept too. Assigns are not applied."""
-    state = em_random.generator().bit_generator.state
-    env: dict = dict(zip(graph.inputs, inputs))
-    try:
-        for n in graph.nodes:
-            if n.op in (INPUT, ASSIGN):
-                continue
-            if n.op == FUSED and keep_members:
-                inner = {i: env[i] for i in n.node_inputs}
-                for m in n.body:
-                    inner[m.id] = evaluate_node(m, inner)
-                    env[m.id] = inner[m.id]
-                env[n.id] = env[n.body[-1].id]
-            else:
-                env[n.id] = evaluate_node(n, env)
-            if stop_at is not None and n.id == stop_at:
-                break
-    finally:
-        em_random.generator().bit_generator.state = state
-    return env
+    """node id -> value for every node evaluated (inputs included); see Interpreter.run."""
+    interpreter = Interpreter(graph, keep_members=keep_members)
+    interpreter.run(*inputs, stop_at=stop_at)
+    return interpreter.env
+
+
+__all__ = ["Interpreter", "interpret", "node_failure"]

@@ -513,17 +513,10 @@ class Tracer:
         if dispatch.grad_enabled() and op.vjp is not None:
             for x in inputs:
                 if isinstance(x, Tensor) and x.requires_grad:
-                    from ..autograd import GradNode
-
-                    saved = None
-                    if op.saves_output:  # eager saves the output's own buffer: an alias
-                        saved = object.__new__(Tensor)
-                        saved._data = t._data
-                        saved.requires_grad = False
-                        self.adopt(saved)
                     # Symbolic numbers stay symbolic in the vjp (d(lr * x)/dx = lr).
-                    t._grad_fn = GradNode(op, symbolic or inputs, attrs, saved)
-                    t.requires_grad = True
+                    saved = dispatch.record_grad(op, symbolic or inputs, attrs, t)
+                    if saved is not None:
+                        self.adopt(saved)
                     break
         return t
 
@@ -802,27 +795,16 @@ class Tracer:
         index out of range) only when the graph runs. When the trace itself fails, this
         evaluates what the segment traced so far (reading its inputs, writing nothing,
         restoring the RNG) and returns the error eager would have raised first, or None."""
-        from .. import random as em_random
-        from ..errors import node_error
         from ..passes.dce import may_raise
-        from .interpret import evaluate_node
+        from .interpret import Interpreter
 
         b = self._builder
         if not any(may_raise(n) for n in b.graph.nodes):
             return None
-        env = dict(zip(b.graph.inputs, b.captured_arrays))
-        state = em_random.generator().bit_generator.state
         try:
-            for n in b.graph.nodes:
-                if n.op in (INPUT, ASSIGN):
-                    continue
-                try:
-                    env[n.id] = evaluate_node(n, env)
-                except Exception as exc:  # noqa: BLE001 - worded as eager words it
-                    args = [env[i] if isinstance(i, int) else i.value for i in n.inputs]
-                    return node_error(n, args, exc)
-        finally:
-            em_random.generator().bit_generator.state = state
+            Interpreter(b.graph).run(*b.captured_arrays)
+        except Exception as exc:  # noqa: BLE001 - the interpreter words it as eager does
+            return exc
         return None
 
     def abort(self) -> None:

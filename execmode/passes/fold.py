@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..graph.interpret import Interpreter
 from ..graph.ir import ASSIGN, FUSED, INPUT, Graph, Node, make_attrs, replace
 from ..ops import OPS
 from ..ops.registry import CREATION
@@ -26,10 +27,12 @@ _SHAPE_ONLY = {"reshape", "broadcast_to", "permute_dims"}
 
 def fold_constants(graph: Graph):
     nodes = {n.id: n for n in graph.nodes}
+    # Folded values are NumPy arrays kept in the graph, whatever the node's device.
+    folder = Interpreter(graph, xp=np)
     rewrites: list[Rewrite] = []
     out = []
     for n in graph.nodes:
-        folded = _fold(n, nodes)
+        folded = _fold(n, nodes, folder)
         if folded is not None:
             rewrites.append(Rewrite(
                 f"folded %{n.id} = {n.op} "
@@ -43,16 +46,16 @@ def fold_constants(graph: Graph):
     return g, rewrites, {}, {}
 
 
-def _fold(n: Node, nodes: dict) -> Node | None:
+def _fold(n: Node, nodes: dict, folder: Interpreter) -> Node | None:
     try:
-        return _folded(n, nodes)
+        return _folded(n, nodes, folder)
     except Exception:
         # Values the op refuses (an integer to a negative power, an index out of range):
         # not folded, so the step raises eager's error, naming the op, when it runs.
         return None
 
 
-def _folded(n: Node, nodes: dict) -> Node | None:
+def _folded(n: Node, nodes: dict, folder: Interpreter) -> Node | None:
     if n.op in (INPUT, ASSIGN, FUSED) or n.op in CONSTANT_OPS:
         return None
     op = OPS.get(n.op)
@@ -65,19 +68,16 @@ def _folded(n: Node, nodes: dict) -> Node | None:
         return None
     if all(p.op == "full" for p in producers) and (op.is_elementwise or n.op in _SHAPE_ONLY):
         # A uniform value stays uniform: compute one element exactly as the op would.
-        args = [np.full((1,), p.attr["value"], dtype=p.dtype) if isinstance(i, int) else i.value
-                for i, p in _pair(n.inputs, nodes)]
+        ones = {p.id: np.full((1,), p.attr["value"], dtype=p.dtype) for p in producers}
         if n.op in _SHAPE_ONLY:
-            value = args[0]
+            value = ones[n.node_inputs[0]]
         else:
-            with np.errstate(all="ignore"):
-                value = np.asarray(op.impl(np, *args, **n.attr)).astype(n.dtype)
+            value = np.asarray(folder.run_node(n, ones)).astype(n.dtype)
         return _full_node(n, value.reshape(-1)[0].item())
     if math.prod(n.shape) > FOLD_LIMIT or any(math.prod(p.shape) > FOLD_LIMIT for p in producers):
         return None
-    args = [_constant_value(nodes[i]) if isinstance(i, int) else i.value for i in n.inputs]
-    with np.errstate(all="ignore"):
-        value = np.asarray(op.impl(np, *args, **n.attr)).astype(n.dtype)
+    constants = {p.id: np.asarray(folder.run_node(p, {})) for p in producers}
+    value = np.asarray(folder.run_node(n, constants)).astype(n.dtype)
     flat = value.reshape(-1)
     # Uniform bit for bit: == would call 0.0 and -0.0 the same, and 1/x tells them apart.
     if value.size and (flat.view(np.uint8).reshape(flat.size, -1) ==
@@ -88,18 +88,9 @@ def _folded(n: Node, nodes: dict) -> Node | None:
         "device": n.device}))
 
 
-def _pair(inputs, nodes):
-    for i in inputs:
-        yield i, (nodes[i] if isinstance(i, int) else None)
-
-
 def _full_node(n: Node, value) -> Node:
     return replace(n, op="full", inputs=(), attrs=make_attrs({
         "shape": n.shape, "value": value, "dtype": n.dtype, "device": n.device}))
-
-
-def _constant_value(n: Node) -> np.ndarray:
-    return np.asarray(OPS[n.op].impl(np, **n.attr))
 
 
 def _describe_value(n: Node) -> str:

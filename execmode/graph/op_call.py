@@ -1,0 +1,56 @@
+"""One node's op as a plain function of arrays: ``op_function(node)(*operands)``.
+
+The one place that turns a (non-fused) node into something callable. The plan's steps
+call it at every replay, so it is built once per node and does as little as it can
+(a ufunc itself, an array method for views); the graph interpreter (graph/interpret.py)
+calls the same functions, so a re-run computes exactly what the plan's step computes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import as_device, xp_for
+from .ir import Node
+
+
+def op_function(n: Node, xp=None):
+    """``fn(*operands) -> array`` computing ``n``'s op with its attributes, on the array
+    module of its device (or ``xp``: constant folding computes with NumPy)."""
+    from ..ops import OPS
+
+    view = _cheap_view(n)
+    if view is not None:
+        return view
+    op = OPS[n.op]
+    attrs = n.attr
+    if xp is None:
+        xp = xp_for(as_device(n.device))
+    impl = op.impl
+    if n.shape == () and xp is np:
+        # NumPy returns scalars (np.float32) for 0-d results; the plan deals in arrays.
+        asarray = np.asarray
+        return lambda *args: asarray(impl(xp, *args, **attrs))
+    if attrs:
+        return lambda *args: impl(xp, *args, **attrs)
+    if isinstance(op.ufunc, np.ufunc) and xp is np:
+        # The ufunc itself, as eager's operator fast path calls it: the impl adds only
+        # check_supported, and a traced graph's dtypes were checked by the dtype rule.
+        # A third of a jitted single op's call was the lambda and the check.
+        return op.ufunc
+    return lambda *args: impl(xp, *args)
+
+
+def _cheap_view(n: Node):
+    """Views through the array's own methods: a.transpose(axes) costs a fifth of
+    np.permute_dims(a, axes), and a plan of small steps pays it at every call."""
+    if n.op == "permute_dims":
+        axes = n.attr["axes"]
+        return lambda a: a.transpose(axes)
+    if n.op == "reshape":
+        shape = n.attr["shape"]
+        return lambda a: a.reshape(shape)
+    return None
+
+
+__all__ = ["op_function"]
