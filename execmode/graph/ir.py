@@ -91,7 +91,9 @@ def make_attrs(attrs: dict) -> tuple:
 
 @dataclass
 class Graph:
-    """A traced function segment. ``inputs`` lists input node ids: captures then args."""
+    """A traced function segment. ``inputs`` lists input node ids: the arguments, then the
+    captures in the order the function first read them (each input node's ``kind`` attr
+    says which; the text form prints the captures first, before the ``;``, as jaxprs do)."""
 
     name: str
     nodes: list[Node] = field(default_factory=list)
