@@ -96,7 +96,7 @@ def tui_command(args) -> int:
         summaries=args.summaries,
     )
     # The agent starts now and imports the engine while this process imports Textual:
-    # the first pause is on screen about when the TUI is (docs/performance.md).
+    # the first pause is on screen about when the TUI is (docs/tui.md, "Measured").
     launch.prestart()
     from execmode.tui.app import ExecmodeApp
 
