@@ -32,8 +32,8 @@ def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: b
     left = Text(f" {icon} ", style=style)
     if waiting:
         left.append("waiting for input", style="bold cyan")
-        left.append(" (type in the input line, Enter sends)" if input_line_shown else
-                    ' (ctrl+p, "stdin": the input line)')
+        left.append(" (Enter sends the line)" if input_line_shown else
+                    ' (ctrl+p "stdin")')
     else:
         left.append_text(_status_words(state))
     right = Text()

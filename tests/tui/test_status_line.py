@@ -24,3 +24,13 @@ def test_a_breakpoint_stop_says_why_first_at_80_columns():
 def test_a_step_says_where_first_and_its_reason_last():
     line = text_of(status_text(_paused("step"), 7), 200)
     assert line.index("mymodel.py:26") < line.index("· step")
+
+
+def test_waiting_for_input_fits_80_columns_whole():
+    # The first wording, "(type in the input line, Enter sends)", was cut at 80 columns.
+    running = RunState("running", mode="eager")
+    for shown, hint in ((True, "(Enter sends the line)"),
+                        (False, '(ctrl+p "stdin")')):
+        line = text_of(status_text(running, 1234, "train.py", waiting_for_input=True,
+                                   input_line_shown=shown), 80)
+        assert f"waiting for input {hint}" in line

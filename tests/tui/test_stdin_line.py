@@ -62,7 +62,7 @@ async def test_the_status_bar_says_the_script_waits_for_input_until_the_line_is_
         wait = Waiter(pilot, (app, "stdin_prompt"))
         await wait.until(lambda: isinstance(app.screen, StdinDialog) and
                          app.run_state.phase == "running", what="the input line")
-        assert "waiting for input (type in the input line, Enter sends)" in \
+        assert "waiting for input (Enter sends the line)" in \
             status_under_dialog(app)
         await pilot.press(*"bob", "enter")
         # Sent: back to "running", unless the script already reads its next line (it is
@@ -73,7 +73,7 @@ async def test_the_status_bar_says_the_script_waits_for_input_until_the_line_is_
         await wait.until(lambda: isinstance(app.screen, StdinDialog), what="the next read")
         assert "waiting for input" in status_under_dialog(app)
         await pilot.press("escape")                    # hidden: the bar says how to get it
-        assert 'waiting for input (ctrl+p, "stdin": the input line)' in \
+        assert 'waiting for input (ctrl+p "stdin")' in \
             status_under_dialog(app)
         await pilot.press("r")                         # restart: the new run has not asked
         status = static_text(app.screen.query_one("StatusBar"))
