@@ -128,7 +128,9 @@ def device_of_array(arr) -> Device:
 
 
 def namespace_of(arr):
-    return np if type(arr) is np.ndarray else cupy_module()
+    """NumPy or CuPy, whichever owns ``arr`` (an ndarray subclass is NumPy's; CuPy is
+    imported only for its own arrays)."""
+    return np if isinstance(arr, np.ndarray) else cupy_module()
 
 
 def to_device(arr, device: Device):

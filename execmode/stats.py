@@ -69,7 +69,7 @@ def nan_count(array) -> int:
     if array.dtype.kind != "f":
         return 0
     values, repeat = one_copy(array)
-    return repeat * int(namespace(values).isnan(values).sum())
+    return repeat * int(namespace_of(values).isnan(values).sum())
 
 
 def inf_count(array) -> int:
@@ -77,7 +77,7 @@ def inf_count(array) -> int:
     if array.dtype.kind != "f":
         return 0
     values, repeat = one_copy(array)
-    return repeat * int(namespace(values).isinf(values).sum())
+    return repeat * int(namespace_of(values).isinf(values).sum())
 
 
 def finite_sum(array) -> float:
@@ -88,7 +88,7 @@ def finite_sum(array) -> float:
         return math.nan
     if values.dtype.kind == "b":
         values = values.astype(np.float64)
-    return float(repeat * namespace(values).sum(values, dtype=np.float64))
+    return float(repeat * namespace_of(values).sum(values, dtype=np.float64))
 
 
 def histogram(array, bins: int = 20) -> dict:
@@ -99,11 +99,6 @@ def histogram(array, bins: int = 20) -> dict:
         return {"counts": [], "edges": []}
     counts, edges = np.histogram(values, bins=bins)
     return {"counts": (counts * repeat).tolist(), "edges": edges.tolist()}
-
-
-def namespace(array):
-    """NumPy or CuPy, whichever owns ``array`` (CuPy is imported only for its arrays)."""
-    return np if isinstance(array, np.ndarray) else namespace_of(array)
 
 
 # --- the arithmetic ---------------------------------------------------------------------------
@@ -122,7 +117,7 @@ def _value_stats(array) -> ValueStats:
     if kind != "f":
         return ValueStats(float(array.min()), float(array.max()), float(array.mean()),
                           float(array.std()), 0, 0)
-    xp = namespace(array)
+    xp = namespace_of(array)
     finite = xp.isfinite(array)
     if bool(finite.all()):  # the common case: one mask, no copies
         mean, std = _moments(array, xp)
@@ -157,6 +152,6 @@ def _finite(values):
     """``values`` without NaN and Inf (the same array when it has none)."""
     if values.dtype.kind != "f":
         return values
-    xp = namespace(values)
+    xp = namespace_of(values)
     finite = xp.isfinite(values)
     return values if bool(finite.all()) else values[finite]
