@@ -252,10 +252,8 @@ class Controller:
             hello = self.wait_for("hello", "exited",
                                   timeout=max(1.0, deadline - time.monotonic()))
             if hello.type == "exited":
-                err = "".join(line + "\n" for s, line in run.output if s == "stderr")
                 raise ControllerError(f"the agent ended before it said hello "
-                                      f"({hello['description']}):\n"
-                                      + (err.strip() or self._no_output()))
+                                      f"({hello['description']}):\n" + self._stderr_of(run))
             if hello.get("version") != PROTOCOL_VERSION:
                 raise ControllerError(f"agent speaks protocol {hello.get('version')}, "
                                       f"expected {PROTOCOL_VERSION}")
@@ -287,13 +285,14 @@ class Controller:
                 with contextlib.suppress(BlockingIOError, TimeoutError):
                     return server.accept()[0]
                 self._abandon(run)
-                err = "".join(line + "\n" for s, line in run.output if s == "stderr")
                 raise ControllerError(
                     f"the script could not start (exit code {proc.poll()}):\n"
-                    + (err.strip() or self._no_output())) from None
+                    + self._stderr_of(run)) from None
 
-    def _no_output(self) -> str:
-        return "its output is above" if self.inherit_output else "no output"
+    def _stderr_of(self, run: _Run) -> str:
+        """What a run that failed to start wrote on stderr, for the error that says so."""
+        err = "".join(line + "\n" for s, line in run.output if s == "stderr").strip()
+        return err or ("its output is above" if self.inherit_output else "no output")
 
     def _abandon(self, run: _Run) -> None:
         """A run that never connected: end its process, keep its output, say it ended."""
