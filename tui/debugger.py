@@ -9,7 +9,6 @@ messages per second, not a million.
 
 from __future__ import annotations
 
-import inspect
 import queue
 import threading
 import time
@@ -59,8 +58,6 @@ class DebugBridge:
         self.closing = False
         self._lifecycle = threading.Lock()
         self._events: queue.SimpleQueue = queue.SimpleQueue()
-        self.pyspy_wired = launch.pyspy and "pyspy" in inspect.signature(
-            controller_factory).parameters
         # The agent's list at the last refresh; between runs, the list the next run gets.
         self.known_breakpoints: list[dict] = []
         self.controller = launch.take_controller(controller_factory)
