@@ -5,11 +5,12 @@
     rec.close()              # or: with Recorder(path) as rec: ...
 
 On each eager op it queues the event as it is (formatting happens on the writer thread),
-tracks the output's memory, and optionally summarises the output's values (:func:`execmode.stats.value_stats`, right
-after the op: a later in-place update would change them). Other events
-(trace, pass, compile, graph breaks, ...) are encoded to JSON at once, because their data
-may be reused by the code that emitted them. Before attaching, it measures its own cost
-(see :mod:`execmode.profilers.calibration`) and stores it in meta.
+tracks the output's memory, and optionally summarises the output's values
+(:func:`execmode.stats.value_stats`, right after the op: a later in-place update would
+change them). Other events (trace, pass, compile, graph breaks, ...) are encoded to JSON at
+once, because their data may be reused by the code that emitted them. Before attaching,
+it reads its own cost (measured once per machine: :mod:`execmode.profilers.calibration`,
+cached by :mod:`execmode.profilers.calibration_cache`) and stores it in meta.
 """
 
 from __future__ import annotations
