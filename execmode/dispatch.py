@@ -53,6 +53,9 @@ def set_listening(on: bool, before: bool) -> None:
     _plain = not _tracing and not _listening
 
 
+instrument.on_listeners_changed(set_listening)
+
+
 class _ThreadState(threading.local):
     tracer = None       # this thread's tracer (graph mode), or None
     grad = True         # this thread's grad mode

@@ -6,6 +6,8 @@ Every message names the op, the operands' shapes and dtypes, and the user's sour
 
 from __future__ import annotations
 
+from .source import user_location
+
 
 class ExecmodeError(Exception):
     """Base class of every error execmode raises for bad input."""
@@ -41,28 +43,20 @@ class BackwardError(ExecmodeError, RuntimeError):
 
 
 def describe_operand(x) -> str:
-    """``f32[3,4]@cpu`` for a tensor, ``0.5 (python float)`` for a scalar."""
-    from .ops.registry import Aval
-    from .tensor import Tensor
+    """``f32[3,4]@cpu`` for a tensor or an abstract value, ``0.5 (python float)`` for a scalar.
 
-    if isinstance(x, Tensor | Aval):  # an Aval: a graph step's operand (node_error)
-        return describe_array(x, x.device)
+    Tensors and avals describe themselves (``_operand_text``): this module is the bottom of
+    the engine and imports nothing of it, so it cannot ask ``isinstance(x, Tensor)``."""
+    describe = getattr(type(x), "_operand_text", None)
+    if describe is not None:
+        return describe(x)
     if isinstance(x, bool | int | float):
         return f"{x!r} (python {type(x).__name__})"
     return f"{type(x).__name__}"
 
 
-def describe_array(a, device) -> str:
-    """``f32[3,4]@cpu`` for anything with a shape and a dtype."""
-    from .dtypes import type_text
-
-    return type_text(a.shape, a.dtype, device)
-
-
 def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:
     """Build the standard message: ``matmul(f32[3,4]@cpu, f32[5,6]@cpu): <problem>\n  at file:line``."""
-    from .source import user_location
-
     loc = location if location is not None else user_location()
     args = ", ".join(describe_operand(x) for x in operands)
     msg = f"{op}({args}): {problem}"
@@ -72,21 +66,3 @@ def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeErr
     err.op = op
     err.location = loc
     return err
-
-
-def node_error(node, operands, exc: Exception) -> ExecmodeError:
-    """The error eager raises when ``node``'s op fails on ``operands`` (its arrays and
-    Python scalars), for a graph step that failed at run time (an index tensor's value out
-    of range): the same class and message, at the user's line the node was traced from."""
-    from .ops.registry import Aval, RuleError
-
-    if isinstance(exc, ExecmodeError):
-        return exc
-    operands = [Aval(tuple(x.shape), x.dtype, node.device) if hasattr(x, "dtype") else x
-                for x in operands]
-    if isinstance(exc, RuleError):
-        return op_error(exc.cls, node.op, operands, exc.problem, location=node.loc)
-    # Worded as dispatch.explain_failure words an error that the op's rule did not foresee.
-    text = str(exc).strip()
-    problem = f"{type(exc).__name__}: {text.splitlines()[0] if text else type(exc).__name__}"
-    return op_error(ExecmodeError, node.op, operands, problem, location=node.loc)

@@ -1,7 +1,8 @@
 """Instrumentation: event types and the hook points that profilers and the debugger use.
 
-Zero cost when nobody listens: dispatch checks one module flag per op. Listeners are
-objects with any of these methods (all optional):
+Zero cost when nobody listens: dispatch checks one module flag per op, which it keeps in
+step by subscribing to :func:`on_listeners_changed` (this module sits below dispatch and
+never imports it). Listeners are objects with any of these methods (all optional):
 
 * ``before_op(op, inputs, attrs)`` - an eager op is about to run (the debugger pauses here);
 * ``on_op(event, output)`` - an eager op finished (``output`` is the result Tensor);
@@ -18,8 +19,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
-
-from . import dispatch
 
 
 class OpEvent(NamedTuple):
@@ -107,6 +106,15 @@ _on_event: list = []
 _before_kernel: list = []
 _after_kernel: list = []
 _seq = itertools.count()
+# Called with (op events wanted, before-op calls wanted) whenever the listeners change.
+_flag_subscribers: list = []
+
+
+def on_listeners_changed(callback) -> None:
+    """Call ``callback(on_op, before_op)`` now and whenever listeners come or go: dispatch
+    keeps its per-op flags this way."""
+    _flag_subscribers.append(callback)
+    callback(bool(_on_op or _before_op), bool(_before_op))
 
 
 def next_seq() -> int:
@@ -152,7 +160,8 @@ def _rebuild() -> None:
     _on_event[:] = [lst.on_event for lst in _listeners if hasattr(lst, "on_event")]
     _before_kernel[:] = [lst.before_kernel for lst in _listeners if hasattr(lst, "before_kernel")]
     _after_kernel[:] = [lst.after_kernel for lst in _listeners if hasattr(lst, "after_kernel")]
-    dispatch.set_listening(bool(_on_op or _before_op), bool(_before_op))
+    for callback in _flag_subscribers:
+        callback(bool(_on_op or _before_op), bool(_before_op))
 
 
 def emit(event) -> None:

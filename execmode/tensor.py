@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .backend import CPU, device_of_array
+from .dtypes import type_text
 from .errors import ArgumentError, BackwardError, op_error
 
 SCALAR_TYPES = frozenset({int, float, bool})
@@ -52,6 +53,10 @@ class Tensor:
             return CPU
         dev = getattr(d, "em_device", None)  # traced values carry their device
         return dev if dev is not None else device_of_array(d)
+
+    def _operand_text(self) -> str:
+        """``f32[3,4]@cpu``: how error messages name this operand (errors.describe_operand)."""
+        return type_text(self.shape, self.dtype, self.device)
 
     @property
     def ndim(self) -> int:

@@ -11,7 +11,6 @@ from ..dispatch import apply
 from ..dtypes import DEFAULT_FLOAT, int64
 from ..errors import ArgumentError, DTypeError, op_error
 from ..ops import OPS
-from ..random import _draw_multinomial
 from ..tensor import Tensor
 from .arguments import (
     _bool_arg,
@@ -170,4 +169,11 @@ def to_device(x, device) -> Tensor:
 def multinomial(probs, num_samples, replacement=False):
     """Indices drawn from each row of (unnormalised) probabilities, on execmode's seeded
     generator: the same draws eagerly and under jit for the same seed."""
-    return _draw_multinomial(probs, num_samples, replacement)
+    probs = _require_tensor("multinomial", probs)
+    num_samples = _int_arg("multinomial", "num_samples", num_samples, (probs,))
+    replacement = _bool_arg("multinomial", "replacement", replacement, (probs,))
+    if num_samples <= 0:
+        raise op_error(ArgumentError, "multinomial", (probs,),
+                       f"num_samples must be > 0, got {num_samples}")
+    return apply(OPS["random_multinomial"], probs, num_samples=num_samples,
+                 replacement=replacement)

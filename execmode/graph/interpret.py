@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import random as em_random
-from ..errors import node_error
+from ..errors import ExecmodeError, op_error
+from ..ops import rng
+from ..ops.registry import Aval, RuleError
 from .ir import ASSIGN, FUSED, INPUT, Graph, Node, format_node
 from .op_call import op_function
 
@@ -52,7 +53,7 @@ class Interpreter:
         state is restored afterwards: a re-run never changes the numbers the script sees."""
         graph = self.graph
         self.env = env = dict(zip(graph.inputs, inputs))
-        state = em_random.generator().bit_generator.state
+        state = rng.generator().bit_generator.state
         try:
             for n in graph.nodes:
                 if n.op in (INPUT, ASSIGN):
@@ -61,7 +62,7 @@ class Interpreter:
                 if n.id == stop_at:
                     break
         finally:
-            em_random.generator().bit_generator.state = state
+            rng.generator().bit_generator.state = state
         return [env.get(o) for o in graph.outputs]
 
     def run_node(self, node: Node, env: dict):
@@ -104,7 +105,7 @@ class Interpreter:
 
 def node_failure(node: Node, operands, exc: Exception) -> Exception:
     """The error to raise when ``node`` failed with ``exc`` on ``operands``: eager's error
-    for its op (errors.node_error) with a note naming the node. The innermost node wins: a
+    for its op (node_error, below) with a note naming the node. The innermost node wins: a
     fused node whose member failed adds no second note."""
     err = exc if node.op == FUSED else node_error(node, operands, exc)
     if not any(note.startswith(_NOTE) for note in getattr(err, "__notes__", ())):
@@ -121,3 +122,19 @@ def interpret(graph: Graph, inputs: list, stop_at: int | None = None,
 
 
 __all__ = ["Interpreter", "interpret", "node_failure"]
+
+
+def node_error(node, operands, exc: Exception) -> ExecmodeError:
+    """The error eager raises when ``node``'s op fails on ``operands`` (its arrays and
+    Python scalars), for a graph step that failed at run time (an index tensor's value out
+    of range): the same class and message, at the user's line the node was traced from."""
+    if isinstance(exc, ExecmodeError):
+        return exc
+    operands = [Aval(tuple(x.shape), x.dtype, node.device) if hasattr(x, "dtype") else x
+                for x in operands]
+    if isinstance(exc, RuleError):
+        return op_error(exc.cls, node.op, operands, exc.problem, location=node.loc)
+    # Worded as dispatch.explain_failure words an error that the op's rule did not foresee.
+    text = str(exc).strip()
+    problem = f"{type(exc).__name__}: {text.splitlines()[0] if text else type(exc).__name__}"
+    return op_error(ExecmodeError, node.op, operands, problem, location=node.loc)

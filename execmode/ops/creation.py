@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import random as em_random
 from ..dtypes import bool_
+from . import rng
 from .registry import CREATION, OpDef, RuleError, register
 
 
@@ -70,17 +70,17 @@ def _on_device(xp, host_array):
 
 
 def _normal_impl(xp, *, shape, mean, std, dtype, device):
-    return _on_device(xp, em_random.generator().normal(mean, std, size=shape).astype(dtype))
+    return _on_device(xp, rng.generator().normal(mean, std, size=shape).astype(dtype))
 
 
 def _uniform_impl(xp, *, shape, low, high, dtype, device):
-    return _on_device(xp, em_random.generator().uniform(low, high, size=shape).astype(dtype))
+    return _on_device(xp, rng.generator().uniform(low, high, size=shape).astype(dtype))
 
 
 def _randint_impl(xp, *, shape, low, high, dtype, device):
     if dtype == bool_:
         raise RuleError("randint needs an integer dtype")
-    return _on_device(xp, em_random.generator().integers(low, high, size=shape, dtype=dtype))
+    return _on_device(xp, rng.generator().integers(low, high, size=shape, dtype=dtype))
 
 
 _creation("random_normal", _normal_impl, impure=True)

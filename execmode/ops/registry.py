@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..backend import Device
-from ..dtypes import SUPPORTED
+from ..dtypes import SUPPORTED, type_text
 from ..errors import ArgumentError, DTypeError, ShapeError
 
 # Op kinds. Fusion and codegen look only at these.
@@ -43,6 +43,10 @@ class Aval(NamedTuple):
     shape: tuple
     dtype: np.dtype
     device: Device
+
+    def _operand_text(self) -> str:
+        """``f32[3,4]@cpu``: how errors name a graph step's operand (errors.describe_operand)."""
+        return type_text(self.shape, self.dtype, self.device)
 
 
 @dataclass(frozen=True, eq=False)

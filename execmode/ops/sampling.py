@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import random as em_random
 from ..errors import DTypeError, IndexingError
+from . import rng
 from .registry import OPAQUE, OpDef, RuleError, register
 
 
@@ -34,7 +34,7 @@ def _multinomial_impl(xp, p, *, num_samples, replacement):
     totals = rows.sum(axis=1, keepdims=True)
     if (totals <= 0).any():
         raise RuleError("every row of probabilities needs a positive sum", IndexingError)
-    gen = em_random.generator()
+    gen = rng.generator()
     if replacement:
         # Inverse CDF: one uniform per sample, located in the row's cumulative sums.
         cdf = np.cumsum(rows / totals, axis=1)
