@@ -33,9 +33,9 @@ from .errors import (  # noqa: E402
 )
 from .functional import *  # noqa: E402,F403
 from .functional import __all__ as _functional_all  # noqa: E402
-from .graph.cache_policy import JitWarning  # noqa: E402
-from .graph.explain import explain  # noqa: E402
-from .graph.jit import disable_jit, jit  # noqa: E402
+from .jit_driver.cache_policy import JitWarning  # noqa: E402
+from .jit_driver.explain import explain  # noqa: E402
+from .jit_driver.jit import disable_jit, jit  # noqa: E402
 from .nn.functional import (  # noqa: E402
     binary_cross_entropy_with_logits,
     cross_entropy,

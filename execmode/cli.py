@@ -20,7 +20,7 @@ COMMANDS = {
     "profile": "execmode.profilers.cli:register_profile",
     "report": "execmode.profilers.cli:register_report",
     "sessions": "execmode.profilers.sessions_cli:register_sessions",
-    "explain": "execmode.graph.explain_cli:add_parser",
+    "explain": "execmode.jit_driver.explain_cli:add_parser",
 }
 
 

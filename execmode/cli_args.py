@@ -27,7 +27,7 @@ def add_script_argument(parser: argparse.ArgumentParser, help: str = SCRIPT_HELP
 def parse_script_command(parser: argparse.ArgumentParser, opts, *_ignored) -> argparse.Namespace:
     """Set ``opts.script`` and ``opts.args`` from ``opts.command``; a missing SCRIPT is a usage
     error (exit 2). Extra positional arguments are accepted and ignored: they were the table
-    of options that could once follow the script (graph/explain_cli.py still passes one)."""
+    of options that could once follow the script (jit_driver/explain_cli.py still passes one)."""
     command = list(opts.command)
     if command[:1] == ["--"]:
         command = command[1:]

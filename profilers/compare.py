@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from execmode import instrument
 from execmode.graph.ir import ASSIGN, FUSED, INPUT
-from execmode.graph.jit import JitFunction
+from execmode.jit_driver.jit import JitFunction
 
 
 @dataclass

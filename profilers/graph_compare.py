@@ -56,7 +56,7 @@ def recorded_graphs(session_path: str) -> list[dict]:
 
 def measure_graph(ir_json: dict, repeat: int = REPEAT) -> list[ComparisonRow]:
     """Rows of eager-vs-compiled time for one recorded graph (random inputs)."""
-    from execmode.graph.jit import compile_graph, lower_graph
+    from execmode.jit_driver.jit import compile_graph, lower_graph
 
     try:
         graph = Graph.from_json(ir_json)

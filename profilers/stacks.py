@@ -44,7 +44,7 @@ _COMPILING_FILES = {"render_c", "render_cuda", "toolchain", "disk_cache", "lower
                     "kernel_ir", "layout", "factory", "matmul_policy", "status"}
 _COMPILE_WORDS = ("compile", "build", "render", "lower", "load", "probe")
 _KERNEL_FILES = {"plan.py", "ops"}
-_GENERATED_REPLAY = "<execmode replay"  # graph/fastcall.py's generated plan runners
+_GENERATED_REPLAY = "<execmode replay"  # jit_driver/fastcall.py's generated plan runners
 
 
 def parse_frame(frame: str) -> tuple[str, str, int | None]:
@@ -120,9 +120,9 @@ def _execmode_area(relative: str, function: str) -> str:
         if stem in _COMPILING_FILES or any(w in lowered for w in _COMPILE_WORDS):
             return "compiling"
         return "kernels"
-    if top in _KERNEL_FILES or relative == os.path.join("graph", "fastcall.py"):
+    if top in _KERNEL_FILES or relative == os.path.join("jit_driver", "fastcall.py"):
         return "kernels"
-    if top in ("graph", "passes"):
+    if top in ("graph", "passes", "jit_driver"):  # the driver's own time: tracing, guards
         return "tracing"
     return "execmode"
 

@@ -7,7 +7,7 @@ so the same object means the same pointer), then makes a one-argument ctypes cal
 (~0.2 us, against ~0.35 us for five pointer arguments).
 
 The functions are generated per kernel (straight-line code for its number of inputs, like
-the plan's replay functions in execmode/graph/fastcall.py) from our own kernel signature,
+the plan's replay functions in execmode/jit_driver/fastcall.py) from our own kernel signature,
 never from user input; their text is kept in ``__source__``.
 """
 

@@ -3,7 +3,7 @@
  * One FastEntry object replays one concrete function whose plan is a single compiled C
  * function (a program or one fused kernel) or a single Python-callable step (a NumPy
  * ufunc: a jitted single op), doing in C what the generated Python replay
- * (execmode/graph/fastcall.py) does: check the global flags and every argument against
+ * (execmode/jit_driver/fastcall.py) does: check the global flags and every argument against
  * the signature, gather data pointers into the argument block, take output arrays from
  * the kernel's OutputPool, call the entry point, wrap the outputs in Tensors.
  *

@@ -1,7 +1,7 @@
 """The C fast entry of jitted replays: a jitted call with no Python between the caller
 and the kernel.
 
-The generated Python replay (execmode/graph/fastcall.py) still costs ~150-250 ns per
+The generated Python replay (execmode/jit_driver/fastcall.py) still costs ~150-250 ns per
 argument check and ~0.2 us to wrap an output: for tiny graphs (three adds on 1-element
 tensors) that is most of the call. For a concrete function whose plan is one compiled C
 function - a whole-graph program (program.py) or a single fused C kernel - this module

@@ -16,7 +16,7 @@ from helpers import assert_close
 import execmode as em
 from execmode import instrument
 from execmode.codegen import fast_entry
-from execmode.graph.fastcall import MISS
+from execmode.jit_driver.fastcall import MISS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

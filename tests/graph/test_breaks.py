@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import execmode as em
-from execmode.graph import cache_policy
+from execmode.jit_driver import cache_policy
 
 
 def _line_of(fn, marker: str) -> int:

@@ -1,5 +1,5 @@
 """Shapes that keep changing, the retrace limit, and graph breaks slower than eager
-(execmode/graph/cache_policy.py)."""
+(execmode/jit_driver/cache_policy.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import execmode as em
 from execmode import instrument
-from execmode.graph import cache_policy
+from execmode.jit_driver import cache_policy
 
 
 def _encode(seq, w):
@@ -101,7 +101,7 @@ def test_bad_options_are_refused(kwargs):
 
 
 def test_explain_cli_reports_the_fallbacks():
-    from execmode.graph.explain_cli import format_report
+    from execmode.jit_driver.explain_cli import format_report
 
     em.random.seed(0)
     w = em.randn(4, 3)

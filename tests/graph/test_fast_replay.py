@@ -1,4 +1,4 @@
-"""The generated Python replay (graph/fastcall.py) for the smallest functions: a single
+"""The generated Python replay (jit_driver/fastcall.py) for the smallest functions: a single
 op, the same tensor passed twice, an op function jitted directly. Same results and misses
 as the general path."""
 
@@ -8,7 +8,7 @@ import numpy as np
 from helpers import assert_close
 
 import execmode as em
-from execmode.graph.fastcall import MISS
+from execmode.jit_driver.fastcall import MISS
 
 
 def _t(*values):

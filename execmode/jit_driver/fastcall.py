@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dispatch, instrument
+from ..graph import pytree
 from ..pysource import define
 from ..tensor import Tensor
-from . import pytree
 
 MISS = object()
 

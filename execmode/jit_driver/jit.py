@@ -25,15 +25,16 @@ from dataclasses import dataclass, field
 from .. import dispatch, instrument
 from ..autograd import GradNode
 from ..errors import ArgumentError, BackwardError
+from ..graph import guards as guards_mod
+from ..graph import pytree
+from ..graph.guards import same_value
+from ..graph.ir import Graph
+from ..graph.symbolic import SymbolicScalar, is_number
+from ..graph.trace import GraphBreak, Segment, Tracer
+from ..graph.views import replay
 from ..tensor import Tensor
-from . import cache_policy, pytree
-from . import guards as guards_mod
+from . import cache_policy
 from .fastcall import MISS, build_fast_call
-from .guards import same_value
-from .ir import Graph
-from .symbolic import SymbolicScalar, is_number
-from .trace import GraphBreak, Segment, Tracer
-from .views import replay
 
 _jit_disabled = False
 _UNREAD = object()  # a .grad the trace wrote before reading
@@ -744,7 +745,7 @@ class JitFunction:
 
 def _emit_compiled(function: str, graph: Graph, compiled: CompiledSegment, t0: int) -> None:
     """Tell listeners what a compile produced: the graph, each pass, the memory plan."""
-    from .ir import format_graph
+    from ..graph.ir import format_graph
 
     end = time.perf_counter_ns()
     instrument.emit(instrument.Event("graph", {
@@ -938,7 +939,7 @@ def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = 
     (torch.jit.trace) does: later calls silently follow the traced branch. ``backend``:
     "c", "interpreter" or "numpy" (no kernels).
 
-    Shapes that change (graph/cache_policy.py): a dimension that took a second size is
+    Shapes that change (jit_driver/cache_policy.py): a dimension that took a second size is
     dynamic, and its further sizes run without compiling kernels (``dynamic=False``:
     compile every size; ``dynamic=True``: never compile kernels for this function).
     After ``cache_size_limit`` traced signatures (default 8, as torch's), calls with a

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..graph.trace import GraphBreak
 from .jit import JitFunction, _registry
-from .trace import GraphBreak
 
 
 @dataclass
