@@ -11,12 +11,14 @@ The core never imports Textual or CuPy at import time.
 from __future__ import annotations
 
 from . import dtypes, ops  # noqa: F401 - registers the op table
-from . import tensor as _tensor_module
+from . import tensor_methods as _tensor_methods
+from .tensor import Tensor
 
-_tensor_module.bind_ops()
+# Tensor's methods that call dispatch, autograd and the function API (which all build on
+# Tensor) go onto the class once the engine below them is loaded.
+_tensor_methods.install(Tensor)
 
 from . import nn, optim, random  # noqa: E402
-from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .backend import Device, cuda_is_available  # noqa: E402
 from .checkpoint import load, save  # noqa: E402
 from .debug import breakpoint  # noqa: E402,A004
@@ -33,6 +35,7 @@ from .errors import (  # noqa: E402
 )
 from .functional import *  # noqa: E402,F403
 from .functional import __all__ as _functional_all  # noqa: E402
+from .grad_mode import enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .jit_driver.cache_policy import JitWarning  # noqa: E402
 from .jit_driver.explain import explain  # noqa: E402
 from .jit_driver.jit import disable_jit, jit  # noqa: E402
@@ -52,7 +55,6 @@ from .nn.functional import (  # noqa: E402
     softplus,
 )
 from .scope import named_scope  # noqa: E402
-from .tensor import Tensor  # noqa: E402
 
 
 def __getattr__(name):

@@ -5,73 +5,20 @@ attributes (and its output where the vjp reads it). ``backward`` orders the node
 topologically without recursion, walks them in reverse, and calls each op's vjp rule.
 vjp rules are written with execmode ops, so under ``em.jit`` backward is traced into the
 same graph as the forward pass.
+
+The tape's nodes are in tape.py and grad mode's switches in grad_mode.py, both below
+dispatch (which records nodes and reads grad mode on every op); this module, the backward
+pass, sits above the function API that the vjp rules call.
 """
 
 from __future__ import annotations
 
-from . import dispatch
-from .errors import BackwardError
+from . import functional as F
+from .errors import BackwardError, describe_operand
+from .grad_mode import no_grad
+from .scope import named_scope
+from .tape import GradNode
 from .tensor import Tensor
-
-# In-place writes (assign, setitem, ``w -= lr * g``) stamp the tensor they write with a
-# tick of this clock, and every GradNode keeps the tick at which it was made. A node whose
-# inputs or saved output were overwritten after it was made would compute its vjp from
-# values that are gone, or follow a history the tensor no longer has: backward refuses
-# it (as PyTorch's version counters do) instead of returning wrong gradients.
-_tick = 0
-
-
-def mark_modified(t: Tensor) -> None:
-    """Record that ``t``'s values were just overwritten in place."""
-    global _tick
-    _tick += 1
-    t._written_at = _tick
-
-
-class GradNode:
-    __slots__ = ("op", "inputs", "attrs", "saved_output", "made_at")
-
-    def __init__(self, op, inputs, attrs, saved_output):
-        self.op = op
-        self.inputs = inputs
-        self.attrs = attrs
-        self.saved_output = saved_output
-        self.made_at = _tick
-
-    def __repr__(self) -> str:
-        return f"<GradNode {self.op.name}>"
-
-
-class no_grad:  # noqa: N801 - used like PyTorch's
-    """Context manager (and decorator) that turns autograd recording off."""
-
-    def __enter__(self):
-        self._previous = dispatch.set_grad_enabled(False)
-        return self
-
-    def __exit__(self, *exc):
-        dispatch.set_grad_enabled(self._previous)
-        return False
-
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with no_grad():
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-class enable_grad(no_grad):  # noqa: N801
-    def __enter__(self):
-        self._previous = dispatch.set_grad_enabled(True)
-        return self
-
-
-def is_grad_enabled() -> bool:
-    return dispatch.grad_enabled()
 
 
 def _topological_order(root: Tensor) -> list[Tensor]:
@@ -98,8 +45,6 @@ def _topological_order(root: Tensor) -> list[Tensor]:
 
 
 def backward(root: Tensor, gradient=None) -> None:
-    from . import functional as F
-
     if gradient is None:
         if root.size != 1:
             raise BackwardError(
@@ -111,8 +56,6 @@ def backward(root: Tensor, gradient=None) -> None:
         gradient = F.tensor(gradient, dtype=root.dtype, device=root.device)
     if gradient.shape != root.shape:
         raise BackwardError(f"gradient shape {gradient.shape} does not match {root.shape}")
-
-    from .scope import named_scope
 
     # Backward ops are grouped under a "backward" scope, in events and in graphs.
     with no_grad(), named_scope("backward"):
@@ -154,8 +97,6 @@ def _check_not_overwritten(t: Tensor, node: GradNode) -> None:
     if node.op.saves_output and getattr(t, "_written_at", 0) > made:
         stale.append(t)
     if stale:
-        from .errors import describe_operand
-
         raise BackwardError(
             f"backward through {node.op.name}: {describe_operand(stale[0])} was overwritten "
             f"in place (assign, setitem or an augmented assignment such as -=) after "

@@ -22,6 +22,7 @@ from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
 from .source import _locations, user_location
+from .tape import GradNode
 from .tensor import SCALAR_TYPES, Tensor
 
 # NumPy warns (divide by zero in log, invalid value in sqrt, ...) from inside execmode's
@@ -252,8 +253,6 @@ def record_grad(op, inputs, attrs, out_tensor):
     the tracer (Tracer._bind), so traced and eager tapes are built alike. Returns the saved
     output (a tensor on the output's own buffer: an alias, as eager saves it) or None; the
     tracer adopts it as a live traced tensor."""
-    from .autograd import GradNode
-
     saved = None
     if op.saves_output:
         saved = _new(Tensor)

@@ -61,6 +61,18 @@ def as_dtype(value) -> np.dtype:
     return dt
 
 
+
+def is_dtype_name(text) -> bool:
+    """Whether a string names a dtype (``"float64"``), not a device (``"cuda:0"``): how
+    ``x.to(...)`` and ``module.to(...)`` tell them apart."""
+    if not isinstance(text, str):
+        return False
+    try:
+        as_dtype(text)
+        return True
+    except TypeError:
+        return False
+
 def short_name(dt: np.dtype) -> str:
     return SHORT_NAMES.get(dt, str(dt))
 

@@ -4,6 +4,10 @@ Eagerly, ``_data`` is a NumPy or CuPy array. While a function is traced by ``em.
 ``_data`` is a :class:`~execmode.graph.trace.TracedValue` that knows only shape, dtype and
 device; asking such a tensor for a concrete value (``bool``, ``item``, ``numpy``, ``print``)
 breaks the graph. Operators go through ``execmode.dispatch``, so both modes share them.
+
+This module is low in the engine (it imports only backend, dtypes and errors): dispatch,
+autograd and the function API all build on Tensor. The methods that call up into them are
+installed onto the class by ``tensor_methods.py``.
 """
 
 from __future__ import annotations
@@ -14,10 +18,28 @@ import numpy as np
 
 from .backend import CPU, device_of_array
 from .dtypes import type_text
-from .errors import ArgumentError, BackwardError, op_error
+from .errors import ArgumentError, op_error
 
 SCALAR_TYPES = frozenset({int, float, bool})
 _ndarray = np.ndarray
+
+
+class Size(int):
+    """``x.size``: an int (the Array API's element count) that PyTorch code may call."""
+
+    def __new__(cls, n, shape):
+        self = super().__new__(cls, n)
+        self.shape = shape
+        return self
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return tuple(self.shape)
+        try:
+            return self.shape[dim]
+        except (IndexError, TypeError):
+            raise ArgumentError(f"size({dim!r}): dimension out of range for a tensor of "
+                                f"rank {len(self.shape)}") from None
 
 
 class Tensor:
@@ -66,7 +88,7 @@ class Tensor:
     def size(self) -> int:
         """The number of elements (the Array API's attribute). It is also callable, as
         PyTorch's method: ``x.size()`` is the shape and ``x.size(d)`` one dimension."""
-        return _Size(math.prod(self._data.shape), self._data.shape)
+        return Size(math.prod(self._data.shape), self._data.shape)
 
     @property
     def nbytes(self) -> int:
@@ -85,26 +107,7 @@ class Tensor:
     def grad_fn(self):
         return self._grad_fn
 
-    @property
-    def grad(self):
-        from . import dispatch
 
-        tracer = dispatch.current_tracer()
-        if tracer is not None:
-            return tracer.read_grad(self)
-        return self._grad
-
-    @grad.setter
-    def grad(self, value):
-        from . import dispatch
-
-        if value is not None and not isinstance(value, Tensor):
-            raise ArgumentError(f".grad must be a Tensor or None, got {type(value).__name__}")
-        tracer = dispatch.current_tracer()
-        if tracer is not None:
-            tracer.write_grad(self, value)
-        else:
-            self._grad = value
 
     def __len__(self) -> int:
         if not self.shape:
@@ -112,22 +115,6 @@ class Tensor:
         return self.shape[0]
 
     # --- concrete values (graph breaks while tracing) ------------------------------------
-    def _concrete(self, reason: str):
-        """The array behind this tensor; a traced tensor materializes (a graph break)."""
-        d = self._data
-        if d.__class__ is _ndarray:
-            from . import dispatch
-
-            if dispatch._tracing:
-                # While tracing, this array may back an input the segment wrote through
-                # another tensor (its new values land at the segment's end): break first.
-                tracer = dispatch.current_tracer()
-                if tracer is not None and tracer.stale_array(d):
-                    tracer.flush_written(reason)
-            return d
-        if hasattr(d, "materialize"):
-            return d.materialize(self, reason)
-        return d
 
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array (copied from the GPU; shared on the CPU)."""
@@ -202,44 +189,12 @@ class Tensor:
             return format(self.item(), spec)
         return repr(self) if not spec else format(repr(self), spec)
 
-    # --- conversion ---------------------------------------------------------------------
-    def to(self, target) -> Tensor:
-        """A copy on another device (``"cpu"``, ``"cuda:0"``) or, given a dtype, astype."""
-        from .backend import Device
-
-        if isinstance(target, str | Device) and not _is_dtype_name(target):
-            return F.to_device(self, target)
-        return F.astype(self, target)  # em.float64, np.float64, "float64", float ...
-
-    def cpu(self) -> Tensor:
-        return F.to_device(self, "cpu")
-
-    def astype(self, dtype) -> Tensor:
-        return F.astype(self, dtype)
-
-    def detach(self) -> Tensor:
-        """The same values, cut from the autograd graph."""
-        from . import dispatch
-
-        if dispatch._tracing:  # a new traced tensor sharing the storage, even a capture's
-            tracer = dispatch.current_tracer()
-            if tracer is not None:
-                return tracer.detached(self)
-        t = Tensor.__new__(Tensor)
-        t._data = self._data
-        t.requires_grad = False
-        if hasattr(self._data, "adopt"):
-            self._data.adopt(t)
-        return t
-
+    # --- autograd ----------------------------------------------------------------------
     @property
     def data(self) -> Tensor:
         """PyTorch's ``.data``: the same values and memory, cut from autograd (as
         ``detach()``); writes through it change this tensor, in eager and graph mode."""
         return self.detach()
-
-    def clone(self) -> Tensor:
-        return F.copy(self)
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         if flag and self.dtype.kind != "f":
@@ -253,236 +208,10 @@ class Tensor:
         """Keep ``.grad`` on this non-leaf tensor after backward (as in PyTorch)."""
         self._retains_grad = True
 
-    def backward(self, gradient=None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
-        from .autograd import backward
-
-        if not self.requires_grad:
-            raise BackwardError(
-                "backward() on a tensor that does not require grad: no input of its "
-                "computation had requires_grad=True (or it was computed under em.no_grad())"
-            )
-        backward(self, gradient)
-
-    def zero_(self) -> Tensor:
-        F.assign(self, F.zeros_like(self))
-        return self
-
-    # --- operators ----------------------------------------------------------------------
-    # + - * / (and their reflections) are installed by bind_ops() with an inlined fast path.
-    def __floordiv__(self, other):
-        return F.floor_divide(self, other)
-
-    def __rfloordiv__(self, other):
-        return F.floor_divide(other, self)
-
-    def __mod__(self, other):
-        return F.remainder(self, other)
-
-    def __rmod__(self, other):
-        return F.remainder(other, self)
-
-    def __pow__(self, other):
-        return F.power(self, other)
-
-    def __rpow__(self, other):
-        return F.power(other, self)
-
-    def __matmul__(self, other):
-        return F.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return F.matmul(other, self)
-
-    def __neg__(self):
-        return F.negative(self)
-
     def __pos__(self):
         return self
 
-    def __abs__(self):
-        return F.abs(self)
-
-    def __invert__(self):
-        if self.dtype != np.bool_:
-            raise ArgumentError(f"~ is logical not and needs a bool tensor, not {self.dtype}")
-        return F.logical_not(self)
-
-    def __and__(self, other):
-        return F.logical_and(self, other)
-
-    def __or__(self, other):
-        return F.logical_or(self, other)
-
-    def __eq__(self, other):  # noqa: D105 - elementwise, as in NumPy
-        return F.equal(self, other)
-
-    def __ne__(self, other):
-        return F.not_equal(self, other)
-
-    def __lt__(self, other):
-        return F.less(self, other)
-
-    def __le__(self, other):
-        return F.less_equal(self, other)
-
-    def __gt__(self, other):
-        return F.greater(self, other)
-
-    def __ge__(self, other):
-        return F.greater_equal(self, other)
-
-    # In-place updates write into this tensor's buffer (optimizers: w -= lr * w.grad).
-    def __iadd__(self, other):
-        return F.assign(self, self + other)
-
-    def __isub__(self, other):
-        return F.assign(self, self - other)
-
-    def __imul__(self, other):
-        return F.assign(self, self * other)
-
-    def __itruediv__(self, other):
-        return F.assign(self, self / other)
-
-    # --- indexing -----------------------------------------------------------------------
-    def __getitem__(self, index):
-        return F.getitem(self, index)
-
-    def __setitem__(self, index, value):
-        F.setitem(self, index, value)
-
-    # --- shape methods ------------------------------------------------------------------
-    def reshape(self, *shape):
-        return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
-                         else shape)
-
-    def transpose(self, *axes, **torch_keywords):
-        """Two axes: swap them (PyTorch's ``transpose(dim0, dim1)``, for any rank, 2-D
-        included). No axes: reverse them; one tuple or more than two: a permutation
-        (NumPy's)."""
-        if torch_keywords:
-            axes = axes + tuple(torch_keywords.pop(k) for k in ("dim0", "dim1")
-                                if k in torch_keywords)
-            if torch_keywords:
-                raise ArgumentError(f"transpose: unexpected keyword {next(iter(torch_keywords))!r}")
-        if len(axes) == 2:
-            return F.swapaxes(self, axes[0], axes[1])
-        return F.permute_dims(self, axes[0] if len(axes) == 1 else (axes or None))
-
-    def permute(self, *axes):
-        return F.permute_dims(self, axes[0] if len(axes) == 1 else axes)
-
-    @property
-    def T(self):  # noqa: N802
-        return F.permute_dims(self, None)
-
-    @property
-    def mT(self):  # noqa: N802
-        return F.matrix_transpose(self)
-
-    def flatten(self, start_axis=0, end_axis=-1, **torch_keywords):
-        return F.flatten(self, start_axis, end_axis, **torch_keywords)
-
-    def squeeze(self, axis=None, **torch_keywords):
-        return F.squeeze(self, axis, **torch_keywords)
-
-    def unsqueeze(self, axis=None, **torch_keywords):
-        return F.expand_dims(self, axis, **torch_keywords)
-
-    expand_dims = unsqueeze
-
-    def broadcast_to(self, shape):
-        return F.broadcast_to(self, shape)
-
-    # --- reductions and common functions as methods --------------------------------------
-    # They forward every argument, so PyTorch's dim=/keepdim= reach the functions that
-    # accept them. PyTorch-only methods (float(), size(), masked_fill ...) are installed
-    # from the table in tensor_methods.py.
-    def sum(self, *args, **kwargs):
-        return F.sum(self, *args, **kwargs)
-
-    def mean(self, *args, **kwargs):
-        return F.mean(self, *args, **kwargs)
-
-    def prod(self, *args, **kwargs):
-        return F.prod(self, *args, **kwargs)
-
-    def max(self, *args, **kwargs):
-        # x.max(1) is PyTorch's x.max(dim=1), the (values, indices) pair (functional/reductions.py).
-        return F.max(self, *args, **kwargs)
-
-    def min(self, *args, **kwargs):
-        return F.min(self, *args, **kwargs)
-
-    def argmax(self, *args, **kwargs):
-        return F.argmax(self, *args, **kwargs)
-
-    def argmin(self, *args, **kwargs):
-        return F.argmin(self, *args, **kwargs)
-
-    def var(self, *args, **kwargs):
-        return F.var(self, *args, **kwargs)
-
-    def std(self, *args, **kwargs):
-        return F.std(self, *args, **kwargs)
-
-    def any(self, *args, **kwargs):
-        return F.any(self, *args, **kwargs)
-
-    def all(self, *args, **kwargs):
-        return F.all(self, *args, **kwargs)
-
-    def exp(self):
-        return F.exp(self)
-
-    def log(self):
-        return F.log(self)
-
-    def sqrt(self):
-        return F.sqrt(self)
-
-    def tanh(self):
-        return F.tanh(self)
-
-    def relu(self):
-        return F.relu(self)
-
-    def sigmoid(self):
-        return F.sigmoid(self)
-
-    def abs(self):
-        return F.abs(self)
-
-    def clip(self, min=None, max=None):  # noqa: A002 - NumPy's names
-        return F.clip(self, min, max)
-
-
-def _is_dtype_name(text) -> bool:
-    from .dtypes import as_dtype
-
-    if not isinstance(text, str):
-        return False
-    try:
-        as_dtype(text)
-        return True
-    except TypeError:
-        return False
-
-
-def bind_ops():
-    """Install the arithmetic operators, whose eager fast path is built by dispatch."""
-    from .dispatch import make_operator
-    from .ops import OPS
-
-    for dunder, name in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
-                         ("truediv", "divide")):
-        setattr(Tensor, f"__{dunder}__", make_operator(OPS[name]))
-        setattr(Tensor, f"__r{dunder}__", make_operator(OPS[name], reflected=True))
-
-from . import functional as F  # noqa: E402 - functions call back into Tensor
-from .tensor_methods import Size as _Size  # noqa: E402
-from .tensor_methods import install_hints, install_methods  # noqa: E402
-
-install_methods(Tensor)
-install_hints(Tensor)
+    # Everything else a tensor does (operators, indexing, reshape, sum, backward, .grad,
+    # detach, to ...) calls dispatch, the tracer or the function API, which sit above this
+    # module and import it: tensor_methods.py installs those methods from its tables once
+    # the engine is loaded (execmode/__init__ imports it).

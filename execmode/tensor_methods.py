@@ -1,187 +1,325 @@
-"""Tensor methods that PyTorch users type, installed from one table.
+"""Tensor methods that call up into the engine, installed onto Tensor from tables.
 
-Like JAX's ``_array_methods``: one table instead of dozens of one-line methods, each a call
-of the function API with the tensor first. The Array API spellings (``astype``, ``axis=``,
-``x.size`` as an attribute) stay primary; these sit beside them.
+``tensor.py`` sits below dispatch, autograd and the function API, which all build on it,
+so the methods that call them are defined here and installed once the engine is loaded
+(``install(Tensor)``, called by ``execmode/__init__``), as JAX's
+``register_jax_array_methods()`` does. Most are one-line calls of the function API with the
+tensor first, so they are tables (``UNARY``, ``BINARY``, ``REFLECTED``, ``FORWARDED``), not
+dozens of methods; the rest, with bodies of their own, are the methods of
+``_EngineMethods``. The Array API spellings (``astype``, ``axis=``, ``x.size`` as an
+attribute) stay primary; PyTorch's sit beside them.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from . import dispatch
 from . import functional as F
-from .dtypes import bool_, float32, float64, int32, int64
-from .errors import ArgumentError, ShapeError, op_error
+from .aliases import TENSOR_HINTS, tensor_attribute_error
+from .autograd import backward as _backward
+from .backend import Device
+from .dispatch import make_operator
+from .dtypes import bool_, float32, float64, int32, int64, is_dtype_name
+from .errors import ArgumentError, BackwardError, ShapeError, op_error
+from .nn import functional as NF
+from .ops import OPS
+from .tensor import Tensor
+
+_ndarray = np.ndarray
+
+# x.method() -> em.<function>(x)
+UNARY = {
+    "__neg__": "negative", "__abs__": "abs", "abs": "abs", "exp": "exp", "log": "log",
+    "sqrt": "sqrt", "tanh": "tanh", "clone": "copy",
+}
+# x.method() -> em.nn.functional.<function>(x)
+UNARY_NN = {"relu": "relu", "sigmoid": "sigmoid"}
+# x.method(y) -> em.<function>(x, y)
+BINARY = {
+    "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "power",
+    "__matmul__": "matmul", "__and__": "logical_and", "__or__": "logical_or",
+    "__eq__": "equal", "__ne__": "not_equal", "__lt__": "less", "__le__": "less_equal",
+    "__gt__": "greater", "__ge__": "greater_equal", "__getitem__": "getitem",
+    "broadcast_to": "broadcast_to", "astype": "astype", "pow": "power",
+}
+# y <op> x, with x on the right -> em.<function>(y, x)
+REFLECTED = {
+    "__rfloordiv__": "floor_divide", "__rmod__": "remainder", "__rpow__": "power",
+    "__rmatmul__": "matmul",
+}
+# x.method(*args, **kwargs) -> em.<function>(x, *args, **kwargs): PyTorch's dim= and
+# keepdim= reach the functions that accept them.
+FORWARDED = {
+    **{name: name for name in (
+        "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all",
+        "clip", "flatten", "squeeze", "expand_dims", "expand", "repeat", "clamp",
+        "masked_fill", "cumsum", "argsort", "topk", "take_along_axis", "tril", "triu",
+        "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p", "expm1", "sign",
+        "floor", "ceil", "round", "maximum", "minimum", "scatter_add", "index_add",
+        "gather",
+    )},
+    "unsqueeze": "expand_dims",
+}
+# x.float() -> em.astype(x, em.float32): PyTorch's casts
+CASTS = {"float": float32, "double": float64, "long": int64, "int": int32, "bool": bool_}
+# + - * / and their reflections: dispatch builds them with the eager fast path inlined.
+FAST_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
 
 
-class Size(int):
-    """``x.size``: an int (the Array API's element count) that PyTorch code may call."""
-
-    def __new__(cls, n, shape):
-        self = super().__new__(cls, n)
-        self.shape = shape
-        return self
-
-    def __call__(self, dim=None):
-        if dim is None:
-            return tuple(self.shape)
-        try:
-            return self.shape[dim]
-        except (IndexError, TypeError):
-            raise ArgumentError(f"size({dim!r}): dimension out of range for a tensor of "
-                                f"rank {len(self.shape)}") from None
-
-
-def _cast(dtype):
+def _unary(name, fn):
     def method(self):
-        return F.astype(self, dtype)
-
-    method.__doc__ = f"``astype({dtype})`` (PyTorch's spelling)."
-    return method
+        return fn(self)
+    return _named(method, name, f"``{_spelled(fn)}(x)``.")
 
 
-def _dim(self) -> int:
-    """The rank (PyTorch's ``dim()``; the Array API's ``ndim``)."""
-    return self.ndim
+def _spelled(fn) -> str:
+    prefix = "em.nn.functional" if fn.__module__ == NF.__name__ else "em"
+    return f"{prefix}.{fn.__name__}"
 
 
-def _numel(self) -> int:
-    """The number of elements (PyTorch's ``numel()``; the Array API's ``size``)."""
-    return int(self.size)
+def _binary(name, fn):
+    def method(self, other):
+        return fn(self, other)
+    return _named(method, name, f"``em.{fn.__name__}(x, other)``.")
 
 
-def _t(self):
-    """Transpose of a tensor of rank <= 2 (PyTorch's ``t()``)."""
-    if self.ndim > 2:
-        raise op_error(ShapeError, "t", (self,),
-                       "t() needs rank <= 2; use transpose(dim0, dim1) or mT")
-    return F.permute_dims(self, None) if self.ndim == 2 else self
+def _reflected(name, fn):
+    def method(self, other):
+        return fn(other, self)
+    return _named(method, name, f"``em.{fn.__name__}(other, x)``.")
 
 
-def _contiguous(self):
-    """As PyTorch's: the tensor itself when its layout is C-contiguous, else a contiguous
-    copy (``x.t().contiguous()``), so a write to the result reaches ``x`` exactly when it
-    would in PyTorch. Under jit the layout is the traced value's proxy (graph/views.py)."""
-    data = self._data
-    layout = getattr(data, "proxy", data)
-    flags = getattr(layout, "flags", None)
-    if flags is None or flags.c_contiguous:
-        return self
-    return self.clone()
-
-
-def _view(self, *shape):
-    """PyTorch's ``view``: a reshape (a view where the layout allows it)."""
-    return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
-                     else shape)
-
-
-def _expand(self, *sizes):
-    return F.expand(self, *sizes)
-
-
-def _expand_as(self, other):
-    """PyTorch's ``expand_as``: ``expand`` to ``other``'s shape."""
-    return F.expand(self, *other.shape)
-
-
-def _clamp_min(self, min):  # noqa: A002 - PyTorch's name
-    return F.clamp(self, min=min)
-
-
-def _clamp_max(self, max):  # noqa: A002 - PyTorch's name
-    return F.clamp(self, max=max)
-
-
-def _pow(self, exponent):
-    return F.power(self, exponent)
-
-
-def _repeat(self, *repeats):
-    return F.repeat(self, *repeats)
-
-
-def _softmax(self, dim=-1):
-    from .nn import functional as NF
-
-    return NF.softmax(self, dim)
-
-
-def _log_softmax(self, dim=-1):
-    from .nn import functional as NF
-
-    return NF.log_softmax(self, dim)
-
-
-def _scatter_add(self, dim, index, src):
-    return F.scatter_add(self, dim, index, src)
-
-
-def _index_add(self, dim, index, source, alpha=1):
-    return F.index_add(self, dim, index, source, alpha=alpha)
-
-
-def _gather(self, dim, index):
-    return F.gather(self, dim, index)
-
-
-def _sort(self, dim=-1, descending=False, stable=True):
-    """PyTorch's ``x.sort(dim)``: always the ``(values, indices)`` pair (``em.sort(x)``,
-    the Array API function, returns the values unless given ``dim=``)."""
-    return F.sort(self, descending=descending, stable=stable, dim=dim)
-
-
-def _where(self, condition, other):
-    """PyTorch's ``x.where(condition, y)``: x where the condition holds, else y."""
-    return F.where(condition, self, other)
-
-
-def _forward(name):
-    fn = getattr(F, name)
-
+def _forwarded(name, fn):
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
+    return _named(method, name, f"``em.{fn.__name__}(x, ...)``.")
 
-    method.__name__ = name
-    method.__doc__ = f"``em.{name}(x, ...)``."
+
+def _cast(name, dtype):
+    def method(self):
+        return F.astype(self, dtype)
+    return _named(method, name, f"``astype({dtype})`` (PyTorch's spelling).")
+
+
+def _named(method, name, doc):
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = doc
     return method
 
 
-METHODS = {
-    "float": _cast(float32),
-    "double": _cast(float64),
-    "long": _cast(int64),
-    "int": _cast(int32),
-    "bool": _cast(bool_),
-    "dim": _dim,
-    "numel": _numel,
-    "t": _t,
-    "contiguous": _contiguous,
-    "view": _view,
-    "expand": _expand,
-    "expand_as": _expand_as,
-    "clamp_min": _clamp_min,
-    "clamp_max": _clamp_max,
-    "pow": _pow,
-    "repeat": _repeat,
-    "softmax": _softmax,
-    "log_softmax": _log_softmax,
-    "scatter_add": _scatter_add,
-    "index_add": _index_add,
-    "gather": _gather,
-    "sort": _sort,
-    "where": _where,
-    **{name: _forward(name) for name in (
-        "clamp", "masked_fill", "cumsum", "argsort", "topk", "take_along_axis",
-        "tril", "triu", "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p",
-        "expm1", "sign", "floor", "ceil", "round", "maximum", "minimum",
-    )},
-}
+class _EngineMethods:
+    """Tensor methods with bodies of their own (written as methods for reading; install()
+    copies them onto Tensor)."""
+
+    # --- autograd and the tracer -------------------------------------------------------
+    @property
+    def grad(self):
+        tracer = dispatch.current_tracer()
+        if tracer is not None:
+            return tracer.read_grad(self)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, Tensor):
+            raise ArgumentError(f".grad must be a Tensor or None, got {type(value).__name__}")
+        tracer = dispatch.current_tracer()
+        if tracer is not None:
+            tracer.write_grad(self, value)
+        else:
+            self._grad = value
+
+    def backward(self, gradient=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+        if not self.requires_grad:
+            raise BackwardError(
+                "backward() on a tensor that does not require grad: no input of its "
+                "computation had requires_grad=True (or it was computed under em.no_grad())"
+            )
+        _backward(self, gradient)
+
+    def _concrete(self, reason: str):
+        """The array behind this tensor; a traced tensor materializes (a graph break)."""
+        d = self._data
+        if d.__class__ is _ndarray:
+            if dispatch._tracing:
+                # While tracing, this array may back an input the segment wrote through
+                # another tensor (its new values land at the segment's end): break first.
+                tracer = dispatch.current_tracer()
+                if tracer is not None and tracer.stale_array(d):
+                    tracer.flush_written(reason)
+            return d
+        if hasattr(d, "materialize"):
+            return d.materialize(self, reason)
+        return d
+
+    def detach(self) -> Tensor:
+        """The same values, cut from the autograd graph."""
+        if dispatch._tracing:  # a new traced tensor sharing the storage, even a capture's
+            tracer = dispatch.current_tracer()
+            if tracer is not None:
+                return tracer.detached(self)
+        t = Tensor.__new__(Tensor)
+        t._data = self._data
+        t.requires_grad = False
+        if hasattr(self._data, "adopt"):
+            self._data.adopt(t)
+        return t
+
+    # --- conversion ---------------------------------------------------------------------
+    def to(self, target) -> Tensor:
+        """A copy on another device (``"cpu"``, ``"cuda:0"``) or, given a dtype, astype."""
+        if isinstance(target, str | Device) and not is_dtype_name(target):
+            return F.to_device(self, target)
+        return F.astype(self, target)  # em.float64, np.float64, "float64", float ...
+
+    def cpu(self) -> Tensor:
+        return F.to_device(self, "cpu")
+
+    # --- in place: writes into this tensor's buffer (optimizers: w -= lr * w.grad) ------
+    def zero_(self) -> Tensor:
+        F.assign(self, F.zeros_like(self))
+        return self
+
+    def __iadd__(self, other):
+        return F.assign(self, self + other)
+
+    def __isub__(self, other):
+        return F.assign(self, self - other)
+
+    def __imul__(self, other):
+        return F.assign(self, self * other)
+
+    def __itruediv__(self, other):
+        return F.assign(self, self / other)
+
+    def __setitem__(self, index, value):
+        F.setitem(self, index, value)
+
+    def __invert__(self):
+        if self.dtype != np.bool_:
+            raise ArgumentError(f"~ is logical not and needs a bool tensor, not {self.dtype}")
+        return F.logical_not(self)
+
+    # --- shape --------------------------------------------------------------------------
+    def reshape(self, *shape):
+        return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+                         else shape)
+
+    def view(self, *shape):
+        """PyTorch's ``view``: a reshape (a view where the layout allows it)."""
+        return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+                         else shape)
+
+    def transpose(self, *axes, **torch_keywords):
+        """Two axes: swap them (PyTorch's ``transpose(dim0, dim1)``, for any rank, 2-D
+        included). No axes: reverse them; one tuple or more than two: a permutation
+        (NumPy's)."""
+        if torch_keywords:
+            axes = axes + tuple(torch_keywords.pop(k) for k in ("dim0", "dim1")
+                                if k in torch_keywords)
+            if torch_keywords:
+                raise ArgumentError(f"transpose: unexpected keyword {next(iter(torch_keywords))!r}")
+        if len(axes) == 2:
+            return F.swapaxes(self, axes[0], axes[1])
+        return F.permute_dims(self, axes[0] if len(axes) == 1 else (axes or None))
+
+    def permute(self, *axes):
+        return F.permute_dims(self, axes[0] if len(axes) == 1 else axes)
+
+    @property
+    def T(self):  # noqa: N802
+        return F.permute_dims(self, None)
+
+    @property
+    def mT(self):  # noqa: N802
+        return F.matrix_transpose(self)
+
+    def t(self):
+        """Transpose of a tensor of rank <= 2 (PyTorch's ``t()``)."""
+        if self.ndim > 2:
+            raise op_error(ShapeError, "t", (self,),
+                           "t() needs rank <= 2; use transpose(dim0, dim1) or mT")
+        return F.permute_dims(self, None) if self.ndim == 2 else self
+
+    def contiguous(self):
+        """As PyTorch's: the tensor itself when its layout is C-contiguous, else a
+        contiguous copy (``x.t().contiguous()``), so a write to the result reaches ``x``
+        exactly when it would in PyTorch. Under jit the layout is the traced value's proxy
+        (graph/views.py)."""
+        data = self._data
+        layout = getattr(data, "proxy", data)
+        flags = getattr(layout, "flags", None)
+        if flags is None or flags.c_contiguous:
+            return self
+        return self.clone()
+
+    def expand_as(self, other):
+        """PyTorch's ``expand_as``: ``expand`` to ``other``'s shape."""
+        return F.expand(self, *other.shape)
+
+    # --- PyTorch's spellings -------------------------------------------------------------
+    def dim(self) -> int:
+        """The rank (PyTorch's ``dim()``; the Array API's ``ndim``)."""
+        return self.ndim
+
+    def numel(self) -> int:
+        """The number of elements (PyTorch's ``numel()``; the Array API's ``size``)."""
+        return int(self.size)
+
+    def clamp_min(self, min):  # noqa: A002 - PyTorch's name
+        return F.clamp(self, min=min)
+
+    def clamp_max(self, max):  # noqa: A002 - PyTorch's name
+        return F.clamp(self, max=max)
+
+    def sort(self, dim=-1, descending=False, stable=True):
+        """PyTorch's ``x.sort(dim)``: always the ``(values, indices)`` pair (``em.sort(x)``,
+        the Array API function, returns the values unless given ``dim=``)."""
+        return F.sort(self, descending=descending, stable=stable, dim=dim)
+
+    def where(self, condition, other):
+        """PyTorch's ``x.where(condition, y)``: x where the condition holds, else y."""
+        return F.where(condition, self, other)
+
+    def softmax(self, dim=-1):
+        return NF.softmax(self, dim)
+
+    def log_softmax(self, dim=-1):
+        return NF.log_softmax(self, dim)
 
 
-def install_methods(cls) -> None:
-    for name, fn in METHODS.items():
+
+def methods() -> dict:
+    """Every installed method by name, from the tables and _EngineMethods."""
+    table = {}
+    for namespace, tab, make in ((F, UNARY, _unary), (NF, UNARY_NN, _unary),
+                                 (F, BINARY, _binary), (F, REFLECTED, _reflected),
+                                 (F, FORWARDED, _forwarded)):
+        for name, function in tab.items():
+            table[name] = make(name, getattr(namespace, function))
+    table.update({name: _cast(name, dtype) for name, dtype in CASTS.items()})
+    for dunder, op in FAST_OPERATORS.items():
+        table[f"__{dunder}__"] = make_operator(OPS[op])
+        table[f"__r{dunder}__"] = make_operator(OPS[op], reflected=True)
+    for name, value in vars(_EngineMethods).items():
+        if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
+            table[name] = value
+    return table
+
+
+def install(cls) -> None:
+    """Put the methods and the hints (names PyTorch or NumPy users type that execmode
+    spells otherwise) onto ``cls``. Each name is installed once."""
+    for name, value in methods().items():
         if name in cls.__dict__:
             raise RuntimeError(f"Tensor.{name} is defined twice")
-        setattr(cls, name, fn)
+        setattr(cls, name, value)
+    for name in TENSOR_HINTS:
+        if name in cls.__dict__:
+            raise RuntimeError(f"Tensor.{name} exists: remove its hint from aliases.py")
+        setattr(cls, name, HintAttribute(name))
 
 
 class HintAttribute:
@@ -195,15 +333,4 @@ class HintAttribute:
         self.name = name
 
     def __get__(self, obj, objtype=None):
-        from .aliases import tensor_attribute_error
-
         raise tensor_attribute_error(self.name)
-
-
-def install_hints(cls) -> None:
-    from .aliases import TENSOR_HINTS
-
-    for name in TENSOR_HINTS:
-        if name in cls.__dict__:
-            raise RuntimeError(f"Tensor.{name} exists: remove its hint from aliases.py")
-        setattr(cls, name, HintAttribute(name))

@@ -104,7 +104,6 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
 from .gather_scatter import (
     gather,
     index_add,
-    one_hot,
     scatter_add,
     take_along_axis,
 )
@@ -113,6 +112,7 @@ from .indexing import (
     getitem,
     masked_fill,
     nonzero,
+    one_hot,
     setitem,
 )
 from .linalg import (

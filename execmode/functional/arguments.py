@@ -14,9 +14,12 @@ import operator
 import numpy as np
 
 from ..backend import as_device, xp_for
+from ..dispatch import apply
 from ..dtypes import as_dtype, default_dtype_for
 from ..errors import ArgumentError, DeviceError, DTypeError, op_error
+from ..ops import OPS
 from ..ops.registry import RuleError, normalize_axes, normalize_axis
+from ..symbolic import SymbolicScalar
 from ..tensor import SCALAR_TYPES, Tensor
 
 
@@ -42,12 +45,18 @@ def _dtype_arg(op: str, dtype, inputs=()):
         raise op_error(DTypeError, op, inputs, str(exc)) from None
 
 
+def constant(value, dtype, device: str):
+    """A new tensor holding the array ``value`` (what ``em.tensor`` makes)."""
+    return apply(OPS["constant"], value=value, shape=value.shape, dtype=dtype, device=device)
+
+
 def _tensor_arg(op: str, x, inputs=None):
     """``x`` as a tensor: a Tensor, or a Python number made into one."""
     if isinstance(x, Tensor):
         return x
     if x.__class__ in SCALAR_TYPES:
-        return tensor(x)
+        dt = _dtype_of_data("tensor", x)
+        return constant(np.array(x, dtype=dt), dt, _device_arg("tensor", None))
     raise op_error(ArgumentError, op, inputs or (x,),
                    f"expected a Tensor, got {type(x).__name__} (wrap data with em.tensor(...))")
 
@@ -69,11 +78,9 @@ def _is_number(v) -> bool:
 
 
 def _symbolic_value(op: str, name: str, v):
-    """A number jit reads at every call (graph/symbolic.py) used where the op needs its
+    """A number jit reads at every call (execmode/symbolic.py) used where the op needs its
     value (an attribute, a shape): the value, with a guard, so a change retraces.
-    None for anything else. Imported here, off the hot path: only a non-number gets here."""
-    from ..graph.symbolic import SymbolicScalar
-
+    None for anything else."""
     if isinstance(v, SymbolicScalar):
         return v.concrete(f"{op}'s {name}")
     return None
@@ -209,9 +216,3 @@ def _axis_of(op, x, axis, kwargs, default=-1):
                        f"unexpected keyword argument {next(iter(kwargs))!r}")
     axis = default if axis is _UNSET else axis
     return axis if axis is None else normalize_axis_for(op, x, axis)
-
-
-# _tensor_arg makes a Python number into a tensor with creation's ``tensor``, and creation
-# checks its own arguments with this module: imported last, when every check above exists.
-# The package's __init__ imports this module first, so the cycle always starts here.
-from .creation import tensor  # noqa: E402

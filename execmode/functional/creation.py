@@ -22,6 +22,7 @@ from .arguments import (
     _require_tensor,
     _shape_arg,
     _tensor_arg,
+    constant,
 )
 
 
@@ -49,9 +50,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
             raise
         raise op_error(ArgumentError, "tensor", (data,),
                        f"cannot make a tensor from this {type(data).__name__}: {exc}") from None
-    dev = _device_arg("tensor", device)
-    t = apply(OPS["constant"], value=value, shape=value.shape, dtype=dt, device=dev)
-    return _finish(t, requires_grad)
+    return _finish(constant(value, dt, _device_arg("tensor", device)), requires_grad)
 
 
 def asarray(data, dtype=None, device=None) -> Tensor:

@@ -13,7 +13,8 @@ from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, broadcast_shapes
 from ..tensor import Tensor
-from .arguments import _is_int, _number_arg, _require_tensor, _tensor_arg
+from . import reductions  # reductions.max: this module's bodies use Python's max
+from .arguments import _int_arg, _is_int, _number_arg, _require_tensor, _tensor_arg
 from .creation import astype, tensor
 from .elementwise import where
 from .state import assign
@@ -117,3 +118,21 @@ def masked_fill(x, mask, value):
     else:
         value = _number_arg("masked_fill", "value", value, (x, mask))
     return where(mask, value, x)
+
+
+def one_hot(x, num_classes=-1):
+    """int64 one-hot rows (a new last axis of ``num_classes``). A value outside
+    [0, num_classes) is an error naming it. ``num_classes=-1`` counts ``max(x) + 1``
+    classes: the shape depends on the values, so under jit that reads the value (a graph
+    break); pass ``num_classes`` to avoid it."""
+    x = _tensor_arg("one_hot", x)
+    num_classes = _int_arg("one_hot", "num_classes", num_classes, (x,))
+    if x.dtype.kind not in "iu":
+        raise op_error(ArgumentError, "one_hot", (x,),
+                       f"needs an integer tensor of class indices, got {x.dtype}")
+    if num_classes == -1:
+        num_classes = int(reductions.max(x)) + 1 if x.size else 0
+    if num_classes < 0:
+        raise op_error(ArgumentError, "one_hot", (x,),
+                       f"num_classes must be >= 0 (or -1), got {num_classes}")
+    return apply(OPS["one_hot"], x, num_classes=num_classes)

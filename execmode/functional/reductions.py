@@ -20,15 +20,14 @@ from ..tensor import Tensor
 from .arguments import _axes, _bool_arg, _number_arg, _rule_error, _tensor_arg, _torch_axis
 from .creation import astype, full
 from .elementwise import not_equal, sqrt
+from .gather_scatter import take_along_axis
+from .scan import ValuesIndices
 from .shape import squeeze
 
 
 def _values_and_indices(name, x, axis, keepdims):
     """PyTorch's ``max(x, dim)``: the values are read at the indices, so the gradient goes
     to the returned index alone (a tie of 2, 2 gives [1, 0], not [0.5, 0.5])."""
-    from .gather_scatter import take_along_axis  # it imports this module (one_hot's max)
-    from .scan import ValuesIndices
-
     arg = argmax if name == "max" else argmin
     indices = arg(x, axis=axis, keepdims=True)
     values = take_along_axis(x, indices, axis=axis)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import builtins
 
 from .. import dispatch
-from ..autograd import GradNode, mark_modified, no_grad
 from ..dispatch import apply
 from ..errors import ArgumentError, BackwardError, op_error
+from ..grad_mode import no_grad
 from ..ops import OPS
+from ..tape import GradNode, mark_modified
 from ..tensor import Tensor
 from .arguments import _tensor_arg
 from .elementwise import copy

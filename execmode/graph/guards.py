@@ -8,7 +8,7 @@ must still hold at the next call, or the call traces again:
 * Python numbers, strings and flags, by value, whether global or an attribute of an
   object the function reaches (``opt.lr``, ``self.training``, ``cfg.steps``), walked a few
   levels deep;
-* every concrete answer a :class:`~execmode.graph.symbolic.SymbolicScalar` gave.
+* every concrete answer a :class:`~execmode.symbolic.SymbolicScalar` gave.
 
 Modules, functions and classes are not guarded (rebinding them between calls is rare and
 checking them would cost every call). A number that changes becomes a graph input on the
@@ -24,6 +24,7 @@ import types
 
 from ..ops.registry import OpDef
 from ..pysource import define
+from ..symbolic import is_number
 from ..tensor import Tensor
 
 _MISSING = object()
@@ -116,8 +117,6 @@ class Guard:
 
     @property
     def numeric(self) -> bool:
-        from .symbolic import is_number
-
         return self.by_value and is_number(self.expected) and \
             is_number(read_holder(self.holder, self.name))
 

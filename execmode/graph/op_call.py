@@ -11,14 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import as_device, xp_for
+from ..ops import OPS
 from .ir import Node
 
 
 def op_function(n: Node, xp=None):
     """``fn(*operands) -> array`` computing ``n``'s op with its attributes, on the array
     module of its device (or ``xp``: constant folding computes with NumPy)."""
-    from ..ops import OPS
-
     view = _cheap_view(n)
     if view is not None:
         return view
@@ -53,4 +52,14 @@ def _cheap_view(n: Node):
     return None
 
 
-__all__ = ["op_function"]
+def may_raise(n: Node) -> bool:
+    """Ops whose values can make eager raise (an index tensor out of range): they run even
+    when nothing uses their result, so graph mode raises where eager does."""
+    op = OPS.get(n.op)
+    if op is not None and op.may_raise:  # gather, scatter_add, one_hot, check_labels ...
+        return True
+    tensor_operands = {"getitem": 1, "index_add": 1, "index_put": 2}.get(n.op)
+    return tensor_operands is not None and len(n.inputs) > tensor_operands
+
+
+__all__ = ["may_raise", "op_function"]

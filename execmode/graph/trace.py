@@ -26,9 +26,9 @@ from ..backend import CPU
 from ..errors import GraphBreakError, op_error
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import SourceLocation, user_location
+from ..symbolic import SymbolicScalar, is_number
 from ..tensor import Tensor
 from .ir import ASSIGN, INPUT, Graph, Literal, Node, make_attrs
-from .symbolic import SymbolicScalar, is_number
 from .verify import VERIFIED, verify
 from .views import (
     ViewStep,
@@ -795,8 +795,8 @@ class Tracer:
         index out of range) only when the graph runs. When the trace itself fails, this
         evaluates what the segment traced so far (reading its inputs, writing nothing,
         restoring the RNG) and returns the error eager would have raised first, or None."""
-        from ..passes.dce import may_raise
         from .interpret import Interpreter
+        from .op_call import may_raise
 
         b = self._builder
         if not any(may_raise(n) for n in b.graph.nodes):

@@ -23,15 +23,15 @@ import weakref
 from dataclasses import dataclass, field
 
 from .. import dispatch, instrument
-from ..autograd import GradNode
 from ..errors import ArgumentError, BackwardError
 from ..graph import guards as guards_mod
 from ..graph import pytree
 from ..graph.guards import same_value
 from ..graph.ir import Graph
-from ..graph.symbolic import SymbolicScalar, is_number
 from ..graph.trace import GraphBreak, Segment, Tracer
 from ..graph.views import replay
+from ..symbolic import SymbolicScalar, is_number
+from ..tape import GradNode
 from ..tensor import Tensor
 from . import cache_policy
 from .fastcall import MISS, build_fast_call

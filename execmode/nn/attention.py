@@ -14,10 +14,8 @@ from .. import functional as F
 from ..errors import ArgumentError, DTypeError, ShapeError, op_error
 from ..ops.registry import RuleError, broadcast_shapes
 from ..scope import named_scope
-
-# nn.functional imports this file (to re-export it): take the module, read names at call time.
-from . import functional as NF
 from .dropout import check_probability, dropout
+from .softmax import softmax
 
 
 @named_scope("scaled_dot_product_attention")
@@ -52,7 +50,7 @@ def attention(op, query, key, value, attn_mask, dropout_p, is_causal, scale):
         attn_mask = causal_mask(q.shape[-2], k.shape[-2], q.device)
     if attn_mask is not None:
         scores = apply_mask(op, scores, attn_mask, operands)
-    weights = NF.softmax(scores, axis=-1)
+    weights = softmax(scores, axis=-1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return F.matmul(weights, v), weights

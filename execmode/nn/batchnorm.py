@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 
 from .. import functional as F
-from ..autograd import no_grad
 from ..dtypes import int64
 from ..errors import ShapeError, op_error
+from ..grad_mode import no_grad
 from .module import Module, Parameter
 
 

@@ -10,19 +10,28 @@ import math
 from .. import functional as F
 from ..dtypes import float32, float64
 from ..errors import ArgumentError, ShapeError, op_error
+from ..functional import one_hot  # noqa: F401 - torch.nn.functional.one_hot
 from ..ops import OPS
 from ..scope import named_scope
+from .attention import scaled_dot_product_attention  # noqa: F401
+from .conv import conv1d, conv2d, pad  # noqa: F401
+from .dropout import dropout  # noqa: F401
+from .losses import (  # noqa: F401
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    mse_loss,
+    nll_loss,
+)
+from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: F401
+from .softmax import log_softmax, logsumexp, softmax  # noqa: F401
+
+# The softmax family, the losses, convolution, pooling, dropout and attention live in their
+# own files; the imports marked F401 above re-export them, so that ``em.nn.functional``
+# reads like ``torch.nn.functional``.
 
 # Arguments are checked up front so that bad input names the function the user called
 # (softmax), not the primitive inside it that would fail (max).
 _tensor = F._tensor_arg
-
-
-def _axis(op: str, x, axis):
-    """``axis`` checked (an int or None) so errors name ``op``."""
-    if axis is not None and not F._is_int(axis):
-        raise op_error(ArgumentError, op, (x,), f"axis must be an int, got {axis!r}")
-    return axis
 
 
 @named_scope("relu")
@@ -61,50 +70,6 @@ def gelu(x, approximate: str = "none"):
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1 + F.tanh(inner))
     return 0.5 * x * (1 + F.erf(x * (1 / math.sqrt(2))))
-
-
-def _stable_max(x, axis):
-    # The shift by the max only guards exp against overflow: it is a constant for autograd.
-    m = F.max(x, axis=axis, keepdims=True).detach()
-    return F.where(F.isfinite(m), m, 0.0)
-
-
-@named_scope("softmax")
-def softmax(x, axis: int = -1, **torch_keywords):
-    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
-    x = _tensor("softmax", x)
-    if torch_keywords:
-        axis = F._one_axis_keyword("softmax", x, axis, torch_keywords, default=-1)
-    F.normalize_axis_for("softmax", x, _axis("softmax", x, axis))
-    e = F.exp(x - _stable_max(x, axis))
-    return e / F.sum(e, axis=axis, keepdims=True)
-
-
-@named_scope("logsumexp")
-def logsumexp(x, axis=None, keepdims: bool = False, **torch_keywords):
-    x = _tensor("logsumexp", x)
-    if torch_keywords:
-        axis, keepdims = F._torch_axis("logsumexp", x, axis, keepdims, torch_keywords)
-    if axis is not None:
-        F.normalize_axis_for("logsumexp", x, _axis("logsumexp", x, axis))
-    keepdims = F._bool_arg("logsumexp", "keepdims", keepdims, (x,))
-    m = _stable_max(x, axis)
-    out = F.log(F.sum(F.exp(x - m), axis=axis, keepdims=True)) + m
-    return out if keepdims else F.squeeze(out, axis=axis if axis is not None else None)
-
-
-@named_scope("log_softmax")
-def log_softmax(x, axis: int = -1, **torch_keywords):
-    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
-    x = _tensor("log_softmax", x)
-    if torch_keywords:
-        axis = F._one_axis_keyword("log_softmax", x, axis, torch_keywords, default=-1)
-    F.normalize_axis_for("log_softmax", x, _axis("log_softmax", x, axis))
-    # (x - m) - log(sum(exp(x - m))) rather than x - logsumexp(x): adding the max back
-    # into logsumexp rounds away a small log term at the scale of the max (float32: 41 +
-    # 1.7e-6 is 41), which the largest logit's log-probability then loses.
-    shifted = x - _stable_max(x, axis)
-    return shifted - F.log(F.sum(F.exp(shifted), axis=axis, keepdims=True))
 
 
 @named_scope("linear")
@@ -165,18 +130,3 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     if beta != 1:
         soft = soft / beta
     return F.where(F.greater(z, threshold), x, soft)
-
-
-# The losses (losses.py), and convolution, pooling, dropout and attention, each in its own
-# file: re-exported here so that ``em.nn.functional`` reads like ``torch.nn.functional``.
-from ..functional import one_hot  # noqa: E402, F401 - torch.nn.functional.one_hot
-from .attention import scaled_dot_product_attention  # noqa: E402, F401
-from .conv import conv1d, conv2d, pad  # noqa: E402, F401
-from .dropout import dropout  # noqa: E402, F401
-from .losses import (  # noqa: E402,F401
-    binary_cross_entropy_with_logits,
-    cross_entropy,
-    mse_loss,
-    nll_loss,
-)
-from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402, F401

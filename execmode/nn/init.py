@@ -13,8 +13,8 @@ import math
 
 from .. import functional as F
 from .. import random as em_random
-from ..autograd import no_grad
 from ..errors import ArgumentError, ShapeError
+from ..grad_mode import no_grad
 from ..tensor import Tensor
 from .module import copy_into
 

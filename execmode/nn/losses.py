@@ -14,12 +14,7 @@ from .. import functional as F
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..scope import named_scope
-
-
-def _log_softmax(x, axis):
-    from .functional import log_softmax  # noqa: PLC0415 - functional imports this module
-
-    return log_softmax(x, axis=axis)
+from .softmax import log_softmax
 
 
 def _check_reduction(op, operands, reduction):
@@ -142,14 +137,14 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100,
     if target.dtype.kind in "iu":
         _check_class_target(op, logits, target,
                             () if logits.ndim == 1 else (logits.shape[0],) + logits.shape[2:])
-        logp = _log_softmax(flat, axis=-1)
+        logp = log_softmax(flat, axis=-1)
         loss, w = _class_losses(op, logp, F.reshape(flat_target, (-1,)), weight,
                                 ignore_index, eps)
         return _finish(loss, w, reduction, shape)
     if target.shape != logits.shape:
         raise op_error(ShapeError, op, (logits, target),
                        "probability targets must have the logits' shape")
-    logp = _log_softmax(logits, axis=1 if logits.ndim > 1 else 0)
+    logp = log_softmax(logits, axis=1 if logits.ndim > 1 else 0)
     classes = logits.shape[1] if logits.ndim > 1 else logits.shape[0]
     if eps:
         target = target * (1 - eps) + eps / classes

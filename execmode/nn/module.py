@@ -22,8 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import functional as F
-from ..autograd import no_grad
 from ..errors import ArgumentError, ShapeError
+from ..grad_mode import no_grad
 from ..scope import _state as _scope_state
 from ..tensor import Tensor
 
@@ -259,10 +259,10 @@ class Module:
         ``to(em.float64)``, ``to(device=..., dtype=...)``; integer buffers keep their
         dtype (as PyTorch's num_batches_tracked)."""
         from ..backend import Device
-        from ..tensor import _is_dtype_name
+        from ..dtypes import is_dtype_name
 
         for arg in args:
-            if isinstance(arg, Device) or isinstance(arg, str) and not _is_dtype_name(arg):
+            if isinstance(arg, Device) or isinstance(arg, str) and not is_dtype_name(arg):
                 device = arg
             else:
                 dtype = arg

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from .. import functional as F
-from ..autograd import no_grad
 from ..errors import ArgumentError
+from ..grad_mode import no_grad
 from ..tensor import Tensor
 
 

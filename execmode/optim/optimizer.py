@@ -15,8 +15,9 @@ from types import MappingProxyType
 
 from .. import dispatch
 from .. import functional as F
-from ..autograd import no_grad
 from ..errors import ArgumentError, ShapeError
+from ..grad_mode import no_grad
+from ..symbolic import SymbolicScalar, is_number
 from ..tensor import Tensor
 
 
@@ -98,7 +99,7 @@ class Optimizer:
     def hyper(self, name: str, group: dict | None = None):
         """The hyperparameter ``name`` of ``group`` (default: the first) as this step must
         use it: the group's value eagerly; under ``em.jit`` a number the graph reads at
-        every call (graph/symbolic.py), so changing ``opt.param_groups[i]["lr"]`` (or
+        every call (execmode/symbolic.py), so changing ``opt.param_groups[i]["lr"]`` (or
         ``opt.lr``) between jitted steps works as it does eagerly. A tuple (Adam's betas)
         gives a tuple of such numbers."""
         group = self.param_groups[0] if group is None else group
@@ -226,14 +227,12 @@ def _int_key(key):
 
 def _symbolic_item(tracer, group: dict, name: str, i: int, label: str):
     """``group[name][i]`` as a number the graph reads at every call (Adam's betas)."""
-    from ..graph.guards import read_holder
-    from ..graph.symbolic import SymbolicScalar, is_number
 
     value = group[name][i]
     if not is_number(value):
         return value
     tracer.dynamic_reads.add((id(group), name))
-    return SymbolicScalar(value, lambda: read_holder(group, name)[i], label, tracer)
+    return SymbolicScalar(value, lambda: group[name][i], label, tracer)
 
 
 __all__ = ["Optimizer"]

@@ -10,6 +10,7 @@ are positional.
 from __future__ import annotations
 
 from ..graph.ir import ASSIGN, INPUT, Graph
+from ..graph.op_call import may_raise
 from ..ops import OPS
 from .record import Rewrite
 
@@ -46,13 +47,3 @@ def eliminate_dead_code(graph: Graph):
         else:
             rewrites.append(Rewrite(f"DCE: removed %{n.id} ({n.op}, unused)", (n.id,), "dce"))
     return graph.copy(nodes=out), rewrites, {}, {}
-
-
-def may_raise(n) -> bool:
-    """Ops whose values can make eager raise (an index tensor out of range): they run even
-    when nothing uses their result, so graph mode raises where eager does."""
-    op = OPS.get(n.op)
-    if op is not None and op.may_raise:  # gather, scatter_add, one_hot, check_labels ...
-        return True
-    tensor_operands = {"getitem": 1, "index_add": 1, "index_put": 2}.get(n.op)
-    return tensor_operands is not None and len(n.inputs) > tensor_operands

@@ -138,6 +138,26 @@ def test_every_hint_names_a_spelling_that_does_not_exist():
     assert not [n for n in TENSOR_HINTS if not isinstance(vars(em.Tensor)[n], HintAttribute)]
 
 
+def test_activation_methods_call_the_nn_functions():
+    # x.relu() and x.sigmoid() once looked their function up in em.functional, which has
+    # neither (they are em.nn.functional's): AttributeError on the first call.
+    x = em.tensor(A)
+    assert_close(x.relu(), np.maximum(A, 0))
+    assert_close(x.sigmoid(), 1 / (1 + np.exp(-A)), rtol=1e-6)
+    assert_close(x.softmax(-1), NF.softmax(x, -1).numpy())
+
+
+def test_every_installed_method_reaches_a_function():
+    # Each table entry is looked up when the methods are installed, so a misspelt one
+    # fails at import; this checks the tables cover what Tensor answers to.
+    from execmode.tensor_methods import methods
+
+    table = methods()
+    for name in ("__getitem__", "__matmul__", "__radd__", "sum", "reshape", "grad", "detach",
+                 "float", "unsqueeze", "backward", "relu"):
+        assert name in table and name in vars(em.Tensor)
+
+
 def test_pytorch_twin_of_the_spellings():
     torch = torch_or_skip()
     t = torch.tensor(A)

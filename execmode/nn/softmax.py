@@ -1,0 +1,62 @@
+"""Softmax and its log-space relatives (softmax, log_softmax, logsumexp), shifted by the
+max for stability. Their own module because attention and the losses use them, and
+``nn.functional`` (which re-exports them) re-exports attention and the losses too."""
+
+from __future__ import annotations
+
+from .. import functional as F
+from ..errors import ArgumentError, op_error
+from ..scope import named_scope
+
+_tensor = F._tensor_arg
+
+
+def _axis(op: str, x, axis):
+    """``axis`` checked (an int or None) so errors name ``op``."""
+    if axis is not None and not F._is_int(axis):
+        raise op_error(ArgumentError, op, (x,), f"axis must be an int, got {axis!r}")
+    return axis
+
+
+def _stable_max(x, axis):
+    # The shift by the max only guards exp against overflow: it is a constant for autograd.
+    m = F.max(x, axis=axis, keepdims=True).detach()
+    return F.where(F.isfinite(m), m, 0.0)
+
+
+@named_scope("softmax")
+def softmax(x, axis: int = -1, **torch_keywords):
+    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
+    x = _tensor("softmax", x)
+    if torch_keywords:
+        axis = F._one_axis_keyword("softmax", x, axis, torch_keywords, default=-1)
+    F.normalize_axis_for("softmax", x, _axis("softmax", x, axis))
+    e = F.exp(x - _stable_max(x, axis))
+    return e / F.sum(e, axis=axis, keepdims=True)
+
+
+@named_scope("logsumexp")
+def logsumexp(x, axis=None, keepdims: bool = False, **torch_keywords):
+    x = _tensor("logsumexp", x)
+    if torch_keywords:
+        axis, keepdims = F._torch_axis("logsumexp", x, axis, keepdims, torch_keywords)
+    if axis is not None:
+        F.normalize_axis_for("logsumexp", x, _axis("logsumexp", x, axis))
+    keepdims = F._bool_arg("logsumexp", "keepdims", keepdims, (x,))
+    m = _stable_max(x, axis)
+    out = F.log(F.sum(F.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else F.squeeze(out, axis=axis if axis is not None else None)
+
+
+@named_scope("log_softmax")
+def log_softmax(x, axis: int = -1, **torch_keywords):
+    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
+    x = _tensor("log_softmax", x)
+    if torch_keywords:
+        axis = F._one_axis_keyword("log_softmax", x, axis, torch_keywords, default=-1)
+    F.normalize_axis_for("log_softmax", x, _axis("log_softmax", x, axis))
+    # (x - m) - log(sum(exp(x - m))) rather than x - logsumexp(x): adding the max back
+    # into logsumexp rounds away a small log term at the scale of the max (float32: 41 +
+    # 1.7e-6 is 41), which the largest logit's log-probability then loses.
+    shifted = x - _stable_max(x, axis)
+    return shifted - F.log(F.sum(F.exp(shifted), axis=axis, keepdims=True))

@@ -1,0 +1,36 @@
+"""The autograd tape: the GradNode each op output that needs a gradient keeps, and the
+clock that tells backward when an input was overwritten after a node used it.
+
+Low in the engine (it imports nothing of it): dispatch records nodes here for every eager op
+and autograd.py walks them backward.
+"""
+
+from __future__ import annotations
+
+# In-place writes (assign, setitem, ``w -= lr * g``) stamp the tensor they write with a
+# tick of this clock, and every GradNode keeps the tick at which it was made. A node whose
+# inputs or saved output were overwritten after it was made would compute its vjp from
+# values that are gone, or follow a history the tensor no longer has: backward refuses
+# it (as PyTorch's version counters do) instead of returning wrong gradients.
+_tick = 0
+
+
+def mark_modified(t) -> None:
+    """Record that ``t``'s values were just overwritten in place."""
+    global _tick
+    _tick += 1
+    t._written_at = _tick
+
+
+class GradNode:
+    __slots__ = ("op", "inputs", "attrs", "saved_output", "made_at")
+
+    def __init__(self, op, inputs, attrs, saved_output):
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs
+        self.saved_output = saved_output
+        self.made_at = _tick
+
+    def __repr__(self) -> str:
+        return f"<GradNode {self.op.name}>"
