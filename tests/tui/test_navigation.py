@@ -1,9 +1,6 @@
-"""Every view by key, by the command palette and by the mouse; the core stays Textual-free."""
+"""Every view by key, by the command palette and by the mouse."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 from execmode.tui.views import VIEWS
 from execmode.tui.widgets.row_list import RowList
@@ -28,9 +25,3 @@ async def test_views_open_by_number_palette_and_mouse(tmp_path):
         op_list = app.screen.query_one("#op-list", RowList)
         await pilot.click("#op-list", offset=(10, 2))         # the third op
         assert op_list.cursor == 2
-
-
-def test_importing_the_engine_and_the_cli_does_not_import_textual():
-    code = ("import sys, execmode, execmode.tui.cli, execmode.tui.data; "
-            "assert 'textual' not in sys.modules, 'textual imported'")
-    subprocess.run([sys.executable, "-c", code], check=True)
