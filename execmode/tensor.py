@@ -46,6 +46,13 @@ class Tensor:
     """An array with a dtype, a device and (optionally) a gradient.
 
     Create tensors with :func:`execmode.tensor` and friends rather than this class.
+
+    Besides the members listed here, a tensor has the operators (``+ - * / @ ** // %``,
+    comparisons, ``x[i]``, ``x[i] = v``, ``+=`` ...), ``.grad``, ``backward()``,
+    ``detach()``, ``to()``, ``reshape``/``view``/``transpose``/``permute``/``T``/``mT``
+    and the functions as methods (``x.sum(dim=1)``, ``x.exp()``, ``x.float()``,
+    ``x.masked_fill(...)`` ...): each calls the function of the same name with the tensor
+    first. They are installed by ``execmode.tensor_methods``; docs/pytorch.md lists them.
     """
 
     # The two attributes read on every op are slots (set by whoever creates a tensor);
