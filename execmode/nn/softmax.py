@@ -18,6 +18,15 @@ def _axis(op: str, x, axis):
     return axis
 
 
+def _class_axis(op: str, x, axis, torch_keywords):
+    """The one axis softmax and log_softmax normalize over (PyTorch's ``dim=`` or
+    ``axis=``), checked so that errors name ``op``."""
+    if torch_keywords:
+        axis = F._one_axis_keyword(op, x, axis, torch_keywords, default=-1)
+    F.normalize_axis_for(op, x, _axis(op, x, axis))
+    return axis
+
+
 def _stable_max(x, axis):
     # The shift by the max only guards exp against overflow: it is a constant for autograd.
     m = F.max(x, axis=axis, keepdims=True).detach()
@@ -28,9 +37,7 @@ def _stable_max(x, axis):
 def softmax(x, axis: int = -1, **torch_keywords):
     """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
     x = _tensor("softmax", x)
-    if torch_keywords:
-        axis = F._one_axis_keyword("softmax", x, axis, torch_keywords, default=-1)
-    F.normalize_axis_for("softmax", x, _axis("softmax", x, axis))
+    axis = _class_axis("softmax", x, axis, torch_keywords)
     e = F.exp(x - _stable_max(x, axis))
     return e / F.sum(e, axis=axis, keepdims=True)
 
@@ -52,9 +59,7 @@ def logsumexp(x, axis=None, keepdims: bool = False, **torch_keywords):
 def log_softmax(x, axis: int = -1, **torch_keywords):
     """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
     x = _tensor("log_softmax", x)
-    if torch_keywords:
-        axis = F._one_axis_keyword("log_softmax", x, axis, torch_keywords, default=-1)
-    F.normalize_axis_for("log_softmax", x, _axis("log_softmax", x, axis))
+    axis = _class_axis("log_softmax", x, axis, torch_keywords)
     # (x - m) - log(sum(exp(x - m))) rather than x - logsumexp(x): adding the max back
     # into logsumexp rounds away a small log term at the scale of the max (float32: 41 +
     # 1.7e-6 is 41), which the largest logit's log-probability then loses.
