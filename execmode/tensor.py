@@ -114,15 +114,14 @@ class Tensor:
     def grad_fn(self):
         return self._grad_fn
 
-
-
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
     # --- concrete values (graph breaks while tracing) ------------------------------------
-
+    # Each reads ``self._concrete(reason)`` (installed by tensor_methods.py: it asks the
+    # tracer), which materializes a traced tensor.
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array (copied from the GPU; shared on the CPU)."""
         d = self._concrete("numpy()")

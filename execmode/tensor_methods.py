@@ -67,15 +67,15 @@ CASTS = {"float": float32, "double": float64, "long": int64, "int": int32, "bool
 FAST_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
 
 
+def _spelled(fn) -> str:
+    prefix = "em.nn.functional" if fn.__module__ == NF.__name__ else "em"
+    return f"{prefix}.{fn.__name__}"
+
+
 def _unary(name, fn):
     def method(self):
         return fn(self)
     return _named(method, name, f"``{_spelled(fn)}(x)``.")
-
-
-def _spelled(fn) -> str:
-    prefix = "em.nn.functional" if fn.__module__ == NF.__name__ else "em"
-    return f"{prefix}.{fn.__name__}"
 
 
 def _binary(name, fn):
@@ -103,7 +103,8 @@ def _cast(name, dtype):
 
 
 def _named(method, name, doc):
-    method.__name__ = method.__qualname__ = name
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
     method.__doc__ = doc
     return method
 
