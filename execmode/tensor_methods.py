@@ -291,7 +291,6 @@ class _EngineMethods:
         return NF.log_softmax(self, dim)
 
 
-
 def methods() -> dict:
     """Every installed method by name, from the tables and _EngineMethods."""
     table = {}
@@ -305,8 +304,11 @@ def methods() -> dict:
         table[f"__{dunder}__"] = make_operator(OPS[op])
         table[f"__r{dunder}__"] = make_operator(OPS[op], reflected=True)
     for name, value in vars(_EngineMethods).items():
-        if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
-            table[name] = value
+        if name in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
+            continue
+        if callable(value):
+            value.__qualname__ = f"Tensor.{name}"
+        table[name] = value
     return table
 
 
