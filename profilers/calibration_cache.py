@@ -76,10 +76,10 @@ def cached_overhead(*, memory: bool = True, summaries: bool = False, measure=Non
 
 def cache_key(memory: bool, summaries: bool) -> dict:
     import numpy as np
+    from execmode.profilers import native
 
     import execmode
     from execmode.codegen.toolchain import cpu_identity
-    from execmode.profilers import native
 
     return {
         "cpu": cpu_identity(),
