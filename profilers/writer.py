@@ -388,14 +388,16 @@ class SessionWriter:
             else:
                 self._ring_rows(r, upto, ops)
         try:
-            conn.execute("BEGIN")
-            if fmt.new_locations:
-                conn.executemany("INSERT INTO locations VALUES (?,?,?,?)", fmt.new_locations)
-                fmt.new_locations = []
-            for table, batch in rows.items():
-                if batch:
-                    conn.executemany(_INSERT[table], batch)
-            conn.execute("COMMIT")
+            if fmt.new_locations or any(rows.values()):  # not for ring records alone
+                conn.execute("BEGIN")
+                if fmt.new_locations:
+                    conn.executemany("INSERT INTO locations VALUES (?,?,?,?)",
+                                     fmt.new_locations)
+                    fmt.new_locations = []
+                for table, batch in rows.items():
+                    if batch:
+                        conn.executemany(_INSERT[table], batch)
+                conn.execute("COMMIT")
             self.ops_written += (len(ops) + len(rows["summarized"]) + len(rows["threaded"])
                                  + len(rows["threaded_summarized"]))
         except BaseException:
