@@ -31,6 +31,9 @@
 #include <structmember.h>
 #include <numpy/arrayobject.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -86,6 +89,7 @@ typedef struct sqlite3_stmt sqlite3_stmt;
 #define SQLITE_OK 0
 #define SQLITE_DONE 101
 #define SQLITE_OPEN_READWRITE 0x00000002
+#define SQLITE_OPEN_NOMUTEX 0x00008000   /* one thread at a time: no lock per call */
 
 static struct {
     int loaded;
@@ -337,13 +341,27 @@ code_is_internal(OpRing *self, PyObject *code)
     return internal;
 }
 
-/* The user's frame: the innermost one outside execmode (source.user_location's walk).
- * Sets *frame to a new reference or NULL (no user frame); -1 on error. */
+/* The user's frame: the innermost one outside execmode (source.user_location's walk),
+ * starting ``skip`` frames out from the Python function that called the ring (frames that
+ * are execmode's own in any case). sys._getframe(skip) reaches it without making frame
+ * objects of the frames in between, which PyFrame_GetBack would (and CPython then copies
+ * each one out when its function returns). Sets *frame to a new reference or NULL (no
+ * user frame); -1 on error. */
+static PyObject *getframe;      /* sys._getframe */
+static PyObject *skip_objs[3];  /* 0, 1, 2 as ints */
+
 static int
-user_frame(OpRing *self, PyFrameObject **frame, PyObject **code_out, int *lasti)
+user_frame(OpRing *self, int skip, PyFrameObject **frame, PyObject **code_out, int *lasti)
 {
-    PyFrameObject *f = PyEval_GetFrame();
-    Py_XINCREF(f);
+    PyFrameObject *f = (PyFrameObject *)PyObject_Vectorcall(getframe, &skip_objs[skip], 1,
+                                                            NULL);
+    if (f == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_ValueError))
+            return -1;
+        PyErr_Clear();  /* a shallower stack than expected: walk from the caller */
+        f = PyEval_GetFrame();
+        Py_XINCREF(f);
+    }
     while (f != NULL) {
         PyObject *code = (PyObject *)PyFrame_GetCode(f);
         int internal = code_is_internal(self, code);
@@ -539,10 +557,18 @@ find_site(OpRing *self, const Key *k, uint64_t hash)
 
 /* The live/peak bytes of the CPU device as profilers/memory.py's MemoryTracker counts
  * them (each op output that allocated, until the array is freed), without a Python call
- * per op: a weak reference per tracked array (a subtype that remembers the array's
- * address and size) whose callback is C. The tracker uses this object as the CPU's
- * DeviceMemory (name, live, peak, window, pool) and calls ``track`` for the ops of the
- * Python path, so both paths count into one table. */
+ * or object per op. The tracker uses this object as the CPU's DeviceMemory (name, live,
+ * peak, window, pool) and calls ``track`` for the ops of the Python path, so both paths
+ * count into the same tables. Two ways to see an array go:
+ *
+ * - **buffers**: while recording, NumPy allocates through a wrapper of its current
+ *   allocator (PyDataMem_SetHandler, NumPy's documented hook; the wrapper hands every
+ *   call to the allocator it wraps). An op output that owns a buffer from the wrapper is
+ *   counted by its data pointer, and the wrapper's free subtracts it: an owned buffer
+ *   is freed when its array dies, where the tracker's weak reference would fire.
+ * - **objects**: any other array (allocated before, in another thread, by another
+ *   allocator) gets a weak reference (a subtype that remembers the array's address and
+ *   size) whose callback is C, as the tracker's own _Ref. */
 
 typedef struct {
     PyWeakReference ref;
@@ -559,9 +585,20 @@ static PyTypeObject TrackedRefType = {
 };
 
 typedef struct {
-    void *addr;
-    PyObject *ref;              /* a strong reference: the callback fires while it lives */
+    void *key;                  /* an array's address (objects) or data pointer (buffers) */
+    PyObject *ref;              /* objects: a strong reference (the callback fires while it
+                                 * lives); buffers: NULL */
+    int64_t nbytes;
 } Tracked;
+
+typedef struct {
+    Tracked *slots;             /* open addressing, linear probing; malloc'd (the wrapper's
+                                 * free may run without the GIL) */
+    uint64_t size;              /* a power of two, or 0 */
+    Py_ssize_t count;
+} Table;
+
+typedef struct Wrapper Wrapper;
 
 struct CpuMemory {
     PyObject_HEAD
@@ -569,10 +606,33 @@ struct CpuMemory {
     int64_t live, peak, window, last_emit, interval;
     PyObject *sample;           /* callable(ts): the tracker's _sample */
     PyObject *freed;            /* the weak references' callback (bound to this object) */
-    Tracked *table;
-    uint64_t size;              /* slots (a power of two) */
-    Py_ssize_t count;
+    Table objects, buffers;
+    Wrapper *wrapper;           /* the allocator wrapper counting into this, or NULL */
+    PyObject *restore;          /* the allocator to put back at uninstall */
 };
+
+/* One lock for every buffers table: frees can come from any thread. Never held across a
+ * call out of this file. A fork resets it (a child may inherit it held). */
+static char buffers_lock;
+
+static inline void
+lock_buffers(void)
+{
+    while (__atomic_test_and_set(&buffers_lock, __ATOMIC_ACQUIRE))
+        ;
+}
+
+static inline void
+unlock_buffers(void)
+{
+    __atomic_clear(&buffers_lock, __ATOMIC_RELEASE);
+}
+
+static void
+reset_buffers_lock(void)
+{
+    __atomic_clear(&buffers_lock, __ATOMIC_RELAXED);
+}
 
 static inline uint64_t
 addr_slot(void *addr, uint64_t size)
@@ -582,27 +642,58 @@ addr_slot(void *addr, uint64_t size)
     return (h >> 17) & (size - 1);
 }
 
-static int
-memory_grow(CpuMemory *m)
+/* Where ``key`` is, or the empty slot where it would go. */
+static inline uint64_t
+table_probe(const Table *t, void *key)
 {
-    uint64_t size = m->size ? m->size * 2 : 4096;
-    Tracked *table = PyMem_Calloc(size, sizeof(Tracked));
-    if (table == NULL) {
-        PyErr_NoMemory();
+    uint64_t i = addr_slot(key, t->size);
+    while (t->slots[i].key != NULL && t->slots[i].key != key)
+        i = (i + 1) & (t->size - 1);
+    return i;
+}
+
+static int
+table_reserve(Table *t)
+{
+    if ((uint64_t)(t->count + 1) * 2 <= t->size)
+        return 0;
+    uint64_t size = t->size ? t->size * 2 : 4096;
+    Tracked *slots = calloc(size, sizeof(Tracked));
+    if (slots == NULL)
         return -1;
-    }
-    for (uint64_t j = 0; j < m->size; ++j) {
-        if (m->table[j].addr == NULL)
+    for (uint64_t j = 0; j < t->size; ++j) {
+        if (t->slots[j].key == NULL)
             continue;
-        uint64_t i = addr_slot(m->table[j].addr, size);
-        while (table[i].addr != NULL)
+        uint64_t i = addr_slot(t->slots[j].key, size);
+        while (slots[i].key != NULL)
             i = (i + 1) & (size - 1);
-        table[i] = m->table[j];
+        slots[i] = t->slots[j];
     }
-    PyMem_Free(m->table);
-    m->table = table;
-    m->size = size;
+    free(t->slots);
+    t->slots = slots;
+    t->size = size;
     return 0;
+}
+
+/* Remove slot i; backward-shift deletion keeps every probe sequence unbroken. */
+static void
+table_remove(Table *t, uint64_t i)
+{
+    uint64_t hole = i, j = i;
+    for (;;) {
+        j = (j + 1) & (t->size - 1);
+        if (t->slots[j].key == NULL)
+            break;
+        uint64_t home = addr_slot(t->slots[j].key, t->size);
+        if (((j - home) & (t->size - 1)) >= ((j - hole) & (t->size - 1))) {
+            t->slots[hole] = t->slots[j];
+            hole = j;
+        }
+    }
+    t->slots[hole].key = NULL;
+    t->slots[hole].ref = NULL;
+    t->slots[hole].nbytes = 0;
+    t->count--;
 }
 
 static int
@@ -624,19 +715,137 @@ memory_sample(CpuMemory *m, int64_t ts)
     return 0;
 }
 
+static inline void
+memory_add(CpuMemory *m, int64_t nbytes)
+{
+    int64_t live = m->live += nbytes;
+    if (live > m->window) {
+        m->window = live;
+        if (live > m->peak)
+            m->peak = live;
+    }
+}
+
+/* --- the allocator wrapper --- */
+
+struct Wrapper {
+    PyDataMem_Handler handler;  /* ours; its allocator's ctx is this wrapper */
+    PyDataMem_Handler *inner;   /* the one it wraps (kept alive by ``inner_capsule``) */
+    PyObject *inner_capsule;
+    PyObject *capsule;          /* ours, as NumPy keeps handlers */
+    CpuMemory *memory;          /* NULL once that object is gone (changed under the lock) */
+};
+
+static void *
+wrapper_malloc(void *ctx, size_t size)
+{
+    PyDataMem_Handler *inner = ((Wrapper *)ctx)->inner;
+    return inner->allocator.malloc(inner->allocator.ctx, size);
+}
+
+static void *
+wrapper_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    PyDataMem_Handler *inner = ((Wrapper *)ctx)->inner;
+    return inner->allocator.calloc(inner->allocator.ctx, nelem, elsize);
+}
+
+static void *
+wrapper_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    Wrapper *w = ctx;
+    void *moved = w->inner->allocator.realloc(w->inner->allocator.ctx, ptr, new_size);
+    if (moved != NULL && moved != ptr && ptr != NULL) {
+        /* A counted buffer keeps its count under its new address (as the array does). */
+        lock_buffers();
+        CpuMemory *m = w->memory;
+        if (m != NULL && m->buffers.size) {
+            uint64_t i = table_probe(&m->buffers, ptr);
+            if (m->buffers.slots[i].key != NULL) {
+                int64_t nbytes = m->buffers.slots[i].nbytes;
+                table_remove(&m->buffers, i);
+                if (table_reserve(&m->buffers) == 0) {
+                    uint64_t j = table_probe(&m->buffers, moved);
+                    m->buffers.slots[j].key = moved;
+                    m->buffers.slots[j].nbytes = nbytes;
+                    m->buffers.count++;
+                } else {
+                    m->live -= nbytes;  /* no room to follow it: count it as freed */
+                }
+            }
+        }
+        unlock_buffers();
+    }
+    return moved;
+}
+
+static void
+wrapper_free(void *ctx, void *ptr, size_t size)
+{
+    Wrapper *w = ctx;
+    CpuMemory *m = NULL;
+    if (ptr != NULL) {
+        lock_buffers();
+        CpuMemory *owner = w->memory;
+        if (owner != NULL && owner->buffers.size) {
+            uint64_t i = table_probe(&owner->buffers, ptr);
+            if (owner->buffers.slots[i].key != NULL) {
+                owner->live -= owner->buffers.slots[i].nbytes;
+                table_remove(&owner->buffers, i);
+                m = owner;
+            }
+        }
+        unlock_buffers();
+    }
+    w->inner->allocator.free(w->inner->allocator.ctx, ptr, size);
+    if (m != NULL && PyGILState_Check()) {
+        /* As the tracker's _on_freed: a memory row when the interval has passed. A
+         * failure cannot be raised from here: it is reported as unraisable. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        if (memory_sample(m, perf_counter_ns()) < 0)
+            PyErr_WriteUnraisable(m->sample);
+        PyErr_Restore(type, value, tb);
+    }
+}
+
+/* --- tracking --- */
+
 /* Count ``data`` (nbytes > 0) as live until it is freed; an array already counted is
  * not counted twice (an op that hands back its input). */
 static int
 memory_track(CpuMemory *m, PyObject *data, int64_t nbytes, int64_t end_ns)
 {
-    if ((uint64_t)(m->count + 1) * 2 > m->size && memory_grow(m) < 0)
-        return -1;
-    uint64_t i = addr_slot(data, m->size);
-    while (m->table[i].addr != NULL) {
-        if (m->table[i].addr == data)
-            return 0;
-        i = (i + 1) & (m->size - 1);
+    Wrapper *w = m->wrapper;
+    if (w != NULL && PyArray_CheckExact(data)
+            && (PyArray_FLAGS((PyArrayObject *)data) & NPY_ARRAY_OWNDATA)
+            && PyArray_HANDLER((PyArrayObject *)data) == w->capsule) {
+        void *buffer = PyArray_DATA((PyArrayObject *)data);
+        int counted = 0;
+        lock_buffers();
+        if (table_reserve(&m->buffers) < 0) {
+            unlock_buffers();
+            PyErr_NoMemory();
+            return -1;
+        }
+        uint64_t i = table_probe(&m->buffers, buffer);
+        if (m->buffers.slots[i].key == NULL) {
+            m->buffers.slots[i].key = buffer;
+            m->buffers.slots[i].nbytes = nbytes;
+            m->buffers.count++;
+            memory_add(m, nbytes);
+            counted = 1;
+        }
+        unlock_buffers();
+        return counted ? memory_sample(m, end_ns) : 0;
     }
+    if (table_reserve(&m->objects) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    uint64_t i = table_probe(&m->objects, data);
+    if (m->objects.slots[i].key != NULL)
+        return 0;
     PyObject *args[2] = {data, m->freed};
     PyObject *ref = PyObject_Vectorcall((PyObject *)&TrackedRefType, args, 2, NULL);
     if (ref == NULL) {
@@ -647,15 +856,11 @@ memory_track(CpuMemory *m, PyObject *data, int64_t nbytes, int64_t end_ns)
     }
     ((TrackedRef *)ref)->addr = data;
     ((TrackedRef *)ref)->nbytes = nbytes;
-    m->table[i].addr = data;
-    m->table[i].ref = ref;
-    m->count++;
-    int64_t live = m->live += nbytes;
-    if (live > m->window) {
-        m->window = live;
-        if (live > m->peak)
-            m->peak = live;
-    }
+    m->objects.slots[i].key = data;
+    m->objects.slots[i].ref = ref;
+    m->objects.slots[i].nbytes = nbytes;
+    m->objects.count++;
+    memory_add(m, nbytes);
     return memory_sample(m, end_ns);
 }
 
@@ -664,30 +869,13 @@ static PyObject *
 memory_freed(PyObject *self, PyObject *ref)
 {
     CpuMemory *m = (CpuMemory *)self;
-    if (!PyObject_TypeCheck(ref, &TrackedRefType) || m->size == 0)
+    if (!PyObject_TypeCheck(ref, &TrackedRefType) || m->objects.size == 0)
         Py_RETURN_NONE;
-    void *addr = ((TrackedRef *)ref)->addr;
-    uint64_t i = addr_slot(addr, m->size);
-    while (m->table[i].addr != NULL && m->table[i].ref != ref)
-        i = (i + 1) & (m->size - 1);
-    if (m->table[i].addr == NULL)
+    uint64_t i = table_probe(&m->objects, ((TrackedRef *)ref)->addr);
+    if (m->objects.slots[i].key == NULL || m->objects.slots[i].ref != ref)
         Py_RETURN_NONE;
-    PyObject *held = m->table[i].ref;
-    /* Backward-shift deletion keeps every probe sequence unbroken. */
-    uint64_t hole = i, j = i;
-    for (;;) {
-        j = (j + 1) & (m->size - 1);
-        if (m->table[j].addr == NULL)
-            break;
-        uint64_t home = addr_slot(m->table[j].addr, m->size);
-        if (((j - home) & (m->size - 1)) >= ((j - hole) & (m->size - 1))) {
-            m->table[hole] = m->table[j];
-            hole = j;
-        }
-    }
-    m->table[hole].addr = NULL;
-    m->table[hole].ref = NULL;
-    m->count--;
+    PyObject *held = m->objects.slots[i].ref;
+    table_remove(&m->objects, i);
     m->live -= ((TrackedRef *)ref)->nbytes;
     int rc = memory_sample(m, perf_counter_ns());
     Py_DECREF(held);  /* the caller holds ref too */
@@ -744,8 +932,9 @@ CpuMemory_traverse(CpuMemory *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->sample);
     Py_VISIT(self->freed);
-    for (uint64_t j = 0; j < self->size; ++j)
-        Py_VISIT(self->table[j].ref);
+    Py_VISIT(self->restore);
+    for (uint64_t j = 0; j < self->objects.size; ++j)
+        Py_VISIT(self->objects.slots[j].ref);
     return 0;
 }
 
@@ -754,14 +943,12 @@ CpuMemory_clear(CpuMemory *self)
 {
     Py_CLEAR(self->sample);
     Py_CLEAR(self->freed);
-    Tracked *table = self->table;
-    uint64_t size = self->size;
-    self->table = NULL;
-    self->size = 0;
-    self->count = 0;
-    for (uint64_t j = 0; j < size; ++j)
-        Py_XDECREF(table[j].ref);
-    PyMem_Free(table);
+    Py_CLEAR(self->restore);
+    Table objects = self->objects;
+    memset(&self->objects, 0, sizeof(Table));
+    for (uint64_t j = 0; j < objects.size; ++j)
+        Py_XDECREF(objects.slots[j].ref);
+    free(objects.slots);
     return 0;
 }
 
@@ -769,9 +956,95 @@ static void
 CpuMemory_dealloc(CpuMemory *self)
 {
     PyObject_GC_UnTrack(self);
+    lock_buffers();
+    if (self->wrapper != NULL)
+        self->wrapper->memory = NULL;  /* buffers it still counts are freed uncounted */
+    free(self->buffers.slots);
+    memset(&self->buffers, 0, sizeof(Table));
+    unlock_buffers();
     CpuMemory_clear(self);
     Py_XDECREF(self->name);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* install_allocator() -> bool: NumPy allocates through a wrapper of its current allocator
+ * from now on, in the calling thread's context (NumPy keeps the allocator in a context
+ * variable). False when one is installed already or the allocator's version is unknown. */
+static PyObject *
+CpuMemory_install(CpuMemory *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->restore != NULL)
+        Py_RETURN_FALSE;
+    PyObject *current = PyDataMem_GetHandler();
+    if (current == NULL)
+        return NULL;
+    PyDataMem_Handler *inner = PyCapsule_GetPointer(current, "mem_handler");
+    if (inner == NULL || inner->version != 1) {
+        Py_DECREF(current);
+        if (inner == NULL)
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    /* Never freed: arrays allocated through it hold its capsule and may outlive this
+     * object, the recording and the module's other state. */
+    Wrapper *w = calloc(1, sizeof(Wrapper));
+    if (w == NULL) {
+        Py_DECREF(current);
+        return PyErr_NoMemory();
+    }
+    snprintf(w->handler.name, sizeof(w->handler.name), "execmode_op_ring");
+    w->handler.version = 1;
+    w->handler.allocator.ctx = w;
+    w->handler.allocator.malloc = wrapper_malloc;
+    w->handler.allocator.calloc = wrapper_calloc;
+    w->handler.allocator.realloc = wrapper_realloc;
+    w->handler.allocator.free = wrapper_free;
+    w->inner = inner;
+    w->inner_capsule = current;
+    w->capsule = PyCapsule_New(&w->handler, "mem_handler", NULL);
+    if (w->capsule == NULL) {
+        Py_DECREF(current);
+        free(w);
+        return NULL;
+    }
+    PyObject *previous = PyDataMem_SetHandler(w->capsule);
+    if (previous == NULL) {
+        Py_DECREF(w->capsule);
+        Py_DECREF(current);
+        free(w);
+        return NULL;
+    }
+    lock_buffers();
+    if (self->wrapper != NULL)
+        self->wrapper->memory = NULL;  /* an earlier install: its buffers go uncounted */
+    w->memory = self;
+    self->wrapper = w;
+    unlock_buffers();
+    self->restore = previous;
+    Py_RETURN_TRUE;
+}
+
+/* uninstall_allocator() -> bool: put back the allocator that install_allocator found (in
+ * the calling thread's context, if the wrapper is still the current one there). Buffers
+ * counted so far stay counted until they are freed. */
+static PyObject *
+CpuMemory_uninstall(CpuMemory *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->restore == NULL)
+        Py_RETURN_FALSE;
+    PyObject *current = PyDataMem_GetHandler();
+    if (current == NULL)
+        return NULL;
+    int ours = current == self->wrapper->capsule;
+    Py_DECREF(current);
+    if (ours) {
+        PyObject *previous = PyDataMem_SetHandler(self->restore);
+        if (previous == NULL)
+            return NULL;
+        Py_DECREF(previous);
+    }
+    Py_CLEAR(self->restore);
+    return PyBool_FromLong(ours);
 }
 
 static PyMemberDef CpuMemory_members[] = {
@@ -796,18 +1069,26 @@ CpuMemory_pool(PyObject *self, void *closure)
 static PyObject *
 CpuMemory_tracked(CpuMemory *self, void *closure)
 {
-    return PyLong_FromSsize_t(self->count);
+    lock_buffers();
+    Py_ssize_t buffers = self->buffers.count;
+    unlock_buffers();
+    return Py_BuildValue("(nn)", buffers, self->objects.count);
 }
 
 static PyGetSetDef CpuMemory_getset[] = {
     {"pool", CpuMemory_pool, NULL, "no memory pool (DeviceMemory's field)", NULL},
-    {"tracked", (getter)CpuMemory_tracked, NULL, "arrays counted as live", NULL},
+    {"tracked", (getter)CpuMemory_tracked, NULL,
+     "arrays counted as live: (by their buffer, by a weak reference)", NULL},
     {NULL},
 };
 
 static PyMethodDef CpuMemory_methods[] = {
     {"track", (PyCFunction)(void (*)(void))CpuMemory_track, METH_FASTCALL,
      "track(data, nbytes, end_ns): count an op output that allocated nbytes > 0"},
+    {"install_allocator", (PyCFunction)CpuMemory_install, METH_NOARGS,
+     "NumPy allocates through a counting wrapper of its allocator (this context)"},
+    {"uninstall_allocator", (PyCFunction)CpuMemory_uninstall, METH_NOARGS,
+     "put back the allocator install_allocator found"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -833,7 +1114,7 @@ static PyTypeObject CpuMemoryType = {
  * Returns Py_True (recorded), Py_False (the Python path must record it) or NULL. */
 static PyObject *
 record(OpRing *self, Key *k, PyObject *name, PyObject *const *inputs, Py_ssize_t n_inputs,
-       PyObject *out, PyObject *attrs, PyObject *t0_obj, int64_t nbytes)
+       PyObject *out, PyObject *attrs, PyObject *t0_obj, int64_t nbytes, int skip)
 {
     uint64_t head = self->head;
     if (head - __atomic_load_n(&self->tail, __ATOMIC_ACQUIRE) >= self->capacity)
@@ -852,7 +1133,7 @@ record(OpRing *self, Key *k, PyObject *name, PyObject *const *inputs, Py_ssize_t
     PyFrameObject *frame;
     PyObject *code;
     int lasti = 0;
-    if (user_frame(self, &frame, &code, &lasti) < 0) {
+    if (user_frame(self, skip, &frame, &code, &lasti) < 0) {
         Py_DECREF(scope);
         return NULL;
     }
@@ -951,8 +1232,9 @@ OpRing_binary(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
     static PyObject *no_attrs;
     if (no_attrs == NULL && (no_attrs = PyDict_New()) == NULL)
         return NULL;
+    /* skip 1: the operator's caller (the operator is dispatch's own) */
     return record(self, &k, name, inputs, 2, out, no_attrs, args[4],
-                  (int64_t)PyArray_NBYTES((PyArrayObject *)out));
+                  (int64_t)PyArray_NBYTES((PyArrayObject *)out), 1);
 decline:
     self->declined++;
     Py_RETURN_FALSE;
@@ -996,7 +1278,8 @@ OpRing_general(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
     put_array(&k, (PyArrayObject *)out);
     int64_t nbytes = PyArray_BASE((PyArrayObject *)out) == NULL
         ? (int64_t)PyArray_NBYTES((PyArrayObject *)out) : 0;
-    return record(self, &k, name, operands, n, out, attrs, args[4], nbytes);
+    /* skip 2: past run_eager and its caller (apply, or the tracer), dispatch's own */
+    return record(self, &k, name, operands, n, out, attrs, args[4], nbytes, 2);
 decline:
     self->declined++;
     Py_RETURN_FALSE;
@@ -1219,7 +1502,7 @@ OpRing_open_writer(OpRing *self, PyObject *args)
     }
     if (load_sqlite(library) < 0)
         return NULL;
-    int rc = sq.open_v2(path, &self->db, SQLITE_OPEN_READWRITE, NULL);
+    int rc = sq.open_v2(path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK) {
         sq.busy_timeout(self->db, 5000);
         rc = sq.exec(self->db, pragmas, NULL, NULL, NULL);
@@ -1485,12 +1768,18 @@ PyInit__em_op_ring(void)
 {
     import_array();
     TrackedRefType.tp_base = &_PyWeakref_RefType;
+    pthread_atfork(NULL, NULL, reset_buffers_lock);
     if (PyType_Ready(&OpRingType) < 0 || PyType_Ready(&TrackedRefType) < 0
             || PyType_Ready(&CpuMemoryType) < 0)
         return NULL;
     str_current = PyUnicode_InternFromString("current");
-    if (str_current == NULL)
+    getframe = PySys_GetObject("_getframe");  /* borrowed from sys: keep our own */
+    if (str_current == NULL || getframe == NULL)
         return NULL;
+    Py_INCREF(getframe);
+    for (int i = 0; i < 3; ++i)
+        if ((skip_objs[i] = PyLong_FromLong(i)) == NULL)
+            return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

@@ -134,6 +134,7 @@ class Recorder:
         self._stopped = True
         instrument.remove_listener(self)
         _active.discard(self)
+        self._uninstall_allocator()
         if self.memory is not None:
             self.memory.sample_now()
         self.writer.set_meta("end_ns", time.perf_counter_ns())
@@ -165,6 +166,11 @@ class Recorder:
         self.stop()
         self.writer.close()
         atexit.unregister(self.close)
+
+    def _uninstall_allocator(self) -> None:
+        counters = self.memory._native if self.memory is not None else None
+        if counters is not None:
+            counters.uninstall_allocator()
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Commit everything recorded so far (the debugger calls this before a pause)."""
@@ -198,6 +204,11 @@ class Recorder:
             first_line = (reason.strip().splitlines() or ["unavailable"])[0][:200]
             self.op_path = f"python (no op ring: {first_line})"
             return
+        counters = self.memory._native if self.memory is not None else None
+        if counters is not None:
+            # NumPy allocates through a counting wrapper of its allocator until stop():
+            # op outputs' buffers are then counted without a weak reference each.
+            counters.install_allocator()
         how = self.writer.attach_ring(ring)
         self.op_path = f"ring ({'C writer' if how == 'sqlite' else 'Python rows'})"
         self._pending = self.writer.backlog  # the Python path's backpressure sees the ring
@@ -297,6 +308,7 @@ def _forget_in_child() -> None:
     # A forked child has no writer thread: its recorders must not queue forever.
     for rec in list(_active):
         instrument.remove_listener(rec)
+        rec._uninstall_allocator()
         rec._stopped = True
     _active.clear()
 

@@ -198,3 +198,33 @@ def test_the_ring_gives_way_to_a_second_listener(tmp_path):
     with open_session(path) as s:
         assert s.count("op_events") == 3
     assert dispatch._native_binary is None  # closed: nobody listens
+
+
+def test_memory_is_counted_through_numpys_allocator_while_recording(tmp_path):
+    from numpy._core.multiarray import get_handler_name
+
+    before = get_handler_name()
+    path = tmp_path / "alloc.emsession"
+    n = 1000
+    with Recorder(path, calibrate=False) as rec:
+        counters = rec.memory._native
+        assert get_handler_name() == "execmode_op_ring"  # NumPy allocates through ours
+        a = em.ones(n)
+        b = a + 1.0  # counted by its buffer
+        assert counters.tracked[0] >= 1 and counters.live == rec.memory.live_bytes("cpu")
+        live = counters.live
+        b._data.resize(2 * n, refcheck=False)  # realloc: the count follows the buffer
+        del b
+        assert counters.live == live - 4 * n
+        results = []
+        thread = threading.Thread(target=lambda: results.append(em.ones(n) * 2.0))
+        thread.start()
+        thread.join()
+        assert counters.tracked[1] >= 1  # another thread's arrays: a weak reference each
+        assert counters.live == live  # its product lives (its em.ones was freed), b not
+        results.clear()
+        del a
+        assert counters.live == 0 and counters.tracked == (0, 0)
+    assert get_handler_name() == before  # put back at stop
+    with open_session(path) as s:
+        assert s.peak_memory()["cpu"] >= 2 * 4 * n
