@@ -1,11 +1,14 @@
 """What recording costs, and how fast a big session reads back.
 
     python benchmarks/bench_recording.py [--ops 1000000] [--per-op-rounds 20000]
+    python benchmarks/bench_recording.py --ops 0 --rounds 5   # part 1 only, best of 5 runs
 
 Part 1 (printed second), per eager op (tiny float32 tensors, so the overheads show; best of 5 runs):
 raw NumPy, execmode with no listener, with a listener that does nothing (dispatch building
 the event), and with the recorder writing to a session file (memory tracking on/off,
-value summaries on), amortised with the writer's time to commit the rows.
+value summaries on, the op ring turned off), amortised with the writer's time to commit
+the rows. ``--rounds N`` repeats part 1 N times, interleaving its rows, and keeps each
+row's best: on a shared machine the load moves between rows otherwise.
 
 Part 2 (run first, so peak RSS starts clean): record a session of ``--ops`` real eager ops (default 1M), reporting the write
 rate and how much the process grew, then time opening it and the aggregates a report
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import resource
 import sys
 import tempfile
@@ -70,9 +74,12 @@ def per_op(loop, rounds: int, repeats: int = 5) -> float:
 def recorded_per_op(rounds: int, tmp: Path, **options) -> float:
     """ns per op with a recorder on, including the writer's commit time (best of 5)."""
     best = float("inf")
+    name = "-".join(f"{k}={v}" for k, v in options.items())
+    options.pop("ring", None)
     for i in range(5):
-        name = "-".join(f"{k}={v}" for k, v in options.items())
-        rec = Recorder(tmp / f"per-op-{name}-{i}.emsession", calibrate=False, **options)
+        path = tmp / f"per-op-{name}-{i}.emsession"
+        path.unlink(missing_ok=True)
+        rec = Recorder(path, calibrate=False, **options)
         rec.start()
         execmode_loop(rounds // 10)
         rec.flush()
@@ -85,24 +92,53 @@ def recorded_per_op(rounds: int, tmp: Path, **options) -> float:
     return best
 
 
-def part_one(rounds: int, tmp: Path) -> None:
-    rows = [("raw NumPy (np.add, np.exp)", per_op(numpy_loop, rounds))]
-    none = per_op(execmode_loop, rounds)
-    rows.append(("execmode, no listener", none))
+def ring_off_per_op(rounds: int, tmp: Path) -> float:
+    """The recorder with its op ring turned off: every op takes the Python path."""
+    saved = os.environ.get("EXECMODE_NATIVE_RECORDER")
+    os.environ["EXECMODE_NATIVE_RECORDER"] = "0"
+    try:
+        return recorded_per_op(rounds, tmp, memory=True, ring="off")
+    finally:
+        if saved is None:
+            del os.environ["EXECMODE_NATIVE_RECORDER"]
+        else:
+            os.environ["EXECMODE_NATIVE_RECORDER"] = saved
+
+
+def null_listener_per_op(rounds: int) -> float:
     with instrument.listening(NullListener()):
-        rows.append(("execmode, null listener (dispatch builds events)",
-                     per_op(execmode_loop, rounds)))
+        return per_op(execmode_loop, rounds)
+
+
+def tracker_per_op(rounds: int) -> float:
     with instrument.listening(MemoryTracker()):
-        rows.append(("execmode, memory tracker only", per_op(execmode_loop, rounds)))
-    rows.append(("recorder -> session, no memory tracking",
-                 recorded_per_op(rounds, tmp, memory=False)))
-    rows.append(("recorder -> session (default: memory on)", recorded_per_op(rounds, tmp)))
-    rows.append(("recorder -> session, value summaries on",
-                 recorded_per_op(rounds, tmp, summaries=True)))
-    numpy_ns = rows[0][1]
-    print(f"\nPer eager op ({SIZE}-element float32 tensors, best of 5, {2 * rounds:,} ops):")
+        return per_op(execmode_loop, rounds)
+
+
+ROWS = [
+    ("raw NumPy (np.add, np.exp)", lambda r, tmp: per_op(numpy_loop, r)),
+    ("execmode, no listener", lambda r, tmp: per_op(execmode_loop, r)),
+    ("execmode, null listener (dispatch builds events)", lambda r, tmp: null_listener_per_op(r)),
+    ("execmode, memory tracker only", lambda r, tmp: tracker_per_op(r)),
+    ("recorder -> session, no memory tracking",
+     lambda r, tmp: recorded_per_op(r, tmp, memory=False)),
+    ("recorder -> session (default: memory on)", lambda r, tmp: recorded_per_op(r, tmp)),
+    ("recorder -> session, op ring off (Python path)", ring_off_per_op),
+    ("recorder -> session, value summaries on",
+     lambda r, tmp: recorded_per_op(r, tmp, summaries=True)),
+]
+
+
+def part_one(rounds: int, tmp: Path, repeats: int = 1) -> None:
+    best = [float("inf")] * len(ROWS)
+    for _ in range(repeats):  # rows interleaved: a burst of load hits one round's row only
+        for i, (_, measure) in enumerate(ROWS):
+            best[i] = min(best[i], measure(rounds, tmp))
+    numpy_ns, none = best[0], best[1]
+    print(f"\nPer eager op ({SIZE}-element float32 tensors, best of 5 x {repeats}, "
+          f"{2 * rounds:,} ops):")
     print(f"{'':52s} {'ns/op':>8s} {'vs no listener':>15s} {'vs NumPy':>9s}")
-    for label, ns in rows:
+    for (label, _), ns in zip(ROWS, best):
         print(f"{label:52s} {ns:8.0f} {ns / none:14.2f}x {ns / numpy_ns:8.2f}x")
 
 
@@ -152,15 +188,19 @@ def part_two(n_ops: int, tmp: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ops", type=int, default=1_000_000, help="ops in the big session")
+    p.add_argument("--ops", type=int, default=1_000_000,
+                   help="ops in the big session (0: part 1 only)")
     p.add_argument("--per-op-rounds", type=int, default=20_000,
                    help="rounds of two ops per timing in part 1")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repeat part 1, interleaving its rows, and keep each row's best")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="execmode-bench-") as tmp:
         # The big session first: peak RSS is a high-water mark, so its growth is measured
         # before anything else has raised it.
-        part_two(args.ops, Path(tmp))
-        part_one(args.per_op_rounds, Path(tmp))
+        if args.ops:
+            part_two(args.ops, Path(tmp))
+        part_one(args.per_op_rounds, Path(tmp), args.rounds)
 
 
 if __name__ == "__main__":
