@@ -148,6 +148,11 @@ class MemoryTracker:
         """{device: (live_bytes, peak_bytes)}."""
         return {m.name: (m.live, m.peak) for _, m in self._devices.values()}
 
+    @property
+    def native_cpu(self):
+        """The CPU's counters in C (a CpuMemory, see adopt_native_cpu), or None."""
+        return self._native
+
     def adopt_native_cpu(self, counters) -> bool:
         """Count the CPU device in ``counters``, a ``CpuMemory`` of the recorder's op ring
         (native.py): the ring counts each op output there in C, with the same rules as

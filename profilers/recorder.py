@@ -168,7 +168,7 @@ class Recorder:
         atexit.unregister(self.close)
 
     def _uninstall_allocator(self) -> None:
-        counters = self.memory._native if self.memory is not None else None
+        counters = self.memory.native_cpu if self.memory is not None else None
         if counters is not None:
             counters.uninstall_allocator()
 
@@ -204,15 +204,13 @@ class Recorder:
             first_line = (reason.strip().splitlines() or ["unavailable"])[0][:200]
             self.op_path = f"python (no op ring: {first_line})"
             return
-        counters = self.memory._native if self.memory is not None else None
+        counters = self.memory.native_cpu if self.memory is not None else None
         if counters is not None:
             # NumPy allocates through a counting wrapper of its allocator until stop():
             # op outputs' buffers are then counted without a weak reference each.
             counters.install_allocator()
         how = self.writer.attach_ring(ring)
         self.op_path = f"ring ({'C writer' if how == 'sqlite' else 'Python rows'})"
-        self._pending = self.writer.backlog  # the Python path's backpressure sees the ring
-        self.on_op = self._choose_on_op()
         self.native_op_sink = (ring.binary, ring.general)
 
     # --- listener protocol ----------------------------------------------------------------

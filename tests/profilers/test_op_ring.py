@@ -207,7 +207,7 @@ def test_memory_is_counted_through_numpys_allocator_while_recording(tmp_path):
     path = tmp_path / "alloc.emsession"
     n = 1000
     with Recorder(path, calibrate=False) as rec:
-        counters = rec.memory._native
+        counters = rec.memory.native_cpu
         assert get_handler_name() == "execmode_op_ring"  # NumPy allocates through ours
         a = em.ones(n)
         b = a + 1.0  # counted by its buffer
