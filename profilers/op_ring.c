@@ -127,6 +127,9 @@ typedef struct {
     /* what the producer reads and calls */
     PyObject *seq;              /* instrument's itertools.count */
     PyObject *scope_state;      /* scope._state (thread-local); its "current" is the path */
+    PyObject *scope_dict;       /* the main thread's dict of scope_state (read on its first
+                                 * op: a thread-local's per-thread dict is one object for
+                                 * the thread's life), or NULL */
     PyObject *is_internal;      /* source.is_internal_file(filename) */
     PyObject *location_of;      /* source.location_of(frame) */
     PyObject *cpu;              /* backend.CPU */
@@ -1110,6 +1113,8 @@ static PyTypeObject CpuMemoryType = {
 
 /* --- the producer ------------------------------------------------------------------- */
 
+static PyObject *current_scope(OpRing *self);
+
 /* Record one op whose key (op, inputs, output) is in k; adds scope, line and attrs.
  * Returns Py_True (recorded), Py_False (the Python path must record it) or NULL. */
 static PyObject *
@@ -1123,7 +1128,7 @@ record(OpRing *self, Key *k, PyObject *name, PyObject *const *inputs, Py_ssize_t
     long long t0 = PyLong_AsLongLong(t0_obj);
     if (t0 == -1 && PyErr_Occurred())
         return NULL;
-    PyObject *scope = PyObject_GetAttr(self->scope_state, str_current);
+    PyObject *scope = current_scope(self);
     if (scope == NULL)
         return NULL;
     if (!PyUnicode_CheckExact(scope)) {
@@ -1196,6 +1201,31 @@ done:
 decline:
     self->declined++;
     Py_RETURN_FALSE;
+}
+
+/* scope._state.current of the main thread: its per-thread dict's entry, else the class
+ * default (an attribute lookup on a thread-local finds the thread's dict first). */
+static PyObject *
+current_scope(OpRing *self)
+{
+    if (self->scope_dict == NULL) {
+        PyObject *d = PyObject_GetAttrString(self->scope_state, "__dict__");
+        if (d == NULL)
+            return NULL;
+        if (!PyDict_CheckExact(d)) {
+            Py_DECREF(d);
+            return PyObject_GetAttr(self->scope_state, str_current);
+        }
+        self->scope_dict = d;
+    }
+    PyObject *scope = PyDict_GetItemWithError(self->scope_dict, str_current);
+    if (scope != NULL) {
+        Py_INCREF(scope);
+        return scope;
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_GetAttr(self->scope_state, str_current);
 }
 
 static int
@@ -1714,6 +1744,7 @@ OpRing_dealloc(OpRing *self)
     PyMem_Free(self->records);
     Py_XDECREF(self->seq);
     Py_XDECREF(self->scope_state);
+    Py_XDECREF(self->scope_dict);
     Py_XDECREF(self->is_internal);
     Py_XDECREF(self->location_of);
     Py_XDECREF(self->cpu);
