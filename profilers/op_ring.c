@@ -109,7 +109,13 @@ static struct {
 
 static const char INSERT_SQL[] =
     "INSERT INTO op_events (seq, op, scope, location, start_ns, dur_ns, bytes, inputs, "
-    "output, device, attrs) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
+    "output, device, attrs) VALUES ";
+static const char ROW_SQL[] = "(?,?,?,?,?,?,?,?,?,?,?)";
+#define ROW_PARAMS 11
+/* Rows per statement for full chunks: one step inserts them all, which costs SQLite about
+ * a third less per row than a statement per row (the rest go one by one). 32 x 11
+ * parameters stay under SQLite's oldest limit of 999. */
+#define ROWS_PER_STEP 32
 
 typedef struct {
     PyObject_HEAD
@@ -143,7 +149,8 @@ typedef struct {
     Py_ssize_t declined;        /* ops handed back to the Python path */
     /* the writer's connection */
     sqlite3 *db;
-    sqlite3_stmt *insert;
+    sqlite3_stmt *insert;       /* one row */
+    sqlite3_stmt *insert_many;  /* ROWS_PER_STEP rows */
 } OpRing;
 
 static PyObject *str_current;
@@ -1511,6 +1518,10 @@ close_db(OpRing *self)
         sq.finalize(self->insert);
         self->insert = NULL;
     }
+    if (self->insert_many != NULL) {
+        sq.finalize(self->insert_many);
+        self->insert_many = NULL;
+    }
     if (self->db != NULL) {
         sq.close_v2(self->db);
         self->db = NULL;
@@ -1537,8 +1548,17 @@ OpRing_open_writer(OpRing *self, PyObject *args)
         sq.busy_timeout(self->db, 5000);
         rc = sq.exec(self->db, pragmas, NULL, NULL, NULL);
     }
-    if (rc == SQLITE_OK)
-        rc = sq.prepare_v2(self->db, INSERT_SQL, -1, &self->insert, NULL);
+    char sql[sizeof INSERT_SQL + ROWS_PER_STEP * sizeof ROW_SQL];
+    if (rc == SQLITE_OK) {
+        snprintf(sql, sizeof sql, "%s%s", INSERT_SQL, ROW_SQL);
+        rc = sq.prepare_v2(self->db, sql, -1, &self->insert, NULL);
+    }
+    if (rc == SQLITE_OK) {
+        size_t n = (size_t)snprintf(sql, sizeof sql, "%s%s", INSERT_SQL, ROW_SQL);
+        for (int i = 1; i < ROWS_PER_STEP; ++i)
+            n += (size_t)snprintf(sql + n, sizeof sql - n, ",%s", ROW_SQL);
+        rc = sq.prepare_v2(self->db, sql, -1, &self->insert_many, NULL);
+    }
     if (rc != SQLITE_OK) {
         PyErr_Format(PyExc_OSError, "cannot open %s for the op writer: %s", path,
                      self->db ? sq.errmsg(self->db) : "out of memory");
@@ -1559,10 +1579,36 @@ OpRing_close_writer(OpRing *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
-static int
-bind_text_or_null(sqlite3_stmt *st, int column, const char *text)
+/* Bind one record's row as the row-th row of ``st`` (NULL text: SQL NULL). */
+static void
+bind_row(sqlite3_stmt *st, int row, const Record *r, const Site *s)
 {
-    return text ? sq.bind_text(st, column, text, -1, NULL) : sq.bind_null(st, column);
+    int b = row * ROW_PARAMS;
+    sq.bind_int64(st, b + 1, r->seq);
+    sq.bind_text(st, b + 2, s->text[0], -1, NULL);
+    sq.bind_text(st, b + 3, s->text[1], -1, NULL);
+    if (s->location)
+        sq.bind_int64(st, b + 4, s->location);
+    else
+        sq.bind_null(st, b + 4);
+    sq.bind_int64(st, b + 5, r->t0);
+    sq.bind_int64(st, b + 6, r->t1 - r->t0);
+    sq.bind_int64(st, b + 7, r->bytes);
+    sq.bind_text(st, b + 8, s->text[2], -1, NULL);
+    sq.bind_text(st, b + 9, s->text[3], -1, NULL);
+    sq.bind_text(st, b + 10, s->text[4], -1, NULL);
+    if (s->text[5])
+        sq.bind_text(st, b + 11, s->text[5], -1, NULL);
+    else
+        sq.bind_null(st, b + 11);
+}
+
+static int
+step_once(sqlite3_stmt *st)
+{
+    int step = sq.step(st);
+    sq.reset(st);
+    return step == SQLITE_DONE ? SQLITE_OK : step;
 }
 
 /* write(upto): insert the records before ``upto`` in one transaction, with the GIL
@@ -1587,36 +1633,32 @@ OpRing_write(OpRing *self, PyObject *arg)
     if (t == upto)
         return Py_BuildValue("(LLLO)", consumed, written, malformed, Py_None);
     sqlite3 *db = self->db;
-    sqlite3_stmt *st = self->insert;
     Py_BEGIN_ALLOW_THREADS
     int rc = sq.exec(db, "BEGIN", NULL, NULL, NULL);
+    const Record *chunk[ROWS_PER_STEP];
+    const Site *sites[ROWS_PER_STEP];
+    int n = 0;
     for (; rc == SQLITE_OK && t < upto; ++t) {
-        Record *r = &self->records[t & self->mask];
-        Site *s = site_at(self, r->site);
+        const Record *r = &self->records[t & self->mask];
+        const Site *s = site_at(self, r->site);
         if (s->state != SITE_READY) {
             malformed++;
             continue;
         }
-        sq.bind_int64(st, 1, r->seq);
-        sq.bind_text(st, 2, s->text[0], -1, NULL);
-        sq.bind_text(st, 3, s->text[1], -1, NULL);
-        if (s->location)
-            sq.bind_int64(st, 4, s->location);
-        else
-            sq.bind_null(st, 4);
-        sq.bind_int64(st, 5, r->t0);
-        sq.bind_int64(st, 6, r->t1 - r->t0);
-        sq.bind_int64(st, 7, r->bytes);
-        sq.bind_text(st, 8, s->text[2], -1, NULL);
-        sq.bind_text(st, 9, s->text[3], -1, NULL);
-        sq.bind_text(st, 10, s->text[4], -1, NULL);
-        bind_text_or_null(st, 11, s->text[5]);
-        int step = sq.step(st);
-        sq.reset(st);
-        if (step != SQLITE_DONE)
-            rc = step;
-        else
-            written++;
+        chunk[n] = r;
+        sites[n] = s;
+        if (++n == ROWS_PER_STEP) {
+            for (int i = 0; i < n; ++i)
+                bind_row(self->insert_many, i, chunk[i], sites[i]);
+            rc = step_once(self->insert_many);
+            written += rc == SQLITE_OK ? n : 0;
+            n = 0;
+        }
+    }
+    for (int i = 0; rc == SQLITE_OK && i < n; ++i) {
+        bind_row(self->insert, 0, chunk[i], sites[i]);
+        rc = step_once(self->insert);
+        written += rc == SQLITE_OK;
     }
     if (rc == SQLITE_OK)
         rc = sq.exec(db, "COMMIT", NULL, NULL, NULL);

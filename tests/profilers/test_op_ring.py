@@ -50,7 +50,7 @@ def _mixed_script():
     thread = threading.Thread(target=_worker, args=(x, results), name="worker")
     thread.start()
     thread.join()
-    for _ in range(3):  # the same sites again
+    for _ in range(20):  # the same sites again: rows enough for multi-row inserts
         y = x @ w
         y = y + y
     del z, s, m, r, c, t, big, h, p, results, y
