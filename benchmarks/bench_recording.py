@@ -7,7 +7,9 @@ Part 1 (printed second), per eager op (tiny float32 tensors, so the overheads sh
 raw NumPy, execmode with no listener, with a listener that does nothing (dispatch building
 the event), and with the recorder writing to a session file (memory tracking on/off,
 value summaries on, the op ring turned off), amortised with the writer's time to commit
-the rows. ``--rounds N`` repeats part 1 N times, interleaving its rows, and keeps each
+the rows. Besides wall time, each row's cost in CPU time: the process's (every thread, so
+the session writer's inserts too) and the main thread's (what the script's own thread
+pays); on a shared machine CPU time moves far less with other processes' load. ``--rounds N`` repeats part 1 N times, interleaving its rows, and keeps each
 row's best: on a shared machine the load moves between rows otherwise.
 
 Part 2 (run first, so peak RSS starts clean): record a session of ``--ops`` real eager ops (default 1M), reporting the write
@@ -40,25 +42,39 @@ from execmode import instrument
 SIZE = 16
 
 
-def numpy_loop(rounds: int) -> int:
+# A cost is (wall, process CPU, main thread CPU) in ns: CPU time is what the work took on
+# the cores whatever else ran there; the process's includes the session writer's thread.
+def _clock() -> tuple:
+    return time.perf_counter_ns(), time.process_time_ns(), time.thread_time_ns()
+
+
+def _since(start: tuple) -> tuple:
+    return tuple(now - then for now, then in zip(_clock(), start))
+
+
+def _best(costs) -> tuple:
+    return tuple(min(column) for column in zip(*costs))
+
+
+def numpy_loop(rounds: int) -> tuple:
     a = np.ones(SIZE, np.float32)
     b = np.ones(SIZE, np.float32)
-    start = time.perf_counter_ns()
+    start = _clock()
     for _ in range(rounds):
         np.add(a, b)
         np.exp(a)
-    return time.perf_counter_ns() - start
+    return _since(start)
 
 
-def execmode_loop(rounds: int) -> int:
+def execmode_loop(rounds: int) -> tuple:
     a = em.ones(SIZE)
     b = em.ones(SIZE)
     exp = em.exp
-    start = time.perf_counter_ns()
+    start = _clock()
     for _ in range(rounds):
         a + b
         exp(a)
-    return time.perf_counter_ns() - start
+    return _since(start)
 
 
 class NullListener:
@@ -66,14 +82,14 @@ class NullListener:
         pass
 
 
-def per_op(loop, rounds: int, repeats: int = 5) -> float:
+def per_op(loop, rounds: int, repeats: int = 5) -> tuple:
     loop(rounds // 10)  # warm up
-    return min(loop(rounds) for _ in range(repeats)) / (2 * rounds)
+    return tuple(ns / (2 * rounds) for ns in _best(loop(rounds) for _ in range(repeats)))
 
 
-def recorded_per_op(rounds: int, tmp: Path, **options) -> float:
+def recorded_per_op(rounds: int, tmp: Path, **options) -> tuple:
     """ns per op with a recorder on, including the writer's commit time (best of 5)."""
-    best = float("inf")
+    costs = []
     name = "-".join(f"{k}={v}" for k, v in options.items())
     options.pop("ring", None)
     for i in range(5):
@@ -83,16 +99,15 @@ def recorded_per_op(rounds: int, tmp: Path, **options) -> float:
         rec.start()
         execmode_loop(rounds // 10)
         rec.flush()
-        elapsed = execmode_loop(rounds)
-        start = time.perf_counter_ns()
+        start = _clock()
+        execmode_loop(rounds)
         rec.flush()
-        elapsed += time.perf_counter_ns() - start
+        costs.append(_since(start))
         rec.close()
-        best = min(best, elapsed / (2 * rounds))
-    return best
+    return tuple(ns / (2 * rounds) for ns in _best(costs))
 
 
-def ring_off_per_op(rounds: int, tmp: Path) -> float:
+def ring_off_per_op(rounds: int, tmp: Path) -> tuple:
     """The recorder with its op ring turned off: every op takes the Python path."""
     saved = os.environ.get("EXECMODE_NATIVE_RECORDER")
     os.environ["EXECMODE_NATIVE_RECORDER"] = "0"
@@ -105,12 +120,12 @@ def ring_off_per_op(rounds: int, tmp: Path) -> float:
             os.environ["EXECMODE_NATIVE_RECORDER"] = saved
 
 
-def null_listener_per_op(rounds: int) -> float:
+def null_listener_per_op(rounds: int) -> tuple:
     with instrument.listening(NullListener()):
         return per_op(execmode_loop, rounds)
 
 
-def tracker_per_op(rounds: int) -> float:
+def tracker_per_op(rounds: int) -> tuple:
     with instrument.listening(MemoryTracker()):
         return per_op(execmode_loop, rounds)
 
@@ -130,16 +145,21 @@ ROWS = [
 
 
 def part_one(rounds: int, tmp: Path, repeats: int = 1) -> None:
-    best = [float("inf")] * len(ROWS)
+    costs: list[list] = [[] for _ in ROWS]
     for _ in range(repeats):  # rows interleaved: a burst of load hits one round's row only
         for i, (_, measure) in enumerate(ROWS):
-            best[i] = min(best[i], measure(rounds, tmp))
-    numpy_ns, none = best[0], best[1]
+            costs[i].append(measure(rounds, tmp))
+    best = [_best(c) for c in costs]
+    numpy_ns, none = best[0][0], best[1]
     print(f"\nPer eager op ({SIZE}-element float32 tensors, best of 5 x {repeats}, "
-          f"{2 * rounds:,} ops):")
-    print(f"{'':52s} {'ns/op':>8s} {'vs no listener':>15s} {'vs NumPy':>9s}")
-    for (label, _), ns in zip(ROWS, best):
-        print(f"{label:52s} {ns:8.0f} {ns / none:14.2f}x {ns / numpy_ns:8.2f}x")
+          f"{2 * rounds:,} ops): wall ns/op, and what each adds to no listener's\n"
+          "wall time, process CPU time (all threads, the session writer's too) and main "
+          "thread CPU time:")
+    print(f"{'':52s} {'ns/op':>7s} {'vs none':>8s} {'+wall':>7s} {'+CPU':>7s} "
+          f"{'+main':>7s} {'vs NumPy':>9s}")
+    for (label, _), (wall, cpu, main) in zip(ROWS, best):
+        print(f"{label:52s} {wall:7.0f} {wall / none[0]:7.2f}x {wall - none[0]:7.0f} "
+              f"{cpu - none[1]:7.0f} {main - none[2]:7.0f} {wall / numpy_ns:8.2f}x")
 
 
 def part_two(n_ops: int, tmp: Path) -> None:
