@@ -100,6 +100,8 @@ static struct {
     int (*bind_int64)(sqlite3_stmt *, int, long long);
     int (*bind_text)(sqlite3_stmt *, int, const char *, int, void (*)(void *));
     int (*bind_null)(sqlite3_stmt *, int);
+    int (*bind_double)(sqlite3_stmt *, int, double);
+    int (*bind_blob)(sqlite3_stmt *, int, const void *, int, void (*)(void *));
     int (*step)(sqlite3_stmt *);
     int (*reset)(sqlite3_stmt *);
     int (*finalize)(sqlite3_stmt *);
@@ -1501,6 +1503,8 @@ load_sqlite(const char *path)
     SYM(bind_int64, "sqlite3_bind_int64");
     SYM(bind_text, "sqlite3_bind_text");
     SYM(bind_null, "sqlite3_bind_null");
+    SYM(bind_double, "sqlite3_bind_double");
+    SYM(bind_blob, "sqlite3_bind_blob");
     SYM(step, "sqlite3_step");
     SYM(reset, "sqlite3_reset");
     SYM(finalize, "sqlite3_finalize");
@@ -1611,15 +1615,100 @@ step_once(sqlite3_stmt *st)
     return step == SQLITE_DONE ? SQLITE_OK : step;
 }
 
-/* write(upto): insert the records before ``upto`` in one transaction, with the GIL
- * released. Returns (consumed, written, malformed, error): error is None, or SQLite's
- * message when the transaction failed (rolled back: nothing of it was written). The
- * records are consumed either way. */
+/* Bind a Python value as SQLite's parameter i, as Python's sqlite3 would: int, float,
+ * str, bytes, None. Text and blobs are bound without a copy: the caller's list keeps the
+ * objects alive until the statement is finalized. */
+static int
+bind_value(sqlite3 *db, sqlite3_stmt *st, int i, PyObject *v)
+{
+    int rc;
+    if (v == Py_None) {
+        rc = sq.bind_null(st, i);
+    } else if (PyLong_Check(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow) {
+            PyErr_SetString(PyExc_OverflowError,
+                            "Python int too large to convert to SQLite INTEGER");
+            return -1;
+        }
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        rc = sq.bind_int64(st, i, x);
+    } else if (PyFloat_Check(v)) {
+        rc = sq.bind_double(st, i, PyFloat_AS_DOUBLE(v));
+    } else if (PyUnicode_Check(v)) {
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(v, &len);
+        if (utf8 == NULL)
+            return -1;
+        rc = sq.bind_text(st, i, utf8, (int)len, NULL);
+    } else if (PyBytes_Check(v)) {
+        rc = sq.bind_blob(st, i, PyBytes_AS_STRING(v), (int)PyBytes_GET_SIZE(v), NULL);
+    } else {
+        PyErr_Format(PyExc_TypeError, "cannot store a %.100s in the session",
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    if (rc != SQLITE_OK) {
+        PyErr_Format(PyExc_ValueError, "cannot bind parameter %d: %s", i, sq.errmsg(db));
+        return -1;
+    }
+    return 0;
+}
+
+/* The (sql, params) pairs of ``statements`` prepared and bound (with the GIL). */
+static sqlite3_stmt **
+prepare_statements(sqlite3 *db, PyObject *statements, Py_ssize_t *count)
+{
+    Py_ssize_t n = PyList_GET_SIZE(statements);
+    sqlite3_stmt **prepared = calloc((size_t)(n ? n : 1), sizeof(sqlite3_stmt *));
+    if (prepared == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject *item = PyList_GET_ITEM(statements, k);
+        const char *sql;
+        PyObject *params;
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "sO", &sql, &params)
+                || !PyList_Check(params)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "statements: a list of (sql, [params])");
+            goto fail;
+        }
+        if (sq.prepare_v2(db, sql, -1, &prepared[k], NULL) != SQLITE_OK) {
+            PyErr_Format(PyExc_ValueError, "cannot prepare a statement: %s", sq.errmsg(db));
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(params); ++i)
+            if (bind_value(db, prepared[k], (int)i + 1, PyList_GET_ITEM(params, i)) < 0)
+                goto fail;
+    }
+    *count = n;
+    return prepared;
+fail:
+    for (Py_ssize_t k = 0; k < n; ++k)
+        if (prepared[k] != NULL)
+            sq.finalize(prepared[k]);
+    free(prepared);
+    return NULL;
+}
+
+/* write(upto, statements): one transaction, with the GIL released, that runs
+ * ``statements`` (a list of (sql, params), bound first: the writer's other rows) and then
+ * inserts the ring's records before ``upto``. Returns (consumed, written, malformed,
+ * error): error is None, or SQLite's message when the transaction failed (rolled back:
+ * nothing of it was written). The records are consumed either way. */
 static PyObject *
-OpRing_write(OpRing *self, PyObject *arg)
+OpRing_write(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
 {
     uint64_t upto;
-    if (parse_upto(self, arg, &upto) < 0)
+    if (nargs != 2 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "write(upto, statements)");
+        return NULL;
+    }
+    if (parse_upto(self, args[0], &upto) < 0)
         return NULL;
     if (self->db == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "open_writer() first");
@@ -1630,11 +1719,17 @@ OpRing_write(OpRing *self, PyObject *arg)
     const char *error = NULL;
     char *error_copy = NULL;
     long long consumed = (long long)(upto - t);
-    if (t == upto)
+    if (t == upto && PyList_GET_SIZE(args[1]) == 0)
         return Py_BuildValue("(LLLO)", consumed, written, malformed, Py_None);
     sqlite3 *db = self->db;
+    Py_ssize_t n_statements = 0;
+    sqlite3_stmt **statements = prepare_statements(db, args[1], &n_statements);
+    if (statements == NULL)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
     int rc = sq.exec(db, "BEGIN", NULL, NULL, NULL);
+    for (Py_ssize_t k = 0; rc == SQLITE_OK && k < n_statements; ++k)
+        rc = step_once(statements[k]);
     const Record *chunk[ROWS_PER_STEP];
     const Site *sites[ROWS_PER_STEP];
     int n = 0;
@@ -1671,7 +1766,10 @@ OpRing_write(OpRing *self, PyObject *arg)
         sq.exec(db, "ROLLBACK", NULL, NULL, NULL);
         written = 0;
     }
+    for (Py_ssize_t k = 0; k < n_statements; ++k)
+        sq.finalize(statements[k]);
     Py_END_ALLOW_THREADS
+    free(statements);
     __atomic_store_n(&self->tail, upto, __ATOMIC_RELEASE);
     PyObject *result = error == NULL
         ? Py_BuildValue("(LLLO)", consumed, written, malformed, Py_None)
@@ -1814,8 +1912,8 @@ static PyMethodDef OpRing_methods[] = {
     {"open_writer", (PyCFunction)OpRing_open_writer, METH_VARARGS,
      "open_writer(sqlite_library, session_path, pragmas)"},
     {"close_writer", (PyCFunction)OpRing_close_writer, METH_NOARGS, "close the connection"},
-    {"write", (PyCFunction)OpRing_write, METH_O,
-     "write(upto) -> (consumed, written, malformed, error or None)"},
+    {"write", (PyCFunction)(void (*)(void))OpRing_write, METH_FASTCALL,
+     "write(upto, statements) -> (consumed, written, malformed, error or None)"},
     {"stats", (PyCFunction)OpRing_stats, METH_NOARGS, "counters, for tests and benchmarks"},
     {NULL, NULL, 0, NULL},
 };

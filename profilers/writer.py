@@ -387,19 +387,24 @@ class SessionWriter:
                 direct.append((r, upto))
             else:
                 self._ring_rows(r, upto, ops)
+        python_ops = (len(ops) + len(rows["summarized"]) + len(rows["threaded"])
+                      + len(rows["threaded_summarized"]))
         try:
-            if fmt.new_locations or any(rows.values()):  # not for ring records alone
+            if direct:
+                # One transaction on the ring's connection holds this batch's rows and the
+                # ring's records: the GIL is handed over once, not around every statement.
+                self._commit_with_rings(fmt, rows, direct, python_ops)
+            elif fmt.new_locations or any(rows.values()):
                 conn.execute("BEGIN")
                 if fmt.new_locations:
-                    conn.executemany("INSERT INTO locations VALUES (?,?,?,?)",
-                                     fmt.new_locations)
+                    for sql, params in _statements(_LOCATIONS, fmt.new_locations):
+                        conn.execute(sql, params)
                     fmt.new_locations = []
                 for table, batch in rows.items():
-                    if batch:
-                        conn.executemany(_INSERT[table], batch)
+                    for sql, params in _statements(_INSERT[table], batch):
+                        conn.execute(sql, params)
                 conn.execute("COMMIT")
-            self.ops_written += (len(ops) + len(rows["summarized"]) + len(rows["threaded"])
-                                 + len(rows["threaded_summarized"]))
+                self.ops_written += python_ops
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -409,18 +414,32 @@ class SessionWriter:
             self._queue.extendleft(reversed(metas))
             self.dropped += sum(len(batch) for table, batch in rows.items() if table != "meta")
             raise
-        else:
-            # After the commit above, which holds the locations that these rows name.
-            for r, upto in direct:
-                consumed, written, malformed, error = r.ring.write(upto)
-                self.ops_written += written
-                self.malformed += malformed
-                if error is not None:
-                    self.dropped += consumed - malformed
-                    raise sqlite3.OperationalError(error)
         finally:
             for done in flushes:
                 done.set()
+
+    def _commit_with_rings(self, fmt: RowFormatter, rows: dict, direct: list,
+                           python_ops: int) -> None:
+        """The batch's rows (locations first: the records name them) in the first ring's
+        transaction with its records, then each other ring's records. Raises when a
+        transaction failed: its records are counted as dropped here, the rows not yet
+        committed by the caller."""
+        statements = _statements(_LOCATIONS, fmt.new_locations)
+        for table, batch in rows.items():
+            statements += _statements(_INSERT[table], batch)
+        for r, upto in direct:
+            consumed, written, malformed, error = r.ring.write(upto, statements)
+            self.malformed += malformed
+            if error is not None:
+                self.dropped += consumed - malformed
+                raise sqlite3.OperationalError(error)
+            self.ops_written += written
+            if statements:  # committed: nothing of the batch's rows is left to lose
+                statements = []
+                fmt.new_locations = []
+                self.ops_written += python_ops
+                for batch in rows.values():
+                    batch.clear()
 
     def _take_sites(self, fmt: RowFormatter, r: _Ring) -> None:
         """Format the ring's new sites: the text columns of their op rows, spelled by
@@ -470,6 +489,34 @@ class SessionWriter:
             rows["memory"].append(memory_row_from_event(ev))
         else:
             rows["events"].append(event_row(ev))
+
+
+_LOCATIONS = "INSERT INTO locations VALUES (?,?,?,?)"
+# Parameters per statement: SQLite before 3.32 allows 999.
+_MAX_PARAMS = 999
+_multi_row_sql: dict = {}
+
+
+def _statements(insert: str, rows: list) -> list:
+    """(sql, params) pairs that run ``insert`` (one row's INSERT ... VALUES (...)) for every
+    row, many rows per statement. Python's sqlite3 hands the GIL back and forth around
+    every step: a step per row (executemany) kept the writer waiting for the GIL once per
+    memory row or event, and the script's thread and the writer ran by turns instead of
+    side by side."""
+    if not rows:
+        return []
+    width = len(rows[0])
+    per = max(1, min(64, _MAX_PARAMS // width))
+    out = []
+    for i in range(0, len(rows), per):
+        chunk = rows[i:i + per]
+        key = (insert, len(chunk))
+        sql = _multi_row_sql.get(key)
+        if sql is None:
+            head, _, row = insert.partition(" VALUES ")
+            sql = _multi_row_sql[key] = f"{head} VALUES {','.join([row] * len(chunk))}"
+        out.append((sql, [value for row in chunk for value in row]))
+    return out
 
 
 _TABLE_OF = {

@@ -53,6 +53,9 @@ def _mixed_script():
     for _ in range(20):  # the same sites again: rows enough for multi-row inserts
         y = x @ w
         y = y + y
+    f = em.jit(lambda u: em.tanh(u * 2.0) + 1.0)  # graph-mode events and kernel rows too
+    for _ in range(3):
+        f(x)
     del z, s, m, r, c, t, big, h, p, results, y
 
 
@@ -86,12 +89,21 @@ def _contents(path) -> dict:
         memory = conn.execute(
             "SELECT device, live_bytes, peak_bytes, source FROM memory ORDER BY id").fetchall()
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('threads')"))
+        events = conn.execute("SELECT kind, graph_id FROM events ORDER BY id").fetchall()
+        # Locations are interned: their ids may be numbered in another order (the ring's
+        # sites are formatted when the writer drains them), what they name is the same.
+        kernels = conn.execute(
+            "SELECT graph_id, kernel, step_kind, member_nodes, member_ops, bytes, output, "
+            "device, scope, l.file, l.line, l.function FROM kernels AS k "
+            "LEFT JOIN locations AS l ON l.id = k.location ORDER BY k.id").fetchall()
+        locations = conn.execute("SELECT file, line, function FROM locations").fetchall()
     finally:
         conn.close()
     with open_session(path) as s:
         recorded = {k: v for k, v in s.meta["recorded"].items() if k != "op_path"}
     return {"ops": [(seq - first, *rest) for seq, *rest in ops], "memory": memory,
-            "meta": meta, "recorded": recorded}
+            "meta": meta, "recorded": recorded, "events": events, "kernels": kernels,
+            "locations": sorted(locations)}
 
 
 @pytest.mark.parametrize("ring", ["sqlite", "rows"])
@@ -107,6 +119,8 @@ def test_both_paths_store_the_same_session(tmp_path, monkeypatch, ring):
     assert {row[2] for row in ops} >= {"", "block/inner", "softmax"}
     assert any(row[6] == 0 for row in ops)  # the view
     assert python["memory"] and python["memory"][-1][1] < max(m[1] for m in python["memory"])
+    assert {"trace", "compile"} <= {kind for kind, _ in python["events"]}
+    assert len(python["kernels"]) >= 3
 
 
 def _contents_of(path, monkeypatch, ring):
