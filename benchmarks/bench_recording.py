@@ -1,11 +1,16 @@
 """What recording costs, and how fast a big session reads back.
 
     python benchmarks/bench_recording.py [--ops 1000000] [--per-op-rounds 20000]
+    python benchmarks/bench_recording.py --ops 0 --rounds 5   # part 1 only, best of 5 runs
 
 Part 1 (printed second), per eager op (tiny float32 tensors, so the overheads show; best of 5 runs):
 raw NumPy, execmode with no listener, with a listener that does nothing (dispatch building
 the event), and with the recorder writing to a session file (memory tracking on/off,
-value summaries on), amortised with the writer's time to commit the rows.
+value summaries on, the op ring turned off), amortised with the writer's time to commit
+the rows. Besides wall time, each row's cost in CPU time: the process's (every thread, so
+the session writer's inserts too) and the main thread's (what the script's own thread
+pays); on a shared machine CPU time moves far less with other processes' load. ``--rounds N`` repeats part 1 N times, interleaving its rows, and keeps each
+row's best: on a shared machine the load moves between rows otherwise.
 
 Part 2 (run first, so peak RSS starts clean): record a session of ``--ops`` real eager ops (default 1M), reporting the write
 rate and how much the process grew, then time opening it and the aggregates a report
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import resource
 import sys
 import tempfile
@@ -36,25 +42,39 @@ from execmode import instrument
 SIZE = 16
 
 
-def numpy_loop(rounds: int) -> int:
+# A cost is (wall, process CPU, main thread CPU) in ns: CPU time is what the work took on
+# the cores whatever else ran there; the process's includes the session writer's thread.
+def _clock() -> tuple:
+    return time.perf_counter_ns(), time.process_time_ns(), time.thread_time_ns()
+
+
+def _since(start: tuple) -> tuple:
+    return tuple(now - then for now, then in zip(_clock(), start))
+
+
+def _best(costs) -> tuple:
+    return tuple(min(column) for column in zip(*costs))
+
+
+def numpy_loop(rounds: int) -> tuple:
     a = np.ones(SIZE, np.float32)
     b = np.ones(SIZE, np.float32)
-    start = time.perf_counter_ns()
+    start = _clock()
     for _ in range(rounds):
         np.add(a, b)
         np.exp(a)
-    return time.perf_counter_ns() - start
+    return _since(start)
 
 
-def execmode_loop(rounds: int) -> int:
+def execmode_loop(rounds: int) -> tuple:
     a = em.ones(SIZE)
     b = em.ones(SIZE)
     exp = em.exp
-    start = time.perf_counter_ns()
+    start = _clock()
     for _ in range(rounds):
         a + b
         exp(a)
-    return time.perf_counter_ns() - start
+    return _since(start)
 
 
 class NullListener:
@@ -62,48 +82,84 @@ class NullListener:
         pass
 
 
-def per_op(loop, rounds: int, repeats: int = 5) -> float:
+def per_op(loop, rounds: int, repeats: int = 5) -> tuple:
     loop(rounds // 10)  # warm up
-    return min(loop(rounds) for _ in range(repeats)) / (2 * rounds)
+    return tuple(ns / (2 * rounds) for ns in _best(loop(rounds) for _ in range(repeats)))
 
 
-def recorded_per_op(rounds: int, tmp: Path, **options) -> float:
+def recorded_per_op(rounds: int, tmp: Path, **options) -> tuple:
     """ns per op with a recorder on, including the writer's commit time (best of 5)."""
-    best = float("inf")
+    costs = []
+    name = "-".join(f"{k}={v}" for k, v in options.items())
+    options.pop("ring", None)
     for i in range(5):
-        name = "-".join(f"{k}={v}" for k, v in options.items())
-        rec = Recorder(tmp / f"per-op-{name}-{i}.emsession", calibrate=False, **options)
+        path = tmp / f"per-op-{name}-{i}.emsession"
+        path.unlink(missing_ok=True)
+        rec = Recorder(path, calibrate=False, **options)
         rec.start()
         execmode_loop(rounds // 10)
         rec.flush()
-        elapsed = execmode_loop(rounds)
-        start = time.perf_counter_ns()
+        start = _clock()
+        execmode_loop(rounds)
         rec.flush()
-        elapsed += time.perf_counter_ns() - start
+        costs.append(_since(start))
         rec.close()
-        best = min(best, elapsed / (2 * rounds))
-    return best
+    return tuple(ns / (2 * rounds) for ns in _best(costs))
 
 
-def part_one(rounds: int, tmp: Path) -> None:
-    rows = [("raw NumPy (np.add, np.exp)", per_op(numpy_loop, rounds))]
-    none = per_op(execmode_loop, rounds)
-    rows.append(("execmode, no listener", none))
+def ring_off_per_op(rounds: int, tmp: Path) -> tuple:
+    """The recorder with its op ring turned off: every op takes the Python path."""
+    saved = os.environ.get("EXECMODE_NATIVE_RECORDER")
+    os.environ["EXECMODE_NATIVE_RECORDER"] = "0"
+    try:
+        return recorded_per_op(rounds, tmp, memory=True, ring="off")
+    finally:
+        if saved is None:
+            del os.environ["EXECMODE_NATIVE_RECORDER"]
+        else:
+            os.environ["EXECMODE_NATIVE_RECORDER"] = saved
+
+
+def null_listener_per_op(rounds: int) -> tuple:
     with instrument.listening(NullListener()):
-        rows.append(("execmode, null listener (dispatch builds events)",
-                     per_op(execmode_loop, rounds)))
+        return per_op(execmode_loop, rounds)
+
+
+def tracker_per_op(rounds: int) -> tuple:
     with instrument.listening(MemoryTracker()):
-        rows.append(("execmode, memory tracker only", per_op(execmode_loop, rounds)))
-    rows.append(("recorder -> session, no memory tracking",
-                 recorded_per_op(rounds, tmp, memory=False)))
-    rows.append(("recorder -> session (default: memory on)", recorded_per_op(rounds, tmp)))
-    rows.append(("recorder -> session, value summaries on",
-                 recorded_per_op(rounds, tmp, summaries=True)))
-    numpy_ns = rows[0][1]
-    print(f"\nPer eager op ({SIZE}-element float32 tensors, best of 5, {2 * rounds:,} ops):")
-    print(f"{'':52s} {'ns/op':>8s} {'vs no listener':>15s} {'vs NumPy':>9s}")
-    for label, ns in rows:
-        print(f"{label:52s} {ns:8.0f} {ns / none:14.2f}x {ns / numpy_ns:8.2f}x")
+        return per_op(execmode_loop, rounds)
+
+
+ROWS = [
+    ("raw NumPy (np.add, np.exp)", lambda r, tmp: per_op(numpy_loop, r)),
+    ("execmode, no listener", lambda r, tmp: per_op(execmode_loop, r)),
+    ("execmode, null listener (dispatch builds events)", lambda r, tmp: null_listener_per_op(r)),
+    ("execmode, memory tracker only", lambda r, tmp: tracker_per_op(r)),
+    ("recorder -> session, no memory tracking",
+     lambda r, tmp: recorded_per_op(r, tmp, memory=False)),
+    ("recorder -> session (default: memory on)", lambda r, tmp: recorded_per_op(r, tmp)),
+    ("recorder -> session, op ring off (Python path)", ring_off_per_op),
+    ("recorder -> session, value summaries on",
+     lambda r, tmp: recorded_per_op(r, tmp, summaries=True)),
+]
+
+
+def part_one(rounds: int, tmp: Path, repeats: int = 1) -> None:
+    costs: list[list] = [[] for _ in ROWS]
+    for _ in range(repeats):  # rows interleaved: a burst of load hits one round's row only
+        for i, (_, measure) in enumerate(ROWS):
+            costs[i].append(measure(rounds, tmp))
+    best = [_best(c) for c in costs]
+    numpy_ns, none = best[0][0], best[1]
+    print(f"\nPer eager op ({SIZE}-element float32 tensors, best of 5 x {repeats}, "
+          f"{2 * rounds:,} ops): wall ns/op, and what each adds to no listener's\n"
+          "wall time, process CPU time (all threads, the session writer's too) and main "
+          "thread CPU time:")
+    print(f"{'':52s} {'ns/op':>7s} {'vs none':>8s} {'+wall':>7s} {'+CPU':>7s} "
+          f"{'+main':>7s} {'vs NumPy':>9s}")
+    for (label, _), (wall, cpu, main) in zip(ROWS, best):
+        print(f"{label:52s} {wall:7.0f} {wall / none[0]:7.2f}x {wall - none[0]:7.0f} "
+              f"{cpu - none[1]:7.0f} {main - none[2]:7.0f} {wall / numpy_ns:8.2f}x")
 
 
 def part_two(n_ops: int, tmp: Path) -> None:
@@ -152,15 +208,19 @@ def part_two(n_ops: int, tmp: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ops", type=int, default=1_000_000, help="ops in the big session")
+    p.add_argument("--ops", type=int, default=1_000_000,
+                   help="ops in the big session (0: part 1 only)")
     p.add_argument("--per-op-rounds", type=int, default=20_000,
                    help="rounds of two ops per timing in part 1")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repeat part 1, interleaving its rows, and keep each row's best")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="execmode-bench-") as tmp:
         # The big session first: peak RSS is a high-water mark, so its growth is measured
         # before anything else has raised it.
-        part_two(args.ops, Path(tmp))
-        part_one(args.per_op_rounds, Path(tmp))
+        if args.ops:
+            part_two(args.ops, Path(tmp))
+        part_one(args.per_op_rounds, Path(tmp), args.rounds)
 
 
 if __name__ == "__main__":

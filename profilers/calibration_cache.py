@@ -7,10 +7,11 @@ so the first run stores them and later runs read them back.
 
 * **Key.** The CPU (model and feature flags, as the kernel cache keys its libraries),
   Python's and NumPy's versions, execmode's version, the size and modification time of
-  the modules whose per-op cost is measured (so that editing dispatch or the recorder in
-  a checkout measures again, although the version number did not move), and the
-  recorder options that change the cost (memory tracking, summaries). One JSON file per
-  key, named by its hash; the key is also stored inside and compared on reading.
+  the modules (and the op ring's C source) whose per-op cost is measured (so that editing
+  dispatch or the recorder in a checkout measures again, although the version number did
+  not move), and the recorder options that change the cost (memory tracking, summaries,
+  whether the op ring is on). One JSON file per key, named by its hash; the key is also
+  stored inside and compared on reading.
 * **Trust.** The same folder rules as the kernel cache (codegen/cache_trust.py): the
   cache directory and its ``calibration`` folder must be owned by this user and writable
   by nobody else, and a file must be a regular file (not a symlink) owned by this user and
@@ -46,8 +47,10 @@ FIELDS = {"ops": int, "no_listener_ns": int, "null_listener_ns": int, "recorder_
 # Modules whose code is what calibration times (their edits invalidate the stored numbers).
 MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source",
                     "execmode.profilers.recorder", "execmode.profilers.writer",
-                    "execmode.profilers.memory",
+                    "execmode.profilers.memory", "execmode.profilers.native",
                     "execmode.stats")  # the value summaries, timed with summaries on
+# C sources beside them (the op ring: native.py), stamped the same way.
+MEASURED_SOURCES = ("op_ring.c",)
 
 
 def cached_overhead(*, memory: bool = True, summaries: bool = False, measure=None) -> dict:
@@ -73,6 +76,7 @@ def cached_overhead(*, memory: bool = True, summaries: bool = False, measure=Non
 
 def cache_key(memory: bool, summaries: bool) -> dict:
     import numpy as np
+    from execmode.profilers import native
 
     import execmode
     from execmode.codegen.toolchain import cpu_identity
@@ -84,6 +88,7 @@ def cache_key(memory: bool, summaries: bool) -> dict:
         "numpy": np.__version__,
         "execmode": getattr(execmode, "__version__", "?"),
         "code": _code_stamp(),
+        "op_ring": native.enabled(),
         "memory": bool(memory),
         "summaries": bool(summaries),
     }
@@ -98,6 +103,13 @@ def _code_stamp() -> list:
             spec = importlib.util.find_spec(name)  # without importing it
             info = os.stat(spec.origin) if spec is not None and spec.origin else None
         except (ImportError, OSError, ValueError):
+            info = None
+        stamp.append([name, info.st_size, info.st_mtime_ns] if info else [name, None, None])
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in MEASURED_SOURCES:
+        try:
+            info = os.stat(os.path.join(here, name))
+        except OSError:
             info = None
         stamp.append([name, info.st_size, info.st_mtime_ns] if info else [name, None, None])
     return stamp

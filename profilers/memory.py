@@ -79,7 +79,20 @@ class MemoryTracker:
         self._last_emit = 0
         self._entries: dict[int, _Ref] = {}
         self._devices: dict[int, tuple] = {}  # id(Device) -> (Device, DeviceMemory)
+        self._native = None  # the CPU's counters in C, when adopted (adopt_native_cpu)
         self._freed = self._on_freed  # one bound method for every reference
+
+    @property
+    def interval_ns(self) -> int:
+        """The least time between two memory rows while memory changes (0: a row per
+        change)."""
+        return self._interval
+
+    @interval_ns.setter
+    def interval_ns(self, value: int) -> None:
+        self._interval = int(value)
+        if self._native is not None:
+            self._native.interval = self._interval
 
     # --- listener protocol ----------------------------------------------------------------
     def on_op(self, ev, output) -> None:
@@ -91,6 +104,9 @@ class MemoryTracker:
         mem = entry[1] if entry is not None else self._add_device(device)
         if mem.pool is not None:
             self._update_from_pool(mem, ev.end_ns)
+            return
+        if mem is self._native:
+            mem.track(output._data, nbytes, ev.end_ns)
             return
         data = output._data
         key = id(data)
@@ -131,6 +147,25 @@ class MemoryTracker:
     def snapshot(self) -> dict[str, tuple[int, int]]:
         """{device: (live_bytes, peak_bytes)}."""
         return {m.name: (m.live, m.peak) for _, m in self._devices.values()}
+
+    @property
+    def native_cpu(self):
+        """The CPU's counters in C (a CpuMemory, see adopt_native_cpu), or None."""
+        return self._native
+
+    def adopt_native_cpu(self, counters) -> bool:
+        """Count the CPU device in ``counters``, a ``CpuMemory`` of the recorder's op ring
+        (native.py): the ring counts each op output there in C, with the same rules as
+        :meth:`on_op`, and so does ``on_op`` from then on. Only before anything was counted
+        on the CPU; returns whether it was adopted."""
+        from execmode.backend import CPU
+
+        if id(CPU) in self._devices:
+            return False
+        counters.last_emit = self._last_emit
+        self._devices[id(CPU)] = (CPU, counters)
+        self._native = counters
+        return True
 
     def sample_now(self) -> None:
         """Emit a row per device now (at the start and end of a recording)."""
@@ -173,6 +208,8 @@ class MemoryTracker:
 
     def _sample(self, ts: int) -> None:
         self._last_emit = ts
+        if self._native is not None:
+            self._native.last_emit = ts
         if self._emit is None:
             return
         for _, mem in self._devices.values():

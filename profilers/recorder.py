@@ -4,8 +4,13 @@
     ...                      # eager ops and graph-mode events are recorded
     rec.close()              # or: with Recorder(path) as rec: ...
 
-On each eager op it queues the event as it is (formatting happens on the writer thread),
-tracks the output's memory, and optionally summarises the output's values
+Eager ops reach it two ways. As the only op listener, without value summaries, it gives
+dispatch its op ring (:mod:`execmode.profilers.native`): each op is five integers written
+in C, its site (op, operand types, scope, line, attrs) formatted once, and the writer
+thread inserts the rows with the GIL released. Otherwise (beside a debugger, another
+thread's op, an op the ring does not describe, no C compiler) ``on_op`` receives an
+OpEvent and queues it as it is (formatting happens on the writer thread). Either way the
+output's memory is tracked, and with summaries on the output's values are summarised
 (:func:`execmode.stats.value_stats`, right after the op: a later in-place update would
 change them). Other events (trace, pass, compile, graph breaks, ...) are encoded to JSON at
 once, because their data may be reused by the code that emitted them. Before attaching,
@@ -74,6 +79,10 @@ class Recorder:
         self._thread_number = threading.local()
         self._thread_names: dict[str, str] = {}
         self._threads_lock = threading.Lock()
+        # (binary, general): the op ring's entry points, which dispatch calls instead of
+        # building an OpEvent while this recorder is the only op listener (native.py).
+        self.native_op_sink = None
+        self.op_path = "python"
         self.on_op = self._choose_on_op()
 
     def _initial_meta(self, extra: dict | None) -> dict:
@@ -110,6 +119,7 @@ class Recorder:
         if self.memory is not None:
             self.memory.sample_now()
         self._started = True
+        self._attach_ring()
         _active.add(self)
         # Before the writer's own handler (atexit runs last-registered first): a script that
         # never closes its recorder still gets its end stamps.
@@ -124,6 +134,7 @@ class Recorder:
         self._stopped = True
         instrument.remove_listener(self)
         _active.discard(self)
+        self._uninstall_allocator()
         if self.memory is not None:
             self.memory.sample_now()
         self.writer.set_meta("end_ns", time.perf_counter_ns())
@@ -135,6 +146,7 @@ class Recorder:
             "dropped": self.writer.dropped,
             "malformed": self.writer.malformed,
             "devices": devices or ["cpu"],
+            "op_path": self.op_path,
         })
         if any(d.startswith("cuda") for d in devices):
             self.writer.set_meta("gpus", gpu_info())
@@ -155,6 +167,11 @@ class Recorder:
         self.writer.close()
         atexit.unregister(self.close)
 
+    def _uninstall_allocator(self) -> None:
+        counters = self.memory.native_cpu if self.memory is not None else None
+        if counters is not None:
+            counters.uninstall_allocator()
+
     def flush(self, timeout: float = 10.0) -> bool:
         """Commit everything recorded so far (the debugger calls this before a pause)."""
         return self.writer.flush(timeout)
@@ -165,6 +182,36 @@ class Recorder:
     def __exit__(self, *exc) -> bool:
         self.close()
         return False
+
+    def _attach_ring(self) -> None:
+        """Give dispatch an op ring when this recording can use one (see the module
+        docstring); ``op_path`` says which path eager ops take and why."""
+        if self.options["summaries"]:
+            self.op_path = "python (value summaries are computed per op)"
+            return
+        from execmode.profilers import native
+
+        if not native.enabled():
+            self.op_path = "python (EXECMODE_NATIVE_RECORDER=0)"
+            return
+        try:
+            ring = native.new_ring(tracker=self.memory, wake=self.writer.wake)
+        except Exception as exc:  # optional: record without it, and say why
+            ring, reason = None, f"{type(exc).__name__}: {exc}"
+        else:
+            reason = native.status()["reason"]
+        if ring is None:
+            first_line = (reason.strip().splitlines() or ["unavailable"])[0][:200]
+            self.op_path = f"python (no op ring: {first_line})"
+            return
+        counters = self.memory.native_cpu if self.memory is not None else None
+        if counters is not None:
+            # NumPy allocates through a counting wrapper of its allocator until stop():
+            # op outputs' buffers are then counted without a weak reference each.
+            counters.install_allocator()
+        how = self.writer.attach_ring(ring)
+        self.op_path = f"ring ({'C writer' if how == 'sqlite' else 'Python rows'})"
+        self.native_op_sink = (ring.binary, ring.general)
 
     # --- listener protocol ----------------------------------------------------------------
     def _choose_on_op(self):
@@ -259,6 +306,7 @@ def _forget_in_child() -> None:
     # A forked child has no writer thread: its recorders must not queue forever.
     for rec in list(_active):
         instrument.remove_listener(rec)
+        rec._uninstall_allocator()
         rec._stopped = True
     _active.clear()
 

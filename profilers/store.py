@@ -79,18 +79,28 @@ def create(path: str | os.PathLike, meta: dict) -> Path:
 def connect_writer(path: str | os.PathLike) -> sqlite3.Connection:
     """The one writing connection (WAL, commits durable against a crash of the process)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode = WAL")
-    # NORMAL in WAL mode: a commit survives the process being killed (not a power loss),
-    # without an fsync per batch.
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = OFF")
+    for pragma in writer_pragmas(conn):
+        conn.execute(pragma)
+    return conn
+
+
+def writer_pragmas(conn: sqlite3.Connection) -> list[str]:
+    """The settings of a connection that writes a session (``conn`` is one open on it):
+    the writer's own, and the op ring's (native.py), which writes op rows beside it."""
+    pragmas = [
+        "PRAGMA journal_mode = WAL",
+        # NORMAL in WAL mode: a commit survives the process being killed (not a power
+        # loss), without an fsync per batch.
+        "PRAGMA synchronous = NORMAL",
+        "PRAGMA foreign_keys = OFF",
+    ]
     limit = max_session_bytes()
     if limit is not None:
         # SQLite refuses to grow the file past this (SQLITE_FULL), as a full disk would:
         # the writer then marks the session partial and the script goes on.
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        conn.execute(f"PRAGMA max_page_count = {max(1, limit // page_size)}")
-    return conn
+        pragmas.append(f"PRAGMA max_page_count = {max(1, limit // page_size)}")
+    return pragmas
 
 
 def max_session_bytes() -> int | None:

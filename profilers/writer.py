@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import os
 import platform
+import sqlite3
 import sys
 import threading
 import time
@@ -106,6 +107,17 @@ class _Flush(NamedTuple):
     done: threading.Event
 
 
+class _Ring:
+    """An op ring (native.py) whose records this writer writes, and how."""
+
+    __slots__ = ("ring", "direct", "texts")
+
+    def __init__(self, ring, direct: bool):
+        self.ring = ring
+        self.direct = direct  # through the ring's own connection (C); else as Python rows
+        self.texts: dict = {}  # site -> its text columns, for Python rows
+
+
 _OP_COLUMNS = "seq, op, scope, location, start_ns, dur_ns, bytes, inputs, output, device, attrs"
 _OP_VALUES = "?,?,?,NULLIF(?,0),?,?,?,?,?,?,NULLIF(?,'')"
 _INSERT = {
@@ -162,6 +174,9 @@ class SessionWriter:
         self._closed = False
         self._formatter = RowFormatter()
         self._conn = store.connect_writer(self.path)
+        self._pragmas = "; ".join(store.writer_pragmas(self._conn))
+        self._rings: tuple = ()
+        self.wake = self._wake.set
         self._thread = threading.Thread(target=self._run, name="execmode-session-writer",
                                         daemon=True)
         self._thread.start()
@@ -170,6 +185,31 @@ class SessionWriter:
     # --- the recording side ---------------------------------------------------------------
     def pending(self) -> int:
         return len(self._queue)
+
+    def backlog(self) -> int:
+        """Queued items and op records of attached rings not yet written."""
+        n = len(self._queue)
+        for r in self._rings:
+            n += r.ring.pending()
+        return n
+
+    def attach_ring(self, ring) -> str:
+        """Write the op records of ``ring`` (an OpRing, native.py) too, until close.
+
+        Returns how: "sqlite" (its own connection to the session, in C, with the GIL
+        released) or "rows" (as Python rows, where SQLite's library cannot be shared)."""
+        from execmode.profilers import native
+
+        library = native.sqlite_library()
+        direct = False
+        if library is not None:
+            try:
+                ring.open_writer(library, str(self.path), self._pragmas)
+                direct = True
+            except OSError:
+                pass
+        self._rings = (*self._rings, _Ring(ring, direct))
+        return "sqlite" if direct else "rows"
 
     @property
     def devices(self) -> set[str]:
@@ -183,7 +223,7 @@ class SessionWriter:
     def wait_for_room(self) -> None:
         """Block until the queue is below half of ``max_pending`` (backpressure)."""
         low = self.max_pending // 2
-        while len(self._queue) > low:
+        while self.backlog() > low:
             if not self._thread.is_alive():
                 self._drop_all()
                 return
@@ -227,7 +267,7 @@ class SessionWriter:
                     if not self._become_partial(conn, exc):
                         raise
                 self._room.set()
-                if self._stopping and not self._queue:
+                if self._stopping and not self.backlog():
                     break
         except Exception as exc:  # even meta cannot be written: stop recording, say so once
             self.error = f"{type(exc).__name__}: {exc}"
@@ -243,6 +283,11 @@ class SessionWriter:
                         {**self.partial, "dropped": self.dropped}))])
             except Exception:
                 pass
+            for r in self._rings:  # before the journal mode can change
+                try:
+                    r.ring.close_writer()
+                except Exception:
+                    pass
             try:
                 # Back to a rollback journal: a finished session is one self-contained file.
                 # Fails harmlessly (stays WAL) while a reader still has the file open.
@@ -284,17 +329,25 @@ class SessionWriter:
                 item.done.set()
             else:
                 self.dropped += 1
+        for r in self._rings:
+            r.ring.take_sites()
+            self.dropped += r.ring.drop(r.ring.head())
 
     def _write_pending(self, conn) -> None:
         q = self._queue
-        while q:
-            n = min(len(q), _BATCH)
-            popleft = q.popleft
-            self._write(conn, [popleft() for _ in range(n)])
+        popleft = q.popleft
+        while True:
+            items = [popleft() for _ in range(min(len(q), _BATCH))]
+            # Each ring's head is read after the queue was drained: a flush marker among
+            # the items then covers every op recorded before it.
+            heads = [(r, r.ring.head()) for r in self._rings if r.ring.pending()]
+            if not items and not heads:
+                return
+            self._write(conn, items, heads)
 
-    def _write(self, conn, items: list) -> None:
+    def _write(self, conn, items: list, heads: list = ()) -> None:
         if self.partial is not None:
-            return self._write_meta_only(conn, items)
+            return self._write_meta_only(conn, items, heads)
         rows: dict[str, list] = {name: [] for name in _INSERT}
         flushes = []
         fmt = self._formatter
@@ -325,17 +378,33 @@ class SessionWriter:
                     rows[_TABLE_OF[cls]].append(item)
             except Exception:  # one odd event must not stop the recording
                 self.malformed += 1
+        direct = []
+        for r, upto in heads:
+            # The sites of the records up to ``upto`` were registered before those records
+            # were written to the ring, so they are among the sites taken now.
+            self._take_sites(fmt, r)
+            if r.direct:
+                direct.append((r, upto))
+            else:
+                self._ring_rows(r, upto, ops)
+        python_ops = (len(ops) + len(rows["summarized"]) + len(rows["threaded"])
+                      + len(rows["threaded_summarized"]))
         try:
-            conn.execute("BEGIN")
-            if fmt.new_locations:
-                conn.executemany("INSERT INTO locations VALUES (?,?,?,?)", fmt.new_locations)
-                fmt.new_locations = []
-            for table, batch in rows.items():
-                if batch:
-                    conn.executemany(_INSERT[table], batch)
-            conn.execute("COMMIT")
-            self.ops_written += (len(ops) + len(rows["summarized"]) + len(rows["threaded"])
-                                 + len(rows["threaded_summarized"]))
+            if direct:
+                # One transaction on the ring's connection holds this batch's rows and the
+                # ring's records: the GIL is handed over once, not around every statement.
+                self._commit_with_rings(fmt, rows, direct, python_ops)
+            elif fmt.new_locations or any(rows.values()):
+                conn.execute("BEGIN")
+                if fmt.new_locations:
+                    for sql, params in _statements(_LOCATIONS, fmt.new_locations):
+                        conn.execute(sql, params)
+                    fmt.new_locations = []
+                for table, batch in rows.items():
+                    for sql, params in _statements(_INSERT[table], batch):
+                        conn.execute(sql, params)
+                conn.execute("COMMIT")
+                self.ops_written += python_ops
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -349,7 +418,58 @@ class SessionWriter:
             for done in flushes:
                 done.set()
 
-    def _write_meta_only(self, conn, items: list) -> None:
+    def _commit_with_rings(self, fmt: RowFormatter, rows: dict, direct: list,
+                           python_ops: int) -> None:
+        """The batch's rows (locations first: the records name them) in the first ring's
+        transaction with its records, then each other ring's records. Raises when a
+        transaction failed: its records are counted as dropped here, the rows not yet
+        committed by the caller."""
+        statements = _statements(_LOCATIONS, fmt.new_locations)
+        for table, batch in rows.items():
+            statements += _statements(_INSERT[table], batch)
+        for r, upto in direct:
+            consumed, written, malformed, error = r.ring.write(upto, statements)
+            self.malformed += malformed
+            if error is not None:
+                self.dropped += consumed - malformed
+                raise sqlite3.OperationalError(error)
+            self.ops_written += written
+            if statements:  # committed: nothing of the batch's rows is left to lose
+                statements = []
+                fmt.new_locations = []
+                self.ops_written += python_ops
+                for batch in rows.values():
+                    batch.clear()
+
+    def _take_sites(self, fmt: RowFormatter, r: _Ring) -> None:
+        """Format the ring's new sites: the text columns of their op rows, spelled by
+        op_row itself (so a row reads the same whichever path recorded its op)."""
+        for index, op, inputs, output, scope, location, attrs in r.ring.take_sites():
+            try:
+                row = fmt.op_row(OpEvent(0, op, attrs, inputs, output, 0, 0, 0, scope,
+                                         location))
+                texts = (row[1], row[2], row[3], row[7], row[8], row[9], row[10])
+            except Exception:  # its records are counted as malformed
+                texts = None
+            r.ring.set_site(index, texts)
+            if not r.direct:
+                r.texts[index] = texts
+
+    def _ring_rows(self, r: _Ring, upto: int, ops: list) -> None:
+        texts = r.texts
+        for seq, site, t0, t1, nbytes in r.ring.take(upto):
+            site_texts = texts[site]
+            if site_texts is None:
+                self.malformed += 1
+                continue
+            op, scope, location, inputs, output, device, attrs = site_texts
+            ops.append((seq, op, scope, location, t0, t1 - t0, nbytes, inputs, output, device,
+                        attrs))
+
+    def _write_meta_only(self, conn, items: list, heads: list = ()) -> None:
+        for r, upto in heads:
+            r.ring.take_sites()
+            self.dropped += r.ring.drop(upto)
         metas = []
         for item in items:
             if item.__class__ is MetaValue:
@@ -369,6 +489,34 @@ class SessionWriter:
             rows["memory"].append(memory_row_from_event(ev))
         else:
             rows["events"].append(event_row(ev))
+
+
+_LOCATIONS = "INSERT INTO locations VALUES (?,?,?,?)"
+# Parameters per statement: SQLite before 3.32 allows 999.
+_MAX_PARAMS = 999
+_multi_row_sql: dict = {}
+
+
+def _statements(insert: str, rows: list) -> list:
+    """(sql, params) pairs that run ``insert`` (one row's INSERT ... VALUES (...)) for every
+    row, many rows per statement. Python's sqlite3 hands the GIL back and forth around
+    every step: a step per row (executemany) kept the writer waiting for the GIL once per
+    memory row or event, and the script's thread and the writer ran by turns instead of
+    side by side."""
+    if not rows:
+        return []
+    width = len(rows[0])
+    per = max(1, min(64, _MAX_PARAMS // width))
+    out = []
+    for i in range(0, len(rows), per):
+        chunk = rows[i:i + per]
+        key = (insert, len(chunk))
+        sql = _multi_row_sql.get(key)
+        if sql is None:
+            head, _, row = insert.partition(" VALUES ")
+            sql = _multi_row_sql[key] = f"{head} VALUES {','.join([row] * len(chunk))}"
+        out.append((sql, [value for row in chunk for value in row]))
+    return out
 
 
 _TABLE_OF = {

@@ -86,7 +86,7 @@ def test_eager_peak_of_a_function():
 def test_memory_rows_in_the_session(tmp_path):
     path = tmp_path / "mem.emsession"
     with Recorder(path, calibrate=False) as rec:
-        rec.memory._interval = 0  # a row per change, so the rows are exact
+        rec.memory.interval_ns = 0  # a row per change, so the rows are exact
         a = em.ones(N)
         b = a * 3
         del a, b

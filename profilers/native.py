@@ -1,0 +1,182 @@
+"""The recorder's per-op path in C: an op ring (``op_ring.c``) instead of an OpEvent per op.
+
+With a recorder as the only op listener, dispatch hands each eager op to the recorder's
+``OpRing``, which writes five integers into a preallocated buffer (seq, site, start,
+end, bytes); the op's *site* (op name, operand types, scope, source line, attrs) is
+registered once, formatted once on the writer thread by the same code that formats
+OpEvents (rows.RowFormatter), and every later op with the same site costs a hash and a
+lookup in C. The writer thread then inserts the records through its own SQLite
+connection with the GIL released, so the script's thread goes on meanwhile. Ops the ring
+does not describe (other threads, GPU arrays, unusual scalars or attributes, a full
+ring) take the Python path as before: their rows are the same either way
+(tests/profilers/test_op_ring.py).
+
+* **Built on first use, cached on disk** like the jit's fast entry (codegen/fast_entry.py):
+  the extension compiles with the project's C compiler (~0.5 s, once per machine and
+  source) into the cache's ``extensions`` folder, checked before every load
+  (codegen/cache_trust.py). No compiler, no Python or NumPy headers, a failed build:
+  ``load()`` returns None and the recorder keeps the Python path (``status()`` says why).
+* **SQLite from C** only through the library this process already loaded for Python's
+  ``sqlite3`` (found in /proc/self/maps, opened with RTLD_NOLOAD): a second copy of
+  SQLite in one process would not see the first one's locks. Where it cannot be found
+  (a statically linked ``_sqlite3``, no /proc), the writer takes the records as Python
+  rows instead (``OpRing.take``), still without a Python object per op on the script's
+  thread.
+* ``EXECMODE_NATIVE_RECORDER=0`` turns the ring off (the Python path records every op).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sqlite3  # noqa: F401 - loads the SQLite library that sqlite_library() finds
+import sys
+import sysconfig
+import threading
+import time
+
+EXTENSION = "_em_op_ring"
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_ring.c")
+FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing",
+         "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION")
+# Records the ring holds (40 bytes each): ~1/3 s of tiny ops. Half full wakes the writer;
+# full hands ops to the Python path, whose backpressure waits for the writer.
+CAPACITY = 1 << 16
+
+_loaded: dict[str, tuple] = {}   # CC value -> (module or None, status)
+_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    return os.environ.get("EXECMODE_NATIVE_RECORDER", "1").strip().lower() not in (
+        "0", "off", "no", "false")
+
+
+def load():
+    """The compiled ``_em_op_ring`` module, or None (then ``status()`` says why)."""
+    cc = os.environ.get("CC", "").strip()
+    with _lock:
+        hit = _loaded.get(cc)
+        if hit is None:
+            hit = _loaded[cc] = _build()
+    return hit[0]
+
+
+def status() -> dict:
+    """``{"ok", "reason", "path", "cache_hit", "compile_ns"}`` for the current CC."""
+    load()
+    return dict(_loaded[os.environ.get("CC", "").strip()][1])
+
+
+def new_ring(*, tracker=None, wake=None, capacity: int | None = None):
+    """An OpRing for one recording, or None when the extension is unavailable or off.
+
+    ``tracker`` (a MemoryTracker) then counts the CPU's memory in the ring's CpuMemory;
+    ``wake`` is called when the ring becomes half full (the writer's wake-up)."""
+    if not enabled():
+        return None
+    module = load()
+    if module is None:
+        return None
+    from execmode import backend, instrument, scope, source
+    from execmode.tensor import Tensor
+
+    counters = None
+    if tracker is not None:
+        counters = module.CpuMemory(str(backend.CPU), tracker._interval, tracker._sample)
+        if not tracker.adopt_native_cpu(counters):
+            counters = None  # the tracker counted on the CPU already: the Python path then
+    if tracker is not None and counters is None:
+        return None
+    return module.OpRing(capacity or CAPACITY, instrument._seq, scope._state, source.is_internal_file,
+                         source.location_of, backend.CPU, Tensor, Tensor.__dict__["_data"],
+                         threading.main_thread().ident, counters, wake)
+
+
+def sqlite_library() -> str | None:
+    """The SQLite shared library that Python's sqlite3 module uses in this process, or
+    None where it cannot be told (linked into ``_sqlite3`` itself, or no /proc)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1]
+                if os.path.basename(path).startswith("libsqlite3") and ".so" in path:
+                    return path
+    except OSError:
+        return None
+    return None
+
+
+# --- building ---------------------------------------------------------------------------
+
+def _build() -> tuple:
+    import numpy as np
+
+    from execmode.codegen import disk_cache
+    from execmode.codegen.cache_trust import UnsafeCacheError
+    from execmode.codegen.fast_entry import python_abi
+    from execmode.codegen.toolchain import NoCompiler, cpu_identity, get_toolchain, run_compiler
+
+    status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
+    try:
+        toolchain = get_toolchain()
+    except NoCompiler as exc:
+        status["reason"] = f"no C compiler: {exc}"
+        return None, status
+    py_include = sysconfig.get_paths().get("include") or ""
+    np_include = np.get_include()
+    if not os.path.exists(os.path.join(py_include, "Python.h")):
+        status["reason"] = f"no Python headers (Python.h not in {py_include!r})"
+        return None, status
+    if not os.path.exists(os.path.join(np_include, "numpy", "arrayobject.h")):
+        status["reason"] = f"no NumPy headers in {np_include!r}"
+        return None, status
+    with open(SOURCE, encoding="utf-8") as f:
+        source = f.read()
+    flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
+    identity = "\n".join([" ".join(toolchain.command), toolchain.version, " ".join(flags),
+                          cpu_identity(), python_abi()])
+    key = disk_cache.library_key(source, identity)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    try:
+        path = disk_cache.library_path(f"op_ring-{key}", suffix, folder="extensions")
+    except UnsafeCacheError as exc:  # optional: say why and record without it
+        status["reason"] = str(exc)
+        return None, status
+    status["path"] = path
+    t0 = time.perf_counter_ns()
+
+    def build(output: str) -> None:
+        tmp_src = disk_cache.temporary_path(path[:-len(suffix)] + ".c")
+        try:
+            with open(tmp_src, "w", encoding="utf-8") as f:
+                f.write(source)
+            ok, message = run_compiler(toolchain.command, flags, tmp_src, output)
+            if not ok:
+                raise _BuildFailed(f"{toolchain.command[0]} failed: {message}")
+        finally:
+            os.unlink(tmp_src)
+
+    try:
+        status["cache_hit"] = disk_cache.reuse_or_build(path, build)
+    except (_BuildFailed, OSError) as exc:
+        status["reason"] = str(exc)
+        return None, status
+    status["compile_ns"] = time.perf_counter_ns() - t0
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
+        spec = importlib.util.spec_from_file_location(EXTENSION, path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError) as exc:
+        status["reason"] = f"could not load {path}: {exc}"
+        return None, status
+    status["ok"], status["reason"] = True, "cached" if status["cache_hit"] else "compiled"
+    if os.environ.get("EXECMODE_DEBUG", "0").strip() not in ("", "0"):
+        print(f"execmode: op ring extension {status['reason']}: {path}", file=sys.stderr)
+    return module, status
+
+
+class _BuildFailed(Exception):
+    pass
