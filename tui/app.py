@@ -33,7 +33,7 @@ from execmode.tui.messages import (
 )
 from execmode.tui.pages import PageFetcher
 from execmode.tui.records import EMPTY_SNAPSHOT, SourceRef, StoreSnapshot
-from execmode.tui.screens import SCREENS
+from execmode.tui.screens import modes
 from execmode.tui.session_facts import exit_from_meta
 from execmode.tui.sharing import SharingCommands
 from execmode.tui.source_cache import SourceCache
@@ -62,7 +62,7 @@ SERVICE_GROUPS = ("pump", "tail", "pages")
 class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     TITLE = "execmode"
     CSS_PATH = STYLESHEETS
-    MODES = dict(SCREENS)
+    MODES = modes()  # each view's module is imported when it first opens
     DEFAULT_MODE = "ops"
     BINDINGS = keys.bindings()
 
