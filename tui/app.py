@@ -102,7 +102,18 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
         if self.bridge is not None:
             bridge = self.bridge
             self.run_worker(lambda: bridge.pump(self._cancelled), thread=True, group="pump")
-            self._control(bridge.start, "start")
+            early = bridge.take_early_start()
+            if early is None:
+                self._control(bridge.start, "start")
+                return
+            # The agent spawned before Textual loaded is connected (and maybe paused): the
+            # first frame, drawn after this handler, shows it (launch.py, EarlyStart).
+            started, paused = early
+            self.on_script_started(started)
+            if paused is not None:
+                self.on_script_paused(paused)  # it asks for the breakpoints too
+            else:
+                self._control(bridge.refresh_breakpoints, "breakpoints")
         else:
             self._open_recorded(self.launch.path)
 
