@@ -81,10 +81,9 @@ class DebugBridge:
 
     def _start(self) -> None:
         run = self.run
-        early, self._early = self._early, None
-        if early is not None:  # prestart() spawned the agent and is connecting to it
-            early.listen(self._queue_event)
-            connect = early.wait
+        early = self._settle_early()
+        if early is not None:  # prestart() spawned the agent and connected to it
+            connect = early.wait  # raises what the connection raised
         else:
             if not getattr(self.controller, "spawned", False):  # else prestart() chose it
                 self.controller.session = self.launch.session_path(run)
@@ -123,6 +122,17 @@ class DebugBridge:
         finally:
             self._lifecycle.release()
 
+    def _settle_early(self, timeout: float | None = None):
+        """Take the connection prestart() began, if no start took it yet, once it ended
+        (connected or failed; or ``timeout`` ran out): its events go to the pump from now
+        on. Under ``_lifecycle``: a restart or a stop waits for it, as for any start,
+        rather than race it on the controller."""
+        early, self._early = self._early, None
+        if early is not None:
+            early.listen(self._queue_event)
+            early.join(timeout)
+        return early
+
     def request_restart(self) -> int:
         """UI thread: count a restart asked for; its number tags the new run's messages."""
         self.requested_run += 1
@@ -136,6 +146,7 @@ class DebugBridge:
             target = self.requested_run
             if target <= self.run or self.closing:
                 return  # a later request already ran this restart
+            self._settle_early()  # pressed before the first start took the prestarted agent
             self.controller.stop()
             self.controller.initial_breakpoints = [
                 carried_breakpoint(bp) for bp in self.known_breakpoints] or \
@@ -148,6 +159,8 @@ class DebugBridge:
         self.closing = True
         locked = self._lifecycle.acquire(timeout=wait_s)
         try:
+            if locked:
+                self._settle_early(wait_s)  # quit before the first start took it
             self.controller.close()
         except (ControllerError, OSError):
             pass

@@ -126,6 +126,10 @@ class EarlyStart:
         """The agent said hello (False while connecting, and after a failure)."""
         return not self._thread.is_alive() and self.error is None
 
+    def join(self, timeout: float | None = None) -> None:
+        """Until the connection is made or failed (or ``timeout`` ran out)."""
+        self._thread.join(timeout)
+
     def wait(self) -> None:
         """Until the connection is made; raises what Controller.start raised."""
         self._thread.join()

@@ -7,7 +7,9 @@ from __future__ import annotations
 import threading
 
 from execmode.tui.app import ExecmodeApp
+from execmode.tui.debugger import DebugBridge
 from execmode.tui.launch import EarlyStart, ScriptLaunch
+from execmode.tui.messages import ScriptStarted
 from fakes import PausedController
 from tui_support import SCRIPTS, SIZE, Waiter, run_async, static_text
 
@@ -21,12 +23,19 @@ class GatedController(PausedController):
         super().__init__(*args, **kwargs)
         self.gate = threading.Event()
         self.fail = fail
+        self.calls: list[str] = []
+        self.initial_breakpoints: list = []
 
     def start(self):
+        self.calls.append("start")
         self.gate.wait(30)
+        self.calls.append("started")
         if self.fail:
             raise ControllerError("the script could not start (exit code 1):\nboom")
         return super().start()
+
+    def stop(self):
+        self.calls.append("stop")
 
 
 def gated_launch(tmp_path, **options) -> tuple[ScriptLaunch, GatedController]:
@@ -133,3 +142,18 @@ async def test_the_real_agent_paused_before_the_app_mounts_steps_on(tmp_path):
         assert app.run_state.phase == "paused" and app.run_state.paused.op_index == 1
         paused = await Waiter(pilot).step("s")  # the events after it reach the pump
         assert (paused.op, paused.op_index) == ("multiply", 2)
+
+
+def test_a_restart_before_any_start_took_the_early_connection_waits_for_it(tmp_path):
+    launch, controller = gated_launch(tmp_path)
+    posted = []
+    bridge = DebugBridge(launch, posted.append)
+    bridge.request_restart()
+    restart = threading.Thread(target=bridge.restart)
+    restart.start()
+    controller.gate.set()
+    restart.join(30)
+    # The early start ended before the restart stopped the controller and started anew.
+    assert controller.calls == ["start", "started", "stop", "start", "started"]
+    started = [m for m in posted if isinstance(m, ScriptStarted)]
+    assert [m.run for m in started] == [1] and bridge.run == 1
