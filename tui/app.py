@@ -33,11 +33,12 @@ from execmode.tui.messages import (
 )
 from execmode.tui.pages import PageFetcher
 from execmode.tui.records import EMPTY_SNAPSHOT, SourceRef, StoreSnapshot
-from execmode.tui.screens import SCREENS
+from execmode.tui.screens import modes
 from execmode.tui.session_facts import exit_from_meta
 from execmode.tui.sharing import SharingCommands
 from execmode.tui.source_cache import SourceCache
 from execmode.tui.state import STARTING, RunState
+from execmode.tui.stylesheet import KeptStylesheet
 from execmode.tui.tail import StoreTailer
 from execmode.tui.variables import VariablesModel
 from execmode.tui.views import VIEW_BY_NAME, VIEWS
@@ -48,8 +49,9 @@ from textual.worker import get_current_worker
 
 from execmode.debug.reach import never_hit_lines
 
-# Every stylesheet is loaded at start: a screen's own CSS_PATH would make Textual reparse
-# all styles the first time that view opens (a ~100 ms stall, measured).
+# Every stylesheet is loaded at start, in this order (a screen's own CSS_PATH would be read
+# after responsive.tcss, and its rules would win over the size rules). Parsed once per theme
+# (stylesheet.py).
 STYLESHEETS = ["app.tcss", "screens/dialogs.tcss", *(f"screens/{name}.tcss" for name in (
     "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints")),
     "screens/responsive.tcss"]  # last: its size rules win over the views' own
@@ -62,7 +64,7 @@ SERVICE_GROUPS = ("pump", "tail", "pages")
 class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     TITLE = "execmode"
     CSS_PATH = STYLESHEETS
-    MODES = dict(SCREENS)
+    MODES = modes()  # each view's module is imported when it first opens
     DEFAULT_MODE = "ops"
     BINDINGS = keys.bindings()
 
@@ -76,6 +78,8 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
 
     def __init__(self, launch: ScriptLaunch | SessionLaunch, controller_factory=None):
         super().__init__()
+        # Before any source is read into it (at run): stylesheet.py says why.
+        self.stylesheet = KeptStylesheet(variables=self.get_css_variables())
         self.launch = launch
         self.bridge: DebugBridge | None = None
         if isinstance(launch, ScriptLaunch):
@@ -102,7 +106,18 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
         if self.bridge is not None:
             bridge = self.bridge
             self.run_worker(lambda: bridge.pump(self._cancelled), thread=True, group="pump")
-            self._control(bridge.start, "start")
+            early = bridge.take_early_start()
+            if early is None:
+                self._control(bridge.start, "start")
+                return
+            # The agent spawned before Textual loaded is connected (and maybe paused): the
+            # first frame, drawn after this handler, shows it (launch.py, EarlyStart).
+            started, paused = early
+            self.on_script_started(started)
+            if paused is not None:
+                self.on_script_paused(paused)  # it asks for the breakpoints too
+            else:
+                self._control(bridge.refresh_breakpoints, "breakpoints")
         else:
             self._open_recorded(self.launch.path)
 

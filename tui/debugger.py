@@ -61,9 +61,16 @@ class DebugBridge:
         # The agent's list at the last refresh; between runs, the list the next run gets.
         self.known_breakpoints: list[dict] = []
         self.controller = launch.take_controller(controller_factory)
+        # The connection prestart() began while Textual loaded: it keeps the controller's
+        # events until the first start takes it (take_early_start, or start()).
+        self._early = launch.take_early_start()
+        if self._early is None:
+            self.controller.listeners.append(self._queue_event)
+
+    def _queue_event(self, event) -> None:
         # Tagged with the run that published it (the controller publishes only the current
         # run's events, and stop() returns after the last of them).
-        self.controller.listeners.append(lambda event: self._events.put((self.run, event)))
+        self._events.put((self.run, event))
 
     # --- lifecycle (worker threads) -------------------------------------------------------
     def start(self) -> None:
@@ -74,17 +81,57 @@ class DebugBridge:
 
     def _start(self) -> None:
         run = self.run
-        if not getattr(self.controller, "spawned", False):  # else prestart() chose it
-            self.controller.session = self.launch.session_path(run)
+        early = self._settle_early()
+        if early is not None:  # prestart() spawned the agent and connected to it
+            connect = early.wait  # raises what the connection raised
+        else:
+            if not getattr(self.controller, "spawned", False):  # else prestart() chose it
+                self.controller.session = self.launch.session_path(run)
+            connect = self.controller.start
         self.session = self.controller.session
         try:
-            self.controller.start()
+            connect()
         except (ControllerError, OSError) as exc:
             self.post(ScriptCouldNotStart(str(exc), run=run))
             return
-        self.post(ScriptStarted(self.controller.proc.pid if self.controller.proc else None,
-                                self.session, run=run))
+        self.post(self._started(run))
         self.refresh_breakpoints()
+
+    def _started(self, run: int) -> ScriptStarted:
+        return ScriptStarted(self.controller.proc.pid if self.controller.proc else None,
+                             self.session, run=run)
+
+    def take_early_start(self) -> tuple[ScriptStarted, ScriptPaused | None] | None:
+        """UI thread, as the app mounts: when the agent prestart() spawned has connected
+        meanwhile, its start is taken here, without a worker: the messages that say so
+        (ScriptStarted, and ScriptPaused when it paused already) are returned for the app
+        to handle before its first frame; the controller's later events go to the pump.
+        None when there is no such start, or it is not connected yet: start() (a worker)
+        then waits for it."""
+        early = self._early
+        if early is None or not early.connected or not self._lifecycle.acquire(blocking=False):
+            return None
+        try:
+            self._early = None
+            paused = early.listen(self._queue_event, take_pause=True)
+            self.session = self.controller.session
+            started = self._started(self.run)
+            if paused is None:
+                return started, None
+            return started, ScriptPaused(PausedInfo.from_event(paused.data), run=self.run)
+        finally:
+            self._lifecycle.release()
+
+    def _settle_early(self, timeout: float | None = None):
+        """Take the connection prestart() began, if no start took it yet, once it ended
+        (connected or failed; or ``timeout`` ran out): its events go to the pump from now
+        on. Under ``_lifecycle``: a restart or a stop waits for it, as for any start,
+        rather than race it on the controller."""
+        early, self._early = self._early, None
+        if early is not None:
+            early.listen(self._queue_event)
+            early.join(timeout)
+        return early
 
     def request_restart(self) -> int:
         """UI thread: count a restart asked for; its number tags the new run's messages."""
@@ -99,6 +146,7 @@ class DebugBridge:
             target = self.requested_run
             if target <= self.run or self.closing:
                 return  # a later request already ran this restart
+            self._settle_early()  # pressed before the first start took the prestarted agent
             self.controller.stop()
             self.controller.initial_breakpoints = [
                 carried_breakpoint(bp) for bp in self.known_breakpoints] or \
@@ -111,6 +159,8 @@ class DebugBridge:
         self.closing = True
         locked = self._lifecycle.acquire(timeout=wait_s)
         try:
+            if locked:
+                self._settle_early(wait_s)  # quit before the first start took it
             self.controller.close()
         except (ControllerError, OSError):
             pass

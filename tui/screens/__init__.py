@@ -1,25 +1,37 @@
-"""One screen per view (each an app mode), plus the dialogs."""
+"""One screen per view (each an app mode), plus the dialogs.
+
+A view's module is imported the first time the view opens, not with the app: the launch
+shows the Ops view only, and the other eight bring plotext, DataTable and their own
+widgets (about a tenth of the TUI's imports, measured; docs/tui.md, "Measured").
+"""
 
 from __future__ import annotations
 
-from execmode.tui.screens.breakpoints import BreakpointsScreen
-from execmode.tui.screens.breaks import BreaksScreen
-from execmode.tui.screens.graph import GraphScreen
-from execmode.tui.screens.kernels import KernelsScreen
-from execmode.tui.screens.ops import OpsScreen
-from execmode.tui.screens.output import OutputScreen
-from execmode.tui.screens.passes import PassesScreen
-from execmode.tui.screens.profile import ProfileScreen
-from execmode.tui.screens.tensor import TensorScreen
+import importlib
+from collections.abc import Callable
 
-SCREENS = {
-    "ops": OpsScreen,
-    "tensor": TensorScreen,
-    "graph": GraphScreen,
-    "breaks": BreaksScreen,
-    "passes": PassesScreen,
-    "kernels": KernelsScreen,
-    "profile": ProfileScreen,
-    "breakpoints": BreakpointsScreen,
-    "output": OutputScreen,
+from textual.screen import Screen
+
+# view name -> (module in this package, screen class)
+SCREEN_CLASSES = {
+    "ops": ("ops", "OpsScreen"),
+    "tensor": ("tensor", "TensorScreen"),
+    "graph": ("graph", "GraphScreen"),
+    "breaks": ("breaks", "BreaksScreen"),
+    "passes": ("passes", "PassesScreen"),
+    "kernels": ("kernels", "KernelsScreen"),
+    "profile": ("profile", "ProfileScreen"),
+    "breakpoints": ("breakpoints", "BreakpointsScreen"),
+    "output": ("output", "OutputScreen"),
 }
+
+
+def screen_class(view: str) -> type[Screen]:
+    """The screen class of ``view`` (its module is imported now if it was not yet)."""
+    module, name = SCREEN_CLASSES[view]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def modes() -> dict[str, Callable[[], Screen]]:
+    """The app's MODES: for each view, a callable that builds its screen when it opens."""
+    return {view: (lambda view=view: screen_class(view)()) for view in SCREEN_CLASSES}

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 
 def key_table() -> Table:
-    from execmode.tui.screens import SCREENS
+    from execmode.tui.screens import screen_class
 
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold yellow", no_wrap=True, min_width=10)
@@ -29,7 +29,7 @@ def key_table() -> Table:
     for v in VIEWS:
         table.add_row(v.key, f"{v.title}: {v.about}")
     for v in VIEWS:
-        bindings = [b for b in SCREENS[v.name].BINDINGS  # app keys shown again: listed above
+        bindings = [b for b in screen_class(v.name).BINDINGS  # app keys shown again: listed above
                     if isinstance(b, Binding) and not b.action.startswith("app.")]
         if bindings:
             table.add_row("", "")
