@@ -27,19 +27,13 @@ ring) take the Python path as before: their rows are the same either way
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
 import sqlite3  # noqa: F401 - loads the SQLite library that sqlite_library() finds
 import sys
-import sysconfig
 import threading
-import time
 
 EXTENSION = "_em_op_ring"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_ring.c")
-FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing",
-         "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION")
 # Records the ring holds (40 bytes each): ~1/3 s of tiny ops. Half full wakes the writer;
 # full hands ops to the Python path, whose backpressure waits for the writer.
 CAPACITY = 1 << 16
@@ -111,72 +105,9 @@ def sqlite_library() -> str | None:
 # --- building ---------------------------------------------------------------------------
 
 def _build() -> tuple:
-    import numpy as np
+    from execmode.codegen.extension_build import build_extension
 
-    from execmode.codegen import disk_cache
-    from execmode.codegen.cache_trust import UnsafeCacheError
-    from execmode.codegen.fast_entry import python_abi
-    from execmode.codegen.toolchain import NoCompiler, cpu_identity, get_toolchain, run_compiler
-
-    status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
-    try:
-        toolchain = get_toolchain()
-    except NoCompiler as exc:
-        status["reason"] = f"no C compiler: {exc}"
-        return None, status
-    py_include = sysconfig.get_paths().get("include") or ""
-    np_include = np.get_include()
-    if not os.path.exists(os.path.join(py_include, "Python.h")):
-        status["reason"] = f"no Python headers (Python.h not in {py_include!r})"
-        return None, status
-    if not os.path.exists(os.path.join(np_include, "numpy", "arrayobject.h")):
-        status["reason"] = f"no NumPy headers in {np_include!r}"
-        return None, status
-    with open(SOURCE, encoding="utf-8") as f:
-        source = f.read()
-    flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
-    identity = "\n".join([" ".join(toolchain.command), toolchain.version, " ".join(flags),
-                          cpu_identity(), python_abi()])
-    key = disk_cache.library_key(source, identity)
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    try:
-        path = disk_cache.library_path(f"op_ring-{key}", suffix, folder="extensions")
-    except UnsafeCacheError as exc:  # optional: say why and record without it
-        status["reason"] = str(exc)
-        return None, status
-    status["path"] = path
-    t0 = time.perf_counter_ns()
-
-    def build(output: str) -> None:
-        tmp_src = disk_cache.temporary_path(path[:-len(suffix)] + ".c")
-        try:
-            with open(tmp_src, "w", encoding="utf-8") as f:
-                f.write(source)
-            ok, message = run_compiler(toolchain.command, flags, tmp_src, output)
-            if not ok:
-                raise _BuildFailed(f"{toolchain.command[0]} failed: {message}")
-        finally:
-            os.unlink(tmp_src)
-
-    try:
-        status["cache_hit"] = disk_cache.reuse_or_build(path, build)
-    except (_BuildFailed, OSError) as exc:
-        status["reason"] = str(exc)
-        return None, status
-    status["compile_ns"] = time.perf_counter_ns() - t0
-    try:
-        loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
-        spec = importlib.util.spec_from_file_location(EXTENSION, path, loader=loader)
-        module = importlib.util.module_from_spec(spec)
-        loader.exec_module(module)
-    except (ImportError, OSError) as exc:
-        status["reason"] = f"could not load {path}: {exc}"
-        return None, status
-    status["ok"], status["reason"] = True, "cached" if status["cache_hit"] else "compiled"
-    if os.environ.get("EXECMODE_DEBUG", "0").strip() not in ("", "0"):
-        print(f"execmode: op ring extension {status['reason']}: {path}", file=sys.stderr)
+    module, status = build_extension(EXTENSION, SOURCE, "op_ring")
+    if module is not None and os.environ.get("EXECMODE_DEBUG", "0").strip() not in ("", "0"):
+        print(f"execmode: op ring extension {status['reason']}: {status['path']}", file=sys.stderr)
     return module, status
-
-
-class _BuildFailed(Exception):
-    pass

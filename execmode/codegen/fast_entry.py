@@ -30,28 +30,16 @@ on the arguments (NumPy's results, bit for bit).
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
-import importlib.util
 import os
-import sys
-import sysconfig
-import time
 
 import numpy as np
 
-from . import disk_cache
 from .buffers import data_pointer
-from .cache_trust import UnsafeCacheError
+from .extension_build import build_extension
 from .factory import _note, debug_level
-from .toolchain import NoCompiler, cpu_identity, get_toolchain, run_compiler
 
 EXTENSION = "_em_fast_entry"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_entry.c")
-# No -march=native: nothing here vectorises, and -O2 compiles faster than -O3 (and runs
-# as fast as it here). -fno-strict-aliasing as for any CPython extension: Tensor slots are
-# read through casts to PyObject **.
-FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing",
-         "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION")
 # Kernels writing at least this many output bytes run with the GIL released (ctypes
 # always releases it; for smaller ones the release costs more than it could give back).
 RELEASE_GIL_BYTES = 1 << 16
@@ -80,13 +68,6 @@ def extension_status() -> dict:
     return dict(_loaded[os.environ.get("CC", "").strip()][1])
 
 
-def python_abi() -> str:
-    """What a compiled extension depends on besides its source and compiler."""
-    return " ".join([sys.implementation.cache_tag or sys.implementation.name, sys.version,
-                     sysconfig.get_config_var("EXT_SUFFIX") or "",
-                     getattr(sys, "abiflags", ""), f"numpy {np.__version__}"])
-
-
 def _load() -> tuple:
     module, status = _build()
     if module is None:
@@ -97,68 +78,8 @@ def _load() -> tuple:
     return module, status
 
 
-class _BuildFailed(Exception):
-    pass
-
-
 def _build() -> tuple:
-    status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
-    try:
-        toolchain = get_toolchain()
-    except NoCompiler as exc:
-        status["reason"] = f"no C compiler: {exc}"
-        return None, status
-    py_include = sysconfig.get_paths().get("include") or ""
-    np_include = np.get_include()
-    if not os.path.exists(os.path.join(py_include, "Python.h")):
-        status["reason"] = f"no Python headers (Python.h not in {py_include!r})"
-        return None, status
-    if not os.path.exists(os.path.join(np_include, "numpy", "arrayobject.h")):
-        status["reason"] = f"no NumPy headers in {np_include!r}"
-        return None, status
-    with open(SOURCE, encoding="utf-8") as f:
-        source = f.read()
-    flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
-    identity = "\n".join([" ".join(toolchain.command), toolchain.version, " ".join(flags),
-                          cpu_identity(), python_abi()])
-    key = disk_cache.library_key(source, identity)
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    try:
-        path = disk_cache.library_path(f"fast_entry-{key}", suffix, folder="extensions")
-    except UnsafeCacheError as exc:  # the extension is optional: say why and go without
-        status["reason"] = str(exc)
-        return None, status
-    status["path"] = path
-    t0 = time.perf_counter_ns()
-
-    def build(output: str) -> None:
-        tmp_src = disk_cache.temporary_path(path[:-len(suffix)] + ".c")
-        try:
-            with open(tmp_src, "w", encoding="utf-8") as f:
-                f.write(source)
-            ok, message = run_compiler(toolchain.command, flags, tmp_src, output)
-            if not ok:
-                raise _BuildFailed(f"{toolchain.command[0]} failed: {message}")
-        finally:
-            os.unlink(tmp_src)
-
-    try:
-        # Loaded only after the owner, mode and content-hash checks (cache_trust.py).
-        status["cache_hit"] = disk_cache.reuse_or_build(path, build)
-    except _BuildFailed as exc:
-        status["reason"] = str(exc)
-        return None, status
-    status["compile_ns"] = time.perf_counter_ns() - t0
-    try:
-        loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
-        spec = importlib.util.spec_from_file_location(EXTENSION, path, loader=loader)
-        module = importlib.util.module_from_spec(spec)
-        loader.exec_module(module)
-    except (ImportError, OSError) as exc:
-        status["reason"] = f"could not load {path}: {exc}"
-        return None, status
-    status["ok"], status["reason"] = True, "compiled" if not status["cache_hit"] else "cached"
-    return module, status
+    return build_extension(EXTENSION, SOURCE, "fast_entry")
 
 
 # --- building an entry ------------------------------------------------------------------

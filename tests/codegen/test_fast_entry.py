@@ -15,7 +15,7 @@ from helpers import assert_close
 
 import execmode as em
 from execmode import instrument
-from execmode.codegen import fast_entry
+from execmode.codegen import extension_build, fast_entry
 from execmode.jit_driver.fastcall import MISS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -286,7 +286,7 @@ def test_switched_off_or_without_headers_the_python_replay_is_used(monkeypatch):
     assert callable(jf._fast) and hasattr(jf._fast, "__source__")
     monkeypatch.delenv("EXECMODE_FAST_ENTRY")
     monkeypatch.setattr(fast_entry, "_loaded", {})
-    monkeypatch.setattr(fast_entry.sysconfig, "get_paths", lambda: {"include": "/nowhere"})
+    monkeypatch.setattr(extension_build.sysconfig, "get_paths", lambda: {"include": "/nowhere"})
     jf = em.jit(_fancy)
     jf(*args)
     assert not _is_c_entry(jf._fast)
@@ -298,7 +298,7 @@ SCRIPT = """
 import json
 import numpy as np
 import execmode as em
-from execmode.codegen import fast_entry
+from execmode.codegen import extension_build, fast_entry
 
 def fancy(a, b, c, d):
     return (a + b) + (c + d)

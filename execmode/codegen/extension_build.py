@@ -1,0 +1,104 @@
+"""Building a small CPython extension from a C source next to the code that uses it.
+
+The jit's fast entry (fast_entry.c) and the recorder's op ring (profilers/op_ring.c) are
+built the same way: on first use, with the project's C compiler, into the kernel cache's
+``extensions`` folder, keyed by the source, compiler, flags, CPU and the Python/NumPy ABI,
+and loaded only after the cache's owner, mode and content-hash checks (cache_trust.py).
+Both are optional: anything missing (a compiler, Python or NumPy headers, a working build)
+gives None and a status that says why.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import sysconfig
+import time
+
+import numpy as np
+
+from . import disk_cache
+from .cache_trust import UnsafeCacheError
+from .toolchain import NoCompiler, cpu_identity, get_toolchain, run_compiler
+
+# CPython extension flags. No -march=native: nothing here vectorises, and -O2 compiles
+# faster than -O3 (and runs as fast). -fno-strict-aliasing as for any CPython extension:
+# Tensor slots are read through casts to PyObject **.
+FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing",
+         "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION")
+
+
+class _BuildFailed(Exception):
+    pass
+
+
+def python_abi() -> str:
+    """What a compiled extension depends on besides its source and compiler."""
+    return " ".join([sys.implementation.cache_tag or sys.implementation.name, sys.version,
+                     sysconfig.get_config_var("EXT_SUFFIX") or "",
+                     getattr(sys, "abiflags", ""), f"numpy {np.__version__}"])
+
+
+def build_extension(name: str, source_path: str, stem: str) -> tuple:
+    """``(module, status)``: the extension ``name`` built from ``source_path`` (cached as
+    ``<stem>-<key>``), or ``(None, status)``; ``status`` is ``{"ok", "reason", "path",
+    "cache_hit", "compile_ns"}``."""
+    status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
+    try:
+        toolchain = get_toolchain()
+    except NoCompiler as exc:
+        status["reason"] = f"no C compiler: {exc}"
+        return None, status
+    py_include = sysconfig.get_paths().get("include") or ""
+    np_include = np.get_include()
+    if not os.path.exists(os.path.join(py_include, "Python.h")):
+        status["reason"] = f"no Python headers (Python.h not in {py_include!r})"
+        return None, status
+    if not os.path.exists(os.path.join(np_include, "numpy", "arrayobject.h")):
+        status["reason"] = f"no NumPy headers in {np_include!r}"
+        return None, status
+    with open(source_path, encoding="utf-8") as f:
+        source = f.read()
+    flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
+    identity = "\n".join([" ".join(toolchain.command), toolchain.version, " ".join(flags),
+                          cpu_identity(), python_abi()])
+    key = disk_cache.library_key(source, identity)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    try:
+        path = disk_cache.library_path(f"{stem}-{key}", suffix, folder="extensions")
+    except UnsafeCacheError as exc:  # the extension is optional: say why and go without
+        status["reason"] = str(exc)
+        return None, status
+    status["path"] = path
+    t0 = time.perf_counter_ns()
+
+    def build(output: str) -> None:
+        tmp_src = disk_cache.temporary_path(path[:-len(suffix)] + ".c")
+        try:
+            with open(tmp_src, "w", encoding="utf-8") as f:
+                f.write(source)
+            ok, message = run_compiler(toolchain.command, flags, tmp_src, output)
+            if not ok:
+                raise _BuildFailed(f"{toolchain.command[0]} failed: {message}")
+        finally:
+            os.unlink(tmp_src)
+
+    try:
+        # Loaded only after the owner, mode and content-hash checks (cache_trust.py).
+        status["cache_hit"] = disk_cache.reuse_or_build(path, build)
+    except (_BuildFailed, OSError) as exc:  # OSError: the cache folder cannot be written
+        status["reason"] = str(exc)
+        return None, status
+    status["compile_ns"] = time.perf_counter_ns() - t0
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(name, path)
+        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError) as exc:
+        status["reason"] = f"could not load {path}: {exc}"
+        return None, status
+    status["ok"], status["reason"] = True, "cached" if status["cache_hit"] else "compiled"
+    return module, status
