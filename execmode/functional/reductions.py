@@ -136,23 +136,23 @@ def std(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tens
 
 
 def any(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:  # noqa: A001
-    x = _tensor_arg("any", x)
-    if torch_keywords:
-        axis, keepdims = _torch_axis("any", x, axis, keepdims, torch_keywords)
-    if x.size == 0:
-        keepdims = _bool_arg("any", "keepdims", keepdims, (x,))
-        return full(reduced_shape(x.shape, _axes("any", x, axis), keepdims), False, bool_)
-    return max(astype(x, bool_), axis=axis, keepdims=keepdims)
+    return _truth_reduction("any", max, False, x, axis, keepdims, torch_keywords)
 
 
 def all(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:  # noqa: A001
-    x = _tensor_arg("all", x)
+    return _truth_reduction("all", min, True, x, axis, keepdims, torch_keywords)
+
+
+def _truth_reduction(name, reduce, empty, x, axis, keepdims, torch_keywords) -> Tensor:
+    """any (the max of the truth values) or all (their min); over no elements, ``empty``
+    (which max and min refuse)."""
+    x = _tensor_arg(name, x)
     if torch_keywords:
-        axis, keepdims = _torch_axis("all", x, axis, keepdims, torch_keywords)
+        axis, keepdims = _torch_axis(name, x, axis, keepdims, torch_keywords)
     if x.size == 0:
-        keepdims = _bool_arg("all", "keepdims", keepdims, (x,))
-        return full(reduced_shape(x.shape, _axes("all", x, axis), keepdims), True, bool_)
-    return min(astype(x, bool_), axis=axis, keepdims=keepdims)
+        keepdims = _bool_arg(name, "keepdims", keepdims, (x,))
+        return full(reduced_shape(x.shape, _axes(name, x, axis), keepdims), empty, bool_)
+    return reduce(astype(x, bool_), axis=axis, keepdims=keepdims)
 
 
 def count_nonzero(x, axis=None) -> Tensor:
