@@ -106,8 +106,9 @@ def sqlite_library() -> str | None:
 
 def _build() -> tuple:
     from execmode.codegen.extension_build import build_extension
+    from execmode.codegen.factory import debug_level
 
     module, status = build_extension(EXTENSION, SOURCE, "op_ring")
-    if module is not None and os.environ.get("EXECMODE_DEBUG", "0").strip() not in ("", "0"):
+    if module is not None and debug_level() >= 1:
         print(f"execmode: op ring extension {status['reason']}: {status['path']}", file=sys.stderr)
     return module, status
