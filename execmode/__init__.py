@@ -6,58 +6,61 @@
     step = em.jit(train_step)               # graph: traced, optimized, compiled kernels
 
 The core never imports Textual or CuPy at import time.
+
+``import execmode`` itself loads nothing: the first ``em.<name>`` loads the engine
+(``execmode/api.py``, where every public name is imported), as PEP 562 allows. The command
+line and the TUI, which run no tensor code, import their own modules of the package and
+start without NumPy or the engine; a script pays for the engine once, on its first name.
 """
 
 from __future__ import annotations
 
-from . import dtypes, ops  # noqa: F401 - registers the op table
-from . import tensor_methods as _tensor_methods
-from .tensor import Tensor
+import importlib as _importlib
+import importlib.util as _importlib_util
+import threading as _threading
 
-# Tensor's methods that call dispatch, autograd and the function API (which all build on
-# Tensor) go onto the class once the engine below them is loaded.
-_tensor_methods.install(Tensor)
+__version__ = "0.1.0"
 
-from . import nn, optim, random  # noqa: E402
-from .backend import Device, cuda_is_available  # noqa: E402
-from .checkpoint import load, save  # noqa: E402
-from .debug import breakpoint  # noqa: E402,A004
-from .dtypes import bool_, float32, float64, int32, int64  # noqa: E402
-from .errors import (  # noqa: E402
-    ArgumentError,
-    BackwardError,
-    DeviceError,
-    DTypeError,
-    ExecmodeError,
-    GraphBreakError,
-    IndexingError,
-    ShapeError,
-)
-from .functional import *  # noqa: E402,F403
-from .functional import __all__ as _functional_all  # noqa: E402
-from .grad_mode import enable_grad, is_grad_enabled, no_grad  # noqa: E402
-from .jit_driver.cache_policy import JitWarning  # noqa: E402
-from .jit_driver.explain import explain  # noqa: E402
-from .jit_driver.jit import disable_jit, jit  # noqa: E402
-from .nn.functional import (  # noqa: E402
-    binary_cross_entropy_with_logits,
-    cross_entropy,
-    gelu,
-    layer_norm,
-    linear,
-    log_softmax,
-    logsumexp,
-    mse_loss,
-    nll_loss,
-    relu,
-    sigmoid,
-    softmax,
-    softplus,
-)
-from .scope import named_scope  # noqa: E402
+# "absent" -> "loading" -> "loaded". Reentrant: while the engine loads, a placeholder read
+# by the loading thread itself returns at once (_tensor.py reports the misuse).
+_engine_lock = _threading.RLock()
+_engine_state = "absent"
 
 
-def __getattr__(name):
+def _load_engine() -> None:
+    """Import the engine and put its public names onto the package (once; thread-safe)."""
+    global _engine_state, __all__
+    if _engine_state == "loaded":
+        return
+    with _engine_lock:
+        if _engine_state != "absent":  # loaded by another thread, or loading in this one
+            return
+        _engine_state = "loading"
+        try:
+            from . import api
+        except BaseException:
+            _engine_state = "absent"  # the next name asks again, and sees the same error
+            raise
+        names = [name for name in vars(api) if not name.startswith("_")]
+        globals().update({name: getattr(api, name) for name in names})
+        __all__ = sorted(names)
+        _engine_state = "loaded"
+
+
+def __getattr__(name: str):
+    if name.startswith("__") and name != "__all__":  # __path__, __wrapped__ ...: no engine
+        raise AttributeError(f"module 'execmode' has no attribute {name!r}")
+    if _importlib_util.find_spec(f"{__name__}.{name}") is not None:
+        # A submodule: ``from . import instrument`` inside the package asks for it here
+        # first (the import system's hasattr), often while the engine is half imported, so
+        # it must not load the engine. em.nn and em.random load only their own modules.
+        # (No public name is also a submodule's name: importing the submodule would bind
+        # it on the package over the public object. Hence _tensor.py, not tensor.py.)
+        return _importlib.import_module(f"{__name__}.{name}")
+    _load_engine()
+    namespace = globals()
+    if name in namespace:
+        return namespace[name]
     # em.profile and em.compare live in the profilers package, imported on first use so
     # that `import execmode` stays light.
     if name == "profile":
@@ -74,5 +77,6 @@ def __getattr__(name):
     raise module_attribute_error(name)
 
 
-bool = bool_  # noqa: A001 - em.bool, as the issue asks; the builtin is untouched elsewhere
-__version__ = "0.1.0"
+def __dir__() -> list[str]:
+    _load_engine()
+    return sorted(globals())

@@ -14,11 +14,11 @@ pass, sits above the function API that the vjp rules call.
 from __future__ import annotations
 
 from . import functional as F
+from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
 from .grad_mode import no_grad
 from .scope import named_scope
 from .tape import GradNode
-from .tensor import Tensor
 
 
 def _topological_order(root: Tensor) -> list[Tensor]:

@@ -22,8 +22,8 @@ import tempfile
 
 import numpy as np
 
+from ._tensor import Tensor
 from .errors import ArgumentError
-from .tensor import Tensor
 
 _STRUCTURE_KEY = "execmode.structure"
 _FORMAT_VERSION = "1"

@@ -17,13 +17,13 @@ import numpy as np
 
 from . import instrument
 from . import scope as _scope
+from ._tensor import SCALAR_TYPES, Tensor
 from .backend import CPU, as_device, device_of_array, xp_for
 from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
 from .source import _locations, user_location
 from .tape import GradNode
-from .tensor import SCALAR_TYPES, Tensor
 
 # NumPy warns (divide by zero in log, invalid value in sqrt, ...) from inside execmode's
 # implementations, pointing at our lines. Like PyTorch, the engine returns Inf/NaN quietly;

@@ -1,12 +1,14 @@
 """Tensor methods that call up into the engine, installed onto Tensor from tables.
 
-``tensor.py`` sits below dispatch, autograd and the function API, which all build on it,
+``_tensor.py`` sits below dispatch, autograd and the function API, which all build on it,
 so the methods that call them are defined here and installed once the engine is loaded
-(``install(Tensor)``, called by ``execmode/__init__``), as JAX's
+(``install(Tensor)``, called by ``execmode/api.py``), as JAX's
 ``register_jax_array_methods()`` does. Most are one-line calls of the function API with the
-tensor first, so they are tables (``UNARY``, ``BINARY``, ``REFLECTED``, ``FORWARDED``), not
-dozens of methods; the rest, with bodies of their own, are the methods of
-``_EngineMethods``. The Array API spellings (``astype``, ``axis=``, ``x.size`` as an
+tensor first, so they are tables (``tensor_method_tables.py``: ``UNARY``, ``BINARY``,
+``REFLECTED``, ``FORWARDED``), not dozens of methods; the rest, with bodies of their own,
+are the methods of ``_EngineMethods``. Until install() runs, Tensor holds a placeholder
+under each of these names (``_tensor.py``) that loads the engine on first use. The Array
+API spellings (``astype``, ``axis=``, ``x.size`` as an
 attribute) stay primary; PyTorch's sit beside them.
 """
 
@@ -14,58 +16,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dispatch
+from . import dispatch, dtypes
 from . import functional as F
+from ._tensor import Tensor, UntilTheEngineLoads
 from .aliases import TENSOR_HINTS, tensor_attribute_error
 from .autograd import backward as _backward
 from .backend import Device
 from .dispatch import make_operator
-from .dtypes import bool_, float32, float64, int32, int64, is_dtype_name
+from .dtypes import is_dtype_name
 from .errors import ArgumentError, BackwardError, ShapeError, op_error
 from .nn import functional as NF
 from .ops import OPS
-from .tensor import Tensor
+from .tensor_method_tables import (
+    BINARY,
+    CASTS,
+    FAST_OPERATORS,
+    FORWARDED,
+    REFLECTED,
+    UNARY,
+    UNARY_NN,
+    WITH_BODIES,
+)
 
 _ndarray = np.ndarray
-
-# x.method() -> em.<function>(x)
-UNARY = {
-    "__neg__": "negative", "__abs__": "abs", "abs": "abs", "exp": "exp", "log": "log",
-    "sqrt": "sqrt", "tanh": "tanh", "clone": "copy",
-}
-# x.method() -> em.nn.functional.<function>(x)
-UNARY_NN = {"relu": "relu", "sigmoid": "sigmoid"}
-# x.method(y) -> em.<function>(x, y)
-BINARY = {
-    "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "power",
-    "__matmul__": "matmul", "__and__": "logical_and", "__or__": "logical_or",
-    "__eq__": "equal", "__ne__": "not_equal", "__lt__": "less", "__le__": "less_equal",
-    "__gt__": "greater", "__ge__": "greater_equal", "__getitem__": "getitem",
-    "broadcast_to": "broadcast_to", "astype": "astype", "pow": "power",
-}
-# y <op> x, with x on the right -> em.<function>(y, x)
-REFLECTED = {
-    "__rfloordiv__": "floor_divide", "__rmod__": "remainder", "__rpow__": "power",
-    "__rmatmul__": "matmul",
-}
-# x.method(*args, **kwargs) -> em.<function>(x, *args, **kwargs): PyTorch's dim= and
-# keepdim= reach the functions that accept them.
-FORWARDED = {
-    **{name: name for name in (
-        "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all",
-        "clip", "flatten", "squeeze", "expand_dims", "expand", "repeat", "clamp",
-        "masked_fill", "cumsum", "argsort", "topk", "take_along_axis", "tril", "triu",
-        "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p", "expm1", "sign",
-        "floor", "ceil", "round", "maximum", "minimum", "scatter_add", "index_add",
-        "gather",
-    )},
-    "unsqueeze": "expand_dims",
-}
-# x.float() -> em.astype(x, em.float32): PyTorch's casts
-CASTS = {"float": float32, "double": float64, "long": int64, "int": int32, "bool": bool_}
-# + - * / and their reflections: dispatch builds them with the eager fast path inlined.
-FAST_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
-
 
 def _spelled(fn) -> str:
     prefix = "em.nn.functional" if fn.__module__ == NF.__name__ else "em"
@@ -299,26 +272,42 @@ def methods() -> dict:
                                  (F, FORWARDED, _forwarded)):
         for name, function in tab.items():
             table[name] = make(name, getattr(namespace, function))
-    table.update({name: _cast(name, dtype) for name, dtype in CASTS.items()})
+    table.update({name: _cast(name, getattr(dtypes, dtype)) for name, dtype in CASTS.items()})
     for dunder, op in FAST_OPERATORS.items():
         table[f"__{dunder}__"] = make_operator(OPS[op])
         table[f"__r{dunder}__"] = make_operator(OPS[op], reflected=True)
-    for name, value in vars(_EngineMethods).items():
-        if name in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
-            continue
+    bodies = {name: value for name, value in vars(_EngineMethods).items()
+              if name not in ("__module__", "__qualname__", "__doc__", "__dict__",
+                              "__weakref__")}
+    if set(bodies) != set(WITH_BODIES):
+        raise RuntimeError("tensor_method_tables.WITH_BODIES and _EngineMethods differ: "
+                           f"{sorted(set(bodies) ^ set(WITH_BODIES))}")
+    for name, value in bodies.items():
         if callable(value):
             value.__qualname__ = f"Tensor.{name}"
         table[name] = value
     return table
 
 
+_installed: set = set()
+
+
 def install(cls) -> None:
     """Put the methods and the hints (names PyTorch or NumPy users type that execmode
-    spells otherwise) onto ``cls``. Each name is installed once."""
+    spells otherwise) onto ``cls``. Each name is installed once: a second call (api.py
+    imported again after a load that failed further on) leaves the class as it is."""
+    if cls in _installed:
+        return
     for name, value in methods().items():
-        if name in cls.__dict__:
+        # _tensor.py's placeholder for the name is replaced; anything else is a clash.
+        if name in cls.__dict__ and not isinstance(cls.__dict__[name], UntilTheEngineLoads):
             raise RuntimeError(f"Tensor.{name} is defined twice")
         setattr(cls, name, value)
+    waiting = [name for name, value in vars(cls).items()
+               if isinstance(value, UntilTheEngineLoads)]
+    if waiting:
+        raise RuntimeError(f"Tensor placeholders without a method: {waiting}")
+    _installed.add(cls)
     for name in TENSOR_HINTS:
         if name in cls.__dict__:
             raise RuntimeError(f"Tensor.{name} exists: remove its hint from aliases.py")

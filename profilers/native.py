@@ -74,7 +74,7 @@ def new_ring(*, tracker=None, wake=None, capacity: int | None = None):
     if module is None:
         return None
     from execmode import backend, instrument, scope, source
-    from execmode.tensor import Tensor
+    from execmode._tensor import Tensor
 
     counters = None
     if tracker is not None:

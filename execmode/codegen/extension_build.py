@@ -21,7 +21,7 @@ import numpy as np
 
 from . import disk_cache
 from .cache_trust import UnsafeCacheError
-from .toolchain import NoCompiler, cpu_identity, get_toolchain, run_compiler
+from .toolchain import NoCompiler, compiler, cpu_identity, run_compiler
 
 # CPython extension flags. No -march=native: nothing here vectorises, and -O2 compiles
 # faster than -O3 (and runs as fast). -fno-strict-aliasing as for any CPython extension:
@@ -47,7 +47,9 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
     "cache_hit", "compile_ns"}``."""
     status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
     try:
-        toolchain = get_toolchain()
+        # Not get_toolchain(): its probe compiles a test kernel (~50 ms at every recording
+        # start), and an extension uses its own FLAGS, not the kernels'.
+        command, version = compiler()
     except NoCompiler as exc:
         status["reason"] = f"no C compiler: {exc}"
         return None, status
@@ -62,7 +64,7 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
     with open(source_path, encoding="utf-8") as f:
         source = f.read()
     flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
-    identity = "\n".join([" ".join(toolchain.command), toolchain.version, " ".join(flags),
+    identity = "\n".join([" ".join(command), version, " ".join(flags),
                           cpu_identity(), python_abi()])
     key = disk_cache.library_key(source, identity)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
@@ -79,9 +81,9 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
         try:
             with open(tmp_src, "w", encoding="utf-8") as f:
                 f.write(source)
-            ok, message = run_compiler(toolchain.command, flags, tmp_src, output)
+            ok, message = run_compiler(command, flags, tmp_src, output)
             if not ok:
-                raise _BuildFailed(f"{toolchain.command[0]} failed: {message}")
+                raise _BuildFailed(f"{command[0]} failed: {message}")
         finally:
             os.unlink(tmp_src)
 

@@ -91,10 +91,21 @@ def get_toolchain() -> Toolchain:
     return _probe(os.environ.get("CC", "").strip())
 
 
+def compiler() -> tuple:
+    """``(command, version line)`` of the current CC, without the kernel flags' probe
+    (which compiles a test kernel): enough to build and key a CPython extension."""
+    return _compiler(os.environ.get("CC", "").strip())
+
+
+@cache
+def _compiler(cc_env: str) -> tuple:
+    command = find_compiler()
+    return command, _version(command)
+
+
 @cache
 def _probe(cc_env: str) -> Toolchain:
-    command = find_compiler()
-    version = _version(command)
+    command, version = _compiler(cc_env)
     notes = []
     # Try the best flag set first, then drop what this compiler or machine refuses.
     attempts = [(True, True), (False, True), (True, False), (False, False)]

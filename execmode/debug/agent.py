@@ -25,8 +25,8 @@ import sys
 import threading
 
 from .. import dispatch, instrument, lifeline, script_runner
+from .._tensor import Tensor
 from ..source import user_frame, user_location, user_stack
-from ..tensor import Tensor
 from . import stdin_requests
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError

@@ -365,7 +365,7 @@ def _python_value(node, frame):
 def _plain(value):
     """A tensor or array of one element as its number; a bigger one is missing (comparing
     it would run an op, and its truth is ambiguous)."""
-    from ..tensor import Tensor
+    from .._tensor import Tensor
 
     if isinstance(value, Tensor):
         if value.is_traced:

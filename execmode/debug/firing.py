@@ -10,8 +10,8 @@ condition that fails is disabled and the controller told why.
 
 from __future__ import annotations
 
+from .._tensor import Tensor
 from ..source import user_frame
-from ..tensor import Tensor
 from .conditions import NONFINITE_NAMES, PlaceContext
 from .headroom import with_headroom
 from .pyvalues import hooks_detached

@@ -9,9 +9,9 @@ channel and the pause loop that call :meth:`Inspection._inspect` stay in agent.p
 
 from __future__ import annotations
 
+from .._tensor import Tensor
 from ..dtypes import type_text
 from ..source import user_stack
-from ..tensor import Tensor
 from .conditions import ConditionError
 from .hunt import differential_check, hunt
 from .pyvalues import evaluate, user_frames, variables

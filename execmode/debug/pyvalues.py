@@ -23,8 +23,8 @@ import threading
 import types
 
 from .. import instrument
+from .._tensor import Tensor
 from ..source import is_internal_file
-from ..tensor import Tensor
 from .summary import format_summary, summarize
 
 MAX_TEXT = 200            # characters of a value's text

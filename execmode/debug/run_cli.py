@@ -16,7 +16,6 @@ import sys
 
 from ..cli_args import add_script_argument, parse_script_command, require_script
 from .controller import Controller, ControllerError
-from .summary import format_summary
 
 EXIT_STOPPED_AT_BREAKPOINT = 4
 
@@ -185,6 +184,10 @@ def _exit_code(ctl: Controller) -> int:
 
 def describe_pause(p: dict) -> str:
     """A few lines saying where the script stopped and what the tensor looks like."""
+    # Imported here: summary.py needs NumPy, which the CLI's own process otherwise never
+    # loads (tests/test_lazy_package.py).
+    from .summary import format_summary
+
     loc = p.get("location") or {}
     where = f"{loc.get('filename')}:{loc.get('lineno')} in {loc.get('function')}" if loc else "?"
     lines = [f"[execmode] {p.get('reason')}"]

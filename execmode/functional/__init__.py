@@ -19,8 +19,8 @@ closes its import cycle with ``creation`` (see the end of arguments.py), and it 
 
 from __future__ import annotations
 
+from .._tensor import Tensor  # noqa: F401 - reached as F.Tensor
 from ..dtypes import bool_, int64  # noqa: F401 - reached as F.bool_, F.int64
-from ..tensor import Tensor  # noqa: F401 - reached as F.Tensor
 
 # arguments first: it closes its import cycle with creation (see the end of arguments.py).
 from .arguments import (

@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 
+from .._tensor import SCALAR_TYPES, Tensor
 from ..backend import as_device, xp_for
 from ..dispatch import apply
 from ..dtypes import as_dtype, default_dtype_for
@@ -20,7 +21,6 @@ from ..errors import ArgumentError, DeviceError, DTypeError, op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, normalize_axes, normalize_axis
 from ..symbolic import SymbolicScalar
-from ..tensor import SCALAR_TYPES, Tensor
 
 
 def _rule_error(op: str, inputs, exc: RuleError):

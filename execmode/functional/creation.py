@@ -7,11 +7,11 @@ import builtins
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..dtypes import DEFAULT_FLOAT, int64
 from ..errors import ArgumentError, DTypeError, op_error
 from ..ops import OPS
-from ..tensor import Tensor
 from .arguments import (
     _bool_arg,
     _device_arg,

@@ -3,9 +3,9 @@ the composites written over them (clip/clamp, logaddexp)."""
 
 from __future__ import annotations
 
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..ops import OPS
-from ..tensor import Tensor
 from .arguments import _number_arg, _tensor_arg
 from .creation import tensor
 

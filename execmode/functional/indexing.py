@@ -7,12 +7,12 @@ import builtins
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..dtypes import bool_, int64
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, broadcast_shapes
-from ..tensor import Tensor
 from . import reductions  # reductions.max: this module's bodies use Python's max
 from .arguments import _int_arg, _is_int, _number_arg, _require_tensor, _tensor_arg
 from .creation import astype, tensor

@@ -7,11 +7,11 @@ import builtins
 import functools
 import math
 
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, normalize_axis
-from ..tensor import Tensor
 from .arguments import _is_int, _rule_error, _tensor_arg
 from .shape import permute_dims, reshape
 

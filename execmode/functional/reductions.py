@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..dtypes import bool_, float64, int64
 from ..errors import ArgumentError, op_error
 from ..ops import OPS
 from ..ops.reductions import normalize_reduction_attrs, reduced_shape
 from ..ops.registry import RuleError
-from ..tensor import Tensor
 from .arguments import _axes, _bool_arg, _number_arg, _rule_error, _tensor_arg, _torch_axis
 from .creation import astype, full
 from .elementwise import not_equal, sqrt

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.movement import resolve_shape
 from ..ops.registry import RuleError, normalize_axes, normalize_axis
-from ..tensor import Tensor
 from .arguments import (
     _axes,
     _int_arg,

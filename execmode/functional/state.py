@@ -6,12 +6,12 @@ from __future__ import annotations
 import builtins
 
 from .. import dispatch
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..errors import ArgumentError, BackwardError, op_error
 from ..grad_mode import no_grad
 from ..ops import OPS
 from ..tape import GradNode, mark_modified
-from ..tensor import Tensor
 from .arguments import _tensor_arg
 from .elementwise import copy
 from .shape import broadcast_to

@@ -22,10 +22,10 @@ import functools
 import math
 import types
 
+from .._tensor import Tensor
 from ..ops.registry import OpDef
 from ..pysource import define
 from ..symbolic import is_number
-from ..tensor import Tensor
 
 _MISSING = object()
 _SCALARS = (int, float, bool, str, type(None), complex)

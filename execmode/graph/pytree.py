@@ -6,7 +6,7 @@ everything that is not a tensor is kept by value (static: part of a jit signatur
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 LEAF = "*"
 

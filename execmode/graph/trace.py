@@ -22,12 +22,12 @@ import numpy as np
 
 from .. import dispatch, instrument
 from .. import scope as _scope
+from .._tensor import Tensor
 from ..backend import CPU
 from ..errors import GraphBreakError, op_error
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import SourceLocation, user_location
 from ..symbolic import SymbolicScalar, is_number
-from ..tensor import Tensor
 from .ir import ASSIGN, INPUT, Graph, Literal, Node, make_attrs
 from .verify import VERIFIED, verify
 from .views import (

@@ -6,7 +6,6 @@ all; to explain one function without running it, call ``em.explain(fn, *args)``.
 from __future__ import annotations
 
 from ..cli_args import add_script_argument, parse_script_command, require_script
-from .jit import all_jit_functions, override_on_break
 
 
 def add_parser(subparsers) -> None:
@@ -26,6 +25,7 @@ def explain_command(opts) -> int:
     parse_script_command(opts.parser, opts, {}, lambda p: None)
     require_script(opts.parser, opts)
     from ..script_runner import run_script
+    from .jit import all_jit_functions, override_on_break  # the engine: only to explain
 
     # The script's own failure is printed and still explained: what ran, ran under jit.
     override_on_break(opts.on_break)

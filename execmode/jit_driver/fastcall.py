@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dispatch, instrument
+from .._tensor import Tensor
 from ..graph import pytree
 from ..pysource import define
-from ..tensor import Tensor
 
 MISS = object()
 

@@ -23,6 +23,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from .. import dispatch, instrument
+from .._tensor import Tensor
 from ..errors import ArgumentError, BackwardError
 from ..graph import guards as guards_mod
 from ..graph import pytree
@@ -32,7 +33,6 @@ from ..graph.trace import GraphBreak, Segment, Tracer
 from ..graph.views import replay
 from ..symbolic import SymbolicScalar, is_number
 from ..tape import GradNode
-from ..tensor import Tensor
 from . import cache_policy
 from .fastcall import MISS, build_fast_call
 

@@ -13,9 +13,9 @@ import math
 
 from .. import functional as F
 from .. import random as em_random
+from .._tensor import Tensor
 from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
-from ..tensor import Tensor
 from .module import copy_into
 
 _GAINS = {"linear": 1.0, "identity": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3,

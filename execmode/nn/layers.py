@@ -8,9 +8,9 @@ import numpy as np
 
 from .. import functional as F
 from .. import random as em_random
+from .._tensor import Tensor
 from ..errors import DTypeError, IndexingError, op_error
 from ..ops import OPS
-from ..tensor import Tensor
 from . import functional as NF
 from .containers import Sequential
 from .module import Module, Parameter

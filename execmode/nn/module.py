@@ -22,10 +22,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import functional as F
+from .._tensor import Tensor
 from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
 from ..scope import _state as _scope_state
-from ..tensor import Tensor
 
 
 class Parameter(Tensor):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 
 from .. import functional as F
+from .._tensor import Tensor
 from ..errors import ArgumentError
 from ..grad_mode import no_grad
-from ..tensor import Tensor
 
 
 def _grads(parameters, fn: str) -> list[Tensor]:

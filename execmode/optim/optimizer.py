@@ -15,10 +15,10 @@ from types import MappingProxyType
 
 from .. import dispatch
 from .. import functional as F
+from .._tensor import Tensor
 from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
 from ..symbolic import SymbolicScalar, is_number
-from ..tensor import Tensor
 
 
 class Optimizer:

@@ -44,7 +44,7 @@ def site(tmp_path_factory):
 
 @pytest.mark.parametrize("page, names", [
     ("jit", ["execmode.jit_driver.jit.jit", "execmode.jit_driver.explain.explain"]),
-    ("tensor", ["execmode.tensor.Tensor", "execmode.functional.matmul"]),
+    ("tensor", ["execmode._tensor.Tensor", "execmode.functional.matmul"]),
     ("nn", ["execmode.nn.Linear", "execmode.optim.SGD"]),
     ("profiling", ["execmode.profilers.api.profile", "execmode.profilers.compare.compare"]),
     ("errors", ["execmode.errors.GraphBreakError"]),

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import execmode as em
+from execmode._tensor import Tensor
 from execmode.pysource import ast_lock
-from execmode.tensor import Tensor
 
 SKIP_NAMES = frozenset({"em", "nan", "inf", "Obj", "f", "F"})
 SCALARS = (int, float, bool, str, type(None))

@@ -5,13 +5,19 @@ Eagerly, ``_data`` is a NumPy or CuPy array. While a function is traced by ``em.
 device; asking such a tensor for a concrete value (``bool``, ``item``, ``numpy``, ``print``)
 breaks the graph. Operators go through ``execmode.dispatch``, so both modes share them.
 
+The module is ``_tensor.py``, as PyTorch's is, because ``em.tensor`` is the function that
+makes a tensor: a submodule called ``tensor`` would bind itself on the package as
+``execmode.tensor`` whenever something imports it, over that function.
+
 This module is low in the engine (it imports only backend, dtypes and errors): dispatch,
 autograd and the function API all build on Tensor. The methods that call up into them are
-installed onto the class by ``tensor_methods.py``.
+installed onto the class by ``tensor_methods.py``; until then a placeholder holds each of
+their names (``UntilTheEngineLoads``).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -19,6 +25,7 @@ import numpy as np
 from .backend import CPU, device_of_array
 from .dtypes import type_text
 from .errors import ArgumentError, op_error
+from .tensor_method_tables import installed_names
 
 SCALAR_TYPES = frozenset({int, float, bool})
 _ndarray = np.ndarray
@@ -220,4 +227,44 @@ class Tensor:
     # Everything else a tensor does (operators, indexing, reshape, sum, backward, .grad,
     # detach, to ...) calls dispatch, the tracer or the function API, which sit above this
     # module and import it: tensor_methods.py installs those methods from its tables once
-    # the engine is loaded (execmode/__init__ imports it).
+    # the engine is loaded (execmode/api.py), replacing the placeholders below.
+
+
+class UntilTheEngineLoads:
+    """Tensor.<name> before tensor_methods.install() has put the method there.
+
+    ``import execmode`` loads the engine on the first ``em.<name>``; a script that only
+    imports a part (``from execmode.nn import Linear``) never asks the package for a name.
+    Its first ``x + y`` or ``x.sum()`` reads this placeholder, which loads the engine (whose
+    install() replaces every placeholder) and hands back the real attribute. After that no
+    placeholder is left: the hot path never sees one.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def _installed(self):
+        # Reached at call time, when every import has finished: the package itself,
+        # imported here rather than at the top, sits above this module.
+        importlib.import_module("execmode")._load_engine()
+        real = Tensor.__dict__[self.name]
+        if real is self:
+            raise RuntimeError(
+                f"Tensor.{self.name} was used while the engine was loading (by a module "
+                "imported before tensor_methods.install(), at its import time)")
+        return real
+
+    def __get__(self, obj, objtype=None):
+        real = self._installed()
+        return real.__get__(obj, objtype) if hasattr(real, "__get__") else real
+
+    def __set__(self, obj, value):  # x.grad = g on a tensor made before the engine loaded
+        self._installed()
+        setattr(obj, self.name, value)
+
+
+for _name in installed_names():
+    setattr(Tensor, _name, UntilTheEngineLoads(_name))
+del _name

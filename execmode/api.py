@@ -1,0 +1,53 @@
+"""The public names of ``import execmode as em``, in one place.
+
+``execmode/__init__.py`` imports this module on the first ``em.<name>`` (PEP 562), so the
+command line and the TUI, which run no tensor code, start without NumPy and the engine.
+Importing it loads the whole engine: the op table, Tensor's methods, nn, optim, jit.
+"""
+
+from . import dtypes, ops  # noqa: F401 - registers the op table
+from . import tensor_methods as _tensor_methods
+from ._tensor import Tensor
+
+# Tensor's methods that call dispatch, autograd and the function API (which all build on
+# Tensor) go onto the class once the engine below them is loaded.
+_tensor_methods.install(Tensor)
+
+from . import nn, optim, random
+from .backend import Device, cuda_is_available
+from .checkpoint import load, save
+from .debug import breakpoint  # noqa: A004
+from .dtypes import bool_, float32, float64, int32, int64
+from .errors import (
+    ArgumentError,
+    BackwardError,
+    DeviceError,
+    DTypeError,
+    ExecmodeError,
+    GraphBreakError,
+    IndexingError,
+    ShapeError,
+)
+from .functional import *  # noqa: F403
+from .grad_mode import enable_grad, is_grad_enabled, no_grad
+from .jit_driver.cache_policy import JitWarning
+from .jit_driver.explain import explain
+from .jit_driver.jit import disable_jit, jit
+from .nn.functional import (
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    gelu,
+    layer_norm,
+    linear,
+    log_softmax,
+    logsumexp,
+    mse_loss,
+    nll_loss,
+    relu,
+    sigmoid,
+    softmax,
+    softplus,
+)
+from .scope import named_scope
+
+bool = bool_  # noqa: A001 - em.bool, as the issue asks; the builtin is untouched elsewhere

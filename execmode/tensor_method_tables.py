@@ -1,0 +1,65 @@
+"""Which methods the engine puts onto Tensor, and what each calls: tables of names only.
+
+``tensor_methods.py`` builds the methods from these tables once the engine is loaded.
+``_tensor.py`` reads the same tables to hold a placeholder under every name until then, so
+a tensor made by a module imported on its own (``from execmode.nn import Linear``) loads
+the engine on its first ``+`` or ``.sum()`` instead of lacking the method. This module
+imports nothing: the bottom layer can read it.
+"""
+
+from __future__ import annotations
+
+# x.method() -> em.<function>(x)
+UNARY = {
+    "__neg__": "negative", "__abs__": "abs", "abs": "abs", "exp": "exp", "log": "log",
+    "sqrt": "sqrt", "tanh": "tanh", "clone": "copy",
+}
+# x.method() -> em.nn.functional.<function>(x)
+UNARY_NN = {"relu": "relu", "sigmoid": "sigmoid"}
+# x.method(y) -> em.<function>(x, y)
+BINARY = {
+    "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "power",
+    "__matmul__": "matmul", "__and__": "logical_and", "__or__": "logical_or",
+    "__eq__": "equal", "__ne__": "not_equal", "__lt__": "less", "__le__": "less_equal",
+    "__gt__": "greater", "__ge__": "greater_equal", "__getitem__": "getitem",
+    "broadcast_to": "broadcast_to", "astype": "astype", "pow": "power",
+}
+# y <op> x, with x on the right -> em.<function>(y, x)
+REFLECTED = {
+    "__rfloordiv__": "floor_divide", "__rmod__": "remainder", "__rpow__": "power",
+    "__rmatmul__": "matmul",
+}
+# x.method(*args, **kwargs) -> em.<function>(x, *args, **kwargs): PyTorch's dim= and
+# keepdim= reach the functions that accept them.
+FORWARDED = {
+    **{name: name for name in (
+        "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all",
+        "clip", "flatten", "squeeze", "expand_dims", "expand", "repeat", "clamp",
+        "masked_fill", "cumsum", "argsort", "topk", "take_along_axis", "tril", "triu",
+        "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p", "expm1", "sign",
+        "floor", "ceil", "round", "maximum", "minimum", "scatter_add", "index_add",
+        "gather",
+    )},
+    "unsqueeze": "expand_dims",
+}
+# x.float() -> em.astype(x, em.float32): PyTorch's casts, by dtype name
+CASTS = {"float": "float32", "double": "float64", "long": "int64", "int": "int32",
+         "bool": "bool_"}
+# + - * / and their reflections: dispatch builds them with the eager fast path inlined.
+FAST_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
+# The methods with bodies of their own (tensor_methods._EngineMethods; install() checks
+# that this list and the class agree).
+WITH_BODIES = (
+    "grad", "backward", "_concrete", "detach", "to", "cpu", "zero_", "__iadd__",
+    "__isub__", "__imul__", "__itruediv__", "__setitem__", "__invert__", "reshape", "view",
+    "transpose", "permute", "T", "mT", "t", "contiguous", "expand_as", "dim", "numel",
+    "clamp_min", "clamp_max", "sort", "where", "softmax", "log_softmax",
+)
+
+
+def installed_names() -> tuple[str, ...]:
+    """Every name tensor_methods.install() puts onto Tensor."""
+    names = [*UNARY, *UNARY_NN, *BINARY, *REFLECTED, *FORWARDED, *CASTS]
+    for dunder in FAST_OPERATORS:
+        names += [f"__{dunder}__", f"__r{dunder}__"]
+    return (*names, *WITH_BODIES)
