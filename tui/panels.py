@@ -139,6 +139,8 @@ def paused_panel(p: PausedInfo | None, state: RunState) -> Group | Text:
     parts.append(head)
     if p.reason:
         parts.append(Text(f"reason: {p.reason}", style="yellow"))
+    if p.hunt and p.hunt.get("text"):  # first: at 80x24 only a few lines show
+        parts.append(Text("origin: " + p.hunt["text"].rstrip(), style="bold red"))
     for i, s in enumerate(p.inputs):
         line = Text(f"  input:{i}  ", style="dim")
         parts.append(line + summary_line(s))
@@ -151,8 +153,6 @@ def paused_panel(p: PausedInfo | None, state: RunState) -> Group | Text:
             loc = SourceRef.from_json(m.get("location"))
             parts.append(Text(f"  %{m.get('id')} {m.get('op')} {m.get('type', '')}"
                               f"  {loc.short if loc else ''}", style="cyan"))
-    if p.hunt and p.hunt.get("text"):
-        parts.append(Text(p.hunt["text"].rstrip(), style="bold red"))
     if p.traceback:
         parts.append(Text(p.traceback.rstrip(), style="red"))
     return Group(*parts)

@@ -60,6 +60,13 @@ class PausedInfo(NamedTuple):
         return self.op or "?"
 
     @property
+    def origin(self) -> SourceRef | None:
+        """The line where a NaN/Inf hunt found the first non-finite value, if it found one:
+        the answer to a NaN breakpoint (the kernel's own line is only where it showed)."""
+        found = (self.hunt or {}).get("origin") or {}
+        return SourceRef.from_json(found.get("location"))
+
+    @property
     def where(self) -> SourceRef | None:
         """The innermost user line: the paused location, else the top of the stack."""
         if self.location is not None:

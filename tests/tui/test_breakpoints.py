@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from execmode.tui.app import ExecmodeApp
+from execmode.tui.launch import ScriptLaunch
 from execmode.tui.widgets.row_list import RowList
 from tui_support import SIZE, Waiter, run_async, script_app, static_text, table_cells
 
@@ -60,3 +64,27 @@ async def test_b_sets_a_breakpoint_on_the_source_cursor_line(tmp_path):
         paused = await wait.step("c")
         assert (paused.op, paused.where.lineno) == ("exp", 6)
         assert paused.reason.startswith("breakpoint")
+
+
+@run_async
+async def test_a_nan_breakpoint_in_a_fused_kernel_opens_the_source_where_the_nan_was_born(
+        tmp_path):
+    # The example's bug: log(0) inside a jitted step whose ops are fused. At 80x24 the
+    # answer must be on screen after one key: the hunt's line in the source pane (marked)
+    # and the origin first in the paused panel (v shows it beside the Variables pane).
+    example = Path(__file__).resolve().parents[2] / "examples" / "nan_hunt.py"
+    app = ExecmodeApp(ScriptLaunch(str(example), session_dir=str(tmp_path / "sessions"),
+                                   breakpoints=["nan"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        wait = Waiter(pilot)
+        await wait.paused()
+        paused = await wait.step("c")
+        assert paused.mode == "graph" and paused.breakpoint["spec"] == "nan"
+        origin = paused.origin
+        line = example.read_text().splitlines()[origin.lineno - 1]
+        assert "em.log(probs)" in line
+        ops = app.screen
+        assert (ops.source_path, ops.marked_line) == (str(example), origin.lineno)
+        await pilot.press("v")
+        panel = static_text(ops.query_one("#paused")).splitlines()
+        assert panel[2].startswith("origin: ") and " log " in panel[2]

@@ -162,7 +162,9 @@ class OpsScreen(OpFilterMixin, ViewScreen):
             self._found = None
             self.find()
         self.show_list(cursor=-1)  # the paused row (the last one, whatever the query)
-        if p is not None and p.where is not None:
+        if p is not None and p.origin is not None:
+            self.show_source(p.origin, mark=True)  # a NaN breakpoint: where it was born
+        elif p is not None and p.where is not None:
             self.show_source(p.where)
         elif self.source_path is not None:
             self._redraw_source()
@@ -293,7 +295,10 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         number = source.number(index, row)
         detail.show(panels.op_details(row, number) if self.list_kind == "ops" else
                     panels.kernel_details(row, number))
-        if row.source is not None:
+        if (self.list_kind == "kernels" and paused is not None and paused.origin is not None
+                and number == paused.kernel_index):
+            self.show_source(paused.origin, mark=True)  # the kernel a NaN hunt looked into
+        elif row.source is not None:
             self.show_source(row.source, mark=True)
 
     def copy_text(self) -> str | None:
