@@ -58,6 +58,7 @@ SLOW_MODULES = {
     "tui/test_breakpoints.py",
     "tui/test_graph_mode.py",
     "tui/test_graph_stepping.py",
+    "tui/test_import_views.py",
     "tui/test_key_hints.py",
     "tui/test_layout.py",
     "tui/test_lifecycle.py",
@@ -72,6 +73,9 @@ SLOW_MODULES = {
     "tui/test_stepping.py",
     "tui/test_tensor_small.py",
     "tui/test_views.py",
+    # import execmode and its front ends, each in a fresh interpreter (~5 s in all); the
+    # import-hygiene cases of test_import_layers.py stay fast.
+    "test_lazy_package.py",
 }
 
 # "module::test function" (all its parameters): slow tests inside otherwise fast modules.

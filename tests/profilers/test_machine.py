@@ -6,7 +6,6 @@ import os
 import platform
 
 import numpy as np
-
 from execmode.profilers.machine import _os_text, machine_info
 
 

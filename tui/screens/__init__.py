@@ -1,8 +1,9 @@
 """One screen per view (each an app mode), plus the dialogs.
 
-A view's module is imported the first time the view opens, not with the app: the launch
-shows the Ops view only, and the other eight bring plotext, DataTable and their own
-widgets (about a tenth of the TUI's imports, measured; docs/tui.md, "Measured").
+A view's module is not imported with the app: the launch shows the Ops view only, and the
+other eight bring plotext, DataTable and their own widgets (about a tenth of the TUI's
+imports, measured; docs/tui.md, "Measured"). A worker imports them once the first screen
+is up (``import_views``), so that a view's first opening pays only for its compose.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ def screen_class(view: str) -> type[Screen]:
     """The screen class of ``view`` (its module is imported now if it was not yet)."""
     module, name = SCREEN_CLASSES[view]
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def import_views() -> None:
+    """Import every view's module (the app's worker, after the launch)."""
+    for module, _ in SCREEN_CLASSES.values():
+        importlib.import_module(f"{__name__}.{module}")
 
 
 def modes() -> dict[str, Callable[[], Screen]]:
