@@ -8,8 +8,8 @@ tensor first, so they are tables (``tensor_method_tables.py``: ``UNARY``, ``BINA
 ``REFLECTED``, ``FORWARDED``), not dozens of methods; the rest, with bodies of their own,
 are the methods of ``_EngineMethods``. Until install() runs, Tensor holds a placeholder
 under each of these names (``_tensor.py``) that loads the engine on first use. The Array
-API spellings (``astype``, ``axis=``, ``x.size`` as an
-attribute) stay primary; PyTorch's sit beside them.
+API spellings (``astype``, ``axis=``, ``x.size`` as an attribute) stay primary; PyTorch's
+sit beside them.
 """
 
 from __future__ import annotations
