@@ -63,6 +63,7 @@ SLOW_MODULES = {
     "tui/test_layout.py",
     "tui/test_lifecycle.py",
     "tui/test_op_history.py",
+    "tui/test_past_values.py",
     "tui/test_profile_measure.py",
     "tui/test_python_state.py",
     "tui/test_restart_safety.py",

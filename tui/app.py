@@ -93,6 +93,7 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
         self.output_lines: list[tuple[str, str]] = []
         self.session_meta: dict = {}           # a recorded session's meta (post-mortem)
         self.selected_op = None                # the op under the Ops view's cursor
+        self.inspected_op = None               # the past op Enter opened in the Tensor view
         self.sources = SourceCache()
         self.variables = VariablesModel()      # watches and open rows, kept across runs
         self._tailer: StoreTailer | None = None
@@ -192,6 +193,7 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     def on_script_paused(self, message: ScriptPaused) -> None:
         if self._stale(message):
             return
+        self.inspected_op = None  # a new pause: the Tensor view opens on its own tensors
         self.run_state = RunState("paused", paused=message.info, mode=message.info.mode)
         if self._tailer is not None:
             self._tailer.poke()

@@ -36,10 +36,25 @@ def _tui_options(p) -> None:
     p.add_argument("--no-summaries", dest="summaries", action="store_false",
                    help="do not record value statistics of every op output (faster on large "
                         "tensors; the op history's NaN/Inf filter then finds nothing)")
+    p.add_argument("--keep-values", type=_count, metavar="N",
+                   help="keep copies of the last N eager ops' tensors (default 64, each up "
+                        "to 1 MiB, 64 MiB in all), so Enter on a past op shows its values "
+                        "while the script is live; 0 keeps none")
     p.add_argument("--session", metavar="FILE", help="the session file for the first run")
     p.add_argument("--session-dir", metavar="DIR",
                    help="where each run's session file goes (default: the session folder, "
                         "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
+
+
+def _count(text: str) -> int:
+    """A non-negative integer option (argparse says which option on a ValueError)."""
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+_count.__name__ = "non-negative integer"  # argparse: "invalid non-negative integer value"
 
 
 def register_tui(subparsers) -> None:
@@ -93,7 +108,7 @@ def tui_command(args) -> int:
     launch = ScriptLaunch(
         script=args.script, args=args.args, breakpoints=breaks, start_paused=not args.run,
         pyspy=args.pyspy, session=args.session, session_dir=args.session_dir,
-        summaries=args.summaries,
+        summaries=args.summaries, keep_values=args.keep_values,
     )
     # The agent starts now and imports the engine while this process imports Textual:
     # the first pause is on screen about when the TUI is (docs/tui.md, "Measured").

@@ -23,6 +23,9 @@ class ScriptLaunch:
     # Value statistics of every op output in the session, as tfdbg's health pills: the op
     # history's NaN/Inf filter reads them (execmode tui --no-summaries turns them off).
     summaries: bool = True
+    # Copies of the last N eager ops' tensors in the agent, for the Tensor view's op:SEQ
+    # (execmode tui --keep-values N; None: the agent's default).
+    keep_values: int | None = None
     session_dir: str | None = None     # where each run's session file goes
     session: str | None = None         # an explicit path for the first run
     cwd: str | None = None
@@ -46,6 +49,8 @@ class ScriptLaunch:
             options["pyspy"] = True
         if self.summaries and "summaries" in accepted:
             options["summaries"] = True
+        if self.keep_values is not None and "keep_values" in accepted:
+            options["keep_values"] = self.keep_values
         if "stdin_pipe" in accepted:  # the input line: stdin is a pipe the TUI writes
             options["stdin_pipe"] = True
         return factory(self.script, self.args, breakpoints=breakpoints, session=None,

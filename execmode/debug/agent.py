@@ -40,6 +40,7 @@ from .pyvalues import hooks_detached
 from .reach import PlacesSeen, never_hit_reason, pending_note
 from .stops import NextRule, PauseDecisions
 from .summary import TensorStats, summarize
+from .value_ring import DEFAULT_OPS, ValueRing
 
 # Commands the reader thread answers at once, even while the script runs.
 _IMMEDIATE = {"set_breakpoint", "clear_breakpoint", "enable_breakpoint", "update_breakpoint",
@@ -61,7 +62,8 @@ class Debugger(PauseDecisions, Inspection):
     """The instrumentation listener that pauses the script (its pause decisions are
     stops.PauseDecisions, its answers while paused inspect.Inspection)."""
 
-    def __init__(self, channel: Channel, breakpoints: BreakpointSet, start_paused: bool):
+    def __init__(self, channel: Channel, breakpoints: BreakpointSet, start_paused: bool,
+                 keep_values: int = DEFAULT_OPS):
         self.channel = channel
         self.breakpoints = breakpoints
         self.lock = threading.Lock()
@@ -86,6 +88,7 @@ class Debugger(PauseDecisions, Inspection):
         self._kernel_met: tuple = (None, None, set())  # see _kernel_inputs_met
         self.last_seq = None
         self.seen = PlacesSeen()        # where ops ran: why a breakpoint has not hit
+        self.kept = ValueRing(keep_values)  # the last ops' values (inspect op:SEQ)
         # Stopping a script that runs plain Python (no ops, so no hook to notice a quit):
         # the reader thread raises _Quit in the script's thread, but only while the script
         # itself runs (not while paused, not before or after it), and at most once.
@@ -225,6 +228,7 @@ class Debugger(PauseDecisions, Inspection):
         if dispatch.current_tracer() is not None:
             return
         self.seen.add(event.location, event.scope)
+        self.kept.keep(event.seq, output, self._last_inputs)
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
         if not conditions:
             return
@@ -454,6 +458,9 @@ def main(argv=None) -> int:
                         help="sample this process with py-spy into the session")
     parser.add_argument("--summaries", action="store_true",
                         help="record value statistics of every op output in the session")
+    parser.add_argument("--keep-values", type=int, default=DEFAULT_OPS, metavar="N",
+                        help="keep copies of the last N eager ops' tensors for inspection "
+                             f"(default {DEFAULT_OPS}; 0 keeps none)")
     # SCRIPT and its ARGS as one REMAINDER after a `--`: a script named like an option
     # (-x.py) is still the script, and a `--` among its arguments stays its own.
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]")
@@ -469,7 +476,8 @@ def main(argv=None) -> int:
     sock.connect(opts.socket)
     channel = Channel(sock)
     breakpoints = BreakpointSet()
-    debugger = Debugger(channel, breakpoints, start_paused=not opts.run)
+    debugger = Debugger(channel, breakpoints, start_paused=not opts.run,
+                        keep_values=opts.keep_values)
     debugger.script = opts.script
     debugger._send({"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
                     "script": opts.script})

@@ -117,7 +117,8 @@ class Controller:
                  start_paused: bool = True, cwd: str | None = None, env: dict | None = None,
                  python: str | None = None, pyspy: bool = False,
                  inherit_stdin: bool = False, stdin_pipe: bool = False,
-                 inherit_output: bool = False, summaries: bool = False):
+                 inherit_output: bool = False, summaries: bool = False,
+                 keep_values: int | None = None):
         self.script = script
         self.args = list(args)
         self.initial_breakpoints = list(breakpoints)
@@ -130,6 +131,9 @@ class Controller:
         # Value statistics (min/max/mean/std, NaN/Inf counts) of every op output in the
         # session: the TUI's NaN/Inf filter reads them (needs session).
         self.summaries = summaries
+        # Copies of the last N eager ops' tensors in the agent (value_ring.py; None: its
+        # default), so a past op's values can be inspected while the script is live.
+        self.keep_values = keep_values
         # `execmode run` gives the script its own stdin (the terminal: input() works); the
         # TUI must not (it reads the keys there), nor must tests: /dev/null, input() ends.
         self.inherit_stdin = inherit_stdin
@@ -174,6 +178,8 @@ class Controller:
                 cmd.append("--pyspy")
             if self.summaries:
                 cmd.append("--summaries")
+        if self.keep_values is not None:
+            cmd += ["--keep-values", str(self.keep_values)]
         for bp in self.initial_breakpoints:
             # A breakpoint carried from an earlier run keeps its id, enabled state and
             # ignore count (JSON: the agent parses it, never evaluates it).

@@ -87,7 +87,15 @@ class Inspection:
             raise KeyError(f"no tensor variable {rest!r} in the paused frames")
         if kind == "node":
             return self._recompute(int(rest.lstrip("%")))
-        raise ValueError(f"unknown reference {ref!r}: use input:N, output, var:NAME, node:N")
+        if kind == "op":  # a past eager op's kept values: op:SEQ, op:SEQ:input:I
+            seq, _, part = rest.partition(":")
+            which, _, index = part.partition(":")
+            if which not in ("", "output", "input") or (which == "input") != bool(index):
+                raise ValueError(f"unknown reference {ref!r}: use op:SEQ or op:SEQ:input:I")
+            return self.kept.value(int(seq), "input" if which == "input" else "output",
+                                   int(index or 0))
+        raise ValueError(f"unknown reference {ref!r}: use input:N, output, var:NAME, node:N, "
+                         "op:SEQ")
 
     def _recompute(self, node_id: int):
         from ..graph.interpret import interpret

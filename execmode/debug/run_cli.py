@@ -65,7 +65,8 @@ def run_command(opts) -> int:
     # The script's own stdin, stdout and stderr (the terminal): as under python.
     ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,
                      start_paused=False, inherit_stdin=True, inherit_output=True,
-                     summaries=opts.summaries)
+                     summaries=opts.summaries,
+                     keep_values=0)  # nobody inspects past ops here: copy none
     previous = {signum: signal.signal(signum, _raise_stopped)
                 for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:

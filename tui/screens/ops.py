@@ -283,6 +283,7 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         detail = self.query_one("#op-detail", TextPane)
         paused = self.app.run_state.paused
         if source.is_pending(index):
+            self.app.selected_op = None  # not run yet: no row, no values
             detail.show(panels.pending_details(source.pending))
             if paused is not None and paused.where is not None:
                 self.show_source(paused.where)
@@ -316,6 +317,10 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         self.apply_query(self.op_query)  # the same query over the other list
 
     def action_inspect(self) -> None:
+        # A past eager op of a live script: the Tensor view offers its kept values
+        # (op:SEQ, the agent's value ring); the paused op's own are there anyway.
+        live = self.app.bridge is not None and self.app.run_state.paused is not None
+        self.app.inspected_op = self.app.selected_op if live else None
         self.app.action_show_view("tensor")
 
     # --- the source pane ------------------------------------------------------------------

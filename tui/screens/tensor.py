@@ -7,6 +7,8 @@ agent computes every number; this view asks for them in worker threads and shows
 
 from __future__ import annotations
 
+import re
+
 from execmode.tui import panels
 from execmode.tui.copy_text import plain
 from execmode.tui.debugger import CommandError
@@ -59,6 +61,19 @@ def paused_refs(p: PausedInfo) -> list[tuple[str, str]]:
     return refs
 
 
+_TENSOR_TYPE = re.compile(r"^\w+\[[\d,]*\]")  # "f32[64,20]" (a scalar input reads "3.0")
+
+
+def past_op_refs(row) -> list[tuple[str, str]]:
+    """A past op's values as the agent keeps them (value_ring.py): ``op:SEQ`` for its
+    output, ``op:SEQ:input:I`` for its tensor inputs, in order."""
+    refs = [(f"op:{row.seq}", f"#{row.seq} {row.op} → {row.output}")]
+    tensors = [t for t in (row.inputs or "").split(", ") if _TENSOR_TYPE.match(t)]
+    refs += [(f"op:{row.seq}:input:{i}", f"#{row.seq} input {i}: {t}")
+             for i, t in enumerate(tensors)]
+    return refs
+
+
 class TensorScreen(ViewScreen):
     VIEW = "tensor"
     BINDINGS = [
@@ -75,6 +90,7 @@ class TensorScreen(ViewScreen):
     def __init__(self) -> None:
         super().__init__()
         self.refs: list[tuple[str, str]] = []
+        self._past = None  # the past op whose kept values the list offers (app.inspected_op)
         self.current_ref: str | None = None
 
     def compose_view(self) -> ComposeResult:
@@ -103,7 +119,8 @@ class TensorScreen(ViewScreen):
         body.set_class(event.size.height < self.SHORT, "short")
 
     def on_screen_resume(self) -> None:
-        if self.app.run_state.paused is None:
+        past = self.app.inspected_op
+        if self.app.run_state.paused is None or (past is not None and past != self._past):
             self._state_changed(self.app.run_state)
 
     def _state_changed(self, state) -> None:
@@ -117,16 +134,20 @@ class TensorScreen(ViewScreen):
             self._show_refs(why)
             self._show_recorded()
             return
-        self.refs = paused_refs(p)
+        self._past = self.app.inspected_op
+        self.refs = (past_op_refs(self._past) if self._past is not None else []) + \
+            paused_refs(p)
         self._show_refs()
         self._list_locals()
         if self.refs:
             self.inspect(self.refs[self._first_index(p)][0])
 
     def _first_index(self, p: PausedInfo) -> int:
-        """Stopped after an op (a nan/inf or value breakpoint): its output is what to see
-        first; before an op, its first input."""
+        """Enter on a past op in the Ops view: its output (the first row). Stopped after an
+        op (a nan/inf or value breakpoint): its output; before an op, its first input."""
         names = [ref for ref, _ in self.refs]
+        if self._past is not None:
+            return 0
         return names.index("output") if p.when == "after" and "output" in names else 0
 
     def _show_recorded(self) -> None:
