@@ -86,12 +86,14 @@ class _State:
     in_script = False
     pending: Terminated | None = None   # a request that came outside the script window
     fork_hook = False
+    pid: int | None = None              # the process install() ran in
 
 
 def install() -> None:
     """Child side: handle SIGTERM/SIGHUP, and die with the parent named by
     ``EXECMODE_PARENT_PID`` (removed from the environment: the script's own children are
     not ours). Call from the main thread, first thing."""
+    _State.pid = os.getpid()
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_terminate)
     if not _State.fork_hook and hasattr(os, "register_at_fork"):
@@ -180,6 +182,13 @@ def flush_quietly() -> None:
 
 
 def _on_terminate(signum, frame) -> None:
+    if os.getpid() != _State.pid:
+        # A forked child before _forget_in_forked_child ran (threading's own fork hook runs
+        # first, and Pool.terminate() may signal a worker that young): end as plain
+        # python would, not with a Terminated traceback.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     name = signal.Signals(signum).name
     _request(Terminated(f"the script was stopped by {name}", signum))
 

@@ -134,3 +134,17 @@ def test_the_script_outlives_the_thread_that_started_it(tmp_path):
         assert ("stdout", "done 6.0") in ctl.output
     finally:
         ctl.close()
+
+
+def test_a_forked_child_signalled_before_its_fork_hook_ends_as_plain_python():
+    # Pool.terminate() may SIGTERM a worker so young that threading's own fork hook still
+    # runs and lifeline's (which restores SIG_DFL) has not: the inherited handler must end
+    # it as plain python would, not with a Terminated traceback (test_script_processes.py hit it once under load).
+    import subprocess
+
+    code = ("import signal\nfrom execmode import lifeline\nlifeline.install()\n"
+            "lifeline._State.pid = -1  # as in a child whose fork hook has not run yet\n"
+            "lifeline._on_terminate(signal.SIGTERM, None)\nprint('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (-signal.SIGTERM, "", "")
