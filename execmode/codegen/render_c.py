@@ -13,7 +13,7 @@ A rendered elementwise kernel::
      * b: f32[256]  <- %1 b */
     void k0(const float *restrict x, const float *restrict b, float *restrict out)
     {
-        #pragma omp parallel for num_threads(em_num_threads) if(...)
+        #pragma omp parallel for num_threads(em_team())
         for (int64_t i0 = 0; i0 < 64; ++i0) {
             #pragma omp simd
             for (int64_t i1 = 0; i1 < 256; ++i1) {
@@ -82,7 +82,18 @@ class CRenderer(ReductionRendering):
         return "\n".join([
             "/* Threads used by parallel loops; the loader sets it from EXECMODE_NUM_THREADS. */",
             "static int em_num_threads = 1;",
+            "/* Set once a team of more than one thread started: libgomp's pool does not",
+            " * survive fork(), so a child forked after that stays on one (threads.py). */",
+            "static int em_threads_started = 0;",
             "void em_set_num_threads(int n) { em_num_threads = n > 0 ? n : 1; }",
+            "int em_threads_used(void) { return em_threads_started; }",
+            "static inline int em_team(void)",
+            "{",
+            "    const int n = em_num_threads;",
+            "    if (n > 1)",
+            "        __atomic_store_n(&em_threads_started, 1, __ATOMIC_RELAXED);",
+            "    return n;",
+            "}",
             "",
         ])
 
@@ -276,7 +287,7 @@ class CRenderer(ReductionRendering):
 
     def parallel_pragma(self, simd: bool = False) -> str:
         what = "parallel for simd" if simd else "parallel for"
-        return f"#pragma omp {what} num_threads(em_num_threads)"
+        return f"#pragma omp {what} num_threads(em_team())"
 
     # --- thread layouts: the CUDA renderer overrides these (and reduction_loops) -------------
     def elementwise_loops(self, k: Kernel) -> list:

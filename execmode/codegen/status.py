@@ -47,9 +47,9 @@ class BackendStatus:
 
 def backend_status(check_gpu: bool = True) -> BackendStatus:
     """The active kernel backends (CPU: C or interpreter; GPU: CUDA or unavailable)."""
-    from .c_runtime import num_threads
     from .cache_trust import UnsafeCacheError
     from .disk_cache import cache_dir
+    from .threads import num_threads
 
     try:
         tc = get_toolchain()
