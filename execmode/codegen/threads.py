@@ -32,6 +32,7 @@ ENV = "EXECMODE_NUM_THREADS"
 class _State:
     libraries: list = []       # the ctypes handles of loaded OpenMP kernel libraries
     inherited_pool = False     # forked after threads ran: libgomp's pool is unusable here
+    override: int | None = None  # set_num_threads(): wins over the environment
     hooked = False
 
 
@@ -66,8 +67,20 @@ def requested_threads() -> int:
 
 def num_threads() -> int:
     """The thread count kernel libraries get: 1 in a child forked after threads ran."""
-    requested = requested_threads()  # validated even where it cannot be honoured
+    requested = _State.override or requested_threads()  # validated even if not honoured
     return 1 if _State.inherited_pool else requested
+
+
+def set_num_threads(n: int | None) -> None:
+    """Set the thread count of every kernel library, loaded and to come (None: back to
+    ``EXECMODE_NUM_THREADS``). For benchmarks and tests that compare thread counts on the
+    same compiled kernels; results do not depend on it."""
+    if n is not None and (not isinstance(n, int) or n < 1):
+        raise ValueError(f"set_num_threads: expected a positive int or None, got {n!r}")
+    _State.override = n
+    count = num_threads()
+    for lib in _State.libraries:
+        lib.em_set_num_threads(count)
 
 
 def forked_after_threads() -> bool:
