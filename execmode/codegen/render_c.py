@@ -33,7 +33,7 @@ import numpy as np
 
 from execmode.dtypes import short_name
 
-from .kernel_ir import Apply, Cast, Const, Kernel, Load, Var, canonical, loads_of
+from .kernel_ir import Apply, Cast, Const, Kernel, Load, Var, canonical, loads_of, point_cost
 from .render_reduction import ReductionRendering
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,7 +61,16 @@ class CRenderer(ReductionRendering):
     int64_suffix = "LL"
     # Op templates that this dialect spells differently from the registry's.
     op_spellings: dict = {}
-    # Below this many loop points a parallel region costs more than it saves.
+    # Threads (OpenMP, threads.py): a kernel runs its outermost loop in parallel when its
+    # estimated work (loop points x point_cost, ~adds) reaches parallel_min_work. Measured
+    # on the 2-core VM (benchmarks/bench_threads.py --sweep, docs/kernels.md "Threads"):
+    # waking the sleeping worker costs a few us, and 2 threads paid from ~4K points of a
+    # tanh chain (cost ~19) and ~64K points of (x + a) * 0.5 (cost 4), i.e. from ~10-15 us
+    # of one-thread work; the threshold sits ~2-4x above that, since on a shared machine a
+    # region also waits for a worker that found no free core. Below it: one thread, no
+    # OpenMP call at all. The thread count never changes a result (threads.py).
+    parallel_min_work = 1 << 18
+    # Generated matmuls: multiply-adds (the policy keeps them far below this).
     parallel_min_points = 1 << 20
     # Inner-axis reductions accumulate a block of outputs at a time (in registers/L1).
     reduction_block = 256
@@ -283,7 +292,7 @@ class CRenderer(ReductionRendering):
         return lines
 
     def parallel(self, k: Kernel) -> bool:
-        return k.size >= self.parallel_min_points
+        return k.size * point_cost(k) >= self.parallel_min_work
 
     def parallel_pragma(self, simd: bool = False) -> str:
         what = "parallel for simd" if simd else "parallel for"

@@ -15,6 +15,7 @@ from kernel_helpers import call_args, compile_cases, fused_case
 
 import execmode as em
 from execmode.codegen import disk_cache, threads
+from execmode.codegen.kernel_ir import point_cost
 from execmode.codegen.render_c import CRenderer
 from execmode.codegen.toolchain import NoCompiler, Toolchain, get_toolchain
 
@@ -86,6 +87,22 @@ def test_big_kernels_are_parallel_and_small_ones_are_not():
     small = compile_cases([fused_case(lambda x: em.sum(em.exp(x)), np.ones(1000, np.float32))])
     assert "omp parallel" not in small[0].source
     assert tc.openmp
+
+
+def test_the_threshold_counts_work_not_points():
+    """(x + a) * 0.5 costs 4 per point (two loads, two ops): parallel from
+    parallel_min_work / 4 points; a tanh chain, far sooner."""
+    _toolchain_or_skip()
+    edge = CRenderer.parallel_min_work // 4
+    cheap = lambda x, a: (x + a) * 0.5  # noqa: E731
+    below, at = (np.ones(n, np.float32) for n in (edge - 1, edge))
+    kernels = compile_cases([fused_case(cheap, below, below, label="k0"),
+                             fused_case(cheap, at, at, label="k1"),
+                             fused_case(lambda x: em.tanh(x * 2.0 + 1.0), below, label="k2")])
+    assert point_cost(kernels[0].kernel) == 4
+    assert "omp parallel" not in kernels[0].source
+    assert "omp parallel" in kernels[1].source
+    assert "omp parallel" in kernels[2].source
 
 
 def test_thread_count_does_not_change_a_bit(restore_threads):
