@@ -25,14 +25,15 @@ class BackendStatus:
     flags: tuple = ()
     openmp: bool = False
     threads: int = 1
+    threads_note: str = ""    # why fewer threads than asked (a fork after threads ran)
     cache_dir: str = ""
     gpu: str = "unavailable"  # "cuda" | "unavailable"
     gpu_reason: str = ""
 
     def __str__(self) -> str:
         if self.cpu == "c":
-            cpu = (f"CPU kernels: compiled C - {self.compiler}, {self.threads} thread(s); "
-                   f"cache {self.cache_dir}")
+            cpu = (f"CPU kernels: compiled C - {self.compiler}, {self.threads} thread(s)"
+                   f"{self.threads_note}; cache {self.cache_dir}")
         else:
             cpu = f"CPU kernels: interpreted over NumPy (slower) - {self.cpu_reason}"
         gpu = "GPU kernels: CUDA via CuPy" if self.gpu == "cuda" else \
@@ -49,7 +50,7 @@ def backend_status(check_gpu: bool = True) -> BackendStatus:
     """The active kernel backends (CPU: C or interpreter; GPU: CUDA or unavailable)."""
     from .cache_trust import UnsafeCacheError
     from .disk_cache import cache_dir
-    from .threads import num_threads
+    from .threads import forked_after_threads, num_threads
 
     try:
         tc = get_toolchain()
@@ -63,7 +64,10 @@ def backend_status(check_gpu: bool = True) -> BackendStatus:
         except UnsafeCacheError as exc:  # the status reports it; compiling would raise it
             where = f"refused: {exc}"
         status = BackendStatus(cpu, reason, tc.describe(), tc.flags, tc.openmp,
-                               num_threads() if tc.openmp else 1, where)
+                               num_threads() if tc.openmp else 1, "", where)
+        if tc.openmp and forked_after_threads():
+            status.threads_note = (" (forked after threaded kernels ran: libgomp's threads "
+                                   "do not survive fork)")
     if check_gpu:
         from execmode.backend import cuda_is_available, cuda_problem
 

@@ -246,6 +246,7 @@ _FORK_SCRIPT = textwrap.dedent("""
             ok = expected is None or again.tobytes() == expected.tobytes()
             print("child", threads.forked_after_threads(), threads.num_threads(), ok,
                   flush=True)
+            print(em.codegen.backend_status(check_gpu=False), flush=True)
             os._exit(0 if ok else 3)
         except BaseException as exc:
             print("child failed", repr(exc), flush=True)
@@ -272,6 +273,7 @@ def test_fork_after_threaded_kernels_does_not_hang(tmp_path, before):
     lines = proc.stdout.split("\n")
     if before == "threads-ran":
         assert "child True 1 True" in lines
+        assert "1 thread(s) (forked after threaded kernels ran" in proc.stdout
     else:
         assert "child False 2 True" in lines
     assert "parent 2 0" in lines
