@@ -43,8 +43,9 @@ def _big_inputs():
     x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(np.float32)
     a = rng.standard_normal(n).astype(np.float32)
     m = rng.standard_normal((1100, 1000)).astype(np.float32)
-    ties = np.zeros(n, np.float32)
-    ties[[5, 1 << 20, n - 1]] = 3.0  # argmax: equal maxima, the first must win
+    # Ties: +0.0 and -0.0 compare equal, and which one max returns depends on the order
+    # values meet (NumPy keeps the newer one): a chunk order that moved would show.
+    ties = np.where(rng.random(n) < 0.5, np.float32(-0.0), np.float32(0.0)).astype(np.float32)
     nans = x.copy()
     nans[2 * (1 << 20) + 1] = np.nan
     return x, a, m, ties, nans
@@ -57,6 +58,8 @@ CASES = {
     "var_like": (lambda x, mu: em.sum((x - mu) * (x - mu)),
                  lambda x, a, m, t, nn: (x, np.float32(x.mean()))),
     "max_nan": (lambda x: em.max(x), lambda x, a, m, t, nn: (nn,)),
+    "max_signed_zero_ties": (lambda t: em.max(t * 1.0), lambda x, a, m, t, nn: (t,)),
+    "min_signed_zero_ties": (lambda t: em.min(t * 1.0), lambda x, a, m, t, nn: (t,)),
     "prod": (lambda a: em.prod(a * 0.001 + 1.0), lambda x, a, m, t, nn: (a,)),
     "chain": (lambda x, a: em.tanh(x * a + 0.5) * 0.5 + em.exp(-(a * a)) + em.log1p(em.abs(a))
               - em.erf(a) * em.expm1(a * 0.1), lambda x, a, m, t, nn: (x, a)),
