@@ -98,7 +98,7 @@ def workloads(n: int) -> list:
 def run_table(threads: int, quick: bool) -> None:
     bandwidth = copy_bandwidth()
     print(f"copy bandwidth (np.copyto, 16M float32, one thread): {bandwidth / 1e9:.1f} GB/s\n")
-    calls, rounds = (2, 2) if quick else (5, 5)
+    calls, rounds = (2, 2) if quick else (3, 15)
     print(f"| kernel (16M elements) | 1 thread | {threads} threads | speed-up | "
           f"floor | 1 thread / floor | {threads} threads / floor |")
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -13,7 +13,7 @@ A rendered elementwise kernel::
      * b: f32[256]  <- %1 b */
     void k0(const float *restrict x, const float *restrict b, float *restrict out)
     {
-        #pragma omp parallel for num_threads(em_team())
+        #pragma omp parallel for num_threads(em_team()) schedule(guided)
         for (int64_t i0 = 0; i0 < 64; ++i0) {
             #pragma omp simd
             for (int64_t i1 = 0; i1 < 256; ++i1) {
@@ -296,7 +296,10 @@ class CRenderer(ReductionRendering):
 
     def parallel_pragma(self, simd: bool = False) -> str:
         what = "parallel for simd" if simd else "parallel for"
-        return f"#pragma omp {what} num_threads(em_team())"
+        # guided: big pieces first, smaller ones at the end, so that a thread that started
+        # late (no free core on a shared machine) leaves its share to the others instead
+        # of holding up the region; which thread takes a piece never changes a result.
+        return f"#pragma omp {what} num_threads(em_team()) schedule(guided)"
 
     # --- thread layouts: the CUDA renderer overrides these (and reduction_loops) -------------
     def elementwise_loops(self, k: Kernel) -> list:
