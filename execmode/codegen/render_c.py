@@ -65,7 +65,7 @@ class CRenderer(ReductionRendering):
     # estimated work (loop points x point_cost, ~adds) reaches parallel_min_work. Measured
     # on the 2-core VM (benchmarks/bench_threads.py --sweep, docs/kernels.md "Threads"):
     # waking the sleeping worker costs a few us, and 2 threads paid from ~4K points of a
-    # tanh chain (cost ~19) and ~64K points of (x + a) * 0.5 (cost 4), i.e. from ~10-15 us
+    # tanh chain (cost 17) and ~64K points of (x + a) * 0.5 (cost 4), i.e. from ~10-15 us
     # of one-thread work; the threshold sits ~2-4x above that, since on a shared machine a
     # region also waits for a worker that found no free core. Below it: one thread, no
     # OpenMP call at all. The thread count never changes a result (threads.py).
