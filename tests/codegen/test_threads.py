@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kernel_helpers import call_args, compile_cases, fused_case
+from kernel_helpers import BINARY, UNARY, call_args, compile_cases, fused_case
 
 import execmode as em
 from execmode.codegen import disk_cache, threads
@@ -118,6 +118,59 @@ def test_thread_count_does_not_change_a_bit(restore_threads):
     for n in (2, 3, 4):
         for name, one, many in zip(CASES, results[1], results[n]):
             assert one == many, f"{name}: 1 thread and {n} threads differ"
+
+
+def _op_cases():
+    """One kernel per elementwise op and dtype, big enough to be threaded, on values with
+    NaN, +-Inf, -0.0, subnormals and huge ones sprinkled in (vector and scalar paths of
+    every helper must round alike: guided scheduling moves the piece boundaries)."""
+    rng = np.random.default_rng(5)
+    n = 300_007
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-40, -1e-40, 3e38, -3e38,
+                         0.5, -0.5, 1.0, -1.0, 88.7, -103.9])
+    cases = []
+    for dtype in (np.float32, np.float64, np.int32):
+        if dtype == np.int32:
+            x = rng.integers(-1000, 1000, n).astype(np.int32)
+            y = rng.integers(-5, 6, n).astype(np.int32)
+        else:
+            x = (rng.standard_normal(n) * 4).astype(dtype)
+            y = (rng.standard_normal(n) * 4).astype(dtype)
+            x[rng.integers(0, n, 3000)] = rng.choice(specials, 3000).astype(dtype)
+            y[rng.integers(0, n, 3000)] = rng.choice(specials, 3000).astype(dtype)
+        ops = BINARY if dtype == np.int32 else UNARY + BINARY
+        for op in ops:
+            fn = getattr(em, op)
+            if op in BINARY:
+                cases.append((f"{op}_{np.dtype(dtype).name}",
+                              lambda x, y, fn=fn: fn(x, y) == fn(y, x), (x, y)))
+            else:
+                cases.append((f"{op}_{np.dtype(dtype).name}",
+                              lambda x, fn=fn: fn(x * 1.5) + x, (x,)))
+    return cases
+
+
+def test_every_elementwise_op_gives_the_same_bits_at_any_thread_count(restore_threads):
+    _toolchain_or_skip()
+    built, names, args = [], [], []
+    with np.errstate(all="ignore"):
+        for name, fn, arrays in _op_cases():
+            try:
+                case = fused_case(fn, *arrays, label=f"k{len(built)}")
+            except Exception:  # an op this dtype does not support
+                continue
+            built.append(case)
+            names.append(name)
+            args.append(call_args(case[1], case[0], list(arrays)))
+    kernels = compile_cases(built)
+    assert all("omp parallel" in k.source for k in kernels)
+    results = {}
+    for n in (1, 2, 3):
+        threads.set_num_threads(n)
+        results[n] = [np.array(k(*a), copy=True).tobytes() for k, a in zip(kernels, args)]
+    for n in (2, 3):
+        bad = [name for name, one, many in zip(names, results[1], results[n]) if one != many]
+        assert not bad, f"1 and {n} threads differ: {bad}"
 
 
 def test_split_reduction_is_the_fixed_chunk_order():
