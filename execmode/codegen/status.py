@@ -25,10 +25,10 @@ class BackendStatus:
     flags: tuple = ()
     openmp: bool = False
     threads: int = 1
-    threads_note: str = ""    # why fewer threads than asked (a fork after threads ran)
     cache_dir: str = ""
     gpu: str = "unavailable"  # "cuda" | "unavailable"
     gpu_reason: str = ""
+    threads_note: str = ""    # why fewer threads than asked (a fork after threads ran)
 
     def __str__(self) -> str:
         if self.cpu == "c":
@@ -64,7 +64,7 @@ def backend_status(check_gpu: bool = True) -> BackendStatus:
         except UnsafeCacheError as exc:  # the status reports it; compiling would raise it
             where = f"refused: {exc}"
         status = BackendStatus(cpu, reason, tc.describe(), tc.flags, tc.openmp,
-                               num_threads() if tc.openmp else 1, "", where)
+                               num_threads() if tc.openmp else 1, where)
         if tc.openmp and forked_after_threads():
             status.threads_note = (" (forked after threaded kernels ran: libgomp's threads "
                                    "do not survive fork)")
