@@ -3,6 +3,7 @@ memory-bandwidth floor measured in the same run.
 
     python benchmarks/bench_seeds.py            # the full run (~1 minute)
     python benchmarks/bench_seeds.py --quick    # fewer calls, for a smoke test
+    python benchmarks/bench_seeds.py --threads 2  # kernels on 2 threads (default: 1)
 
 Steady state is the best of several rounds of many calls, per call; the rounds of NumPy,
 eager and jit interleave so that machine drift affects all three alike. "first call" is the
@@ -302,10 +303,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls (smoke test)")
     parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="workloads")
-    parser.add_argument("--threads", type=int, help="EXECMODE_NUM_THREADS for the kernels")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for large kernels (EXECMODE_NUM_THREADS; default 1: "
+                        "single-threaded, as the peers are compared)")
     args = parser.parse_args(argv)
-    if args.threads:
-        os.environ["EXECMODE_NUM_THREADS"] = str(args.threads)
+    if args.threads < 1:
+        parser.error("--threads must be a positive integer")
+    os.environ["EXECMODE_NUM_THREADS"] = str(args.threads)
 
     print(f"# execmode seed benchmarks - {platform.node()}, {platform.processor() or ''} "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, NumPy {np.__version__}")

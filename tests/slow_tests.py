@@ -85,6 +85,10 @@ SLOW_TESTS = {
     "codegen/test_cache_and_fallback.py::test_two_processes_compiling_at_once",
     "codegen/test_cuda.py::test_cuda_source_compiles_with_nvcc",
     "codegen/test_fast_entry.py::test_a_second_process_finds_the_extension_in_the_disk_cache",
+    # Fresh processes: EXECMODE_NUM_THREADS end to end, and a fork after threads ran.
+    "codegen/test_threads.py::test_jitted_results_are_the_same_bytes_at_1_2_and_4_threads",
+    "codegen/test_threads.py::test_an_invalid_thread_count_stops_the_first_compiled_kernel",
+    "codegen/test_threads.py::test_fork_after_threaded_kernels_does_not_hang",
     "codegen/test_vectorised.py::test_long_chains_are_vectorised",  # compiles long chains
     # The agent under a Controller, or execmode run (the carried-breakpoint checks stay).
     "debug/test_breakpoint_reach.py::test_breakpoints_that_never_hit_come_back_with_their_reason",

@@ -22,6 +22,7 @@ from .buffers import REGISTRY, OutputPool, arranged, data_pointer, has_strides
 from .call_path import build_call_path
 from .kernel_ir import Kernel, Param
 from .render_c import CRenderer
+from .threads import configure_library, prefer_passive_openmp
 from .toolchain import Toolchain, run_compiler
 
 
@@ -74,34 +75,11 @@ def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
     hit = disk_cache.reuse_or_build(path, build)
     compile_ns = time.perf_counter_ns() - t0
     if toolchain.openmp:
-        _prefer_passive_openmp()
+        prefer_passive_openmp()
     cdll = ctypes.CDLL(path)
     if toolchain.openmp:
-        cdll.em_set_num_threads.argtypes = [ctypes.c_int]
-        cdll.em_set_num_threads(num_threads())
+        configure_library(cdll)  # the thread count, and what a fork does (threads.py)
     return Library(path, cdll, source, hit, compile_ns, toolchain)
-
-
-def _prefer_passive_openmp() -> None:
-    """Idle OpenMP workers sleep instead of spinning, unless the user chose a policy.
-
-    Kernels share the cores with NumPy and BLAS between parallel regions: spinning workers
-    (libgomp's default) made an MLP training step 10x slower on 2 cores. Read by libgomp
-    when it loads, i.e. with the first kernel library of the process.
-    """
-    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-
-
-def num_threads() -> int:
-    """``EXECMODE_NUM_THREADS``, else the CPUs this process may run on."""
-    text = os.environ.get("EXECMODE_NUM_THREADS", "").strip()
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 # --- kernels --------------------------------------------------------------------------------

@@ -229,6 +229,31 @@ def loads_of(kernel: Kernel) -> list:
     return out
 
 
+# Ops that cost roughly this many adds per point: our float32 approximations (a polynomial
+# and a range reduction each) and libm calls. Only a rough weight for the threading
+# threshold (render_c.py): it decides speed, never a result.
+COSTLY_OPS = {"exp": 8, "log": 8, "tanh": 8, "erf": 8, "expm1": 8, "log1p": 8, "sin": 8,
+              "cos": 8, "power": 8, "floor_divide": 4, "remainder": 4, "divide": 2,
+              "reciprocal": 2, "sqrt": 2}
+
+
+def point_cost(kernel: Kernel) -> int:
+    """Estimated work per loop point, in adds: one per load and per op, more for costly
+    ops (COSTLY_OPS) and the float64 calls to libm, one for a reduction's update."""
+    cost = 1 if kernel.reduction is not None else 0
+    exprs = [e for stmt in kernel.body for e in walk(stmt.value)]
+    exprs += list(walk(kernel.store.value))
+    for e in exprs:
+        if isinstance(e, Load):
+            cost += 1
+        elif isinstance(e, Apply):
+            weight = COSTLY_OPS.get(e.op, 1)
+            if weight == 8 and e.compute_dtype.itemsize == 8:
+                weight = 16  # float64: a scalar libm call per point, no vector loop
+            cost += weight
+    return max(cost, 1)
+
+
 def canonical(kernel: Kernel) -> str:
     """A key equal for kernels that compile to the same code: names, node ids, comments
     and source lines left out (100 chained 10x10 matmuls are one kernel compiled once)."""

@@ -13,7 +13,7 @@ A rendered elementwise kernel::
      * b: f32[256]  <- %1 b */
     void k0(const float *restrict x, const float *restrict b, float *restrict out)
     {
-        #pragma omp parallel for num_threads(em_num_threads) if(...)
+        #pragma omp parallel for num_threads(em_team()) schedule(guided)
         for (int64_t i0 = 0; i0 < 64; ++i0) {
             #pragma omp simd
             for (int64_t i1 = 0; i1 < 256; ++i1) {
@@ -33,7 +33,7 @@ import numpy as np
 
 from execmode.dtypes import short_name
 
-from .kernel_ir import Apply, Cast, Const, Kernel, Load, Var, canonical, loads_of
+from .kernel_ir import Apply, Cast, Const, Kernel, Load, Var, canonical, loads_of, point_cost
 from .render_reduction import ReductionRendering
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,7 +61,16 @@ class CRenderer(ReductionRendering):
     int64_suffix = "LL"
     # Op templates that this dialect spells differently from the registry's.
     op_spellings: dict = {}
-    # Below this many loop points a parallel region costs more than it saves.
+    # Threads (OpenMP, threads.py): a kernel runs its outermost loop in parallel when its
+    # estimated work (loop points x point_cost, ~adds) reaches parallel_min_work. Measured
+    # on the 2-core VM (benchmarks/bench_threads.py --sweep, docs/kernels.md "Threads"):
+    # waking the sleeping worker costs a few us, and 2 threads paid from ~4K points of a
+    # tanh chain (cost 17) and ~64K points of (x + a) * 0.5 (cost 4), i.e. from ~10-15 us
+    # of one-thread work; the threshold sits ~2-4x above that, since on a shared machine a
+    # region also waits for a worker that found no free core. Below it: one thread, no
+    # OpenMP call at all. The thread count never changes a result (threads.py).
+    parallel_min_work = 1 << 18
+    # Generated matmuls: multiply-adds (the policy keeps them far below this).
     parallel_min_points = 1 << 20
     # Inner-axis reductions accumulate a block of outputs at a time (in registers/L1).
     reduction_block = 256
@@ -82,7 +91,18 @@ class CRenderer(ReductionRendering):
         return "\n".join([
             "/* Threads used by parallel loops; the loader sets it from EXECMODE_NUM_THREADS. */",
             "static int em_num_threads = 1;",
+            "/* Set once a team of more than one thread started: libgomp's pool does not",
+            " * survive fork(), so a child forked after that stays on one (threads.py). */",
+            "static int em_threads_started = 0;",
             "void em_set_num_threads(int n) { em_num_threads = n > 0 ? n : 1; }",
+            "int em_threads_used(void) { return em_threads_started; }",
+            "static inline int em_team(void)",
+            "{",
+            "    const int n = em_num_threads;",
+            "    if (n > 1)",
+            "        __atomic_store_n(&em_threads_started, 1, __ATOMIC_RELAXED);",
+            "    return n;",
+            "}",
             "",
         ])
 
@@ -272,11 +292,14 @@ class CRenderer(ReductionRendering):
         return lines
 
     def parallel(self, k: Kernel) -> bool:
-        return k.size >= self.parallel_min_points
+        return k.size * point_cost(k) >= self.parallel_min_work
 
     def parallel_pragma(self, simd: bool = False) -> str:
         what = "parallel for simd" if simd else "parallel for"
-        return f"#pragma omp {what} num_threads(em_num_threads)"
+        # guided: big pieces first, smaller ones at the end, so that a thread that started
+        # late (no free core on a shared machine) leaves its share to the others instead
+        # of holding up the region; which thread takes a piece never changes a result.
+        return f"#pragma omp {what} num_threads(em_team()) schedule(guided)"
 
     # --- thread layouts: the CUDA renderer overrides these (and reduction_loops) -------------
     def elementwise_loops(self, k: Kernel) -> list:

@@ -28,11 +28,12 @@ class BackendStatus:
     cache_dir: str = ""
     gpu: str = "unavailable"  # "cuda" | "unavailable"
     gpu_reason: str = ""
+    threads_note: str = ""    # why fewer threads than asked (a fork after threads ran)
 
     def __str__(self) -> str:
         if self.cpu == "c":
-            cpu = (f"CPU kernels: compiled C - {self.compiler}, {self.threads} thread(s); "
-                   f"cache {self.cache_dir}")
+            cpu = (f"CPU kernels: compiled C - {self.compiler}, {self.threads} thread(s)"
+                   f"{self.threads_note}; cache {self.cache_dir}")
         else:
             cpu = f"CPU kernels: interpreted over NumPy (slower) - {self.cpu_reason}"
         gpu = "GPU kernels: CUDA via CuPy" if self.gpu == "cuda" else \
@@ -47,9 +48,9 @@ class BackendStatus:
 
 def backend_status(check_gpu: bool = True) -> BackendStatus:
     """The active kernel backends (CPU: C or interpreter; GPU: CUDA or unavailable)."""
-    from .c_runtime import num_threads
     from .cache_trust import UnsafeCacheError
     from .disk_cache import cache_dir
+    from .threads import forked_after_threads, num_threads
 
     try:
         tc = get_toolchain()
@@ -64,6 +65,9 @@ def backend_status(check_gpu: bool = True) -> BackendStatus:
             where = f"refused: {exc}"
         status = BackendStatus(cpu, reason, tc.describe(), tc.flags, tc.openmp,
                                num_threads() if tc.openmp else 1, where)
+        if tc.openmp and forked_after_threads():
+            status.threads_note = (" (forked after threaded kernels ran: libgomp's threads "
+                                   "do not survive fork)")
     if check_gpu:
         from execmode.backend import cuda_is_available, cuda_problem
 
