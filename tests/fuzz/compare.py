@@ -24,7 +24,9 @@ programs with a max/min reduction, whose tie between 0.0 and -0.0 depends on vec
 ``Program.zero_sign_exact``). In programs that may round, an integer may be a rounded
 float stored back (``k *= em.exp(x)`` on an int64
 ``k``), so integers get the same relative tolerance plus one unit (a truncation that fell
-on the other side); bools stay exact.
+on the other side); bools stay exact. A float values mismatch beyond the tolerance is then
+measured against the program's own sensitivity to its transcendentals' rounding
+(rounding.py, applied by check.py): no fixed tolerance covers an ill-conditioned program.
 """
 
 from __future__ import annotations
