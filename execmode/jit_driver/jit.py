@@ -156,9 +156,11 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
     plan = build_plan(lowered, graph_id, kernel_factory_for(lowered, graph_id, backend))
     if backend in (None, "c") and len(plan.steps) > 1:
         # Graphs of many small steps (matpow) run as one C function when nobody listens.
-        from ..codegen.program import compile_program
+        from ..codegen.program import compile_program, refusal
 
         plan.program = compile_program(lowered, graph_id)
+        if plan.program is None:
+            plan.program_reason = refusal(lowered)
     return plan
 
 
