@@ -184,6 +184,8 @@ def _compile(graph, graph_id: str) -> Program:
             continue
         if node.op == ASSIGN:
             # Written after every kernel, in graph order (below).
+            if node.inputs[0] not in positions:
+                raise _Refused(f"%{node.id}: assign into a value that is not an input")
             assigns.append(node)
             assigned.append(positions[node.inputs[0]])
             continue

@@ -312,3 +312,20 @@ def test_an_assigned_input_in_another_layout_is_left_to_the_plan():
     (doubled,) = program.run(inputs)
     np.testing.assert_array_equal(doubled, g * 2)
     np.testing.assert_array_equal(next(a for a in inputs if a is not g), g)
+
+
+def test_without_blas_a_large_matmul_is_left_to_the_plan_with_the_reason(monkeypatch):
+    monkeypatch.setattr(blas, "find", lambda: None)
+    monkeypatch.setattr(blas, "reason", lambda: "no BLAS library among the loaded ones")
+    a = em.tensor(np.ones((64, 128), np.float32))
+    graph = em.jit(lambda a: (a @ a.mT) * 2.0).lower(a).graph
+    assert compile_program(graph) is None
+    assert "no BLAS library among the loaded ones" in refusal(graph)
+
+
+def test_numpys_blas_is_found_among_the_loaded_libraries():
+    found = blas.find()
+    if found is None:
+        pytest.skip(blas.reason())
+    assert found.pointer("s", "gemm") and found.pointer("d", "dot")
+    assert found.int_type in ("int", "long long")
