@@ -140,10 +140,15 @@ def refusal(graph) -> str:
     return _refusals.get(graph.structural_hash(), "")
 
 
-def compile_program(graph, graph_id: str = "program") -> Program | None:
-    """The whole ``graph`` as one C function, or None when a node needs Python."""
+def compile_program(graph, graph_id: str = "program", compiled=None) -> Program | None:
+    """The whole ``graph`` as one C function, or None when a node needs Python.
+
+    ``compiled``: node id -> the kernel objects the plan already compiled for this graph
+    (``kernel_factory_for(...).kernels``); the program calls those C functions by address
+    instead of compiling them again, so a first call pays one more compile only for what
+    the plan runs as NumPy steps."""
     try:
-        return _compile(graph, graph_id)
+        return _compile(graph, graph_id, compiled or {})
     except _Refused as exc:
         _refusals[graph.structural_hash()] = str(exc)
     except (CompileError, OSError) as exc:  # the plan's own kernels still run
@@ -151,7 +156,7 @@ def compile_program(graph, graph_id: str = "program") -> Program | None:
     return None
 
 
-def _compile(graph, graph_id: str) -> Program:
+def _compile(graph, graph_id: str, compiled: dict) -> Program:
     if any(producers_op == INPUT for producers_op in
            (graph.node(o).op for o in graph.outputs)):
         # an input returned as is: the output pool would take its buffer slot
@@ -170,6 +175,8 @@ def _compile(graph, graph_id: str) -> Program:
     assigns, assigned = [], []
     views, constants = set(), set()
     uses_blas = False
+    fixed_kernels: dict[int, int] = {}         # block index -> a plan kernel's address
+    keep, kernel_sources = [], []
 
     def new_buffer(node) -> int:
         index = len(shapes)
@@ -208,7 +215,12 @@ def _compile(graph, graph_id: str) -> Program:
             owned[index] = np.ascontiguousarray(op.impl(np, **node.attr), dtype=node.dtype)
             constants.add(node.id)
             continue
-        kernel, kernel_inputs = _lower(node, producers, graph_id)
+        reused = compiled.get(node.id)
+        if getattr(reused, "library", None) is not None and reused.language == "c":
+            kernel, kernel_inputs = reused.kernel, node.inputs
+        else:
+            reused = None
+            kernel, kernel_inputs = _lower(node, producers, graph_id)
         if node.id not in outputs:
             owned[index] = np.empty(node.shape, node.dtype)
         library_mm = kernel is not None and kernel.matmul is not None and kernel.matmul.library
@@ -231,8 +243,17 @@ def _compile(graph, graph_id: str) -> Program:
             scratch_of = {p.name: scratch for p in kernel.scratch}
         else:
             scratch_of = {}
-        kernels.append(kernel)
         params = renderer.signature_params(kernel)
+        if reused is not None:
+            # The plan's compiled function, called through its address in the block.
+            slot = new_buffer(None)
+            fixed_kernels[slot] = ctypes.cast(getattr(reused.library.cdll, kernel.name),
+                                              ctypes.c_void_p).value
+            keep.append(reused)
+            kernel_sources.append(reused.source)
+        else:
+            kernels.append(kernel)
+            slot = None
         args = []
         for p in params:
             if p is kernel.output:
@@ -241,7 +262,7 @@ def _compile(graph, graph_id: str) -> Program:
                 args.append(scratch_of[p.name])
             else:
                 args.append(buffer_of[kernel_inputs[p.position]])
-        statements.append(("kernel", node, (kernel, params, args)))
+        statements.append(("kernel", node, (kernel, params, args, slot)))
     if not statements:
         raise _Refused("nothing to compute")
     write_backs = [_assign(node, producers, buffer_of, views, constants, kernels, renderer)
@@ -249,6 +270,7 @@ def _compile(graph, graph_id: str) -> Program:
     blas = blas_mod.find() if uses_blas else None
     fixed_addresses = {index: blas.pointer(*key) for key, index in fixed.items()} \
         if blas is not None else {}
+    fixed_addresses.update(fixed_kernels)
     entry = f"program_{graph.structural_hash()}"
     lines = [f"/* {graph_id}: {len(statements)} steps and {len(assigns)} write-backs "
              "in one call */", f"void {entry}(void *const *b)", "{"]
@@ -257,11 +279,13 @@ def _compile(graph, graph_id: str) -> Program:
         if kind == "blas":
             lines.extend("    " + line for line in detail)
             continue
-        kernel, params, args = detail
-        casts = ", ".join(
-            f"({'' if p is kernel.output else 'const '}{renderer.type_names[p.dtype]} *)b[{i}]"
-            for p, i in zip(params, args))
-        lines.append(f"    {kernel.name}({casts});")
+        kernel, params, args, slot = detail
+        types = [f"{'' if p is kernel.output else 'const '}{renderer.type_names[p.dtype]} *"
+                 for p in params]
+        casts = ", ".join(f"({t})b[{i}]" for t, i in zip(types, args))
+        function = kernel.name if slot is None else \
+            f"((void (*)({', '.join(types)}))b[{slot}])"
+        lines.append(f"    {function}({casts});")
     for write_back in write_backs:
         lines.extend("    " + line for line in write_back)
     lines.append("}")
@@ -277,9 +301,11 @@ def _compile(graph, graph_id: str) -> Program:
     inputs = [(buffer_of[i], _Slot(_param_of(producers[i]))) for i in graph.inputs]
     outs = [(buffer_of[o], tuple(producers[o].shape), producers[o].dtype)
             for o in graph.outputs]
-    return Program(library, entry, len(shapes), inputs, owned, outs,
-                   "\n\n".join(renderer.kernel(k) for k in kernels) + "\n\n" + program_source,
-                   fixed_addresses, assigned)
+    source = "\n\n".join(kernel_sources + [renderer.kernel(k) for k in kernels])
+    program = Program(library, entry, len(shapes), inputs, owned, outs,
+                      source + "\n\n" + program_source, fixed_addresses, assigned)
+    program.kernels = keep  # the plan's kernels whose functions it calls: keep them loaded
+    return program
 
 
 def _assign(node, producers, buffer_of, views, constants, kernels, renderer) -> list[str]:

@@ -149,6 +149,7 @@ def test_mlp_train_step_is_one_program_call(optimizer, dtype, monkeypatch):
             plan = _plan(jitted)
             assert plan.program is not None, plan.program_reason
             assert plan.assigns  # the parameters' write-backs are in the program
+            assert plan.program.kernels  # it calls the kernels the plan compiled
             calls = plan.program.calls
     assert plan.program.calls == calls + steps - 1  # one native call per step
     assert _plan(replayed).program is None
