@@ -412,7 +412,7 @@ def _lower(node: Node, producers, graph_id):
         inputs = tuple(dict.fromkeys(i for i in node.inputs if isinstance(i, int)))
         wrapper = Node(node.id, FUSED, inputs, make_attrs({"kind": kind}),
                        node.shape, node.dtype, node.device, node.scope, node.loc, (node,),
-                       f"{node.op}{node.id}")
+                       f"s{node.id}_{node.op}")  # not f"{op}{id}": exp10, log2 are libm's
     else:
         raise _Refused(f"%{node.id} ({node.op}) has no C lowering")
     try:

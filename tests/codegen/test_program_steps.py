@@ -332,3 +332,31 @@ def test_numpys_blas_is_found_among_the_loaded_libraries():
         pytest.skip(blas.reason())
     assert found.pointer("s", "gemm") and found.pointer("d", "dot")
     assert found.int_type in ("int", "long long")
+
+
+def test_one_member_kernels_are_not_named_after_libm_functions():
+    """Fuzz 1795574563-9791: a lone exp at node 10 became a kernel named exp10, which is
+    also libm's (10 ** x): the program's call never ran the kernel."""
+    from fuzz.check import assert_agrees
+
+    assert_agrees('''
+import execmode as em
+
+nan, inf = float("nan"), float("inf")
+
+# --- setup ---
+
+# --- function ---
+def f(x, z, k):
+    v0 = z / 0.5
+    v1 = em.where(z > 0.0, z, k)
+    v2 = em.sigmoid(k)
+    return v2
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[-2.25, 3.0, 1.75, -1.0]], dtype=em.float32, requires_grad=True)
+z1 = em.tensor([[-0.25, 0.5, 2.75, -0.25]], dtype=em.float32)
+k1 = em.tensor([[6, 1, 5, 6]], dtype=em.int64)
+out1 = F(x1, z1, k1)
+''')
