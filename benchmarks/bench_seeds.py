@@ -211,6 +211,98 @@ def mlp_train_step(quick):
     return numpy_step, lambda: step(x, y), lambda: jitted(x, y), 20 if quick else 200
 
 
+def _train_step_variants(optimizer: str, quick):
+    """(numpy, eager, plan replay, one-call program) step functions of the same MLP
+    training step on four copies of one model; the replay's plan has its program taken
+    away, so it steps through the plan in Python as em.jit did before programs wrote
+    assigns and called BLAS."""
+    import execmode.jit_driver.jit as jit_module
+
+    rng = np.random.default_rng(4)
+    x_np = rng.standard_normal((64, 512)).astype(np.float32)
+    y_np = rng.standard_normal((64, 2)).astype(np.float32)
+    x, y = em.tensor(x_np), em.tensor(y_np)
+
+    def make():
+        model, _ = _mlp(4)
+        opt = em.optim.SGD(model.parameters(), lr=0.01) if optimizer == "sgd" else \
+            em.optim.Adam(model.parameters(), lr=1e-3)
+
+        def step(x, y):
+            loss = em.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        return model, step
+
+    numpy_fn = WORKLOADS["mlp_train_step"](quick)[0] if optimizer == "sgd" else None
+    _, eager_step = make()
+    program_model, program_step = make()
+    replay_model, replay_step = make()
+    program_jit, replay_jit = em.jit(program_step), em.jit(replay_step)
+    original = jit_module.compile_graph
+
+    def without_program(lowered, graph_id, backend=None):
+        plan = original(lowered, graph_id, backend)
+        plan.program = None
+        return plan
+
+    jit_module.compile_graph = without_program
+    try:
+        replay_jit(x, y)
+    finally:
+        jit_module.compile_graph = original
+    program_jit(x, y)
+    plan = next(iter(program_jit._segments.values())).plan
+    state = {"plan": plan, "model": program_model}
+    return (numpy_fn, lambda: eager_step(x, y), lambda: replay_jit(x, y),
+            lambda: program_jit(x, y), state)
+
+
+def run_train_steps(quick) -> list[dict]:
+    """mlp_train_step (SGD, Adam): NumPy, eager, plan replay, one-call program, rounds
+    interleaved as in run()."""
+    rows = []
+    calls = 20 if quick else 200
+    for optimizer in ("sgd", "adam"):
+        numpy_fn, eager_fn, replay_fn, program_fn, state = _train_step_variants(optimizer,
+                                                                               quick)
+        plan = state["plan"]
+        before = plan.program.calls if plan.program is not None else 0
+        variants = [("numpy", numpy_fn), ("eager", eager_fn), ("replay", replay_fn),
+                    ("program", program_fn)]
+        row = {"name": f"mlp_train_step ({optimizer})", "calls": calls,
+               "program": float("inf"), "reason": plan.program_reason}
+        for key, fn in variants:
+            row[key] = float("inf") if fn is not None else None
+        for _ in range(3 if quick else 5):
+            for key, fn in variants:
+                if fn is not None:
+                    row[key] = min(row[key], best_per_call(fn, calls, rounds=1))
+        runs = (plan.program.calls - before) if plan.program is not None else 0
+        row["native_calls_per_step"] = runs / (calls * (3 if quick else 5))
+        rows.append(row)
+    return rows
+
+
+def print_train_steps(rows) -> None:
+    print("\n| step (64x512 -> 256 -> 128 -> 2, float32) | NumPy by hand | eager | "
+          "jit plan replay (before) | jit one-call program (after) | program vs replay "
+          "| program vs eager | program vs NumPy | program calls per step |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        numpy_text = fmt_time(r["numpy"]) if r["numpy"] is not None else "-"
+        vs_numpy = f"{r['numpy'] / r['program']:.2f}x" if r["numpy"] is not None else "-"
+        print(f"| {r['name']} | {numpy_text} | {fmt_time(r['eager'])} | "
+              f"{fmt_time(r['replay'])} | {fmt_time(r['program'])} | "
+              f"{r['replay'] / r['program']:.2f}x | {r['eager'] / r['program']:.2f}x | "
+              f"{vs_numpy} | {r['native_calls_per_step']:.2f} |")
+        if r["reason"]:
+            print(f"|   (no program: {r['reason']}) |")
+
+
 def matpow_program(quick):
     """matpow with the whole lowered graph as one C function (codegen.compile_program):
     what the plan could replay once it uses programs. Not through em.jit today."""
@@ -306,6 +398,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1,
                         help="threads for large kernels (EXECMODE_NUM_THREADS; default 1: "
                         "single-threaded, as the peers are compared)")
+    parser.add_argument("--steps", action="store_true",
+                        help="only the training steps: NumPy, eager, plan replay, program")
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be a positive integer")
@@ -325,6 +419,12 @@ def main(argv=None) -> int:
           f"({bandwidth / 1e9:.1f} GB/s); ew_chain_large moves 4 x 64 MB -> floor "
           f"{fmt_time(ew_floor)}\n")
 
+    if args.steps:
+        print_train_steps(run_train_steps(args.quick))
+        print("\nTimes are per step (best round). Ratios > 1: the program is faster. "
+              "'program calls per step': runs of the one native call per step taken.")
+        print(f"# load average at end: {os.getloadavg()[0]:.2f}")
+        return 0
     rows = []
     for name in args.only or WORKLOADS:
         row = run(name, args.quick)

@@ -89,8 +89,10 @@ class Plan:
     source_graph: Graph | None = None
     record: object = None
     # The whole graph as one compiled C function (codegen/program.py), used by run() when
-    # nobody listens; the steps stay for the instrumented loop and the debugger.
+    # nobody listens; the steps stay for the instrumented loop and the debugger. Without
+    # one, ``program_reason`` says why.
     program: object = None
+    program_reason: str = ""
     _buffers_ready: bool = False
 
     @property
@@ -102,10 +104,13 @@ class Plan:
         instrumented = (instrument._on_event or instrument._before_kernel
                         or instrument._after_kernel)
         if self.program is not None and not instrumented:
+            # One C call: kernels, BLAS matmuls and the assigns' write-backs (None: an
+            # input it writes came in another layout, and the steps below run instead).
             outputs = self.program.run(inputs)
-            for k in self.copy_outputs:
-                outputs[k] = outputs[k].copy()
-            return outputs
+            if outputs is not None:
+                for k in self.copy_outputs:
+                    outputs[k] = outputs[k].copy()
+                return outputs
         if not self._buffers_ready:
             self._allocate_buffers()
         values = [None] * self.n_slots

@@ -122,6 +122,7 @@ class CKernel:
         self.language = renderer.language
         self.source = renderer.kernel(kernel)
         self.library_path = library.path
+        self.library = library  # whole-graph programs call its functions by address
         params = renderer.signature_params(kernel)
         self._slots = tuple(_Slot(p) for p in params if p.position >= 0)
         self._block = (ctypes.c_void_p * len(params))()

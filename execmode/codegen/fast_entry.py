@@ -185,6 +185,7 @@ def _program_target(plan, sources):
             or set(out_blocks) & set(program._owned):
         return None  # an output that is an input or another output: the Python path
     fixed = [(index, data_pointer(array)) for index, array in program._owned.items()]
+    fixed += list(program._fixed.items())  # BLAS function pointers
     outputs = [(index, pool.entries, pool.take) for index, pool in program._outputs]
     # A program writes the scratch buffers it owns: never two threads at once.
     return (_address(program._entry), n_block, fixed, list(zip(program._inputs, sources)),

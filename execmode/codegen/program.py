@@ -1,23 +1,34 @@
 """A whole graph as one C function: every step a kernel call, in one ctypes call.
 
 For graphs of small steps (matpow: 100 chained 10x10 matmuls) the per-step Python of a
-plan costs more than the arithmetic. When every op node of a lowered graph is something C
-can do - a fused kernel, a small matmul (generated loops, see matmul_policy.py), a view
-(``permute_dims``, ``reshape``: the consumer reads the producer's buffer with the view's
-strides) or a constant (a creation op without inputs, evaluated once) - the program calls
-the kernels in order over buffers it owns:
+plan costs more than the arithmetic, and a training step (forward, backward, the
+optimizer's updates) is a few dozen steps. When every op node of a lowered graph is
+something C can do, the program calls the kernels in order over buffers it owns:
+
+* a fused kernel, or a single elementwise op or reduction (a one-member kernel);
+* a matmul: generated loops when small (matmul_policy.py), else the CBLAS routine NumPy's
+  own matmul calls, through a function pointer found once in the library NumPy loaded
+  (blas.py) and kept in the buffer block, with NumPy's arguments (so eager's bits);
+* a view (``permute_dims``, ``reshape``: the consumer reads the producer's buffer with
+  the view's strides) or a constant (a creation op without inputs, evaluated once);
+* an assign (the write-back of functionalized state, DESIGN.md section 5): after the last
+  kernel, the value is copied into the input's own buffer, in graph order, as
+  ``Plan.apply_assigns`` writes them (every kernel has read the old values by then).
 
     void program_run(void *const *b)
     {
         /* %2 = matmul %0 %1 */
-        mm2((const float *)b[0], (const float *)b[1], (float *)b[2]);
+        { const float *A = (const float *)b[0]; ... ((em_sgemm_t)b[9])(101, ...); }
+        k3((const float *)b[2], (float *)b[3]);
         ...
+        __builtin_memcpy(b[1], b[7], 4096);   /* %12 = assign %1 %11 */
     }
 
 ``compile_program(graph, graph_id)`` returns a :class:`Program` (``run(inputs) ->
-outputs``, the contract of ``Plan.run`` for graphs without assigns) or None when some node
-needs Python. em.jit attaches it to the plan (``plan.program``): replays use it when nobody
-listens, while the debugger and the profiler keep stepping through the plan's steps.
+outputs``, the contract of ``Plan.run``) or None when some node needs Python; the reason
+is kept (``refusal(graph)``, and em.jit's ``plan.program_reason``). em.jit attaches it to
+the plan (``plan.program``): replays use it when nobody listens, while the debugger and
+the profiler keep stepping through the plan's steps.
 """
 
 from __future__ import annotations
@@ -28,12 +39,14 @@ import numpy as np
 
 from execmode.graph.ir import ASSIGN, FUSED, INPUT, Node, make_attrs
 from execmode.ops import OPS
+from execmode.passes.fuse import fusable_elementwise
 
-from . import matmul_policy
+from . import blas as blas_mod
+from . import layout, matmul_policy
 from .buffers import OutputPool, arranged, data_pointer
-from .c_runtime import Library, _Slot, build_library
+from .c_runtime import CompileError, Library, _Slot, build_library
 from .kernel_ir import Param
-from .lower import Unsupported, arrival_strides, lower_fused, member_comment
+from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
 from .render_c import CRenderer
 from .toolchain import NoCompiler, get_toolchain
 
@@ -41,19 +54,28 @@ VIEWS = ("permute_dims", "reshape")
 
 
 class Program:
-    """A compiled graph: ``run(inputs)`` returns the outputs, one ctypes call inside."""
+    """A compiled graph: ``run(inputs)`` returns the outputs, one ctypes call inside.
+
+    ``calls`` counts the runs (tests and ``execmode explain`` read it)."""
 
     def __init__(self, library: Library, entry_name: str, n_buffers: int, inputs, owned,
-                 outputs, source: str):
+                 outputs, source: str, fixed=None, assigned=()):
         self.source = source
         self.library_path = library.path
+        self.calls = 0
         self._entry = library.function(entry_name, 1)
         self._block = (ctypes.c_void_p * n_buffers)()
         self._address = ctypes.addressof(self._block)
         self._owned = owned                       # arrays the program keeps (constants...)
         for index, array in owned.items():
             self._block[index] = data_pointer(array)
+        self._fixed = dict(fixed or {})           # block index -> BLAS function address
+        for index, address in self._fixed.items():
+            self._block[index] = address
         self._inputs = inputs                     # [(buffer index, _Slot)]
+        # Input positions the program writes (assign targets): a copy in another layout
+        # would take the write, so such an input must arrive in the program's layout.
+        self._assigned = tuple(assigned)
         self._memo = [None] * len(inputs)
         self._keepalive = [None] * len(inputs)
         # One pool per output buffer. A graph may list one value at two output positions
@@ -68,8 +90,15 @@ class Program:
                 first[index] = k
                 self._outputs.append((index, OutputPool(shape, dtype)))
 
-    def run(self, inputs: list) -> list:
+    def run(self, inputs: list) -> list | None:
+        """The outputs, with the assigns written into their inputs; None (nothing run)
+        when an input the program writes arrives in another layout: Plan.run replays."""
         block, memo = self._block, self._memo
+        for k in self._assigned:
+            a = inputs[k]
+            if a is not memo[k] and (a.__class__ is not np.ndarray
+                                     or not self._inputs[k][1].fits(a)):
+                return None
         for k, (index, slot) in enumerate(self._inputs):
             a = inputs[k]
             if a is memo[k]:
@@ -93,77 +122,176 @@ class Program:
             block[index] = ptr
             results.append(array)
         self._entry(self._address)
+        self.calls += 1
         for k, first in self._repeats:
             results[k] = results[first]
         return results
 
 
-def compile_program(graph, graph_id: str = "program") -> Program | None:
-    """The whole ``graph`` as one C function, or None when a node needs Python."""
-    if any(n.op == ASSIGN for n in graph.nodes):
-        return None
+class _Refused(Exception):
+    """The graph cannot be one C function; the message says why."""
+
+
+_refusals: dict[str, str] = {}
+
+
+def refusal(graph) -> str:
+    """Why ``compile_program`` returned None for ``graph`` ("" if it did not)."""
+    return _refusals.get(graph.structural_hash(), "")
+
+
+def compile_program(graph, graph_id: str = "program", compiled=None) -> Program | None:
+    """The whole ``graph`` as one C function, or None when a node needs Python.
+
+    ``compiled``: node id -> the kernel objects the plan already compiled for this graph
+    (``kernel_factory_for(...).kernels``); the program calls those C functions by address
+    instead of compiling them again, so a first call pays one more compile only for what
+    the plan runs as NumPy steps."""
+    try:
+        return _compile(graph, graph_id, compiled or {})
+    except _Refused as exc:
+        _refusals[graph.structural_hash()] = str(exc)
+    except (CompileError, OSError) as exc:  # the plan's own kernels still run
+        _refusals[graph.structural_hash()] = f"the C compiler failed: {exc}"
+    return None
+
+
+def _compile(graph, graph_id: str, compiled: dict) -> Program:
     if any(producers_op == INPUT for producers_op in
            (graph.node(o).op for o in graph.outputs)):
-        return None  # an input returned as is: the output pool would take its buffer slot
+        # an input returned as is: the output pool would take its buffer slot
+        raise _Refused("an input is returned as an output")
     try:
         toolchain = get_toolchain()
-    except NoCompiler:
-        return None
+    except NoCompiler as exc:
+        raise _Refused(f"no C compiler ({exc})") from None
     producers = graph.node_map()
     buffer_of: dict[int, int] = {}
-    kernels, calls, owned, shapes = [], [], {}, {}
+    kernels, statements, owned, shapes = [], [], {}, {}
+    fixed: dict[tuple, int] = {}               # (dtype letter, routine) -> block index
     renderer = CRenderer()
     outputs = set(graph.outputs)
+    positions = {node_id: k for k, node_id in enumerate(graph.inputs)}
+    assigns, assigned = [], []
+    views, constants = set(), set()
+    uses_blas = False
+    fixed_kernels: dict[int, int] = {}         # block index -> a plan kernel's address
+    keep, kernel_sources = [], []
+
+    def new_buffer(node) -> int:
+        index = len(shapes)
+        shapes[index] = node
+        return index
+
     for node in graph.nodes:
+        if str(node.device) != "cpu":
+            raise _Refused(f"%{node.id} ({node.op}) is on {node.device}: programs are C")
         if node.op == INPUT:
-            buffer_of[node.id] = len(shapes)
-            shapes[buffer_of[node.id]] = node
+            buffer_of[node.id] = new_buffer(node)
+            continue
+        if node.op == ASSIGN:
+            # Written after every kernel, in graph order (below).
+            if node.inputs[0] not in positions:
+                raise _Refused(f"%{node.id}: assign into a value that is not an input")
+            assigns.append(node)
+            assigned.append(positions[node.inputs[0]])
             continue
         if node.op in VIEWS and isinstance(node.inputs[0], int):
             if node.id in outputs:
-                return None
+                raise _Refused(f"%{node.id} ({node.op}): a view is an output")
             if node.op == "reshape" and arrival_strides(node.inputs[0], producers):
-                return None  # a reshape of a permuted view would copy
+                raise _Refused(f"%{node.id}: a reshape of a permuted view would copy")
             buffer_of[node.id] = buffer_of[node.inputs[0]]
+            views.add(node.id)
             continue
-        index = len(shapes)
+        index = new_buffer(node)
         buffer_of[node.id] = index
-        shapes[index] = node
         op = OPS.get(node.op)
         if op is not None and op.kind == "creation" and not node.inputs:
-            if node.id in outputs or op.impure:  # random draws differ at every call
-                return None
             if node.id in outputs:
-                return None
+                raise _Refused(f"%{node.id} ({node.op}): a constant is an output")
+            if op.impure:
+                raise _Refused(f"%{node.id} ({node.op}): a random draw differs at every call")
             owned[index] = np.ascontiguousarray(op.impl(np, **node.attr), dtype=node.dtype)
+            constants.add(node.id)
             continue
-        kernel = _lower(node, producers, graph_id)
-        if kernel is None:
-            return None
-        kernels.append(kernel)
+        reused = compiled.get(node.id)
+        if getattr(reused, "library", None) is not None and reused.language == "c":
+            kernel, kernel_inputs = reused.kernel, node.inputs
+        else:
+            reused = None
+            kernel, kernel_inputs = _lower(node, producers, graph_id)
+        if node.id not in outputs:
+            owned[index] = np.empty(node.shape, node.dtype)
+        library_mm = kernel is not None and kernel.matmul is not None and kernel.matmul.library
+        if kernel is None or library_mm:
+            if node.op != "matmul" and not library_mm:
+                raise _Refused(f"%{node.id} ({node.op}) has no C lowering")
+            mm = node if node.op == "matmul" else node.body[0]
+            if library_mm and kernel.body:
+                scratch = new_buffer(mm)
+                owned[scratch] = np.empty(mm.shape, mm.dtype)
+                target = scratch
+            else:
+                target = index
+                kernel = None
+            statements.append(("blas", mm, _blas_matmul(mm, producers, buffer_of, target,
+                                                        fixed, shapes)))
+            uses_blas = True
+            if kernel is None:
+                continue
+            scratch_of = {p.name: scratch for p in kernel.scratch}
+        else:
+            scratch_of = {}
         params = renderer.signature_params(kernel)
+        if reused is not None:
+            # The plan's compiled function, called through its address in the block.
+            slot = new_buffer(None)
+            fixed_kernels[slot] = ctypes.cast(getattr(reused.library.cdll, kernel.name),
+                                              ctypes.c_void_p).value
+            keep.append(reused)
+            kernel_sources.append(reused.source)
+        else:
+            kernels.append(kernel)
+            slot = None
         args = []
         for p in params:
             if p is kernel.output:
                 args.append(index)
+            elif p.name in scratch_of:
+                args.append(scratch_of[p.name])
             else:
-                args.append(buffer_of[node.inputs[p.position]])
-        calls.append((node, kernel, params, args))
-        if node.id not in outputs:
-            owned[index] = np.empty(node.shape, node.dtype)
-    if not kernels:
-        return None
+                args.append(buffer_of[kernel_inputs[p.position]])
+        statements.append(("kernel", node, (kernel, params, args, slot)))
+    if not statements:
+        raise _Refused("nothing to compute")
+    write_backs = [_assign(node, producers, buffer_of, views, constants, kernels, renderer)
+                   for node in assigns]
+    blas = blas_mod.find() if uses_blas else None
+    fixed_addresses = {index: blas.pointer(*key) for key, index in fixed.items()} \
+        if blas is not None else {}
+    fixed_addresses.update(fixed_kernels)
     entry = f"program_{graph.structural_hash()}"
-    lines = [f"/* {graph_id}: {len(calls)} kernels in one call */",
-             f"void {entry}(void *const *b)", "{"]
-    for node, kernel, params, args in calls:
-        casts = ", ".join(
-            f"({'' if p is kernel.output else 'const '}{renderer.type_names[p.dtype]} *)b[{i}]"
-            for p, i in zip(params, args))
+    lines = [f"/* {graph_id}: {len(statements)} steps and {len(assigns)} write-backs "
+             "in one call */", f"void {entry}(void *const *b)", "{"]
+    for kind, node, detail in statements:
         lines.append(f"    /* {member_comment(node)} */")
-        lines.append(f"    {kernel.name}({casts});")
+        if kind == "blas":
+            lines.extend("    " + line for line in detail)
+            continue
+        kernel, params, args, slot = detail
+        types = [f"{'' if p is kernel.output else 'const '}{renderer.type_names[p.dtype]} *"
+                 for p in params]
+        casts = ", ".join(f"({t})b[{i}]" for t, i in zip(types, args))
+        function = kernel.name if slot is None else \
+            f"((void (*)({', '.join(types)}))b[{slot}])"
+        lines.append(f"    {function}({casts});")
+    for write_back in write_backs:
+        lines.extend("    " + line for line in write_back)
     lines.append("}")
     program_source = "\n".join(lines)
+    if uses_blas:
+        program_source = blas_mod.c_typedefs(blas) + "\n\n" + program_source
 
     class _Renderer(CRenderer):
         def translation_unit(self, ks) -> str:
@@ -173,8 +301,85 @@ def compile_program(graph, graph_id: str = "program") -> Program | None:
     inputs = [(buffer_of[i], _Slot(_param_of(producers[i]))) for i in graph.inputs]
     outs = [(buffer_of[o], tuple(producers[o].shape), producers[o].dtype)
             for o in graph.outputs]
-    return Program(library, entry, len(shapes), inputs, owned, outs,
-                   "\n\n".join(renderer.kernel(k) for k in kernels) + "\n\n" + program_source)
+    source = "\n\n".join(kernel_sources + [renderer.kernel(k) for k in kernels])
+    program = Program(library, entry, len(shapes), inputs, owned, outs,
+                      source + "\n\n" + program_source, fixed_addresses, assigned)
+    program.kernels = keep  # the plan's kernels whose functions it calls: keep them loaded
+    return program
+
+
+def _assign(node, producers, buffer_of, views, constants, kernels, renderer) -> list[str]:
+    """The C of a write-back: the value's buffer copied into the assigned input's own.
+
+    A value that is a permuted view of a computed one is copied by a one-member kernel
+    that reads it with the view's strides. A value that is (a view of) an input or a
+    constant is refused: Plan.apply_assigns copies the former before any write (an
+    assigned input may be what it reads), and the program keeps no such copies.
+    """
+    target, value = node.inputs
+    if not isinstance(value, int):
+        raise _Refused(f"%{node.id}: assign of a literal")
+    root = value
+    while root in views:
+        root = producers[root].inputs[0]
+    if producers[root].op == INPUT or root in constants:
+        raise _Refused(f"%{node.id}: the assigned value %{value} is (a view of) an input "
+                       "or a constant")
+    source, target_node = producers[value], producers[target]
+    if target_node.op != INPUT:
+        raise _Refused(f"%{node.id}: assign into a value that is not an input")
+    if np.dtype(source.dtype) != np.dtype(target_node.dtype) or \
+            tuple(source.shape) != tuple(target_node.shape):
+        raise _Refused(f"%{node.id}: the value's type differs from the input's")
+    comment = f"/* {member_comment(node)} */"
+    if value not in views or not arrival_strides(value, producers):
+        nbytes = int(np.prod(source.shape)) * np.dtype(source.dtype).itemsize
+        return [f"__builtin_memcpy(b[{buffer_of[target]}], b[{buffer_of[value]}], {nbytes});"
+                f"   {comment}"]
+    copy = Node(node.id, "copy", (value,), make_attrs({}), source.shape, source.dtype,
+                source.device, node.scope, node.loc)
+    kernel, _ = _lower(copy, producers, "write-back")
+    kernels.append(kernel)
+    ctype = renderer.type_names[kernel.output.dtype]
+    return [comment, f"{kernel.name}((const {ctype} *)b[{buffer_of[value]}], "
+                     f"({ctype} *)b[{buffer_of[target]}]);"]
+
+
+def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shapes) -> list:
+    """C statements computing matmul ``mm`` into buffer ``target`` through NumPy's BLAS."""
+    blas = blas_mod.find()
+    if blas is None:
+        raise _Refused(f"%{mm.id} matmul: no BLAS to call from C ({blas_mod.reason()})")
+    a_id, b_id = mm.inputs
+    if not (isinstance(a_id, int) and isinstance(b_id, int)):
+        raise _Refused(f"%{mm.id} matmul of a literal")
+    a, b = producers[a_id], producers[b_id]
+    dtype = np.dtype(mm.dtype)
+    if np.dtype(a.dtype) != dtype or np.dtype(b.dtype) != dtype:
+        raise _Refused(f"%{mm.id} matmul of mixed dtypes (NumPy casts first)")
+    letter = "s" if dtype == np.float32 else "d"
+    fn = {}
+    for routine in blas_mod.ROUTINES:
+        key = (letter, routine)
+        if key not in fixed:
+            fixed[key] = len(shapes)
+            shapes[fixed[key]] = None
+        fn[routine] = f"b[{fixed[key]}]"
+    t = "float" if letter == "s" else "double"
+    try:
+        return blas_mod.matmul_call(
+            blas, dtype, tuple(a.shape), _strides(a_id, producers), tuple(b.shape),
+            _strides(b_id, producers), tuple(mm.shape),
+            f"(const {t} *)b[{buffer_of[a_id]}]", f"(const {t} *)b[{buffer_of[b_id]}]",
+            f"({t} *)b[{target}]", fn)
+    except blas_mod.NoBlas as exc:
+        raise _Refused(f"%{mm.id} matmul: {exc}") from None
+
+
+def _strides(node_id: int, producers) -> tuple:
+    """Element strides of ``node_id``'s value as the program holds it."""
+    node = producers[node_id]
+    return arrival_strides(node_id, producers) or layout.contiguous_strides(tuple(node.shape))
 
 
 def _param_of(node: Node) -> Param:
@@ -182,29 +387,36 @@ def _param_of(node: Node) -> Param:
 
 
 def _lower(node: Node, producers, graph_id):
+    """(the kernel computing ``node``, the node ids its parameters' positions index); the
+    kernel's matmul is left to BLAS when ``kernel.matmul.library``, and a matmul that is a
+    BLAS call alone has no kernel (None)."""
+    op = OPS.get(node.op)
+    kind = "elementwise"
     if node.op == FUSED:
         wrapper = node
-    elif node.op == "copy":
-        # A copy that keeps two outputs apart (passes/outputs.py) is one loop like any
-        # other elementwise kernel.
-        wrapper = Node(node.id, FUSED, node.inputs, make_attrs({"kind": "elementwise"}),
-                       node.shape, node.dtype, node.device, node.scope, node.loc, (node,),
-                       f"copy{node.id}")
-    elif node.op == "matmul" and len(node.shape) == 2:
+    elif node.op == "matmul":
         a = producers.get(node.inputs[0])
-        if a is None or len(a.shape) != 2 or not matmul_policy.inline_on_cpu(
-                node.shape[0], node.shape[1], a.shape[1], node.dtype):
-            return None
+        if len(node.shape) != 2 or a is None or len(a.shape) != 2 or \
+                not matmul_policy.inline_on_cpu(node.shape[0], node.shape[1], a.shape[1],
+                                                node.dtype):
+            return None, ()
         wrapper = Node(node.id, FUSED, node.inputs, make_attrs({"kind": "matmul_epilogue"}),
                        node.shape, node.dtype, node.device, node.scope, node.loc, (node,),
                        f"mm{node.id}")
+    elif op is not None and (fusable_elementwise(node) or node.op in REDUCTIONS):
+        # A single op the fusion passes left alone (a copy that keeps two outputs apart,
+        # a relu between two matmuls, a bias gradient's sum) is a one-member kernel.
+        if node.op in REDUCTIONS:
+            kind = "reduction"
+        # One parameter per distinct value (``add %1 %1`` reads one array).
+        inputs = tuple(dict.fromkeys(i for i in node.inputs if isinstance(i, int)))
+        wrapper = Node(node.id, FUSED, inputs, make_attrs({"kind": kind}),
+                       node.shape, node.dtype, node.device, node.scope, node.loc, (node,),
+                       f"s{node.id}_{node.op}")  # not f"{op}{id}": exp10, log2 are libm's
     else:
-        return None
+        raise _Refused(f"%{node.id} ({node.op}) has no C lowering")
     try:
-        kernel = lower_fused(wrapper, producers, graph_id=graph_id,
-                             matmul_inline=matmul_policy.inline_on_cpu)
-    except Unsupported:
-        return None
-    if kernel.matmul is not None and kernel.matmul.library:
-        return None  # BLAS is a Python call
-    return kernel
+        return lower_fused(wrapper, producers, graph_id=graph_id,
+                           matmul_inline=matmul_policy.inline_on_cpu), wrapper.inputs
+    except Unsupported as exc:
+        raise _Refused(f"%{node.id} ({node.op}): {exc}") from None

@@ -180,14 +180,18 @@ def _python_replay(cf, jit_module):
             owner = ref(("arg", source.leaf_index) if source.leaf_index >= 0 else
                         source.tensor, f"C{k}")
             lines.append(f"    v{slot} = {owner}._grad._data")
-    if plan.program is not None and not plan.assigns:
-        # The whole graph is one C function: hand it the inputs, get the outputs.
+    if plan.program is not None:
+        # The whole graph is one C function: hand it the inputs, get the outputs (the
+        # assigns are written inside it; None: an input it writes has another layout).
         ns["_program"] = plan.program
         inputs = ", ".join(f"v{slot}" for slot in plan.input_slots)
         lines.append(f"    outs = _program.run([{inputs}])")
+        if plan.assigns:
+            lines.append("    if outs is None:")
+            lines.append("        return MISS")
         for k, slot in enumerate(plan.output_slots):
             lines.append(f"    v{slot} = outs[{k}]")
-        return _finish(cf, plan, lines, ns, ref, leaf_position)
+        return _finish(cf, plan, lines, ns, ref, leaf_position, assigns_done=True)
     # A step that fails (an index tensor's value out of range) is a miss: the general path
     # runs the plan again, and Plan.run raises eager's error for the step that failed.
     # Nothing is written before the last step (assigns come after it), so nothing is seen
@@ -216,14 +220,16 @@ def _python_replay(cf, jit_module):
     return _finish(cf, plan, lines, ns, ref, leaf_position)
 
 
-def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict):
-    """Assigns, grad writes, outputs and the return statement; then compile it."""
+def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict,
+            assigns_done: bool = False):
+    """Assigns (unless a program wrote them), grad writes, outputs and the return
+    statement; then compile it."""
     outputs = [f"v{s}" for s in plan.output_slots]
     # As Plan.run: outputs that alias an input or an earlier output are copied.
     for k in plan.copy_outputs:
         lines.append(f"    o{k} = {outputs[k]}.copy()")
         outputs[k] = f"o{k}"
-    if plan.assigns:
+    if plan.assigns and not assigns_done:
         # As Plan.apply_assigns: keep the values the writes would clobber, then write.
         values = [f"v{slot}" for _, slot in plan.assigns]
         for k in plan.copy_assigns:

@@ -153,12 +153,16 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
     from ..codegen import kernel_factory_for
     from ..plan import build_plan
 
-    plan = build_plan(lowered, graph_id, kernel_factory_for(lowered, graph_id, backend))
+    factory = kernel_factory_for(lowered, graph_id, backend)
+    plan = build_plan(lowered, graph_id, factory)
     if backend in (None, "c") and len(plan.steps) > 1:
-        # Graphs of many small steps (matpow) run as one C function when nobody listens.
-        from ..codegen.program import compile_program
+        # Graphs of many small steps (matpow) and training steps run as one C function
+        # when nobody listens; it calls the kernels the plan compiled.
+        from ..codegen.program import compile_program, refusal
 
-        plan.program = compile_program(lowered, graph_id)
+        plan.program = compile_program(lowered, graph_id, getattr(factory, "kernels", None))
+        if plan.program is None:
+            plan.program_reason = refusal(lowered)
     return plan
 
 

@@ -24,7 +24,8 @@ REDUCTIONS = {"sum", "prod", "max", "min"}
 NEVER_FUSED = {"debug_print", "assign", "to_device"}
 
 
-def _elementwise(n: Node) -> bool:
+def fusable_elementwise(n: Node) -> bool:
+    """An elementwise op a kernel can compute as eager does (program.py asks it too)."""
     op = OPS.get(n.op)
     return op is not None and op.is_elementwise and op.template is not None \
         and n.op not in NEVER_FUSED and not _raises_on_values(n)
@@ -53,7 +54,7 @@ def fuse(graph: Graph):
         if n.op in REDUCTIONS:
             kind, shape = "reduction", by_id[n.inputs[0]].shape if isinstance(
                 n.inputs[0], int) else None
-        elif _elementwise(n):
+        elif fusable_elementwise(n):
             kind, shape = "elementwise", n.shape
         else:
             continue
@@ -91,7 +92,7 @@ def _grow(root: Node, shape, by_id, users, outputs, taken) -> set[int]:
             if inside[i] < len(users[i]) or i in taken or i in outputs:
                 continue
             p = by_id[i]
-            if p.shape != shape or p.device != root.device or not _elementwise(p):
+            if p.shape != shape or p.device != root.device or not fusable_elementwise(p):
                 continue
             members.add(i)
             work.append(i)
