@@ -112,6 +112,7 @@ SLOW_TESTS = {
     "profilers/test_pyspy.py::test_refused_py_spy_leaves_the_run_going",
     "tui/test_navigation.py::test_views_open_by_number_palette_and_mouse",
     "tui/test_post_mortem.py::test_a_recorded_session_opens_post_mortem",
+    "tui/test_post_mortem.py::test_execmode_open_reads_the_row_index_before_the_app_starts",
 }
 
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))

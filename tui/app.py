@@ -154,15 +154,18 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
             return
         self.session_meta = meta
         self.run_state = RunState("post-mortem", exit=exit_from_meta(meta))
-        self._watch_store(path)
+        early = getattr(self.launch, "early", None)  # once: a later reopen reads afresh
+        if early is not None:
+            self.launch.early = None
+        self._watch_store(path, early)
 
-    def _watch_store(self, path: str) -> None:
+    def _watch_store(self, path: str, early=None) -> None:
         self.workers.cancel_group(self, "tail")  # the old run's: its news is stale
         self.workers.cancel_group(self, "pages")
         self.pages = pages = PageFetcher(path)
         self.snapshot = EMPTY_SNAPSHOT
         self.session_path = path
-        tailer = self._tailer = StoreTailer(path, self.post_message)
+        tailer = self._tailer = StoreTailer(path, self.post_message, early=early)
         self.run_worker(lambda: tailer.run(self._worker_cancelled), thread=True, group="tail",
                         exit_on_error=False)
         self.run_worker(lambda: pages.run(self._worker_cancelled), thread=True,

@@ -140,9 +140,11 @@ def open_command(args) -> int:
         return 2
     if not has_terminal():
         return _no_terminal("open")
+    launch = SessionLaunch(args.session)
+    launch.prestart()  # the row indexes are read while Textual loads (tail.EarlySnapshot)
     from execmode.tui.app import ExecmodeApp
 
-    ExecmodeApp(SessionLaunch(args.session)).run()
+    ExecmodeApp(launch).run()
     return 0
 
 

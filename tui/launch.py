@@ -164,4 +164,12 @@ class SessionLaunch:
     """``execmode open SESSION``: a recorded run, post-mortem."""
 
     path: str
+    # The first snapshot, read in a thread while Textual loads (prestart; tail.py).
+    early: Any = field(default=None, repr=False, compare=False)
+
+    def prestart(self) -> None:
+        """Start reading the session's row indexes now, before the TUI's imports."""
+        from execmode.tui.tail import EarlySnapshot
+
+        self.early = EarlySnapshot(self.path)
 

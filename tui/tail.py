@@ -19,11 +19,40 @@ from execmode.tui.records import EMPTY_SNAPSHOT
 POLL_S = 0.1
 
 
+class EarlySnapshot:
+    """A recorded session's first snapshot, read by a thread that ``execmode open`` starts
+    before it imports Textual: the row index of a 1M-op session (~0.2 s of SQLite, which
+    releases the GIL) then overlaps the TUI's imports instead of following them."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._snapshot = None
+        self._done = threading.Event()
+        threading.Thread(target=self._read, name="execmode-early-snapshot",
+                         daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            with SessionReader(self.path) as reader:
+                self._snapshot = reader.snapshot()
+        except Exception:  # noqa: BLE001 - the tailer reads the file again and says why
+            self._snapshot = None
+        finally:
+            self._done.set()
+
+    def take(self):
+        """The snapshot (waiting for the thread), or None when it could not be read."""
+        self._done.wait()
+        return self._snapshot
+
+
 class StoreTailer:
-    def __init__(self, path: str, post: Callable, interval: float = POLL_S):
+    def __init__(self, path: str, post: Callable, interval: float = POLL_S,
+                 early: EarlySnapshot | None = None):
         self.path = path
         self.post = post
         self.interval = interval
+        self.early = early
         self._wake = threading.Event()
 
     def poke(self) -> None:
@@ -33,6 +62,10 @@ class StoreTailer:
     def run(self, cancelled: Callable[[], bool]) -> None:
         reader = None
         snapshot = EMPTY_SNAPSHOT
+        first = self.early.take() if self.early is not None else None
+        if first is not None:  # read while Textual loaded: the rest extends it
+            snapshot = first
+            self.post(StoreGrew(self.path, snapshot))
         try:
             while not cancelled():
                 if reader is None and os.path.exists(self.path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from execmode.tui.app import ExecmodeApp
 from execmode.tui.cli import main as cli_main
+from fixture_session import build_session
 from tui_support import (
     SIZE,
     Waiter,
@@ -60,3 +62,21 @@ def test_the_open_command_refuses_a_missing_or_foreign_file(tmp_path, capsys):
     (tmp_path / "empty.emsession").write_bytes(b"")
     assert cli_main(["open", str(tmp_path / "empty.emsession")]) == 2
     assert "empty" in capsys.readouterr().err
+
+
+@run_async
+async def test_execmode_open_reads_the_row_index_before_the_app_starts(tmp_path):
+    # `execmode open` starts reading the session's row indexes while Textual loads
+    # (SessionLaunch.prestart, tail.EarlySnapshot); the app's first snapshot is that one.
+    from execmode.tui.launch import SessionLaunch
+
+    launch = SessionLaunch(str(build_session(tmp_path)))
+    launch.prestart()
+    early = launch.early
+    first = early.take()
+    assert first is not None and first.ops.count > 0
+    app = ExecmodeApp(launch)
+    async with app.run_test(size=SIZE) as pilot:
+        await Waiter(pilot).until(lambda: app.snapshot.ops.count == first.ops.count,
+                                  what="the early snapshot")
+        assert app.snapshot == first and launch.early is None
