@@ -27,20 +27,10 @@ os.environ["EXECMODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="execmode-bench-cache
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from timing import N_LARGE, best_per_call, copy_seconds, fmt_time  # noqa: E402
 
 import execmode as em  # noqa: E402
 from execmode.codegen import backend_status  # noqa: E402
-
-
-def best_per_call(fn, calls: int, rounds: int = 3) -> float:
-    """Seconds per call of ``fn()``: the best of ``rounds`` rounds of ``calls`` calls."""
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
 
 
 def first_call(fn) -> float:
@@ -149,9 +139,6 @@ def fancy_func(quick):
             1000 if quick else 10000)
 
 
-N_LARGE = 16 * 1024 * 1024
-
-
 def ew_chain_large(quick):
     rng = np.random.default_rng(3)
     x_np, a_np, b_np = (rng.standard_normal(N_LARGE, dtype=np.float32) for _ in range(3))
@@ -168,6 +155,17 @@ def ew_chain_large(quick):
             lambda: jitted(x, a, b), 2 if quick else 10)
 
 
+def _train_step(model, opt):
+    """The MLP training step every train-step workload times: MSE loss, backward, update."""
+    def step(x, y):
+        loss = em.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+    return step
+
+
 def mlp_train_step(quick):
     model, _ = _mlp(4)
     opt = em.optim.SGD(model.parameters(), lr=0.01)
@@ -178,12 +176,7 @@ def mlp_train_step(quick):
                   if hasattr(layer, "weight")]
     x_np, y_np = x.numpy(), y.numpy()
 
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
+    step = _train_step(model, opt)
 
     def numpy_step():
         acts = [x_np]
@@ -227,15 +220,7 @@ def _train_step_variants(optimizer: str, quick):
         model, _ = _mlp(4)
         opt = em.optim.SGD(model.parameters(), lr=0.01) if optimizer == "sgd" else \
             em.optim.Adam(model.parameters(), lr=1e-3)
-
-        def step(x, y):
-            loss = em.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
-        return model, step
+        return model, _train_step(model, opt)
 
     numpy_fn = WORKLOADS["mlp_train_step"](quick)[0] if optimizer == "sgd" else None
     _, eager_step = make()
@@ -341,16 +326,6 @@ CHECKED_AGAINST_EAGER = {"matpow", "relu_chain", "mlp_forward", "fancy_func", "e
                          "matpow_program"}
 
 
-# --- the bandwidth floor ---------------------------------------------------------------------
-
-def copy_floor() -> float:
-    """Seconds to copy 16M float32 (one read and one write of 64 MB)."""
-    src = np.random.default_rng(5).standard_normal(N_LARGE, dtype=np.float32)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    return best_per_call(lambda: np.copyto(dst, src), 5, rounds=3)
-
-
 # --- running -------------------------------------------------------------------------------
 
 def run(name, quick):
@@ -367,14 +342,6 @@ def run(name, quick):
         for key, fn in (("numpy", numpy_fn), ("eager", eager_fn), ("jit", jit_fn)):
             row[key] = min(row[key], best_per_call(fn, calls, rounds=1))
     return row
-
-
-def fmt_time(seconds: float) -> str:
-    if seconds >= 1e-1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} us"
 
 
 TARGETS = {
@@ -411,7 +378,7 @@ def main(argv=None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# load average at start: {load:.2f} (other processes on the machine skew every "
           "number; > 0.5 on 2 cores means the run shared its CPUs)\n")
-    copy_s = copy_floor()
+    copy_s = copy_seconds(N_LARGE)
     bandwidth = 2 * N_LARGE * 4 / copy_s
     # tanh(x*a+b)*0.5 + relu(x): three 64 MB inputs read, one 64 MB output written.
     ew_floor = 4 * N_LARGE * 4 / bandwidth

@@ -21,39 +21,18 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
 
 import numpy as np
+from timing import N_LARGE, best_per_call, copy_seconds, fmt_time
 
 import execmode as em
 from execmode.codegen import backend_status
 from execmode.codegen.threads import set_num_threads, usable_cpus
 
-N_LARGE = 16 * 1024 * 1024
-
-
-def best_per_call(fn, calls: int, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
-
-
-def fmt_time(s: float) -> str:
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s * 1e6:.1f} us"
-
 
 def copy_bandwidth() -> float:
     """Bytes per second of one-thread ``np.copyto`` of 16M float32 (read + write)."""
-    src = np.random.default_rng(5).standard_normal(N_LARGE, dtype=np.float32)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    return 2 * src.nbytes / best_per_call(lambda: np.copyto(dst, src), 5, rounds=3)
+    return 2 * N_LARGE * 4 / copy_seconds(N_LARGE)
 
 
 def side_by_side(fn, args, threads: int, calls: int, rounds: int) -> tuple:
