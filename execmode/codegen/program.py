@@ -25,8 +25,9 @@ something C can do, the program calls the kernels in order over buffers it owns:
     }
 
 ``compile_program(graph, graph_id)`` returns a :class:`Program` (``run(inputs) ->
-outputs``, the contract of ``Plan.run``) or None when some node needs Python; the reason
-is kept (``refusal(graph)``, and em.jit's ``plan.program_reason``). em.jit attaches it to
+outputs``, the contract of ``Plan.run``) or None when some node needs Python;
+``program_or_reason`` also says why (em.jit keeps it as ``plan.program_reason``). em.jit
+attaches it to
 the plan (``plan.program``): replays use it when nobody listens, while the debugger and
 the profiler keep stepping through the plan's steps.
 """
@@ -132,28 +133,25 @@ class _Refused(Exception):
     """The graph cannot be one C function; the message says why."""
 
 
-_refusals: dict[str, str] = {}
-
-
-def refusal(graph) -> str:
-    """Why ``compile_program`` returned None for ``graph`` ("" if it did not)."""
-    return _refusals.get(graph.structural_hash(), "")
-
-
 def compile_program(graph, graph_id: str = "program", compiled=None) -> Program | None:
-    """The whole ``graph`` as one C function, or None when a node needs Python.
+    """The whole ``graph`` as one C function, or None when a node needs Python (see
+    :func:`program_or_reason`)."""
+    return program_or_reason(graph, graph_id, compiled)[0]
+
+
+def program_or_reason(graph, graph_id: str = "program", compiled=None) -> tuple:
+    """``(Program, "")``, or ``(None, why)`` when some node needs Python.
 
     ``compiled``: node id -> the kernel objects the plan already compiled for this graph
     (``kernel_factory_for(...).kernels``); the program calls those C functions by address
     instead of compiling them again, so a first call pays one more compile only for what
     the plan runs as NumPy steps."""
     try:
-        return _compile(graph, graph_id, compiled or {})
+        return _compile(graph, graph_id, compiled or {}), ""
     except _Refused as exc:
-        _refusals[graph.structural_hash()] = str(exc)
+        return None, str(exc)
     except (CompileError, OSError) as exc:  # the plan's own kernels still run
-        _refusals[graph.structural_hash()] = f"the C compiler failed: {exc}"
-    return None
+        return None, f"the C compiler failed: {exc}"
 
 
 def _compile(graph, graph_id: str, compiled: dict) -> Program:

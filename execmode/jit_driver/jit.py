@@ -158,11 +158,10 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
     if backend in (None, "c") and len(plan.steps) > 1:
         # Graphs of many small steps (matpow) and training steps run as one C function
         # when nobody listens; it calls the kernels the plan compiled.
-        from ..codegen.program import compile_program, refusal
+        from ..codegen.program import program_or_reason
 
-        plan.program = compile_program(lowered, graph_id, getattr(factory, "kernels", None))
-        if plan.program is None:
-            plan.program_reason = refusal(lowered)
+        plan.program, plan.program_reason = program_or_reason(
+            lowered, graph_id, getattr(factory, "kernels", None))
     return plan
 
 

@@ -11,7 +11,7 @@ from helpers import assert_close
 
 import execmode as em
 from execmode.codegen import blas
-from execmode.codegen.program import compile_program, refusal
+from execmode.codegen.program import program_or_reason
 
 needs_blas = pytest.mark.skipif(blas.find() is None, reason=f"no BLAS: {blas.reason()}")
 
@@ -62,8 +62,8 @@ def test_blas_matmul_in_a_program_equals_numpy_bit_for_bit(a_shape, b_shape, kin
         arrays.append(rng.standard_normal(b_shape).astype(dtype))
     fn, reference = _VIEWS[kind]
     graph = em.jit(lambda *t: fn(*t) * 1.0).lower(*[em.tensor(a) for a in arrays]).graph
-    program = compile_program(graph, "mm")
-    assert program is not None, refusal(graph)
+    program, reason = program_or_reason(graph, "mm")
+    assert program is not None, reason
     assert "gemm" in program.source or "gemv" in program.source or "dot" in program.source
     (got,) = program.run(arrays)
     want = reference(*arrays)
@@ -303,8 +303,8 @@ def test_an_assigned_input_in_another_layout_is_left_to_the_plan():
 
     g = np.ones((30, 20), np.float32)
     graph = em.jit(update).lower(em.tensor(g)).graph
-    program = compile_program(graph, "update")
-    assert program is not None, refusal(graph)
+    program, reason = program_or_reason(graph, "update")
+    assert program is not None, reason
     by_label = {"p": None, "g": g}
     target = np.zeros((20, 30), np.float32).T  # p's values, transposed memory
     inputs = [target if graph.node(i).label != "g" else by_label["g"] for i in graph.inputs]
@@ -322,8 +322,9 @@ def test_without_blas_a_large_matmul_is_left_to_the_plan_with_the_reason(monkeyp
     monkeypatch.setattr(blas, "reason", lambda: "no BLAS library among the loaded ones")
     a = em.tensor(np.ones((64, 128), np.float32))
     graph = em.jit(lambda a: (a @ a.mT) * 2.0).lower(a).graph
-    assert compile_program(graph) is None
-    assert "no BLAS library among the loaded ones" in refusal(graph)
+    program, reason = program_or_reason(graph)
+    assert program is None
+    assert "no BLAS library among the loaded ones" in reason
 
 
 def test_numpys_blas_is_found_among_the_loaded_libraries():
