@@ -13,6 +13,12 @@ from ._tensor import Tensor
 # Tensor) go onto the class once the engine below them is loaded.
 _tensor_methods.install(Tensor)
 
+# After many plain eager operator calls, + - * / go to C (codegen/eager_operators.py).
+from . import dispatch as _dispatch
+from .codegen import eager_operators as _eager_operators
+
+_dispatch.when_operators_hot(lambda: _eager_operators.install(Tensor))
+
 from . import nn, optim, random
 from .backend import Device, cuda_is_available
 from .checkpoint import load, save

@@ -264,6 +264,45 @@ def make_operator(op, reflected: bool = False):
     return operator
 
 
+# The operators start as counting wrappers around make_operator's; after HOT_CALLS plain
+# calls (a script doing arithmetic in a loop) the hook replaces them for good: with C
+# operators when codegen/eager_operators.py can build them, else with the Python ones
+# unwrapped. The hook is set from above (api.py): a layer below codegen cannot import it.
+HOT_CALLS = 4096
+_until_hot = HOT_CALLS
+_when_hot = None
+
+
+def when_operators_hot(hook) -> None:
+    """Call ``hook()`` once, the first time the Tensor operators have run HOT_CALLS times
+    in plain eager mode (it replaces them; see counting_operator)."""
+    global _when_hot
+    _when_hot = hook
+
+
+def counting_operator(operator):
+    """``operator`` (from make_operator) counting its plain calls until they are many."""
+    def counting(self, other):
+        global _until_hot
+        if _plain:
+            _until_hot -= 1
+            if _until_hot == 0 and _when_hot is not None:
+                _operators_hot()
+        return operator(self, other)
+
+    counting.__name__, counting.__qualname__ = operator.__name__, operator.__qualname__
+    counting.__wrapped__ = operator
+    return counting
+
+
+def _operators_hot() -> None:
+    try:
+        _when_hot()
+    except Exception as exc:  # the operators as they are work: keep them and say why
+        warnings.warn(f"execmode: the eager operators were not replaced ({exc!r})",
+                      RuntimeWarning, stacklevel=3)
+
+
 # --- autograd and instrumentation hooks ------------------------------------------------
 
 def record_grad(op, inputs, attrs, out_tensor):

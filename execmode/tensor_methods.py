@@ -22,7 +22,7 @@ from ._tensor import Tensor, UntilTheEngineLoads
 from .aliases import TENSOR_HINTS, tensor_attribute_error
 from .autograd import backward as _backward
 from .backend import Device
-from .dispatch import make_operator
+from .dispatch import counting_operator, make_operator
 from .dtypes import is_dtype_name
 from .errors import ArgumentError, BackwardError, ShapeError, op_error
 from .nn import functional as NF
@@ -274,8 +274,10 @@ def methods() -> dict:
             table[name] = make(name, getattr(namespace, function))
     table.update({name: _cast(name, getattr(dtypes, dtype)) for name, dtype in CASTS.items()})
     for dunder, op in FAST_OPERATORS.items():
-        table[f"__{dunder}__"] = make_operator(OPS[op])
-        table[f"__r{dunder}__"] = make_operator(OPS[op], reflected=True)
+        for name, reflected in ((f"__{dunder}__", False), (f"__r{dunder}__", True)):
+            operator = make_operator(OPS[op], reflected)
+            operator.__name__, operator.__qualname__ = name, f"Tensor.{name}"
+            table[name] = counting_operator(operator)
     bodies = {name: value for name, value in vars(_EngineMethods).items()
               if name not in ("__module__", "__qualname__", "__doc__", "__dict__",
                               "__weakref__")}

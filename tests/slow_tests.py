@@ -84,6 +84,7 @@ SLOW_TESTS = {
     "codegen/test_cache_and_fallback.py::test_second_process_hits_the_disk_cache",
     "codegen/test_cache_and_fallback.py::test_two_processes_compiling_at_once",
     "codegen/test_cuda.py::test_cuda_source_compiles_with_nvcc",
+    "codegen/test_eager_operators.py::test_without_a_compiler_the_python_operators_do_the_work",
     "codegen/test_fast_entry.py::test_a_second_process_finds_the_extension_in_the_disk_cache",
     # Fresh processes: EXECMODE_NUM_THREADS end to end, and a fork after threads ran.
     "codegen/test_threads.py::test_jitted_results_are_the_same_bytes_at_1_2_and_4_threads",

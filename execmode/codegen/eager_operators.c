@@ -1,0 +1,404 @@
+/* Tensor's + - * / for plain eager calls, in C (eager_operators.py says when and why).
+ *
+ * An Operator is a method descriptor installed on the Tensor class under __add__,
+ * __radd__, ... It takes the call itself when nothing but arithmetic is asked for:
+ *
+ *   - dispatch's `_plain` is True (no tracer, no listener), read at every call;
+ *   - the left operand is a Tensor over an exact, aligned, C-contiguous float32 or float64
+ *     ndarray in native byte order, and requires_grad is False;
+ *   - the right operand is a Tensor like it (same dtype; the same shape, or one of the two
+ *     holds one element and has no more dimensions than the other), or a Python float, or
+ *     a Python int the dtype holds exactly (NumPy's weak scalars, NEP 50: the result keeps
+ *     the tensor's dtype).
+ *
+ * Then it allocates the output with NumPy and calls NumPy's own 1-d loop for that dtype
+ * (the ufunc's `functions` table, the loop np.add itself runs), so the result is NumPy's,
+ * bit for bit. What it leaves out is NumPy's per-call machinery: argument parsing, type
+ * resolution, the error-state context and its floating-point warnings (which the Python
+ * operator silences anyway: eager returns Inf/NaN quietly, as PyTorch does).
+ *
+ * Everything else - a listener, a trace, autograd, other dtypes, broadcasting, views,
+ * GPU arrays, errors - is handed to the Python operator (dispatch.make_operator), which
+ * this object holds: the same answers either way, only the time differs.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <fenv.h>
+#include <string.h>
+
+#include <numpy/arrayobject.h>
+#include <numpy/ufuncobject.h>
+
+/* NumPy releases the GIL for loops over more elements than this (NPY_BEGIN_THREADS
+ * _THRESHOLDED); so do we. */
+#define RELEASE_GIL_ELEMENTS 500
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fallback;          /* the Python operator: every call it does not take */
+    PyObject *ufunc;             /* np.add, ...: its loop table */
+    PyTypeObject *tensor_type;
+    PyObject *flags;             /* dispatch's module dict: `_plain` is read per call */
+    Py_ssize_t off_data;         /* Tensor's __slots__ members */
+    Py_ssize_t off_requires_grad;
+    int reflected;               /* __radd__: the scalar is the loop's first operand */
+    PyUFuncGenericFunction loop[2];   /* [0] float32, [1] float64 */
+    void *loop_data[2];
+} Operator;
+
+static PyObject *str_plain;      /* "_plain", interned */
+
+static inline PyObject *
+slot(PyObject *obj, Py_ssize_t offset)
+{
+    return *(PyObject **)((char *)obj + offset);
+}
+
+/* The operand's array when it is one this path takes, else NULL (borrowed). */
+static inline PyArrayObject *
+plain_array(Operator *self, PyObject *tensor)
+{
+    if (!PyObject_TypeCheck(tensor, self->tensor_type))
+        return NULL;
+    if (slot(tensor, self->off_requires_grad) != Py_False)
+        return NULL;
+    PyObject *data = slot(tensor, self->off_data);
+    if (data == NULL || Py_TYPE(data) != &PyArray_Type)
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)data;
+    int type = PyArray_TYPE(a);
+    if (type != NPY_FLOAT && type != NPY_DOUBLE)
+        return NULL;
+    const int needed = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED;
+    if ((PyArray_FLAGS(a) & needed) != needed || !PyArray_ISNOTSWAPPED(a))
+        return NULL;
+    return a;
+}
+
+/* A Python float or int as the array's dtype, as NumPy converts a weak scalar; 0 when
+ * this path does not take it (an int the dtype does not hold exactly, a bool, ...). */
+static inline int
+scalar_value(PyObject *obj, int type, double *f64, float *f32)
+{
+    double value;
+    if (PyFloat_CheckExact(obj)) {
+        value = PyFloat_AS_DOUBLE(obj);
+    }
+    else if (PyLong_CheckExact(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        long long limit = type == NPY_FLOAT ? (1LL << 24) : (1LL << 53);
+        if (overflow || v > limit || v < -limit) {
+            if (v == -1 && PyErr_Occurred())
+                PyErr_Clear();
+            return 0;
+        }
+        value = (double)v;
+    }
+    else {
+        return 0;
+    }
+    if (type == NPY_FLOAT)
+        *f32 = (float)value;
+    else
+        *f64 = value;
+    return 1;
+}
+
+static PyObject *
+fallback(Operator *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Operator *self = (Operator *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
+        return fallback(self, args, nargsf, kwnames);
+    PyObject *plain = PyDict_GetItemWithError(self->flags, str_plain);
+    if (plain != Py_True) {
+        if (plain == NULL && PyErr_Occurred())
+            return NULL;
+        return fallback(self, args, nargsf, kwnames);
+    }
+    PyArrayObject *a = plain_array(self, args[0]);
+    if (a == NULL)
+        return fallback(self, args, nargsf, kwnames);
+    int type = PyArray_TYPE(a);
+    npy_intp itemsize = PyArray_ITEMSIZE(a);
+    PyObject *other = args[1];
+    double f64;
+    float f32;
+    char *pa = PyArray_BYTES(a), *pb;
+    npy_intp sa = itemsize, sb;
+    PyArrayObject *b = NULL;       /* the right operand's array, when it is a tensor */
+    PyArrayObject *shape_of = a;   /* the output's shape */
+
+    if (PyObject_TypeCheck(other, self->tensor_type)) {
+        if (self->reflected)  /* Python calls __radd__ with a Tensor only for subclasses */
+            return fallback(self, args, nargsf, kwnames);
+        b = plain_array(self, other);
+        if (b == NULL || PyArray_TYPE(b) != type)
+            return fallback(self, args, nargsf, kwnames);
+        int nd = PyArray_NDIM(a);
+        pb = PyArray_BYTES(b);
+        sb = itemsize;
+        if (PyArray_NDIM(b) == nd
+                && memcmp(PyArray_DIMS(a), PyArray_DIMS(b), nd * sizeof(npy_intp)) == 0) {
+            /* same shape */
+        }
+        else if (PyArray_SIZE(b) == 1 && PyArray_NDIM(b) <= nd) {
+            sb = 0;
+        }
+        else if (PyArray_SIZE(a) == 1 && nd <= PyArray_NDIM(b)) {
+            sa = 0;
+            shape_of = b;
+        }
+        else {
+            return fallback(self, args, nargsf, kwnames);
+        }
+    }
+    else if (scalar_value(other, type, &f64, &f32)) {
+        pb = type == NPY_FLOAT ? (char *)&f32 : (char *)&f64;
+        sb = 0;
+    }
+    else {
+        return fallback(self, args, nargsf, kwnames);
+    }
+
+    int which = type == NPY_DOUBLE;
+    PyObject *out = PyArray_SimpleNew(PyArray_NDIM(shape_of), PyArray_DIMS(shape_of), type);
+    if (out == NULL)
+        return NULL;
+    npy_intp n = PyArray_SIZE(shape_of);
+    char *loop_args[3];
+    npy_intp steps[3];
+    if (self->reflected) {
+        loop_args[0] = pb; steps[0] = sb;
+        loop_args[1] = pa; steps[1] = sa;
+    }
+    else {
+        loop_args[0] = pa; steps[0] = sa;
+        loop_args[1] = pb; steps[1] = sb;
+    }
+    loop_args[2] = PyArray_BYTES((PyArrayObject *)out);
+    steps[2] = itemsize;
+    if (n > RELEASE_GIL_ELEMENTS) {
+        /* Another thread may rebind an operand's _data meanwhile: hold the arrays. */
+        Py_INCREF(a);
+        Py_XINCREF(b);
+        Py_BEGIN_ALLOW_THREADS
+        self->loop[which](loop_args, &n, steps, self->loop_data[which]);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(a);
+        Py_XDECREF(b);
+    }
+    else {
+        self->loop[which](loop_args, &n, steps, self->loop_data[which]);
+    }
+    /* NumPy clears the floating-point status after each ufunc (having turned what it
+     * found into warnings); leave it as a ufunc would. */
+    if (fetestexcept(FE_ALL_EXCEPT))
+        feclearexcept(FE_ALL_EXCEPT);
+
+    PyTypeObject *tt = self->tensor_type;
+    PyObject *t = tt->tp_alloc(tt, 0);   /* object.__new__(Tensor) */
+    if (t == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
+    Py_INCREF(Py_False);
+    *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
+    return t;
+}
+
+/* --- construction ------------------------------------------------------------------- */
+
+static Py_ssize_t
+member_offset(PyObject *descr)
+{
+    /* A __slots__ member of the Tensor class: the offset of its pointer in the object. */
+    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
+        PyErr_SetString(PyExc_TypeError, "expected a __slots__ member descriptor");
+        return -1;
+    }
+    return ((PyMemberDescrObject *)descr)->d_member->offset;
+}
+
+static int
+find_loop(Operator *self, int which, char type)
+{
+    PyUFuncObject *u = (PyUFuncObject *)self->ufunc;
+    for (int i = 0; i < u->ntypes; ++i) {
+        const char *t = u->types + i * u->nargs;
+        if (t[0] == type && t[1] == type && t[2] == type && u->functions[i] != NULL) {
+            self->loop[which] = u->functions[i];
+            self->loop_data[which] = u->data == NULL ? NULL : u->data[i];
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "ufunc %s has no loop for type %d", u->name, (int)type);
+    return -1;
+}
+
+static PyObject *
+op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *fallback_op, *ufunc, *tensor_type, *flags;
+    int reflected;
+    static char *names[] = {"fallback", "ufunc", "tensor_type", "flags", "reflected", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!O!p", names, &fallback_op,
+                                     &PyUFunc_Type, &ufunc, &PyType_Type, &tensor_type,
+                                     &PyDict_Type, &flags, &reflected))
+        return NULL;
+    PyUFuncObject *u = (PyUFuncObject *)ufunc;
+    if (u->nin != 2 || u->nout != 1 || u->core_enabled) {
+        PyErr_SetString(PyExc_ValueError, "expected a binary elementwise ufunc");
+        return NULL;
+    }
+    PyObject *data_descr = PyObject_GetAttrString(tensor_type, "_data");
+    PyObject *rg_descr = data_descr == NULL ? NULL
+        : PyObject_GetAttrString(tensor_type, "requires_grad");
+    Py_ssize_t off_data = data_descr == NULL ? -1 : member_offset(data_descr);
+    Py_ssize_t off_rg = (rg_descr == NULL || off_data < 0) ? -1 : member_offset(rg_descr);
+    Py_XDECREF(data_descr);
+    Py_XDECREF(rg_descr);
+    if (off_rg < 0)
+        return NULL;
+    Operator *self = (Operator *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = op_vectorcall;
+    self->reflected = reflected;
+    self->off_data = off_data;
+    self->off_requires_grad = off_rg;
+    Py_INCREF(fallback_op); self->fallback = fallback_op;
+    Py_INCREF(ufunc); self->ufunc = ufunc;
+    Py_INCREF(tensor_type); self->tensor_type = (PyTypeObject *)tensor_type;
+    Py_INCREF(flags); self->flags = flags;
+    if (find_loop(self, 0, NPY_FLOAT) < 0 || find_loop(self, 1, NPY_DOUBLE) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int
+op_traverse(Operator *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->ufunc);
+    Py_VISIT(self->tensor_type);
+    Py_VISIT(self->flags);
+    return 0;
+}
+
+static int
+op_clear(Operator *self)
+{
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->ufunc);
+    Py_CLEAR(self->tensor_type);
+    Py_CLEAR(self->flags);
+    return 0;
+}
+
+static void
+op_dealloc(Operator *self)
+{
+    PyObject_GC_UnTrack(self);
+    op_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A method descriptor: t.__add__ is a bound method; type slots call it unbound. */
+static PyObject *
+op_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+/* __name__, __qualname__, __doc__, __wrapped__: the Python operator's, for help() and
+ * tracebacks. */
+static PyObject *
+op_getattro(PyObject *obj, PyObject *name)
+{
+    const char *s = PyUnicode_AsUTF8(name);
+    if (s == NULL)
+        return NULL;
+    if (strcmp(s, "__name__") == 0 || strcmp(s, "__qualname__") == 0
+            || strcmp(s, "__doc__") == 0 || strcmp(s, "__module__") == 0)
+        return PyObject_GetAttr(((Operator *)obj)->fallback, name);
+    return PyObject_GenericGetAttr(obj, name);
+}
+
+static PyObject *
+op_repr(PyObject *obj)
+{
+    PyObject *name = PyObject_GetAttrString(((Operator *)obj)->fallback, "__qualname__");
+    if (name == NULL)
+        return NULL;
+    PyObject *text = PyUnicode_FromFormat("<C operator %U>", name);
+    Py_DECREF(name);
+    return text;
+}
+
+static PyMemberDef op_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(Operator, fallback), READONLY,
+     "the Python operator, which takes every call this one does not"},
+    {"reflected", T_INT, offsetof(Operator, reflected), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject OperatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_em_eager_operators.Operator",
+    .tp_basicsize = sizeof(Operator),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+                | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A Tensor operator with NumPy's loop called directly for plain eager calls.",
+    .tp_new = op_new,
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_traverse = (traverseproc)op_traverse,
+    .tp_clear = (inquiry)op_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Operator, vectorcall),
+    .tp_descr_get = op_descr_get,
+    .tp_getattro = op_getattro,
+    .tp_repr = op_repr,
+    .tp_members = op_members,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_em_eager_operators",
+    "Tensor's + - * / for plain eager calls (execmode/codegen/eager_operators.py).", -1,
+};
+
+PyMODINIT_FUNC
+PyInit__em_eager_operators(void)
+{
+    import_array();
+    import_umath();
+    str_plain = PyUnicode_InternFromString("_plain");
+    if (str_plain == NULL || PyType_Ready(&OperatorType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&OperatorType);
+    if (PyModule_AddObject(m, "Operator", (PyObject *)&OperatorType) < 0) {
+        Py_DECREF(&OperatorType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,97 @@
+"""Tensor's ``+ - * /`` in C for plain eager calls: NumPy's own loop, without the ufunc's
+per-call machinery.
+
+An eager ``x + y`` on two 1-element tensors cost ~1.8x ``np.add`` through the Python
+operator (dispatch.make_operator): a Python frame, a dozen attribute and global reads, the
+ufunc's argument parsing, type resolution and error-state handling, and a new Tensor.
+``eager_operators.c`` does the common case in C: with no tracer and no listener, CPU
+float32/float64 tensors without requires_grad, the same shape (or one side a single
+element, or a Python scalar), it allocates the output and calls the ufunc's 1-d loop for
+the dtype: the function ``np.add`` itself runs, so the bits are NumPy's. Every other call
+goes to the Python operator, which the C object holds.
+
+* **When.** Nothing compiles at import. The operators installed by tensor_methods count
+  their plain calls (dispatch.counting_operator); after ``dispatch.HOT_CALLS`` of them
+  :func:`install` replaces them with the C operators, or, when the extension cannot be
+  built, with the uncounted Python operators. A short script never pays for a build; a
+  loop pays it once per machine (~0.5 s; the kernel cache's ``extensions`` folder, like
+  the jit's fast entry), then a few milliseconds to load it.
+* **Same answers.** Floating-point warnings: NumPy's would be silenced (dispatch.py
+  filters them for execmode's own frames), and the C path raises none. Errors, other
+  dtypes, broadcasting, listeners, traces and autograd are the Python operator's.
+* ``EXECMODE_EAGER_OPERATORS=0`` keeps the Python operators (for comparisons).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .. import dispatch, tensor_methods
+from ..dispatch import counting_operator
+from ..ops import OPS
+from ..tensor_method_tables import FAST_OPERATORS
+from .extension_build import build_extension
+from .factory import _note
+
+EXTENSION = "_em_eager_operators"
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "eager_operators.c")
+
+# CC value -> (module or None, status dict): one build attempt per compiler and process.
+_loaded: dict[str, tuple] = {}
+
+
+def enabled() -> bool:
+    return os.environ.get("EXECMODE_EAGER_OPERATORS", "1").strip() not in ("0", "off", "no")
+
+
+def load_extension():
+    """The compiled ``_em_eager_operators`` module, or None (then ``extension_status()``)."""
+    cc = os.environ.get("CC", "").strip()
+    hit = _loaded.get(cc)
+    if hit is None:
+        hit = _loaded[cc] = build_extension(EXTENSION, SOURCE, "eager_operators")
+        if hit[0] is None:
+            _note(f"eager operators stay in Python: {hit[1]['reason']}")
+    return hit[0]
+
+
+def extension_status() -> dict:
+    """``{"ok", "reason", "path", "cache_hit", "compile_ns"}`` for the current CC."""
+    load_extension()
+    return dict(_loaded[os.environ.get("CC", "").strip()][1])
+
+
+def operator_names() -> list[str]:
+    return [name for dunder in FAST_OPERATORS for name in (f"__{dunder}__", f"__r{dunder}__")]
+
+
+def python_operator(method):
+    """The Python operator under a counting wrapper or a C operator."""
+    while hasattr(method, "__wrapped__"):
+        method = method.__wrapped__
+    return method
+
+
+def install(tensor_class, native: bool | None = None) -> bool:
+    """Replace ``tensor_class``'s arithmetic operators for good: with C operators (when
+    ``native`` is not False, they are enabled and the extension builds), else with the
+    Python operators. Returns whether the C operators were installed."""
+    tensor_methods.install(tensor_class)  # the Python operators first (idempotent)
+    ext = None
+    if native is not False and (native or enabled()):
+        ext = load_extension()
+    flags = vars(dispatch)  # `_plain` is read from it at every call
+    for dunder, op in FAST_OPERATORS.items():
+        for name, reflected in ((f"__{dunder}__", False), (f"__r{dunder}__", True)):
+            operator = python_operator(tensor_class.__dict__[name])
+            if ext is not None:
+                operator = ext.Operator(operator, OPS[op].ufunc, tensor_class, flags, reflected)
+            setattr(tensor_class, name, operator)
+    return ext is not None
+
+
+def reset(tensor_class) -> None:
+    """The operators as the engine installs them, counting from zero again (for tests)."""
+    dispatch._until_hot = dispatch.HOT_CALLS
+    for name in operator_names():
+        setattr(tensor_class, name, counting_operator(python_operator(tensor_class.__dict__[name])))
