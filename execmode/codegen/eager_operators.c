@@ -5,7 +5,8 @@
  *
  *   - dispatch's `_plain` is True (no tracer, no listener), read at every call;
  *   - the left operand is a Tensor over an exact, aligned, C-contiguous float32 or float64
- *     ndarray in native byte order, and requires_grad is False;
+ *     ndarray in native byte order, and autograd would not record the op (no operand
+ *     requires grad, or grad mode is off in this thread: em.no_grad());
  *   - the right operand is a Tensor like it (same dtype; the same shape, or one of the two
  *     holds one element and has no more dimensions than the other), or a Python float, or
  *     a Python int the dtype holds exactly (NumPy's weak scalars, NEP 50: the result keeps
@@ -49,6 +50,29 @@ typedef struct {
 } Operator;
 
 static PyObject *str_plain;      /* "_plain", interned */
+static PyObject *str_grad_enabled, *str_thread, *str_grad;
+
+/* Whether autograd records in this thread, as dispatch.grad_enabled() answers: its
+ * `_grad_enabled` (on in every thread) or else the thread's own `_thread.grad`. -1: an
+ * error. */
+static int
+grad_mode_on(Operator *self)
+{
+    PyObject *everywhere = PyDict_GetItemWithError(self->flags, str_grad_enabled);
+    if (everywhere == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    if (everywhere == Py_True)
+        return 1;
+    PyObject *state = PyDict_GetItemWithError(self->flags, str_thread);
+    if (state == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    PyObject *on = PyObject_GetAttr(state, str_grad);
+    if (on == NULL)
+        return -1;
+    int result = on != Py_False;
+    Py_DECREF(on);
+    return result;
+}
 
 static inline PyObject *
 slot(PyObject *obj, Py_ssize_t offset)
@@ -56,13 +80,17 @@ slot(PyObject *obj, Py_ssize_t offset)
     return *(PyObject **)((char *)obj + offset);
 }
 
-/* The operand's array when it is one this path takes, else NULL (borrowed). */
+/* The operand's array when it is one this path takes, else NULL (borrowed). A tensor
+ * that requires grad sets *wants_grad: the call is taken only while grad mode is off. */
 static inline PyArrayObject *
-plain_array(Operator *self, PyObject *tensor)
+plain_array(Operator *self, PyObject *tensor, int *wants_grad)
 {
     if (!PyObject_TypeCheck(tensor, self->tensor_type))
         return NULL;
-    if (slot(tensor, self->off_requires_grad) != Py_False)
+    PyObject *rg = slot(tensor, self->off_requires_grad);
+    if (rg == Py_True)
+        *wants_grad = 1;
+    else if (rg != Py_False)
         return NULL;
     PyObject *data = slot(tensor, self->off_data);
     if (data == NULL || Py_TYPE(data) != &PyArray_Type)
@@ -125,7 +153,8 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
             return NULL;
         return fallback(self, args, nargsf, kwnames);
     }
-    PyArrayObject *a = plain_array(self, args[0]);
+    int wants_grad = 0;
+    PyArrayObject *a = plain_array(self, args[0], &wants_grad);
     if (a == NULL)
         return fallback(self, args, nargsf, kwnames);
     int type = PyArray_TYPE(a);
@@ -141,7 +170,7 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     if (PyObject_TypeCheck(other, self->tensor_type)) {
         if (self->reflected)  /* Python calls __radd__ with a Tensor only for subclasses */
             return fallback(self, args, nargsf, kwnames);
-        b = plain_array(self, other);
+        b = plain_array(self, other, &wants_grad);
         if (b == NULL || PyArray_TYPE(b) != type)
             return fallback(self, args, nargsf, kwnames);
         int nd = PyArray_NDIM(a);
@@ -168,6 +197,14 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     }
     else {
         return fallback(self, args, nargsf, kwnames);
+    }
+
+    if (wants_grad) {  /* autograd would record the op: the Python operator does that */
+        int on = grad_mode_on(self);
+        if (on < 0)
+            return NULL;
+        if (on)
+            return fallback(self, args, nargsf, kwnames);
     }
 
     int which = type == NPY_DOUBLE;
@@ -389,7 +426,11 @@ PyInit__em_eager_operators(void)
     import_array();
     import_umath();
     str_plain = PyUnicode_InternFromString("_plain");
-    if (str_plain == NULL || PyType_Ready(&OperatorType) < 0)
+    str_grad_enabled = PyUnicode_InternFromString("_grad_enabled");
+    str_thread = PyUnicode_InternFromString("_thread");
+    str_grad = PyUnicode_InternFromString("grad");
+    if (str_plain == NULL || str_grad_enabled == NULL || str_thread == NULL || str_grad == NULL
+            || PyType_Ready(&OperatorType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)

@@ -5,7 +5,8 @@ An eager ``x + y`` on two 1-element tensors cost ~1.8x ``np.add`` through the Py
 operator (dispatch.make_operator): a Python frame, a dozen attribute and global reads, the
 ufunc's argument parsing, type resolution and error-state handling, and a new Tensor.
 ``eager_operators.c`` does the common case in C: with no tracer and no listener, CPU
-float32/float64 tensors without requires_grad, the same shape (or one side a single
+float32/float64 tensors that autograd would not record (no requires_grad, or
+``em.no_grad()``: a model's inference), the same shape (or one side a single
 element, or a Python scalar), it allocates the output and calls the ufunc's 1-d loop for
 the dtype: the function ``np.add`` itself runs, so the bits are NumPy's. Every other call
 goes to the Python operator, which the C object holds.

@@ -202,6 +202,35 @@ def test_the_output_is_a_fresh_tensor_of_its_own():
     assert a.numpy()[0] == 1.0
 
 
+def test_under_no_grad_tensors_that_require_grad_are_taken_without_a_tape():
+    w = em.nn.Parameter(em.tensor(np.full(3, 2.0, np.float32)))
+    x = em.tensor(np.arange(3, dtype=np.float32))
+    calls = []
+    real = eager_operators.python_operator(Tensor.__dict__["__mul__"])
+    with em.no_grad():
+        c, p = _both("mul", x, w)
+        _same(c, p)
+        assert c.grad_fn is None and not c.requires_grad
+        Tensor.__mul__ = _spy(real, calls)
+        try:
+            x * w
+        finally:
+            eager_operators.install(Tensor, native=True)
+    assert calls == []  # the C operator took it
+    y = x * w  # grad mode on again: the Python operator records it
+    assert y.requires_grad and y.grad_fn is not None
+
+
+def _spy(python_operator, calls):
+    """A C ``__mul__`` whose Python fallback notes each call it is handed."""
+    def noted(a, b):
+        calls.append((a, b))
+        return python_operator(a, b)
+    noted.__wrapped__ = python_operator  # install() finds the real one under it
+    ext = eager_operators.load_extension()
+    return ext.Operator(noted, np.multiply, Tensor, vars(dispatch), False)
+
+
 def test_a_parameter_on_the_left_without_grad_is_taken():
     w = em.nn.Parameter(em.tensor(np.full(3, 2.0, np.float32)))
     w.requires_grad = False
