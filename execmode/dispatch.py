@@ -35,6 +35,9 @@ _tracing = 0            # traces active in any thread (each thread has its own t
 _listening = False      # an instrumentation listener wants op events
 _before = False         # a listener wants to run before each op (the debugger)
 _plain = True           # no tracer and no listener: the fast path may be taken
+# Listeners that want events only after ops (no tracer, no debugger before ops): the
+# operators take their fast path and then emit the op (the C operators read this too).
+_fast_with_events = False
 # Autograd records unless em.no_grad() is active in the calling thread. Grad mode is per
 # thread (as in PyTorch); this flag is True while it is on in every thread, so the hot
 # path reads one module flag and asks the thread only while some thread has it off.
@@ -56,9 +59,10 @@ _native_general = None  # ring.general(name, inputs, attrs, out, t0, device): ru
 
 
 def set_listening(on: bool, before: bool) -> None:
-    global _listening, _before, _plain, _native_binary, _native_general
+    global _listening, _before, _plain, _fast_with_events, _native_binary, _native_general
     _listening, _before = on, before
     _plain = not _tracing and not _listening
+    _fast_with_events = _listening and not _before and not _tracing
     sink = _native_sink() if on and not before else None
     _native_binary, _native_general = sink if sink is not None else (None, None)
 
@@ -90,12 +94,13 @@ def set_tracer(tracer) -> object:
     Tracers are per thread, so one thread can trace while another runs eagerly or traces
     another function. ``_tracing`` counts the threads that trace: while it is 0 (almost
     always) the hot path reads one module flag, as before."""
-    global _tracing, _plain
+    global _tracing, _plain, _fast_with_events
     with _tracing_lock:
         previous = _thread.tracer
         _thread.tracer = tracer
         _tracing += (tracer is not None) - (previous is not None)
         _plain = not _tracing and not _listening
+        _fast_with_events = _listening and not _before and not _tracing
     return previous
 
 
@@ -225,22 +230,9 @@ def make_operator(op, reflected: bool = False):
                     t.requires_grad = False
                     if grad and (_grad_enabled or _thread.grad):
                         record_grad(op, (self, other), _NO_ATTRS, t)
-                    if _listening:  # inlined: this is the measured listener cost
-                        if _native_binary is not None and _native_binary(name, sd, od, out, t0):
-                            return t
-                        t1 = _perf_ns()
-                        f = _getframe(1)  # the caller: usually the user's own line
-                        loc = _locations.get((id(f.f_code), f.f_lasti))
-                        loc = loc[1] if loc is not None else user_location(f)
-                        ev = _tuple_new(OpEvent, (
-                            _next_seq(), name, _NO_ATTRS,
-                            ((sd.shape, sd.dtype, CPU), (od.shape, od.dtype, CPU)
-                             if od.__class__ is _ndarray else od),
-                            (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._state.current,
-                            loc, _EAGER,
-                        ))
-                        for fn in _on_op:
-                            fn(ev, t)
+                    if _listening and (_native_binary is None
+                                       or not _native_binary(name, sd, od, out, t0)):
+                        emit_operator_event(name, sd, od, out, t, t0, 2)
                     return t
             return apply(op, self, other)
     else:
@@ -323,6 +315,23 @@ def record_grad(op, inputs, attrs, out_tensor):
 _tuple_new = tuple.__new__
 _EAGER = "eager"
 _NO_ATTRS: dict = {}
+
+
+def emit_operator_event(name, sd, od, out, t, t0, depth=1):
+    """The OpEvent of an operator's op (``sd <name> od`` gave ``out``, wrapped as ``t``) to
+    the listeners. ``depth``: the frames from here out to the operator's caller, usually
+    the user's own line (1 when the C operators call this, 2 from the Python ones)."""
+    t1 = _perf_ns()
+    f = _getframe(depth)
+    loc = _locations.get((id(f.f_code), f.f_lasti))
+    loc = loc[1] if loc is not None else user_location(f)
+    ev = _tuple_new(OpEvent, (
+        _next_seq(), name, _NO_ATTRS,
+        ((sd.shape, sd.dtype, CPU), (od.shape, od.dtype, CPU) if od.__class__ is _ndarray else od),
+        (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._state.current, loc, _EAGER,
+    ))
+    for fn in _on_op:
+        fn(ev, t)
 
 
 def _emit_op(op, inputs, attrs, t, out, t0, device):

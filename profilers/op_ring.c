@@ -1243,13 +1243,17 @@ on_main_thread(OpRing *self)
     return PyThread_get_thread_ident() == self->main_ident;
 }
 
-/* binary(name, a, b, out, t0): the inlined operator path (a, out: ndarrays; b: an ndarray
- * or a Python number). bytes = out.nbytes, as that path counts them. */
+/* binary(name, a, b, out, t0, skip=1): the operators' path (a, out: ndarrays; b: an
+ * ndarray or a Python number). bytes = out.nbytes, as that path counts them. skip: the
+ * frames from the caller's out to the operator's caller (1 from the Python operator, whose
+ * frame is dispatch's own; 0 from the C operators, which have none). */
 static PyObject *
 OpRing_binary(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "binary(name, a, b, out, t0)");
+    long skip = nargs == 6 ? PyLong_AsLong(args[5]) : 1;
+    if ((nargs != 5 && nargs != 6) || skip < 0 || skip > 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "binary(name, a, b, out, t0, skip=1): skip 0 or 1");
         return NULL;
     }
     PyObject *name = args[0], *a = args[1], *b = args[2], *out = args[3];
@@ -1271,9 +1275,8 @@ OpRing_binary(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
     static PyObject *no_attrs;
     if (no_attrs == NULL && (no_attrs = PyDict_New()) == NULL)
         return NULL;
-    /* skip 1: the operator's caller (the operator is dispatch's own) */
     return record(self, &k, name, inputs, 2, out, no_attrs, args[4],
-                  (int64_t)PyArray_NBYTES((PyArrayObject *)out), 1);
+                  (int64_t)PyArray_NBYTES((PyArrayObject *)out), (int)skip);
 decline:
     self->declined++;
     Py_RETURN_FALSE;
@@ -1897,7 +1900,7 @@ OpRing_dealloc(OpRing *self)
 
 static PyMethodDef OpRing_methods[] = {
     {"binary", (PyCFunction)(void (*)(void))OpRing_binary, METH_FASTCALL,
-     "binary(name, a, b, out, t0) -> bool: record an operator's op (False: not recorded)"},
+     "binary(name, a, b, out, t0, skip=1) -> bool: record an operator's op (False: not recorded)"},
     {"general", (PyCFunction)(void (*)(void))OpRing_general, METH_FASTCALL,
      "general(name, inputs, attrs, out, t0, device) -> bool: record an eager op"},
     {"head", (PyCFunction)OpRing_head, METH_NOARGS, "records ever written to the ring"},

@@ -26,6 +26,8 @@
 #include <Python.h>
 #include <structmember.h>
 #include <fenv.h>
+#include <stdint.h>
+#include <time.h>
 #include <string.h>
 
 #include <numpy/arrayobject.h>
@@ -39,6 +41,7 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *fallback;          /* the Python operator: every call it does not take */
+    PyObject *name;              /* the op's name ("add"), as events give it */
     PyObject *ufunc;             /* np.add, ...: its loop table */
     PyTypeObject *tensor_type;
     PyObject *flags;             /* dispatch's module dict: `_plain` is read per call */
@@ -51,6 +54,8 @@ typedef struct {
 
 static PyObject *str_plain;      /* "_plain", interned */
 static PyObject *str_grad_enabled, *str_thread, *str_grad;
+static PyObject *str_fast_with_events, *str_native_binary, *str_emit_operator_event;
+static PyObject *zero;           /* 0: the op ring's frame skip from here */
 
 /* Whether autograd records in this thread, as dispatch.grad_enabled() answers: its
  * `_grad_enabled` (on in every thread) or else the thread's own `_thread.grad`. -1: an
@@ -135,6 +140,53 @@ scalar_value(PyObject *obj, int type, double *f64, float *f32)
     return 1;
 }
 
+static inline int64_t
+perf_counter_ns(void)
+{
+    /* time.perf_counter_ns's clock, so that t0 and t1 compare with every other event's */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The op to the listeners, as the Python operator hands it over: to the recorder's op
+ * ring, `_native_binary(name, a, b, out, t0, skip)`, when there is one and it takes it;
+ * else to dispatch.emit_operator_event, which builds the OpEvent. Both find the user's
+ * line from the frame that called this operator (skip 0, depth 1: no Python frame of
+ * ours is in between). */
+static int
+emit(Operator *self, PyObject *a, PyObject *b, PyObject *out, PyObject *t, int64_t t0)
+{
+    PyObject *t0_obj = PyLong_FromLongLong(t0);
+    if (t0_obj == NULL)
+        return -1;
+    PyObject *result = NULL;
+    PyObject *sink = PyDict_GetItemWithError(self->flags, str_native_binary);
+    if (sink != NULL && sink != Py_None) {
+        PyObject *sink_args[6] = {self->name, a, b, out, t0_obj, zero};
+        result = PyObject_Vectorcall(sink, sink_args, 6, NULL);
+        if (result == NULL || result == Py_True)
+            goto done;
+        Py_CLEAR(result);
+    }
+    if (sink == NULL && PyErr_Occurred())
+        goto done;
+    PyObject *emitter = PyDict_GetItemWithError(self->flags, str_emit_operator_event);
+    if (emitter == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "dispatch.emit_operator_event is missing");
+        goto done;
+    }
+    PyObject *emit_args[6] = {self->name, a, b, out, t, t0_obj};
+    result = PyObject_Vectorcall(emitter, emit_args, 6, NULL);
+done:
+    Py_DECREF(t0_obj);
+    if (result == NULL)
+        return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
 static PyObject *
 fallback(Operator *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -147,11 +199,18 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     Operator *self = (Operator *)callable;
     if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
         return fallback(self, args, nargsf, kwnames);
+    int listening = 0;
     PyObject *plain = PyDict_GetItemWithError(self->flags, str_plain);
     if (plain != Py_True) {
-        if (plain == NULL && PyErr_Occurred())
-            return NULL;
-        return fallback(self, args, nargsf, kwnames);
+        /* Listeners that want events after ops only: take the op, then emit it. */
+        PyObject *events = self->reflected ? NULL
+            : PyDict_GetItemWithError(self->flags, str_fast_with_events);
+        if (events != Py_True) {
+            if (PyErr_Occurred())
+                return NULL;
+            return fallback(self, args, nargsf, kwnames);
+        }
+        listening = 1;
     }
     int wants_grad = 0;
     PyArrayObject *a = plain_array(self, args[0], &wants_grad);
@@ -207,6 +266,7 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
             return fallback(self, args, nargsf, kwnames);
     }
 
+    int64_t t0 = listening ? perf_counter_ns() : 0;
     int which = type == NPY_DOUBLE;
     PyObject *out = PyArray_SimpleNew(PyArray_NDIM(shape_of), PyArray_DIMS(shape_of), type);
     if (out == NULL)
@@ -251,6 +311,11 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
     Py_INCREF(Py_False);
     *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
+    if (listening && emit(self, (PyObject *)a, b != NULL ? (PyObject *)b : other, out, t,
+                          t0) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -286,10 +351,11 @@ find_loop(Operator *self, int which, char type)
 static PyObject *
 op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *fallback_op, *ufunc, *tensor_type, *flags;
+    PyObject *fallback_op, *name, *ufunc, *tensor_type, *flags;
     int reflected;
-    static char *names[] = {"fallback", "ufunc", "tensor_type", "flags", "reflected", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!O!p", names, &fallback_op,
+    static char *names[] = {"fallback", "name", "ufunc", "tensor_type", "flags", "reflected",
+                            NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OUO!O!O!p", names, &fallback_op, &name,
                                      &PyUFunc_Type, &ufunc, &PyType_Type, &tensor_type,
                                      &PyDict_Type, &flags, &reflected))
         return NULL;
@@ -315,6 +381,7 @@ op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->off_data = off_data;
     self->off_requires_grad = off_rg;
     Py_INCREF(fallback_op); self->fallback = fallback_op;
+    Py_INCREF(name); self->name = name;
     Py_INCREF(ufunc); self->ufunc = ufunc;
     Py_INCREF(tensor_type); self->tensor_type = (PyTypeObject *)tensor_type;
     Py_INCREF(flags); self->flags = flags;
@@ -329,6 +396,7 @@ static int
 op_traverse(Operator *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fallback);
+    Py_VISIT(self->name);
     Py_VISIT(self->ufunc);
     Py_VISIT(self->tensor_type);
     Py_VISIT(self->flags);
@@ -339,6 +407,7 @@ static int
 op_clear(Operator *self)
 {
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->name);
     Py_CLEAR(self->ufunc);
     Py_CLEAR(self->tensor_type);
     Py_CLEAR(self->flags);
@@ -429,7 +498,13 @@ PyInit__em_eager_operators(void)
     str_grad_enabled = PyUnicode_InternFromString("_grad_enabled");
     str_thread = PyUnicode_InternFromString("_thread");
     str_grad = PyUnicode_InternFromString("grad");
+    str_fast_with_events = PyUnicode_InternFromString("_fast_with_events");
+    str_native_binary = PyUnicode_InternFromString("_native_binary");
+    str_emit_operator_event = PyUnicode_InternFromString("emit_operator_event");
+    zero = PyLong_FromLong(0);
     if (str_plain == NULL || str_grad_enabled == NULL || str_thread == NULL || str_grad == NULL
+            || str_fast_with_events == NULL || str_native_binary == NULL
+            || str_emit_operator_event == NULL || zero == NULL
             || PyType_Ready(&OperatorType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

@@ -86,7 +86,8 @@ def install(tensor_class, native: bool | None = None) -> bool:
         for name, reflected in ((f"__{dunder}__", False), (f"__r{dunder}__", True)):
             operator = python_operator(tensor_class.__dict__[name])
             if ext is not None:
-                operator = ext.Operator(operator, OPS[op].ufunc, tensor_class, flags, reflected)
+                operator = ext.Operator(operator, OPS[op].name, OPS[op].ufunc, tensor_class,
+                                        flags, reflected)
             setattr(tensor_class, name, operator)
     return ext is not None
 

@@ -5,6 +5,7 @@ for a script that mixes what the ring records with what it hands to the Python p
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 
@@ -17,6 +18,8 @@ from execmode.profilers.session import open_session
 import execmode as em
 import execmode.nn.functional as F
 from execmode import dispatch, instrument
+from execmode._tensor import Tensor
+from execmode.codegen import eager_operators
 
 pytestmark = pytest.mark.skipif(native.load() is None,
                                 reason=f"no op ring extension: {native.status()['reason']}")
@@ -106,12 +109,31 @@ def _contents(path) -> dict:
             "locations": sorted(locations)}
 
 
-@pytest.mark.parametrize("ring", ["sqlite", "rows"])
-def test_both_paths_store_the_same_session(tmp_path, monkeypatch, ring):
-    python = _contents_of(tmp_path / "python.emsession", monkeypatch, "off")
-    stats = _record(tmp_path / "ring.emsession", monkeypatch, ring=ring)
+@contextlib.contextmanager
+def _operators(kind):
+    """Tensor's + - * / as "python" (dispatch.make_operator) or "c" (eager_operators)."""
+    em.tensor  # the engine loaded: its operators, not _tensor.py's placeholders, are saved
+    before = {name: Tensor.__dict__[name] for name in eager_operators.operator_names()}
+    if eager_operators.install(Tensor, native=kind == "c") != (kind == "c"):
+        pytest.skip(f"no C operators: {eager_operators.extension_status()['reason']}")
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(Tensor, name, value)
+
+
+@pytest.mark.parametrize(("ring", "operators"), [("sqlite", "python"), ("rows", "python"),
+                                                 ("sqlite", "c"), ("rows", "c"), ("off", "c")])
+def test_both_paths_store_the_same_session(tmp_path, monkeypatch, ring, operators):
+    with _operators("python"):
+        python = _contents_of(tmp_path / "python.emsession", monkeypatch, "off")
+    with _operators(operators):  # the C operators hand ops to the ring or to Python
+        stats = _record(tmp_path / "ring.emsession", monkeypatch, ring=ring)
     native_ = _contents(tmp_path / "ring.emsession")
     assert native_ == python
+    if ring == "off":
+        return
     # Both paths were taken: the ring recorded most ops and declined the odd ones.
     assert stats[0]["sites"] >= 10 and stats[0]["declined"] >= 3
     ops = python["ops"]
