@@ -256,8 +256,10 @@ def make_operator(op, reflected: bool = False):
     return operator
 
 
-# The operators start as counting wrappers around make_operator's; after HOT_CALLS plain
-# calls (a script doing arithmetic in a loop) the hook replaces them for good: with C
+# The operators start as counting wrappers around make_operator's; after HOT_CALLS calls
+# that C operators would take (plain, or with listeners that want events after ops only,
+# as the recorder does: a script doing arithmetic in a loop) the hook replaces them for
+# good: with C
 # operators when codegen/eager_operators.py can build them, else with the Python ones
 # unwrapped. The hook is set from above (api.py): a layer below codegen cannot import it.
 HOT_CALLS = 4096
@@ -267,16 +269,16 @@ _when_hot = None
 
 def when_operators_hot(hook) -> None:
     """Call ``hook()`` once, the first time the Tensor operators have run HOT_CALLS times
-    in plain eager mode (it replaces them; see counting_operator)."""
+    on their fast path (it replaces them; see counting_operator)."""
     global _when_hot
     _when_hot = hook
 
 
 def counting_operator(operator):
-    """``operator`` (from make_operator) counting its plain calls until they are many."""
+    """``operator`` (from make_operator) counting its fast calls until they are many."""
     def counting(self, other):
         global _until_hot
-        if _plain:
+        if _plain or _fast_with_events:
             _until_hot -= 1
             if _until_hot == 0 and _when_hot is not None:
                 _operators_hot()

@@ -3,7 +3,9 @@
  * An Operator is a method descriptor installed on the Tensor class under __add__,
  * __radd__, ... It takes the call itself when nothing but arithmetic is asked for:
  *
- *   - dispatch's `_plain` is True (no tracer, no listener), read at every call;
+ *   - dispatch's `_plain` is True (no tracer, no listener), read at every call; or its
+ *     `_fast_with_events` (listeners that want events after ops only, as the recorder
+ *     does): then the op is also handed to the listeners (see emit);
  *   - the left operand is a Tensor over an exact, aligned, C-contiguous float32 or float64
  *     ndarray in native byte order, and autograd would not record the op (no operand
  *     requires grad, or grad mode is off in this thread: em.no_grad());

@@ -188,6 +188,30 @@ def test_autograd_listeners_and_traces_take_the_python_path():
     assert np.array_equal(jitted(b, b).numpy(), np.full(3, 10.0, np.float32))
 
 
+def test_the_c_operators_events_are_the_python_operators():
+    events = []
+
+    class Listener:
+        def on_op(self, event, output):
+            events.append((event, output))
+
+    a, b = em.tensor(np.ones(3, np.float32)), em.tensor(np.full(3, 2.0, np.float32))
+    with instrument.listening(Listener()), em.named_scope("block"):
+        line = sys._getframe().f_lineno + 1
+        c_out = a * b
+        py_out = _python("__mul__")(a, b)
+    (c_event, c_output), (py_event, py_output) = events
+    assert c_output is c_out and py_output is py_out
+    assert c_event.location.lineno == line and py_event.location.lineno == line + 1
+    assert c_event.start_ns <= c_event.end_ns < py_event.start_ns and c_event.seq < py_event.seq
+
+    def comparable(event):
+        return event._replace(seq=0, start_ns=0, end_ns=0, location=event.location.filename)
+
+    assert comparable(c_event) == comparable(py_event)
+    assert c_event.scope == "block" and c_event.op == "multiply"
+
+
 def test_the_output_is_a_fresh_tensor_of_its_own():
     data = np.ones(4, np.float32)
     a = em.tensor(data)
@@ -276,11 +300,14 @@ def test_many_plain_calls_replace_the_counting_operators():
     try:
         assert not _is_c("__add__") and hasattr(Tensor.__dict__["__add__"], "__wrapped__")
         a = em.tensor(np.ones(1, np.float32))
-        with instrument.listening(type("Null", (), {"on_op": lambda *_: None})()):
+        with instrument.listening(type("Stepper", (), {"before_op": lambda *_: None})()):
             for _ in range(dispatch.HOT_CALLS):
-                a + a  # not plain: not counted
+                a + a  # a debugger runs before each op: the general path, not counted
         assert not _is_c("__add__")
-        for _ in range(dispatch.HOT_CALLS):
+        with instrument.listening(type("Events", (), {"on_op": lambda *_: None})()):
+            for _ in range(dispatch.HOT_CALLS // 2):
+                a * 2.0  # events after ops (the recorder): the C operators take these
+        for _ in range(dispatch.HOT_CALLS // 2):
             a - 1.0
         assert all(_is_c(name) for name in NAMES)
     finally:
