@@ -48,6 +48,7 @@ FIELDS = {"ops": int, "no_listener_ns": int, "null_listener_ns": int, "recorder_
 MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source",
                     "execmode.profilers.recorder", "execmode.profilers.writer",
                     "execmode.profilers.memory", "execmode.profilers.native",
+                    "execmode.codegen.eager_operators",  # the operators the workload times
                     "execmode.stats")  # the value summaries, timed with summaries on
 # C sources beside them (the op ring: native.py), stamped the same way.
 MEASURED_SOURCES = ("op_ring.c",)

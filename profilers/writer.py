@@ -428,18 +428,27 @@ class SessionWriter:
         for table, batch in rows.items():
             statements += _statements(_INSERT[table], batch)
         for r, upto in direct:
-            consumed, written, malformed, error = r.ring.write(upto, statements)
-            self.malformed += malformed
-            if error is not None:
-                self.dropped += consumed - malformed
-                raise sqlite3.OperationalError(error)
-            self.ops_written += written
-            if statements:  # committed: nothing of the batch's rows is left to lose
-                statements = []
-                fmt.new_locations = []
-                self.ops_written += python_ops
-                for batch in rows.values():
-                    batch.clear()
+            while True:
+                # At most _BATCH records per transaction, as for the Python path's rows: a
+                # script faster than the writer fills the ring (65,536 records, ~4 MiB of
+                # rows), and one transaction that size would not fit a session size cap
+                # that smaller ones fill up to (tests/faults/test_disk_full.py).
+                pending = r.ring.pending()
+                end = min(upto, r.ring.head() - pending + _BATCH)
+                consumed, written, malformed, error = r.ring.write(end, statements)
+                self.malformed += malformed
+                if error is not None:
+                    self.dropped += consumed - malformed
+                    raise sqlite3.OperationalError(error)
+                self.ops_written += written
+                if statements:  # committed: nothing of the batch's rows is left to lose
+                    statements = []
+                    fmt.new_locations = []
+                    self.ops_written += python_ops
+                    for batch in rows.values():
+                        batch.clear()
+                if end >= upto or not consumed:
+                    break
 
     def _take_sites(self, fmt: RowFormatter, r: _Ring) -> None:
         """Format the ring's new sites: the text columns of their op rows, spelled by
