@@ -259,9 +259,10 @@ def make_operator(op, reflected: bool = False):
 # The operators start as counting wrappers around make_operator's; after HOT_CALLS calls
 # that C operators would take (plain, or with listeners that want events after ops only,
 # as the recorder does: a script doing arithmetic in a loop) the hook replaces them for
-# good: with C
-# operators when codegen/eager_operators.py can build them, else with the Python ones
-# unwrapped. The hook is set from above (api.py): a layer below codegen cannot import it.
+# good: with C operators when codegen/eager_operators.py can build them, else with the
+# Python ones unwrapped. The hook is set from above (api.py): a layer below codegen cannot
+# import it. (Two threads racing on the count at worst install twice or never: both keep
+# the answers right.)
 HOT_CALLS = 4096
 _until_hot = HOT_CALLS
 _when_hot = None

@@ -4,7 +4,8 @@ per-call machinery.
 An eager ``x + y`` on two 1-element tensors cost ~1.8x ``np.add`` through the Python
 operator (dispatch.make_operator): a Python frame, a dozen attribute and global reads, the
 ufunc's argument parsing, type resolution and error-state handling, and a new Tensor.
-``eager_operators.c`` does the common case in C: with no tracer and no listener, CPU
+``eager_operators.c`` does the common case in C: with no tracer and no listener (or only
+listeners that want events after ops, as the recorder: it hands them the op), CPU
 float32/float64 tensors that autograd would not record (no requires_grad, or
 ``em.no_grad()``: a model's inference), the same shape (or one side a single
 element, or a Python scalar), it allocates the output and calls the ufunc's 1-d loop for
@@ -12,14 +13,15 @@ the dtype: the function ``np.add`` itself runs, so the bits are NumPy's. Every o
 goes to the Python operator, which the C object holds.
 
 * **When.** Nothing compiles at import. The operators installed by tensor_methods count
-  their plain calls (dispatch.counting_operator); after ``dispatch.HOT_CALLS`` of them
+  the calls C would take (dispatch.counting_operator); after ``dispatch.HOT_CALLS`` of them
   :func:`install` replaces them with the C operators, or, when the extension cannot be
   built, with the uncounted Python operators. A short script never pays for a build; a
-  loop pays it once per machine (~0.5 s; the kernel cache's ``extensions`` folder, like
-  the jit's fast entry), then a few milliseconds to load it.
-* **Same answers.** Floating-point warnings: NumPy's would be silenced (dispatch.py
-  filters them for execmode's own frames), and the C path raises none. Errors, other
-  dtypes, broadcasting, listeners, traces and autograd are the Python operator's.
+  loop pays it once per machine (~0.3 s; the kernel cache's ``extensions`` folder, like
+  the jit's fast entry), then ~6 ms per process to load it.
+* **Same answers** (tests/codegen/test_eager_operators.py). Floating-point warnings:
+  NumPy's would be silenced (dispatch.py filters them for execmode's own frames), and the
+  C path raises none. Errors, other dtypes, broadcasting, a debugger running before ops,
+  traces and autograd are the Python operator's.
 * ``EXECMODE_EAGER_OPERATORS=0`` keeps the Python operators (for comparisons).
 """
 

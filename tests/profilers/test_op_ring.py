@@ -112,7 +112,7 @@ def _contents(path) -> dict:
 @contextlib.contextmanager
 def _operators(kind):
     """Tensor's + - * / as "python" (dispatch.make_operator) or "c" (eager_operators)."""
-    em.tensor  # the engine loaded: its operators, not _tensor.py's placeholders, are saved
+    em.tensor(0.0)  # the engine loaded: its operators, not _tensor.py's placeholders, saved
     before = {name: Tensor.__dict__[name] for name in eager_operators.operator_names()}
     if eager_operators.install(Tensor, native=kind == "c") != (kind == "c"):
         pytest.skip(f"no C operators: {eager_operators.extension_status()['reason']}")
