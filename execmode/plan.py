@@ -350,6 +350,11 @@ def _single_op_into(n: Node):
     if n.op in REDUCTIONS_WITH_OUT:
         reduce = getattr(xp, n.op)
         axis, keepdims = n.attr["axis"], n.attr["keepdims"]
+        if n.op == "min" and xp is not np:
+            # CuPy 14's min with out= raises TypeError inside its CUB check (it compares
+            # the out array with a dtype); max, sum and prod take out= fine.
+            copyto = xp.copyto
+            return lambda out, a: copyto(out, reduce(a, axis=axis, keepdims=keepdims))
         return lambda out, a: reduce(a, axis=axis, keepdims=keepdims, out=out)
     if isinstance(op.ufunc, np.ufunc) and not n.attrs:
         ufunc = op.ufunc if xp is np else getattr(xp, op.ufunc.__name__)

@@ -8,9 +8,10 @@ import builtins
 import numpy as np
 
 from .._tensor import Tensor
-from ..dispatch import apply
+from ..backend import cuda_problem, cupy_module
+from ..dispatch import apply, current_tracer
 from ..dtypes import DEFAULT_FLOAT, int64
-from ..errors import ArgumentError, DTypeError, op_error
+from ..errors import ArgumentError, DeviceError, DTypeError, op_error
 from ..ops import OPS
 from .arguments import (
     _bool_arg,
@@ -36,12 +37,16 @@ def _finish(t: Tensor, requires_grad: bool, op: str = "tensor") -> Tensor:
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A new tensor holding a copy of ``data`` (nested lists, NumPy arrays, numbers).
+    """A new tensor holding a copy of ``data`` (nested lists, NumPy arrays, numbers, or an
+    array in GPU memory: CuPy, a CUDA torch tensor, anything with
+    ``__cuda_array_interface__``, copied on its GPU).
 
     Floats default to float32 and ints to int64, as in PyTorch.
     """
     if isinstance(data, Tensor):
         data = data.numpy()
+    elif hasattr(data, "__cuda_array_interface__"):  # CuPy, a CUDA torch tensor, Numba
+        return _finish(_from_cuda_array(data, dtype, device), requires_grad)
     try:
         dt = _dtype_arg("tensor", dtype) if dtype is not None else _dtype_of_data("tensor", data)
         value = np.array(data, dtype=dt)
@@ -51,6 +56,22 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         raise op_error(ArgumentError, "tensor", (data,),
                        f"cannot make a tensor from this {type(data).__name__}: {exc}") from None
     return _finish(constant(value, dt, _device_arg("tensor", device)), requires_grad)
+
+
+def _from_cuda_array(data, dtype, device) -> Tensor:
+    """A copy of an array in GPU memory, made on the GPU: on its own device unless
+    ``device`` says otherwise (``torch.as_tensor``'s rule)."""
+    cp = cupy_module()
+    if cp is None:
+        raise op_error(DeviceError, "tensor", (data,),
+                       f"this {type(data).__name__} is in GPU memory: {cuda_problem()}")
+    arr = cp.asarray(data)
+    dt = _dtype_arg("tensor", dtype) if dtype is not None else _dtype_of_data("tensor", arr)
+    target = _device_arg("tensor", device if device is not None else f"cuda:{arr.device.id}")
+    if target == "cpu" or current_tracer() is not None:
+        # A traced constant is host data in the graph, as every other literal is.
+        arr = cp.asnumpy(arr)
+    return constant(arr, dt, target)
 
 
 def asarray(data, dtype=None, device=None) -> Tensor:
