@@ -110,12 +110,26 @@ def xp_for(device: Device):
     """The array namespace for a device: numpy or cupy."""
     if device.type == "cpu":
         return np
-    cp = cupy_module()
+    cp = _cupy if _cupy is not None else cupy_module()
     if cp is None:
         raise DeviceError(f"device {device} is not available: {_cupy_problem}")
-    if device.index >= cp.cuda.runtime.getDeviceCount():
+    if device.index >= cuda_device_count():
         raise DeviceError(f"device {device} does not exist on this machine")
     return cp
+
+
+_device_count = None
+
+
+def cuda_device_count() -> int:
+    """How many GPUs CuPy sees (0 without CuPy or a GPU), asked once: every eager op on a
+    GPU checks its device against it, and the runtime call cost as much as a small op's
+    own Python."""
+    global _device_count
+    if _device_count is None:
+        cp = cupy_module()
+        _device_count = cp.cuda.runtime.getDeviceCount() if cp is not None else 0
+    return _device_count
 
 
 def device_of_array(arr) -> Device:
@@ -123,7 +137,8 @@ def device_of_array(arr) -> Device:
         return CPU
     dev = getattr(arr, "device", None)
     if dev is not None and hasattr(dev, "id"):  # cupy.cuda.Device
-        return as_device(f"cuda:{dev.id}")
+        found = _cuda_devices.get(dev.id)
+        return found if found is not None else as_device(f"cuda:{dev.id}")
     return CPU
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from . import instrument
 from . import scope as _scope
 from ._tensor import SCALAR_TYPES, Tensor
-from .backend import CPU, as_device, device_of_array, xp_for
+from .backend import CPU, as_device, cuda_device_count, device_of_array, namespace_of, xp_for
 from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
@@ -165,9 +165,11 @@ def run_eager(op, inputs, attrs):
     else:
         device = _common_device(op, inputs)
         xp = xp_for(device)
+        if _gpu_ndarray is None:
+            _enable_gpu_operators(xp)
     t0 = _perf_ns() if _listening else 0
     try:
-        if device is CPU:
+        if device is CPU or _one_gpu(device):
             out = op.impl(xp, *arrays, **attrs)
         else:
             with xp.cuda.Device(device.index):
@@ -210,6 +212,8 @@ def make_operator(op, reflected: bool = False):
                 if other.__class__ is Tensor or isinstance(other, Tensor):
                     od = other._data
                     if od.__class__ is not _ndarray:
+                        if od.__class__ is _gpu_ndarray and _plain:
+                            return gpu_operator(self, other, sd, od)
                         return apply(op, self, other)
                     grad = self.requires_grad or other.requires_grad
                 elif other.__class__ in scalar_types:
@@ -217,23 +221,26 @@ def make_operator(op, reflected: bool = False):
                     grad = self.requires_grad
                 else:
                     return apply(op, self, other)
-                if sd.__class__ is _ndarray:
-                    t0 = _perf_ns() if _listening else 0
-                    try:
-                        out = ufunc(sd, od)
-                    except Exception:
-                        return apply(op, self, other)  # the general path explains it
-                    if out.__class__ is not _ndarray:
-                        out = np.asarray(out)
-                    t = _new(Tensor)
-                    t._data = out
-                    t.requires_grad = False
-                    if grad and (_grad_enabled or _thread.grad):
-                        record_grad(op, (self, other), _NO_ATTRS, t)
-                    if _listening and (_native_binary is None
-                                       or not _native_binary(name, sd, od, out, t0)):
-                        emit_operator_event(name, sd, od, out, t, t0, 2)
-                    return t
+                if sd.__class__ is not _ndarray:
+                    if sd.__class__ is _gpu_ndarray and _plain:
+                        return gpu_operator(self, other, sd, od)
+                    return apply(op, self, other)
+                t0 = _perf_ns() if _listening else 0
+                try:
+                    out = ufunc(sd, od)
+                except Exception:
+                    return apply(op, self, other)  # the general path explains it
+                if out.__class__ is not _ndarray:
+                    out = np.asarray(out)
+                t = _new(Tensor)
+                t._data = out
+                t.requires_grad = False
+                if grad and (_grad_enabled or _thread.grad):
+                    record_grad(op, (self, other), _NO_ATTRS, t)
+                if _listening and (_native_binary is None
+                                   or not _native_binary(name, sd, od, out, t0)):
+                    emit_operator_event(name, sd, od, out, t, t0, 2)
+                return t
             return apply(op, self, other)
     else:
         def operator(self, other):
@@ -251,6 +258,30 @@ def make_operator(op, reflected: bool = False):
                     record_grad(op, (other, self), {}, t)
                 return t
             return apply(op, other, self)
+
+    gpu_ufunc = None
+
+    def gpu_operator(self, other, sd, od):
+        # The fast path for CuPy operands on a machine with one GPU (so one device): the
+        # CuPy ufunc at once, as the NumPy path above calls NumPy's. No tracer and no
+        # listener (_plain); operands on two kinds of device, or an error, take apply().
+        nonlocal gpu_ufunc
+        if sd.__class__ is not _gpu_ndarray or (
+                od.__class__ is not _gpu_ndarray and od.__class__ not in scalar_types):
+            return apply(op, self, other)
+        if gpu_ufunc is None:
+            gpu_ufunc = getattr(namespace_of(sd), ufunc.__name__)
+        try:
+            out = gpu_ufunc(sd, od)
+        except Exception:
+            return apply(op, self, other)  # the general path explains it
+        t = _new(Tensor)
+        t._data = out
+        t.requires_grad = False
+        if (self.requires_grad or getattr(other, "requires_grad", False)) and (
+                _grad_enabled or _thread.grad):
+            record_grad(op, (self, other), _NO_ATTRS, t)
+        return t
 
     operator.__name__ = f"__r{op.name}__" if reflected else f"__{op.name}__"
     return operator
@@ -404,6 +435,24 @@ def explain_failure(op, inputs, attrs, exc) -> ExecmodeError:
     return op_error(ExecmodeError, op.name, inputs, f"{type(exc).__name__}: {text}")
 
 
+# CuPy's ndarray once a CUDA op has run on a machine with one GPU: the operators' fast path
+# takes operands of this class (make_operator's gpu_operator). None until then, and on
+# machines with several GPUs (their operands' devices must be compared: apply() does).
+_gpu_ndarray = None
+
+
+def _enable_gpu_operators(cp) -> None:
+    global _gpu_ndarray
+    if cuda_device_count() == 1:
+        _gpu_ndarray = cp.ndarray
+
+
+def _one_gpu(device) -> bool:
+    # With one GPU it is always the current device: entering cupy.cuda.Device for each op
+    # (two runtime calls) would change nothing.
+    return device.index == 0 and cuda_device_count() == 1
+
+
 def _not_a_tensor(op, inputs, x) -> ExecmodeError:
     return op_error(ArgumentError, op.name, inputs,
                     f"expected a Tensor or a Python number, got {type(x).__name__} "
@@ -411,10 +460,15 @@ def _not_a_tensor(op, inputs, x) -> ExecmodeError:
 
 
 def _common_device(op, inputs):
-    devices = {device_of_array(x._data) for x in inputs if isinstance(x, Tensor)}
-    if len(devices) > 1:
-        raise _mixed_devices(op, inputs)
-    return devices.pop()
+    device = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            found = device_of_array(x._data)  # Device objects are interned: `is` compares
+            if device is None:
+                device = found
+            elif found is not device:
+                raise _mixed_devices(op, inputs)
+    return device
 
 
 def _mixed_devices(op, inputs) -> ExecmodeError:

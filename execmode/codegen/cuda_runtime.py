@@ -112,8 +112,11 @@ class CudaKernel:
             if self._function is None:
                 return out
         arrays = []
+        ndarray = cp.ndarray
         for p in self._inputs:
-            a = cp.asarray(args[p.position])
+            a = args[p.position]
+            if a.__class__ is not ndarray:
+                a = cp.asarray(a)  # a Python number or a host 0-d array (a scalar input)
             if a.dtype != p.dtype or a.shape != p.shape or \
                     not has_strides(a, p.element_strides):
                 a = arranged(cp, a.reshape(p.shape), p.dtype, p.element_strides)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dispatch, instrument
 from .._tensor import Tensor
+from ..backend import as_device, cuda_device_count, cupy_module
 from ..graph import pytree
 from ..pysource import define
 
@@ -62,6 +63,23 @@ def build_fast_call(cf, jit_module):
     items = _positional_items(cf.signature.structure)
     return fast_entry.make_fast_entry(
         cf, items, python, (dispatch, jit_module, instrument, pytree, Tensor, MISS)) or python
+
+
+def _array_check(device, i: int, ns: dict) -> str | None:
+    """The condition under which argument array ``d{i}`` is not of the traced kind: a
+    NumPy array for the CPU; a CuPy array on the traced GPU (its dtype compared by value:
+    CuPy's dtypes are NumPy's, but nothing promises the same objects). None: unknown
+    device, the general path."""
+    if str(device) == "cpu":
+        return f"d{i}.__class__ is not ndarray or d{i}.dtype is not T{i}"
+    cp = cupy_module()
+    if cp is None or not str(device).startswith("cuda"):
+        return None
+    ns["cupy_ndarray"] = cp.ndarray
+    check = f"d{i}.__class__ is not cupy_ndarray or d{i}.dtype != T{i}"
+    if cuda_device_count() > 1:
+        check += f" or d{i}.device.id != {as_device(device).index}"
+    return check
 
 
 def _python_replay(cf, jit_module):
@@ -106,8 +124,9 @@ def _python_replay(cf, jit_module):
         leaf += 1
         leaf_position[i] = position
         shape, dtype, device, requires_grad, alias = sig.leaves[i]
-        if str(device) != "cpu":
-            return None  # GPU arguments: the general path
+        array_check = _array_check(device, i, ns)
+        if array_check is None:
+            return None
         if alias != i:
             # Traced with one tensor passed twice (``f(x, x)``): the graph has one input
             # for both, so the call qualifies when this argument is that same object.
@@ -121,9 +140,8 @@ def _python_replay(cf, jit_module):
         lines.append(f"    if a{position}.__class__ is not Tensor:")
         lines.append("        return MISS")
         lines.append(f"    d{i} = a{position}._data")
-        lines.append(f"    if (d{i}.__class__ is not ndarray or d{i}.shape != S{i} or "
-                     f"d{i}.dtype is not T{i} or a{position}.requires_grad is not "
-                     f"{requires_grad}):")
+        lines.append(f"    if ({array_check} or d{i}.shape != S{i} or "
+                     f"a{position}.requires_grad is not {requires_grad}):")
         lines.append("        return MISS")
     needs_owners = (plan.assigns and leaf > 1) or any(
         kind == "not_arg_memory" for _, kind, _ in cf.guards)
