@@ -1,0 +1,524 @@
+"""execmode's graph mode against its peers on the CPU, side by side in one run: NumPy op by
+op, jax.jit and PyTorch (eager), each where it is installed (``pip install -e '.[bench]'``).
+
+    python benchmarks/bench_peers.py             # every row (~3 minutes on 2 cores)
+    python benchmarks/bench_peers.py --quick     # fewer calls and rounds
+    python benchmarks/bench_peers.py --only relu_chain mlp_train_step
+    python benchmarks/bench_peers.py --threads 2 # every framework on 2 threads
+
+Single-threaded by default, every framework alike: the process is pinned to one CPU
+(``--threads N``: N CPUs), and BLAS, XLA's CPU client and PyTorch's intra-op pool are asked
+for that many threads before any of them is imported; execmode's kernels too.
+Each peer's result is checked against NumPy's before it is timed. Steady state is the best
+of several interleaved rounds of many calls (a shared VM's drift hits every framework
+alike); "first call" rows time one call of a function never traced before, compile
+included (execmode on a cold kernel cache). The table printed last is Markdown, and its
+"vs jax.jit" column is the ratio the performance issue sets goals in (< 1: execmode is
+faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+
+
+def _single_threaded(threads: int) -> None:
+    """Thread counts for every framework, before any of them is imported. The process is
+    also pinned to ``threads`` CPUs: XLA's CPU client ignored every flag asked of it and
+    ran a 64x2048 @ 2048x2048 matmul on both cores (CPU time 1.94x the wall time; pinned,
+    6.3 ms instead of 3.9 ms), which made jax.jit look 2x faster than any one-thread BLAS."""
+    usable = sorted(os.sched_getaffinity(0))
+    if threads < len(usable):
+        os.sched_setaffinity(0, usable[-threads:])
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    os.environ["EXECMODE_NUM_THREADS"] = str(threads)
+    if threads == 1:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   " --xla_cpu_multi_thread_eigen=false"
+                                   " intra_op_parallelism_threads=1").strip()
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    os.environ["EXECMODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="execmode-bench-cache-")
+
+
+_ARGS = None
+
+
+def _parse(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls (smoke test)")
+    parser.add_argument("--only", nargs="*", help="row names (default: all)")
+    parser.add_argument("--threads", type=int, default=1)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    _ARGS = _parse()
+    _single_threaded(_ARGS.threads)
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+from timing import fmt_time  # noqa: E402
+
+import execmode as em  # noqa: E402
+
+
+def _optional(name):
+    try:
+        return __import__(name)
+    except Exception as exc:  # noqa: BLE001 - a peer that does not import is left out
+        print(f"# {name} not used: {exc!r}")
+        return None
+
+
+jax = _optional("jax")
+torch = _optional("torch")
+if jax is not None:
+    import jax.numpy as jnp
+if torch is not None:
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+
+
+def _np(value):
+    if isinstance(value, em.Tensor):
+        return value.numpy()
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().numpy()
+    return np.asarray(value)
+
+
+def _check(name, got, want, rtol=1e-4, atol=1e-4):
+    np.testing.assert_allclose(_np(got), _np(want), rtol=rtol, atol=atol,
+                               err_msg=f"{name}: a peer's result differs from NumPy's")
+
+
+def _jax_ready(fn):
+    return lambda: fn().block_until_ready()
+
+
+# --- workloads: each returns {framework: zero-argument callable}, the NumPy reference and
+# --- calls per round. Every callable computes the same function of the same data.
+
+def relu_chain(quick):
+    rng = np.random.default_rng(1)
+    w_np = (rng.standard_normal((100, 100)) * (1.4 / 10)).astype(np.float32)
+    x_np = rng.standard_normal((100, 100)).astype(np.float32)
+
+    def chain(x, w, relu):
+        for _ in range(100):
+            x = relu(x @ w)
+        return x
+
+    w, x = em.tensor(w_np), em.tensor(x_np)
+    jitted = em.jit(lambda x: chain(x, w, em.relu))
+    fns = {"numpy": lambda: chain(x_np, w_np, lambda v: np.maximum(v, 0)),
+           "execmode": lambda: jitted(x)}
+    if jax is not None:
+        wj, xj = jnp.asarray(w_np), jnp.asarray(x_np)
+        jf = jax.jit(lambda x: chain(x, wj, jax.nn.relu))
+        fns["jax"] = _jax_ready(lambda: jf(xj))
+    if torch is not None:
+        wt, xt = torch.from_numpy(w_np), torch.from_numpy(x_np)
+        fns["torch"] = lambda: chain(xt, wt, torch.relu)
+    return fns, 10 if quick else 100
+
+
+def _mlp_weights(widths, seed):
+    rng = np.random.default_rng(seed)
+    return [((rng.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32),
+             (rng.standard_normal(o) * 0.1).astype(np.float32))
+            for i, o in zip(widths[:-1], widths[1:])]
+
+
+def _forward(x, weights, relu):
+    for k, (w, b) in enumerate(weights):
+        x = x @ w.T + b
+        if k < len(weights) - 1:
+            x = relu(x)
+    return x
+
+
+def _em_mlp(weights):
+    model = em.nn.MLP([weights[0][0].shape[1]] + [w.shape[0] for w, _ in weights])
+    layers = [layer for layer in model if hasattr(layer, "weight")]
+    for layer, (w, b) in zip(layers, weights):
+        layer.weight._data[...] = w
+        layer.bias._data[...] = b
+    return model
+
+
+def mlp_forward_width(width):
+    """MLP width -> width -> width -> 10, batch 64, no grad."""
+    def workload(quick):
+        weights = _mlp_weights([width, width, width, 10], 2)
+        x_np = np.random.default_rng(3).standard_normal((64, width)).astype(np.float32)
+        model = _em_mlp(weights)
+        with em.no_grad():
+            jitted = em.jit(lambda x: model(x))
+        x = em.tensor(x_np)
+
+        def ours():
+            with em.no_grad():
+                return jitted(x)
+
+        fns = {"numpy": lambda: _forward(x_np, weights, lambda v: np.maximum(v, 0)),
+               "execmode": ours}
+        if jax is not None:
+            wj = [(jnp.asarray(w), jnp.asarray(b)) for w, b in weights]
+            xj = jnp.asarray(x_np)
+            jf = jax.jit(lambda x: _forward(x, wj, jax.nn.relu))
+            fns["jax"] = _jax_ready(lambda: jf(xj))
+        if torch is not None:
+            wt = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in weights]
+            xt = torch.from_numpy(x_np)
+
+            def torch_forward():
+                with torch.no_grad():
+                    return _forward(xt, wt, torch.relu)
+
+            fns["torch"] = torch_forward
+        calls = max(10, int(2e8 / (64 * width * width * 3))) // (10 if quick else 1)
+        return fns, max(calls, 5)
+    return workload
+
+
+def mlp_train_step(quick):
+    """MLP 512-256-128-2, batch 64, MSE, plain SGD (lr 0.01): one step per call. Every
+    framework starts from the same weights and takes the same steps, so the weights after
+    each round agree."""
+    weights = _mlp_weights([512, 256, 128, 2], 4)
+    rng = np.random.default_rng(4)
+    x_np = rng.standard_normal((64, 512)).astype(np.float32)
+    y_np = rng.standard_normal((64, 2)).astype(np.float32)
+    model = _em_mlp(weights)
+    opt = em.optim.SGD(model.parameters(), lr=0.01)
+    x, y = em.tensor(x_np), em.tensor(y_np)
+
+    def step(x, y):
+        loss = em.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    jitted = em.jit(step)
+    np_state = [[w.copy(), b.copy()] for w, b in weights]
+
+    def numpy_step():
+        acts, pre, h = [x_np], [], x_np
+        for k, (w, b) in enumerate(np_state):
+            z = h @ w.T + b
+            pre.append(z)
+            h = np.maximum(z, 0) if k < len(np_state) - 1 else z
+            acts.append(h)
+        diff = h - y_np
+        g = 2.0 * diff / diff.size
+        for k in range(len(np_state) - 1, -1, -1):
+            w, b = np_state[k]
+            if k < len(np_state) - 1:
+                g = g * (pre[k] > 0)
+            gw, gb = g.T @ acts[k], g.sum(axis=0)
+            g = g @ w
+            w -= 0.01 * gw
+            b -= 0.01 * gb
+        return np.mean(diff * diff)
+
+    fns = {"numpy": numpy_step, "execmode": lambda: jitted(x, y)}
+    if jax is not None:
+        params = [(jnp.asarray(w), jnp.asarray(b)) for w, b in weights]
+        xj, yj = jnp.asarray(x_np), jnp.asarray(y_np)
+
+        def loss_fn(params, x, y):
+            return jnp.mean((_forward(x, params, jax.nn.relu) - y) ** 2)
+
+        @jax.jit
+        def jax_step(params, x, y):
+            loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+            return loss, jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+
+        state = {"params": params}
+
+        def run_jax():
+            loss, state["params"] = jax_step(state["params"], xj, yj)
+            return loss.block_until_ready()
+
+        fns["jax"] = run_jax
+    if torch is not None:
+        tm = torch.nn.Sequential(torch.nn.Linear(512, 256), torch.nn.ReLU(),
+                                 torch.nn.Linear(256, 128), torch.nn.ReLU(),
+                                 torch.nn.Linear(128, 2))
+        with torch.no_grad():
+            for layer, (w, b) in zip([m for m in tm if hasattr(m, "weight")], weights):
+                layer.weight.copy_(torch.from_numpy(w))
+                layer.bias.copy_(torch.from_numpy(b))
+        topt = torch.optim.SGD(tm.parameters(), lr=0.01)
+        xt, yt = torch.from_numpy(x_np), torch.from_numpy(y_np)
+
+        def torch_step():
+            loss = torch.nn.functional.mse_loss(tm(xt), yt)
+            topt.zero_grad()
+            loss.backward()
+            topt.step()
+            return loss
+
+        fns["torch"] = torch_step
+    return fns, 20 if quick else 200
+
+
+def matpow(quick):
+    rng = np.random.default_rng(0)
+    x_np = rng.uniform(0.0, 0.1, (10, 10)).astype(np.float32)
+
+    def power(x, eye, matmul):
+        result = eye
+        for _ in range(100):
+            result = matmul(x, result)
+        return result
+
+    x = em.tensor(x_np)
+    jitted = em.jit(lambda x: power(x, em.eye(10, dtype=em.float32), em.matmul))
+    fns = {"numpy": lambda: power(x_np, np.eye(10, dtype=np.float32), np.matmul),
+           "execmode": lambda: jitted(x)}
+    if jax is not None:
+        xj = jnp.asarray(x_np)
+        jf = jax.jit(lambda x: power(x, jnp.eye(10, dtype=jnp.float32), jnp.matmul))
+        fns["jax"] = _jax_ready(lambda: jf(xj))
+    if torch is not None:
+        xt = torch.from_numpy(x_np)
+        fns["torch"] = lambda: power(xt, torch.eye(10), torch.matmul)
+    return fns, 100 if quick else 1000
+
+
+def fancy_func(quick):
+    arrays = [np.array([v], np.float32) for v in (1.0, 2.0, 3.0, 4.0)]
+
+    def fancy(a, b, c, d):
+        return (a + b) + (c + d)
+
+    tensors = [em.tensor(a) for a in arrays]
+    jitted = em.jit(fancy)
+    fns = {"numpy": lambda: fancy(*arrays), "execmode": lambda: jitted(*tensors)}
+    if jax is not None:
+        aj = [jnp.asarray(a) for a in arrays]
+        jf = jax.jit(fancy)
+        fns["jax"] = _jax_ready(lambda: jf(*aj))
+    if torch is not None:
+        at = [torch.from_numpy(a) for a in arrays]
+        fns["torch"] = lambda: fancy(*at)
+    return fns, 1000 if quick else 10000
+
+
+def _transcendental_chain(n_ops):
+    """n_ops elementwise ops, a third of them tanh: one fused kernel in execmode and XLA."""
+    def chain(x, tanh):
+        for k in range(n_ops):
+            x = tanh(x) if k % 3 == 0 else (x * 1.0001 if k % 3 == 1 else x + 0.001)
+        return x
+    return chain
+
+
+def chain_1000_steady(quick):
+    """A 1000-op elementwise chain (333 tanh) over 64K float32: the fused kernel's
+    steady-state speed."""
+    chain = _transcendental_chain(1000)
+    x_np = np.random.default_rng(5).standard_normal(1 << 16).astype(np.float32)
+    x = em.tensor(x_np)
+    jitted = em.jit(lambda x: chain(x, em.tanh))
+    fns = {"numpy": lambda: chain(x_np, np.tanh), "execmode": lambda: jitted(x)}
+    if jax is not None:
+        xj = jnp.asarray(x_np)
+        jf = jax.jit(lambda x: chain(x, jnp.tanh))
+        fns["jax"] = _jax_ready(lambda: jf(xj))
+    if torch is not None:
+        xt = torch.from_numpy(x_np)
+        fns["torch"] = lambda: chain(xt, torch.tanh)
+    return fns, 3 if quick else 20
+
+
+def ew_chain_large(quick):
+    rng = np.random.default_rng(3)
+    n = 16 * 1024 * 1024
+    x_np, a_np, b_np = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+
+    def chain(x, a, b, tanh, relu):
+        return tanh(x * a + b) * 0.5 + relu(x)
+
+    x, a, b = em.tensor(x_np), em.tensor(a_np), em.tensor(b_np)
+    jitted = em.jit(lambda x, a, b: chain(x, a, b, em.tanh, em.relu))
+    fns = {"numpy": lambda: chain(x_np, a_np, b_np, np.tanh, lambda v: np.maximum(v, 0)),
+           "execmode": lambda: jitted(x, a, b)}
+    if jax is not None:
+        xj, aj, bj = (jnp.asarray(v) for v in (x_np, a_np, b_np))
+        jf = jax.jit(lambda x, a, b: chain(x, a, b, jnp.tanh, jax.nn.relu))
+        fns["jax"] = _jax_ready(lambda: jf(xj, aj, bj))
+    if torch is not None:
+        xt, at, bt = (torch.from_numpy(v) for v in (x_np, a_np, b_np))
+        fns["torch"] = lambda: chain(xt, at, bt, torch.tanh, torch.relu)
+    return fns, 2 if quick else 10
+
+
+STEADY = {
+    "relu_chain": (relu_chain, 0.9),
+    "mlp_train_step": (mlp_train_step, 0.8),
+    "matpow": (matpow, None),
+    "fancy_func": (fancy_func, None),
+    "ew_chain_large (16M)": (ew_chain_large, None),
+    "chain_1000_steady": (chain_1000_steady, 1.5),
+    **{f"mlp_forward w={w}": (mlp_forward_width(w), 1.0) for w in (64, 256, 1024, 2048)},
+}
+
+
+# --- first calls: trace + compile + run once, a function never seen before -----------------
+
+def _chain_plain(n_ops):
+    def chain(x):
+        for k in range(n_ops):
+            x = x * 1.0001 if k % 2 == 0 else x + 0.5
+        return x
+    return chain
+
+
+def _ladder(n_ops, matmul, ones, scale):
+    """n_ops/8 small matmuls made at once, multiplied together, then again: the 'wide'
+    shape of bench_compile_scaling.py (a ladder of small matmuls)."""
+    n = max(2, n_ops // 8)
+
+    def wide(x):
+        w = ones
+        ys = [matmul(x, scale(w, float(i))) for i in range(n)]
+        s = ys[0]
+        for y in ys[1:]:
+            s = matmul(s, y) * 0.25
+        zs = [matmul(s, w + float(i)) for i in range(n)]
+        t = zs[0]
+        for z in zs[1:]:
+            t = matmul(t, z) * 0.125
+        return t
+    return wide
+
+
+def first_chain_5000():
+    x_np = np.random.default_rng(6).standard_normal(256).astype(np.float32)
+    chain = _chain_plain(5000)
+    fns = {"execmode": lambda: em.jit(chain)(em.tensor(x_np))}
+    if jax is not None:
+        fns["jax"] = lambda: jax.jit(chain)(jnp.asarray(x_np)).block_until_ready()
+    return fns, chain(x_np)
+
+
+def first_matmuls_1000():
+    x_np = np.full((4, 4), 0.25, np.float32)
+    want = _ladder(1000, np.matmul, np.ones((4, 4), np.float32), lambda w, s: w * s)(x_np)
+    w = em.tensor(np.ones((4, 4), np.float32))
+    fns = {"execmode": lambda: em.jit(_ladder(1000, em.matmul, w, lambda w, s: w * s))(
+        em.tensor(x_np))}
+    if jax is not None:
+        wj = jnp.ones((4, 4), jnp.float32)
+        fns["jax"] = lambda: jax.jit(_ladder(1000, jnp.matmul, wj, lambda w, s: w * s))(
+            jnp.asarray(x_np)).block_until_ready()
+    return fns, want
+
+
+FIRST = {
+    "chain of 5000 ops, first call": (first_chain_5000, 1.0),
+    "1000 small matmuls, first call": (first_matmuls_1000, 1.5),
+}
+
+
+# --- running ----------------------------------------------------------------------------------
+
+def _best_per_call(fn, calls):
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls
+
+
+def run_steady(name, workload, quick):
+    fns, calls = workload(quick)
+    want = fns["numpy"]()
+    for peer, fn in fns.items():
+        if peer != "numpy":
+            _check(f"{name} ({peer})", fn(), want, rtol=2e-3, atol=2e-3)
+    if name == "mlp_train_step":
+        fns, calls = workload(quick)  # fresh weights: every framework takes the same steps
+    best = {peer: float("inf") for peer in fns}
+    for _ in range(3 if quick else 5):
+        for peer, fn in fns.items():
+            best[peer] = min(best[peer], _best_per_call(fn, calls))
+    return best
+
+
+def run_first(workload):
+    fns, want = workload()
+    times = {}
+    for peer, fn in fns.items():
+        t0 = time.perf_counter()
+        got = fn()
+        times[peer] = time.perf_counter() - t0
+        _check(f"first call ({peer})", got, want, rtol=1e-3, atol=1e-3)
+    return times
+
+
+def _ratio(best, goal):
+    if "jax" not in best:
+        return "-", "-"
+    ratio = best["execmode"] / best["jax"]
+    met = "-" if goal is None else ("yes" if ratio <= goal else "**no**")
+    return f"{ratio:.2f}x", met
+
+
+def main() -> int:
+    args = _ARGS or _parse()
+    load = os.getloadavg()[0]
+    versions = [f"NumPy {np.__version__}"]
+    if jax is not None:
+        versions.append(f"jax {jax.__version__}")
+    if torch is not None:
+        versions.append(f"torch {torch.__version__}")
+    print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{', '.join(versions)}; threads {args.threads}; load at start {load:.2f}")
+    rows = []
+    for name, (workload, goal) in STEADY.items():
+        if args.only and name.split(" ")[0] not in args.only and name not in args.only:
+            continue
+        best = run_steady(name, workload, args.quick)
+        rows.append((name, best, goal))
+        print(f"  {name}: " + ", ".join(f"{p} {fmt_time(t)}" for p, t in best.items()),
+              flush=True)
+    firsts = []
+    for name, (workload, goal) in FIRST.items():
+        if args.only and name not in args.only and "first" not in args.only:
+            continue
+        times = run_first(workload)
+        firsts.append((name, times, goal))
+        print(f"  {name}: " + ", ".join(f"{p} {fmt_time(t)}" for p, t in times.items()),
+              flush=True)
+
+    print("\n| workload (per call, best round) | NumPy | execmode em.jit | jax.jit | torch eager "
+          "| vs NumPy | vs jax.jit | goal vs jax.jit | met |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, best, goal in rows:
+        ratio, met = _ratio(best, goal)
+        cells = [fmt_time(best[p]) if p in best else "-" for p in
+                 ("numpy", "execmode", "jax", "torch")]
+        print(f"| {name} | {' | '.join(cells)} | {best['execmode'] / best['numpy']:.2f}x | "
+              f"{ratio} | {'-' if goal is None else f'<= {goal}x'} | {met} |")
+    for name, times, goal in firsts:
+        ratio, met = _ratio(times, goal)
+        print(f"| {name} | - | {fmt_time(times['execmode'])} | "
+              f"{fmt_time(times['jax']) if 'jax' in times else '-'} | - | - | {ratio} | "
+              f"<= {goal}x | {met} |")
+    print(f"\nRatios are execmode's time over the peer's (< 1: execmode is faster). "
+          f"Load at end {os.getloadavg()[0]:.2f}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
