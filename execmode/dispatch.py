@@ -160,16 +160,20 @@ def run_eager(op, inputs, attrs):
     if array_type is None:  # creation ops: the device is an attribute
         device = as_device(attrs.get("device"))
         xp = xp_for(device)
+        if device is not CPU and _gpu_ndarray is None:
+            _enable_gpu_operators(xp, device)
     elif array_type is _ndarray:
         device, xp = CPU, np
+    elif array_type is _gpu_ndarray:  # the one GPU: every CuPy array is on it
+        device, xp = _gpu_device, _gpu_xp
     else:
         device = _common_device(op, inputs)
         xp = xp_for(device)
         if _gpu_ndarray is None:
-            _enable_gpu_operators(xp)
+            _enable_gpu_operators(xp, device)
     t0 = _perf_ns() if _listening else 0
     try:
-        if device is CPU or _one_gpu(device):
+        if device is CPU or device is _gpu_device:
             out = op.impl(xp, *arrays, **attrs)
         else:
             with xp.cuda.Device(device.index):
@@ -435,22 +439,20 @@ def explain_failure(op, inputs, attrs, exc) -> ExecmodeError:
     return op_error(ExecmodeError, op.name, inputs, f"{type(exc).__name__}: {text}")
 
 
-# CuPy's ndarray once a CUDA op has run on a machine with one GPU: the operators' fast path
-# takes operands of this class (make_operator's gpu_operator). None until then, and on
-# machines with several GPUs (their operands' devices must be compared: apply() does).
+# On a machine with one GPU, once a CUDA op has run: CuPy's ndarray, the device and CuPy.
+# Every CuPy array is then on that device, and it is always the current one: run_eager
+# skips the device comparison and the cupy.cuda.Device context (two runtime calls) that
+# several GPUs need, and the operators' fast path (make_operator's gpu_operator) takes
+# operands of this class. None until then, and on machines with several GPUs.
 _gpu_ndarray = None
+_gpu_device = None
+_gpu_xp = None
 
 
-def _enable_gpu_operators(cp) -> None:
-    global _gpu_ndarray
+def _enable_gpu_operators(cp, device) -> None:
+    global _gpu_ndarray, _gpu_device, _gpu_xp
     if cuda_device_count() == 1:
-        _gpu_ndarray = cp.ndarray
-
-
-def _one_gpu(device) -> bool:
-    # With one GPU it is always the current device: entering cupy.cuda.Device for each op
-    # (two runtime calls) would change nothing.
-    return device.index == 0 and cuda_device_count() == 1
+        _gpu_device, _gpu_xp, _gpu_ndarray = device, cp, cp.ndarray
 
 
 def _not_a_tensor(op, inputs, x) -> ExecmodeError:

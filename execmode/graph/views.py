@@ -88,11 +88,16 @@ def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None, shape: tuple):
             if _without_unit_axes(shape) == _without_unit_axes(attrs["shape"]):
                 return True, None
             return None, None
-        out = proxy.view()
         try:
-            out.shape = attrs["shape"]  # NumPy's no-copy reshape, or AttributeError
-        except AttributeError:
+            out = proxy.reshape(attrs["shape"], copy=False)  # a view, or ValueError
+        except ValueError:
             return False, None
+        except TypeError:  # NumPy 2.0: no copy= yet (NumPy 2.5 deprecates setting .shape)
+            out = proxy.view()
+            try:
+                out.shape = attrs["shape"]
+            except AttributeError:
+                return False, None
         return True, out
     return False, None
 
