@@ -152,13 +152,17 @@ def _blasable2d(s1: int, s2: int, d1: int, d2: int, max_size: int) -> bool:
 
 
 def matmul_call(blas: Blas, dtype, a_shape, a_strides, b_shape, b_strides, out_shape,
-                a: str, b: str, out: str, fn: dict) -> list[str]:
+                a: str, b: str, out: str, fn: dict, turn=None) -> list[str]:
     """C statements computing ``out = a @ b`` as numpy.matmul does (C-contiguous ``out``).
 
     ``a``/``b``/``out``: C expressions of the data pointers (``const T *`` / ``T *``);
     ``*_strides``: element strides of the operands as NumPy would see them; ``fn``: routine
     -> C expression of its function pointer (``b[17]``). Raises NoBlas where NumPy would
     not call BLAS.
+
+    ``turn(m, n, p, a_trans, b_trans)``, for a plain 2-d gemm: the C expression of a
+    ``p x m`` scratch buffer when the product is to be computed as ``b^T @ a^T`` there and
+    transposed into ``out`` (gemm_orientation.py: the same bits, faster), else None.
     """
     dtype = np.dtype(dtype)
     letter = _letter(dtype)
@@ -196,7 +200,9 @@ def matmul_call(blas: Blas, dtype, a_shape, a_strides, b_shape, b_strides, out_s
     else:
         if not (i1 and i2):
             raise NoBlas("an operand layout NumPy copies before BLAS")
-        body = _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, dm, dn, dp, big)
+        batch = tuple(out_shape[:-2])
+        body = _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, dm, dn, dp, big,
+                              None if batch else turn)
     batch = tuple(out_shape[:-2])
     lines = []
     if not batch:
@@ -244,7 +250,8 @@ def _gemv(letter, fn, ip1, is1_m, is1_n, ip2, is2_n, op_m, m, n, big) -> list[st
             f"{lda}, {ip2}, {is2_n}, {zero}, C, {op_m});"]
 
 
-def _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, m, n, p, big) -> list[str]:
+def _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, m, n, p, big,
+                   turn=None) -> list[str]:
     # numpy's @TYPE@_matmul_matrixmatrix (the output is C-contiguous: no transposed form).
     one, zero = ("1.F", "0.F") if letter == "s" else ("1.", "0.")
     ldc = os_m
@@ -258,7 +265,12 @@ def _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, m, n, p, big) -
         trans2, ldb = TRANS, is2_p
     gemm = (f"((em_{letter}gemm_t){fn['gemm']})({ROW_MAJOR}, {trans1}, {trans2}, {m}, {p}, "
             f"{n}, {one}, A, {lda}, B, {ldb}, {zero}, C, {ldc});")
-    if not (m == p and is1_m == is2_p and is1_n == is2_n and trans1 != trans2):
+    syrk_possible = m == p and is1_m == is2_p and is1_n == is2_n and trans1 != trans2
+    scratch = None if turn is None or syrk_possible else \
+        turn(m, n, p, trans1 == TRANS, trans2 == TRANS)
+    if scratch is not None:
+        return _turned_gemm(letter, fn, scratch, trans1, lda, trans2, ldb, ldc, m, n, p)
+    if not syrk_possible:
         return [gemm]
     # A matrix times its own transpose: NumPy calls syrk when both are one pointer.
     ld = lda if trans1 == NO_TRANS else ldb
@@ -272,4 +284,22 @@ def _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, m, n, p, big) -
         "} else {",
         "    " + gemm,
         "}",
+    ]
+
+
+def _turned_gemm(letter, fn, scratch, trans1, lda, trans2, ldb, ldc, m, n, p) -> list[str]:
+    """``C = A @ B`` as ``D = B^T @ A^T`` (p x m, in ``scratch``), then C = D^T in tiles:
+    the call NumPy makes for ``b.T @ a.T`` (each flag flipped, the operands swapped)."""
+    one, zero = ("1.F", "0.F") if letter == "s" else ("1.", "0.")
+    flip = {NO_TRANS: TRANS, TRANS: NO_TRANS}
+    t = "float" if letter == "s" else "double"
+    return [
+        f"{t} *D = ({t} *){scratch}; /* the product turned round: the same bits, faster */",
+        f"((em_{letter}gemm_t){fn['gemm']})({ROW_MAJOR}, {flip[trans2]}, {flip[trans1]}, "
+        f"{p}, {m}, {n}, {one}, B, {ldb}, A, {lda}, {zero}, D, {m});",
+        f"for (long i0 = 0; i0 < {m}; i0 += 32)",
+        f"    for (long j0 = 0; j0 < {p}; j0 += 32)",
+        f"        for (long i = i0; i < i0 + 32 && i < {m}; i++)",
+        f"            for (long j = j0; j < j0 + 32 && j < {p}; j++)",
+        f"                C[i * {ldc} + j] = D[j * {m} + i];",
     ]

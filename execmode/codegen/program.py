@@ -43,7 +43,7 @@ from execmode.ops import OPS
 from execmode.passes.fuse import fusable_elementwise
 
 from . import blas as blas_mod
-from . import layout, matmul_policy
+from . import gemm_orientation, layout, matmul_policy
 from .buffers import OutputPool, arranged, data_pointer
 from .c_runtime import CompileError, Library, _Slot, build_library
 from .kernel_ir import Param
@@ -234,7 +234,7 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
                 target = index
                 kernel = None
             statements.append(("blas", mm, _blas_matmul(mm, producers, buffer_of, target,
-                                                        fixed, shapes)))
+                                                        fixed, shapes, owned)))
             uses_blas = True
             if kernel is None:
                 continue
@@ -343,7 +343,8 @@ def _assign(node, producers, buffer_of, views, constants, kernels, renderer) -> 
                      f"({ctype} *)b[{buffer_of[target]}]);"]
 
 
-def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shapes) -> list:
+def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shapes,
+                 owned: dict) -> list:
     """C statements computing matmul ``mm`` into buffer ``target`` through NumPy's BLAS."""
     blas = blas_mod.find()
     if blas is None:
@@ -364,12 +365,22 @@ def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shape
             shapes[fixed[key]] = None
         fn[routine] = f"b[{fixed[key]}]"
     t = "float" if letter == "s" else "double"
+
+    def turn(m, n, p, a_trans, b_trans):
+        # A p x m scratch buffer when the product is faster turned round (same bits).
+        if not gemm_orientation.transposed(dtype, m, n, p, a_trans, b_trans):
+            return None
+        index = len(shapes)
+        shapes[index] = None
+        owned[index] = np.empty((p, m), dtype)
+        return f"b[{index}]"
+
     try:
         return blas_mod.matmul_call(
             blas, dtype, tuple(a.shape), _strides(a_id, producers), tuple(b.shape),
             _strides(b_id, producers), tuple(mm.shape),
             f"(const {t} *)b[{buffer_of[a_id]}]", f"(const {t} *)b[{buffer_of[b_id]}]",
-            f"({t} *)b[{target}]", fn)
+            f"({t} *)b[{target}]", fn, turn)
     except blas_mod.NoBlas as exc:
         raise _Refused(f"%{mm.id} matmul: {exc}") from None
 

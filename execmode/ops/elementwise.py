@@ -51,9 +51,12 @@ def _float_input(xp, a):
     # NumPy computes float functions of bool in float16, which execmode does not support:
     # such inputs are computed in float32. Ints compute in float64, as NumPy's exp or log
     # do (and as 1 / x does: NumPy's integer reciprocal would truncate 1/2 to 0).
-    if a.dtype == np.bool_:
+    kind = a.dtype.kind  # one read: `dtype == np.bool_` converted the type at every call
+    if kind == "f":
+        return a
+    if kind == "b":
         return a.astype(float32)
-    if a.dtype.kind in "iu":
+    if kind in "iu":
         return a.astype(float64)
     return a
 

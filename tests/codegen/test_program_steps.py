@@ -10,7 +10,7 @@ import pytest
 from helpers import assert_close
 
 import execmode as em
-from execmode.codegen import blas
+from execmode.codegen import blas, gemm_orientation
 from execmode.codegen.program import program_or_reason
 
 needs_blas = pytest.mark.skipif(blas.find() is None, reason=f"no BLAS: {blas.reason()}")
@@ -72,6 +72,60 @@ def test_blas_matmul_in_a_program_equals_numpy_bit_for_bit(a_shape, b_shape, kin
     # Other values in the same buffers: the pointers are read at every call.
     arrays = [a * 2 for a in arrays]
     np.testing.assert_array_equal(program.run(arrays)[0], reference(*arrays))
+
+
+@needs_blas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape,b_shape,kind", [
+    case for case in _shapes() if case[2] in ("plain", "a.T", "b.T", "both.T")
+    and len(case[0]) == len(case[1]) == 2 and 1 not in case[0] + case[1]])
+def test_a_matmul_turned_round_equals_numpy_bit_for_bit(a_shape, b_shape, kind, dtype,
+                                                         monkeypatch):
+    # gemm_orientation.py: C = A @ B computed as (B^T @ A^T)^T where that is faster.
+    # Forced here: every product big enough is turned where its bits equal NumPy's (the
+    # check refuses some float64 shapes: OpenBLAS's dgemm sums those in another order).
+    monkeypatch.setenv("EXECMODE_GEMM_ORIENTATION", "transposed")
+    rng = np.random.default_rng(zlib.crc32(repr((a_shape, b_shape, kind)).encode()))
+    arrays = [rng.standard_normal(a_shape).astype(dtype),
+              rng.standard_normal(b_shape).astype(dtype)]
+    fn, reference = _VIEWS[kind]
+    graph = em.jit(lambda *t: fn(*t) * 1.0).lower(*[em.tensor(a) for a in arrays]).graph
+    program, reason = program_or_reason(graph, "mm")
+    assert program is not None, reason
+    a_view, b_view = {"plain": (False, False), "a.T": (True, False), "b.T": (False, True),
+                      "both.T": (True, True)}[kind]
+    m, n = (a_shape[::-1] if a_view else a_shape)
+    p = b_shape[0] if b_view else b_shape[1]
+    same_bits = gemm_orientation._same_bits(np.dtype(dtype).str, m, n, p, a_view, b_view)
+    assert ("turned round" in program.source) == same_bits
+    for scale in (1, -3):  # other values in the same buffers
+        arrays = [a * scale for a in arrays]
+        np.testing.assert_array_equal(program.run(arrays)[0], reference(*arrays))
+
+
+@needs_blas
+def test_an_mlp_layer_is_turned_round_where_its_bits_stay(monkeypatch):
+    # The case that motivated it: a batch of rows times a transposed weight, float32.
+    monkeypatch.setenv("EXECMODE_GEMM_ORIENTATION", "transposed")
+    if not gemm_orientation._same_bits("<f4", 64, 512, 256, False, True):
+        pytest.skip("this BLAS sums a turned float32 product in another order: never turned")
+    rng = np.random.default_rng(3)
+    x, w = (em.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((64, 512),
+                                                                           (256, 512)))
+    jitted = em.jit(lambda x: em.relu(x @ w.mT))
+    got = jitted(x)
+    assert "turned round" in _plan(jitted).program.source
+    np.testing.assert_array_equal(got.numpy(), np.maximum(x.numpy() @ w.numpy().T, 0))
+
+
+@needs_blas
+def test_numpys_orientation_is_kept_when_asked(monkeypatch):
+    monkeypatch.setenv("EXECMODE_GEMM_ORIENTATION", "numpy")
+    x, w = em.ones(64, 512), em.ones(256, 512)
+    graph = em.jit(lambda x, w: (x @ w.mT) * 1.0).lower(x, w).graph
+    program, reason = program_or_reason(graph, "mm")
+    assert program is not None, reason
+    assert "turned round" not in program.source
 
 
 @needs_blas
