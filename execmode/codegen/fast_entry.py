@@ -37,6 +37,7 @@ import numpy as np
 from .buffers import data_pointer
 from .extension_build import build_extension
 from .factory import _note, debug_level
+from .ufunc_loop import direct_loop
 
 EXTENSION = "_em_fast_entry"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_entry.c")
@@ -227,7 +228,9 @@ def _call_target(plan, sources):
         else:
             return None
         inputs.append(((position, slot), source))
-    return step.fn, len(step.args), fixed, inputs, [], False, step.fn
+    # The ufunc's loop called directly where the operands allow (ufunc_loop.py).
+    call = direct_loop(step.fn, step.node.dtype) or step.fn
+    return call, len(step.args), fixed, inputs, [], False, call
 
 
 def _kernel_target(plan, sources):
