@@ -401,3 +401,25 @@ def test_one_tensor_passed_twice_gets_the_entry_and_an_identity_check():
         assert_close(entry(x, x).numpy(), fn(x, x).numpy())
         assert entry(x, y) is MISS and entry(y, x) is MISS
         assert_close(jf(x, y).numpy(), fn(x, y).numpy())  # another signature: a retrace
+
+
+def test_the_jitted_call_is_c_and_keeps_every_path():
+    # fast_entry.install_call: JitFunction.__call__ in C, once a fast entry was made.
+    from execmode.jit_driver.jit import JitFunction
+
+    jf = em.jit(lambda a, b: a * b + 1.0)
+    a, b = _tensors(2, shape=(3,))
+    want = a.numpy() * b.numpy() + 1.0
+    np.testing.assert_array_equal(jf(a, b).numpy(), want)   # trace, compile, install
+    assert type(JitFunction.__dict__["__call__"]).__name__ == "JitCall"
+    assert JitFunction.__call__.__name__ == "__call__"
+    np.testing.assert_array_equal(jf(a, b).numpy(), want)   # the fast entry
+    np.testing.assert_array_equal(jf(a, b=b).numpy(), want)  # keywords: the Python __call__
+    np.testing.assert_array_equal(jf.__call__(a, b).numpy(), want)  # a bound method
+    c, d = _tensors(2, shape=(5,), seed=1)                    # a miss: a new signature
+    np.testing.assert_array_equal(jf(c, d).numpy(), c.numpy() * d.numpy() + 1.0)
+    assert len(jf.concrete_functions) == 3  # (a, b), (a, b=b), the new shape
+    with pytest.raises(em.ShapeError):                        # errors propagate as before
+        jf(a, d)
+    with em.disable_jit():
+        np.testing.assert_array_equal(jf(a, b).numpy(), want)
