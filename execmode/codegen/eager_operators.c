@@ -1,4 +1,6 @@
-/* Tensor's + - * / for plain eager calls, in C (eager_operators.py says when and why).
+/* Tensor's + - * / for plain eager calls, in C (eager_operators.py says when and why),
+ * and Loop: one ufunc's loop called the same way, the step of a jitted single op
+ * (ufunc_loop.py; at the end of this file).
  *
  * An Operator is a method descriptor installed on the Tensor class under __add__,
  * __radd__, ... It takes the call itself when nothing but arithmetic is asked for:
@@ -486,9 +488,198 @@ static PyTypeObject OperatorType = {
     .tp_members = op_members,
 };
 
+/* --- Loop: one ufunc's loop called directly, for the jit's fast entry ------------------
+ *
+ * A Loop object wraps one elementwise ufunc (np.add, np.exp, ...) and one dtype (float32
+ * or float64). Called with the ufunc's operands, it takes the call itself when every array
+ * operand is an exact, aligned, C-contiguous, native-order ndarray of that dtype and the
+ * same shape, and every other operand a Python float (or an int the dtype holds exactly):
+ * it allocates the output and runs the loop from the ufunc's `functions` table for that
+ * dtype, as the operators above do. Any other call goes to the ufunc itself. A 0-d result
+ * is a 0-d array (as the plan's steps return), not a NumPy scalar. ufunc_loop.py says why.
+ */
+#define MAX_OPERANDS 3
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *ufunc;
+    int nin;
+    int type;                    /* NPY_FLOAT or NPY_DOUBLE */
+    PyUFuncGenericFunction loop;
+    void *loop_data;
+} Loop;
+
+static PyObject *
+call_ufunc(Loop *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return PyObject_Vectorcall(self->ufunc, args, nargsf, kwnames);
+}
+
+static PyObject *
+loop_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Loop *self = (Loop *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs != self->nin)
+        return call_ufunc(self, args, nargsf, kwnames);
+    char *loop_args[MAX_OPERANDS];
+    npy_intp steps[MAX_OPERANDS];
+    double f64[MAX_OPERANDS];
+    float f32[MAX_OPERANDS];
+    PyArrayObject *shape_of = NULL;
+    const npy_intp itemsize = self->type == NPY_FLOAT ? 4 : 8;
+    for (Py_ssize_t k = 0; k < nargs; ++k) {
+        PyObject *x = args[k];
+        if (PyArray_CheckExact(x)) {
+            PyArrayObject *a = (PyArrayObject *)x;
+            if (PyArray_TYPE(a) != self->type || !PyArray_ISCARRAY_RO(a)
+                    || !PyArray_ISNOTSWAPPED(a))
+                return call_ufunc(self, args, nargsf, kwnames);
+            if (shape_of == NULL) {
+                shape_of = a;
+            }
+            else if (PyArray_NDIM(a) != PyArray_NDIM(shape_of)
+                     || memcmp(PyArray_DIMS(a), PyArray_DIMS(shape_of),
+                               PyArray_NDIM(a) * sizeof(npy_intp)) != 0) {
+                return call_ufunc(self, args, nargsf, kwnames);
+            }
+            loop_args[k] = PyArray_BYTES(a);
+            steps[k] = itemsize;
+        }
+        else if (scalar_value(x, self->type, &f64[k], &f32[k])) {
+            loop_args[k] = self->type == NPY_FLOAT ? (char *)&f32[k] : (char *)&f64[k];
+            steps[k] = 0;
+        }
+        else {
+            return call_ufunc(self, args, nargsf, kwnames);
+        }
+    }
+    if (shape_of == NULL)  /* numbers only: NumPy's own answer (a scalar) */
+        return call_ufunc(self, args, nargsf, kwnames);
+    PyObject *out = PyArray_SimpleNew(PyArray_NDIM(shape_of), PyArray_DIMS(shape_of),
+                                      self->type);
+    if (out == NULL)
+        return NULL;
+    npy_intp n = PyArray_SIZE(shape_of);
+    loop_args[nargs] = PyArray_BYTES((PyArrayObject *)out);
+    steps[nargs] = itemsize;
+    if (n > RELEASE_GIL_ELEMENTS) {
+        /* The caller holds the operands: another thread cannot free them meanwhile. */
+        Py_BEGIN_ALLOW_THREADS
+        self->loop(loop_args, &n, steps, self->loop_data);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        self->loop(loop_args, &n, steps, self->loop_data);
+    }
+    /* NumPy clears the floating-point status after each ufunc: leave it as one would. */
+    if (fetestexcept(FE_ALL_EXCEPT))
+        feclearexcept(FE_ALL_EXCEPT);
+    return out;
+}
+
+static PyObject *
+loop_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
+{
+    PyObject *ufunc;
+    PyObject *dtype_obj;
+    static char *names[] = {"ufunc", "dtype", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O", names, &PyUFunc_Type, &ufunc,
+                                     &dtype_obj))
+        return NULL;
+    PyArray_Descr *descr = NULL;
+    if (!PyArray_DescrConverter(dtype_obj, &descr))
+        return NULL;
+    int typenum = descr->type_num;
+    Py_DECREF(descr);
+    PyUFuncObject *u = (PyUFuncObject *)ufunc;
+    if (u->nout != 1 || u->nin < 1 || u->nin + 1 > MAX_OPERANDS || u->core_enabled
+            || (typenum != NPY_FLOAT && typenum != NPY_DOUBLE)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "expected an elementwise ufunc with one output, float32 or float64");
+        return NULL;
+    }
+    /* The loop whose every operand is this dtype: what the ufunc resolves such a call to. */
+    for (int i = 0; i < u->ntypes; ++i) {
+        const char *t = u->types + i * u->nargs;
+        int all = u->functions[i] != NULL;
+        for (int j = 0; j < u->nargs && all; ++j)
+            all = t[j] == (char)typenum;
+        if (!all)
+            continue;
+        Loop *self = (Loop *)cls->tp_alloc(cls, 0);
+        if (self == NULL)
+            return NULL;
+        self->vectorcall = loop_vectorcall;
+        Py_INCREF(ufunc);
+        self->ufunc = ufunc;
+        self->nin = u->nin;
+        self->type = typenum;
+        self->loop = u->functions[i];
+        self->loop_data = u->data == NULL ? NULL : u->data[i];
+        return (PyObject *)self;
+    }
+    PyErr_Format(PyExc_ValueError, "ufunc %s has no loop for type %d", u->name, typenum);
+    return NULL;
+}
+
+static int
+loop_traverse(Loop *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->ufunc);
+    return 0;
+}
+
+static int
+loop_clear(Loop *self)
+{
+    Py_CLEAR(self->ufunc);
+    return 0;
+}
+
+static void
+loop_dealloc(Loop *self)
+{
+    PyObject_GC_UnTrack(self);
+    loop_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+loop_repr(PyObject *obj)
+{
+    Loop *self = (Loop *)obj;
+    return PyUnicode_FromFormat("<ufunc loop %s %s>", ((PyUFuncObject *)self->ufunc)->name,
+                                self->type == NPY_FLOAT ? "float32" : "float64");
+}
+
+static PyMemberDef loop_members[] = {
+    {"ufunc", T_OBJECT, offsetof(Loop, ufunc), READONLY,
+     "the ufunc: every call this object does not take goes to it"},
+    {NULL},
+};
+
+static PyTypeObject LoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_em_eager_operators.Loop",
+    .tp_basicsize = sizeof(Loop),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A ufunc's 1-d loop called directly for plain same-dtype operands.",
+    .tp_new = loop_new,
+    .tp_dealloc = (destructor)loop_dealloc,
+    .tp_traverse = (traverseproc)loop_traverse,
+    .tp_clear = (inquiry)loop_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Loop, vectorcall),
+    .tp_repr = loop_repr,
+    .tp_members = loop_members,
+};
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_em_eager_operators",
-    "Tensor's + - * / for plain eager calls (execmode/codegen/eager_operators.py).", -1,
+    "Tensor's + - * / for plain eager calls (execmode/codegen/eager_operators.py), and "
+    "a ufunc's loop called directly (ufunc_loop.py).", -1,
 };
 
 PyMODINIT_FUNC
@@ -507,7 +698,7 @@ PyInit__em_eager_operators(void)
     if (str_plain == NULL || str_grad_enabled == NULL || str_thread == NULL || str_grad == NULL
             || str_fast_with_events == NULL || str_native_binary == NULL
             || str_emit_operator_event == NULL || zero == NULL
-            || PyType_Ready(&OperatorType) < 0)
+            || PyType_Ready(&OperatorType) < 0 || PyType_Ready(&LoopType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
@@ -515,6 +706,12 @@ PyInit__em_eager_operators(void)
     Py_INCREF(&OperatorType);
     if (PyModule_AddObject(m, "Operator", (PyObject *)&OperatorType) < 0) {
         Py_DECREF(&OperatorType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&LoopType);
+    if (PyModule_AddObject(m, "Loop", (PyObject *)&LoopType) < 0) {
+        Py_DECREF(&LoopType);
         Py_DECREF(m);
         return NULL;
     }

@@ -5,37 +5,19 @@ the C fast entry (fast_entry.py), whose step was the ufunc itself: ``np.add(a, b
 NumPy's argument parsing, type resolution and error-state handling at every call. The
 eager operator skips all of that (eager_operators.c calls the ufunc's loop for the dtype),
 so after it a jitted ``a + b`` cost 3.4x the eager one (654 against 191 ns).
-``ufunc_loop.c``'s ``Loop`` does for the fast entry what the eager operator does: for
-operands that are exact C-contiguous arrays of one float dtype and one shape, or Python
-numbers, it allocates the output and runs the loop from the ufunc's own table (NumPy's
-bits); any other call goes to the ufunc. Built on first use like the fast entry (the
-kernel cache's ``extensions`` folder); without a compiler the step stays the ufunc.
+``Loop`` (in ``eager_operators.c``, beside the operators whose way it shares) does for the
+fast entry what the eager operator does: for operands that are exact C-contiguous arrays
+of one float dtype and one shape, or Python numbers, it allocates the output and runs the
+loop from the ufunc's own table (NumPy's bits); any other call goes to the ufunc. The
+extension is the eager operators' (built on first use, the kernel cache's ``extensions``
+folder); without a compiler the step stays the ufunc.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from .extension_build import build_extension
-from .factory import _note
-
-EXTENSION = "_em_ufunc_loop"
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ufunc_loop.c")
-
-_loaded: dict[str, tuple] = {}   # CC value -> (module or None, status)
-
-
-def load_extension():
-    """The compiled ``_em_ufunc_loop`` module, or None (a status note says why)."""
-    cc = os.environ.get("CC", "").strip()
-    hit = _loaded.get(cc)
-    if hit is None:
-        hit = _loaded[cc] = build_extension(EXTENSION, SOURCE, "ufunc_loop")
-        if hit[0] is None:
-            _note(f"jitted single ops call the ufunc: {hit[1]['reason']}")
-    return hit[0]
+from .eager_operators import load_extension
 
 
 def direct_loop(ufunc, dtype):
