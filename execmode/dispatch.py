@@ -202,8 +202,9 @@ def make_operator(op, reflected: bool = False):
     """A Tensor operator method (``__add__``, ``__radd__``) with the eager fast path inlined.
 
     With no tracer and no listener, CPU tensors and Python scalars go straight to the op's
-    NumPy ufunc: one Python call, one ufunc call and one object creation. Everything else
-    (GPU, tracing, listeners, errors) takes the general path.
+    NumPy ufunc: one Python call, one ufunc call and one object creation; on a machine with
+    one GPU, CuPy operands go to CuPy's ufunc the same way (``gpu_operator``). Everything
+    else (several GPUs, tracing, listeners, errors) takes the general path.
     """
     ufunc = op.ufunc
     name = op.name

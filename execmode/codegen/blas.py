@@ -182,6 +182,7 @@ def matmul_call(blas: Blas, dtype, a_shape, a_strides, b_shape, b_strides, out_s
     i1 = _blasable2d(is1_m, is1_n, dm, dn, big) or _blasable2d(is1_n, is1_m, dn, dm, big)
     i2 = _blasable2d(is2_n, is2_p, dn, dp, big) or _blasable2d(is2_p, is2_n, dp, dn, big)
     special = 1 in (dm, dn, dp)
+    batch = tuple(out_shape[:-2])
     if special:
         if dm == 1 and dp == 1:
             if is1_n <= 0 or is2_n <= 0:
@@ -200,10 +201,8 @@ def matmul_call(blas: Blas, dtype, a_shape, a_strides, b_shape, b_strides, out_s
     else:
         if not (i1 and i2):
             raise NoBlas("an operand layout NumPy copies before BLAS")
-        batch = tuple(out_shape[:-2])
         body = _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, dm, dn, dp, big,
                               None if batch else turn)
-    batch = tuple(out_shape[:-2])
     lines = []
     if not batch:
         lines.append("{")
