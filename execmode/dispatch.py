@@ -292,6 +292,37 @@ def make_operator(op, reflected: bool = False):
     return operator
 
 
+def make_unary_function(op, to_tensor):
+    """``em.<op>(x)`` for a unary op with the eager fast path inlined, as the operators
+    have it: with no tracer and no listener, a tensor's NumPy array (or, on a machine with
+    one GPU, its CuPy array) goes straight to the op's implementation, skipping
+    ``run_eager``'s argument loop and device resolution. Anything else - a Python number
+    (``to_tensor`` makes it a tensor), tracing, listeners, errors - takes ``apply``."""
+    impl = op.impl
+    records = op.vjp is not None
+
+    def fn(x):
+        if _plain and (x.__class__ is Tensor or isinstance(x, Tensor)):
+            data = x._data
+            cls = data.__class__
+            if cls is _ndarray or cls is _gpu_ndarray:
+                try:
+                    out = impl(np if cls is _ndarray else _gpu_xp, data)
+                except Exception:
+                    return apply(op, x)  # the general path explains it
+                if out.__class__ is not _ndarray and isinstance(out, _np_generic):
+                    out = np.asarray(out)
+                t = _new(Tensor)
+                t._data = out
+                t.requires_grad = False
+                if records and x.requires_grad and (_grad_enabled or _thread.grad):
+                    record_grad(op, (x,), _NO_ATTRS, t)
+                return t
+        return apply(op, to_tensor(x))
+
+    return fn
+
+
 # The operators start as counting wrappers around make_operator's; after HOT_CALLS calls
 # that C operators would take (plain, or with listeners that want events after ops only,
 # as the recorder does: a script doing arithmetic in a loop) the hook replaces them for

@@ -4,7 +4,7 @@ the composites written over them (clip/clamp, logaddexp)."""
 from __future__ import annotations
 
 from .._tensor import Tensor
-from ..dispatch import apply
+from ..dispatch import apply, make_unary_function
 from ..ops import OPS
 from .arguments import _number_arg, _tensor_arg
 from .creation import tensor
@@ -12,10 +12,7 @@ from .creation import tensor
 
 def _unary(name):
     op = OPS[name]
-
-    def fn(x):
-        return apply(op, _tensor_arg(name, x))
-
+    fn = make_unary_function(op, lambda x: _tensor_arg(name, x))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op.doc or f"Elementwise {name}."
     return fn

@@ -278,3 +278,35 @@ def test_astype_accepts_dtype_spellings():
 def test_astype_to_an_unsupported_dtype_is_refused():
     with pytest.raises(TypeError, match="float16"):
         em.tensor([1.0]).astype(np.float16)
+
+
+def test_unary_functions_take_the_fast_path_only_when_plain():
+    # dispatch.make_unary_function: with nothing listening or tracing, em.exp(x) calls the
+    # op's implementation at once; the results, dtypes, autograd and errors are apply()'s.
+    from execmode import instrument
+
+    x = em.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = em.exp(x)
+    assert y.dtype == em.float32 and y.requires_grad
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.exp(x.numpy()))
+    assert em.exp(em.tensor([1, 2])).dtype == em.float64          # ints compute in float64
+    assert em.exp(em.tensor([True, False])).dtype == em.float32    # bools in float32
+    assert em.exp(0.0).item() == 1.0                               # a number: a tensor
+    with em.no_grad():
+        assert not em.tanh(x).requires_grad
+    with pytest.raises(em.DTypeError, match=r"negative\(bool\[1\]@cpu\)"):
+        em.negative(em.tensor([True]))                             # the general path explains
+
+    class Seen:
+        def __init__(self):
+            self.ops = []
+
+        def on_op(self, event, tensor):
+            self.ops.append(event.op)
+
+    four = em.tensor([4.0])
+    with instrument.listening(Seen()) as seen:
+        em.exp(x)
+        em.sqrt(four)
+    assert seen.ops == ["exp", "sqrt"]                             # listeners see every op
