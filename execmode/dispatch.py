@@ -18,7 +18,7 @@ import numpy as np
 from . import instrument
 from . import scope as _scope
 from ._tensor import SCALAR_TYPES, Tensor
-from .backend import CPU, as_device, cuda_device_count, device_of_array, namespace_of, xp_for
+from .backend import CPU, as_device, cuda_device_count, device_of_array, xp_for
 from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
@@ -275,7 +275,7 @@ def make_operator(op, reflected: bool = False):
                 od.__class__ is not _gpu_ndarray and od.__class__ not in scalar_types):
             return apply(op, self, other)
         if gpu_ufunc is None:
-            gpu_ufunc = getattr(namespace_of(sd), ufunc.__name__)
+            gpu_ufunc = getattr(_gpu_xp, ufunc.__name__)
         try:
             out = gpu_ufunc(sd, od)
         except Exception:

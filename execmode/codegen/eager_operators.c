@@ -144,6 +144,44 @@ scalar_value(PyObject *obj, int type, double *f64, float *f32)
     return 1;
 }
 
+/* Run a ufunc's 1-d loop over n elements as the ufunc would: without the GIL past NumPy's
+ * threshold (the caller holds the operands), and leaving the floating-point status clear
+ * afterwards, as NumPy does after each ufunc (having turned what it found into warnings). */
+static void
+run_loop(PyUFuncGenericFunction loop, void *data, char **args, npy_intp n, npy_intp *steps)
+{
+    if (n > RELEASE_GIL_ELEMENTS) {
+        Py_BEGIN_ALLOW_THREADS
+        loop(args, &n, steps, data);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        loop(args, &n, steps, data);
+    }
+    if (fetestexcept(FE_ALL_EXCEPT))
+        feclearexcept(FE_ALL_EXCEPT);
+}
+
+/* The loop of ``u`` whose every operand is ``type``: what the ufunc resolves a call with
+ * operands of that dtype alone to. */
+static int
+same_type_loop(PyUFuncObject *u, char type, PyUFuncGenericFunction *loop, void **data)
+{
+    for (int i = 0; i < u->ntypes; ++i) {
+        const char *t = u->types + i * u->nargs;
+        int all = u->functions[i] != NULL;
+        for (int j = 0; j < u->nargs && all; ++j)
+            all = t[j] == type;
+        if (all) {
+            *loop = u->functions[i];
+            *data = u->data == NULL ? NULL : u->data[i];
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "ufunc %s has no loop for type %d", u->name, (int)type);
+    return -1;
+}
+
 static inline int64_t
 perf_counter_ns(void)
 {
@@ -288,23 +326,13 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     }
     loop_args[2] = PyArray_BYTES((PyArrayObject *)out);
     steps[2] = itemsize;
-    if (n > RELEASE_GIL_ELEMENTS) {
-        /* Another thread may rebind an operand's _data meanwhile: hold the arrays. */
-        Py_INCREF(a);
-        Py_XINCREF(b);
-        Py_BEGIN_ALLOW_THREADS
-        self->loop[which](loop_args, &n, steps, self->loop_data[which]);
-        Py_END_ALLOW_THREADS
-        Py_DECREF(a);
-        Py_XDECREF(b);
-    }
-    else {
-        self->loop[which](loop_args, &n, steps, self->loop_data[which]);
-    }
-    /* NumPy clears the floating-point status after each ufunc (having turned what it
-     * found into warnings); leave it as a ufunc would. */
-    if (fetestexcept(FE_ALL_EXCEPT))
-        feclearexcept(FE_ALL_EXCEPT);
+    /* Another thread may rebind an operand's _data while the loop runs without the GIL:
+     * hold the arrays. */
+    Py_INCREF(a);
+    Py_XINCREF(b);
+    run_loop(self->loop[which], self->loop_data[which], loop_args, n, steps);
+    Py_DECREF(a);
+    Py_XDECREF(b);
 
     PyTypeObject *tt = self->tensor_type;
     PyObject *t = tt->tp_alloc(tt, 0);   /* object.__new__(Tensor) */
@@ -334,22 +362,6 @@ member_offset(PyObject *descr)
         return -1;
     }
     return ((PyMemberDescrObject *)descr)->d_member->offset;
-}
-
-static int
-find_loop(Operator *self, int which, char type)
-{
-    PyUFuncObject *u = (PyUFuncObject *)self->ufunc;
-    for (int i = 0; i < u->ntypes; ++i) {
-        const char *t = u->types + i * u->nargs;
-        if (t[0] == type && t[1] == type && t[2] == type && u->functions[i] != NULL) {
-            self->loop[which] = u->functions[i];
-            self->loop_data[which] = u->data == NULL ? NULL : u->data[i];
-            return 0;
-        }
-    }
-    PyErr_Format(PyExc_ValueError, "ufunc %s has no loop for type %d", u->name, (int)type);
-    return -1;
 }
 
 static PyObject *
@@ -389,7 +401,8 @@ op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(ufunc); self->ufunc = ufunc;
     Py_INCREF(tensor_type); self->tensor_type = (PyTypeObject *)tensor_type;
     Py_INCREF(flags); self->flags = flags;
-    if (find_loop(self, 0, NPY_FLOAT) < 0 || find_loop(self, 1, NPY_DOUBLE) < 0) {
+    if (same_type_loop(u, NPY_FLOAT, &self->loop[0], &self->loop_data[0]) < 0
+            || same_type_loop(u, NPY_DOUBLE, &self->loop[1], &self->loop_data[1]) < 0) {
         Py_DECREF(self);
         return NULL;
     }
@@ -561,21 +574,10 @@ loop_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *k
                                       self->type);
     if (out == NULL)
         return NULL;
-    npy_intp n = PyArray_SIZE(shape_of);
     loop_args[nargs] = PyArray_BYTES((PyArrayObject *)out);
     steps[nargs] = itemsize;
-    if (n > RELEASE_GIL_ELEMENTS) {
-        /* The caller holds the operands: another thread cannot free them meanwhile. */
-        Py_BEGIN_ALLOW_THREADS
-        self->loop(loop_args, &n, steps, self->loop_data);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        self->loop(loop_args, &n, steps, self->loop_data);
-    }
-    /* NumPy clears the floating-point status after each ufunc: leave it as one would. */
-    if (fetestexcept(FE_ALL_EXCEPT))
-        feclearexcept(FE_ALL_EXCEPT);
+    /* The caller holds the operands: no other thread can free them meanwhile. */
+    run_loop(self->loop, self->loop_data, loop_args, PyArray_SIZE(shape_of), steps);
     return out;
 }
 
@@ -600,28 +602,21 @@ loop_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
                         "expected an elementwise ufunc with one output, float32 or float64");
         return NULL;
     }
-    /* The loop whose every operand is this dtype: what the ufunc resolves such a call to. */
-    for (int i = 0; i < u->ntypes; ++i) {
-        const char *t = u->types + i * u->nargs;
-        int all = u->functions[i] != NULL;
-        for (int j = 0; j < u->nargs && all; ++j)
-            all = t[j] == (char)typenum;
-        if (!all)
-            continue;
-        Loop *self = (Loop *)cls->tp_alloc(cls, 0);
-        if (self == NULL)
-            return NULL;
-        self->vectorcall = loop_vectorcall;
-        Py_INCREF(ufunc);
-        self->ufunc = ufunc;
-        self->nin = u->nin;
-        self->type = typenum;
-        self->loop = u->functions[i];
-        self->loop_data = u->data == NULL ? NULL : u->data[i];
-        return (PyObject *)self;
-    }
-    PyErr_Format(PyExc_ValueError, "ufunc %s has no loop for type %d", u->name, typenum);
-    return NULL;
+    PyUFuncGenericFunction loop;
+    void *loop_data;
+    if (same_type_loop(u, (char)typenum, &loop, &loop_data) < 0)
+        return NULL;
+    Loop *self = (Loop *)cls->tp_alloc(cls, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = loop_vectorcall;
+    Py_INCREF(ufunc);
+    self->ufunc = ufunc;
+    self->nin = u->nin;
+    self->type = typenum;
+    self->loop = loop;
+    self->loop_data = loop_data;
+    return (PyObject *)self;
 }
 
 static int
