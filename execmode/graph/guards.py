@@ -42,9 +42,14 @@ MAX_GUARDS = 2048
 
 def names_read(fn) -> dict[str, object]:
     """{name: holder}: the globals (holder: the globals dict) and closure cells (holder: the
-    cell) that ``fn``'s code and its nested functions' code name."""
+    cell) that ``fn``'s code and its nested functions' code name. None for the engine's own
+    functions (``em.jit(em.exp)``): what they read is execmode's state (dispatch's flags,
+    the op registry), which no user rebinds and which a trace already accounts for (grad
+    mode is in the signature); guarding it put Python checks, and retraces when a flag
+    moved, into every replay of a jitted library function."""
     code = getattr(fn, "__code__", None)
-    if code is None:
+    module = getattr(fn, "__module__", None) or ""
+    if code is None or module == "execmode" or module.startswith("execmode."):
         return {}
     g = getattr(fn, "__globals__", {})
     found: dict[str, object] = {}

@@ -54,6 +54,17 @@ def test_an_op_function_jitted_directly_guards_no_registry_entry():
     assert_close(f._fast(x).numpy(), np.exp([0, 1]).astype(np.float32))
 
 
+def test_the_engines_own_functions_jitted_directly_guard_nothing():
+    # guards.names_read: em.exp's fast path reads dispatch's flags (_plain, _grad_enabled,
+    # ...), engine state that no user rebinds; guarding them made every replay check them.
+    x = _t(0, 1)
+    for fn in (em.exp, em.tanh, em.nn.functional.gelu):
+        f = em.jit(fn)
+        f(x)
+        (cf,) = f.concrete_functions
+        assert cf.python_guards == [], [g.label for g in cf.python_guards]
+
+
 def test_integer_and_scalar_operands_keep_eager_dtypes():
     f = em.jit(lambda a, b: a // b)
     a = em.tensor(np.array([7, -7], np.int32))
