@@ -32,6 +32,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from workloads import train_step  # noqa: E402
 
 import execmode as em  # noqa: E402
 
@@ -188,13 +189,7 @@ def mlp_train_step(cp, rounds, torch):
     y_np = rng.standard_normal((64, 2)).astype(np.float32)
     x, y = em.tensor(x_np, device="cuda"), em.tensor(y_np, device="cuda")
 
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-
+    step = train_step(model, opt)
     jitted = em.jit(step)
     eager_loss = float(step(x, y).item())
     jit_loss = float(jitted(x, y).item())

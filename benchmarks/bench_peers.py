@@ -65,6 +65,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 from timing import fmt_time  # noqa: E402
+from workloads import numpy_mlp_sgd_step, train_step  # noqa: E402
 
 import execmode as em  # noqa: E402
 
@@ -200,34 +201,11 @@ def mlp_train_step(quick):
     opt = em.optim.SGD(model.parameters(), lr=0.01)
     x, y = em.tensor(x_np), em.tensor(y_np)
 
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
-    jitted = em.jit(step)
+    jitted = em.jit(train_step(model, opt))
     np_state = [[w.copy(), b.copy()] for w, b in weights]
 
     def numpy_step():
-        acts, pre, h = [x_np], [], x_np
-        for k, (w, b) in enumerate(np_state):
-            z = h @ w.T + b
-            pre.append(z)
-            h = np.maximum(z, 0) if k < len(np_state) - 1 else z
-            acts.append(h)
-        diff = h - y_np
-        g = 2.0 * diff / diff.size
-        for k in range(len(np_state) - 1, -1, -1):
-            w, b = np_state[k]
-            if k < len(np_state) - 1:
-                g = g * (pre[k] > 0)
-            gw, gb = g.T @ acts[k], g.sum(axis=0)
-            g = g @ w
-            w -= 0.01 * gw
-            b -= 0.01 * gb
-        return np.mean(diff * diff)
+        return numpy_mlp_sgd_step(np_state, x_np, y_np)
 
     fns = {"numpy": numpy_step, "execmode": lambda: jitted(x, y)}
     if jax is not None:

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 from timing import N_LARGE, best_per_call, copy_seconds, fmt_time  # noqa: E402
+from workloads import numpy_mlp_sgd_step, train_step  # noqa: E402
 
 import execmode as em  # noqa: E402
 from execmode.codegen import backend_status  # noqa: E402
@@ -155,17 +156,6 @@ def ew_chain_large(quick):
             lambda: jitted(x, a, b), 2 if quick else 10)
 
 
-def _train_step(model, opt):
-    """The MLP training step every train-step workload times: MSE loss, backward, update."""
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-    return step
-
-
 def mlp_train_step(quick):
     model, _ = _mlp(4)
     opt = em.optim.SGD(model.parameters(), lr=0.01)
@@ -176,29 +166,10 @@ def mlp_train_step(quick):
                   if hasattr(layer, "weight")]
     x_np, y_np = x.numpy(), y.numpy()
 
-    step = _train_step(model, opt)
+    step = train_step(model, opt)
 
     def numpy_step():
-        acts = [x_np]
-        pre = []
-        h = x_np
-        for i, (w, b) in enumerate(np_weights):
-            z = h @ w.T + b
-            pre.append(z)
-            h = np.maximum(z, 0) if i < len(np_weights) - 1 else z
-            acts.append(h)
-        diff = h - y_np
-        loss = np.mean(diff * diff)
-        g = 2.0 * diff / diff.size
-        for i in range(len(np_weights) - 1, -1, -1):
-            w, b = np_weights[i]
-            if i < len(np_weights) - 1:
-                g = g * (pre[i] > 0)
-            gw, gb = g.T @ acts[i], g.sum(axis=0)
-            g = g @ w
-            w -= 0.01 * gw
-            b -= 0.01 * gb
-        return loss
+        return numpy_mlp_sgd_step(np_weights, x_np, y_np)
 
     jitted = em.jit(step)
     return numpy_step, lambda: step(x, y), lambda: jitted(x, y), 20 if quick else 200
@@ -220,7 +191,7 @@ def _train_step_variants(optimizer: str, quick):
         model, _ = _mlp(4)
         opt = em.optim.SGD(model.parameters(), lr=0.01) if optimizer == "sgd" else \
             em.optim.Adam(model.parameters(), lr=1e-3)
-        return model, _train_step(model, opt)
+        return model, train_step(model, opt)
 
     numpy_fn = WORKLOADS["mlp_train_step"](quick)[0] if optimizer == "sgd" else None
     _, eager_step = make()
