@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from ..matmul_bits import operands, turned_same_bits
+
 # Products below this many multiply-adds stay as NumPy computes them.
 MIN_WORK = 1 << 18
 # The turned product must be at least this much faster (it also pays a transpose copy).
@@ -42,28 +44,15 @@ def transposed(dtype, m: int, n: int, p: int, a_trans: bool, b_trans: bool) -> b
     if mode == "numpy" or m * n * p < MIN_WORK:
         return False
     if mode == "transposed":
-        return _same_bits(np.dtype(dtype).str, m, n, p, a_trans, b_trans)
+        return turned_same_bits(np.dtype(dtype).str, m, n, p, a_trans, b_trans)
     return _measured(np.dtype(dtype).str, m, n, p, a_trans, b_trans)
-
-
-def _operands(dtype: str, m: int, n: int, p: int, a_trans: bool, b_trans: bool):
-    rng = np.random.default_rng(m * 1_000_003 + n * 1_009 + p)
-    a = rng.standard_normal((n, m) if a_trans else (m, n)).astype(dtype)
-    b = rng.standard_normal((p, n) if b_trans else (n, p)).astype(dtype)
-    return (a.T if a_trans else a), (b.T if b_trans else b)
-
-
-@functools.lru_cache(maxsize=256)
-def _same_bits(dtype: str, m: int, n: int, p: int, a_trans: bool, b_trans: bool) -> bool:
-    a, b = _operands(dtype, m, n, p, a_trans, b_trans)
-    return bool(np.array_equal(a @ b, (b.T @ a.T).T))
 
 
 @functools.lru_cache(maxsize=256)
 def _measured(dtype: str, m: int, n: int, p: int, a_trans: bool, b_trans: bool) -> bool:
-    if not _same_bits(dtype, m, n, p, a_trans, b_trans):
+    if not turned_same_bits(dtype, m, n, p, a_trans, b_trans):
         return False  # another BLAS, another summation order: keep eager's bits
-    a, b = _operands(dtype, m, n, p, a_trans, b_trans)
+    a, b = operands(dtype, m, n, p, a_trans, b_trans)
     out = np.empty((m, p), dtype)
     scratch = np.empty((p, m), dtype)
 

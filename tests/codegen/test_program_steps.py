@@ -10,6 +10,7 @@ import pytest
 from helpers import assert_close
 
 import execmode as em
+from execmode import matmul_bits
 from execmode.codegen import blas, gemm_orientation
 from execmode.codegen.program import program_or_reason
 
@@ -96,7 +97,7 @@ def test_a_matmul_turned_round_equals_numpy_bit_for_bit(a_shape, b_shape, kind, 
                       "both.T": (True, True)}[kind]
     m, n = (a_shape[::-1] if a_view else a_shape)
     p = b_shape[0] if b_view else b_shape[1]
-    same_bits = gemm_orientation._same_bits(np.dtype(dtype).str, m, n, p, a_view, b_view)
+    same_bits = matmul_bits.turned_same_bits(np.dtype(dtype).str, m, n, p, a_view, b_view)
     assert ("turned round" in program.source) == same_bits
     for scale in (1, -3):  # other values in the same buffers
         arrays = [a * scale for a in arrays]
@@ -107,7 +108,7 @@ def test_a_matmul_turned_round_equals_numpy_bit_for_bit(a_shape, b_shape, kind, 
 def test_an_mlp_layer_is_turned_round_where_its_bits_stay(monkeypatch):
     # The case that motivated it: a batch of rows times a transposed weight, float32.
     monkeypatch.setenv("EXECMODE_GEMM_ORIENTATION", "transposed")
-    if not gemm_orientation._same_bits("<f4", 64, 512, 256, False, True):
+    if not matmul_bits.turned_same_bits("<f4", 64, 512, 256, False, True):
         pytest.skip("this BLAS sums a turned float32 product in another order: never turned")
     rng = np.random.default_rng(3)
     x, w = (em.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((64, 512),
@@ -217,6 +218,32 @@ def test_mlp_train_step_is_one_program_call(optimizer, dtype, monkeypatch):
         # differences of its tiny second moments).
         scale = max(np.abs(eager - replay).max(), np.finfo(dtype).eps * np.abs(eager).max())
         assert np.abs(mine - eager).max() <= 4 * scale + np.finfo(dtype).tiny
+
+
+@needs_blas
+def test_the_weight_gradients_reach_the_update_contiguous(monkeypatch):
+    """Backward's gradient of ``x @ w.T`` is ``(x^T @ g)^T``; simplify turns it round to
+    ``g^T @ x``, so no update kernel reads a gradient across its rows (that strided read
+    was a sixth of the MLP training step: benchmarks/bench_peers.py). The same bits as
+    the same step jitted without the rule."""
+    import execmode.passes.simplify as simplify_module
+
+    rng = np.random.default_rng(6)
+    x = em.tensor(rng.standard_normal((48, 96)).astype(np.float32))
+    y = em.tensor(rng.standard_normal((48, 3)).astype(np.float32))
+    model, opt, step = _train_step("sgd", np.float32)
+    plain_model, plain_opt, plain_step = _train_step("sgd", np.float32)
+    jitted = em.jit(step)
+    for _ in range(3):
+        jitted(x, y)
+    monkeypatch.setattr(simplify_module, "turned_same_bits", lambda *args: False)
+    plain = em.jit(plain_step)
+    for _ in range(3):
+        plain(x, y)
+    assert "read across rows" not in _plan(jitted).program.source
+    assert "read across rows" in _plan(plain).program.source
+    for mine, without in zip(_state(model, opt), _state(plain_model, plain_opt)):
+        np.testing.assert_array_equal(mine, without)
 
 
 def _without_program(jit_module):

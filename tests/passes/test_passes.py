@@ -80,6 +80,43 @@ def test_simplify_turns_power_two_into_square():
     assert _ops(low.graph) == ["square"]
 
 
+def test_simplify_turns_a_product_read_only_through_its_transpose():
+    """(A @ B)^T -> B^T @ A^T: the gradient of ``x @ w.T`` w.r.t. ``w`` is such a
+    transpose; turned, the update reads it contiguous. Same bits as eager (the rule only
+    fires where NumPy's matmul gives them, execmode/matmul_bits.py)."""
+    rng = np.random.default_rng(0)
+    x = em.tensor(rng.standard_normal((64, 96)).astype(np.float32))
+    g = em.tensor(rng.standard_normal((64, 48)).astype(np.float32))
+    w = em.tensor(rng.standard_normal((48, 96)).astype(np.float32))
+
+    def f(x, g, w):
+        return w - 0.5 * (x.mT @ g).mT
+
+    low = _lower(f, x, g, w, passes=["simplify", "dce"])
+    sentences = [r.sentence for r in low.record.rewrites]
+    assert any("turned round" in s for s in sentences), sentences
+    products = [n for n in low.graph.op_nodes if n.op == "matmul"]
+    assert len(products) == 1 and products[0].shape == (48, 96)
+    assert not any(n.op == "permute_dims" and n.inputs[0] == products[0].id
+                   for n in low.graph.op_nodes)
+    np.testing.assert_array_equal(em.jit(f)(x, g, w).numpy(), f(x, g, w).numpy())
+
+
+def test_simplify_leaves_a_product_that_is_also_read_untransposed():
+    rng = np.random.default_rng(1)
+    a = em.tensor(rng.standard_normal((8, 5)).astype(np.float32))
+    b = em.tensor(rng.standard_normal((5, 8)).astype(np.float32))
+
+    def f(a, b):
+        p = a @ b
+        return p.mT + p
+
+    low = _lower(f, a, b, passes=["simplify", "dce"])
+    assert not any("turned round" in r.sentence for r in low.record.rewrites)
+    # (a product this small is generated loops, not NumPy's BLAS: another summation order)
+    np.testing.assert_allclose(em.jit(f)(a, b).numpy(), f(a, b).numpy(), rtol=1e-5)
+
+
 # --- CSE -----------------------------------------------------------------------------------
 
 def test_cse_merges_duplicates_and_names_them():
