@@ -11,7 +11,7 @@ from helpers import assert_close
 
 import execmode as em
 from execmode import matmul_bits
-from execmode.codegen import blas, gemm_orientation
+from execmode.codegen import blas
 from execmode.codegen.program import program_or_reason
 
 needs_blas = pytest.mark.skipif(blas.find() is None, reason=f"no BLAS: {blas.reason()}")
