@@ -387,10 +387,12 @@ _EAGER = "eager"
 _NO_ATTRS: dict = {}
 
 
-def emit_operator_event(name, sd, od, out, t, t0, depth=1):
-    """The OpEvent of an operator's op (``sd <name> od`` gave ``out``, wrapped as ``t``) to
-    the listeners. ``depth``: the frames from here out to the operator's caller, usually
-    the user's own line (1 when the C operators call this, 2 from the Python ones)."""
+def emit_operator_event(name, sd, od, out, t, t0, depth=2):
+    """The OpEvent of a Python operator's op (``sd <name> od`` gave ``out``, wrapped as
+    ``t``) to the listeners. ``depth``: the frames from here out to the operator's caller,
+    usually the user's own line. The C operators build the same event in C
+    (eager_operators.c, build_event): change one, change both (tests/engine/
+    test_eager_operators.py compares them)."""
     t1 = _perf_ns()
     f = _getframe(depth)
     loc = _locations.get((id(f.f_code), f.f_lasti))

@@ -58,7 +58,10 @@ typedef struct {
 
 static PyObject *str_plain;      /* "_plain", interned */
 static PyObject *str_grad_enabled, *str_thread, *str_grad;
-static PyObject *str_fast_with_events, *str_native_binary, *str_emit_operator_event;
+static PyObject *str_fast_with_events, *str_native_binary;
+/* dispatch's names an OpEvent is built from (build_event) */
+static PyObject *str_on_op, *str_OpEvent, *str_seq, *str_no_attrs, *str_eager, *str_cpu;
+static PyObject *str_scope, *str_state, *str_current, *str_locations, *str_user_location;
 static PyObject *zero;           /* 0: the op ring's frame skip from here */
 
 /* Whether autograd records in this thread, as dispatch.grad_enabled() answers: its
@@ -191,42 +194,263 @@ perf_counter_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* (shape, dtype, device): an array operand as OpEvent describes it (dispatch's
+ * `(x.shape, x.dtype, CPU)`). The last description made is kept and handed out again
+ * for an array of the same shape and dtype (tuples are immutable: equal is the same):
+ * in a loop the operands and the output are described by one tuple. */
+static PyObject *last_described;
+static int last_nd = -1;
+static npy_intp last_dims[NPY_MAXDIMS];
+static PyArray_Descr *last_dtype;
+
+static PyObject *
+describe(PyArrayObject *a, PyObject *device)
+{
+    int nd = PyArray_NDIM(a);
+    if (last_described != NULL && nd == last_nd && PyArray_DESCR(a) == last_dtype
+            && PyTuple_GET_ITEM(last_described, 2) == device
+            && memcmp(PyArray_DIMS(a), last_dims, nd * sizeof(npy_intp)) == 0) {
+        Py_INCREF(last_described);
+        return last_described;
+    }
+    PyObject *shape = PyTuple_New(nd);
+    if (shape == NULL)
+        return NULL;
+    for (int i = 0; i < nd; ++i) {
+        PyObject *dim = PyLong_FromSsize_t(PyArray_DIM(a, i));
+        if (dim == NULL) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(shape, i, dim);
+    }
+    PyObject *described = PyTuple_Pack(3, shape, (PyObject *)PyArray_DESCR(a), device);
+    Py_DECREF(shape);
+    if (described == NULL)
+        return NULL;
+    /* the cache holds the dtype through the tuple */
+    Py_XSETREF(last_described, described);
+    Py_INCREF(described);
+    last_nd = nd;
+    memcpy(last_dims, PyArray_DIMS(a), nd * sizeof(npy_intp));
+    last_dtype = PyArray_DESCR(a);
+    return described;
+}
+
+/* A name of dispatch's module (borrowed), or NULL with an error set. */
+static PyObject *
+dispatch_name(Operator *self, PyObject *name)
+{
+    PyObject *value = PyDict_GetItemWithError(self->flags, name);
+    if (value == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "dispatch.%U is missing", name);
+    return value;
+}
+
+/* The objects of dispatch an event is built from, looked up once (strong references):
+ * none is ever rebound (dispatch mutates `_on_op` and source `_locations` in place). */
+static struct {
+    PyObject *on_op, *event_type, *seq, *no_attrs, *eager, *cpu, *scope_state, *locations,
+        *user_location;
+} parts;
+
+static int
+event_parts(Operator *self)
+{
+    if (parts.on_op != NULL)
+        return 0;
+    PyObject *names[8] = {str_OpEvent, str_seq, str_no_attrs, str_eager, str_cpu,
+                          str_locations, str_user_location, str_scope};
+    PyObject *found[8];
+    for (int i = 0; i < 8; ++i) {
+        found[i] = dispatch_name(self, names[i]);
+        if (found[i] == NULL)
+            return -1;
+    }
+    PyObject *on_op = dispatch_name(self, str_on_op);
+    if (on_op == NULL)
+        return -1;
+    if (!PyType_Check(found[0]) || !PyType_IsSubtype((PyTypeObject *)found[0], &PyTuple_Type)
+            || !PyList_CheckExact(on_op) || !PyDict_CheckExact(found[5])) {
+        PyErr_SetString(PyExc_TypeError, "dispatch's OpEvent, _on_op or _locations changed kind");
+        return -1;
+    }
+    PyObject *state = PyObject_GetAttr(found[7], str_state);   /* scope._state */
+    if (state == NULL)
+        return -1;
+    for (int i = 0; i < 7; ++i)
+        Py_INCREF(found[i]);
+    Py_INCREF(on_op);
+    parts.event_type = found[0];
+    parts.seq = found[1];
+    parts.no_attrs = found[2];
+    parts.eager = found[3];
+    parts.cpu = found[4];
+    parts.locations = found[5];
+    parts.user_location = found[6];
+    parts.scope_state = state;
+    parts.on_op = on_op;
+    return 0;
+}
+
+/* The user's line: the SourceLocation of the frame that called this operator (no frame
+ * of ours is in between), from source._locations when that instruction was seen before
+ * (one dict lookup on (id(code), f_lasti), its key), else from source.user_location.
+ * The last answer is kept with its code object and offset: a loop asks for one line
+ * again and again. */
+static PyCodeObject *last_code;      /* held, so that its address is not reused */
+static int last_lasti = -1;
+static PyObject *last_location;
+
+static PyObject *
+user_line(void)
+{
+    PyFrameObject *frame = PyEval_GetFrame();   /* borrowed */
+    if (frame == NULL)
+        Py_RETURN_NONE;
+    PyCodeObject *code = PyFrame_GetCode(frame);
+#if PY_VERSION_HEX >= 0x030B0000
+    int offset = PyFrame_GetLasti(frame);
+#else
+    int offset = -1;   /* no cheap f_lasti before 3.11: ask the frame every time */
+#endif
+    if (code == last_code && offset == last_lasti && offset >= 0) {
+        Py_DECREF(code);
+        Py_INCREF(last_location);
+        return last_location;
+    }
+    PyObject *lasti = offset >= 0 ? PyLong_FromLong(offset)
+        : PyObject_GetAttrString((PyObject *)frame, "f_lasti");
+    PyObject *code_id = PyLong_FromVoidPtr(code);
+    PyObject *key = (lasti != NULL && code_id != NULL) ? PyTuple_Pack(2, code_id, lasti) : NULL;
+    Py_XDECREF(lasti);
+    Py_XDECREF(code_id);
+    if (key == NULL) {
+        Py_DECREF(code);
+        return NULL;
+    }
+    PyObject *entry = PyDict_GetItemWithError(parts.locations, key);   /* (code, loc) */
+    Py_DECREF(key);
+    PyObject *location = NULL;
+    if (entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2) {
+        location = PyTuple_GET_ITEM(entry, 1);
+        Py_INCREF(location);
+        /* Only a user frame's line is in the table, so this answer holds for next time. */
+        Py_INCREF(location);
+        Py_XSETREF(last_location, location);
+        Py_XSETREF(last_code, code);
+        last_lasti = offset;
+        return location;
+    }
+    Py_DECREF(code);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_CallOneArg(parts.user_location, (PyObject *)frame);
+}
+
+/* The OpEvent dispatch.emit_operator_event builds, built here: the same fields, the same
+ * objects (the shapes as tuples of ints, the dtypes, dispatch's CPU device, the scope
+ * string, the interned SourceLocation), with no Python frame in between. */
+static PyObject *
+build_event(Operator *self, PyObject *a, PyObject *b, PyObject *out, int64_t t0)
+{
+    int64_t t1 = perf_counter_ns();
+    PyObject *items[11] = {NULL};
+    items[0] = PyIter_Next(parts.seq);
+    if (items[0] == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "dispatch._seq is exhausted");
+        return NULL;
+    }
+    Py_INCREF(self->name);
+    items[1] = self->name;
+    Py_INCREF(parts.no_attrs);
+    items[2] = parts.no_attrs;
+    PyObject *left = describe((PyArrayObject *)a, parts.cpu);
+    PyObject *right;
+    if (PyArray_CheckExact(b)) {
+        right = describe((PyArrayObject *)b, parts.cpu);
+    }
+    else {
+        Py_INCREF(b);
+        right = b;
+    }
+    items[3] = (left != NULL && right != NULL) ? PyTuple_Pack(2, left, right) : NULL;
+    Py_XDECREF(left);
+    Py_XDECREF(right);
+    items[4] = describe((PyArrayObject *)out, parts.cpu);
+    items[5] = PyLong_FromLongLong(t0);
+    items[6] = PyLong_FromLongLong(t1);
+    items[7] = PyLong_FromSsize_t(PyArray_NBYTES((PyArrayObject *)out));
+    items[8] = PyObject_GetAttr(parts.scope_state, str_current);
+    items[9] = user_line();
+    Py_INCREF(parts.eager);
+    items[10] = parts.eager;
+    int complete = 1;
+    for (int i = 0; i < 11; ++i)
+        complete &= items[i] != NULL;
+    PyTypeObject *event_type = (PyTypeObject *)parts.event_type;
+    /* tuple.__new__(OpEvent, items), as dispatch does */
+    PyObject *event = complete ? event_type->tp_alloc(event_type, 11) : NULL;
+    if (event != NULL) {
+        for (int i = 0; i < 11; ++i) {
+            PyTuple_SET_ITEM(event, i, items[i]);
+            items[i] = NULL;
+        }
+    }
+    for (int i = 0; i < 11; ++i)
+        Py_XDECREF(items[i]);
+    return event;
+}
+
 /* The op to the listeners, as the Python operator hands it over: to the recorder's op
  * ring, `_native_binary(name, a, b, out, t0, skip)`, when there is one and it takes it;
- * else to dispatch.emit_operator_event, which builds the OpEvent. Both find the user's
- * line from the frame that called this operator (skip 0, depth 1: no Python frame of
- * ours is in between). */
+ * else an OpEvent (build_event) to each of dispatch's `_on_op` callbacks, as
+ * dispatch.emit_operator_event gives it. Both find the user's line from the frame that
+ * called this operator (skip 0: no Python frame of ours is in between). */
 static int
 emit(Operator *self, PyObject *a, PyObject *b, PyObject *out, PyObject *t, int64_t t0)
 {
-    PyObject *t0_obj = PyLong_FromLongLong(t0);
-    if (t0_obj == NULL)
-        return -1;
-    PyObject *result = NULL;
     PyObject *sink = PyDict_GetItemWithError(self->flags, str_native_binary);
     if (sink != NULL && sink != Py_None) {
+        PyObject *t0_obj = PyLong_FromLongLong(t0);
+        if (t0_obj == NULL)
+            return -1;
         PyObject *sink_args[6] = {self->name, a, b, out, t0_obj, zero};
-        result = PyObject_Vectorcall(sink, sink_args, 6, NULL);
-        if (result == NULL || result == Py_True)
-            goto done;
-        Py_CLEAR(result);
+        PyObject *taken = PyObject_Vectorcall(sink, sink_args, 6, NULL);
+        Py_DECREF(t0_obj);
+        if (taken == NULL)
+            return -1;
+        int done = taken == Py_True;
+        Py_DECREF(taken);
+        if (done)
+            return 0;
     }
     if (sink == NULL && PyErr_Occurred())
-        goto done;
-    PyObject *emitter = PyDict_GetItemWithError(self->flags, str_emit_operator_event);
-    if (emitter == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "dispatch.emit_operator_event is missing");
-        goto done;
-    }
-    PyObject *emit_args[6] = {self->name, a, b, out, t, t0_obj};
-    result = PyObject_Vectorcall(emitter, emit_args, 6, NULL);
-done:
-    Py_DECREF(t0_obj);
-    if (result == NULL)
         return -1;
-    Py_DECREF(result);
-    return 0;
+    if (event_parts(self) < 0)
+        return -1;
+    PyObject *callbacks = parts.on_op;
+    if (PyList_GET_SIZE(callbacks) == 0)
+        return 0;
+    PyObject *event = build_event(self, a, b, out, t0);
+    if (event == NULL)
+        return -1;
+    /* As `for fn in _on_op` walks it: a listener that adds or removes listeners changes
+     * the list under the loop, so its length is read at every step. */
+    int status = 0;
+    for (Py_ssize_t i = 0; status == 0 && i < PyList_GET_SIZE(callbacks); ++i) {
+        PyObject *fn = PyList_GET_ITEM(callbacks, i);
+        Py_INCREF(fn);
+        PyObject *call_args[2] = {event, t};
+        PyObject *result = PyObject_Vectorcall(fn, call_args, 2, NULL);
+        Py_DECREF(fn);
+        if (result == NULL)
+            status = -1;
+        Py_XDECREF(result);
+    }
+    Py_DECREF(event);
+    return status;
 }
 
 static PyObject *
@@ -688,11 +912,24 @@ PyInit__em_eager_operators(void)
     str_grad = PyUnicode_InternFromString("grad");
     str_fast_with_events = PyUnicode_InternFromString("_fast_with_events");
     str_native_binary = PyUnicode_InternFromString("_native_binary");
-    str_emit_operator_event = PyUnicode_InternFromString("emit_operator_event");
+    str_on_op = PyUnicode_InternFromString("_on_op");
+    str_OpEvent = PyUnicode_InternFromString("OpEvent");
+    str_seq = PyUnicode_InternFromString("_seq");
+    str_no_attrs = PyUnicode_InternFromString("_NO_ATTRS");
+    str_eager = PyUnicode_InternFromString("_EAGER");
+    str_cpu = PyUnicode_InternFromString("CPU");
+    str_scope = PyUnicode_InternFromString("_scope");
+    str_state = PyUnicode_InternFromString("_state");
+    str_current = PyUnicode_InternFromString("current");
+    str_locations = PyUnicode_InternFromString("_locations");
+    str_user_location = PyUnicode_InternFromString("user_location");
     zero = PyLong_FromLong(0);
     if (str_plain == NULL || str_grad_enabled == NULL || str_thread == NULL || str_grad == NULL
             || str_fast_with_events == NULL || str_native_binary == NULL
-            || str_emit_operator_event == NULL || zero == NULL
+            || str_on_op == NULL || str_OpEvent == NULL || str_seq == NULL
+            || str_no_attrs == NULL || str_eager == NULL || str_cpu == NULL
+            || str_scope == NULL || str_state == NULL || str_current == NULL
+            || str_locations == NULL || str_user_location == NULL || zero == NULL
             || PyType_Ready(&OperatorType) < 0 || PyType_Ready(&LoopType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import execmode as em
 from execmode import dispatch, instrument
+from execmode.backend import CPU
 from execmode._tensor import Tensor
 from execmode.codegen import eager_operators
 
@@ -210,6 +211,56 @@ def test_the_c_operators_events_are_the_python_operators():
 
     assert comparable(c_event) == comparable(py_event)
     assert c_event.scope == "block" and c_event.op == "multiply"
+
+
+def test_the_c_operators_events_name_each_line_and_operand():
+    """The event built in C keeps its last line (code object and instruction): two ops on
+    alternating lines, a scalar operand, and a helper's line each get their own."""
+    events = []
+
+    class Listener:
+        def on_op(self, event, output):
+            events.append(event)
+
+    def helper(x):
+        return x - 1.0
+
+    a, b = em.tensor(np.ones((2, 3), np.float32)), em.tensor(np.full((2, 3), 2.0, np.float32))
+    with instrument.listening(Listener()):
+        first = sys._getframe().f_lineno + 2
+        for _ in range(3):
+            a + b
+            a * 3.0
+            helper(a)
+    helper_line = helper.__code__.co_firstlineno + 1
+    assert [(e.op, e.location.lineno) for e in events] == \
+        [("add", first), ("multiply", first + 1), ("subtract", helper_line)] * 3
+    add, scaled = events[0], events[1]
+    f32 = np.dtype(np.float32)
+    assert add.inputs == (((2, 3), f32, CPU), ((2, 3), f32, CPU))
+    assert scaled.inputs == (((2, 3), f32, CPU), 3.0)
+    assert add.output == ((2, 3), f32, CPU) and add.bytes_allocated == 24
+    assert [e.seq for e in events] == sorted({e.seq for e in events})
+
+
+def test_a_listener_that_leaves_during_an_event_is_not_called_again():
+    calls = []
+
+    class Leaving:
+        def on_op(self, event, output):
+            calls.append(event.op)
+            instrument.remove_listener(self)
+
+    a = em.tensor(np.ones(3, np.float32))
+    leaving = Leaving()
+    instrument.add_listener(leaving)
+    try:
+        a + a
+        a + a
+    finally:
+        if leaving in instrument.listeners():
+            instrument.remove_listener(leaving)
+    assert calls == ["add"]
 
 
 def test_the_output_is_a_fresh_tensor_of_its_own():
