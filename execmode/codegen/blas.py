@@ -152,7 +152,7 @@ def _blasable2d(s1: int, s2: int, d1: int, d2: int, max_size: int) -> bool:
 
 
 def matmul_call(blas: Blas, dtype, a_shape, a_strides, b_shape, b_strides, out_shape,
-                a: str, b: str, out: str, fn: dict, turn=None) -> list[str]:
+                a: str, b: str, out: str, fn: dict, turn=None, own=None) -> list[str]:
     """C statements computing ``out = a @ b`` as numpy.matmul does (C-contiguous ``out``).
 
     ``a``/``b``/``out``: C expressions of the data pointers (``const T *`` / ``T *``);
@@ -163,6 +163,9 @@ def matmul_call(blas: Blas, dtype, a_shape, a_strides, b_shape, b_strides, out_s
     ``turn(m, n, p, a_trans, b_trans)``, for a plain 2-d gemm: the C expression of a
     ``p x m`` scratch buffer when the product is to be computed as ``b^T @ a^T`` there and
     transposed into ``out`` (gemm_orientation.py: the same bits, faster), else None.
+    ``own(m, n, p, a_trans, b_trans, lda, ldb, ldc)``, for a plain 2-d gemm: the C lines
+    computing it with the program's own kernel (gemm_kernel.py: the same bits, faster),
+    else None; asked before ``turn``.
     """
     dtype = np.dtype(dtype)
     letter = _letter(dtype)
@@ -202,7 +205,7 @@ def matmul_call(blas: Blas, dtype, a_shape, a_strides, b_shape, b_strides, out_s
         if not (i1 and i2):
             raise NoBlas("an operand layout NumPy copies before BLAS")
         body = _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, dm, dn, dp, big,
-                              None if batch else turn)
+                              None if batch else turn, None if batch else own)
     lines = []
     if not batch:
         lines.append("{")
@@ -250,7 +253,7 @@ def _gemv(letter, fn, ip1, is1_m, is1_n, ip2, is2_n, op_m, m, n, big) -> list[st
 
 
 def _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, m, n, p, big,
-                   turn=None) -> list[str]:
+                   turn=None, own=None) -> list[str]:
     # numpy's @TYPE@_matmul_matrixmatrix (the output is C-contiguous: no transposed form).
     one, zero = ("1.F", "0.F") if letter == "s" else ("1.", "0.")
     ldc = os_m
@@ -265,6 +268,10 @@ def _matrix_matrix(letter, fn, is1_m, is1_n, is2_n, is2_p, os_m, m, n, p, big,
     gemm = (f"((em_{letter}gemm_t){fn['gemm']})({ROW_MAJOR}, {trans1}, {trans2}, {m}, {p}, "
             f"{n}, {one}, A, {lda}, B, {ldb}, {zero}, C, {ldc});")
     syrk_possible = m == p and is1_m == is2_p and is1_n == is2_n and trans1 != trans2
+    mine = None if own is None or syrk_possible else \
+        own(m, n, p, trans1 == TRANS, trans2 == TRANS, lda, ldb, ldc)
+    if mine is not None:
+        return mine
     scratch = None if turn is None or syrk_possible else \
         turn(m, n, p, trans1 == TRANS, trans2 == TRANS)
     if scratch is not None:

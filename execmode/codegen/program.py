@@ -43,12 +43,12 @@ from execmode.ops import OPS
 from execmode.passes.fuse import fusable_elementwise
 
 from . import blas as blas_mod
-from . import gemm_orientation, layout, matmul_policy
+from . import gemm_kernel, gemm_orientation, layout, matmul_policy
 from .buffers import OutputPool, arranged, data_pointer
 from .c_runtime import CompileError, Library, _Slot, build_library
 from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
-from .render_c import CRenderer
+from .render_c import CRenderer, read_header
 from .toolchain import NoCompiler, get_toolchain
 
 VIEWS = ("permute_dims", "reshape")
@@ -173,6 +173,7 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
     assigns, assigned = [], []
     views, constants = set(), set()
     uses_blas = False
+    features: set = set()                      # "em_gemm": the program calls em_gemm.h
     fixed_kernels: dict[int, int] = {}         # block index -> a plan kernel's address
     keep, kernel_sources = [], []
 
@@ -234,7 +235,7 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
                 target = index
                 kernel = None
             statements.append(("blas", mm, _blas_matmul(mm, producers, buffer_of, target,
-                                                        fixed, shapes, owned)))
+                                                        fixed, shapes, owned, features)))
             uses_blas = True
             if kernel is None:
                 continue
@@ -290,6 +291,8 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
     program_source = "\n".join(lines)
     if uses_blas:
         program_source = blas_mod.c_typedefs(blas) + "\n\n" + program_source
+    if "em_gemm" in features:
+        program_source = read_header("em_gemm.h") + "\n" + program_source
 
     class _Renderer(CRenderer):
         def translation_unit(self, ks) -> str:
@@ -344,8 +347,10 @@ def _assign(node, producers, buffer_of, views, constants, kernels, renderer) -> 
 
 
 def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shapes,
-                 owned: dict) -> list:
-    """C statements computing matmul ``mm`` into buffer ``target`` through NumPy's BLAS."""
+                 owned: dict, features: set) -> list:
+    """C statements computing matmul ``mm`` into buffer ``target`` through NumPy's BLAS, or
+    the program's own kernel where that gives the same bits faster (gemm_kernel.py; it
+    adds "em_gemm" to ``features``)."""
     blas = blas_mod.find()
     if blas is None:
         raise _Refused(f"%{mm.id} matmul: no BLAS to call from C ({blas_mod.reason()})")
@@ -375,12 +380,26 @@ def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shape
         owned[index] = np.empty((p, m), dtype)
         return f"b[{index}]"
 
+    def own(m, n, p, a_trans, b_trans, lda, ldb, ldc):
+        chosen = gemm_kernel.choice(dtype, m, n, p, a_trans, b_trans)
+        if chosen is None:
+            return None
+        form, q = chosen
+        scratch = None
+        if form == "nt":  # A transposed into an n x m buffer the program owns
+            scratch = len(shapes)
+            shapes[scratch] = None
+            owned[scratch] = np.empty((n, m), dtype)
+            scratch = f"b[{scratch}]"
+        features.add("em_gemm")
+        return gemm_kernel.call_lines(form, q, m, n, p, lda, ldb, ldc, scratch)
+
     try:
         return blas_mod.matmul_call(
             blas, dtype, tuple(a.shape), _strides(a_id, producers), tuple(b.shape),
             _strides(b_id, producers), tuple(mm.shape),
             f"(const {t} *)b[{buffer_of[a_id]}]", f"(const {t} *)b[{buffer_of[b_id]}]",
-            f"({t} *)b[{target}]", fn, turn)
+            f"({t} *)b[{target}]", fn, turn, own)
     except blas_mod.NoBlas as exc:
         raise _Refused(f"%{mm.id} matmul: {exc}") from None
 

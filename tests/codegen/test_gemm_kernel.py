@@ -1,0 +1,81 @@
+"""em_gemm.h, the whole-graph programs' own float32 matrix product (gemm_kernel.py): it
+gives NumPy's bits on every layout it is chosen for, or it is not chosen."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import execmode as em
+from execmode.codegen import blas, gemm_kernel
+
+needs_blas = pytest.mark.skipif(blas.find() is None, reason=f"no BLAS: {blas.reason()}")
+
+# (m, n, p, form): (m x n) @ (n x p); "tn": A arrives transposed, "nt": B does. Full tiles,
+# partial tiles (masked vectors, short row groups), and k split into OpenBLAS's blocks.
+LAYOUTS = [
+    (64, 256, 256, "nt"), (64, 512, 256, "nt"), (33, 1000, 65, "nt"), (70, 300, 130, "nt"),
+    (70, 300, 130, "nn"), (64, 896, 96, "nn"), (64, 130, 1000, "nn"),
+    (70, 300, 130, "tn"), (200, 64, 129, "tn"), (128, 1024, 40, "tn"),
+]
+
+
+def _operands(m, n, p, form, rng):
+    a = rng.standard_normal((n, m) if form == "tn" else (m, n)).astype(np.float32)
+    b = rng.standard_normal((p, n) if form == "nt" else (n, p)).astype(np.float32)
+    return (a.T if form == "tn" else a), (b.T if form == "nt" else b)
+
+
+@pytest.mark.parametrize("m,n,p,form", LAYOUTS)
+def test_the_kernel_gives_numpys_bits(m, n, p, form):
+    chosen = gemm_kernel.choice(np.float32, m, n, p, form == "tn", form == "nt")
+    if gemm_kernel.probe() is None:  # no AVX-512F or no -march=native compiler here
+        assert chosen is None
+        return
+    decided = gemm_kernel._decided(m, n, p, form, True)
+    assert decided is not None, "the kernel's bits differ from NumPy's"
+    rng = np.random.default_rng(m * n + p)
+    for trial in range(3):  # operands other than the check's own
+        a, b = _operands(m, n, p, form, rng)
+        if trial == 1:  # zero rows and columns: signed zeros as BLAS leaves them
+            a[: m // 3] = 0.0
+            b[:, : p // 4] = -0.0
+        if trial == 2:
+            a[0, 0], b[1, 1] = np.inf, np.nan
+        out = np.full((m, p), 7.0, np.float32)
+        gemm_kernel.runner(form, a, b, out, decided[1])()
+        want = a @ b
+        assert np.array_equal(out, want, equal_nan=True)
+        assert np.array_equal(np.signbit(out), np.signbit(want))
+
+
+def test_other_dtypes_and_small_products_keep_the_blas():
+    assert gemm_kernel.choice(np.float64, 64, 256, 256, False, True) is None
+    assert gemm_kernel.choice(np.float32, 16, 16, 16, False, False) is None
+    assert gemm_kernel.choice(np.float32, 256, 256, 256, True, True) is None  # no "tt" form
+
+
+def _mlp_forward(width):
+    rng = np.random.default_rng(7)
+    model = em.nn.MLP([width, width, 10])
+    x = em.tensor(rng.standard_normal((64, width)).astype(np.float32))
+    return model, x
+
+
+@needs_blas
+@pytest.mark.parametrize("mode", ["own", "blas"])
+def test_a_program_calls_the_kernel_and_keeps_eagers_bits(mode, monkeypatch):
+    monkeypatch.setenv("EXECMODE_GEMM_KERNEL", mode)
+    model, x = _mlp_forward(256)
+    with em.no_grad():
+        want = model(x).numpy()
+        jitted = em.jit(lambda x: model(x))
+        got = jitted(x).numpy()
+        got_again = jitted(x).numpy()
+    (compiled,) = jitted._segments.values()
+    program = compiled.plan.program
+    assert program is not None, compiled.plan.program_reason
+    uses = "em_gemm_nt(" in program.source
+    assert uses == (mode == "own" and gemm_kernel.probe() is not None)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_again, want)
