@@ -273,6 +273,7 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
         slot_of[i] = len(slot_of)
         input_slots.append(slot_of[i])
     positions = {node_id: k for k, node_id in enumerate(graph.inputs)}
+    dtype_of = {n.id: np.dtype(n.dtype) for n in graph.nodes}
     steps: list[Step] = []
     assigns: list[tuple[int, int]] = []
     for n in graph.nodes:
@@ -304,7 +305,9 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
                         member_ids=(n.id,), member_ops=(n.op,), backend=backend)
         else:
             kind = "library" if n.op == "matmul" else "op"
-            step = Step(n.op, kind, n, args, slot_of[n.id], op_function(n), _single_op_into(n),
+            operand_dtypes = tuple(dtype_of[i] for i in n.inputs if isinstance(i, int))
+            step = Step(n.op, kind, n, args, slot_of[n.id], op_function(n, None, operand_dtypes),
+                        _single_op_into(n),
                         member_ids=(n.id,), member_ops=(n.op,))
         if n.id in assignment and step.into is not None:
             step.buffer = assignment[n.id]

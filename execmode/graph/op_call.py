@@ -15,9 +15,11 @@ from ..ops import OPS
 from .ir import Node
 
 
-def op_function(n: Node, xp=None):
+def op_function(n: Node, xp=None, operand_dtypes=()):
     """``fn(*operands) -> array`` computing ``n``'s op with its attributes, on the array
-    module of its device (or ``xp``: constant folding computes with NumPy)."""
+    module of its device (or ``xp``: constant folding computes with NumPy).
+    ``operand_dtypes``: the dtypes of ``n``'s tensor operands, where the caller knows them
+    (a float function of floats is then its ufunc itself)."""
     view = _cheap_view(n)
     if view is not None:
         return view
@@ -37,6 +39,11 @@ def op_function(n: Node, xp=None):
         # check_supported, and a traced graph's dtypes were checked by the dtype rule.
         # A third of a jitted single op's call was the lambda and the check.
         return op.ufunc
+    if op.float_ufunc is not None and xp is np and n.dtype.kind == "f" and operand_dtypes \
+            and all(d == n.dtype for d in operand_dtypes):
+        # exp of float32 is np.exp itself (the impl casts only ints and bools): the C fast
+        # entry then calls its loop directly (codegen/ufunc_loop.py), as for a + b.
+        return op.float_ufunc
     return lambda *args: impl(xp, *args)
 
 

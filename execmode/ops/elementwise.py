@@ -87,7 +87,7 @@ def _unary(name, fn_name, template, vjp=None, saves_output=False, float_fn=False
     register(OpDef(
         name=name, kind=UNARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
         template=template, ufunc=None if float_fn else ufunc, saves_output=saves_output,
-        doc=doc,
+        float_ufunc=ufunc if float_fn else None, doc=doc,
     ))
 
 

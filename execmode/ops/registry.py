@@ -60,6 +60,9 @@ class OpDef:
     template: str | None = None
     # Eager fast path for elementwise ops: the NumPy ufunc (CuPy arrays dispatch through it).
     ufunc: object = None
+    # Float functions (exp, log, tanh ...): the NumPy ufunc the op is on float operands of
+    # the output's dtype (ints and bools are cast first, so ``ufunc`` stays None for them).
+    float_ufunc: object = None
     # The vjp reads the op's output (exp, sqrt, tanh, ...): autograd keeps it.
     saves_output: bool = False
     # Impure ops (random numbers) are never folded, CSE'd or replayed from a constant.

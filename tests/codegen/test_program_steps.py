@@ -86,6 +86,7 @@ def test_a_matmul_turned_round_equals_numpy_bit_for_bit(a_shape, b_shape, kind, 
     # Forced here: every product big enough is turned where its bits equal NumPy's (the
     # check refuses some float64 shapes: OpenBLAS's dgemm sums those in another order).
     monkeypatch.setenv("EXECMODE_GEMM_ORIENTATION", "transposed")
+    monkeypatch.setenv("EXECMODE_GEMM_KERNEL", "blas")  # its own kernel is asked first
     rng = np.random.default_rng(zlib.crc32(repr((a_shape, b_shape, kind)).encode()))
     arrays = [rng.standard_normal(a_shape).astype(dtype),
               rng.standard_normal(b_shape).astype(dtype)]
@@ -108,6 +109,7 @@ def test_a_matmul_turned_round_equals_numpy_bit_for_bit(a_shape, b_shape, kind, 
 def test_an_mlp_layer_is_turned_round_where_its_bits_stay(monkeypatch):
     # The case that motivated it: a batch of rows times a transposed weight, float32.
     monkeypatch.setenv("EXECMODE_GEMM_ORIENTATION", "transposed")
+    monkeypatch.setenv("EXECMODE_GEMM_KERNEL", "blas")
     if not matmul_bits.turned_same_bits("<f4", 64, 512, 256, False, True):
         pytest.skip("this BLAS sums a turned float32 product in another order: never turned")
     rng = np.random.default_rng(3)

@@ -54,6 +54,27 @@ def test_an_op_function_jitted_directly_guards_no_registry_entry():
     assert_close(f._fast(x).numpy(), np.exp([0, 1]).astype(np.float32))
 
 
+def test_a_float_function_of_floats_is_its_ufunc_and_eagers_bits():
+    """em.jit(em.exp) on float32: the plan's step is np.exp itself, so the C fast entry
+    calls its loop as it does a + b's. Ints and bools keep the impl's casts (NumPy would
+    compute exp of a bool in float16)."""
+    rng = np.random.default_rng(3)
+    for data, dtype in ((rng.standard_normal((16, 16)), np.float32),
+                        (rng.standard_normal(7), np.float64),
+                        (np.arange(-3, 4), np.int64), (np.array([True, False]), np.bool_)):
+        x = em.tensor(data.astype(dtype))
+        for fn in (em.exp, em.tanh, em.log1p):
+            f = em.jit(fn)
+            f(x)
+            got = f(x).numpy()
+            want = fn(x).numpy()
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            ((compiled,),) = [tuple(f._segments.values())]
+            (step,) = compiled.plan.steps
+            assert (step.fn is getattr(np, fn.__name__)) == (x.dtype.kind == "f")
+
+
 def test_the_engines_own_functions_jitted_directly_guard_nothing():
     # guards.names_read: em.exp's fast path reads dispatch's flags (_plain, _grad_enabled,
     # ...), engine state that no user rebinds; guarding them made every replay check them.
