@@ -23,25 +23,21 @@
 #define EM_GEMM_NV 4
 #define EM_GEMM_NR (16 * EM_GEMM_NV)
 
-/* The tile's rows x cols results into C(i, j) = C[i * ci + j * cj]: the first k-block
+/* The tile's rows x cols results (t) into C(i, j) = C[i * ci + j * cj]: the first k-block
  * writes 0 + acc (as BLAS, which zeroes C for beta = 0 and adds), later ones C + acc. */
 static inline void
 em_gemm_store(float *C, long ci, long cj, int rows, int cols,
-              __m512 acc[EM_GEMM_MR][EM_GEMM_NV], int first)
+              const float t[EM_GEMM_MR][EM_GEMM_NR], int first)
 {
     if (cj == 1 && cols == EM_GEMM_NR) {
         for (int r = 0; r < rows; ++r)
             for (int v = 0; v < EM_GEMM_NV; ++v) {
                 float *p = C + r * ci + 16 * v;
                 __m512 base = first ? _mm512_setzero_ps() : _mm512_loadu_ps(p);
-                _mm512_storeu_ps(p, _mm512_add_ps(base, acc[r][v]));
+                _mm512_storeu_ps(p, _mm512_add_ps(base, _mm512_load_ps(&t[r][16 * v])));
             }
         return;
     }
-    float t[EM_GEMM_MR][EM_GEMM_NR] __attribute__((aligned(64)));
-    for (int r = 0; r < EM_GEMM_MR; ++r)
-        for (int v = 0; v < EM_GEMM_NV; ++v)
-            _mm512_store_ps(&t[r][16 * v], acc[r][v]);
     for (int j = 0; j < cols; ++j)
         for (int r = 0; r < rows; ++r) {
             float *p = C + r * ci + j * cj;
@@ -87,18 +83,29 @@ em_gemm_block(long M, long N, long kl, const float *S, long si, long sk, const f
                 }
             }
             else {
+                const __mmask16 m0 = mask[0], m1 = mask[1], m2 = mask[2], m3 = mask[3];
                 for (long k = 0; k < kl; ++k, vk += ldv) {
-                    __m512 b[EM_GEMM_NV];
-                    for (int v = 0; v < EM_GEMM_NV; ++v)
-                        b[v] = _mm512_maskz_loadu_ps(mask[v], vk + 16 * v);
+                    __m512 b0 = _mm512_maskz_loadu_ps(m0, vk),
+                           b1 = _mm512_maskz_loadu_ps(m1, vk + 16),
+                           b2 = _mm512_maskz_loadu_ps(m2, vk + 32),
+                           b3 = _mm512_maskz_loadu_ps(m3, vk + 48);
+#pragma GCC unroll 6
                     for (int r = 0; r < EM_GEMM_MR; ++r) {
                         __m512 a = _mm512_set1_ps(s[r][k * sk]);
-                        for (int v = 0; v < EM_GEMM_NV; ++v)
-                            acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+                        acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+                        acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+                        acc[r][2] = _mm512_fmadd_ps(a, b2, acc[r][2]);
+                        acc[r][3] = _mm512_fmadd_ps(a, b3, acc[r][3]);
                     }
                 }
             }
-            em_gemm_store(C + i0 * ci + j0 * cj, ci, cj, rows, cols, acc, first);
+            /* Out of registers only here: an accumulator array whose address escapes
+             * was stored to the stack at every k by GCC 12 (the masked loop). */
+            float t[EM_GEMM_MR][EM_GEMM_NR] __attribute__((aligned(64)));
+            for (int r = 0; r < EM_GEMM_MR; ++r)
+                for (int v = 0; v < EM_GEMM_NV; ++v)
+                    _mm512_store_ps(&t[r][16 * v], acc[r][v]);
+            em_gemm_store(C + i0 * ci + j0 * cj, ci, cj, rows, cols, t, first);
         }
     }
 }
@@ -125,9 +132,16 @@ static void
 em_gemm_nt(long M, long N, long K, const float *X, long ldx, const float *W, long ldw,
            float *C, long ldc, float *P, long q)
 {
-    for (long i = 0; i < M; ++i)
-        for (long k = 0; k < K; ++k)
-            P[k * M + i] = X[i * ldx + k];
+    /* In strips of 16 k: each reads one cache line of a row of X, and the 16 rows of P
+     * it writes stay in L1 (row by row, every write of P was a cache line of its own). */
+    for (long k0 = 0; k0 < K; k0 += 16) {
+        long kn = K - k0 < 16 ? K - k0 : 16;
+        for (long i = 0; i < M; ++i) {
+            const float *x = X + i * ldx + k0;
+            for (long k = 0; k < kn; ++k)
+                P[(k0 + k) * M + i] = x[k];
+        }
+    }
     em_gemm(N, M, K, W, ldw, 1, P, M, C, 1, ldc, q);
 }
 #endif
