@@ -51,7 +51,7 @@ def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
     cache) and load it."""
     renderer = renderer or CRenderer()
     source = renderer.translation_unit(kernels)
-    key = disk_cache.library_key(source, toolchain.identity)
+    key = disk_cache.library_key(source, toolchain.identity_for(source))
     path = disk_cache.library_path(key)
     t0 = time.perf_counter_ns()
 
@@ -60,7 +60,8 @@ def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
         try:
             with open(src_path, "w", encoding="utf-8") as f:
                 f.write(source)
-            ok, message = run_compiler(toolchain.command, toolchain.flags, src_path, output)
+            ok, message = run_compiler(toolchain.command, toolchain.flags_for(source),
+                                       src_path, output)
             if not ok:
                 raise CompileError(f"{toolchain.command[0]} failed on {len(kernels)} "
                                    f"kernel(s):\n{message}")

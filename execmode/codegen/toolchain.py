@@ -20,7 +20,11 @@ Flags, and why each is there:
   default in gnu mode fuses it into one FMA, whose exact product does not overflow:
   ``x - exp(x)`` at x = inf gave inf (exp's last multiply overflowing inside the FMA)
   where NumPy gives nan (fuzz seed 1795551149), and results differed in the last bit;
-* ``-fopenmp`` (else ``-fopenmp-simd``): parallel loops and ``omp simd`` hints.
+* ``-fopenmp`` (else ``-fopenmp-simd``): parallel loops and ``omp simd`` hints;
+* for a translation unit of ``LARGE_UNIT_BYTES`` or more, also ``-fno-tree-pta`` where the
+  compiler takes it (GCC): a 5000-op chain (500 KB of C) spent a third of GCC's 2.4 s in
+  points-to analysis, which our kernels do not need (restrict pointers, ``omp simd``
+  loops); without it, 1.6 s and the same vector code at the same speed (docs/kernels.md).
 
 Never ``-ffast-math``, ``-ffinite-math-only`` or ``-fno-signed-zeros``: they assume NaN,
 Inf and -0.0 away, and the debugger exists to find them.
@@ -40,6 +44,8 @@ from functools import cache
 
 BASE_FLAGS = ("-O3", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno",
               "-fno-trapping-math", "-fwrapv", "-ffp-contract=off", "-Wno-unknown-pragmas")
+LARGE_UNIT_BYTES = 256 * 1024
+LARGE_UNIT_FLAGS = ("-fno-tree-pta",)
 CANDIDATES = ("cc", "gcc", "clang")
 
 
@@ -59,6 +65,19 @@ class Toolchain:
         """What a compiled library depends on besides its source (the cache key)."""
         return "\n".join([" ".join(self.command), self.version, " ".join(self.flags),
                           cpu_identity()])
+
+    def flags_for(self, source: str) -> tuple:
+        """The flags for one translation unit: a large one compiles with fewer analyses
+        where the compiler takes the flags (asked once per process, at the first one)."""
+        if len(source) >= LARGE_UNIT_BYTES and _takes(self.command, self.flags,
+                                                      LARGE_UNIT_FLAGS):
+            return self.flags + LARGE_UNIT_FLAGS
+        return self.flags
+
+    def identity_for(self, source: str) -> str:
+        """``identity`` with any flags only ``source``'s unit gets."""
+        extra = self.flags_for(source)[len(self.flags):]
+        return self.identity + ("\n" + " ".join(extra) if extra else "")
 
     def describe(self) -> str:
         extras = [f for f in ("-march=native" if self.native else "",
@@ -141,19 +160,30 @@ void probe(const float *restrict x, float *restrict y, long n) {
 """
 
 
-def try_compile(command, flags) -> tuple:
-    """(True, "") if ``command`` builds and links a tiny OpenMP-style kernel with ``flags``."""
+@cache
+def _takes(command, flags, extra) -> bool:
+    """Whether ``command`` builds the probe with ``flags + extra`` without a word (clang
+    only warns of a GCC optimisation flag)."""
+    return try_compile(command, flags + extra, warnings_fail=True)[0]
+
+
+def try_compile(command, flags, warnings_fail: bool = False) -> tuple:
+    """(True, "") if ``command`` builds and links a tiny OpenMP-style kernel with ``flags``
+    (``warnings_fail``: and says nothing about them: clang only warns of a GCC flag)."""
     with tempfile.TemporaryDirectory(prefix="execmode-probe-") as tmp:
         src = os.path.join(tmp, "probe.c")
         with open(src, "w") as f:
             f.write(_PROBE_SOURCE)
         ok, message = run_compiler(command, flags, src, os.path.join(tmp, "probe.so"))
+        if ok and warnings_fail and message.strip():
+            return False, message
         if ok and "-fopenmp" in flags:
             ok, message = _loads(os.path.join(tmp, "probe.so"))
         return ok, message
 
 
 def run_compiler(command, flags, source: str, output: str) -> tuple:
+    """(ok, the compiler's messages: the error, or on success any warnings)."""
     args = [*command, *flags, "-o", output, source, "-lm"]
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
@@ -161,7 +191,7 @@ def run_compiler(command, flags, source: str, output: str) -> tuple:
         return False, str(exc)
     if proc.returncode != 0:
         return False, (proc.stderr or proc.stdout).strip()[-2000:]
-    return True, ""
+    return True, proc.stderr.strip()[-2000:]
 
 
 def _loads(path: str) -> tuple:

@@ -19,7 +19,12 @@ from kernel_helpers import fused_case
 import execmode as em
 from execmode.codegen.lower import lower_fused
 from execmode.codegen.render_c import CRenderer
-from execmode.codegen.toolchain import NoCompiler, get_toolchain
+from execmode.codegen.toolchain import (
+    LARGE_UNIT_BYTES,
+    LARGE_UNIT_FLAGS,
+    NoCompiler,
+    get_toolchain,
+)
 
 
 def _chain(n_ops: int, tail: str = "none"):
@@ -44,7 +49,7 @@ def _vectorisation_report(source: str, tmp_path) -> str:
     path = os.path.join(tmp_path, "chain.c")
     with open(path, "w") as f:
         f.write(source)
-    args = [*toolchain.command, *toolchain.flags, report_flag, "-o",
+    args = [*toolchain.command, *toolchain.flags_for(source), report_flag, "-o",
             os.path.join(tmp_path, "chain.so"), path, "-lm"]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -52,13 +57,15 @@ def _vectorisation_report(source: str, tmp_path) -> str:
 
 
 @pytest.mark.parametrize("case", ["flat, 1000 ops", "2-D broadcast, 300 ops",
-                                  "row sum, 300 ops"])
+                                  "row sum, 300 ops", "flat, 3000 ops"])
 def test_long_chains_are_vectorised(case, tmp_path):
     """A flat elementwise kernel, one whose input broadcasts along the inner axis, and a
-    reduction with the chain as its producer: every shape of loop the renderer prints."""
+    reduction with the chain as its producer: every shape of loop the renderer prints.
+    3000 ops make a translation unit large enough for the large-unit flags
+    (toolchain.LARGE_UNIT_BYTES: no points-to analysis), which must vectorise too."""
     if case.startswith("flat"):
         x, b = np.ones(4096, np.float32), np.ones(4096, np.float32)
-        fn = _chain(1000)
+        fn = _chain(int(case.split()[1]))
     else:
         x, b = np.ones((64, 256), np.float32), np.ones(256, np.float32)
         fn = _chain(300, "row sum" if case.startswith("row") else "none")
@@ -66,6 +73,31 @@ def test_long_chains_are_vectorised(case, tmp_path):
     kernel = lower_fused(fused, graph.node_map())
     source = CRenderer().translation_unit([kernel])
     assert "__attribute__((always_inline))" in source
+    assert (len(source) >= LARGE_UNIT_BYTES) == case.endswith("3000 ops")
     report = _vectorisation_report(source, tmp_path)
     vectorised = "loop vectorized" in report or "vectorized loop" in report  # gcc / clang
     assert vectorised, report or "(the compiler reported no vectorised loop)"
+
+
+def test_only_large_units_get_the_large_unit_flags():
+    try:
+        toolchain = get_toolchain()
+    except NoCompiler as exc:
+        pytest.skip(f"no C compiler: {exc}")
+    small, big = "int x;\n", "/*" + " " * LARGE_UNIT_BYTES + "*/\n"
+    assert toolchain.flags_for(small) == toolchain.flags
+    assert toolchain.identity_for(small) == toolchain.identity
+    extra = toolchain.flags_for(big)[len(toolchain.flags):]
+    if "clang" not in toolchain.version.lower():  # GCC takes -fno-tree-pta
+        assert extra == LARGE_UNIT_FLAGS
+    assert (toolchain.identity_for(big) != toolchain.identity) == bool(extra)
+
+
+def test_a_large_unit_computes_what_eager_does():
+    def chain(x):
+        for k in range(3000):
+            x = x * 1.0001 if k % 2 == 0 else x + 0.5
+        return x
+
+    x = em.tensor(np.linspace(-2, 2, 300, dtype=np.float32))
+    np.testing.assert_array_equal(em.jit(chain)(x).numpy(), chain(x).numpy())
