@@ -161,7 +161,8 @@ def make_fast_entry(cf, items, python_replay, modules):
             address, n_block, tuple(fixed), tuple(positions), len(leaf_layouts),
             tuple(input_specs), tuple(outputs), tuple(results),
             None if single else cf.out_structure, pytree.unflatten,
-            vars(dispatch), vars(jit_module), vars(instrument),
+            vars(dispatch), vars(jit_module),
+            (instrument._on_event, instrument._before_kernel, instrument._after_kernel),
             bool(cf.signature.grad_enabled), tensor_type, descriptors["_data"],
             descriptors["requires_grad"], miss, release_gil, python_replay, keep,
             cf.python_state_holds if cf.python_guards or cf.scalar_guards else None)
