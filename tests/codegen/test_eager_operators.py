@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import execmode as em
 from execmode import dispatch, instrument
-from execmode.backend import CPU
 from execmode._tensor import Tensor
+from execmode.backend import CPU
 from execmode.codegen import eager_operators
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
