@@ -79,3 +79,44 @@ def test_a_program_calls_the_kernel_and_keeps_eagers_bits(mode, monkeypatch):
     assert uses == (mode == "own" and gemm_kernel.probe() is not None)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_again, want)
+
+
+def _train(monkeypatch, mode, x, y):
+    monkeypatch.setenv("EXECMODE_GEMM_KERNEL", mode)
+    em.random.seed(11)
+    model = em.nn.MLP([96, 128, 64, 3])
+    opt = em.optim.SGD(model.parameters(), lr=0.05)
+
+    def step(x, y):
+        loss = em.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    jitted = em.jit(step)
+    losses = [jitted(x, y).numpy() for _ in range(3)]
+    (compiled,) = jitted._segments.values()
+    program = compiled.plan.program
+    assert program is not None, compiled.plan.program_reason
+    return program.source, losses, [p.numpy().copy() for p in model.parameters()]
+
+
+@needs_blas
+def test_a_training_step_through_the_kernel_has_the_blas_bits(monkeypatch):
+    """Every form in a program, "nt" (the forward), "tn" (the weight gradients g.T @ x)
+    and "nn" (the input gradients g @ w), with the leading dimensions the program passes:
+    three steps give the bits the BLAS gives."""
+    rng = np.random.default_rng(12)
+    x = em.tensor(rng.standard_normal((64, 96)).astype(np.float32))
+    y = em.tensor(rng.standard_normal((64, 3)).astype(np.float32))
+    own_source, own_losses, own_state = _train(monkeypatch, "own", x, y)
+    blas_source, blas_losses, blas_state = _train(monkeypatch, "blas", x, y)
+    assert "em_gemm" not in blas_source.split("void program_")[1]
+    if gemm_kernel.probe() is not None:
+        calls = own_source.split("void program_")[1]
+        assert "em_gemm_nt(64, 128, 96, A, 96, B, 96" in calls            # x @ w1.T
+        assert "em_gemm(64, 128, 64, A, 64, 1, B, 128" in calls           # g2 @ w2
+        assert "em_gemm(128, 96, 64, A, 1, 128, B, 96" in calls           # g1.T @ x
+    for mine, want in zip(own_losses + own_state, blas_losses + blas_state):
+        np.testing.assert_array_equal(mine, want)
