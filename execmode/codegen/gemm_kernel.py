@@ -5,15 +5,16 @@ chain per element and block of k, the blocks added in order), without OpenBLAS's
 of both operands into panels at every call. For the shapes of an MLP's batch against its
 weights it was faster here (one thread, float32, before the program used it):
 
-    64x256 @ (256x256)^T     95 us against NumPy's 111    (x @ w.T, the forward)
-    64x512 @ (256x512)^T    187 us against 224
-    64x1024 @ (1024^2)^T   1452 us against 1880
-    64x2048 @ (2048^2)^T   5969 us against 7847
-    (256x64)^T @ 64x512     167 us against 175             (g.T @ x, a weight gradient)
+    64x256 @ (256x256)^T     90 us against NumPy's 112    (x @ w.T, the forward)
+    64x512 @ (256x512)^T    179 us against 224
+    64x1024 @ (1024^2)^T   1.32 ms against 1.88
+    64x2048 @ (2048^2)^T   5.55 ms against 8.03
+    (256x64)^T @ 64x512     164 us against 175             (g.T @ x, a weight gradient)
     64x128 @ 128x256         44 us against 45              (g @ w, an input gradient)
 
-and slower where a dimension leaves the 6 x 64 tiles part empty (100x100 @ 100x100: 48 us
-against 19). So, like gemm_orientation.py, :func:`choice` decides per (shape, layout),
+and slower where OpenBLAS has its small-matrix path (100x100 @ 100x100: 29 us against
+19); on an Intel Xeon it was slower below 1024-wide weights. So, like
+gemm_orientation.py, :func:`choice` decides per (shape, layout),
 once per process: it runs both on random operands of that layout and takes the kernel
 only where its bits equal NumPy's (eager's) and it is faster by a margin. The bit check
 also finds OpenBLAS's block size Q for k (448 for its SkylakeX sgemm here): a BLAS that
