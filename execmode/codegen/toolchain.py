@@ -168,8 +168,9 @@ def _takes(command, flags, extra) -> bool:
 
 
 def try_compile(command, flags, warnings_fail: bool = False) -> tuple:
-    """(True, "") if ``command`` builds and links a tiny OpenMP-style kernel with ``flags``
-    (``warnings_fail``: and says nothing about them: clang only warns of a GCC flag)."""
+    """(True, any warnings) if ``command`` builds and links a tiny OpenMP-style kernel with
+    ``flags``, else (False, why); ``warnings_fail``: a warning is a failure too (clang only
+    warns of a GCC flag)."""
     with tempfile.TemporaryDirectory(prefix="execmode-probe-") as tmp:
         src = os.path.join(tmp, "probe.c")
         with open(src, "w") as f:
