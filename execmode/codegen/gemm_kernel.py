@@ -63,7 +63,9 @@ def choice(dtype, m: int, n: int, p: int, a_trans: bool, b_trans: bool):
 def probe():
     """The kernel compiled alone (ctypes functions ``(gemm, gemm_nt)``), or None where it
     cannot run: no AVX-512F, no ``-march=native`` compiler, or a failed compile."""
-    features = getattr(np._core._multiarray_umath, "__cpu_features__", {})
+    # NumPy's own CPU feature table (private: read defensively; absent, the BLAS stays)
+    umath = getattr(getattr(np, "_core", None), "_multiarray_umath", None)
+    features = getattr(umath, "__cpu_features__", None) or {}
     if not features.get("AVX512F"):
         return None
     from .c_runtime import CompileError, build_library
