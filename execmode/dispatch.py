@@ -299,6 +299,9 @@ def make_unary_function(op, to_tensor):
     ``run_eager``'s argument loop and device resolution. Anything else - a Python number
     (``to_tensor`` makes it a tensor), tracing, listeners, errors - takes ``apply``."""
     records = op.vjp is not None
+    # A float function of a float array is its ufunc (the impl only casts ints and bools):
+    # called directly, ~175 ns less than through the impl for em.exp of one element.
+    float_ufunc, registered_impl = op.float_ufunc, op.impl
 
     def fn(x):
         if _plain and (x.__class__ is Tensor or isinstance(x, Tensor)):
@@ -307,7 +310,12 @@ def make_unary_function(op, to_tensor):
             if cls is _ndarray or cls is _gpu_ndarray:
                 try:  # op.impl read per call, as run_eager does (the fuzzer's rounding
                     # oracle swaps it to nudge transcendental results)
-                    out = op.impl(np if cls is _ndarray else _gpu_xp, data)
+                    impl = op.impl
+                    if impl is registered_impl and float_ufunc is not None \
+                            and cls is _ndarray and data.dtype.kind == "f":
+                        out = float_ufunc(data)
+                    else:
+                        out = impl(np if cls is _ndarray else _gpu_xp, data)
                 except Exception:
                     return apply(op, x)  # the general path explains it
                 if out.__class__ is not _ndarray and isinstance(out, _np_generic):
