@@ -399,7 +399,7 @@ def emit_operator_event(name, sd, od, out, t, t0, depth=2):
     """The OpEvent of a Python operator's op (``sd <name> od`` gave ``out``, wrapped as
     ``t``) to the listeners. ``depth``: the frames from here out to the operator's caller,
     usually the user's own line. The C operators build the same event in C
-    (eager_operators.c, build_event): change one, change both (tests/engine/
+    (eager_operators.c, build_event): change one, change both (tests/codegen/
     test_eager_operators.py compares them)."""
     t1 = _perf_ns()
     f = _getframe(depth)
