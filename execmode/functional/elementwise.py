@@ -6,8 +6,14 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..dispatch import apply, make_unary_function
 from ..ops import OPS
+from ..tensor_method_tables import FAST_OPERATORS
 from .arguments import _number_arg, _tensor_arg
 from .creation import tensor
+
+# em.add(a, b) with a tensor first is a + b: Tensor's operator as it stands (the counting
+# Python one, then the C one once installed), its fast path and the same answers. Read
+# from the class at every call: the operators are replaced there once they are hot.
+_OPERATORS = {op: f"__{dunder}__" for dunder, op in FAST_OPERATORS.items()}
 
 
 def _unary(name):
@@ -20,8 +26,12 @@ def _unary(name):
 
 def _binary(name):
     op = OPS[name]
+    dunder = _OPERATORS.get(name)
+    methods = Tensor.__dict__
 
     def fn(a, b):
+        if dunder is not None and isinstance(a, Tensor):
+            return methods[dunder](a, b)  # ~1.4 us -> ~0.3 us for em.add of one element
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             a = _tensor_arg(name, a, (a, b))
         return apply(op, a, b)

@@ -331,3 +331,42 @@ def test_a_float_function_of_floats_calls_its_ufunc_unless_the_impl_was_swapped(
     finally:
         object.__setattr__(OPS["exp"], "impl", original)
     np.testing.assert_array_equal(em.exp(x).numpy(), np.exp(x.numpy()))
+
+
+def test_em_add_with_a_tensor_first_is_the_operator():
+    """em.add/subtract/multiply/divide(a, b) with a tensor first call Tensor's operator (its
+    fast path, the C one once installed): the same values, dtypes, gradients, events and
+    errors as ``a + b`` and as the general path."""
+    import sys
+
+    from execmode import instrument
+
+    a = em.tensor(np.array([1.5, -2.0, 3.0], np.float32), requires_grad=True)
+    b = em.tensor(np.array([0.5, 4.0, -1.0], np.float32))
+    for fn, symbol in ((em.add, np.add), (em.subtract, np.subtract),
+                       (em.multiply, np.multiply), (em.divide, np.divide)):
+        for other in (b, 2, 0.25):
+            got = fn(a, other)
+            want = symbol(a.numpy(), other.numpy() if isinstance(other, em.Tensor) else other)
+            assert got.dtype == em.float32 and got.requires_grad
+            np.testing.assert_array_equal(got.numpy(), want)
+    em.multiply(a, b).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), b.numpy())
+    assert em.add(2, b).numpy().tolist() == [2.5, 6.0, 1.0]        # a number first: apply
+    with pytest.raises(em.ShapeError):
+        em.add(b, em.ones(2))
+
+    class Seen:
+        def __init__(self):
+            self.events = []
+
+        def on_op(self, event, tensor):
+            self.events.append(event)
+
+    with instrument.listening(Seen()) as seen:
+        line = sys._getframe().f_lineno + 1
+        em.add(b, b)
+    (event,) = seen.events
+    assert event.op == "add" and event.location.lineno == line
+    jitted = em.jit(lambda x, y: em.multiply(em.add(x, y), 2.0))
+    np.testing.assert_array_equal(jitted(b, b).numpy(), (b.numpy() + b.numpy()) * 2)
