@@ -68,6 +68,18 @@ def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True, ms
         np.testing.assert_array_equal(got, want, err_msg=msg)
 
 
+def mse_train_step(model, opt):
+    """The training step the codegen tests jit: MSE loss, backward, the optimizer's step,
+    zero_grad; returns the loss."""
+    def step(x, y):
+        loss = em.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+    return step
+
+
 def to_tensor(x, requires_grad=False):
     """NumPy arrays become tensors of the same dtype; anything else passes through."""
     if isinstance(x, np.ndarray):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import mse_train_step
 
 import execmode as em
 from execmode.codegen import blas, gemm_kernel
@@ -86,15 +87,7 @@ def _train(monkeypatch, mode, x, y):
     em.random.seed(11)
     model = em.nn.MLP([96, 128, 64, 3])
     opt = em.optim.SGD(model.parameters(), lr=0.05)
-
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-
-    jitted = em.jit(step)
+    jitted = em.jit(mse_train_step(model, opt))
     losses = [jitted(x, y).numpy() for _ in range(3)]
     (compiled,) = jitted._segments.values()
     program = compiled.plan.program

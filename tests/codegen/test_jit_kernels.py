@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_close
+from helpers import assert_close, mse_train_step
 
 import execmode as em
 
@@ -28,14 +28,7 @@ def _train(x, y, backend=None):
     model = em.nn.MLP([32, 24, 3])
     _params(model, 0)
     opt = em.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-
+    step = mse_train_step(model, opt)
     run = step if backend is None else em.jit(step, backend=backend)
     losses = [run(x, y).numpy() for _ in range(5)]
     if backend is not None:

@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
-from helpers import assert_close
+from helpers import assert_close, mse_train_step
 
 import execmode as em
 from execmode import matmul_bits
@@ -157,15 +157,7 @@ def _train_step(optimizer: str, dtype, seed: int = 4):
         opt = em.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     else:
         opt = em.optim.Adam(model.parameters(), lr=0.01)
-
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-
-    return model, opt, step
+    return model, opt, mse_train_step(model, opt)
 
 
 def _state(model, opt) -> list[np.ndarray]:

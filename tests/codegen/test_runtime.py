@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers import assert_close
+from helpers import assert_close, mse_train_step
 from kernel_helpers import call_args, compile_cases, fused_case
 
 import execmode as em
@@ -141,14 +141,7 @@ def test_all_kernels_of_a_graph_share_one_library():
     """One translation unit (one compiler call) per graph."""
     model = em.nn.MLP([16, 8, 4])
     opt = em.optim.SGD(model.parameters(), lr=0.1)
-
-    @em.jit(backend="c")
-    def step(x, y):
-        loss = em.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
+    step = em.jit(mse_train_step(model, opt), backend="c")
 
     step(em.randn(4, 16), em.randn(4, 4))
     plan = step.concrete_functions[0].segments[0].compiled.plan
