@@ -68,6 +68,8 @@ em_gemm_block(long M, long N, long kl, const float *S, long si, long sk, const f
                 for (int v = 0; v < EM_GEMM_NV; ++v)
                     acc[r][v] = _mm512_setzero_ps();
             const float *vk = V + j0;
+            /* Two copies of one loop on purpose: the masked one alone, all-ones masks for
+             * full tiles, ran 5-10% slower (bench_gemm.py, both side by side). */
             if (cols == EM_GEMM_NR) {
                 for (long k = 0; k < kl; ++k, vk += ldv) {
                     __m512 b0 = _mm512_loadu_ps(vk), b1 = _mm512_loadu_ps(vk + 16),
