@@ -55,7 +55,8 @@ _np_generic = np.generic
 # wants to run before ops: its entry points take the op in C and return True, or False
 # when the op must take the Python path (an OpEvent for the listeners).
 _native_binary = None   # ring.binary(name, a, b, out, t0): the inlined operators
-_native_general = None  # ring.general(name, inputs, attrs, out, t0, device): run_eager
+_native_general = None  # ring.general(name, inputs, attrs, out, t0, device, skip): run_eager,
+#                         and the unary functions' fast path
 
 
 def set_listening(on: bool, before: bool) -> None:
@@ -294,20 +295,24 @@ def make_operator(op, reflected: bool = False):
 
 def make_unary_function(op, to_tensor):
     """``em.<op>(x)`` for a unary op with the eager fast path inlined, as the operators
-    have it: with no tracer and no listener, a tensor's NumPy array (or, on a machine with
-    one GPU, its CuPy array) goes straight to the op's implementation, skipping
-    ``run_eager``'s argument loop and device resolution. Anything else - a Python number
-    (``to_tensor`` makes it a tensor), tracing, listeners, errors - takes ``apply``."""
+    have it: with no tracer and no debugger stepping, a tensor's NumPy array (or, with
+    nothing listening on a machine with one GPU, its CuPy array) goes straight to the op's
+    implementation, skipping ``run_eager``'s argument loop and device resolution; the
+    listeners that want events after ops (the recorder, a profiler) then get the op as
+    run_eager would hand it over. Anything else - a Python number (``to_tensor`` makes it
+    a tensor), tracing, a debugger, errors - takes ``apply``."""
     records = op.vjp is not None
+    name = op.name
     # A float function of a float array is its ufunc (the impl only casts ints and bools):
     # called directly, ~175 ns less than through the impl for em.exp of one element.
     float_ufunc, registered_impl = op.float_ufunc, op.impl
 
     def fn(x):
-        if _plain and (x.__class__ is Tensor or isinstance(x, Tensor)):
+        if (_plain or _fast_with_events) and (x.__class__ is Tensor or isinstance(x, Tensor)):
             data = x._data
             cls = data.__class__
-            if cls is _ndarray or cls is _gpu_ndarray:
+            if cls is _ndarray or (cls is _gpu_ndarray and _plain):
+                t0 = _perf_ns() if _listening else 0
                 try:  # op.impl read per call, as run_eager does (the fuzzer's rounding
                     # oracle swaps it to nudge transcendental results)
                     impl = op.impl
@@ -325,6 +330,9 @@ def make_unary_function(op, to_tensor):
                 t.requires_grad = False
                 if records and x.requires_grad and (_grad_enabled or _thread.grad):
                     record_grad(op, (x,), _NO_ATTRS, t)
+                if _listening and (_native_general is None or not _native_general(
+                        name, (x,), _NO_ATTRS, out, t0, CPU, 1)):
+                    _emit_unary(name, data, out, t, t0)
                 return t
         return apply(op, to_tensor(x))
 
@@ -412,6 +420,27 @@ def emit_operator_event(name, sd, od, out, t, t0, depth=2):
     ))
     for fn in _on_op:
         fn(ev, t)
+
+
+def emit_unary_event(name, xd, out, t, t0):
+    """The OpEvent of a unary function's fast path (make_unary_function: ``xd`` gave
+    ``out``, wrapped as ``t``) to the listeners: run_eager's event for the op (_emit_op),
+    with the user's line found as emit_operator_event finds it, two frames out."""
+    t1 = _perf_ns()
+    f = _getframe(2)
+    loc = _locations.get((id(f.f_code), f.f_lasti))
+    loc = loc[1] if loc is not None else user_location(f)
+    ev = _tuple_new(OpEvent, (
+        _next_seq(), name, _NO_ATTRS, ((xd.shape, xd.dtype, CPU),), (out.shape, out.dtype, CPU),
+        t0, t1, out.nbytes if out.base is None else 0, _scope._state.current, loc, _EAGER,
+    ))
+    for fn in _on_op:
+        fn(ev, t)
+
+
+# emit_unary_event, or the same built in C once the C operators are installed
+# (codegen/eager_operators.py: the extension's emit_unary).
+_emit_unary = emit_unary_event
 
 
 def _emit_op(op, inputs, attrs, t, out, t0, device):

@@ -1282,13 +1282,19 @@ decline:
     Py_RETURN_FALSE;
 }
 
-/* general(name, inputs, attrs, out, t0, device): run_eager's path (inputs: a tuple of
- * Tensors and Python numbers). bytes = 0 for a view of another array, as _emit_op. */
+/* general(name, inputs, attrs, out, t0, device, skip=2): run_eager's path (inputs: a
+ * tuple of Tensors and Python numbers). bytes = 0 for a view of another array, as
+ * _emit_op. skip: the frames from the caller's out to the op's caller (2 from run_eager:
+ * past it and apply, or the tracer, dispatch's own; 1 from the unary functions' fast
+ * path, make_unary_function's frame). */
 static PyObject *
 OpRing_general(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "general(name, inputs, attrs, out, t0, device)");
+    long skip = nargs == 7 ? PyLong_AsLong(args[6]) : 2;
+    if ((nargs != 6 && nargs != 7) || skip < 0 || skip > 2) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError,
+                            "general(name, inputs, attrs, out, t0, device, skip=2): skip 0-2");
         return NULL;
     }
     PyObject *name = args[0], *inputs = args[1], *attrs = args[2], *out = args[3];
@@ -1320,8 +1326,7 @@ OpRing_general(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
     put_array(&k, (PyArrayObject *)out);
     int64_t nbytes = PyArray_BASE((PyArrayObject *)out) == NULL
         ? (int64_t)PyArray_NBYTES((PyArrayObject *)out) : 0;
-    /* skip 2: past run_eager and its caller (apply, or the tracer), dispatch's own */
-    return record(self, &k, name, operands, n, out, attrs, args[4], nbytes, 2);
+    return record(self, &k, name, operands, n, out, attrs, args[4], nbytes, (int)skip);
 decline:
     self->declined++;
     Py_RETURN_FALSE;
@@ -1902,7 +1907,7 @@ static PyMethodDef OpRing_methods[] = {
     {"binary", (PyCFunction)(void (*)(void))OpRing_binary, METH_FASTCALL,
      "binary(name, a, b, out, t0, skip=1) -> bool: record an operator's op (False: not recorded)"},
     {"general", (PyCFunction)(void (*)(void))OpRing_general, METH_FASTCALL,
-     "general(name, inputs, attrs, out, t0, device) -> bool: record an eager op"},
+     "general(name, inputs, attrs, out, t0, device, skip=2) -> bool: record an eager op"},
     {"head", (PyCFunction)OpRing_head, METH_NOARGS, "records ever written to the ring"},
     {"pending", (PyCFunction)OpRing_pending, METH_NOARGS, "records not yet consumed"},
     {"take_sites", (PyCFunction)OpRing_take_sites, METH_NOARGS,

@@ -59,7 +59,7 @@ typedef struct {
 static PyObject *str_plain;      /* "_plain", interned */
 static PyObject *str_grad_enabled, *str_thread, *str_grad;
 static PyObject *str_fast_with_events, *str_native_binary;
-/* dispatch's names an OpEvent is built from (build_event) */
+/* dispatch's names an OpEvent is built from (new_event) */
 static PyObject *str_on_op, *str_OpEvent, *str_seq, *str_no_attrs, *str_eager, *str_cpu;
 static PyObject *str_scope, *str_state, *str_current, *str_locations, *str_user_location;
 static PyObject *zero;           /* 0: the op ring's frame skip from here */
@@ -237,11 +237,15 @@ describe(PyArrayObject *a, PyObject *device)
     return described;
 }
 
+/* dispatch's module dict, from the first Operator made (every Operator gets the same):
+ * the event parts below are looked up in it, for the operators and for emit_unary. */
+static PyObject *dispatch_flags;
+
 /* A name of dispatch's module (borrowed), or NULL with an error set. */
 static PyObject *
-dispatch_name(Operator *self, PyObject *name)
+dispatch_name(PyObject *name)
 {
-    PyObject *value = PyDict_GetItemWithError(self->flags, name);
+    PyObject *value = PyDict_GetItemWithError(dispatch_flags, name);
     if (value == NULL && !PyErr_Occurred())
         PyErr_Format(PyExc_RuntimeError, "dispatch.%U is missing", name);
     return value;
@@ -254,23 +258,62 @@ static struct {
         *user_location;
 } parts;
 
+/* When called on the main thread: its ident, and its dict of the scope thread-local
+ * `state` (current_scope). Elsewhere nothing: every thread then asks the thread-local. */
+static unsigned long main_ident;
+static PyObject *main_scope_dict;
+
 static int
-event_parts(Operator *self)
+main_thread_scope(PyObject *state)
+{
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *main = threading == NULL ? NULL
+        : PyObject_CallMethod(threading, "main_thread", NULL);
+    PyObject *ident = main == NULL ? NULL : PyObject_GetAttrString(main, "ident");
+    Py_XDECREF(threading);
+    Py_XDECREF(main);
+    if (ident == NULL)
+        return -1;
+    unsigned long value = PyLong_AsUnsignedLong(ident);
+    Py_DECREF(ident);
+    if (value == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    if (PyThread_get_thread_ident() != value)
+        return 0;
+    PyObject *d = PyObject_GetAttrString(state, "__dict__");
+    if (d == NULL)
+        return -1;
+    if (!PyDict_CheckExact(d)) {
+        Py_DECREF(d);
+        return 0;
+    }
+    main_ident = value;
+    main_scope_dict = d;
+    return 0;
+}
+
+static int
+event_parts(void)
 {
     if (parts.on_op != NULL)
         return 0;
+    if (dispatch_flags == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no Operator was made: dispatch is not known");
+        return -1;
+    }
     PyObject *names[8] = {str_OpEvent, str_seq, str_no_attrs, str_eager, str_cpu,
                           str_locations, str_user_location, str_scope};
     PyObject *found[8];
     for (int i = 0; i < 8; ++i) {
-        found[i] = dispatch_name(self, names[i]);
+        found[i] = dispatch_name(names[i]);
         if (found[i] == NULL)
             return -1;
     }
-    PyObject *on_op = dispatch_name(self, str_on_op);
+    PyObject *on_op = dispatch_name(str_on_op);
     if (on_op == NULL)
         return -1;
     if (!PyType_Check(found[0]) || !PyType_IsSubtype((PyTypeObject *)found[0], &PyTuple_Type)
+            || ((PyTypeObject *)found[0])->tp_dictoffset != 0
             || !PyList_CheckExact(on_op) || !PyDict_CheckExact(found[5])) {
         PyErr_SetString(PyExc_TypeError, "dispatch's OpEvent, _on_op or _locations changed kind");
         return -1;
@@ -278,6 +321,10 @@ event_parts(Operator *self)
     PyObject *state = PyObject_GetAttr(found[7], str_state);   /* scope._state */
     if (state == NULL)
         return -1;
+    if (main_thread_scope(state) < 0) {
+        Py_DECREF(state);
+        return -1;
+    }
     for (int i = 0; i < 7; ++i)
         Py_INCREF(found[i]);
     Py_INCREF(on_op);
@@ -293,19 +340,26 @@ event_parts(Operator *self)
     return 0;
 }
 
-/* The user's line: the SourceLocation of the frame that called this operator (no frame
- * of ours is in between), from source._locations when that instruction was seen before
- * (one dict lookup on (id(code), f_lasti), its key), else from source.user_location.
- * The last answer is kept with its code object and offset: a loop asks for one line
- * again and again. */
-static PyCodeObject *last_code;      /* held, so that its address is not reused */
-static int last_lasti = -1;
-static PyObject *last_location;
+/* The user's line: the SourceLocation of the frame `skip` frames out from the one that
+ * called us (0: the operators, which no frame of ours is in between; 1: emit_unary,
+ * called from make_unary_function's frame), from source._locations when that
+ * instruction was seen before (one dict lookup on (id(code), f_lasti), its key), else
+ * from source.user_location. Answers from the table are kept by code object and offset
+ * in a small direct-mapped cache: a loop asks for its few lines again and again. */
+#define LINE_CACHE 8
+static struct {
+    PyCodeObject *code;      /* held, so that its address is not reused */
+    int lasti;
+    PyObject *location;
+} lines[LINE_CACHE];
 
 static PyObject *
-user_line(void)
+user_line(int skip)
 {
     PyFrameObject *frame = PyEval_GetFrame();   /* borrowed */
+    Py_XINCREF(frame);
+    for (int i = 0; i < skip && frame != NULL; ++i)
+        Py_SETREF(frame, PyFrame_GetBack(frame));
     if (frame == NULL)
         Py_RETURN_NONE;
     PyCodeObject *code = PyFrame_GetCode(frame);
@@ -314,10 +368,13 @@ user_line(void)
 #else
     int offset = -1;   /* no cheap f_lasti before 3.11: ask the frame every time */
 #endif
-    if (code == last_code && offset == last_lasti && offset >= 0) {
+    PyObject *location = NULL;
+    int slot = (int)((((uintptr_t)code >> 4) ^ ((unsigned)offset >> 1)) % LINE_CACHE);
+    if (offset >= 0 && lines[slot].code == code && lines[slot].lasti == offset) {
         Py_DECREF(code);
-        Py_INCREF(last_location);
-        return last_location;
+        location = lines[slot].location;
+        Py_INCREF(location);
+        goto done;
     }
     PyObject *lasti = offset >= 0 ? PyLong_FromLong(offset)
         : PyObject_GetAttrString((PyObject *)frame, "f_lasti");
@@ -327,75 +384,108 @@ user_line(void)
     Py_XDECREF(code_id);
     if (key == NULL) {
         Py_DECREF(code);
-        return NULL;
+        goto done;
     }
     PyObject *entry = PyDict_GetItemWithError(parts.locations, key);   /* (code, loc) */
     Py_DECREF(key);
-    PyObject *location = NULL;
     if (entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2) {
         location = PyTuple_GET_ITEM(entry, 1);
         Py_INCREF(location);
         /* Only a user frame's line is in the table, so this answer holds for next time. */
-        Py_INCREF(location);
-        Py_XSETREF(last_location, location);
-        Py_XSETREF(last_code, code);
-        last_lasti = offset;
-        return location;
+        if (offset >= 0) {
+            Py_INCREF(location);
+            Py_XSETREF(lines[slot].location, location);
+            Py_XSETREF(lines[slot].code, code);   /* our reference moves to the cache */
+            lines[slot].lasti = offset;
+        }
+        else {
+            Py_DECREF(code);
+        }
+        goto done;
     }
     Py_DECREF(code);
-    if (PyErr_Occurred())
-        return NULL;
-    return PyObject_CallOneArg(parts.user_location, (PyObject *)frame);
+    if (!PyErr_Occurred())
+        location = PyObject_CallOneArg(parts.user_location, (PyObject *)frame);
+done:
+    Py_DECREF(frame);
+    return location;
 }
 
-/* The OpEvent dispatch.emit_operator_event builds, built here: the same fields, the same
- * objects (the shapes as tuples of ints, the dtypes, dispatch's CPU device, the scope
- * string, the interned SourceLocation), with no Python frame in between. */
+/* scope._state.current, as the calling thread sees it. On the main thread, from its own
+ * dict of that thread-local (asked for once: the same dict for the thread's life), one
+ * lookup; it holds `current` once a scope was opened there, else the class's default
+ * answers. Other threads ask the thread-local. */
 static PyObject *
-build_event(Operator *self, PyObject *a, PyObject *b, PyObject *out, int64_t t0)
+current_scope(void)
+{
+    if (main_scope_dict != NULL && PyThread_get_thread_ident() == main_ident) {
+        PyObject *scope = PyDict_GetItemWithError(main_scope_dict, str_current);
+        if (scope != NULL) {
+            Py_INCREF(scope);
+            return scope;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(parts.scope_state, str_current);
+}
+
+/* An event no listener kept, refilled for the next op. A tuple nobody else holds can be
+ * refilled unseen (zip and enumerate refill their result tuples so): what allocating
+ * and freeing an OpEvent per op cost. Held while its listeners run, so a listener that
+ * runs ops itself makes its own. */
+static PyObject *spare_event;
+
+/* The OpEvent dispatch builds (emit_operator_event, emit_unary_event), built here: the
+ * same fields, the same objects (the shapes as tuples of ints, the dtypes, dispatch's CPU
+ * device, the scope string, the interned SourceLocation), with no Python frame in between.
+ * Steals `inputs` (the operands' descriptions, NULL after an error). */
+static PyObject *
+new_event(PyObject *name, PyObject *inputs, PyArrayObject *out, int64_t t0,
+          Py_ssize_t nbytes, int skip)
 {
     int64_t t1 = perf_counter_ns();
-    PyObject *items[11] = {NULL};
+    PyObject *items[11];
     items[0] = PyIter_Next(parts.seq);
-    if (items[0] == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "dispatch._seq is exhausted");
-        return NULL;
-    }
-    Py_INCREF(self->name);
-    items[1] = self->name;
+    if (items[0] == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "dispatch._seq is exhausted");
+    Py_INCREF(name);
+    items[1] = name;
     Py_INCREF(parts.no_attrs);
     items[2] = parts.no_attrs;
-    PyObject *left = describe((PyArrayObject *)a, parts.cpu);
-    PyObject *right;
-    if (PyArray_CheckExact(b)) {
-        right = describe((PyArrayObject *)b, parts.cpu);
-    }
-    else {
-        Py_INCREF(b);
-        right = b;
-    }
-    items[3] = (left != NULL && right != NULL) ? PyTuple_Pack(2, left, right) : NULL;
-    Py_XDECREF(left);
-    Py_XDECREF(right);
-    items[4] = describe((PyArrayObject *)out, parts.cpu);
+    items[3] = inputs;
+    items[4] = describe(out, parts.cpu);
     items[5] = PyLong_FromLongLong(t0);
     items[6] = PyLong_FromLongLong(t1);
-    items[7] = PyLong_FromSsize_t(PyArray_NBYTES((PyArrayObject *)out));
-    items[8] = PyObject_GetAttr(parts.scope_state, str_current);
-    items[9] = user_line();
+    items[7] = PyLong_FromSsize_t(nbytes);
+    items[8] = current_scope();
+    items[9] = user_line(skip);
     Py_INCREF(parts.eager);
     items[10] = parts.eager;
     int complete = 1;
     for (int i = 0; i < 11; ++i)
         complete &= items[i] != NULL;
-    PyTypeObject *event_type = (PyTypeObject *)parts.event_type;
-    /* tuple.__new__(OpEvent, items), as dispatch does */
-    PyObject *event = complete ? event_type->tp_alloc(event_type, 11) : NULL;
-    if (event != NULL) {
-        for (int i = 0; i < 11; ++i) {
-            PyTuple_SET_ITEM(event, i, items[i]);
-            items[i] = NULL;
+    PyObject *event = NULL;
+    if (complete) {
+        if (spare_event != NULL) {
+            event = spare_event;   /* our reference moves to the caller */
+            spare_event = NULL;
+            for (int i = 0; i < 11; ++i) {
+                PyObject *old = PyTuple_GET_ITEM(event, i);
+                PyTuple_SET_ITEM(event, i, items[i]);
+                items[i] = old;   /* released below */
+            }
+        }
+        else {
+            PyTypeObject *event_type = (PyTypeObject *)parts.event_type;
+            /* tuple.__new__(OpEvent, items), as dispatch does */
+            event = event_type->tp_alloc(event_type, 11);
+            if (event != NULL) {
+                for (int i = 0; i < 11; ++i) {
+                    PyTuple_SET_ITEM(event, i, items[i]);
+                    items[i] = NULL;
+                }
+            }
         }
     }
     for (int i = 0; i < 11; ++i)
@@ -403,9 +493,73 @@ build_event(Operator *self, PyObject *a, PyObject *b, PyObject *out, int64_t t0)
     return event;
 }
 
+/* The event to each of dispatch's `_on_op` callbacks with the op's tensor, as `for fn in
+ * _on_op: fn(ev, t)` does; the event is kept for the next op when no listener kept it. */
+static int
+call_listeners(PyObject *event, PyObject *t)
+{
+    /* As `for fn in _on_op` walks it: a listener that adds or removes listeners changes
+     * the list under the loop, so its length is read at every step. */
+    PyObject *callbacks = parts.on_op;
+    int status = 0;
+    for (Py_ssize_t i = 0; status == 0 && i < PyList_GET_SIZE(callbacks); ++i) {
+        PyObject *fn = PyList_GET_ITEM(callbacks, i);
+        Py_INCREF(fn);
+        PyObject *call_args[2] = {event, t};
+        PyObject *result = PyObject_Vectorcall(fn, call_args, 2, NULL);
+        Py_DECREF(fn);
+        if (result == NULL)
+            status = -1;
+        Py_XDECREF(result);
+    }
+    if (Py_REFCNT(event) == 1 && spare_event == NULL && Py_TYPE(event) == (PyTypeObject *)parts.event_type)
+        spare_event = event;
+    else
+        Py_DECREF(event);
+    return status;
+}
+
+/* The last (left, right) pair of operand descriptions, handed out again for the same two
+ * (describe hands out one tuple per shape and dtype). */
+static PyObject *last_pair;
+
+static PyObject *
+describe_pair(PyObject *left, PyObject *right)
+{
+    if (last_pair != NULL && PyTuple_GET_ITEM(last_pair, 0) == left
+            && PyTuple_GET_ITEM(last_pair, 1) == right) {
+        Py_INCREF(last_pair);
+        return last_pair;
+    }
+    PyObject *pair = PyTuple_Pack(2, left, right);
+    if (pair != NULL) {
+        Py_INCREF(pair);
+        Py_XSETREF(last_pair, pair);
+    }
+    return pair;
+}
+
+/* The last (x,) of one operand description, handed out again for the same one. */
+static PyObject *last_one;
+
+static PyObject *
+describe_one(PyObject *x)
+{
+    if (last_one != NULL && PyTuple_GET_ITEM(last_one, 0) == x) {
+        Py_INCREF(last_one);
+        return last_one;
+    }
+    PyObject *one = PyTuple_Pack(1, x);
+    if (one != NULL) {
+        Py_INCREF(one);
+        Py_XSETREF(last_one, one);
+    }
+    return one;
+}
+
 /* The op to the listeners, as the Python operator hands it over: to the recorder's op
  * ring, `_native_binary(name, a, b, out, t0, skip)`, when there is one and it takes it;
- * else an OpEvent (build_event) to each of dispatch's `_on_op` callbacks, as
+ * else an OpEvent (new_event) to each of dispatch's `_on_op` callbacks, as
  * dispatch.emit_operator_event gives it. Both find the user's line from the frame that
  * called this operator (skip 0: no Python frame of ours is in between). */
 static int
@@ -428,29 +582,54 @@ emit(Operator *self, PyObject *a, PyObject *b, PyObject *out, PyObject *t, int64
     }
     if (sink == NULL && PyErr_Occurred())
         return -1;
-    if (event_parts(self) < 0)
+    if (event_parts() < 0)
         return -1;
-    PyObject *callbacks = parts.on_op;
-    if (PyList_GET_SIZE(callbacks) == 0)
+    if (PyList_GET_SIZE(parts.on_op) == 0)
         return 0;
-    PyObject *event = build_event(self, a, b, out, t0);
+    PyObject *left = describe((PyArrayObject *)a, parts.cpu);
+    PyObject *right;
+    if (PyArray_CheckExact(b)) {
+        right = describe((PyArrayObject *)b, parts.cpu);
+    }
+    else {
+        Py_INCREF(b);
+        right = b;
+    }
+    PyObject *inputs = (left != NULL && right != NULL) ? describe_pair(left, right) : NULL;
+    Py_XDECREF(left);
+    Py_XDECREF(right);
+    PyObject *event = new_event(self->name, inputs, (PyArrayObject *)out, t0,
+                                PyArray_NBYTES((PyArrayObject *)out), 0);
     if (event == NULL)
         return -1;
-    /* As `for fn in _on_op` walks it: a listener that adds or removes listeners changes
-     * the list under the loop, so its length is read at every step. */
-    int status = 0;
-    for (Py_ssize_t i = 0; status == 0 && i < PyList_GET_SIZE(callbacks); ++i) {
-        PyObject *fn = PyList_GET_ITEM(callbacks, i);
-        Py_INCREF(fn);
-        PyObject *call_args[2] = {event, t};
-        PyObject *result = PyObject_Vectorcall(fn, call_args, 2, NULL);
-        Py_DECREF(fn);
-        if (result == NULL)
-            status = -1;
-        Py_XDECREF(result);
+    return call_listeners(event, t);
+}
+
+/* emit_unary(name, x, out, t, t0): dispatch.emit_unary_event in C, for the unary
+ * functions' fast path (dispatch.make_unary_function, whose frame is the one out to the
+ * user's): the OpEvent of `x` (an ndarray) giving `out` (an ndarray, wrapped as the
+ * tensor `t`) to the listeners. bytes = 0 for a view of another array, as run_eager's. */
+static PyObject *
+emit_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyArray_CheckExact(args[1]) || !PyArray_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "emit_unary(name, x, out, t, t0): x, out ndarrays");
+        return NULL;
     }
-    Py_DECREF(event);
-    return status;
+    int64_t t0 = PyLong_AsLongLong(args[4]);
+    if (t0 == -1 && PyErr_Occurred())
+        return NULL;
+    if (event_parts() < 0)
+        return NULL;
+    PyArrayObject *out = (PyArrayObject *)args[2];
+    PyObject *x = describe((PyArrayObject *)args[1], parts.cpu);
+    PyObject *inputs = x != NULL ? describe_one(x) : NULL;
+    Py_XDECREF(x);
+    Py_ssize_t nbytes = PyArray_BASE(out) == NULL ? PyArray_NBYTES(out) : 0;
+    PyObject *event = new_event(args[0], inputs, out, t0, nbytes, 1);
+    if (event == NULL || call_listeners(event, args[3]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -625,6 +804,10 @@ op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(ufunc); self->ufunc = ufunc;
     Py_INCREF(tensor_type); self->tensor_type = (PyTypeObject *)tensor_type;
     Py_INCREF(flags); self->flags = flags;
+    if (dispatch_flags == NULL) {
+        Py_INCREF(flags);
+        dispatch_flags = flags;
+    }
     if (same_type_loop(u, NPY_FLOAT, &self->loop[0], &self->loop_data[0]) < 0
             || same_type_loop(u, NPY_DOUBLE, &self->loop[1], &self->loop_data[1]) < 0) {
         Py_DECREF(self);
@@ -895,10 +1078,17 @@ static PyTypeObject LoopType = {
     .tp_members = loop_members,
 };
 
+static PyMethodDef module_functions[] = {
+    {"emit_unary", (PyCFunction)(void (*)(void))emit_unary, METH_FASTCALL,
+     "emit_unary(name, x, out, t, t0): a unary function's OpEvent to the listeners"},
+    {NULL},
+};
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_em_eager_operators",
-    "Tensor's + - * / for plain eager calls (execmode/codegen/eager_operators.py), and "
-    "a ufunc's loop called directly (ufunc_loop.py).", -1,
+    "Tensor's + - * / for plain eager calls (execmode/codegen/eager_operators.py), "
+    "a unary function's events (emit_unary), and a ufunc's loop called directly "
+    "(ufunc_loop.py).", -1, module_functions,
 };
 
 PyMODINIT_FUNC

@@ -91,6 +91,8 @@ def install(tensor_class, native: bool | None = None) -> bool:
                 operator = ext.Operator(operator, OPS[op].name, OPS[op].ufunc, tensor_class,
                                         flags, reflected)
             setattr(tensor_class, name, operator)
+    # The unary functions' events (dispatch.make_unary_function) built in C as well.
+    dispatch._emit_unary = ext.emit_unary if ext is not None else dispatch.emit_unary_event
     return ext is not None
 
 

@@ -263,6 +263,143 @@ def test_a_listener_that_leaves_during_an_event_is_not_called_again():
     assert calls == ["add"]
 
 
+def _unary_emitter(kind):
+    """dispatch's emitter for the unary functions' events: "c" (the extension's
+    emit_unary, what install() sets) or "python" (dispatch.emit_unary_event)."""
+    if kind == "c":
+        return eager_operators.load_extension().emit_unary
+    return dispatch.emit_unary_event
+
+
+@pytest.mark.parametrize("emitter", ["c", "python"])
+def test_a_unary_functions_event_is_run_eagers(emitter, monkeypatch):
+    """em.exp(x) under a listener takes make_unary_function's fast path; its event, built
+    in C or in Python, is the one run_eager gives for the op (apply): the same fields, the
+    output tensor, the user's line and scope. Ints take the impl's cast (float64)."""
+    from execmode.ops import OPS
+
+    monkeypatch.setattr(dispatch, "_emit_unary", _unary_emitter(emitter))
+    events = []
+
+    class Listener:
+        def on_op(self, event, output):
+            events.append((event, output))
+
+    x = em.tensor(np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3))
+    n = em.tensor(np.arange(4))
+    with instrument.listening(Listener()), em.named_scope("block"):
+        line = sys._getframe().f_lineno + 1
+        fast = [em.exp(x), em.negative(n), em.sqrt(n)]
+        slow = [dispatch.apply(OPS[name], t) for name, t in
+                (("exp", x), ("negative", n), ("sqrt", n))]
+    assert len(events) == 6
+    for (fast_event, fast_out), (slow_event, slow_out), f, s in zip(
+            events[:3], events[3:], fast, slow):
+        assert fast_out is f and slow_out is s
+        assert f.dtype == s.dtype and np.array_equal(f.numpy(), s.numpy())
+        assert fast_event.location.lineno == line
+        assert slow_event.location.lineno == line + 1
+        assert fast_event.start_ns <= fast_event.end_ns < slow_event.start_ns
+        assert fast_event._replace(seq=0, start_ns=0, end_ns=0, location=None) == \
+            slow_event._replace(seq=0, start_ns=0, end_ns=0, location=None)
+    assert events[1][0].output == ((4,), np.dtype(np.int64), CPU)
+    assert events[2][0].output[1] == np.float64 and events[0][0].scope == "block"
+
+
+@pytest.mark.parametrize("emitter", ["c", "python"])
+def test_a_unary_functions_event_names_its_callers_line(emitter, monkeypatch):
+    """The user's line one frame out from the fast path: lines that alternate (the C
+    side's line cache), and a helper's line when the helper called it."""
+    monkeypatch.setattr(dispatch, "_emit_unary", _unary_emitter(emitter))
+    events = []
+
+    class Listener:
+        def on_op(self, event, output):
+            events.append(event)
+
+    def helper(v):
+        return em.abs(v)
+
+    x = em.tensor(np.ones(5, np.float32))
+    with instrument.listening(Listener()):
+        first = sys._getframe().f_lineno + 2
+        for _ in range(3):
+            em.exp(x)
+            x + x
+            helper(x)
+            em.tanh(x)
+    helper_line = helper.__code__.co_firstlineno + 1
+    assert [(e.op, e.location.lineno) for e in events] == [
+        ("exp", first), ("add", first + 1), ("abs", helper_line), ("tanh", first + 3)] * 3
+
+
+def test_an_event_a_listener_keeps_is_never_refilled():
+    """An event no listener kept is refilled for the next op (one object for a loop); one
+    a listener kept stays as it was."""
+    kept, ids = [], []
+
+    class Keeping:
+        def on_op(self, event, output):
+            if event.op == "exp":
+                kept.append(event)
+
+    class Passing:
+        def on_op(self, event, output):
+            ids.append(id(event))
+
+    x = em.tensor(np.ones(3, np.float32))
+    with instrument.listening(Passing()):
+        for _ in range(5):
+            x + x
+    assert len(set(ids)) == 1  # refilled: one event object for the five ops
+    with instrument.listening(Keeping()):
+        for _ in range(4):
+            x * 2.0
+            em.exp(x)
+    assert [e.op for e in kept] == ["exp"] * 4
+    assert len({id(e) for e in kept}) == 4 and [e.seq for e in kept] == sorted(
+        e.seq for e in kept)
+    assert all(e.inputs == (((3,), np.dtype(np.float32), CPU),) for e in kept)
+
+
+@pytest.mark.parametrize("emitter", ["c", "python"])
+def test_each_thread_gets_its_own_scope_in_events(emitter, monkeypatch):
+    """The C side reads the main thread's scope from its own dict of the thread-local;
+    another thread's ops carry that thread's scope."""
+    monkeypatch.setattr(dispatch, "_emit_unary", _unary_emitter(emitter))
+    events = []
+    lock = threading.Lock()
+
+    class Listener:
+        def on_op(self, event, output):
+            with lock:
+                events.append((threading.current_thread().name, event.op, event.scope))
+
+    x = em.tensor(np.ones(3, np.float32))
+
+    def work(scope):
+        with em.named_scope(scope):
+            x + x
+            em.exp(x)
+        x - x
+
+    with instrument.listening(Listener()):
+        x + x
+        with em.named_scope("outer"):
+            thread = threading.Thread(target=work, args=("worker",), name="worker")
+            thread.start()
+            thread.join()
+            em.exp(x)
+            x * x
+        x - x
+    assert events == [
+        ("MainThread", "add", ""),
+        ("worker", "add", "worker"), ("worker", "exp", "worker"), ("worker", "subtract", ""),
+        ("MainThread", "exp", "outer"), ("MainThread", "multiply", "outer"),
+        ("MainThread", "subtract", ""),
+    ]
+
+
 def test_the_output_is_a_fresh_tensor_of_its_own():
     data = np.ones(4, np.float32)
     a = em.tensor(data)
