@@ -1,13 +1,15 @@
 """Per-op eager dispatch cost: raw NumPy vs execmode's operators vs execmode with a listener.
 
-One run, side by side, rounds interleaved, for a 1-element add and a 100x100 add, printed
-as ns per op and ratios to NumPy:
+One run, side by side, rounds interleaved, for an add and an exp of 1 element and of
+100x100 (``a + b`` against ``np.add``, ``em.exp`` against ``np.exp``), printed as ns per
+op and ratios to NumPy:
 
-* ``Python op``: the Python operator (dispatch.make_operator), what every call took
-  before the C operators and what a script gets until they are installed;
-* ``C op``: the C operator (codegen/eager_operators.py), installed after
+* ``Python op``: the Python operator (dispatch.make_operator) or unary function
+  (dispatch.make_unary_function), what every call took before the C versions and what a
+  script gets until they are installed;
+* ``C op``: the C operator or function (codegen/eager_operators.py), installed after
   ``dispatch.HOT_CALLS`` plain calls; it calls NumPy's own loop;
-* ``+listener``: what a listener that counts events adds (dispatch builds an OpEvent).
+* ``+listener``: what a listener that counts events adds (the C side builds an OpEvent).
 
 Targets (issue 16): the 1-element add <= 1.5x NumPy; a null listener <= +0.3 us.
 
@@ -42,10 +44,15 @@ def _operators(native: bool) -> None:
         raise SystemExit(f"no C operators: {eager_operators.extension_status()['reason']}")
 
 
-def measure(shape, number: int, rounds: int = 7) -> dict:
+def measure(op: str, shape, number: int, rounds: int = 7) -> dict:
     a = np.ones(shape, np.float32)
     b = np.ones(shape, np.float32)
     ta, tb = em.tensor(a), em.tensor(b)
+    exp = em.exp
+    if op == "add":
+        raw, ours = (lambda: np.add(a, b)), (lambda: ta + tb)
+    else:
+        raw, ours = (lambda: np.exp(a)), (lambda: exp(ta))
     listener = _CountingListener()
     best = dict.fromkeys(("empty", "raw", "python", "c", "listening"), float("inf"))
 
@@ -54,13 +61,13 @@ def measure(shape, number: int, rounds: int = 7) -> dict:
 
     for _ in range(rounds):  # interleaved: a load change hits every column alike
         run("empty", lambda: None)  # the timing loop's own cost, subtracted
-        run("raw", lambda: np.add(a, b))
+        run("raw", raw)
         _operators(native=False)
-        run("python", lambda: ta + tb)
+        run("python", ours)
         _operators(native=True)
-        run("c", lambda: ta + tb)
+        run("c", ours)
         with instrument.listening(listener):
-            run("listening", lambda: ta + tb)
+            run("listening", ours)
     return {key: value - best["empty"] for key, value in best.items() if key != "empty"}
 
 
@@ -69,9 +76,11 @@ def main() -> None:
           f"{platform.python_version()}, NumPy {np.__version__}")
     print(f"{'case':<16}{'NumPy ns':>10}{'Python op':>11}{'ratio':>7}{'C op':>8}{'ratio':>7}"
           f"{'+listener':>11}")
-    for name, shape, number in (("1-element add", (1,), 100_000),
-                                ("100x100 add", (100, 100), 20_000)):
-        r = measure(shape, number)
+    for name, op, shape, number in (("1-element add", "add", (1,), 100_000),
+                                    ("100x100 add", "add", (100, 100), 20_000),
+                                    ("1-element exp", "exp", (1,), 100_000),
+                                    ("100x100 exp", "exp", (100, 100), 5_000)):
+        r = measure(op, shape, number)
         print(f"{name:<16}{r['raw']:>10.0f}{r['python']:>11.0f}{r['python'] / r['raw']:>6.2f}x"
               f"{r['c']:>8.0f}{r['c'] / r['raw']:>6.2f}x{r['listening'] - r['c']:>8.0f} ns")
     print("targets (issue 16): the 1-element add <= 1.5x NumPy; a null listener <= +300 ns")

@@ -293,6 +293,12 @@ def make_operator(op, reflected: bool = False):
     return operator
 
 
+# The unary functions made by make_unary_function, by op name: [their C version (set by
+# codegen/eager_operators.py's install with the C operators) or None, the Python body the
+# C version hands every other call to, the op].
+UNARY_FUNCTIONS: dict = {}
+
+
 def make_unary_function(op, to_tensor):
     """``em.<op>(x)`` for a unary op with the eager fast path inlined, as the operators
     have it: with no tracer and no debugger stepping, a tensor's NumPy array (or, with
@@ -300,18 +306,26 @@ def make_unary_function(op, to_tensor):
     implementation, skipping ``run_eager``'s argument loop and device resolution; the
     listeners that want events after ops (the recorder, a profiler) then get the op as
     run_eager would hand it over. Anything else - a Python number (``to_tensor`` makes it
-    a tensor), tracing, a debugger, errors - takes ``apply``."""
+    a tensor), tracing, a debugger, errors - takes ``apply``.
+
+    The function counts its fast calls toward ``HOT_CALLS`` as the operators do; once they
+    are hot, its C version (codegen/eager_operators.py) takes the plain float calls first
+    and hands the rest to the Python body."""
     records = op.vjp is not None
     name = op.name
     # A float function of a float array is its ufunc (the impl only casts ints and bools):
     # called directly, ~175 ns less than through the impl for em.exp of one element.
     float_ufunc, registered_impl = op.float_ufunc, op.impl
 
-    def fn(x):
+    def python_function(x):
         if (_plain or _fast_with_events) and (x.__class__ is Tensor or isinstance(x, Tensor)):
             data = x._data
             cls = data.__class__
             if cls is _ndarray or (cls is _gpu_ndarray and _plain):
+                global _until_hot
+                _until_hot -= 1
+                if _until_hot == 0 and _when_hot is not None:
+                    _operators_hot()
                 t0 = _perf_ns() if _listening else 0
                 try:  # op.impl read per call, as run_eager does (the fuzzer's rounding
                     # oracle swaps it to nudge transcendental results)
@@ -330,12 +344,23 @@ def make_unary_function(op, to_tensor):
                 t.requires_grad = False
                 if records and x.requires_grad and (_grad_enabled or _thread.grad):
                     record_grad(op, (x,), _NO_ATTRS, t)
+                # skip 2: past this function and fn, out to the caller's frame
                 if _listening and (_native_general is None or not _native_general(
-                        name, (x,), _NO_ATTRS, out, t0, CPU, 1)):
-                    _emit_unary(name, data, out, t, t0)
+                        name, (x,), _NO_ATTRS, out, t0, CPU, 2)):
+                    _emit_unary(name, data, out, t, t0, 2)
                 return t
         return apply(op, to_tensor(x))
 
+    python_function.__name__ = python_function.__qualname__ = name
+    entry = UNARY_FUNCTIONS[name] = [None, python_function, op]
+
+    def fn(x):
+        native = entry[0]
+        if native is not None:
+            return native(x)
+        return python_function(x)
+
+    fn.__wrapped__ = python_function
     return fn
 
 
@@ -422,12 +447,13 @@ def emit_operator_event(name, sd, od, out, t, t0, depth=2):
         fn(ev, t)
 
 
-def emit_unary_event(name, xd, out, t, t0):
+def emit_unary_event(name, xd, out, t, t0, skip):
     """The OpEvent of a unary function's fast path (make_unary_function: ``xd`` gave
     ``out``, wrapped as ``t``) to the listeners: run_eager's event for the op (_emit_op),
-    with the user's line found as emit_operator_event finds it, two frames out."""
+    with the user's line found as emit_operator_event finds it, ``skip`` frames out from
+    the caller's."""
     t1 = _perf_ns()
-    f = _getframe(2)
+    f = _getframe(skip + 1)
     loc = _locations.get((id(f.f_code), f.f_lasti))
     loc = loc[1] if loc is not None else user_location(f)
     ev = _tuple_new(OpEvent, (

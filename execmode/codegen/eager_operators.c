@@ -54,11 +54,15 @@ typedef struct {
     int reflected;               /* __radd__: the scalar is the loop's first operand */
     PyUFuncGenericFunction loop[2];   /* [0] float32, [1] float64 */
     void *loop_data[2];
+    /* A unary function (em.exp ...; its ufunc takes one operand): the OpDef, whose `impl`
+     * is read per call, and the impl it was registered with. NULL for the operators. */
+    PyObject *op_def;
+    PyObject *impl;
 } Operator;
 
 static PyObject *str_plain;      /* "_plain", interned */
 static PyObject *str_grad_enabled, *str_thread, *str_grad;
-static PyObject *str_fast_with_events, *str_native_binary;
+static PyObject *str_fast_with_events, *str_native_binary, *str_native_general, *str_impl;
 /* dispatch's names an OpEvent is built from (new_event) */
 static PyObject *str_on_op, *str_OpEvent, *str_seq, *str_no_attrs, *str_eager, *str_cpu;
 static PyObject *str_scope, *str_state, *str_current, *str_locations, *str_user_location;
@@ -262,6 +266,7 @@ static struct {
  * `state` (current_scope). Elsewhere nothing: every thread then asks the thread-local. */
 static unsigned long main_ident;
 static PyObject *main_scope_dict;
+static PyObject *scope_default;   /* the thread-local class's `current` ("") */
 
 static int
 main_thread_scope(PyObject *state)
@@ -283,12 +288,16 @@ main_thread_scope(PyObject *state)
     PyObject *d = PyObject_GetAttrString(state, "__dict__");
     if (d == NULL)
         return -1;
-    if (!PyDict_CheckExact(d)) {
+    PyObject *fallback = PyObject_GetAttr((PyObject *)Py_TYPE(state), str_current);
+    if (fallback == NULL || !PyDict_CheckExact(d) || !PyUnicode_CheckExact(fallback)) {
         Py_DECREF(d);
+        Py_XDECREF(fallback);
+        PyErr_Clear();
         return 0;
     }
     main_ident = value;
     main_scope_dict = d;
+    scope_default = fallback;
     return 0;
 }
 
@@ -414,18 +423,17 @@ done:
 /* scope._state.current, as the calling thread sees it. On the main thread, from its own
  * dict of that thread-local (asked for once: the same dict for the thread's life), one
  * lookup; it holds `current` once a scope was opened there, else the class's default
- * answers. Other threads ask the thread-local. */
+ * (read once) answers, as attribute lookup would. Other threads ask the thread-local. */
 static PyObject *
 current_scope(void)
 {
     if (main_scope_dict != NULL && PyThread_get_thread_ident() == main_ident) {
         PyObject *scope = PyDict_GetItemWithError(main_scope_dict, str_current);
-        if (scope != NULL) {
-            Py_INCREF(scope);
-            return scope;
-        }
-        if (PyErr_Occurred())
+        if (scope == NULL && PyErr_Occurred())
             return NULL;
+        scope = scope != NULL ? scope : scope_default;
+        Py_INCREF(scope);
+        return scope;
     }
     return PyObject_GetAttr(parts.scope_state, str_current);
 }
@@ -505,8 +513,10 @@ call_listeners(PyObject *event, PyObject *t)
     for (Py_ssize_t i = 0; status == 0 && i < PyList_GET_SIZE(callbacks); ++i) {
         PyObject *fn = PyList_GET_ITEM(callbacks, i);
         Py_INCREF(fn);
-        PyObject *call_args[2] = {event, t};
-        PyObject *result = PyObject_Vectorcall(fn, call_args, 2, NULL);
+        /* a free slot before the arguments: a bound method puts its self there */
+        PyObject *call_args[3] = {NULL, event, t};
+        PyObject *result = PyObject_Vectorcall(fn, call_args + 1,
+                                               2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         Py_DECREF(fn);
         if (result == NULL)
             status = -1;
@@ -605,29 +615,74 @@ emit(Operator *self, PyObject *a, PyObject *b, PyObject *out, PyObject *t, int64
     return call_listeners(event, t);
 }
 
-/* emit_unary(name, x, out, t, t0): dispatch.emit_unary_event in C, for the unary
- * functions' fast path (dispatch.make_unary_function, whose frame is the one out to the
- * user's): the OpEvent of `x` (an ndarray) giving `out` (an ndarray, wrapped as the
- * tensor `t`) to the listeners. bytes = 0 for a view of another array, as run_eager's. */
+/* A unary function's op as run_eager hands it over: to the recorder's op ring,
+ * `_native_general(name, (x,), no_attrs, out, t0, CPU, skip)`, when there is one and it
+ * takes it; else an OpEvent of the tensor `x` (array `a`) giving `out` (wrapped as `t`)
+ * to the listeners. bytes = 0 for a view of another array, as run_eager's. `skip`: the
+ * frames from the Python function that called us out to the user's. */
+static int
+emit_one(PyObject *flags, PyObject *name, PyObject *x, PyArrayObject *a, PyArrayObject *out,
+         PyObject *t, int64_t t0, int skip)
+{
+    if (event_parts() < 0)
+        return -1;
+    PyObject *sink = flags == NULL ? NULL : PyDict_GetItemWithError(flags, str_native_general);
+    if (sink != NULL && sink != Py_None) {
+        PyObject *t0_obj = PyLong_FromLongLong(t0);
+        PyObject *inputs = t0_obj == NULL ? NULL : PyTuple_Pack(1, x);
+        PyObject *skip_obj = inputs == NULL ? NULL : PyLong_FromLong(skip);
+        PyObject *taken = NULL;
+        if (skip_obj != NULL) {
+            PyObject *sink_args[7] = {name, inputs, parts.no_attrs, (PyObject *)out, t0_obj,
+                                      parts.cpu, skip_obj};
+            taken = PyObject_Vectorcall(sink, sink_args, 7, NULL);
+        }
+        Py_XDECREF(t0_obj);
+        Py_XDECREF(inputs);
+        Py_XDECREF(skip_obj);
+        if (taken == NULL)
+            return -1;
+        int done = taken == Py_True;
+        Py_DECREF(taken);
+        if (done)
+            return 0;
+    }
+    if (sink == NULL && PyErr_Occurred())
+        return -1;
+    if (PyList_GET_SIZE(parts.on_op) == 0)
+        return 0;
+    PyObject *described = describe(a, parts.cpu);
+    PyObject *inputs = described != NULL ? describe_one(described) : NULL;
+    Py_XDECREF(described);
+    Py_ssize_t nbytes = PyArray_BASE(out) == NULL ? PyArray_NBYTES(out) : 0;
+    PyObject *event = new_event(name, inputs, out, t0, nbytes, skip);
+    if (event == NULL)
+        return -1;
+    return call_listeners(event, t);
+}
+
+/* emit_unary(name, x, out, t, t0, skip): dispatch.emit_unary_event in C, for the unary
+ * functions' Python fast path (dispatch.make_unary_function): the OpEvent of `x` (an
+ * ndarray) giving `out` (an ndarray, wrapped as the tensor `t`) to the listeners, the
+ * user's line `skip` frames out from the caller's. */
 static PyObject *
 emit_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5 || !PyArray_CheckExact(args[1]) || !PyArray_CheckExact(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "emit_unary(name, x, out, t, t0): x, out ndarrays");
+    if (nargs != 6 || !PyArray_CheckExact(args[1]) || !PyArray_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "emit_unary(name, x, out, t, t0, skip): x, out ndarrays");
         return NULL;
     }
     int64_t t0 = PyLong_AsLongLong(args[4]);
-    if (t0 == -1 && PyErr_Occurred())
+    long skip = PyLong_AsLong(args[5]);
+    if ((t0 == -1 || skip == -1) && PyErr_Occurred())
         return NULL;
-    if (event_parts() < 0)
+    if (skip < 0 || skip > 8) {
+        PyErr_SetString(PyExc_ValueError, "emit_unary: skip 0-8");
         return NULL;
-    PyArrayObject *out = (PyArrayObject *)args[2];
-    PyObject *x = describe((PyArrayObject *)args[1], parts.cpu);
-    PyObject *inputs = x != NULL ? describe_one(x) : NULL;
-    Py_XDECREF(x);
-    Py_ssize_t nbytes = PyArray_BASE(out) == NULL ? PyArray_NBYTES(out) : 0;
-    PyObject *event = new_event(args[0], inputs, out, t0, nbytes, 1);
-    if (event == NULL || call_listeners(event, args[3]) < 0)
+    }
+    if (emit_one(NULL, args[0], NULL, (PyArrayObject *)args[1], (PyArrayObject *)args[2],
+                 args[3], t0, (int)skip) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -754,6 +809,79 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     return t;
 }
 
+/* A unary function (em.exp, em.negative, ...) called from its Python function
+ * (dispatch.make_unary_function, which holds this object once the operators are hot): the
+ * operators' kind of path for one operand. A float32/float64 C-contiguous tensor autograd
+ * would not record, with no tracer and no debugger, while the op's impl is the one it was
+ * registered with (the fuzzer's rounding oracle swaps it), gets the ufunc's 1-d loop for
+ * its dtype: np.exp's own function, NumPy's bits. Everything else goes to the Python
+ * function's body (`fallback`). */
+static PyObject *
+unary_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Operator *self = (Operator *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+        return fallback(self, args, nargsf, kwnames);
+    int listening = 0;
+    PyObject *plain = PyDict_GetItemWithError(self->flags, str_plain);
+    if (plain != Py_True) {
+        PyObject *events = PyDict_GetItemWithError(self->flags, str_fast_with_events);
+        if (events != Py_True) {
+            if (PyErr_Occurred())
+                return NULL;
+            return fallback(self, args, nargsf, kwnames);
+        }
+        listening = 1;
+    }
+    int wants_grad = 0;
+    PyArrayObject *a = plain_array(self, args[0], &wants_grad);
+    if (a == NULL)
+        return fallback(self, args, nargsf, kwnames);
+    PyObject *impl = PyObject_GetAttr(self->op_def, str_impl);
+    if (impl == NULL)
+        return NULL;
+    Py_DECREF(impl);   /* only compared: the OpDef holds it */
+    if (impl != self->impl)
+        return fallback(self, args, nargsf, kwnames);
+    if (wants_grad) {  /* autograd would record the op: the Python function does that */
+        int on = grad_mode_on(self);
+        if (on < 0)
+            return NULL;
+        if (on)
+            return fallback(self, args, nargsf, kwnames);
+    }
+
+    int64_t t0 = listening ? perf_counter_ns() : 0;
+    int type = PyArray_TYPE(a);
+    npy_intp itemsize = PyArray_ITEMSIZE(a);
+    PyObject *out = PyArray_SimpleNew(PyArray_NDIM(a), PyArray_DIMS(a), type);
+    if (out == NULL)
+        return NULL;
+    char *loop_args[2] = {PyArray_BYTES(a), PyArray_BYTES((PyArrayObject *)out)};
+    npy_intp steps[2] = {itemsize, itemsize};
+    Py_INCREF(a);   /* held while the loop may run without the GIL (op_vectorcall says why) */
+    run_loop(self->loop[type == NPY_DOUBLE], self->loop_data[type == NPY_DOUBLE], loop_args,
+             PyArray_SIZE(a), steps);
+    Py_DECREF(a);
+
+    PyTypeObject *tt = self->tensor_type;
+    PyObject *t = tt->tp_alloc(tt, 0);   /* object.__new__(Tensor) */
+    if (t == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
+    Py_INCREF(Py_False);
+    *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
+    /* skip 1: past the Python function that called us, out to the user's frame */
+    if (listening && emit_one(self->flags, self->name, args[0], a, (PyArrayObject *)out, t,
+                              t0, 1) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return t;
+}
+
 /* --- construction ------------------------------------------------------------------- */
 
 static Py_ssize_t
@@ -771,16 +899,23 @@ static PyObject *
 op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *fallback_op, *name, *ufunc, *tensor_type, *flags;
+    PyObject *op_def = NULL, *impl = NULL;
     int reflected;
     static char *names[] = {"fallback", "name", "ufunc", "tensor_type", "flags", "reflected",
-                            NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OUO!O!O!p", names, &fallback_op, &name,
+                            "op", "impl", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OUO!O!O!p|OO", names, &fallback_op, &name,
                                      &PyUFunc_Type, &ufunc, &PyType_Type, &tensor_type,
-                                     &PyDict_Type, &flags, &reflected))
+                                     &PyDict_Type, &flags, &reflected, &op_def, &impl))
         return NULL;
     PyUFuncObject *u = (PyUFuncObject *)ufunc;
-    if (u->nin != 2 || u->nout != 1 || u->core_enabled) {
-        PyErr_SetString(PyExc_ValueError, "expected a binary elementwise ufunc");
+    int unary = op_def != NULL;
+    if (unary && (impl == NULL || reflected)) {
+        PyErr_SetString(PyExc_TypeError, "a unary function needs its op and impl, unreflected");
+        return NULL;
+    }
+    if (u->nin != (unary ? 1 : 2) || u->nout != 1 || u->core_enabled) {
+        PyErr_SetString(PyExc_ValueError, unary ? "expected a unary elementwise ufunc"
+                                                : "expected a binary elementwise ufunc");
         return NULL;
     }
     PyObject *data_descr = PyObject_GetAttrString(tensor_type, "_data");
@@ -795,8 +930,10 @@ op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Operator *self = (Operator *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
-    self->vectorcall = op_vectorcall;
+    self->vectorcall = unary ? unary_vectorcall : op_vectorcall;
     self->reflected = reflected;
+    Py_XINCREF(op_def); self->op_def = op_def;
+    Py_XINCREF(impl); self->impl = impl;
     self->off_data = off_data;
     self->off_requires_grad = off_rg;
     Py_INCREF(fallback_op); self->fallback = fallback_op;
@@ -824,6 +961,8 @@ op_traverse(Operator *self, visitproc visit, void *arg)
     Py_VISIT(self->ufunc);
     Py_VISIT(self->tensor_type);
     Py_VISIT(self->flags);
+    Py_VISIT(self->op_def);
+    Py_VISIT(self->impl);
     return 0;
 }
 
@@ -835,6 +974,8 @@ op_clear(Operator *self)
     Py_CLEAR(self->ufunc);
     Py_CLEAR(self->tensor_type);
     Py_CLEAR(self->flags);
+    Py_CLEAR(self->op_def);
+    Py_CLEAR(self->impl);
     return 0;
 }
 
@@ -877,7 +1018,8 @@ op_repr(PyObject *obj)
     PyObject *name = PyObject_GetAttrString(((Operator *)obj)->fallback, "__qualname__");
     if (name == NULL)
         return NULL;
-    PyObject *text = PyUnicode_FromFormat("<C operator %U>", name);
+    PyObject *text = PyUnicode_FromFormat(((Operator *)obj)->op_def != NULL
+                                          ? "<C function %U>" : "<C operator %U>", name);
     Py_DECREF(name);
     return text;
 }
@@ -1080,7 +1222,7 @@ static PyTypeObject LoopType = {
 
 static PyMethodDef module_functions[] = {
     {"emit_unary", (PyCFunction)(void (*)(void))emit_unary, METH_FASTCALL,
-     "emit_unary(name, x, out, t, t0): a unary function's OpEvent to the listeners"},
+     "emit_unary(name, x, out, t, t0, skip): a unary function's OpEvent to the listeners"},
     {NULL},
 };
 
@@ -1102,6 +1244,8 @@ PyInit__em_eager_operators(void)
     str_grad = PyUnicode_InternFromString("grad");
     str_fast_with_events = PyUnicode_InternFromString("_fast_with_events");
     str_native_binary = PyUnicode_InternFromString("_native_binary");
+    str_native_general = PyUnicode_InternFromString("_native_general");
+    str_impl = PyUnicode_InternFromString("impl");
     str_on_op = PyUnicode_InternFromString("_on_op");
     str_OpEvent = PyUnicode_InternFromString("OpEvent");
     str_seq = PyUnicode_InternFromString("_seq");
@@ -1116,6 +1260,7 @@ PyInit__em_eager_operators(void)
     zero = PyLong_FromLong(0);
     if (str_plain == NULL || str_grad_enabled == NULL || str_thread == NULL || str_grad == NULL
             || str_fast_with_events == NULL || str_native_binary == NULL
+            || str_native_general == NULL || str_impl == NULL
             || str_on_op == NULL || str_OpEvent == NULL || str_seq == NULL
             || str_no_attrs == NULL || str_eager == NULL || str_cpu == NULL
             || str_scope == NULL || str_state == NULL || str_current == NULL

@@ -12,6 +12,13 @@ element, or a Python scalar), it allocates the output and calls the ufunc's 1-d 
 the dtype: the function ``np.add`` itself runs, so the bits are NumPy's. Every other call
 goes to the Python operator, which the C object holds.
 
+The unary functions (``em.exp``, ``em.negative`` ...; dispatch.make_unary_function) get the
+same kind of C version for a float32/float64 C-contiguous tensor, when the op's ufunc has
+the dtype's loop and its impl is the registered one: the Python function calls it first,
+and it hands every other call to the function's Python body. Listeners that want events
+after ops get those ops from C as well (the op ring's ``general``, or an OpEvent built in
+C).
+
 * **When.** Nothing compiles at import. The operators installed by tensor_methods count
   the calls C would take (dispatch.counting_operator); after ``dispatch.HOT_CALLS`` of them
   :func:`install` replaces them with the C operators, or, when the extension cannot be
@@ -28,6 +35,8 @@ goes to the Python operator, which the C object holds.
 from __future__ import annotations
 
 import os
+
+import numpy as np
 
 from .. import dispatch, tensor_methods
 from ..dispatch import counting_operator
@@ -91,13 +100,32 @@ def install(tensor_class, native: bool | None = None) -> bool:
                 operator = ext.Operator(operator, OPS[op].name, OPS[op].ufunc, tensor_class,
                                         flags, reflected)
             setattr(tensor_class, name, operator)
-    # The unary functions' events (dispatch.make_unary_function) built in C as well.
+    # The unary functions (dispatch.make_unary_function) in C as well, and the events of
+    # the calls they hand to their Python body.
+    for entry in dispatch.UNARY_FUNCTIONS.values():
+        entry[0] = None if ext is None else unary_function(ext, entry, tensor_class, flags)
     dispatch._emit_unary = ext.emit_unary if ext is not None else dispatch.emit_unary_event
     return ext is not None
+
+
+def unary_function(ext, entry, tensor_class, flags):
+    """The C version of a unary function (``entry``: dispatch.UNARY_FUNCTIONS'), or None
+    for an op with no one-operand ufunc that has float32 and float64 loops (em.copy)."""
+    _, python_function, op = entry
+    ufunc = op.float_ufunc if op.float_ufunc is not None else op.ufunc
+    if not isinstance(ufunc, np.ufunc) or ufunc.nin != 1 or ufunc.nout != 1:
+        return None
+    try:
+        return ext.Operator(python_function, op.name, ufunc, tensor_class, flags, False,
+                            op, op.impl)
+    except ValueError:  # no float32 -> float32 or float64 -> float64 loop
+        return None
 
 
 def reset(tensor_class) -> None:
     """The operators as the engine installs them, counting from zero again (for tests)."""
     dispatch._until_hot = dispatch.HOT_CALLS
+    for entry in dispatch.UNARY_FUNCTIONS.values():
+        entry[0] = None
     for name in operator_names():
         setattr(tensor_class, name, counting_operator(python_operator(tensor_class.__dict__[name])))

@@ -263,22 +263,117 @@ def test_a_listener_that_leaves_during_an_event_is_not_called_again():
     assert calls == ["add"]
 
 
-def _unary_emitter(kind):
-    """dispatch's emitter for the unary functions' events: "c" (the extension's
-    emit_unary, what install() sets) or "python" (dispatch.emit_unary_event)."""
-    if kind == "c":
-        return eager_operators.load_extension().emit_unary
-    return dispatch.emit_unary_event
+UNARY_PATHS = ["c", "python", "python, C events"]
 
 
-@pytest.mark.parametrize("emitter", ["c", "python"])
-def test_a_unary_functions_event_is_run_eagers(emitter, monkeypatch):
+@pytest.fixture
+def unary_path(request):
+    """The unary functions as "c" (their C versions, as install() sets them), "python"
+    (dispatch.make_unary_function's body, events from dispatch.emit_unary_event) or
+    "python, C events" (that body, events from the extension's emit_unary); as they were
+    afterwards."""
+    kind = request.param
+    saved = {name: entry[0] for name, entry in dispatch.UNARY_FUNCTIONS.items()}
+    saved_emitter = dispatch._emit_unary
+    if kind != "c":
+        for entry in dispatch.UNARY_FUNCTIONS.values():
+            entry[0] = None
+        dispatch._emit_unary = eager_operators.load_extension().emit_unary \
+            if kind == "python, C events" else dispatch.emit_unary_event
+    yield kind
+    for name, native in saved.items():
+        dispatch.UNARY_FUNCTIONS[name][0] = native
+    dispatch._emit_unary = saved_emitter
+
+
+def _c_unary(name):
+    return dispatch.UNARY_FUNCTIONS[name][0]
+
+
+def _python_unary(name):
+    return dispatch.UNARY_FUNCTIONS[name][1]
+
+
+# The unary functions whose ufunc has float32 -> float32 and float64 -> float64 loops.
+C_UNARY = ["abs", "ceil", "cos", "exp", "expm1", "floor", "log", "log1p", "negative",
+           "reciprocal", "sign", "sin", "sqrt", "square", "tanh"]
+
+
+def test_the_unary_functions_with_a_float_loop_have_c_versions():
+    have = {name for name, entry in dispatch.UNARY_FUNCTIONS.items() if entry[0] is not None}
+    assert have == set(C_UNARY)
+    # No one-operand ufunc (copy, round, erf) or no float -> float loop (isnan): Python.
+    assert {"copy", "round", "erf", "isnan", "logical_not"} <= set(dispatch.UNARY_FUNCTIONS)
+    assert repr(_c_unary("exp")) == "<C function exp>"
+
+
+@pytest.mark.parametrize("name", C_UNARY)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_each_unary_function_gives_the_python_functions_bits(name, dtype):
+    rng = np.random.default_rng(7)
+    values = np.concatenate([SPECIAL, rng.standard_normal(60) * 4]).astype(dtype)
+    for data in (values, values.reshape(7, 1, 10), values[:1].reshape(()), values[:0]):
+        x = em.tensor(data)
+        c, p = _c_unary(name)(x), _python_unary(name)(x)
+        _same(c, p)
+        assert c is not x and not np.shares_memory(c._data, x._data)
+
+
+def test_calls_the_c_unary_functions_do_not_take_get_the_python_answer():
+    """Ints (the impl's cast), a view that is not contiguous, autograd, a swapped impl
+    and a number: the Python body's answers, tape and errors."""
+    from execmode.ops import OPS
+
+    exp = _c_unary("exp")
+    ints = em.tensor(np.arange(4))
+    assert exp(ints).dtype == em.float64
+    _same(exp(ints), _python_unary("exp")(ints))
+    wide = em.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    assert not wide.T._data.flags.c_contiguous
+    _same(exp(wide.T), _python_unary("exp")(wide.T))
+    w = em.tensor(np.array([0.5, 1.0], np.float32), requires_grad=True)
+    y = exp(w)
+    assert y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.exp(w.numpy()))
+    with em.no_grad():
+        z = exp(w)  # the C path: no tape under no_grad
+    assert not z.requires_grad and z.grad_fn is None
+    original = OPS["exp"].impl
+    object.__setattr__(OPS["exp"], "impl", lambda xp, a: original(xp, a) * 2)  # frozen
+    try:
+        np.testing.assert_array_equal(em.exp(wide).numpy(), 2 * np.exp(wide.numpy()))
+    finally:
+        object.__setattr__(OPS["exp"], "impl", original)
+    assert em.exp(0.0).item() == 1.0
+    with pytest.raises(em.DTypeError, match=r"negative\(bool\[1\]@cpu\)"):
+        em.negative(em.tensor([True]))
+
+
+def test_the_unary_functions_become_c_when_hot_without_any_operator(tmp_path):
+    """A script calling em.exp in a loop, and no operator, gets the C versions too."""
+    script = (
+        "import numpy as np\n"
+        "import execmode as em\n"
+        "from execmode import dispatch\n"
+        "x = em.tensor(np.ones(3, np.float32))\n"
+        "for _ in range(dispatch.HOT_CALLS + 1):\n"
+        "    em.exp(x)\n"
+        "print(dispatch.UNARY_FUNCTIONS['exp'][0] is not None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("unary_path", UNARY_PATHS, indirect=True)
+def test_a_unary_functions_event_is_run_eagers(unary_path):
     """em.exp(x) under a listener takes make_unary_function's fast path; its event, built
     in C or in Python, is the one run_eager gives for the op (apply): the same fields, the
     output tensor, the user's line and scope. Ints take the impl's cast (float64)."""
     from execmode.ops import OPS
 
-    monkeypatch.setattr(dispatch, "_emit_unary", _unary_emitter(emitter))
     events = []
 
     class Listener:
@@ -306,11 +401,10 @@ def test_a_unary_functions_event_is_run_eagers(emitter, monkeypatch):
     assert events[2][0].output[1] == np.float64 and events[0][0].scope == "block"
 
 
-@pytest.mark.parametrize("emitter", ["c", "python"])
-def test_a_unary_functions_event_names_its_callers_line(emitter, monkeypatch):
+@pytest.mark.parametrize("unary_path", UNARY_PATHS, indirect=True)
+def test_a_unary_functions_event_names_its_callers_line(unary_path):
     """The user's line one frame out from the fast path: lines that alternate (the C
     side's line cache), and a helper's line when the helper called it."""
-    monkeypatch.setattr(dispatch, "_emit_unary", _unary_emitter(emitter))
     events = []
 
     class Listener:
@@ -362,11 +456,10 @@ def test_an_event_a_listener_keeps_is_never_refilled():
     assert all(e.inputs == (((3,), np.dtype(np.float32), CPU),) for e in kept)
 
 
-@pytest.mark.parametrize("emitter", ["c", "python"])
-def test_each_thread_gets_its_own_scope_in_events(emitter, monkeypatch):
+@pytest.mark.parametrize("unary_path", UNARY_PATHS, indirect=True)
+def test_each_thread_gets_its_own_scope_in_events(unary_path):
     """The C side reads the main thread's scope from its own dict of the thread-local;
     another thread's ops carry that thread's scope."""
-    monkeypatch.setattr(dispatch, "_emit_unary", _unary_emitter(emitter))
     events = []
     lock = threading.Lock()
 

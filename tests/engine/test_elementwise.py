@@ -281,8 +281,9 @@ def test_astype_to_an_unsupported_dtype_is_refused():
 
 
 def test_unary_functions_take_the_fast_path_only_when_plain():
-    # dispatch.make_unary_function: with nothing listening or tracing, em.exp(x) calls the
-    # op's implementation at once; the results, dtypes, autograd and errors are apply()'s.
+    # dispatch.make_unary_function: with no trace and no debugger, em.exp(x) calls the
+    # op's implementation at once (listeners that want events after ops get the op after
+    # it); the results, dtypes, autograd and errors are apply()'s.
     from execmode import instrument
 
     x = em.tensor([0.5, -1.0, 2.0], requires_grad=True)
