@@ -295,7 +295,9 @@ def make_operator(op, reflected: bool = False):
 
 # The unary functions made by make_unary_function, by op name: [their C version (set by
 # codegen/eager_operators.py's install with the C operators) or None, the Python body the
-# C version hands every other call to, the op].
+# C version hands every other call to, the op, the impl the op was registered with]. Both
+# versions are called from the function (`fn`) alone: the frames they count out to the
+# user's line assume it.
 UNARY_FUNCTIONS: dict = {}
 
 
@@ -352,7 +354,7 @@ def make_unary_function(op, to_tensor):
         return apply(op, to_tensor(x))
 
     python_function.__name__ = python_function.__qualname__ = name
-    entry = UNARY_FUNCTIONS[name] = [None, python_function, op]
+    entry = UNARY_FUNCTIONS[name] = [None, python_function, op, registered_impl]
 
     def fn(x):
         native = entry[0]
@@ -360,7 +362,6 @@ def make_unary_function(op, to_tensor):
             return native(x)
         return python_function(x)
 
-    fn.__wrapped__ = python_function
     return fn
 
 

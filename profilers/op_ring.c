@@ -1285,8 +1285,8 @@ decline:
 /* general(name, inputs, attrs, out, t0, device, skip=2): run_eager's path (inputs: a
  * tuple of Tensors and Python numbers). bytes = 0 for a view of another array, as
  * _emit_op. skip: the frames from the caller's out to the op's caller (2 from run_eager:
- * past it and apply, or the tracer, dispatch's own; 1 from the unary functions' fast
- * path, make_unary_function's frame). */
+ * past it and apply, or the tracer, dispatch's own; 2 from a unary function's Python body
+ * as well, past it and make_unary_function's `fn`; 1 from its C version, past `fn`). */
 static PyObject *
 OpRing_general(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
 {

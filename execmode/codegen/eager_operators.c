@@ -350,8 +350,9 @@ event_parts(void)
 }
 
 /* The user's line: the SourceLocation of the frame `skip` frames out from the one that
- * called us (0: the operators, which no frame of ours is in between; 1: emit_unary,
- * called from make_unary_function's frame), from source._locations when that
+ * called us (0: the operators, which no frame of ours is in between; 1: a unary
+ * function's C version, called from make_unary_function's `fn`; 2: emit_unary, called
+ * from its Python body under `fn`), from source._locations when that
  * instruction was seen before (one dict lookup on (id(code), f_lasti), its key), else
  * from source.user_location. Answers from the table are kept by code object and offset
  * in a small direct-mapped cache: a loop asks for its few lines again and again. */
@@ -441,7 +442,14 @@ current_scope(void)
 /* An event no listener kept, refilled for the next op. A tuple nobody else holds can be
  * refilled unseen (zip and enumerate refill their result tuples so): what allocating
  * and freeing an OpEvent per op cost. Held while its listeners run, so a listener that
- * runs ops itself makes its own. */
+ * runs ops itself makes its own; refilled only while nothing else took a reference
+ * meanwhile (gc.get_objects() can hand it out). Not from 3.14 on, where a tuple may
+ * keep its hash. */
+#if PY_VERSION_HEX < 0x030E0000
+#define REFILL_EVENTS 1
+#else
+#define REFILL_EVENTS 0
+#endif
 static PyObject *spare_event;
 
 /* The OpEvent dispatch builds (emit_operator_event, emit_unary_event), built here: the
@@ -453,49 +461,52 @@ new_event(PyObject *name, PyObject *inputs, PyArrayObject *out, int64_t t0,
           Py_ssize_t nbytes, int skip)
 {
     int64_t t1 = perf_counter_ns();
-    PyObject *items[11];
-    items[0] = PyIter_Next(parts.seq);
-    if (items[0] == NULL && !PyErr_Occurred())
-        PyErr_SetString(PyExc_RuntimeError, "dispatch._seq is exhausted");
+    PyObject *items[11] = {NULL};
+    PyObject *event = NULL;
+    items[3] = inputs;
+    if (inputs == NULL)
+        goto done;
+    /* each item after the last one made: none is asked for with an error pending */
+    if ((items[0] = PyIter_Next(parts.seq)) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "dispatch._seq is exhausted");
+        goto done;
+    }
     Py_INCREF(name);
     items[1] = name;
     Py_INCREF(parts.no_attrs);
     items[2] = parts.no_attrs;
-    items[3] = inputs;
-    items[4] = describe(out, parts.cpu);
-    items[5] = PyLong_FromLongLong(t0);
-    items[6] = PyLong_FromLongLong(t1);
-    items[7] = PyLong_FromSsize_t(nbytes);
-    items[8] = current_scope();
-    items[9] = user_line(skip);
     Py_INCREF(parts.eager);
     items[10] = parts.eager;
-    int complete = 1;
-    for (int i = 0; i < 11; ++i)
-        complete &= items[i] != NULL;
-    PyObject *event = NULL;
-    if (complete) {
-        if (spare_event != NULL) {
-            event = spare_event;   /* our reference moves to the caller */
-            spare_event = NULL;
-            for (int i = 0; i < 11; ++i) {
-                PyObject *old = PyTuple_GET_ITEM(event, i);
-                PyTuple_SET_ITEM(event, i, items[i]);
-                items[i] = old;   /* released below */
-            }
+    if ((items[4] = describe(out, parts.cpu)) == NULL
+            || (items[5] = PyLong_FromLongLong(t0)) == NULL
+            || (items[6] = PyLong_FromLongLong(t1)) == NULL
+            || (items[7] = PyLong_FromSsize_t(nbytes)) == NULL
+            || (items[8] = current_scope()) == NULL
+            || (items[9] = user_line(skip)) == NULL)
+        goto done;
+    if (spare_event != NULL && Py_REFCNT(spare_event) == 1) {
+        event = spare_event;   /* our reference moves to the caller */
+        spare_event = NULL;
+        for (int i = 0; i < 11; ++i) {
+            PyObject *old = PyTuple_GET_ITEM(event, i);
+            PyTuple_SET_ITEM(event, i, items[i]);
+            items[i] = old;   /* released below */
         }
-        else {
-            PyTypeObject *event_type = (PyTypeObject *)parts.event_type;
-            /* tuple.__new__(OpEvent, items), as dispatch does */
-            event = event_type->tp_alloc(event_type, 11);
-            if (event != NULL) {
-                for (int i = 0; i < 11; ++i) {
-                    PyTuple_SET_ITEM(event, i, items[i]);
-                    items[i] = NULL;
-                }
+    }
+    else {
+        Py_CLEAR(spare_event);
+        PyTypeObject *event_type = (PyTypeObject *)parts.event_type;
+        /* tuple.__new__(OpEvent, items), as dispatch does */
+        event = event_type->tp_alloc(event_type, 11);
+        if (event != NULL) {
+            for (int i = 0; i < 11; ++i) {
+                PyTuple_SET_ITEM(event, i, items[i]);
+                items[i] = NULL;
             }
         }
     }
+done:
     for (int i = 0; i < 11; ++i)
         Py_XDECREF(items[i]);
     return event;
@@ -522,7 +533,7 @@ call_listeners(PyObject *event, PyObject *t)
             status = -1;
         Py_XDECREF(result);
     }
-    if (Py_REFCNT(event) == 1 && spare_event == NULL && Py_TYPE(event) == (PyTypeObject *)parts.event_type)
+    if (REFILL_EVENTS && Py_REFCNT(event) == 1 && spare_event == NULL)
         spare_event = event;
     else
         Py_DECREF(event);
@@ -784,28 +795,27 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     }
     loop_args[2] = PyArray_BYTES((PyArrayObject *)out);
     steps[2] = itemsize;
-    /* Another thread may rebind an operand's _data while the loop runs without the GIL:
-     * hold the arrays. */
+    /* Another thread may rebind an operand's _data while the loop runs without the GIL,
+     * and a listener may run any code: hold the arrays until the op is emitted. */
     Py_INCREF(a);
     Py_XINCREF(b);
     run_loop(self->loop[which], self->loop_data[which], loop_args, n, steps);
-    Py_DECREF(a);
-    Py_XDECREF(b);
 
     PyTypeObject *tt = self->tensor_type;
     PyObject *t = tt->tp_alloc(tt, 0);   /* object.__new__(Tensor) */
     if (t == NULL) {
         Py_DECREF(out);
-        return NULL;
     }
-    *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
-    Py_INCREF(Py_False);
-    *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
-    if (listening && emit(self, (PyObject *)a, b != NULL ? (PyObject *)b : other, out, t,
-                          t0) < 0) {
-        Py_DECREF(t);
-        return NULL;
+    else {
+        *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
+        Py_INCREF(Py_False);
+        *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
+        if (listening && emit(self, (PyObject *)a, b != NULL ? (PyObject *)b : other, out, t,
+                              t0) < 0)
+            Py_CLEAR(t);
     }
+    Py_DECREF(a);
+    Py_XDECREF(b);
     return t;
 }
 
@@ -859,26 +869,26 @@ unary_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObj
         return NULL;
     char *loop_args[2] = {PyArray_BYTES(a), PyArray_BYTES((PyArrayObject *)out)};
     npy_intp steps[2] = {itemsize, itemsize};
-    Py_INCREF(a);   /* held while the loop may run without the GIL (op_vectorcall says why) */
+    Py_INCREF(a);   /* held until the op is emitted (op_vectorcall says why) */
     run_loop(self->loop[type == NPY_DOUBLE], self->loop_data[type == NPY_DOUBLE], loop_args,
              PyArray_SIZE(a), steps);
-    Py_DECREF(a);
 
     PyTypeObject *tt = self->tensor_type;
     PyObject *t = tt->tp_alloc(tt, 0);   /* object.__new__(Tensor) */
     if (t == NULL) {
         Py_DECREF(out);
-        return NULL;
     }
-    *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
-    Py_INCREF(Py_False);
-    *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
-    /* skip 1: past the Python function that called us, out to the user's frame */
-    if (listening && emit_one(self->flags, self->name, args[0], a, (PyArrayObject *)out, t,
-                              t0, 1) < 0) {
-        Py_DECREF(t);
-        return NULL;
+    else {
+        *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
+        Py_INCREF(Py_False);
+        *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
+        /* skip 1: past the Python function that called us (make_unary_function's `fn`,
+         * the only caller), out to the user's frame */
+        if (listening && emit_one(self->flags, self->name, args[0], a, (PyArrayObject *)out,
+                                  t, t0, 1) < 0)
+            Py_CLEAR(t);
     }
+    Py_DECREF(a);
     return t;
 }
 
@@ -1028,6 +1038,8 @@ static PyMemberDef op_members[] = {
     {"__wrapped__", T_OBJECT, offsetof(Operator, fallback), READONLY,
      "the Python operator, which takes every call this one does not"},
     {"reflected", T_INT, offsetof(Operator, reflected), READONLY, NULL},
+    {"impl", T_OBJECT, offsetof(Operator, impl), READONLY,
+     "a unary function's registered impl: while the op's is another, calls go to Python"},
     {NULL},
 };
 

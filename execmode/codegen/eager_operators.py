@@ -111,13 +111,13 @@ def install(tensor_class, native: bool | None = None) -> bool:
 def unary_function(ext, entry, tensor_class, flags):
     """The C version of a unary function (``entry``: dispatch.UNARY_FUNCTIONS'), or None
     for an op with no one-operand ufunc that has float32 and float64 loops (em.copy)."""
-    _, python_function, op = entry
+    _, python_function, op, registered_impl = entry
     ufunc = op.float_ufunc if op.float_ufunc is not None else op.ufunc
     if not isinstance(ufunc, np.ufunc) or ufunc.nin != 1 or ufunc.nout != 1:
         return None
-    try:
+    try:  # the registered impl, not op.impl now: install may run while one is swapped
         return ext.Operator(python_function, op.name, ufunc, tensor_class, flags, False,
-                            op, op.impl)
+                            op, registered_impl)
     except ValueError:  # no float32 -> float32 or float64 -> float64 loop
         return None
 
