@@ -264,6 +264,7 @@ static struct {
 
 /* When called on the main thread: its ident, and its dict of the scope thread-local
  * `state` (current_scope). Elsewhere nothing: every thread then asks the thread-local. */
+static PyObject *getframe;   /* sys._getframe (user_line) */
 static unsigned long main_ident;
 static PyObject *main_scope_dict;
 static PyObject *scope_default;   /* the thread-local class's `current` ("") */
@@ -330,7 +331,13 @@ event_parts(void)
     PyObject *state = PyObject_GetAttr(found[7], str_state);   /* scope._state */
     if (state == NULL)
         return -1;
-    if (main_thread_scope(state) < 0) {
+    if (getframe == NULL) {
+        getframe = PySys_GetObject("_getframe");   /* borrowed from sys: keep our own */
+        Py_XINCREF(getframe);
+    }
+    if (getframe == NULL || main_thread_scope(state) < 0) {
+        if (getframe == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "sys._getframe is missing");
         Py_DECREF(state);
         return -1;
     }
@@ -366,10 +373,25 @@ static struct {
 static PyObject *
 user_line(int skip)
 {
-    PyFrameObject *frame = PyEval_GetFrame();   /* borrowed */
-    Py_XINCREF(frame);
-    for (int i = 0; i < skip && frame != NULL; ++i)
-        Py_SETREF(frame, PyFrame_GetBack(frame));
+    PyFrameObject *frame;
+    if (skip == 0) {
+        frame = PyEval_GetFrame();   /* borrowed */
+        Py_XINCREF(frame);
+    }
+    else {
+        /* sys._getframe(skip) makes no frame object of the frames it passes (ours, new
+         * at every call), as walking out with PyFrame_GetBack would */
+        PyObject *depth = PyLong_FromLong(skip);
+        if (depth == NULL)
+            return NULL;
+        frame = (PyFrameObject *)PyObject_Vectorcall(getframe, &depth, 1, NULL);
+        Py_DECREF(depth);
+        if (frame == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_ValueError))   /* not that deep */
+                return NULL;
+            PyErr_Clear();
+        }
+    }
     if (frame == NULL)
         Py_RETURN_NONE;
     PyCodeObject *code = PyFrame_GetCode(frame);
