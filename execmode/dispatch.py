@@ -199,6 +199,40 @@ def run_eager(op, inputs, attrs):
     return t
 
 
+def plain_arrays(*tensors):
+    """The NumPy arrays of ``tensors`` when a composite may compute on them directly,
+    without apply for each of its ops: no tracer and no listener (nobody sees those ops),
+    every one a Tensor on a NumPy array, and autograd would not record (none requires
+    grad, or grad mode is off in this thread). Else None: the composite runs its ops.
+    The composite must make the NumPy calls its ops make, so that the bits are the ops'."""
+    if not _plain:
+        return None
+    arrays = []
+    grad = False
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            return None
+        data = t._data
+        if data.__class__ is not _ndarray:
+            return None
+        grad = grad or t.requires_grad
+        arrays.append(data)
+    if grad and (_grad_enabled or _thread.grad):
+        return None
+    return arrays
+
+
+def plain_tensor(out) -> Tensor:
+    """A new Tensor on ``out``, a composite's result from :func:`plain_arrays`' arrays
+    (a NumPy scalar becomes a 0-d array, as run_eager makes it)."""
+    if out.__class__ is not _ndarray:
+        out = np.asarray(out)
+    t = _new(Tensor)
+    t._data = out
+    t.requires_grad = False
+    return t
+
+
 def make_operator(op, reflected: bool = False):
     """A Tensor operator method (``__add__``, ``__radd__``) with the eager fast path inlined.
 

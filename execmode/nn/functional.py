@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import functional as F
+from ..dispatch import plain_arrays, plain_tensor
 from ..dtypes import float32, float64
 from ..errors import ArgumentError, ShapeError, op_error
 from ..functional import one_hot  # noqa: F401 - torch.nn.functional.one_hot
@@ -34,10 +37,17 @@ from .softmax import log_softmax, logsumexp, softmax  # noqa: F401
 _tensor = F._tensor_arg
 
 
-@named_scope("relu")
 def relu(x):
     """max(x, 0), one primitive (one kernel op); NaN stays NaN. At exactly 0 the gradient
     is 0, as in PyTorch."""
+    arrays = plain_arrays(x)
+    if arrays is not None:  # nobody sees the op: its impl at once (the scope, apply skipped)
+        return plain_tensor(OPS["relu"].impl(np, arrays[0]))
+    return _relu(x)
+
+
+@named_scope("relu")
+def _relu(x):
     return F.apply(OPS["relu"], _tensor("relu", x))
 
 
@@ -72,9 +82,33 @@ def gelu(x, approximate: str = "none"):
     return 0.5 * x * (1 + F.erf(x * (1 / math.sqrt(2))))
 
 
-@named_scope("linear")
 def linear(x, weight, bias=None):
     """``x @ weight.mT + bias`` with PyTorch's (out_features, in_features) weight layout."""
+    arrays = plain_arrays(x, weight) if bias is None else plain_arrays(x, weight, bias)
+    if arrays is not None:
+        out = _plain_linear(*arrays)
+        if out is not None:
+            return plain_tensor(out)
+    return _linear(x, weight, bias)
+
+
+def _plain_linear(x, weight, bias=None):
+    """linear's ops on arrays nobody watches (dispatch.plain_arrays): the NumPy calls they
+    make - matmul of x and weight's transposed view, then add - so the same bits, for
+    float operands of one dtype and shapes that every check passes; else None. An MLP's
+    eager forward spent most of its time in apply for the transpose and the matmul."""
+    dtype = x.dtype
+    if weight.ndim != 2 or x.ndim < 1 or dtype.kind != "f" or weight.dtype != dtype \
+            or x.shape[-1] != weight.shape[1]:
+        return None
+    if bias is not None and (bias.dtype != dtype or bias.shape != weight.shape[:1]):
+        return None
+    out = np.matmul(x, weight.T)
+    return out if bias is None else np.add(out, bias, out=out)
+
+
+@named_scope("linear")
+def _linear(x, weight, bias):
     x = _tensor("linear", x, (x, weight))
     weight = F._require_tensor("linear", weight, (x, weight))
     if bias is not None:

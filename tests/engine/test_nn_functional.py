@@ -143,6 +143,86 @@ def test_linear_matches_numpy(data, dtype, batch, bias):
     assert_close(got, want.astype(dtype), rtol=1e-5, atol=1e-5)
 
 
+# --- the plain path: linear and relu on arrays nobody watches ---------------------------------
+
+def _through_the_ops(fn):
+    """``fn()`` with every op through apply: a listener (that ignores its events) makes
+    dispatch.plain_arrays answer None."""
+    from execmode import instrument
+
+    class Ignoring:
+        def on_op(self, event, output):
+            pass
+
+    with instrument.listening(Ignoring()):
+        return fn()
+
+
+def _same_bits(fast, slow):
+    assert type(fast) is type(slow) is em.Tensor
+    f, s = fast.numpy(), slow.numpy()
+    assert (f.dtype, f.shape) == (s.dtype, s.shape)
+    assert np.array_equal(f.reshape(-1).view(np.uint8), s.reshape(-1).view(np.uint8))
+    assert fast.requires_grad is slow.requires_grad is False
+
+
+@given(data=st.data(), dtypes_=st.sampled_from([(np.float32,) * 3, (np.float64,) * 3,
+                                                (np.float32, np.float64, np.float32)]),
+       batch=st.sampled_from([(), (3,), (2, 3), (2, 1, 3)]), bias=st.booleans())
+def test_plain_linear_gives_its_ops_bits(data, dtypes_, batch, bias):
+    """With nobody watching, linear computes on the arrays (the NumPy calls its ops make);
+    mixed dtypes take the ops (NumPy's promotion). Same dtype, shape and bits either way."""
+    xt, wt, bt = dtypes_
+    x = em.tensor(data.draw(arrays(np.dtype(xt), batch + (4,), low=-3, high=3)))
+    w = em.tensor(data.draw(arrays(np.dtype(wt), (5, 4), low=-3, high=3)))
+    b = em.tensor(data.draw(arrays(np.dtype(bt), (5,), low=-3, high=3))) if bias else None
+    _same_bits(NF.linear(x, w, b), _through_the_ops(lambda: NF.linear(x, w, b)))
+
+
+@pytest.mark.parametrize("values", [
+    np.array([-1.5, 0.0, -0.0, 2.0, np.nan, -np.inf], np.float32),
+    np.array([[-1.0, 3.0]], np.float64), np.array(-2.0, np.float32), np.array([-3, 4]),
+    np.array([True, False]), np.array(5, np.int32)])
+def test_plain_relu_gives_its_ops_bits(values):
+    x = em.tensor(values)
+    _same_bits(NF.relu(x), _through_the_ops(lambda: NF.relu(x)))
+
+
+def test_linear_and_relu_take_their_ops_when_watched_recorded_or_wrong():
+    from execmode import instrument
+
+    x = em.tensor(np.ones((2, 4), np.float32))
+    w = em.nn.Parameter(em.tensor(np.full((3, 4), 0.5, np.float32)))
+    b = em.tensor(np.zeros(3, np.float32))
+    y = NF.relu(NF.linear(x, w, b))          # a parameter in grad mode: the tape
+    assert y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 4), 2.0, np.float32))
+    with em.no_grad():
+        z = NF.relu(NF.linear(x, w, b))      # no tape: the plain path
+    assert not z.requires_grad and z.grad_fn is None
+    events = []
+
+    class Listener:
+        def on_op(self, event, output):
+            events.append((event.op, event.scope))
+
+    with instrument.listening(Listener()), em.no_grad():
+        NF.relu(NF.linear(x, w, b))
+    assert events == [("permute_dims", "linear"), ("matmul", "linear"), ("add", "linear"),
+                      ("relu", "relu")]
+    for wrong in (em.ones((3, 5)), em.ones(3)):  # the ops' errors, as before
+        with pytest.raises(em.ShapeError) as plain:
+            NF.linear(x, wrong)
+        with pytest.raises(em.ShapeError) as watched:
+            _through_the_ops(lambda wrong=wrong: NF.linear(x, wrong))
+        assert str(plain.value).split(" at ")[0] == str(watched.value).split(" at ")[0]
+        assert "test_nn_functional.py" in str(plain.value)  # the user's line
+    traced = em.jit(lambda v: NF.relu(NF.linear(v, w, b)))
+    with em.no_grad():
+        _same_bits(traced(x), NF.relu(NF.linear(x, w, b)))
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @given(data=st.data(), dtype=dtypes(FLOAT_DTYPES), shape=shapes(min_dims=1))
 def test_mse_loss_matches_numpy(reduction, data, dtype, shape):
