@@ -6,7 +6,15 @@ import math
 
 import numpy as np
 import pytest
-from helpers import arrays, assert_close, check_op, dtypes, shapes
+from helpers import (
+    arrays,
+    assert_close,
+    assert_same_bits,
+    check_op,
+    dtypes,
+    shapes,
+    through_the_ops,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,6 +46,36 @@ def test_matmul_matches_numpy(data, shape_pair, dtype):
     # differ; give it a few ulps of the largest possible sum.
     check_op(em.matmul, np.matmul, a, b, atol=1e-4 if dtype == em.float32 else None)
     check_op(lambda x, y: x @ y, np.matmul, a, b, atol=1e-4 if dtype == em.float32 else None)
+
+
+@given(data=st.data(), shapes_=st.sampled_from([((3, 4), (4, 5)), ((4,), (4, 2)),
+                                                 ((3, 4), (4,)), ((4,), (4,)),
+                                                 ((2, 1, 3, 4), (5, 4, 2)), ((2, 3), (3, 2))]),
+       dtypes_=st.sampled_from([(np.float32,) * 2, (np.float64,) * 2,
+                                (np.float32, np.float64), (np.int32, np.int64),
+                                (np.int64, np.float32), (np.bool_,) * 2]))
+def test_plain_matmul_gives_the_ops_bits(data, shapes_, dtypes_):
+    """With nobody watching, ``a @ b`` is np.matmul at once (the op's impl): the op's
+    dtype, shape and bits, for any dtypes, 1-D operands and batches included."""
+    a = em.tensor(data.draw(arrays(np.dtype(dtypes_[0]), shapes_[0], low=-3, high=3)))
+    b = em.tensor(data.draw(arrays(np.dtype(dtypes_[1]), shapes_[1], low=-3, high=3)))
+    assert_same_bits(a @ b, through_the_ops(lambda: a @ b))
+    assert_same_bits(em.matmul(a, b), through_the_ops(lambda: em.matmul(a, b)))
+
+
+def test_plain_matmul_leaves_errors_promotion_and_the_tape_to_the_op():
+    a, b = em.ones((2, 3)), em.ones((4, 5))
+    with pytest.raises(em.ShapeError, match="inner dimensions differ"):
+        a @ b
+    with pytest.raises(em.ShapeError, match="batch dimensions"):
+        em.ones((2, 3, 4)) @ em.ones((3, 4, 2))
+    mixed = em.ones((2, 3)) @ em.ones((3, 2), dtype=em.float64)
+    assert mixed.dtype == em.float64
+    w = em.nn.Parameter(em.ones((3, 2)))
+    y = a @ w
+    assert y.grad_fn is not None
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 2.0, np.float32))
 
 
 def test_matmul_mixed_dtypes_promote():

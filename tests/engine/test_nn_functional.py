@@ -6,7 +6,16 @@ import math
 
 import numpy as np
 import pytest
-from helpers import FLOAT_DTYPES, arrays, assert_close, check_op, dtypes, shapes
+from helpers import (
+    FLOAT_DTYPES,
+    arrays,
+    assert_close,
+    assert_same_bits,
+    check_op,
+    dtypes,
+    shapes,
+    through_the_ops,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -145,27 +154,6 @@ def test_linear_matches_numpy(data, dtype, batch, bias):
 
 # --- the plain path: linear and relu on arrays nobody watches ---------------------------------
 
-def _through_the_ops(fn):
-    """``fn()`` with every op through apply: a listener (that ignores its events) makes
-    dispatch.plain_arrays answer None."""
-    from execmode import instrument
-
-    class Ignoring:
-        def on_op(self, event, output):
-            pass
-
-    with instrument.listening(Ignoring()):
-        return fn()
-
-
-def _same_bits(fast, slow):
-    assert type(fast) is type(slow) is em.Tensor
-    f, s = fast.numpy(), slow.numpy()
-    assert (f.dtype, f.shape) == (s.dtype, s.shape)
-    assert np.array_equal(f.reshape(-1).view(np.uint8), s.reshape(-1).view(np.uint8))
-    assert fast.requires_grad is slow.requires_grad is False
-
-
 @given(data=st.data(), dtypes_=st.sampled_from([(np.float32,) * 3, (np.float64,) * 3,
                                                 (np.float32, np.float64, np.float32)]),
        batch=st.sampled_from([(), (3,), (2, 3), (2, 1, 3)]), bias=st.booleans())
@@ -176,7 +164,7 @@ def test_plain_linear_gives_its_ops_bits(data, dtypes_, batch, bias):
     x = em.tensor(data.draw(arrays(np.dtype(xt), batch + (4,), low=-3, high=3)))
     w = em.tensor(data.draw(arrays(np.dtype(wt), (5, 4), low=-3, high=3)))
     b = em.tensor(data.draw(arrays(np.dtype(bt), (5,), low=-3, high=3))) if bias else None
-    _same_bits(NF.linear(x, w, b), _through_the_ops(lambda: NF.linear(x, w, b)))
+    assert_same_bits(NF.linear(x, w, b), through_the_ops(lambda: NF.linear(x, w, b)))
 
 
 @pytest.mark.parametrize("values", [
@@ -185,7 +173,7 @@ def test_plain_linear_gives_its_ops_bits(data, dtypes_, batch, bias):
     np.array([True, False]), np.array(5, np.int32)])
 def test_plain_relu_gives_its_ops_bits(values):
     x = em.tensor(values)
-    _same_bits(NF.relu(x), _through_the_ops(lambda: NF.relu(x)))
+    assert_same_bits(NF.relu(x), through_the_ops(lambda: NF.relu(x)))
 
 
 def test_linear_and_relu_take_their_ops_when_watched_recorded_or_wrong():
@@ -215,12 +203,12 @@ def test_linear_and_relu_take_their_ops_when_watched_recorded_or_wrong():
         with pytest.raises(em.ShapeError) as plain:
             NF.linear(x, wrong)
         with pytest.raises(em.ShapeError) as watched:
-            _through_the_ops(lambda wrong=wrong: NF.linear(x, wrong))
+            through_the_ops(lambda wrong=wrong: NF.linear(x, wrong))
         assert str(plain.value).split(" at ")[0] == str(watched.value).split(" at ")[0]
         assert "test_nn_functional.py" in str(plain.value)  # the user's line
     traced = em.jit(lambda v: NF.relu(NF.linear(v, w, b)))
     with em.no_grad():
-        _same_bits(traced(x), NF.relu(NF.linear(x, w, b)))
+        assert_same_bits(traced(x), NF.relu(NF.linear(x, w, b)))
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
