@@ -17,12 +17,16 @@ from ..ops.registry import RuleError, normalize_axis
 from .arguments import _is_int, _rule_error, _tensor_arg
 from .shape import permute_dims, reshape
 
+_MATMUL = OPS["matmul"]
+# The impl matmul was registered with: another one in its place (a test's) runs as the op.
+_REGISTERED_MATMUL_IMPL = _MATMUL.impl
+
 
 def matmul(a, b) -> Tensor:
     """Matrix product: batched, broadcasting the batch dimensions; 1-D as in NumPy."""
     arrays = plain_arrays(a, b)
-    if arrays is not None:  # nobody sees the op: its impl's NumPy call at once (`x @ w`)
-        try:
+    if arrays is not None and _MATMUL.impl is _REGISTERED_MATMUL_IMPL:
+        try:  # nobody sees the op: its impl's NumPy call at once (`x @ w` in a model)
             return plain_tensor(np.matmul(*arrays))
         except Exception:  # noqa: BLE001 - the op runs it again and explains the error
             pass

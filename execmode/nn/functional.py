@@ -42,7 +42,10 @@ def relu(x):
     is 0, as in PyTorch."""
     arrays = plain_arrays(x)
     if arrays is not None:  # nobody sees the op: its impl at once (the scope, apply skipped)
-        return plain_tensor(OPS["relu"].impl(np, arrays[0]))
+        try:
+            return plain_tensor(OPS["relu"].impl(np, arrays[0]))
+        except Exception:  # noqa: BLE001, S110 - the op runs it again and explains the error
+            pass
     return _relu(x)
 
 
@@ -85,11 +88,18 @@ def gelu(x, approximate: str = "none"):
 def linear(x, weight, bias=None):
     """``x @ weight.mT + bias`` with PyTorch's (out_features, in_features) weight layout."""
     arrays = plain_arrays(x, weight) if bias is None else plain_arrays(x, weight, bias)
-    if arrays is not None:
-        out = _plain_linear(*arrays)
+    if arrays is not None and OPS["matmul"].impl is _REGISTERED_MATMUL_IMPL:
+        try:
+            out = _plain_linear(*arrays)
+        except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+            out = None
         if out is not None:
             return plain_tensor(out)
     return _linear(x, weight, bias)
+
+
+# The impl matmul was registered with: another one in its place (a test's) runs as the op.
+_REGISTERED_MATMUL_IMPL = OPS["matmul"].impl
 
 
 def _plain_linear(x, weight, bias=None):
