@@ -100,3 +100,33 @@ def test_reduction_dtypes_follow_numpy():
     assert em.mean(em.tensor([1, 2])).dtype == em.float64
     assert em.mean(em.tensor([1.0, 2.0])).dtype == em.float32
     assert em.max(em.tensor([True, False])).dtype == em.bool
+
+
+def test_normalized_axes_are_kept_without_keeping_errors():
+    """registry.normalize_axes keeps its answers for None, ints and tuples of ints (every
+    eager reduction asks): the same answers as computed afresh, and the errors each time,
+    for bools (equal to 1 and 0) and repeats as well."""
+    from execmode.ops.registry import RuleError, _normalize_axes, normalize_axes
+
+    for ndim in range(4):
+        for axis in (None, 0, -1, 2, (0, -1), (-1, 0), (1,), ()):
+            try:
+                want = _normalize_axes(axis, ndim)
+            except RuleError as exc:
+                want = type(exc), str(exc)
+            for _ in range(2):  # computed, then kept
+                try:
+                    got = normalize_axes(axis, ndim)
+                except RuleError as exc:
+                    got = type(exc), str(exc)
+                assert got == want, (axis, ndim)
+    normalize_axes(1, 2)
+    normalize_axes((0, 1), 2)
+    for bad in (True, (True,), (0, 0), (0, False), 1.0, [0, 0]):
+        for _ in range(2):
+            with pytest.raises(RuleError):
+                normalize_axes(bad, 2)
+    assert normalize_axes(np.int64(-1), 2) == (1,) and normalize_axes([1, 0], 2) == (0, 1)
+    with pytest.raises(em.ArgumentError):
+        em.sum(em.ones((2, 3)), axis=True)
+    assert em.sum(em.ones((2, 3)), axis=-1).tolist() == [3.0, 3.0]
