@@ -111,6 +111,24 @@ def test_matrix_transpose_and_T():
     check_op(lambda x: x.T, lambda x: x.T, v)
 
 
+def test_permutations_are_kept_without_keeping_errors():
+    """permute_dims keeps its normalised axes for tuples of exact ints (x.T asks at every
+    call): each permutation twice gives NumPy's answer; an identity gives x itself; bools,
+    out-of-range axes and repeats raise every time."""
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = em.tensor(a)
+    for axes in ((2, 0, 1), (-1, 0, 1), [1, 2, 0], (np.int64(1), 0, 2)):
+        for _ in range(2):
+            np.testing.assert_array_equal(em.permute_dims(x, axes).numpy(),
+                                          np.transpose(a, [int(i) for i in axes]))
+    assert em.permute_dims(x, (0, 1, 2)) is x and em.permute_dims(x, (-3, -2, -1)) is x
+    for bad in ((True, 0, 1), (0, 1, 3), (0, 0, 1), (0, 1)):
+        for _ in range(2):
+            with pytest.raises(em.ExecmodeError):
+                em.permute_dims(x, bad)
+    np.testing.assert_array_equal(x.T.numpy(), a.T)
+
+
 # --- reshape and friends ------------------------------------------------------------------
 
 @st.composite
