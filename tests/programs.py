@@ -31,8 +31,11 @@ def _apply(instr, values):
             return em.log(em.abs(x) + 1.0)
         if name == "sqrt_safe":
             return em.sqrt(em.abs(x))
-        if name in ("sigmoid", "relu"):
-            return getattr(em, name)(x)
+        if name in ("sin", "cos"):
+            # The argument clipped to +-100. The sine of a huge value is noise that one ulp
+            # decides: exp(20) = 4.85e8, where a float32 ulp is 32 (test_differential.
+            # test_rounding_amplified_by_the_program_is_not_a_mismatch).
+            return getattr(em, name)(em.clip(x, -100.0, 100.0))
         return getattr(em, name)(x)
     if kind == "binary":
         _, name, a, b = instr
