@@ -600,6 +600,18 @@ describe_one(PyObject *x)
     return one;
 }
 
+/* What an op ring entry point answered (`taken`: its result, a new reference, or NULL):
+ * 1 when it took the op, 0 when it declined (the op goes to the listeners), -1 an error. */
+static int
+ring_took(PyObject *taken)
+{
+    if (taken == NULL)
+        return -1;
+    int done = taken == Py_True;
+    Py_DECREF(taken);
+    return done;
+}
+
 /* The op to the listeners, as the Python operator hands it over: to the recorder's op
  * ring, `_native_binary(name, a, b, out, t0, skip)`, when there is one and it takes it;
  * else an OpEvent (new_event) to each of dispatch's `_on_op` callbacks, as
@@ -614,14 +626,10 @@ emit(Operator *self, PyObject *a, PyObject *b, PyObject *out, PyObject *t, int64
         if (t0_obj == NULL)
             return -1;
         PyObject *sink_args[6] = {self->name, a, b, out, t0_obj, zero};
-        PyObject *taken = PyObject_Vectorcall(sink, sink_args, 6, NULL);
+        int done = ring_took(PyObject_Vectorcall(sink, sink_args, 6, NULL));
         Py_DECREF(t0_obj);
-        if (taken == NULL)
-            return -1;
-        int done = taken == Py_True;
-        Py_DECREF(taken);
         if (done)
-            return 0;
+            return done < 0 ? -1 : 0;
     }
     if (sink == NULL && PyErr_Occurred())
         return -1;
@@ -664,21 +672,17 @@ emit_one(PyObject *flags, PyObject *name, PyObject *x, PyArrayObject *a, PyArray
         PyObject *t0_obj = PyLong_FromLongLong(t0);
         PyObject *inputs = t0_obj == NULL ? NULL : PyTuple_Pack(1, x);
         PyObject *skip_obj = inputs == NULL ? NULL : PyLong_FromLong(skip);
-        PyObject *taken = NULL;
+        int done = -1;
         if (skip_obj != NULL) {
             PyObject *sink_args[7] = {name, inputs, parts.no_attrs, (PyObject *)out, t0_obj,
                                       parts.cpu, skip_obj};
-            taken = PyObject_Vectorcall(sink, sink_args, 7, NULL);
+            done = ring_took(PyObject_Vectorcall(sink, sink_args, 7, NULL));
         }
         Py_XDECREF(t0_obj);
         Py_XDECREF(inputs);
         Py_XDECREF(skip_obj);
-        if (taken == NULL)
-            return -1;
-        int done = taken == Py_True;
-        Py_DECREF(taken);
         if (done)
-            return 0;
+            return done < 0 ? -1 : 0;
     }
     if (sink == NULL && PyErr_Occurred())
         return -1;
@@ -726,25 +730,58 @@ fallback(Operator *self, PyObject *const *args, size_t nargsf, PyObject *kwnames
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
+/* Whether a call is taken here: 1 with no tracer and no listener (dispatch's `_plain`),
+ * 2 with listeners that want events after ops only (`_fast_with_events`: take the op,
+ * then emit it; not the reflected operators), 0 when the Python one takes it, -1 an
+ * error. */
+static int
+taken_how(Operator *self)
+{
+    PyObject *plain = PyDict_GetItemWithError(self->flags, str_plain);
+    if (plain == Py_True)
+        return 1;
+    PyObject *events = self->reflected ? NULL
+        : PyDict_GetItemWithError(self->flags, str_fast_with_events);
+    if (events == Py_True)
+        return 2;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Whether autograd would record the op (an operand requires grad and grad mode is on
+ * in this thread): then the Python one takes it. -1: an error. */
+static int
+records_grad(Operator *self, int wants_grad)
+{
+    return wants_grad ? grad_mode_on(self) : 0;
+}
+
+/* A new Tensor on `out` (the reference moves to it), as object.__new__(Tensor) with
+ * _data = out and requires_grad = False; NULL (and `out` released) after an error. */
+static PyObject *
+new_tensor(Operator *self, PyObject *out)
+{
+    PyTypeObject *tt = self->tensor_type;
+    PyObject *t = tt->tp_alloc(tt, 0);
+    if (t == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    *(PyObject **)((char *)t + self->off_data) = out;
+    Py_INCREF(Py_False);
+    *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
+    return t;
+}
+
 static PyObject *
 op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Operator *self = (Operator *)callable;
     if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
         return fallback(self, args, nargsf, kwnames);
-    int listening = 0;
-    PyObject *plain = PyDict_GetItemWithError(self->flags, str_plain);
-    if (plain != Py_True) {
-        /* Listeners that want events after ops only: take the op, then emit it. */
-        PyObject *events = self->reflected ? NULL
-            : PyDict_GetItemWithError(self->flags, str_fast_with_events);
-        if (events != Py_True) {
-            if (PyErr_Occurred())
-                return NULL;
-            return fallback(self, args, nargsf, kwnames);
-        }
-        listening = 1;
-    }
+    int how = taken_how(self);
+    if (how <= 0)
+        return how < 0 ? NULL : fallback(self, args, nargsf, kwnames);
+    int listening = how == 2;
     int wants_grad = 0;
     PyArrayObject *a = plain_array(self, args[0], &wants_grad);
     if (a == NULL)
@@ -791,13 +828,9 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         return fallback(self, args, nargsf, kwnames);
     }
 
-    if (wants_grad) {  /* autograd would record the op: the Python operator does that */
-        int on = grad_mode_on(self);
-        if (on < 0)
-            return NULL;
-        if (on)
-            return fallback(self, args, nargsf, kwnames);
-    }
+    int recorded = records_grad(self, wants_grad);
+    if (recorded)
+        return recorded < 0 ? NULL : fallback(self, args, nargsf, kwnames);
 
     int64_t t0 = listening ? perf_counter_ns() : 0;
     int which = type == NPY_DOUBLE;
@@ -823,19 +856,10 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     Py_XINCREF(b);
     run_loop(self->loop[which], self->loop_data[which], loop_args, n, steps);
 
-    PyTypeObject *tt = self->tensor_type;
-    PyObject *t = tt->tp_alloc(tt, 0);   /* object.__new__(Tensor) */
-    if (t == NULL) {
-        Py_DECREF(out);
-    }
-    else {
-        *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
-        Py_INCREF(Py_False);
-        *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
-        if (listening && emit(self, (PyObject *)a, b != NULL ? (PyObject *)b : other, out, t,
-                              t0) < 0)
-            Py_CLEAR(t);
-    }
+    PyObject *t = new_tensor(self, out);
+    if (t != NULL && listening
+            && emit(self, (PyObject *)a, b != NULL ? (PyObject *)b : other, out, t, t0) < 0)
+        Py_CLEAR(t);
     Py_DECREF(a);
     Py_XDECREF(b);
     return t;
@@ -854,17 +878,10 @@ unary_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObj
     Operator *self = (Operator *)callable;
     if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
         return fallback(self, args, nargsf, kwnames);
-    int listening = 0;
-    PyObject *plain = PyDict_GetItemWithError(self->flags, str_plain);
-    if (plain != Py_True) {
-        PyObject *events = PyDict_GetItemWithError(self->flags, str_fast_with_events);
-        if (events != Py_True) {
-            if (PyErr_Occurred())
-                return NULL;
-            return fallback(self, args, nargsf, kwnames);
-        }
-        listening = 1;
-    }
+    int how = taken_how(self);
+    if (how <= 0)
+        return how < 0 ? NULL : fallback(self, args, nargsf, kwnames);
+    int listening = how == 2;
     int wants_grad = 0;
     PyArrayObject *a = plain_array(self, args[0], &wants_grad);
     if (a == NULL)
@@ -875,13 +892,9 @@ unary_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObj
     Py_DECREF(impl);   /* only compared: the OpDef holds it */
     if (impl != self->impl)
         return fallback(self, args, nargsf, kwnames);
-    if (wants_grad) {  /* autograd would record the op: the Python function does that */
-        int on = grad_mode_on(self);
-        if (on < 0)
-            return NULL;
-        if (on)
-            return fallback(self, args, nargsf, kwnames);
-    }
+    int recorded = records_grad(self, wants_grad);
+    if (recorded)
+        return recorded < 0 ? NULL : fallback(self, args, nargsf, kwnames);
 
     int64_t t0 = listening ? perf_counter_ns() : 0;
     int type = PyArray_TYPE(a);
@@ -895,21 +908,12 @@ unary_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObj
     run_loop(self->loop[type == NPY_DOUBLE], self->loop_data[type == NPY_DOUBLE], loop_args,
              PyArray_SIZE(a), steps);
 
-    PyTypeObject *tt = self->tensor_type;
-    PyObject *t = tt->tp_alloc(tt, 0);   /* object.__new__(Tensor) */
-    if (t == NULL) {
-        Py_DECREF(out);
-    }
-    else {
-        *(PyObject **)((char *)t + self->off_data) = out;   /* the reference moves */
-        Py_INCREF(Py_False);
-        *(PyObject **)((char *)t + self->off_requires_grad) = Py_False;
-        /* skip 1: past the Python function that called us (make_unary_function's `fn`,
-         * the only caller), out to the user's frame */
-        if (listening && emit_one(self->flags, self->name, args[0], a, (PyArrayObject *)out,
-                                  t, t0, 1) < 0)
-            Py_CLEAR(t);
-    }
+    PyObject *t = new_tensor(self, out);
+    /* skip 1: past the Python function that called us (make_unary_function's `fn`, the
+     * only caller), out to the user's frame */
+    if (t != NULL && listening && emit_one(self->flags, self->name, args[0], a,
+                                           (PyArrayObject *)out, t, t0, 1) < 0)
+        Py_CLEAR(t);
     Py_DECREF(a);
     return t;
 }
