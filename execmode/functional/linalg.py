@@ -25,11 +25,10 @@ _REGISTERED_MATMUL_IMPL = _MATMUL.impl
 def matmul(a, b) -> Tensor:
     """Matrix product: batched, broadcasting the batch dimensions; 1-D as in NumPy."""
     arrays = plain_arrays(a, b)
-    if arrays is not None and _MATMUL.impl is _REGISTERED_MATMUL_IMPL:
-        try:  # nobody sees the op: its impl's NumPy call at once (`x @ w` in a model)
-            return plain_tensor(np.matmul(*arrays))
-        except Exception:  # noqa: BLE001 - the op runs it again and explains the error
-            pass
+    if arrays is not None:  # nobody sees the op: its impl's NumPy call at once (`x @ w`)
+        out = plain_matmul(*arrays)
+        if out is not None:
+            return plain_tensor(out)
     return apply(OPS["matmul"], _tensor_arg("matmul", a, (a, b)), _tensor_arg("matmul", b, (a, b)))
 
 
@@ -40,6 +39,18 @@ def matrix_transpose(x) -> Tensor:
     if ndim < 2:
         raise op_error(ShapeError, "matrix_transpose", (x,), "needs a tensor of rank >= 2")
     return apply(OPS["permute_dims"], x, axes=_last_two_swapped(ndim))
+
+
+def plain_matmul(x, y):
+    """The matmul op's NumPy call on arrays nobody watches (dispatch.plain_arrays), while
+    its impl is the registered one; None otherwise, or when NumPy raises (the op then
+    runs again and explains the error)."""
+    if _MATMUL.impl is not _REGISTERED_MATMUL_IMPL:
+        return None
+    try:
+        return np.matmul(x, y)
+    except Exception:  # noqa: BLE001 - the op explains it
+        return None
 
 
 @functools.cache

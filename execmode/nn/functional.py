@@ -14,6 +14,7 @@ from ..dispatch import plain_arrays, plain_tensor
 from ..dtypes import float32, float64
 from ..errors import ArgumentError, ShapeError, op_error
 from ..functional import one_hot  # noqa: F401 - torch.nn.functional.one_hot
+from ..functional.linalg import plain_matmul
 from ..ops import OPS
 from ..scope import named_scope
 from .attention import scaled_dot_product_attention  # noqa: F401
@@ -88,33 +89,32 @@ def gelu(x, approximate: str = "none"):
 def linear(x, weight, bias=None):
     """``x @ weight.mT + bias`` with PyTorch's (out_features, in_features) weight layout."""
     arrays = plain_arrays(x, weight) if bias is None else plain_arrays(x, weight, bias)
-    if arrays is not None and OPS["matmul"].impl is _REGISTERED_MATMUL_IMPL:
-        try:
-            out = _plain_linear(*arrays)
-        except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
-            out = None
+    if arrays is not None:
+        out = _plain_linear(*arrays)
         if out is not None:
             return plain_tensor(out)
     return _linear(x, weight, bias)
 
 
-# The impl matmul was registered with: another one in its place (a test's) runs as the op.
-_REGISTERED_MATMUL_IMPL = OPS["matmul"].impl
-
-
 def _plain_linear(x, weight, bias=None):
     """linear's ops on arrays nobody watches (dispatch.plain_arrays): the NumPy calls they
     make - matmul of x and weight's transposed view, then add - so the same bits, for
-    float operands of one dtype and shapes that every check passes; else None. An MLP's
-    eager forward spent most of its time in apply for the transpose and the matmul."""
+    float operands of one dtype and shapes that every check passes; else None (also when
+    NumPy raises: the ops run and explain it). An MLP's eager forward spent most of its
+    time in apply for the transpose and the matmul."""
     dtype = x.dtype
     if weight.ndim != 2 or x.ndim < 1 or dtype.kind != "f" or weight.dtype != dtype \
             or x.shape[-1] != weight.shape[1]:
         return None
     if bias is not None and (bias.dtype != dtype or bias.shape != weight.shape[:1]):
         return None
-    out = np.matmul(x, weight.T)
-    return out if bias is None else np.add(out, bias, out=out)
+    out = plain_matmul(x, weight.T)
+    if out is None or bias is None:
+        return out
+    try:
+        return np.add(out, bias, out=out)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
 
 
 @named_scope("linear")
