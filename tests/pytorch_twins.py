@@ -4,7 +4,8 @@
   replay is checked too) and compares every tensor it returns: shape, dtype, values.
 * :func:`assert_jit_grads_agree` does the same for the gradients of a weighted sum of the
   function's output, with ``backward()`` traced into the graph.
-* :func:`torch_or_skip` imports torch or skips with the reason (torch is never needed).
+* :func:`torch_or_skip` imports torch or skips with :data:`NEEDS_TORCH`, the reason and
+  how to get torch (torch is never needed).
 """
 
 from __future__ import annotations
@@ -57,5 +58,12 @@ def assert_jit_grads_agree(fn, *arrays, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 
 
+# Why a twin check skipped, and how to run it: torch is a test-only extra, never a
+# dependency of execmode. .ci/run installs it only from a local wheel (PIP_FIND_LINKS).
+NEEDS_TORCH = ("the PyTorch twin checks need torch (never a dependency of execmode): "
+               "pip install torch --index-url https://download.pytorch.org/whl/cpu, or put "
+               "torch's CPU wheel in PIP_FIND_LINKS for .ci/run")
+
+
 def torch_or_skip():
-    return pytest.importorskip("torch", reason="PyTorch twin checks need torch installed")
+    return pytest.importorskip("torch", reason=NEEDS_TORCH)
