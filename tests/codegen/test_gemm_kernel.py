@@ -91,6 +91,7 @@ def _mlp_forward(width):
 @pytest.mark.parametrize("mode", ["own", "blas"])
 def test_a_program_calls_the_kernel_and_keeps_eagers_bits(mode, monkeypatch):
     monkeypatch.setenv("EXECMODE_GEMM_KERNEL", mode)
+    monkeypatch.setenv("EXECMODE_GEMM_ORIENTATION", "numpy")  # a BLAS call as NumPy makes it
     model, x = _mlp_forward(256)
     with em.no_grad():
         want = model(x).numpy()
@@ -105,6 +106,8 @@ def test_a_program_calls_the_kernel_and_keeps_eagers_bits(mode, monkeypatch):
     # under "blas". The same bits as eager either way.
     chosen = gemm_kernel.choice(np.float32, 64, 256, 256, False, True)
     assert ("em_gemm_nt(64, 256, 256," in program.source) == (chosen is not None)
+    blas_call = "(101, 111, 112, 64, 256, 256, 1.F, A, 256, B, 256,"  # cblas_sgemm's
+    assert (blas_call in program.source) == (chosen is None)
     assert ("em_gemm" in program.source) == (mode == "own" and chosen is not None)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_again, want)
