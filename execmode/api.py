@@ -22,6 +22,7 @@ _dispatch.when_operators_hot(lambda: _eager_operators.install(Tensor))
 from . import nn, optim, random
 from .backend import Device, cuda_is_available
 from .checkpoint import load, save
+from .codegen.threads import get_num_threads, set_num_threads
 from .debug import breakpoint  # noqa: A004
 from .dtypes import bool_, float32, float64, int32, int64
 from .errors import (

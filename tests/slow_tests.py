@@ -28,6 +28,8 @@ SLOW_MODULES = {
     "cli/test_sessions.py",
     # The bit-level matmul tests again in a child pytest, OpenBLAS's core type flipped.
     "codegen/test_other_openblas_core.py",
+    # Fresh processes reading the thread variables (OpenBLAS reads its own when it loads).
+    "codegen/test_thread_environment.py",
     # The debug agent in a child process under a Controller.
     "debug/test_controller.py",   # its restart loop starts 20 agents (~20 s on a quiet box)
     "debug/test_crashes.py",

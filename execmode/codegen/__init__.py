@@ -5,7 +5,7 @@ The pipeline, in the order data flows through it::
     lower.py         fused Node -> kernel IR (kernel_ir.py; index math in layout.py)
     render_c.py      kernel IR -> C        render_cuda.py  kernel IR -> CUDA
     c_runtime.py     one compiler call per graph, disk cache, ctypes kernels
-    threads.py       EXECMODE_NUM_THREADS, and kernels' threads across fork()
+    threads.py       the thread count of kernels and NumPy's BLAS; threads across fork()
     interpreter.py   kernel IR over NumPy when there is no C compiler
     cuda_runtime.py  CUDA through CuPy (imported only when a GPU is used)
     factory.py       kernel_factory_for(graph): what the plan calls

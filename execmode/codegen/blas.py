@@ -14,6 +14,9 @@ operands, layouts it would copy first) are not mirrored: :func:`matmul_call` rai
 :class:`NoBlas` with the reason and the program is not built (the plan replays instead).
 When NumPy was built against a BLAS whose symbols this module does not know, or none,
 :func:`find` returns None and :func:`reason` says why.
+
+:func:`thread_control` finds the same library's thread count functions (OpenBLAS's), for
+threads.py, which gives the BLAS execmode's thread count.
 """
 
 from __future__ import annotations
@@ -99,6 +102,65 @@ def find() -> Blas | None:
 def reason() -> str:
     find()
     return _reason
+
+
+# --- its thread count ------------------------------------------------------------------
+
+# OpenBLAS's own functions for its thread count, (set, get) by build: NumPy 2's wheels
+# (scipy-openblas64, then scipy-openblas32), then plain OpenBLAS (ILP64, LP64). Both take
+# and return a C int in every build.
+THREAD_FUNCTIONS = (
+    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+    ("openblas_set_num_threads", "openblas_get_num_threads"),
+)
+
+
+class BlasThreads:
+    """The thread count of the BLAS NumPy calls: ``get()`` and ``set(n)`` (threads.py
+    decides the count)."""
+
+    def __init__(self, path: str, set_fn, get_fn):
+        self.path = path
+        self._set, self._get = set_fn, get_fn
+
+    def get(self) -> int:
+        return int(self._get())
+
+    def set(self, n: int) -> None:
+        self._set(int(n))
+
+
+_thread_reason = ""
+
+
+@functools.lru_cache(maxsize=1)
+def thread_control() -> BlasThreads | None:
+    """The thread count functions of NumPy's BLAS in this process, or None
+    (``thread_control_reason()`` says why). OpenBLAS only: MKL and BLIS builds of NumPy
+    keep their own settings."""
+    global _thread_reason
+    candidates = _loaded_libraries()
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)  # already loaded: the same handle NumPy uses
+        except OSError:
+            continue
+        for set_name, get_name in THREAD_FUNCTIONS:
+            set_fn, get_fn = getattr(lib, set_name, None), getattr(lib, get_name, None)
+            if set_fn is not None and get_fn is not None:
+                set_fn.argtypes, set_fn.restype = [ctypes.c_int], None
+                get_fn.argtypes, get_fn.restype = [], ctypes.c_int
+                return BlasThreads(path, set_fn, get_fn)
+    names = ", ".join(map(os.path.basename, candidates)) or "no BLAS library loaded"
+    _thread_reason = f"no OpenBLAS thread functions in {names}"
+    return None
+
+
+def thread_control_reason() -> str:
+    thread_control()
+    return _thread_reason
 
 
 def _loaded_libraries() -> list[str]:

@@ -1,5 +1,7 @@
-"""Threaded kernels: the thread count never changes a bit, EXECMODE_NUM_THREADS is read
-strictly, and a fork after threaded kernels ran cannot hang the child (threads.py)."""
+"""Threaded kernels: the thread count never changes a bit, the count's sources are read
+in order and strictly, the BLAS follows it, and a fork after threaded kernels ran cannot
+hang the child (threads.py). The environment read by child processes, and OpenBLAS's own
+variables: test_thread_environment.py."""
 
 from __future__ import annotations
 
@@ -190,13 +192,81 @@ def test_split_reduction_is_the_fixed_chunk_order():
 
 # --- EXECMODE_NUM_THREADS -------------------------------------------------------------------
 
-def test_default_is_the_usable_cpus(monkeypatch):
-    monkeypatch.delenv("EXECMODE_NUM_THREADS", raising=False)
-    assert threads.requested_threads() == len(os.sched_getaffinity(0))
-    monkeypatch.setenv("EXECMODE_NUM_THREADS", " ")
-    assert threads.requested_threads() == len(os.sched_getaffinity(0))
-    monkeypatch.setenv("EXECMODE_NUM_THREADS", "3")
-    assert threads.requested_threads() == 3
+def _physical_cores_seen_by_the_kernel(cpus) -> int | None:
+    """Distinct cores among ``cpus``, counted as sets of hyperthread siblings (another
+    route than threads.py's core ids), None where /sys does not say."""
+    siblings = set()
+    for cpu in cpus:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list") as f:
+                siblings.add(f.read().strip())
+        except OSError:
+            return None
+    return len(siblings)
+
+
+@pytest.fixture
+def no_thread_variables(monkeypatch):
+    for name in (threads.ENV, threads.OPENMP_ENV, *threads.BLAS_ENVS):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_default_is_the_usable_cpus_at_most_the_physical_cores(no_thread_variables):
+    usable = os.sched_getaffinity(0)
+    cores = _physical_cores_seen_by_the_kernel(usable)
+    default = threads.requested_threads()
+    assert 1 <= default <= len(usable)
+    assert threads.usable_cpus() == len(usable)
+    if cores is not None:
+        assert threads.physical_cores() == cores
+        assert default == min(len(usable), cores)
+    assert threads.thread_settings()["source"] == \
+        f"default: {len(usable)} usable CPUs, {threads.physical_cores()} physical cores"
+
+
+def test_default_follows_the_affinity_mask(no_thread_variables):
+    everything = os.sched_getaffinity(0)
+    one = min(everything)
+    os.sched_setaffinity(0, {one})  # this thread only; restored below
+    try:
+        assert threads.usable_cpus() == 1
+        assert threads.physical_cores() == 1
+        assert threads.requested_threads() == 1
+    finally:
+        os.sched_setaffinity(0, everything)
+
+
+@pytest.mark.parametrize("call, execmode_variable, openmp_variable, expected", [
+    (None, None, None, None),               # the default
+    (None, None, "3", (3, "OMP_NUM_THREADS")),
+    (None, None, " 4,2 ", (4, "OMP_NUM_THREADS")),  # OpenMP's nested list: the first
+    (None, "1", "3", (1, "EXECMODE_NUM_THREADS")),
+    (None, "2", "not read", (2, "EXECMODE_NUM_THREADS")),
+    (2, "1", "3", (2, "set_num_threads()")),
+])
+def test_the_count_comes_from_the_first_source_that_says(
+        no_thread_variables, monkeypatch, restore_threads, call, execmode_variable,
+        openmp_variable, expected):
+    if execmode_variable is not None:
+        monkeypatch.setenv("EXECMODE_NUM_THREADS", execmode_variable)
+    if openmp_variable is not None:
+        monkeypatch.setenv("OMP_NUM_THREADS", openmp_variable)
+    threads.set_num_threads(call)
+    if expected is None:
+        expected = (threads.default_threads(), threads.thread_settings()["source"])
+        assert expected[1].startswith("default: ")
+    settings = threads.thread_settings()
+    assert (settings["threads"], settings["source"]) == expected
+    assert em.get_num_threads() == threads.num_threads() == expected[0]
+
+
+@pytest.mark.parametrize("bad", ["0", "two", "-1", "x,2", "1.5", ",2", "4 threads"])
+def test_an_invalid_omp_num_threads_names_the_variable(no_thread_variables, monkeypatch, bad):
+    monkeypatch.setenv("OMP_NUM_THREADS", bad)
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS=.*positive integer or a comma"):
+        threads.requested_threads()
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS="):
+        threads.thread_settings()
 
 
 @pytest.mark.parametrize("bad", ["0", "-2", "two", "1.5", "2 threads"])
@@ -213,9 +283,83 @@ def test_backend_status_reports_an_invalid_thread_count(monkeypatch):
         em.codegen.backend_status(check_gpu=False)
 
 
-def test_set_num_threads_rejects_nonsense():
-    with pytest.raises(ValueError):
-        threads.set_num_threads(0)
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", [2]])
+def test_set_num_threads_rejects_nonsense(restore_threads, bad):
+    before = em.get_num_threads()
+    with pytest.raises(ValueError, match="set_num_threads: expected a positive integer"):
+        em.set_num_threads(bad)
+    assert em.get_num_threads() == before
+
+
+def test_set_num_threads_takes_any_integer_type(restore_threads):
+    em.set_num_threads(np.int64(1))
+    assert em.get_num_threads() == 1 and type(em.get_num_threads()) is int
+
+
+def _blas_or_skip():
+    from execmode.codegen import blas
+
+    control = blas.thread_control()
+    if control is None:
+        pytest.skip(f"NumPy's BLAS has no thread control here: {blas.thread_control_reason()}")
+    return control
+
+
+def test_the_blas_follows_the_count(no_thread_variables, restore_threads):
+    control = _blas_or_skip()
+    for n in (1, 2, 1, 3):
+        em.set_num_threads(n)
+        assert control.get() == n  # OpenBLAS's own answer
+        settings = threads.thread_settings()
+        assert (settings["threads"], settings["blas_threads"]) == (n, n)
+        assert settings["blas_source"] == "set_num_threads()"
+    em.set_num_threads(None)
+    assert control.get() == threads.default_threads()
+    assert threads.thread_settings()["blas_source"] == "execmode's count"
+
+
+def test_the_settings_line(no_thread_variables, restore_threads):
+    _blas_or_skip()
+    settings = threads.thread_settings()
+    assert set(settings) >= {"threads", "source", "blas_threads", "blas_source",
+                             "usable_cpus", "physical_cores"}
+    n = threads.default_threads()
+    assert threads.thread_settings_text() == \
+        f"threads: {n} ({settings['source']}), BLAS {n}"
+    em.set_num_threads(1)
+    assert threads.thread_settings_text() == "threads: 1 (set_num_threads()), BLAS 1"
+    theirs = dict(settings, blas_threads=1, blas_source="from OPENBLAS_NUM_THREADS=1 as "
+                  "OpenBLAS read it; execmode leaves it")
+    assert threads.thread_settings_text(theirs).endswith(
+        ", BLAS 1 (from OPENBLAS_NUM_THREADS=1 as OpenBLAS read it; execmode leaves it)")
+    unknown = dict(settings, blas_threads=None, blas_source="not set: no OpenBLAS")
+    assert threads.thread_settings_text(unknown).endswith(
+        ", BLAS threads unknown (not set: no OpenBLAS)")
+
+
+def test_a_jitted_training_step_gives_the_same_bits_at_1_and_2_threads(restore_threads):
+    """Batch 2048 makes the matmul epilogues and the loss's kernels big enough for OpenMP.
+    The BLAS is held at one thread: OpenBLAS's own bits may depend on its count (its
+    Haswell sgemm here rounded ~20% of a 64x512 @ 512x256 product's elements differently
+    at 1 and 2 threads; its SkylakeX sgemm did not); execmode's kernels must not."""
+    _toolchain_or_skip()
+    control = _blas_or_skip()
+    from helpers import mse_train_step
+
+    rng = np.random.default_rng(31)
+    x = em.tensor(rng.standard_normal((2048, 256), dtype=np.float32))
+    y = em.tensor(rng.standard_normal((2048, 8), dtype=np.float32))
+    results = {}
+    for n in (1, 2):
+        em.set_num_threads(n)
+        control.set(1)
+        em.random.seed(0)
+        model = em.nn.Sequential(em.nn.Linear(256, 128), em.nn.ReLU(), em.nn.Linear(128, 8))
+        step = em.jit(mse_train_step(model, em.optim.SGD(model.parameters(), lr=0.01)))
+        losses = [step(x, y).numpy().tobytes() for _ in range(3)]
+        weights = [p.numpy().tobytes() for p in model.parameters()]
+        results[n] = (losses, weights)
+    assert results[1] == results[2]
 
 
 def test_the_cache_key_has_the_flags_and_not_the_thread_count():
