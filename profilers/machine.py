@@ -9,11 +9,13 @@ import sys
 import numpy as np
 
 
-def machine_info() -> dict:
-    """Host, OS, CPU, memory and library versions. Cheap: never imports CuPy."""
+def machine_info(threads: bool = False) -> dict:
+    """Host, OS, CPU, memory, library versions and the load average now (1, 5 and 15
+    minutes). Cheap: never imports CuPy. ``threads``: with the thread settings too
+    (:func:`thread_info`)."""
     import execmode
 
-    return {
+    info = {
         "host": platform.node(),
         "os": _os_text(),
         "arch": platform.machine(),
@@ -23,7 +25,31 @@ def machine_info() -> dict:
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "execmode": getattr(execmode, "__version__", "?"),
+        "load_average": _load_average(),
     }
+    if threads:
+        info["threads"] = thread_info()
+    return info
+
+
+def thread_info() -> dict:
+    """execmode's thread settings (codegen/threads.py's ``thread_settings``), or
+    ``{"error": ...}`` when a thread variable is invalid: a recording still starts, and
+    the script's first compiled kernel raises the error."""
+    from execmode.codegen.threads import thread_settings
+
+    try:
+        return thread_settings()
+    except ValueError as exc:
+        return {"error": str(exc)}
+
+
+def _load_average() -> list[float] | None:
+    """The machine's load average (1, 5, 15 minutes), None where the OS does not say."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def gpu_info() -> list[dict]:

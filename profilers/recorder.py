@@ -88,7 +88,8 @@ class Recorder:
     def _initial_meta(self, extra: dict | None) -> dict:
         return {
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "machine": machine_info(),
+            # The threads and the load the numbers will be measured under (machine.py).
+            "machine": machine_info(threads=True),
             "options": self.options,
             "pyspy": {"status": "off"},
             **(extra or {}),

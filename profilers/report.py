@@ -105,8 +105,22 @@ def _facts(s: dict, script: str) -> list[tuple[str, str]]:
         facts.append(("machine", f"{machine.get('cpu', '?')}, {machine.get('cpus', '?')} CPUs, "
                                  f"Python {machine.get('python', '?')}, "
                                  f"NumPy {machine.get('numpy', '?')}"))
+        load = machine.get("load_average")
+        if load:
+            facts.append(("load average", f"{load[0]:.2f} (1 min), {load[1]:.2f} (5 min) "
+                                          f"at the start"))
+        if machine.get("threads"):
+            facts.append(("threads", _threads_text(machine["threads"])))
     facts.append(("session file", s["path"]))
     return facts
+
+
+def _threads_text(settings: dict) -> str:
+    from execmode.codegen.threads import thread_settings_text
+
+    if "error" in settings:
+        return f"invalid setting: {settings['error']}"
+    return thread_settings_text(settings).removeprefix("threads: ")
 
 
 def _status_text(s: dict) -> str:
