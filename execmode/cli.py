@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # command -> "module:function" adding its subparser (in the order `--help` lists them)
@@ -45,13 +46,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Parse ``argv`` (default: sys.argv[1:]) and run the command; return its exit status."""
+    """Parse ``argv`` (default: sys.argv[1:]) and run the command; return its exit status.
+
+    Output into a pipe that closed (``execmode sessions | head -1``) ends the command
+    quietly with status 0, as ``ls | head`` does."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            # Here, not at exit, where a closed pipe could only be reported (also after
+            # --help, whose SystemExit this lets through).
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_closed_pipes()
+        return 0
+
+
+def _run(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
     return args.handler(args)
+
+
+def _quiet_closed_pipes() -> None:
+    """Point stdout (and stderr, if it is the one that closed) at /dev/null, so that the
+    flush at interpreter exit finds nowhere to fail, as the Python docs recommend
+    (library/signal.html, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError):
+                pass
+    os.close(devnull)
 
 
 if __name__ == "__main__":

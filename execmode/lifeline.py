@@ -50,10 +50,13 @@ class Terminated(BaseException):
     execmode process that started it). A BaseException, like KeyboardInterrupt: the
     script's ``except Exception`` does not stop it."""
 
-    def __init__(self, reason: str, signum: int = signal.SIGTERM):
+    def __init__(self, reason: str, signum: int = signal.SIGTERM, parent_gone: bool = False):
         super().__init__(reason)
         self.reason = reason
         self.signum = signum
+        # The execmode process that started the script died: no signal was sent to the
+        # script (its session says so, not "killed by SIGTERM").
+        self.parent_gone = parent_gone
 
     @property
     def exit_code(self) -> int:
@@ -107,7 +110,7 @@ def install() -> None:
     if not _set_parent_death_signal(_LIFELINE):
         return
     if os.getppid() != _State.parent:  # it died before the prctl: no signal will come
-        _request(Terminated("the execmode process that started the script is gone"))
+        _request(_parent_gone())
         return
     threading.Thread(target=_watch_parent, name="execmode-lifeline", daemon=True).start()
 
@@ -196,7 +199,11 @@ def _on_terminate(signum, frame) -> None:
 def _on_lifeline(signum, frame) -> None:
     if os.getppid() == _State.parent:
         return  # only the parent's thread that started us ended; the parent lives
-    _request(Terminated("the execmode process that started the script is gone"))
+    _request(_parent_gone())
+
+
+def _parent_gone() -> Terminated:
+    return Terminated("the execmode process that started the script is gone", parent_gone=True)
 
 
 def _request(exc: Terminated) -> None:

@@ -39,7 +39,9 @@ class ScriptExit:
     code: int
     exception: str | None = None  # "ValueError: bad shape"
     traceback: str | None = None  # the script's frames only, as Python would print them
-    file: str | None = None       # where the exception was raised, in the script's code
+    # Where the script's own code was: the line that raised (its innermost frame outside
+    # execmode), or where a quit or a termination landed.
+    file: str | None = None
     line: int | None = None
     # The exception itself, for a post-mortem (the debugger's exception breakpoint).
     error: BaseException | None = field(default=None, repr=False, compare=False)
@@ -106,10 +108,13 @@ def run_script(script: str | os.PathLike, args=(), *, on_start=None, on_end=None
         return _exception_exit(exc, "interrupted", 130)
     except lifeline.Terminated as exc:
         lifeline.say(f"execmode: {exc.reason}")
-        return ScriptExit("terminated", exc.exit_code, exception=exc.reason)
+        file, line = _user_place(exc.__traceback__)
+        return ScriptExit("terminated", exc.exit_code, exception=exc.reason, file=file,
+                          line=line, error=exc)
     except BaseException as exc:  # the script's own failure: report it, never re-raise
         if quit_exception is not None and isinstance(exc, quit_exception):
-            return ScriptExit("quit", 130)
+            file, line = _user_place(exc.__traceback__)
+            return ScriptExit("quit", 130, file=file, line=line)
         return _exception_exit(exc, "exception", 1)
     finally:
         sys.argv = saved_argv
@@ -135,12 +140,7 @@ def _exception_exit(exc: BaseException, kind: str, code: int) -> ScriptExit:
         tb = tb.tb_next
     text = "".join(traceback.format_exception(type(exc), exc, tb))
     lifeline.say(text, end="")  # never raises: the session must be closed after
-    file = line = None
-    last = tb
-    while last is not None and last.tb_next is not None:
-        last = last.tb_next
-    if last is not None:
-        file, line = last.tb_frame.f_code.co_filename, last.tb_lineno
+    file, line = _user_place(tb)
     if isinstance(exc, SyntaxError) and tb is None:
         # The script did not compile: no frame ran; the error itself says where.
         file, line = exc.filename, exc.lineno
@@ -150,6 +150,23 @@ def _exception_exit(exc: BaseException, kind: str, code: int) -> ScriptExit:
         message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return ScriptExit(kind, code, exception=message, traceback=text, file=file, line=line,
                       error=exc)
+
+
+def _user_place(tb) -> tuple[str | None, int | None]:
+    """(file, line) where the script's own code was when ``tb`` was raised: the innermost
+    frame outside execmode (an op that refused its inputs raises inside execmode, at the
+    user's line), else the innermost frame."""
+    from .source import is_internal_file
+
+    place = last = (None, None)
+    while tb is not None:
+        here = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        if _is_script_frame(here[0]):
+            last = here
+            if not is_internal_file(here[0]):
+                place = here
+        tb = tb.tb_next
+    return place if place[0] is not None else last
 
 
 _RUNPY = os.path.abspath(runpy.__file__)

@@ -16,11 +16,13 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+import traceback
 from pathlib import Path
 
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.report import totals_table
 from execmode.profilers.session import Session, open_session
+from execmode.profilers.session_end import SessionEnd
 from execmode.profilers.store import SESSION_SUFFIX
 from execmode.profilers.tables import TextTable
 
@@ -57,8 +59,12 @@ class Profile:
         self.recorder.start()
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> bool:
         if self.recorder is not None:
+            if not self.recorder.writer.closed:
+                # How the block ended: finished, or the exception that left it and the
+                # user's line that raised it (session_end.py).
+                self.recorder.set_meta("end", block_end(exc).to_json())
             self.recorder.close()
         return False
 
@@ -116,6 +122,25 @@ class Profile:
     def __repr__(self) -> str:
         state = "recording" if self.recorder and not self.recorder.writer.closed else "done"
         return f"<execmode Profile {state} at {self.path}>"
+
+
+def block_end(exc: BaseException | None) -> SessionEnd:
+    """The end of an ``em.profile()`` block: "finished", or "raised" (or "interrupted")
+    with the exception's type, its first line and the user's line that raised it."""
+    if exc is None:
+        return SessionEnd("finished", closed_by="script")
+    from execmode.source import is_internal_file
+
+    file = line = None
+    tb = exc.__traceback__
+    while tb is not None:  # the innermost frame outside execmode
+        if not is_internal_file(tb.tb_frame.f_code.co_filename):
+            file, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    kind = "interrupted" if isinstance(exc, KeyboardInterrupt) else "raised"
+    return SessionEnd(kind, error=type(exc).__name__, message=text.splitlines()[0] if text
+                      else type(exc).__name__, file=file, line=line, closed_by="script")
 
 
 def _temporary_path() -> Path:

@@ -77,14 +77,15 @@ def register_report(subparsers) -> None:
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--table", default="ops",
-                   help="csv only: ops, op_totals, kernels, memory, comparisons or samples")
+                   help="csv only: ops, op_totals, kernels, memory, comparisons, samples or "
+                        "session (how the script ended)")
     p.add_argument("--summary", action="store_true", help="also print the text summary")
     p.set_defaults(handler=report_command)
 
 
 # --- profile ------------------------------------------------------------------------------
 def profile_command(args) -> int:
-    from execmode.profilers import store
+    from execmode.profilers import session_end
     from execmode.profilers.session_dir import (
         SessionDirError,
         chosen_session_path,
@@ -122,7 +123,7 @@ def profile_command(args) -> int:
     if not session.exists():
         _say("the script ended before a session was written; no report")
         return code if code else 1
-    unclosed = store.record_unclosed_exit(session, returncode)
+    unclosed = session_end.record_unclosed(session, returncode)
     try:
         text = _write_report(session, output, fmt, table="ops", top=args.top)
     except Exception as exc:  # noqa: BLE001 - any report failure: say it, keep the session
@@ -130,9 +131,9 @@ def profile_command(args) -> int:
         return _fail(f"could not write the report: {exc}", code or 1)
     print(text)
     print(saved_line(session), file=sys.stderr)
-    if unclosed is not None and "signal" in unclosed:
-        how = "crashed with" if unclosed["kind"] == "crashed" else "was killed by"
-        _say(f"the script {how} {unclosed['signal']} (exit status {code})")
+    if unclosed is not None and unclosed.signal:
+        how = "crashed with" if unclosed.kind == "crashed" else "was killed by"
+        _say(f"the script {how} {unclosed.signal} (exit status {code})")
     elif code != 0:
         _say(f"the script exited with status {code}")
     return code

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from execmode.profilers.session import Session
+from execmode.profilers.session_end import SessionEnd
 from execmode.profilers.stacks import CATEGORIES
 from execmode.profilers.store_rows import Comparison, MemoryRow
 from execmode.profilers.units import fmt_bytes, fmt_ns, fmt_share, fmt_speedup
@@ -132,33 +133,13 @@ def _status_text(s: dict) -> str:
 
 
 def _exit_text(s: dict) -> str:
-    exit_ = s["exit"]
-    if exit_:
-        kind, code = exit_.get("kind"), exit_.get("code")
-        if kind == "exception":
-            return f"raised {exit_.get('exception')} (exit status {code})"
-        if kind == "interrupted":
-            return "interrupted (KeyboardInterrupt)"
-        if kind == "exit":
-            return f"sys.exit({code})"
-        if kind == "terminated":
-            return f"stopped by a signal ({exit_.get('exception') or 'SIGTERM'}, exit status " \
-                   f"{code})"
-        if kind == "quit":
-            return "stopped by the debugger"
-        if kind in ("crashed", "killed"):
-            how = "crashed with" if kind == "crashed" else "killed by"
-            return (f"{how} {exit_.get('signal')} (exit status {code}); the session was "
-                    "not closed: rows up to the last flush")
-        if kind == "vanished":
-            return (f"ended without reporting (os._exit({code}), or the interpreter died); "
-                    "the session was not closed: rows up to the last flush")
-        return "finished normally"
-    if s["status"] == "recording":
-        return "still recording"
-    if s["status"] == "interrupted":
-        return "ended without closing the session (killed or crashed): rows up to the last flush"
-    return "finished"
+    """How the script ended (session_end.py), with its exit status where it has one."""
+    end = SessionEnd.from_json(s["end"])
+    code = end.code
+    if end.kind not in ("raised", "interrupted", "killed", "crashed") or code is None or \
+            "exit status" in end.text():
+        return end.text()
+    return f"{end.text()} (exit status {code})"
 
 
 def _overhead_text(s: dict) -> str:
@@ -172,14 +153,12 @@ def _overhead_text(s: dict) -> str:
 
 def _notes(s: dict) -> list[str]:
     notes = []
-    if s["status"] == "interrupted":
+    end = SessionEnd.from_json(s["end"])
+    notes += end.details()
+    if s["status"] == "interrupted" and end.closed_by is None:
         notes.append("The recording process ended without closing the session (killed or "
                      "crashed). Everything up to its last flush (at most ~0.1 s before the "
                      "end) is here.")
-    exit_ = s["exit"] or {}
-    if exit_.get("kind") == "exception":
-        where = f" at {exit_.get('file')}:{exit_.get('line')}" if exit_.get("file") else ""
-        notes.append(f"The script raised {exit_.get('exception')}{where}.")
     pyspy = s["pyspy"]
     if pyspy.get("status") not in ("off", "ok", None):
         text = f"py-spy {pyspy.get('status')}: {pyspy.get('reason', '')}"

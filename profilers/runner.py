@@ -1,7 +1,8 @@
 """Recording a user's script: ``record_script`` runs it with a recorder on (and optionally
-py-spy and output capture), then stores how it ended and closes the session. The running
-itself (``sys.argv``, ``sys.path[0]``, the exit status, the traceback as Python prints it)
-is :mod:`execmode.script_runner`'s, the same for run, profile, explain and the TUI.
+py-spy and output capture), then stores how it ended (session_end.py) and closes the
+session. The running itself (``sys.argv``, ``sys.path[0]``, the exit status, the
+traceback as Python prints it) is :mod:`execmode.script_runner`'s, the same for run,
+profile, explain and the TUI.
 
 The CLI runs it in a child process::
 
@@ -18,6 +19,7 @@ import os
 import sys
 from contextlib import nullcontext
 
+from execmode.profilers import session_end
 from execmode.profilers.output import captured_output
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.writer import SampleRow
@@ -66,7 +68,7 @@ def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathL
         if sampler is not None:
             fold_pyspy(recorder, sampler)
             sampler = None
-        recorder.set_meta("exit", result.to_json())
+        session_end.record(recorder.set_meta, result, session_end.from_script_exit(result))
     finally:
         if sampler is not None:  # something above failed: do not leave py-spy running
             sampler.stop()

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from execmode.profilers import store, store_queries
+from execmode.profilers import session_end, store, store_queries
 from execmode.profilers.errors import SessionError
 
 # The row types live with the queries that build them (store_rows.py); named here too for
@@ -124,17 +123,25 @@ class Session:
 
     @property
     def status(self) -> str:
-        """"finished", "recording" (the writer is alive) or "interrupted" (it died first)."""
+        """Whether the recording was closed: "finished" (closed by the recording process),
+        "recording" (the writer is alive) or "interrupted" (it died first). How the
+        *script* ended is :attr:`end`."""
+        end = self.meta.get("end")
+        if isinstance(end, dict) and end.get("closed_by") == session_end.BY_STARTER:
+            return "interrupted"  # its process died; the starter wrote how (session_end.py)
         exit_ = self.meta.get("exit")
-        if isinstance(exit_, dict) and exit_.get("kind") in store.UNCLOSED_EXITS:
-            return "interrupted"  # its process died; the starter wrote how (store.py)
-        if "end_ns" in self.meta or exit_ is not None:
+        if isinstance(exit_, dict) and exit_.get("closed_by"):
+            return "interrupted"  # the same, written by an execmode from before "end"
+        if "end_ns" in self.meta or exit_ is not None or end is not None:
             return "finished"
-        writer = self.meta.get("writer") or {}
-        pid, host = writer.get("pid"), writer.get("host")
-        if isinstance(pid, int) and host == platform.node() and _alive(pid):
-            return "recording"
-        return "interrupted"
+        return "recording" if session_end.writer_is_alive(self.meta) else "interrupted"
+
+    @property
+    def end(self) -> session_end.SessionEnd:
+        """How the script ended (session_end.py): finished, raised, stopped at a
+        breakpoint, killed, crashed ...; "unknown" when the file does not say, never
+        "finished"."""
+        return session_end.from_meta(self.meta)
 
     def count(self, table: str) -> int:
         if table not in ("op_events", "kernels", "events", "memory", "samples", "output",
@@ -220,6 +227,7 @@ class Session:
         kernels, kernel_ns = self._query(
             "SELECT COUNT(*), COALESCE(SUM(dur_ns), 0) FROM kernels")[0]
         wall_ns = max(0, self.end_ns() - self.t0_ns)
+        end = self.end
         calibration = self.meta.get("calibration") or {}
         overhead = calibration.get("overhead_ns")
         profiler_ns = int(overhead * ops) if isinstance(overhead, int | float) else None
@@ -228,6 +236,8 @@ class Session:
             "script": self.meta.get("script"),
             "argv": self.meta.get("argv"),
             "status": self.status,
+            "end": end.to_json(),
+            "end_text": end.text(),
             "exit": self.meta.get("exit"),
             "created": self.meta.get("created"),
             "wall_ns": wall_ns,
@@ -246,13 +256,3 @@ class Session:
             "recorded": self.meta.get("recorded") or {},
             "partial": self.meta.get("partial"),
         }
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -43,7 +43,7 @@ _WAL_HEADER_SIZE = 32
 # Meta keys execmode reads, and the JSON types it writes there.
 META_TYPES = {
     "format": str, "schema_version": int, "script": str, "cwd": str, "created": str,
-    "source": str, "t0_ns": int, "end_ns": int, "argv": list, "exit": dict,
+    "source": str, "t0_ns": int, "end_ns": int, "argv": list, "exit": dict, "end": dict,
     "calibration": dict, "pyspy": dict, "machine": dict, "recorded": dict, "writer": dict,
     "partial": dict, "threads": dict, "output_truncated": dict,
 }

@@ -1,6 +1,8 @@
 """``execmode sessions``: the recent sessions in the session folder (session_dir.py), newest
 first, with the date, script, op count, size and status of each, read with the one session
-reader (session.py). A file that cannot be read is listed with the reason, not skipped.
+reader (session.py). The status is how the script ended (session_end.py: finished, raised
+ValueError at train.py:12, stopped at breakpoint 1 (nan) ..., killed by SIGKILL, crashed,
+unknown, recording). A file that cannot be read is listed with the reason, not skipped.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ def register_sessions(subparsers) -> None:
     p = subparsers.add_parser(
         "sessions", help="list recent sessions (newest first)",
         description="List the sessions in the session folder, newest first: date, script, ops, "
-                    "size, path and status. The folder is $EXECMODE_SESSION_DIR, else "
-                    "~/.cache/execmode/sessions.")
+                    "size, path and status (how the script ended: finished, raised, stopped "
+                    "at a breakpoint, killed, crashed, unknown, recording). The folder is "
+                    "$EXECMODE_SESSION_DIR, else ~/.cache/execmode/sessions.")
     p.add_argument("--dir", metavar="DIR",
                    help="list this folder instead of the session folder")
     p.add_argument("-n", "--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
@@ -69,7 +72,7 @@ def describe(path: Path) -> SessionListing:
         with open_session(path) as s:
             script = Path(s.meta.get("script") or "?").name
             return SessionListing(path, script, _date(s.meta.get("created"), path),
-                                  s.count("op_events"), size, s.status)
+                                  s.count("op_events"), size, s.end.text())
     except SessionError as exc:
         reason = str(exc).replace(f"{path}: ", "")
         return SessionListing(path, "?", _date(None, path), None, size,

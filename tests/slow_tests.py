@@ -25,6 +25,7 @@ SLOW_MODULES = {
     "cli/test_one_runner.py",
     "cli/test_passthrough.py",
     "cli/test_report_output.py",
+    "cli/test_session_status.py",  # how scripts end: finished, raised, breakpoint, signals
     "cli/test_sessions.py",
     # The bit-level matmul tests again in a child pytest, OpenBLAS's core type flipped.
     "codegen/test_other_openblas_core.py",
@@ -37,6 +38,7 @@ SLOW_MODULES = {
     "debug/test_graph_stepping.py",
     "debug/test_nonfinite.py",
     "debug/test_python_state.py",
+    "debug/test_session_end_agent.py",
     "debug/test_stepping.py",
     "debug/test_terminal.py",
     # The getting-started page and the README run whole.

@@ -271,6 +271,12 @@ class DebugBridge:
         elif kind == "running":
             self.post(ScriptResumed(run=run))
         elif kind == "exited":
+            if self.session and event.get("status") in ("killed", "crashed", "vanished"):
+                # Its process died without closing the session: say how in it, as `execmode
+                # run` and `profile` do (profilers/session_end.py).
+                from execmode.profilers.session_end import record_unclosed
+
+                record_unclosed(self.session, event.get("code"))
             ended = event.get("breakpoints")
             if ended is not None:  # with a note on each that never hit (reach.py)
                 self.known_breakpoints = ended

@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
+from execmode.profilers.session_end import from_meta
 from execmode.tui.state import ExitSummary
 
-# meta "exit" is {"kind", "code", "exception"?, "traceback"?} (the profilers' runner and
-# the debugger agent write it); kind -> the controller's status words.
-_STATUS = {"normal": "ok", "ok": "ok", "exit": "exit", "exception": "exception",
-           "interrupted": "quit", "quit": "quit"}
+# How the script ended (profilers/session_end.py: meta "end", or an older "exit") ->
+# the controller's status words, which the status bar colours by.
+_STATUS = {"finished": "ok", "exited": "exit", "raised": "exception", "interrupted": "quit",
+           "breakpoint": "quit", "stopped": "quit", "killed": "killed", "crashed": "crashed",
+           "unknown": "vanished", "recording": "recording"}
 
 
 def exit_from_meta(meta: dict) -> ExitSummary:
-    """How the recorded run ended, as far as the file can tell."""
+    """How the recorded run ended, as far as the file can tell: the same words as
+    ``execmode sessions`` and the reports."""
+    end = from_meta(meta)
     info = meta.get("exit")
-    if isinstance(info, dict):
-        kind = str(info.get("kind") or info.get("status") or "normal")
-        status = _STATUS.get(kind, kind)
-        code = info.get("code")
-        words = {
-            "ok": "finished normally",
-            "exit": f"exited with sys.exit({code})",
-            "exception": f"raised {info.get('exception') or 'an exception'}",
-            "quit": "stopped before the end",
-            "crashed": f"crashed with {info.get('signal')} (rows up to the last flush)",
-            "killed": f"was killed by {info.get('signal')} (rows up to the last flush)",
-            "vanished": f"ended with code {code} without reporting (os._exit, or the "
-                        "interpreter died; rows up to the last flush)",
-        }.get(status, kind)
-        return ExitSummary(status, code, words, info.get("traceback"))
-    if "end_ns" in meta:
-        return ExitSummary("ok", 0, "recording ended normally")
-    return ExitSummary("vanished", None, "the recording has no end: the script was killed, "
-                                         "crashed, or is still running")
+    traceback = info.get("traceback") if isinstance(info, dict) else None
+    words = "finished normally" if end.kind == "finished" else end.text()
+    return ExitSummary(_STATUS[end.kind], end.code, words,
+                       traceback if isinstance(traceback, str) else None)

@@ -84,6 +84,9 @@ class Debugger(PauseDecisions, Inspection):
         self.quitting = False
         self.script: str | None = None  # the script's path (reach.py: did a file run)
         self.paused_frame = None
+        # Where the script is held while paused (profilers/session_end.stop_record): if it
+        # is quit there, the session says "stopped at breakpoint 1 (nan) after kernel k7".
+        self.held: dict | None = None
         self._last_inputs: tuple = ()
         self._kernel_met: tuple = (None, None, set())  # see _kernel_inputs_met
         self.last_seq = None
@@ -326,7 +329,8 @@ class Debugger(PauseDecisions, Inspection):
                             "op": event.data.get("op"),
                             "location": loc.to_json() if loc else None})
                 self.current = {}
-                self._pause(f"graph break: {event.data.get('reason')}", when="break")
+                self._pause(f"graph break: {event.data.get('reason')}", when="break",
+                            held_by=bp.to_json())
                 return
 
     def _kernel_info(self, plan, index) -> dict:
@@ -396,6 +400,7 @@ class Debugger(PauseDecisions, Inspection):
         }
         if self.current.get("inputs") and not event["inputs"]:
             event["inputs"] = [summarize(_array(x)) for x in self.current["inputs"]]
+        self.held = _held_record(event, info.get("held_by") or self._breakpoint_named(reason))
         self._send(event)
         while True:
             msg = self.commands.get()
@@ -406,6 +411,7 @@ class Debugger(PauseDecisions, Inspection):
             if kind in ("step", "next", "continue"):
                 self.mode = {"continue": "run"}.get(kind, kind)
                 self.resumed_by = kind
+                self.held = None
                 if kind == "next":
                     self.next_rule.begin(frame)
                 self._reply(msg, {})
@@ -413,7 +419,15 @@ class Debugger(PauseDecisions, Inspection):
                 return
             self._reply(msg, self._inspect(msg))
 
-    def pause_post_mortem(self, exc, tb_text) -> None:
+    def _breakpoint_named(self, reason: str) -> dict | None:
+        """The breakpoint a pause's reason names ("breakpoint 2: op:matmul": a place
+        breakpoint's pause carries only the reason), or em.breakpoint()'s stand-in."""
+        if reason == "em.breakpoint()":
+            return {"id": None, "spec": "em.breakpoint()"}
+        return next((bp.to_json() for bp in self.breakpoints.items.values()
+                     if reason == f"breakpoint {bp.id}: {bp.spec}"), None)
+
+    def pause_post_mortem(self, exc, tb_text, bp) -> None:
         """Stop after the script raised: its stack and locals stay inspectable."""
         frame = self.paused_frame
         loc = None
@@ -429,6 +443,8 @@ class Debugger(PauseDecisions, Inspection):
                     "inputs": [summarize(_array(x)) for x in self.current.get("inputs", [])],
                     "output": None, "kernel": None, "breakpoint": None,
                     "hunt": None, "traceback": tb_text})
+        self.held = _held_record({"reason": "exception", "when": "after",
+                                  "location": loc.to_json() if loc else None}, bp.to_json())
         while True:
             msg = self.commands.get()
             kind = msg["type"]
@@ -500,13 +516,16 @@ def main(argv=None) -> int:
     if opts.stdin_requests:
         stdin_requests.install(debugger._send)
     with _captured_output(debugger.recorder):
-        status, code, tb = run_script(opts.script, opts.args, debugger)
+        result = run_script(opts.script, opts.args, debugger)
     instrument.remove_listener(debugger)
     if sampler is not None:
         _fold_pyspy(debugger.recorder, sampler)
     if debugger.recorder is not None:
-        debugger.recorder.close(status=status, code=code)
-    debugger._send({"type": "finished", "status": status, "code": code, "traceback": tb,
+        _record_end(debugger.recorder, result, debugger.held)
+    # The protocol's words: "ok" for a normal end.
+    status, code = "ok" if result.kind == "normal" else result.kind, result.code
+    debugger._send({"type": "finished", "status": status, "code": code,
+                    "traceback": result.traceback,
                     "breakpoints": [debugger.describe(bp, ended=True)
                                     for bp in breakpoints.items.values()]})
     lifeline.flush_quietly()  # the controller, and with it our pipes, may be gone
@@ -514,10 +533,9 @@ def main(argv=None) -> int:
     return code
 
 
-def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str | None]:
+def run_script(path: str, args: list, debugger: Debugger) -> script_runner.ScriptExit:
     """Run ``path`` as __main__ (execmode.script_runner, as run and profile do); an
-    exception breakpoint pauses post mortem at the failure. Returns (status, exit code,
-    traceback) in the protocol's words ("ok" for a normal end)."""
+    exception breakpoint pauses post mortem at the failure."""
     result = script_runner.run_script(path, args, on_start=debugger.script_started,
                                       on_end=debugger.script_ended, quit_exception=_Quit)
     exc = result.error
@@ -531,11 +549,29 @@ def run_script(path: str, args: list, debugger: Debugger) -> tuple[str, int, str
                                        if isinstance(x, Tensor)]}
         debugger.post_mortem_stack = _user_frames(exc.__traceback__)
         try:
-            debugger.pause_post_mortem(exc, result.traceback)
+            debugger.pause_post_mortem(exc, result.traceback, bp)
         except _Quit:
             pass
-    status = "ok" if result.kind == "normal" else result.kind
-    return status, result.code, result.traceback
+    return result
+
+
+def _held_record(event: dict, bp: dict | None) -> dict:
+    """Where a pause holds the script, as the session's end keeps it if it is quit there."""
+    from ..profilers.session_end import stop_record
+
+    kernel = event.get("kernel") or {}
+    return stop_record(event.get("reason") or "", event.get("when") or "at",
+                       breakpoint=bp, op=event.get("op"), kernel=kernel.get("name"),
+                       location=event.get("location"), hunt=event.get("hunt"))
+
+
+def _record_end(recorder, result, held: dict | None) -> None:
+    """How the script ended, with where the debugger held it (a breakpoint and its
+    evidence), into the session; then close it."""
+    from ..profilers import session_end
+
+    session_end.record(recorder.set_meta, result, session_end.from_script_exit(result, held))
+    recorder.close()
 
 
 def _user_frames(tb) -> list[dict]:

@@ -89,13 +89,15 @@ def run_command(opts) -> int:
 
 
 def _record_unclosed_exit(ctl: Controller, session: str) -> None:
-    """A script that crashed or left by os._exit could not close its session: say in it
-    how the script ended (profilers/store.py)."""
-    from ..profilers.store import UNCLOSED_EXITS, record_unclosed_exit
+    """A script that was killed, crashed or left by os._exit could not close its session:
+    say in it how the script ended (profilers/session_end.py). The controller saw how its
+    process died; a session the script closed is left alone."""
+    from ..profilers.session_end import record_unclosed
 
     info = ctl.exit
-    if info is not None and info.status in UNCLOSED_EXITS and info.code is not None:
-        record_unclosed_exit(session, info.code)
+    if info is not None and info.status in ("killed", "crashed", "vanished") and \
+            info.code is not None:
+        record_unclosed(session, info.code)
 
 
 def _say_breakpoint_notes(specs) -> None:

@@ -4,8 +4,9 @@ One process (the script) with four named tracks: eager ops, graph kernels, compi
 python (tracing, passes, graph breaks, retraces, marks), and one more eager-ops track per
 other thread of the script that ran ops. Ops and kernels are complete
 ("X") events with their shapes and source line in ``args``; memory is a counter ("C")
-track per device; "M" metadata events name the process and the tracks. Times are
-microseconds from the session start, as the format wants.
+track per device; "M" metadata events name the process and the tracks; one global
+instant at the end says how the script ended (also in ``otherData``: ``status``, ``end``).
+Times are microseconds from the session start, as the format wants.
 
 The file is written as the rows stream by, so a 1M-op session never sits in memory.
 """
@@ -37,7 +38,9 @@ def export_chrome(session: Session, out: Path, *, progress=None) -> Path:
     total = session.count("op_events") + session.count("kernels")
     tick = Progress(progress, total)
     script = session.meta.get("script") or "recording"
+    end = session.end
     other = {"script": script, "session": str(session.path),
+             "status": end.text(), "end": end.to_json(),
              "calibration": session.meta.get("calibration"),
              "pyspy": session.meta.get("pyspy"),
              "samples_by_category": session.category_totals()}
@@ -60,6 +63,7 @@ def export_chrome(session: Session, out: Path, *, progress=None) -> Path:
             writer.write({"name": f"memory {m.device}", "ph": "C", "ts": _us(m.ts_ns - t0),
                           "pid": PID, "tid": 0,
                           "args": {"live_bytes": m.live_bytes, "peak_bytes": m.peak_bytes}})
+        writer.write(end_event(end, max(0, session.end_ns() - t0)))
         f.write("\n]}\n")
     tick.finish()
     return out
@@ -92,6 +96,13 @@ def metadata_events(script: str, threads: dict | None = None) -> list[dict]:
         events.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": PID,
                        "tid": tid, "args": {"sort_index": tid}})
     return events
+
+
+def end_event(end, at_ns: int) -> dict:
+    """How the script ended (profilers/session_end.py), as an instant across every track
+    at the end of the recording: "stopped at breakpoint 1 (nan) after kernel k7 ..."."""
+    return {"name": f"end: {end.text()}", "cat": "end", "ph": "i", "s": "g",
+            "ts": _us(at_ns), "pid": PID, "tid": PYTHON, "args": end.to_json()}
 
 
 def op_event(op, t0: int) -> dict:

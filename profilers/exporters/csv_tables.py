@@ -1,7 +1,8 @@
 """One table of a session as CSV, for spreadsheets and pandas.
 
 ``table`` picks which: "ops" (every eager op, the default), "op_totals", "kernels",
-"memory", "comparisons" or "samples".
+"memory", "comparisons", "samples" or "session" (field, value rows: what ran and how it
+ended, profilers/session_end.py; a CSV of rows has no other place for it).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from execmode.profilers.exporters.common import Progress, output_file
 from execmode.profilers.session import Session
 from execmode.profilers.store_rows import OpRow
 
-TABLES = ("ops", "op_totals", "kernels", "memory", "comparisons", "samples")
+TABLES = ("ops", "op_totals", "kernels", "memory", "comparisons", "samples", "session")
 
 
 def export_csv(session: Session, out: Path, *, table: str = "ops", progress=None) -> Path:
@@ -66,6 +67,25 @@ def _table(session: Session, table: str):
                  round(c.speedup, 4) if c.speedup else "", c.eager_bytes, c.planned_bytes,
                  c.repeat] for c in session.comparisons()]
         return header, rows, len(rows)
+    if table == "session":
+        rows = session_rows(session)
+        return ["field", "value"], rows, len(rows)
     header = ["thread", "category", "count", "stack"]
     rows = [[s.thread, s.category, s.count, ";".join(s.frames)] for s in session.samples()]
     return header, rows, len(rows)
+
+
+def session_rows(session: Session) -> list[list[str]]:
+    """What ran and how it ended: "status" is the one-line text, then each field of the
+    end ("end.kind", "end.breakpoint.spec", "end.evidence.op" ...)."""
+    end = session.end
+    rows = [["script", session.meta.get("script") or ""],
+            ["argv", " ".join(map(str, session.meta.get("argv") or []))],
+            ["created", session.meta.get("created") or ""],
+            ["status", end.text()]]
+    for key, value in end.to_json().items():
+        if isinstance(value, dict):
+            rows += [[f"end.{key}.{k}", v] for k, v in value.items()]
+        else:
+            rows.append([f"end.{key}", value])
+    return rows

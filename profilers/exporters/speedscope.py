@@ -91,9 +91,12 @@ def export_speedscope(session: Session, out: Path, *, progress=None) -> Path:
     frames = _Frames()
     tick = Progress(progress, session.count("op_events") + session.count("kernels"))
     script = session.meta.get("script") or "recording"
+    # The file's name is what speedscope shows above every view: it says how the script
+    # ended (profilers/session_end.py), the one place this format has for it.
+    name = f"{script} ({session.end.text()})"
     profiles = 0
     with output_file(out) as f:
-        f.write(f'{{"$schema": "{SCHEMA}", "name": {json.dumps(str(script))}, '
+        f.write(f'{{"$schema": "{SCHEMA}", "name": {json.dumps(name)}, '
                 f'"exporter": "execmode {execmode.__version__}", "activeProfileIndex": 0, '
                 '"profiles": [\n')
         profiles += _write_ops(f, session, frames, t0, tick)
