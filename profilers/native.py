@@ -63,11 +63,13 @@ def status() -> dict:
     return dict(_loaded[os.environ.get("CC", "").strip()][1])
 
 
-def new_ring(*, tracker=None, wake=None, capacity: int | None = None):
+def new_ring(*, tracker=None, wake=None, capacity: int | None = None, seq_base: int = 0):
     """An OpRing for one recording, or None when the extension is unavailable or off.
 
     ``tracker`` (a MemoryTracker) then counts the CPU's memory in the ring's CpuMemory;
-    ``wake`` is called when the ring becomes half full (the writer's wake-up)."""
+    ``wake`` is called when the ring becomes half full (the writer's wake-up); ``seq_base``
+    is subtracted from each op's seq, so records hold the op's number in the session
+    (SessionWriter.number_ops_after)."""
     if not enabled():
         return None
     module = load()
@@ -85,7 +87,7 @@ def new_ring(*, tracker=None, wake=None, capacity: int | None = None):
         return None
     return module.OpRing(capacity or CAPACITY, instrument._seq, scope._state, source.is_internal_file,
                          source.location_of, backend.CPU, Tensor, Tensor.__dict__["_data"],
-                         threading.main_thread().ident, counters, wake)
+                         threading.main_thread().ident, counters, wake, seq_base)
 
 
 def sqlite_library() -> str | None:

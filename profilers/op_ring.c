@@ -134,6 +134,7 @@ typedef struct {
     Py_ssize_t ncodes;
     /* what the producer reads and calls */
     PyObject *seq;              /* instrument's itertools.count */
+    long long seq_base;         /* subtracted: a record holds the op's number in its session */
     PyObject *scope_state;      /* scope._state (thread-local); its "current" is the path */
     PyObject *scope_dict;       /* the main thread's dict of scope_state (read on its first
                                  * op: a thread-local's per-thread dict is one object for
@@ -1186,7 +1187,7 @@ record(OpRing *self, Key *k, PyObject *name, PyObject *const *inputs, Py_ssize_t
     if (seq == -1 && PyErr_Occurred())
         goto done;
     Record *r = &self->records[head & self->mask];
-    r->seq = seq;
+    r->seq = seq - self->seq_base;
     r->site = site;
     r->t0 = t0;
     r->t1 = t1;
@@ -1813,18 +1814,20 @@ OpRing_init(OpRing *self, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"capacity", "seq", "scope_state", "is_internal", "location_of",
                             "cpu", "tensor_type", "data_slot", "main_ident", "memory",
-                            "wake", NULL};
+                            "wake", "seq_base", NULL};
     Py_ssize_t capacity;
     PyObject *seq, *scope_state, *is_internal, *location_of, *cpu, *tensor_type, *data_slot;
     unsigned long main_ident;
     PyObject *memory = Py_None, *wake = Py_None;
+    long long seq_base = 0;
     if (self->records != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "an OpRing is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "nOOOOOOOk|OO", names, &capacity, &seq,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "nOOOOOOOk|OOL", names, &capacity, &seq,
                                      &scope_state, &is_internal, &location_of, &cpu,
-                                     &tensor_type, &data_slot, &main_ident, &memory, &wake))
+                                     &tensor_type, &data_slot, &main_ident, &memory, &wake,
+                                     &seq_base))
         return -1;
     if (capacity < 2 || (capacity & (capacity - 1)) != 0) {
         PyErr_SetString(PyExc_ValueError, "capacity must be a power of two");
@@ -1851,6 +1854,7 @@ OpRing_init(OpRing *self, PyObject *args, PyObject *kwargs)
     self->capacity = (uint64_t)capacity;
     self->mask = (uint64_t)capacity - 1;
     self->main_ident = main_ident;
+    self->seq_base = seq_base;
 #define KEEP(field, value) Py_INCREF(value); self->field = value
     KEEP(seq, seq);
     KEEP(scope_state, scope_state);

@@ -74,6 +74,7 @@ class Recorder:
         self._put = self.writer.put
         self._pending = self.writer.queue_length
         self._max_pending = self.writer.max_pending
+        self.seq_base = 0  # op numbers are seq minus this: the last seq before the start
         # Each thread's number lives in its own thread-local slot: the OS reuses the idents
         # of ended threads, a thread-local slot dies with its thread.
         self._thread_number = threading.local()
@@ -136,6 +137,12 @@ class Recorder:
         instrument.remove_listener(self)
         _active.discard(self)
         self._uninstall_allocator()
+        # Ops are numbered from 1 in each session (docs/session-store.md, "How ops and
+        # kernels are numbered"): dispatch's counter runs for the whole process
+        # (calibration, earlier recordings), so rows hold seq minus its value here: the
+        # session's first op is seq_base + 1.
+        self.seq_base = instrument.upcoming_seq() - 1
+        self.writer.number_ops_after(self.seq_base)
         if self.memory is not None:
             self.memory.sample_now()
         self.writer.set_meta("end_ns", time.perf_counter_ns())
@@ -196,7 +203,8 @@ class Recorder:
             self.op_path = "python (EXECMODE_NATIVE_RECORDER=0)"
             return
         try:
-            ring = native.new_ring(tracker=self.memory, wake=self.writer.wake)
+            ring = native.new_ring(tracker=self.memory, wake=self.writer.wake,
+                                   seq_base=self.seq_base)
         except Exception as exc:  # optional: record without it, and say why
             ring, reason = None, f"{type(exc).__name__}: {exc}"
         else:

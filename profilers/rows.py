@@ -40,6 +40,9 @@ class RowFormatter:
         self._next_loc = 1
         self.new_locations: list[tuple] = []
         self.devices: set[str] = set()
+        # An op's row holds its number in the session, from 1: its event's seq (dispatch's
+        # process-wide counter) minus the counter's value when recording began.
+        self.seq_base = 0
 
     # --- pieces ---------------------------------------------------------------------------
     def tensor_text(self, shape, dtype) -> str:
@@ -101,7 +104,8 @@ class RowFormatter:
         loc = ev.location
         entry = self._loc_by_id.get(id(loc))
         row = (
-            ev.seq, ev.op, ev.scope, entry[1] if entry is not None else self.location_id(loc),
+            ev.seq - self.seq_base, ev.op, ev.scope,
+            entry[1] if entry is not None else self.location_id(loc),
             ev.start_ns, ev.end_ns - ev.start_ns, ev.bytes_allocated, ", ".join(parts), output,
             device, attrs_text(ev.attrs) if ev.attrs else "",
         )

@@ -206,6 +206,12 @@ class SessionWriter:
             try:
                 ring.open_writer(library, str(self.path), self._pragmas)
                 direct = True
+    def number_ops_after(self, seq_base: int) -> None:
+        """Write each op's number in the session (from 1) as its seq: the event's seq minus
+        ``seq_base``, the op counter's value when recording began (a ring given the same
+        base numbers its records alike). Called before the first op is queued."""
+        self._formatter.seq_base = seq_base
+
             except OSError:
                 pass
         self._rings = (*self._rings, _Ring(ring, direct))

@@ -35,6 +35,7 @@ from .headroom import with_headroom
 from .hunt import hunt
 from .inspection import Inspection, _array, _internal
 from .kernel_steps import member_info, member_inputs, member_values, members_of
+from .numbering import RunNumbers
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError, validate_command
 from .pyvalues import hooks_detached
 from .reach import PlacesSeen, never_hit_reason, pending_note
@@ -74,8 +75,7 @@ class Debugger(PauseDecisions, Inspection):
         self.mode = "run"               # run | step | next
         self.resumed_by = None          # the command that ended the last pause
         self.next_rule = NextRule()     # what `next` steps over (stops.py)
-        self.op_index = 0
-        self.kernel_index = 0
+        self.numbers = RunNumbers()     # ops and kernel runs, numbered as the store numbers them
         self.paused_info: dict = {}
         self.current: dict = {}         # what inspect can look at while paused
         self.segment_inputs: dict = {}  # id(plan) -> the plan's input arrays
@@ -89,9 +89,8 @@ class Debugger(PauseDecisions, Inspection):
         self.held: dict | None = None
         self._last_inputs: tuple = ()
         self._kernel_met: tuple = (None, None, set())  # see _kernel_inputs_met
-        self.last_seq = None
         self.seen = PlacesSeen()        # where ops ran: why a breakpoint has not hit
-        self.kept = ValueRing(keep_values)  # the last ops' values (inspect op:SEQ)
+        self.kept = ValueRing(keep_values)  # the last ops' values (inspect op:N)
         # Stopping a script that runs plain Python (no ops, so no hook to notice a quit):
         # the reader thread raises _Quit in the script's thread, but only while the script
         # itself runs (not while paused, not before or after it), and at most once.
@@ -217,7 +216,6 @@ class Debugger(PauseDecisions, Inspection):
     def before_op(self, op, inputs, attrs) -> None:
         if dispatch.current_tracer() is not None:
             return  # tracing builds a graph; its kernels are where graph mode stops
-        self.op_index += 1
         self._last_inputs = inputs
         if self.attention:
             self._drain()
@@ -227,11 +225,11 @@ class Debugger(PauseDecisions, Inspection):
             self._pause(reason, op=op.name, attrs=attrs, inputs=inputs, when="before")
 
     def on_op(self, event, output) -> None:
-        self.last_seq = event.seq
+        number = self.numbers.op_ran(event.seq)
         if dispatch.current_tracer() is not None:
             return
         self.seen.add(event.location, event.scope)
-        self.kept.keep(event.seq, output, self._last_inputs)
+        self.kept.keep(number, output, self._last_inputs)
         conditions = [bp for bp in self.breakpoints.active() if bp.checks_output]
         if not conditions:
             return
@@ -250,7 +248,7 @@ class Debugger(PauseDecisions, Inspection):
         if index == 0:
             self.segment_inputs[id(plan)] = [values[s] for s in plan.input_slots]
             self.last_plan = plan
-        self.kernel_index += 1
+        self.numbers.kernel_begins()
         self._kernel_met = (id(plan), index, self._kernel_inputs_met(plan, index, values))
         if self.attention:
             self._drain()
@@ -385,10 +383,13 @@ class Debugger(PauseDecisions, Inspection):
         event = {
             "type": "paused", "reason": reason, "when": when,
             "mode": "graph" if "kernel" in info else "eager",
-            "op_index": self.op_index, "kernel_index": self.kernel_index,
+            # The paused op's and kernel run's numbers, as the store numbers them (numbering.py).
+            "op_index": self.numbers.op_paused_at(when),
+            "kernel_index": self.numbers.kernel_runs,
             # The store's seq of the paused op's event (after an op), or of the last op
             # recorded before it (before an op: its own event does not exist yet).
-            "seq": self.last_seq, "seq_is_paused_op": when == "after" and "kernel" not in info,
+            "seq": self.numbers.last_op or None,
+            "seq_is_paused_op": when == "after" and "kernel" not in info,
             "op": info.get("op"), "location": loc.to_json() if loc else None,
             "stack": [s.to_json() for s in user_stack()], "scope": scope.current_scope(),
             "inputs": [summarize(x._data) if isinstance(x, Tensor) else {"scalar": repr(x)}
@@ -436,8 +437,9 @@ class Debugger(PauseDecisions, Inspection):
 
             loc = location_of(frame)
         self._send({"type": "paused", "reason": f"exception: {type(exc).__name__}: {exc}",
-                    "when": "exception", "mode": "eager", "op_index": self.op_index,
-                    "kernel_index": self.kernel_index, "op": getattr(exc, "op", None),
+                    "when": "exception", "mode": "eager",
+                    "op_index": self.numbers.op_paused_at("exception"),
+                    "kernel_index": self.numbers.kernel_runs, "op": getattr(exc, "op", None),
                     "location": loc.to_json() if loc else None,
                     "stack": getattr(self, "post_mortem_stack", []), "scope": "",
                     "inputs": [summarize(_array(x)) for x in self.current.get("inputs", [])],
@@ -511,6 +513,8 @@ def main(argv=None) -> int:
     if opts.session:
         debugger.recorder = _start_recording(opts.session, opts.script, opts.args,
                                              summaries=opts.summaries)
+    if debugger.recorder is not None:
+        debugger.numbers.seq_base = debugger.recorder.seq_base
     sampler = _start_pyspy(debugger.recorder) if opts.pyspy and debugger.recorder else None
     instrument.add_listener(debugger)
     if opts.stdin_requests:

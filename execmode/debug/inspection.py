@@ -87,15 +87,16 @@ class Inspection:
             raise KeyError(f"no tensor variable {rest!r} in the paused frames")
         if kind == "node":
             return self._recompute(int(rest.lstrip("%")))
-        if kind == "op":  # a past eager op's kept values: op:SEQ, op:SEQ:input:I
-            seq, _, part = rest.partition(":")
+        if kind == "op":  # a past eager op's kept values: op:N, op:N:input:I
+            number, _, part = rest.partition(":")
             which, _, index = part.partition(":")
             if which not in ("", "output", "input") or (which == "input") != bool(index):
-                raise ValueError(f"unknown reference {ref!r}: use op:SEQ or op:SEQ:input:I")
-            return self.kept.value(int(seq), "input" if which == "input" else "output",
-                                   int(index or 0))
+                raise ValueError(f"unknown reference {ref!r}: use op:N or op:N:input:I")
+            # N is the op's number as the Ops list and the store show it ("#12" or 12).
+            return self.kept.value(int(number.lstrip("#")),
+                                   "input" if which == "input" else "output", int(index or 0))
         raise ValueError(f"unknown reference {ref!r}: use input:N, output, var:NAME, node:N, "
-                         "op:SEQ")
+                         "op:N")
 
     def _recompute(self, node_id: int):
         from ..graph.interpret import interpret

@@ -195,11 +195,13 @@ def describe_pause(p: dict) -> str:
     where = f"{loc.get('filename')}:{loc.get('lineno')} in {loc.get('function')}" if loc else "?"
     lines = [f"[execmode] {p.get('reason')}"]
     kernel = p.get("kernel")
+    # Numbered as the TUI, the session and its exports number them (debug/numbering.py).
     if kernel:
-        lines.append(f"  kernel {kernel['name']} ({kernel['backend']}): "
+        lines.append(f"  kernel run #{p.get('kernel_index')}: {kernel['name']} of graph "
+                     f"{kernel.get('graph_id')} ({kernel['backend']}): "
                      + " ".join(kernel["member_ops"]))
     elif p.get("op"):
-        lines.append(f"  op {p['op']} (#{p.get('op_index')})")
+        lines.append(f"  op #{p.get('op_index')}: {p['op']}")
     lines.append(f"  at {where}")
     if p.get("output"):
         lines.append("  output " + format_summary(p["output"]))

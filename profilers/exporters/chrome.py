@@ -133,8 +133,10 @@ def _stat(value):
 
 
 def kernel_event(k, t0: int) -> dict:
-    args = {"graph_id": k.graph_id, "step_kind": k.step_kind, "member_ops": k.member_ops,
-            "member_nodes": k.member_nodes, "bytes": k.bytes}
+    # "seq" (an op's number) and "id" (a kernel run's) are the numbers the TUI and the
+    # session show (docs/session-store.md, "How ops and kernels are numbered").
+    args = {"id": k.id, "graph_id": k.graph_id, "step_kind": k.step_kind,
+            "member_ops": k.member_ops, "member_nodes": k.member_nodes, "bytes": k.bytes}
     if k.output:
         args["output"] = k.output
     if k.device:

@@ -47,7 +47,8 @@ def _table(session: Session, table: str):
                  round(t.share, 6)] for t in session.op_totals()]
         return header, rows, len(rows)
     if table == "kernels":
-        header = ["graph_id", "kernel", "step_kind", "member_ops", "member_nodes",
+        # id: the kernel run's number, as the TUI shows it (ops: seq, their number).
+        header = ["id", "graph_id", "kernel", "step_kind", "member_ops", "member_nodes",
                   "start_ns_from_session_start", "dur_ns", "bytes", "output", "device", "file",
                   "line"]
         rows = ([k.graph_id, k.kernel, k.step_kind, " ".join(map(str, k.member_ops)),

@@ -156,7 +156,7 @@ def test_whole_session_json(fixed, out_dir):
 
 
 @pytest.mark.parametrize("table, rows, first", [
-    ("ops", 6, "seq"), ("op_totals", 6, "op"), ("kernels", 2, "graph_id"),
+    ("ops", 6, "seq"), ("op_totals", 6, "op"), ("kernels", 2, "id"),
     ("memory", 6, "ts_ns_from_session_start"), ("comparisons", 2, "function"),
     ("samples", 3, "thread"),
 ])
