@@ -121,6 +121,13 @@ def next_seq() -> int:
     return next(_seq)
 
 
+def upcoming_seq() -> int:
+    """The seq the next op event will take, without taking it: a recorder numbers its
+    session's ops from there, and a number taken would be a gap in an outer recording.
+    (itertools.count tells its next value only in its repr: "count(8412)".)"""
+    return int(repr(_seq)[len("count("):-1])
+
+
 def add_listener(listener) -> None:
     """Attach a listener (see the module docstring for the methods it may have)."""
     if listener in _listeners:
@@ -131,13 +138,6 @@ def add_listener(listener) -> None:
 
 def remove_listener(listener) -> None:
     if listener in _listeners:
-def upcoming_seq() -> int:
-    """The seq the next op event will take, without taking it: a recorder numbers its
-    session's ops from there, and a number taken would be a gap in an outer recording.
-    (itertools.count tells its next value only in its repr: "count(8412)".)"""
-    return int(repr(_seq)[len("count("):-1])
-
-
         _listeners.remove(listener)
         _rebuild()
 

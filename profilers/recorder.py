@@ -68,13 +68,13 @@ class Recorder:
         self.path = self.writer.path
         self.memory = MemoryTracker(self.writer.put) if memory else None
         self.calibration: dict | None = None
+        self.seq_base = 0  # op numbers are seq minus this: the last seq before the start
         self.t0_ns = 0
         self._started = False
         self._stopped = False
         self._put = self.writer.put
         self._pending = self.writer.queue_length
         self._max_pending = self.writer.max_pending
-        self.seq_base = 0  # op numbers are seq minus this: the last seq before the start
         # Each thread's number lives in its own thread-local slot: the OS reuses the idents
         # of ended threads, a thread-local slot dies with its thread.
         self._thread_number = threading.local()
@@ -121,6 +121,12 @@ class Recorder:
         if self.memory is not None:
             self.memory.sample_now()
         self._started = True
+        # Ops are numbered from 1 in each session (docs/session-store.md, "How ops and
+        # kernels are numbered"): dispatch's counter runs for the whole process
+        # (calibration, earlier recordings), so rows hold seq minus its value here: the
+        # session's first op is seq_base + 1.
+        self.seq_base = instrument.upcoming_seq() - 1
+        self.writer.number_ops_after(self.seq_base)
         self._attach_ring()
         _active.add(self)
         # Before the writer's own handler (atexit runs last-registered first): a script that
@@ -137,12 +143,6 @@ class Recorder:
         instrument.remove_listener(self)
         _active.discard(self)
         self._uninstall_allocator()
-        # Ops are numbered from 1 in each session (docs/session-store.md, "How ops and
-        # kernels are numbered"): dispatch's counter runs for the whole process
-        # (calibration, earlier recordings), so rows hold seq minus its value here: the
-        # session's first op is seq_base + 1.
-        self.seq_base = instrument.upcoming_seq() - 1
-        self.writer.number_ops_after(self.seq_base)
         if self.memory is not None:
             self.memory.sample_now()
         self.writer.set_meta("end_ns", time.perf_counter_ns())

@@ -193,6 +193,12 @@ class SessionWriter:
             n += r.ring.pending()
         return n
 
+    def number_ops_after(self, seq_base: int) -> None:
+        """Write each op's number in the session (from 1) as its seq: the event's seq minus
+        ``seq_base``, the op counter's value when recording began (a ring given the same
+        base numbers its records alike). Called before the first op is queued."""
+        self._formatter.seq_base = seq_base
+
     def attach_ring(self, ring) -> str:
         """Write the op records of ``ring`` (an OpRing, native.py) too, until close.
 
@@ -206,12 +212,6 @@ class SessionWriter:
             try:
                 ring.open_writer(library, str(self.path), self._pragmas)
                 direct = True
-    def number_ops_after(self, seq_base: int) -> None:
-        """Write each op's number in the session (from 1) as its seq: the event's seq minus
-        ``seq_base``, the op counter's value when recording began (a ring given the same
-        base numbers its records alike). Called before the first op is queued."""
-        self._formatter.seq_base = seq_base
-
             except OSError:
                 pass
         self._rings = (*self._rings, _Ring(ring, direct))

@@ -51,7 +51,7 @@ def _table(session: Session, table: str):
         header = ["id", "graph_id", "kernel", "step_kind", "member_ops", "member_nodes",
                   "start_ns_from_session_start", "dur_ns", "bytes", "output", "device", "file",
                   "line"]
-        rows = ([k.graph_id, k.kernel, k.step_kind, " ".join(map(str, k.member_ops)),
+        rows = ([k.id, k.graph_id, k.kernel, k.step_kind, " ".join(map(str, k.member_ops)),
                  " ".join(map(str, k.member_nodes)), k.start_ns - t0, k.dur_ns, k.bytes,
                  k.output, k.device, k.file, k.line] for k in session.kernels())
         return header, rows, session.count("kernels")
