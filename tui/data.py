@@ -389,6 +389,10 @@ def query_filter(name: str, query: OpQuery) -> tuple[str, list]:
     """The WHERE condition (and its parameters) of ``query`` over list ``name``."""
     alias = {"ops": "e", "kernels": "k"}[name]
     clauses, params = ["1"], []
+    if query.numbers:  # "#57": the op (kernel run) shown with that number everywhere
+        key = {"ops": "seq", "kernels": "id"}[name]
+        clauses.append(f"{alias}.{key} IN ({', '.join('?' * len(query.numbers))})")
+        params += list(query.numbers)
     for word in query.words:
         columns = _SEARCHED[name]
         clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")

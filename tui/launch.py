@@ -23,7 +23,7 @@ class ScriptLaunch:
     # Value statistics of every op output in the session, as tfdbg's health pills: the op
     # history's NaN/Inf filter reads them (execmode tui --no-summaries turns them off).
     summaries: bool = True
-    # Copies of the last N eager ops' tensors in the agent, for the Tensor view's op:SEQ
+    # Copies of the last N eager ops' tensors in the agent, for the Tensor view's op:N
     # (execmode tui --keep-values N; None: the agent's default).
     keep_values: int | None = None
     session_dir: str | None = None     # where each run's session file goes

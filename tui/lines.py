@@ -95,21 +95,23 @@ class PagedRows:
         if self.is_pending(index):
             return self.format_pending(self.number_of_pending(index), self.pending)
         row = self.row(index)
-        if row is None:
-            return Text(f"{index + 1:>7}  …", style="dim")
-        return self.format(self.number(index, row) - 1, row)
+        if row is None:  # its number comes with the row: never a guess
+            return Text(f"{'':>7}  …", style="dim")
+        return self.format(self.number(index, row), row)
 
     def number(self, index: int, row) -> int:
-        """The number a row shows: its place in the whole history, also in a search."""
+        """The number a row shows (output lines: their place in the list)."""
         return index + 1
 
     def number_of_pending(self, index: int) -> int:
-        return self.index.count if self.found is not None else index
+        """The number of the op or kernel run the script is paused before: the next after
+        the stored rows (the subclasses take the agent's own, which says so exactly)."""
+        return self.index.count + 1
 
-    def format(self, index: int, row) -> Text:
+    def format(self, number: int, row) -> Text:
         raise NotImplementedError
 
-    def format_pending(self, index: int, p: PausedInfo) -> Text:
+    def format_pending(self, number: int, p: PausedInfo) -> Text:
         raise NotImplementedError
 
 
@@ -118,22 +120,26 @@ KERNEL_HEADER = f"{'#':>7}  {'graph':<12} {'kernel':<8} {'kind':<8} {'time':>9} 
 
 
 class OpLines(PagedRows):
-    """Executed eager ops, plus the op the script is paused before (not run yet)."""
+    """Executed eager ops, plus the op the script is paused before (not run yet).
+
+    An op's number is the store's seq (its place in the session's run, from 1), the same
+    in a search, a sort, the status bar, the Tensor view's ``op:N`` and every export
+    (docs/session-store.md, "How ops and kernels are numbered")."""
 
     table = "ops"
 
     def number(self, index: int, row: OpRow) -> int:
-        # Its place in the whole history: seq numbers follow the list's order, from the
-        # first recorded op's (not always 0: the recorder's calibration counts too).
-        if self.found is None or not self.index.blocks:
-            return index + 1
-        return row.seq - self.index.blocks[0] + 1
+        return row.seq
 
-    def format_pending(self, index: int, p: PausedInfo) -> Text:
+    def number_of_pending(self, index: int) -> int:
+        # The agent numbers the op it holds as the store will (debug/numbering.py).
+        return self.pending.op_index or super().number_of_pending(index)
+
+    def format_pending(self, number: int, p: PausedInfo) -> Text:
         loc = p.where
         failed = p.when == "exception"
         style = "bold red" if failed else "bold yellow"
-        text = Text(f"{index + 1:>7} ", style="bold")
+        text = Text(f"{number:>7} ", style="bold")
         text.append(f"{'✖' if failed else '▶'}{fmt.clip(p.op or '?', 12):<12} ", style=style)
         text.append(f"{'(raised)' if failed else '(next)':<14} {'':>8}  ", style=style)
         text.append(f"{fmt.where(loc.filename, loc.lineno) if loc else '?':<18} ",
@@ -141,8 +147,8 @@ class OpLines(PagedRows):
         text.append(p.scope, style="dim")
         return text
 
-    def format(self, index: int, row: OpRow) -> Text:
-        text = Text(f"{index + 1:>7}  ", style="dim")
+    def format(self, number: int, row: OpRow) -> Text:
+        text = Text(f"{number:>7}  ", style="dim")
         style = "red" if row.v_nan or row.v_inf else ""
         text.append(f"{fmt.clip(row.op, 12):<12} ", style=style or "bold")
         text.append(f"{fmt.clip(row.output, 14):<14} ")
@@ -153,18 +159,22 @@ class OpLines(PagedRows):
 
 
 class KernelLines(PagedRows):
-    """Executed steps of compiled plans (graph mode), plus the kernel paused before."""
+    """Executed steps of compiled plans (graph mode), plus the kernel paused before.
+
+    A kernel run's number is the store's ``kernels.id`` (its place among the session's
+    kernel runs, from 1), as the status bar's ``kernel N`` and the exports number it."""
 
     table = "kernels"
 
     def number(self, index: int, row: KernelRow) -> int:
-        if self.found is None or not self.index.blocks:
-            return index + 1
-        return row.id - self.index.blocks[0] + 1
+        return row.id
 
-    def format_pending(self, index: int, p: PausedInfo) -> Text:
+    def number_of_pending(self, index: int) -> int:
+        return self.pending.kernel_index or super().number_of_pending(index)
+
+    def format_pending(self, number: int, p: PausedInfo) -> Text:
         k = p.kernel or {}
-        text = Text(f"{index + 1:>7} ", style="bold")
+        text = Text(f"{number:>7} ", style="bold")
         text.append(f"▶{fmt.clip(str(k.get('graph_id', '?')), 12):<12} ", style="bold yellow")
         text.append(f"{fmt.clip(str(k.get('name', '?')), 8):<8} ", style="bold yellow")
         text.append(f"{fmt.clip(str(k.get('kind', '')), 8):<8} ", style="magenta")
@@ -172,9 +182,9 @@ class KernelLines(PagedRows):
         text.append(" ".join(k.get("member_ops") or ()), style="dim")
         return text
 
-    def format(self, index: int, row: KernelRow) -> Text:
+    def format(self, number: int, row: KernelRow) -> Text:
         ops = fmt.op_names(row.member_ops)
-        text = Text(f"{index + 1:>7}  ", style="dim")
+        text = Text(f"{number:>7}  ", style="dim")
         text.append(f"{fmt.clip(row.graph_id, 12):<12} ")
         text.append(f"{fmt.clip(row.kernel, 8):<8} ", style="bold")
         text.append(f"{fmt.clip(row.step_kind, 8):<8} ", style="magenta")
@@ -188,7 +198,7 @@ class StoredOutput(PagedRows):
 
     table = "output"
 
-    def format(self, index: int, row: OutputRow) -> Text:
+    def format(self, number: int, row: OutputRow) -> Text:
         return output_text(row.stream, row.text)
 
 

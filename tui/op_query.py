@@ -4,6 +4,7 @@ The Ops view's `/` bar reads and writes one line of text, so a query is typed, e
 shown the same way::
 
     matmul                      op, scope or file containing "matmul"
+    #57  (or op:57)             op 57 (the kernel list: kernel run 57), as numbered everywhere
     train.py:42                 ops of that line
     scope:mlp/fc1 nonfinite     ops in that scope whose output holds a NaN or Inf
     graph:step#1:0 sort:time    kernels of one graph, slowest first
@@ -20,6 +21,7 @@ from typing import NamedTuple
 SORTS = ("seq", "time", "bytes")  # seq: the order the ops ran; time/bytes: largest first
 SORT_LABEL = {"seq": "in order", "time": "slowest first", "bytes": "most bytes first"}
 _LOCATION = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+)$")
+_NUMBER = re.compile(r"^#(?P<number>\d+)$")
 
 
 class OpQuery(NamedTuple):
@@ -29,6 +31,7 @@ class OpQuery(NamedTuple):
     graph: str = ""               # kernels of this graph id (prefix)
     nonfinite: bool = False       # outputs with a NaN or an Inf (needs value summaries)
     sort: str = "seq"
+    numbers: tuple[int, ...] = ()  # op numbers (kernel run numbers): any of them
 
     @property
     def active(self) -> bool:
@@ -44,6 +47,7 @@ class OpQuery(NamedTuple):
     def to_text(self) -> str:
         """The query as the `/` bar shows it (parse(to_text()) gives it back)."""
         parts = list(self.words)
+        parts += [f"#{n}" for n in self.numbers]
         parts += [f"{f}:{line}" for f, line in self.locations]
         if self.scope:
             parts.append(f"scope:{self.scope}")
@@ -58,7 +62,8 @@ class OpQuery(NamedTuple):
     def describe(self) -> str:
         """A short sentence for the list's title."""
         bits = []
-        text = " ".join([*self.words, *(f"{f}:{n}" for f, n in self.locations)])
+        text = " ".join([*self.words, *(f"#{n}" for n in self.numbers),
+                         *(f"{f}:{n}" for f, n in self.locations)])
         if text:
             bits.append(f"“{text}”")
         if self.scope:
@@ -81,7 +86,7 @@ class QueryError(ValueError):
 
 def parse(text: str) -> OpQuery:
     """The query a line of `/` text asks for; unknown ``key:`` tokens are refused."""
-    words, locations = [], []
+    words, locations, numbers = [], [], []
     fields = {"scope": "", "graph": "", "sort": "seq"}
     nonfinite = False
     for token in text.split():
@@ -90,6 +95,9 @@ def parse(text: str) -> OpQuery:
             nonfinite = True
             continue
         key, sep, value = token.partition(":")
+        if key.lower() == "op" and value.isdigit():  # op:57, as the Tensor view spells it
+            numbers.append(int(value))
+            continue
         if sep and key.lower() in fields:
             if not value:
                 raise QueryError(f"{token}: say what follows ‘{key}:’")
@@ -97,10 +105,13 @@ def parse(text: str) -> OpQuery:
                 raise QueryError(f"{token}: sort by one of {', '.join(SORTS)}")
             fields[key.lower()] = value.lower() if key.lower() == "sort" else value
             continue
+        number = _NUMBER.match(token)
         m = _LOCATION.match(token)
-        if m:
+        if number:
+            numbers.append(int(number["number"]))
+        elif m:
             locations.append((m["file"], int(m["line"])))
         else:
             words.append(token)
     return OpQuery(tuple(words), tuple(locations), fields["scope"], fields["graph"],
-                   nonfinite, fields["sort"])
+                   nonfinite, fields["sort"], tuple(numbers))

@@ -1,6 +1,8 @@
 """A session with a million eager ops (synthetic rows, written straight into SQLite).
 
-Op ``seq`` numbers start at 0 as the recorder's do (a list that dropped seq 0 lost an op)."""
+Op ``seq`` numbers start at 1 as the recorder's do (each op's number in the session: a list
+that dropped the first row lost an op). Row ``i`` (from 0) is op ``i + 1``; its columns are
+functions of ``i``."""
 
 from __future__ import annotations
 
@@ -21,11 +23,11 @@ def build_big_session(path: Path, ops: int = 1_000_000, script: str = "train.py"
     conn.execute("BEGIN")
     conn.executemany("INSERT INTO locations VALUES (?,?,?,?)",
                      [(i + 1, script, 10 + i, "step") for i in range(20)])
-    rows = ((seq, _OPS[seq % 6], "mlp/fc1" if seq % 3 else "", 1 + seq % 20, seq * 1_000,
-             300 + seq % 700, 4096 * (1 + seq % 5), "f32[64,512], f32[512,256]",
+    rows = ((i + 1, _OPS[i % 6], "mlp/fc1" if i % 3 else "", 1 + i % 20, i * 1_000,
+             300 + i % 700, 4096 * (1 + i % 5), "f32[64,512], f32[512,256]",
              "f32[64,256]", "cpu", None,
-             (int(seq % nan_every == nan_every - 1) if nan_every else None))
-            for seq in range(ops))  # from 0, as the recorder's counter
+             (int(i % nan_every == nan_every - 1) if nan_every else None))
+            for i in range(ops))
     conn.executemany("INSERT INTO op_events (seq, op, scope, location, start_ns, dur_ns, "
                      "bytes, inputs, output, device, attrs, v_nan) "
                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)

@@ -18,10 +18,10 @@ NAMES = ("matmul", "add", "multiply", "exp", "relu", "sum")
 
 def _rows():
     """The synthetic session's ops as big_session writes them: (seq, op, scope, line, dur,
-    bytes, nan)."""
-    return [(seq, NAMES[seq % 6], "mlp/fc1" if seq % 3 else "", 10 + seq % 20,
-             300 + seq % 700, 4096 * (1 + seq % 5), seq % NAN_EVERY == NAN_EVERY - 1)
-            for seq in range(OPS)]
+    bytes, nan); row i is op i + 1."""
+    return [(i + 1, NAMES[i % 6], "mlp/fc1" if i % 3 else "", 10 + i % 20,
+             300 + i % 700, 4096 * (1 + i % 5), i % NAN_EVERY == NAN_EVERY - 1)
+            for i in range(OPS)]
 
 
 async def _search(pilot, wait, op_list, keys):
@@ -57,7 +57,7 @@ async def test_search_filter_and_sort_a_recorded_session(tmp_path):
         exps = [r for r in rows if r[1] == "exp"]
         assert len(source) == len(exps)
         assert [r.seq for r in _shown(source)] == [r[0] for r in exps[:3]]
-        assert source.line(0).plain.split()[:2] == [str(exps[0][0] + 1), "exp"]
+        assert source.line(0).plain.split()[:2] == [str(exps[0][0]), "exp"]  # its number
         assert f"{len(exps):,} of 6,000" in screen.query_one("#ops-left").border_title
 
         # file:line and a scope together; sorted slowest first with o

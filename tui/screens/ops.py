@@ -318,7 +318,7 @@ class OpsScreen(OpFilterMixin, ViewScreen):
 
     def action_inspect(self) -> None:
         # A past eager op of a live script: the Tensor view offers its kept values
-        # (op:SEQ, the agent's value ring); the paused op's own are there anyway.
+        # (op:N, the agent's value ring); the paused op's own are there anyway.
         live = self.app.bridge is not None and self.app.run_state.paused is not None
         self.app.inspected_op = self.app.selected_op if live else None
         self.app.action_show_view("tensor")

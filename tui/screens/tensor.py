@@ -65,8 +65,9 @@ _TENSOR_TYPE = re.compile(r"^\w+\[[\d,]*\]")  # "f32[64,20]" (a scalar input rea
 
 
 def past_op_refs(row) -> list[tuple[str, str]]:
-    """A past op's values as the agent keeps them (value_ring.py): ``op:SEQ`` for its
-    output, ``op:SEQ:input:I`` for its tensor inputs, in order."""
+    """A past op's values as the agent keeps them (value_ring.py): ``op:N`` for its
+    output, ``op:N:input:I`` for its tensor inputs, in order. N is the op's number (the
+    store's seq), as the Ops list, the status bar and the exports show it."""
     refs = [(f"op:{row.seq}", f"#{row.seq} {row.op} → {row.output}")]
     tensors = [t for t in (row.inputs or "").split(", ") if _TENSOR_TYPE.match(t)]
     refs += [(f"op:{row.seq}:input:{i}", f"#{row.seq} input {i}: {t}")
@@ -97,7 +98,7 @@ class TensorScreen(ViewScreen):
         with Horizontal(id="tensor-body"):
             with Vertical(id="tensor-left"):
                 yield RowList(TextLines(), id="tensor-refs", classes="pane")
-                yield Input(placeholder="input:0  output  var:x  node:7", id="ref-input")
+                yield Input(placeholder="input:0  output  var:x  node:7  op:12", id="ref-input")
             with Vertical(id="tensor-right"):
                 with Horizontal(id="tensor-top"):
                     yield Static(id="tensor-stats", classes="pane")
