@@ -1,37 +1,48 @@
-"""Compile time against graph size: 100 -> 10,000 ops, in two shapes.
+"""Compile time against graph size, in three shapes, the C compiler's time included.
 
-    python benchmarks/bench_compile_scaling.py            # 100, 1000, 10000 ops
-    python benchmarks/bench_compile_scaling.py --sizes 100 1000 --c   # and the C compile
-    python benchmarks/bench_compile_scaling.py --shapes wide          # one shape
+    python benchmarks/bench_compile_scaling.py                 # each shape's sizes (SIZES)
+    python benchmarks/bench_compile_scaling.py --quick         # smaller sizes, 5 rounds
+    python benchmarks/bench_compile_scaling.py --shapes chain_tanh --sizes 500 5000
+    python benchmarks/bench_compile_scaling.py --backend numpy # execmode's own time only
 
-Shapes: ``chain``, an elementwise chain (one fused kernel: what made fuse quadratic), and
-``wide``, a ladder of small matmuls (values that die together and are reused together:
-what made memory planning quadratic); a size counts the traced ops.
+Shapes (a size counts the traced ops):
 
-For each size it prints the time to trace, each pass of the pipeline (from the pass
-record), the verification and bookkeeping between passes, and code generation + plan
-building with the NumPy backend (no C compiler in the loop: gcc's own time is not
-execmode's). The last column is the ratio of a size's total to the previous size's total,
-next to the ratio of their op counts: a linear compile gives 10x ops -> ~10x time
-(goal: <= 12x). ``--c`` adds a first call with the C backend on a cold kernel cache, whose
-time includes gcc. Best of ``--repeat`` runs per size (the machine is shared and noisy).
+* ``chain``: ``x * 1.0001 + 0.5 ...``, one fused kernel (what made fuse quadratic);
+* ``chain_tanh``: the same with a third of the ops ``tanh`` (bench_peers.py's
+  ``chain_1000_steady``, issue 16's "1000-op fused kernel"): transcendentals are where
+  the C compiler's time grows;
+* ``wide``: a ladder of small matmuls whose values die together and are reused together
+  (what made memory planning quadratic).
+
+Every measurement is one fresh process with an empty kernel cache (benchmarks/timing.py):
+what a person waits for the first time a function of that size is compiled. It prints the
+time to trace, the passes (from the pass record), the verification and bookkeeping
+between them, and ``compile``: code generation, the C compiler (gcc) and plan building
+with the C backend (``--backend numpy``: no C compiler, execmode's own time). The fast
+entry's build and the first run are not in these stages; bench_peers.py's first-call rows
+time a whole first call. Rounds interleave every size and shape; each cell is the median
+(interquartile range) of the rounds.
+
+The last columns compare a size's total with the previous size's: a linear compile gives
+10x ops -> ~10x time. Goal: 10x ops -> <= 12x time (for other steps, 1.2x the ops ratio),
+judged on the medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
-import tempfile
 import time
 
-os.environ.setdefault("EXECMODE_CACHE_DIR", tempfile.mkdtemp(prefix="execmode-bench-cache-"))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+import timing  # noqa: E402
 
 import execmode as em  # noqa: E402
+
+GROWTH_GOAL = 1.2  # time ratio over ops ratio
 
 
 def make_chain(n_ops: int):
@@ -40,6 +51,17 @@ def make_chain(n_ops: int):
     def chain(x):
         for k in range(n_ops):
             x = x * 1.0001 if k % 2 == 0 else x + 0.5
+        return x
+
+    return chain
+
+
+def make_chain_tanh(n_ops: int):
+    """n_ops elementwise ops, a third of them tanh (bench_peers.py's transcendental chain)."""
+
+    def chain(x):
+        for k in range(n_ops):
+            x = em.tanh(x) if k % 3 == 0 else (x * 1.0001 if k % 3 == 1 else x + 0.001)
         return x
 
     return chain
@@ -65,11 +87,19 @@ def make_wide(n_ops: int):
     return wide
 
 
-SHAPES = {"chain": (make_chain, (256,)), "wide": (make_wide, (4, 4))}
+SHAPES = {"chain": (make_chain, (256,)), "chain_tanh": (make_chain_tanh, (256,)),
+          "wide": (make_wide, (4, 4))}
+# Sizes per shape (full, quick). gcc's time on a tanh chain's one kernel grows faster than
+# the ops (measured at load ~6: 300 ops 1.8 s, 600 ops 10 s, 1000 ops 21 s), and the wide
+# ladder's C compile takes ~7 s at 1000 ops: larger sizes of those two would take an hour
+# of rounds. --sizes asks for any.
+SIZES = {"chain": ([100, 1000, 10000], [100, 1000]),
+         "chain_tanh": ([100, 1000], [30, 300]),
+         "wide": ([100, 1000], [40, 400])}
 
 
-def measure(n_ops: int, backend: str, shape: str = "chain") -> dict:
-    """Seconds per stage for one fresh jit of an n_ops graph of ``shape``."""
+def stages(n_ops: int, backend: str, shape: str) -> dict:
+    """In a fresh process: seconds per stage for one jit of an n_ops graph of ``shape``."""
     make, x_shape = SHAPES[shape]
     fn = make(n_ops)
     x = em.tensor(np.full(x_shape, 0.1, np.float32))
@@ -81,51 +111,62 @@ def measure(n_ops: int, backend: str, shape: str = "chain") -> dict:
     t2 = time.perf_counter()
     lowered.compile()
     t3 = time.perf_counter()
-    passes = {r.name: r.wall_ns / 1e9 for r in lowered.record.results}
-    out = {"trace": t1 - t0, **passes, "verify+record": (t2 - t1) - sum(passes.values()),
-           "codegen+plan": t3 - t2}
-    out["total"] = t3 - t0
-    return out
+    passes = sum(r.wall_ns for r in lowered.record.results) / 1e9
+    return {"trace": t1 - t0, "passes": passes, "verify+record": (t2 - t1) - passes,
+            "compile": t3 - t2, "total": t3 - t0}
 
 
-def best_of(n_ops: int, backend: str, repeat: int, shape: str) -> dict:
-    runs = [measure(n_ops, backend, shape) for _ in range(repeat)]
-    return min(runs, key=lambda r: r["total"])
+STAGES = ("trace", "passes", "verify+record", "compile", "total")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--c", action="store_true", help="also time the C backend (gcc included)")
-    ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["chain", "wide"])
-    args = ap.parse_args()
-    print(f"machine: {platform.processor() or platform.machine()}, Python "
-          f"{platform.python_version()}, {os.cpu_count()} CPUs")
-    backends = ["numpy"] + (["c"] if args.c else [])
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=None,
+                    help="ops per graph, every shape (default: each shape's SIZES)")
+    ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
+    ap.add_argument("--backend", choices=("c", "numpy"), default="c",
+                    help="c (default): code generation and gcc in 'compile'; numpy: no "
+                         "C compiler")
+    ap.add_argument("--child", nargs=3, metavar=("SHAPE", "OPS", "BACKEND"),
+                    help=argparse.SUPPRESS)
+    timing.add_arguments(ap)
+    args = ap.parse_args(argv)
+    if args.child:
+        shape, n_ops, backend = args.child
+        timing.report_child_result(stages(int(n_ops), backend, shape))
+        return 0
+    rounds = timing.rounds_of(args)
+    sizes = {shape: args.sizes or SIZES[shape][1 if args.quick else 0]
+             for shape in args.shapes}
+    report = timing.Report(args)
+    commands = {(shape, n): timing.child_argv(__file__, "--child", shape, str(n), args.backend)
+                for shape in args.shapes for n in sizes[shape]}
+    found = timing.run_interleaved(
+        {key: lambda argv=argv: timing.fresh_process_result(argv)
+         for key, argv in commands.items()}, rounds=rounds)
     for shape in args.shapes:
-        for backend in backends:
-            _table(shape, backend, args)
-    print("\ngoal: 10x ops -> <= 12x time (a linear compile)")
-
-
-def _table(shape: str, backend: str, args) -> None:
-    """One table: per-stage ms for each size of ``shape`` with ``backend``."""
-    measure(args.sizes[0], backend, shape)  # warm-up: imports and first-use caches
-    rows = [(n, best_of(n, backend, args.repeat if backend == "numpy" else 1, shape))
-            for n in args.sizes]
-    stages = list(rows[0][1])
-    print(f"\n{shape}, backend={backend} (ms; ratio = time / previous size's time)")
-    print("| ops | " + " | ".join(stages) + " | ops ratio | time ratio |")
-    print("|---" * (len(stages) + 3) + "|")
-    prev = None
-    for n, r in rows:
-        cells = " | ".join(f"{r[s] * 1e3:.1f}" for s in stages)
-        ratios = ("-", "-") if prev is None else (
-            f"{n / prev[0]:.0f}x", f"{r['total'] / prev[1]['total']:.1f}x")
-        print(f"| {n} | {cells} | {ratios[0]} | {ratios[1]} |")
-        prev = (n, r)
+        rows, previous = [], None
+        for n in sizes[shape]:
+            spreads = {stage: timing.Spread.of([r[stage] * 1e9 for r in found[(shape, n)]])
+                       for stage in STAGES}
+            growth = ["-", "-", "-"]
+            if previous is not None:
+                ops_ratio = n / previous[0]
+                total, before = spreads["total"], previous[1]
+                goal = GROWTH_GOAL * ops_ratio
+                growth = [f"{ops_ratio:g}x", timing.ratio_cell(total, before, f"{n} ops",
+                                                                f"{previous[0]} ops"),
+                          f"{timing.goal_cell(timing.judge_ratio(total, before, goal))} "
+                          f"(<= {goal:g}x)"]
+            rows.append([f"{n:,}", *(timing.time_cell(spreads[s]) for s in STAGES), *growth])
+            previous = (n, spreads["total"])
+        report.table(["ops", *STAGES, "ops ratio", "time ratio", "goal"], rows,
+                     title=f"{shape}, backend {args.backend}, a fresh process and an empty "
+                           f"kernel cache per measurement: median (interquartile range) of "
+                           f"{rounds} interleaved rounds")
+    report.finish()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """What NumPy-exact floating point costs the fused C kernels: FMA contraction on and off.
 
-    python benchmarks/bench_fp_contract.py            # 3 interleaved rounds
-    python benchmarks/bench_fp_contract.py --rounds 5
+    python benchmarks/bench_fp_contract.py            # 7 interleaved rounds
+    python benchmarks/bench_fp_contract.py --quick    # 5 rounds, fewer calls
 
 Kernels compile with ``-ffp-contract=off`` (codegen/toolchain.py): GCC must not fuse a
 multiply and an add of the user's program, or ``x - exp(x)`` at inf gives inf where NumPy
@@ -14,8 +14,12 @@ process (the toolchain's flags are fixed per process), rounds interleaved:
   kernels as they were before em_horner_f32);
 * ``contract``: GCC's default ``-ffp-contract=fast`` (fast, but not NumPy's answers).
 
-Each row is a jitted float32 function of 2^20 elements, ms per call (best of 7x20 calls in
-a round, best round), and the ratio to ``exact``.
+A round runs one child process per build, in an order rotated per round
+(benchmarks/timing.py); each child times 20 calls (5 with --quick) of each function after a
+warm-up call. Each row is a jitted float32 function of 2^20 elements: the median and
+interquartile range of the rounds, per call, and the ratio to ``exact`` (undecided when
+the rounds cannot carry one). One thread (``EXECMODE_NUM_THREADS=1``): the flags are
+compared, not how a second core happened to be shared.
 """
 
 from __future__ import annotations
@@ -23,18 +27,22 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import timing  # noqa: E402
+
 BUILDS = ("exact", "no-fma", "contract")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FUNCTIONS = ("gelu_tanh", "softplus_exp", "erf_log")
 
 
-def measure(build: str) -> dict:
-    """Run in a child: patch the flags for ``build``, time each function."""
-    import timeit
+def child(build: str, calls: int) -> dict:
+    """Run in a child: patch the flags for ``build``; seconds per call of each function."""
+    import time
 
     import numpy as np
 
@@ -62,37 +70,52 @@ def measure(build: str) -> dict:
     for fn in (gelu_tanh, softplus_exp, erf_log):
         jitted = em.jit(fn)
         jitted(x)
-        times[fn.__name__] = min(timeit.repeat(lambda f=jitted: f(x), number=20, repeat=7)) / 20
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            jitted(x)
+        times[fn.__name__] = (time.perf_counter() - t0) / calls
     return times
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--child", choices=BUILDS, help=argparse.SUPPRESS)
+    parser.add_argument("--calls", type=int, default=20, help=argparse.SUPPRESS)
+    timing.add_arguments(parser)
     args = parser.parse_args()
     if args.child:
-        print(repr(measure(args.child)))
+        print(repr(child(args.child, args.calls)))
         return
+    rounds = timing.rounds_of(args)
+    report = timing.Report(args)
+    calls = 5 if args.quick else 20
+    # One cache for every child: the builds' kernels differ in their flags, so each build
+    # compiles once (in its first round) and later rounds load it.
     env = dict(os.environ, EXECMODE_CACHE_DIR=tempfile.mkdtemp(prefix="execmode-fpc-"),
-               OPENBLAS_NUM_THREADS="1")
-    best: dict = {}
-    for _ in range(args.rounds):
-        for build in BUILDS:
-            out = subprocess.run([sys.executable, __file__, "--child", build], env=env,
-                                 cwd=ROOT, capture_output=True, text=True, check=True)
-            # The child's own output: a dict of floats, read as a literal (never eval'd).
-            for name, seconds in ast.literal_eval(out.stdout.strip()).items():
-                key = (name, build)
-                best[key] = min(best.get(key, float("inf")), seconds)
-    print(f"machine: {platform.processor() or platform.machine()}, load "
-          f"{os.getloadavg()[0]:.1f}, best of {args.rounds} interleaved rounds, ms per call")
-    print("| function | " + " | ".join(BUILDS) + " | no-fma / exact | contract / exact |")
-    print("|---|" + "---|" * (len(BUILDS) + 2))
-    for name in dict.fromkeys(n for n, _ in best):
-        ms = [best[(name, b)] * 1e3 for b in BUILDS]
-        print(f"| {name} | " + " | ".join(f"{t:.3f}" for t in ms)
-              + f" | {ms[1] / ms[0]:.2f}x | {ms[2] / ms[0]:.2f}x |")
+               OPENBLAS_NUM_THREADS="1", EXECMODE_NUM_THREADS="1")
+
+    def run_build(build):
+        out = subprocess.run([sys.executable, __file__, "--child", build, "--calls",
+                              str(calls)], env=env, cwd=ROOT, capture_output=True, text=True,
+                             check=True)
+        # The child's own output: a dict of floats, read as a literal (never eval'd).
+        return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+    report.note("Each build in its own processes, one kernel thread and one BLAS thread "
+                "(EXECMODE_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1).")
+    found = timing.run_interleaved({build: lambda b=build: run_build(b) for build in BUILDS},
+                                   rounds=rounds)
+    rows = []
+    for name in FUNCTIONS:
+        spreads = {b: timing.Spread.of([r[name] * 1e9 for r in found[b]]) for b in BUILDS}
+        rows.append([name, *(timing.time_cell(spreads[b]) for b in BUILDS),
+                     timing.ratio_cell(spreads["no-fma"], spreads["exact"], "no-fma", "exact"),
+                     timing.ratio_cell(spreads["contract"], spreads["exact"], "contract",
+                                       "exact")])
+    report.table(["function", *BUILDS, "no-fma / exact", "contract / exact"], rows,
+                 title=f"2^20 float32 elements, per call: median (interquartile range) of "
+                       f"{rounds} interleaved rounds")
+    report.finish()
 
 
 if __name__ == "__main__":

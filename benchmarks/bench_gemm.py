@@ -5,16 +5,16 @@ product at a time, in one run: bits and time per call, and what gemm_kernel.choi
     python benchmarks/bench_gemm.py --quick    # fewer calls
 
 Each row: the product's layout (x @ w.T is "nt", g.T @ x "tn", g @ w "nn"), whether the
-kernel's bits equal NumPy's on random operands (the check the programs rely on), the best
-of interleaved rounds for each, their ratio (< 1: the kernel is faster), and the choice a
-program makes for that shape (None: the BLAS). docs/kernels.md keeps the latest table.
+kernel's bits equal NumPy's on random operands (the check the programs rely on), the median
+and interquartile range of interleaved rounds for each (benchmarks/timing.py), their ratio
+(< 1: the kernel is faster; undecided when the rounds cannot carry one), and the choice a
+program makes for that shape (None: the BLAS). docs/performance.md keeps the latest table.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 
 if __name__ == "__main__":
@@ -26,7 +26,7 @@ if __name__ == "__main__":
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
-from timing import best_per_call, fmt_time  # noqa: E402
+import timing  # noqa: E402
 
 from execmode.codegen import gemm_kernel  # noqa: E402
 from execmode.matmul_bits import operands  # noqa: E402
@@ -46,16 +46,16 @@ ROWS = [
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    timing.add_arguments(parser)
     args = parser.parse_args(argv)
-    print(f"# {platform.processor() or platform.machine()}, Python {platform.python_version()},"
-          f" NumPy {np.__version__}")
+    rounds = timing.rounds_of(args)
+    report = timing.Report(args)
     if gemm_kernel.probe() is None:
-        print("# em_gemm.h cannot run here (no AVX-512F or no -march=native compiler): "
-              "programs keep the BLAS")
+        report.note("em_gemm.h cannot run here (no AVX-512F or no -march=native compiler): "
+                    "programs keep the BLAS.")
+        report.finish()
         return 0
-    print("| product | layout | bits = NumPy's | em_gemm | NumPy | ratio | program's choice |")
-    print("|---|---|---|---:|---:|---:|---|")
+    rows = []
     for name, m, n, p, form in ROWS:
         a, b = operands("<f4", m, n, p, form == "tn", form == "nt")
         want = a @ b
@@ -71,14 +71,18 @@ def main(argv=None) -> int:
             np.matmul(a, b, out=blas_out)
 
         calls = max(3, int((3e7 if args.quick else 3e8) / (m * n * p)))
-        t_mine = t_blas = float("inf")
-        for _ in range(3 if args.quick else 7):  # interleaved rounds
-            t_mine = min(t_mine, best_per_call(mine, calls, 1))
-            t_blas = min(t_blas, best_per_call(theirs, calls, 1))
+        spreads = timing.measure({"em_gemm": mine, "numpy": theirs}, rounds=rounds,
+                                 calls=calls)
         chosen = gemm_kernel.choice(np.float32, m, n, p, form == "tn", form == "nt")
-        print(f"| {name} ({m}x{n} @ {n}x{p}) | {form} | {'yes' if same else 'no'} | "
-              f"{fmt_time(t_mine)} | {fmt_time(t_blas)} | {t_mine / t_blas:.2f}x | "
-              f"{chosen} |")
+        rows.append([f"{name} ({m}x{n} @ {n}x{p})", form, "yes" if same else "no",
+                     timing.time_cell(spreads["em_gemm"]), timing.time_cell(spreads["numpy"]),
+                     timing.ratio_cell(spreads["em_gemm"], spreads["numpy"], "em_gemm",
+                                       "NumPy"), str(chosen)])
+    report.table(["product", "layout", "bits = NumPy's", "em_gemm", "NumPy", "ratio",
+                  "program's choice"], rows,
+                 title=f"One thread, per call: median (interquartile range) of {rounds} "
+                       "interleaved rounds")
+    report.finish()
     return 0
 
 

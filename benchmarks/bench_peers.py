@@ -1,27 +1,30 @@
 """execmode's graph mode against its peers on the CPU, side by side in one run: NumPy op by
 op, jax.jit and PyTorch (eager), each where it is installed (``pip install -e '.[bench]'``).
 
-    python benchmarks/bench_peers.py             # every row (~3 minutes on 2 cores)
-    python benchmarks/bench_peers.py --quick     # fewer calls and rounds
+    python benchmarks/bench_peers.py             # every row (~10 minutes on 2 cores)
+    python benchmarks/bench_peers.py --quick     # fewer calls, 5 rounds
     python benchmarks/bench_peers.py --only relu_chain mlp_train_step
+    python benchmarks/bench_peers.py --only first  # the first-call rows only
     python benchmarks/bench_peers.py --threads 2 # every framework on 2 threads
 
 Single-threaded by default, every framework alike: the process is pinned to one CPU
 (``--threads N``: N CPUs), and BLAS, XLA's CPU client and PyTorch's intra-op pool are asked
 for that many threads before any of them is imported; execmode's kernels too.
-Each peer's result is checked against NumPy's before it is timed. Steady state is the best
-of several interleaved rounds of many calls (a shared VM's drift hits every framework
-alike); "first call" rows time one call of a function never traced before, compile
-included (execmode on a cold kernel cache). The table printed last is Markdown, and its
+Each peer's result is checked against NumPy's before it is timed. Steady state: the
+frameworks in interleaved rounds of many calls (benchmarks/timing.py), per call, the
+median and interquartile range of the rounds. "first call" rows time one call of a
+function never traced before, compile included, each in a fresh process (execmode with an
+empty kernel cache: no kernel, no fast-entry extension built before; the C compiler's time
+is in it, as in the user's wait), one process per framework and round, interleaved. The
 "vs jax.jit" column is the ratio the performance issue sets goals in (< 1: execmode is
-faster).
+faster), or undecided when the rounds cannot carry one; goals are judged on the medians.
+A peer that is not installed leaves its column out, and the report says why.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -43,7 +46,10 @@ def _single_threaded(threads: int) -> None:
                                    " --xla_cpu_multi_thread_eigen=false"
                                    " intra_op_parallelism_threads=1").strip()
     os.environ["JAX_PLATFORMS"] = "cpu"
-    os.environ["EXECMODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="execmode-bench-cache-")
+    if not _ARGS.first_call:
+        # A fresh cache for the steady rows (a first-call child gets an empty one from its
+        # parent, benchmarks/timing.py).
+        os.environ["EXECMODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="execmode-bench-cache-")
 
 
 _ARGS = None
@@ -51,9 +57,18 @@ _ARGS = None
 
 def _parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer calls (smoke test)")
-    parser.add_argument("--only", nargs="*", help="row names (default: all)")
+    parser.add_argument("--only", nargs="*",
+                        help="row names, or 'first' for the first-call rows (default: all)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--first-call", nargs=2, metavar=("ROW", "PEER"),
+                        help=argparse.SUPPRESS)
+    # timing.add_arguments' options, spelled out: importing timing loads NumPy, whose
+    # OpenBLAS reads its thread count once, before _single_threaded has set it.
+    parser.add_argument("--quick", action="store_true", help="fewer calls, 5 rounds")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="interleaved rounds (default 7, quick 5; at least 5)")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="also write the tables, stamped with the machine, to FILE")
     return parser.parse_args(argv)
 
 
@@ -64,17 +79,19 @@ if __name__ == "__main__":
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
-from timing import fmt_time  # noqa: E402
+import timing  # noqa: E402
 from workloads import numpy_mlp_sgd_step, train_step  # noqa: E402
 
 import execmode as em  # noqa: E402
+
+MISSING_PEERS: dict = {}  # name: why it is left out
 
 
 def _optional(name):
     try:
         return __import__(name)
     except Exception as exc:  # noqa: BLE001 - a peer that does not import is left out
-        print(f"# {name} not used: {exc!r}")
+        MISSING_PEERS[name] = repr(exc)
         return None
 
 
@@ -403,22 +420,33 @@ def first_matmuls_1000():
     return fns, want
 
 
+def first_chain_1000_tanh():
+    """chain_1000_steady's function (333 tanh) called once: its kernel's compile."""
+    x_np = np.random.default_rng(5).standard_normal(1 << 16).astype(np.float32)
+    chain = _transcendental_chain(1000)
+    fns = {"execmode": lambda: em.jit(lambda x: chain(x, em.tanh))(em.tensor(x_np))}
+    if jax is not None:
+        fns["jax"] = lambda: jax.jit(lambda x: chain(x, jnp.tanh))(
+            jnp.asarray(x_np)).block_until_ready()
+    return fns, chain(x_np, np.tanh)
+
+
 FIRST = {
     "chain of 5000 ops, first call": (first_chain_5000, 1.0),
     "1000 small matmuls, first call": (first_matmuls_1000, 1.5),
+    "chain_1000_steady's function, first call": (first_chain_1000_tanh, None),
 }
 
 
-# --- running ----------------------------------------------------------------------------------
+# --- running -------------------------------------------------------------------------------
 
-def _best_per_call(fn, calls):
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls
+PEERS = ("numpy", "execmode", "jax", "torch")
+HEADINGS = {"numpy": "NumPy", "execmode": "execmode em.jit", "jax": "jax.jit",
+            "torch": "torch eager"}
 
 
-def run_steady(name, workload, quick):
+def run_steady(name, workload, quick, rounds) -> dict:
+    """{peer: Spread} (ns per call)."""
     fns, calls = workload(quick)
     want = fns["numpy"]()
     for peer, fn in fns.items():
@@ -426,75 +454,96 @@ def run_steady(name, workload, quick):
             _check(f"{name} ({peer})", fn(), want, rtol=2e-3, atol=2e-3)
     if name == "mlp_train_step":
         fns, calls = workload(quick)  # fresh weights: every framework takes the same steps
-    best = {peer: float("inf") for peer in fns}
-    for _ in range(3 if quick else 5):
-        for peer, fn in fns.items():
-            best[peer] = min(best[peer], _best_per_call(fn, calls))
-    return best
+    return timing.measure(fns, rounds=rounds, calls=calls, warmup=1)
 
 
-def run_first(workload):
-    fns, want = workload()
-    times = {}
-    for peer, fn in fns.items():
-        t0 = time.perf_counter()
-        got = fn()
-        times[peer] = time.perf_counter() - t0
-        _check(f"first call ({peer})", got, want, rtol=1e-3, atol=1e-3)
-    return times
+def first_call_child(row: str, peer: str) -> None:
+    """In a fresh process: one peer's first call of one FIRST row, checked, reported."""
+    fns, want = FIRST[row][0]()
+    t0 = time.perf_counter()
+    got = fns[peer]()
+    seconds = time.perf_counter() - t0
+    _check(f"first call ({peer})", got, want, rtol=1e-3, atol=1e-3)
+    timing.report_child_result(seconds)
 
 
-def _ratio(best, goal):
-    if "jax" not in best:
-        return "-", "-"
-    ratio = best["execmode"] / best["jax"]
-    met = "-" if goal is None else ("yes" if ratio <= goal else "**no**")
-    return f"{ratio:.2f}x", met
+def run_first(row: str, rounds: int) -> dict:
+    """{peer: Spread}: each peer's first call, one fresh process per peer and round."""
+    fns, _ = FIRST[row][0]()
+    threads = ["--threads", str((_ARGS or _parse()).threads)]
+    return timing.first_call_spreads(
+        {peer: timing.child_argv(__file__, *threads, "--first-call", row, peer)
+         for peer in fns}, rounds)
+
+
+def _versus_jax(spreads, goal) -> list:
+    """The "vs jax.jit" cell and, with a goal, its verdict (both on the medians)."""
+    if "jax" not in spreads:
+        return []
+    ours, theirs = spreads["execmode"], spreads["jax"]
+    ratio = timing.ratio_cell(ours, theirs, "execmode", "jax.jit")
+    if goal is None:
+        return [ratio, "-", "-"]
+    verdict = timing.judge_ratio(ours, theirs, goal, a_name="execmode", b_name="jax.jit")
+    return [ratio, f"<= {goal}x", timing.goal_cell(verdict)]
+
+
+def _selected(name: str, args, first: bool) -> bool:
+    if not args.only:
+        return True
+    return name in args.only or name.split(" ")[0] in args.only or (first and "first" in
+                                                                       args.only)
 
 
 def main() -> int:
     args = _ARGS or _parse()
-    load = os.getloadavg()[0]
-    versions = [f"NumPy {np.__version__}"]
-    if jax is not None:
-        versions.append(f"jax {jax.__version__}")
-    if torch is not None:
-        versions.append(f"torch {torch.__version__}")
-    print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"{', '.join(versions)}; threads {args.threads}; load at start {load:.2f}")
+    if args.first_call:
+        first_call_child(*args.first_call)
+        return 0
+    rounds = timing.rounds_of(args)
+    report = timing.Report(args)
+    versions = [f"{name} {module.__version__}" for name, module in (("jax", jax),
+                                                                   ("torch", torch)) if module]
+    if versions:
+        report.note(f"Peers: {', '.join(versions)}; {args.threads} thread(s) each, the process "
+                    f"pinned to {len(os.sched_getaffinity(0))} CPU(s).")
+    for name, why in MISSING_PEERS.items():
+        report.note(f"{name} is not installed here ({why}): its column is left out "
+                    "(`pip install -e '.[bench]'`).")
+    peers = [p for p in PEERS if p not in ("jax", "torch") or p not in MISSING_PEERS]
+    versus = ["vs jax.jit", "goal vs jax.jit", "met"] if "jax" in peers else []
+
     rows = []
     for name, (workload, goal) in STEADY.items():
-        if args.only and name.split(" ")[0] not in args.only and name not in args.only:
+        if not _selected(name, args, first=False):
             continue
-        best = run_steady(name, workload, args.quick)
-        rows.append((name, best, goal))
-        print(f"  {name}: " + ", ".join(f"{p} {fmt_time(t)}" for p, t in best.items()),
+        spreads = run_steady(name, workload, args.quick, rounds)
+        print(f"  {name}: " + ", ".join(f"{p} {timing.time_cell(s)}" for p, s in spreads.items()),
               flush=True)
-    firsts = []
-    for name, (workload, goal) in FIRST.items():
-        if args.only and name not in args.only and "first" not in args.only:
-            continue
-        times = run_first(workload)
-        firsts.append((name, times, goal))
-        print(f"  {name}: " + ", ".join(f"{p} {fmt_time(t)}" for p, t in times.items()),
-              flush=True)
+        rows.append([name, *(timing.time_cell(spreads.get(p)) for p in peers),
+                     timing.ratio_cell(spreads["execmode"], spreads["numpy"], "execmode",
+                                       "NumPy"), *_versus_jax(spreads, goal)])
+    if rows:
+        report.table(["workload", *(HEADINGS[p] for p in peers), "vs NumPy", *versus], rows,
+                     title=f"Steady state, per call: median (interquartile range) of {rounds} "
+                           "interleaved rounds; ratios are execmode's time over the peer's")
 
-    print("\n| workload (per call, best round) | NumPy | execmode em.jit | jax.jit | torch eager "
-          "| vs NumPy | vs jax.jit | goal vs jax.jit | met |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for name, best, goal in rows:
-        ratio, met = _ratio(best, goal)
-        cells = [fmt_time(best[p]) if p in best else "-" for p in
-                 ("numpy", "execmode", "jax", "torch")]
-        print(f"| {name} | {' | '.join(cells)} | {best['execmode'] / best['numpy']:.2f}x | "
-              f"{ratio} | {'-' if goal is None else f'<= {goal}x'} | {met} |")
-    for name, times, goal in firsts:
-        ratio, met = _ratio(times, goal)
-        print(f"| {name} | - | {fmt_time(times['execmode'])} | "
-              f"{fmt_time(times['jax']) if 'jax' in times else '-'} | - | - | {ratio} | "
-              f"<= {goal}x | {met} |")
-    print(f"\nRatios are execmode's time over the peer's (< 1: execmode is faster). "
-          f"Load at end {os.getloadavg()[0]:.2f}.")
+    first_rounds = args.rounds or timing.MIN_ROUNDS
+    firsts = []
+    for name, (_, goal) in FIRST.items():
+        if not _selected(name, args, first=True):
+            continue
+        spreads = run_first(name, first_rounds)
+        print(f"  {name}: " + ", ".join(f"{p} {timing.time_cell(s)}" for p, s in spreads.items()),
+              flush=True)
+        firsts.append([name, *(timing.time_cell(spreads.get(p)) for p in ("execmode", "jax")
+                               if p in peers), *_versus_jax(spreads, goal)])
+    if firsts:
+        report.table(["first call (a fresh process each)", HEADINGS["execmode"],
+                      *([HEADINGS["jax"]] if "jax" in peers else []), *versus], firsts,
+                     title=f"First calls: median (interquartile range) of {first_rounds} "
+                           "fresh processes each, interleaved; execmode's kernel cache empty")
+    report.finish()
     return 0
 
 

@@ -1,43 +1,36 @@
 """The six seed workloads: NumPy op by op vs execmode eager vs execmode jit, and the
-memory-bandwidth floor measured in the same run.
+memory-bandwidth floor measured in the same rounds.
 
-    python benchmarks/bench_seeds.py            # the full run (~1 minute)
-    python benchmarks/bench_seeds.py --quick    # fewer calls, for a smoke test
+    python benchmarks/bench_seeds.py            # the full run (~2 minutes)
+    python benchmarks/bench_seeds.py --quick    # fewer calls, 5 rounds: a smoke test
     python benchmarks/bench_seeds.py --threads 2  # kernels on 2 threads (default: 1)
+    python benchmarks/bench_seeds.py --steps    # the training steps: NumPy, eager, plan
+                                                # replay, one-call program
 
-Steady state is the best of several rounds of many calls, per call; the rounds of NumPy,
-eager and jit interleave so that machine drift affects all three alike. "first call" is the
-jitted function's first call (trace, passes, code generation, C compile) with an empty
-kernel cache: the script points EXECMODE_CACHE_DIR at a fresh temporary directory before
-anything compiles. Every jitted result is checked against eager before it is timed.
-The table printed at the end is markdown, ready to paste into a README.
+Steady state: NumPy, eager and jit in interleaved rounds of many calls
+(benchmarks/timing.py), per call, the median and interquartile range of the rounds; a
+ratio only when the rounds carry one. "first call" is the jitted function's first call
+(trace, passes, code generation, the C compiler) in a fresh process with an empty kernel
+cache, one process per round, the workloads interleaved: what a person waits the first
+time. Every jitted result is checked against eager before it is timed. Targets are judged
+on the medians: met, missed or undecided.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
-import tempfile
-import time
 
-# A cold kernel cache for this run (before execmode compiles anything).
-os.environ["EXECMODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="execmode-bench-cache-")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
-from timing import N_LARGE, best_per_call, copy_seconds, fmt_time  # noqa: E402
+import timing  # noqa: E402
+from timing import N_LARGE  # noqa: E402
 from workloads import numpy_mlp_sgd_step, train_step  # noqa: E402
 
 import execmode as em  # noqa: E402
 from execmode.codegen import backend_status  # noqa: E402
-
-
-def first_call(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def check(got, want, rtol=1e-4, atol=1e-5):
@@ -217,7 +210,28 @@ def _train_step_variants(optimizer: str, quick):
             lambda: program_jit(x, y), state)
 
 
-def run_train_steps(quick) -> list[dict]:
+class ProgramRuns:
+    """The program's own count of native runs over the timed rounds' steps (warm-up calls
+    left out): 1.00 when every step taken was one native call."""
+
+    def __init__(self, plan):
+        self.program = plan.program
+        self.runs = self.steps = self.at_start = 0
+
+    def before_round(self, name) -> None:
+        if name == "program" and self.program is not None:
+            self.at_start = self.program.calls
+
+    def after_round(self, name, _round, steps) -> None:
+        if name == "program" and self.program is not None:
+            self.runs += self.program.calls - self.at_start
+            self.steps += steps
+
+    def per_step(self) -> float:
+        return self.runs / max(self.steps, 1)
+
+
+def run_train_steps(report, quick, rounds) -> None:
     """mlp_train_step (SGD, Adam): NumPy, eager, plan replay, one-call program, rounds
     interleaved as in run()."""
     rows = []
@@ -226,37 +240,29 @@ def run_train_steps(quick) -> list[dict]:
         numpy_fn, eager_fn, replay_fn, program_fn, state = _train_step_variants(optimizer,
                                                                                quick)
         plan = state["plan"]
-        before = plan.program.calls if plan.program is not None else 0
-        variants = [("numpy", numpy_fn), ("eager", eager_fn), ("replay", replay_fn),
-                    ("program", program_fn)]
-        row = {"name": f"mlp_train_step ({optimizer})", "calls": calls,
-               "program": float("inf"), "reason": plan.program_reason}
-        for key, fn in variants:
-            row[key] = float("inf") if fn is not None else None
-        for _ in range(3 if quick else 5):
-            for key, fn in variants:
-                if fn is not None:
-                    row[key] = min(row[key], best_per_call(fn, calls, rounds=1))
-        runs = (plan.program.calls - before) if plan.program is not None else 0
-        row["native_calls_per_step"] = runs / (calls * (3 if quick else 5))
-        rows.append(row)
-    return rows
-
-
-def print_train_steps(rows) -> None:
-    print("\n| step (64x512 -> 256 -> 128 -> 2, float32) | NumPy by hand | eager | "
-          "jit plan replay (before) | jit one-call program (after) | program vs replay "
-          "| program vs eager | program vs NumPy | program calls per step |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        numpy_text = fmt_time(r["numpy"]) if r["numpy"] is not None else "-"
-        vs_numpy = f"{r['numpy'] / r['program']:.2f}x" if r["numpy"] is not None else "-"
-        print(f"| {r['name']} | {numpy_text} | {fmt_time(r['eager'])} | "
-              f"{fmt_time(r['replay'])} | {fmt_time(r['program'])} | "
-              f"{r['replay'] / r['program']:.2f}x | {r['eager'] / r['program']:.2f}x | "
-              f"{vs_numpy} | {r['native_calls_per_step']:.2f} |")
-        if r["reason"]:
-            print(f"|   (no program: {r['reason']}) |")
+        candidates = {"numpy": numpy_fn, "eager": eager_fn, "replay": replay_fn,
+                      "program": program_fn}
+        runs = ProgramRuns(plan)
+        spreads = timing.measure({k: fn for k, fn in candidates.items() if fn is not None},
+                                 rounds=rounds, calls=calls, warmup=1,
+                                 before_round=runs.before_round, after_round=runs.after_round)
+        program = spreads["program"]
+        numpy_spread = spreads.get("numpy")
+        rows.append([f"mlp_train_step ({optimizer})", timing.time_cell(numpy_spread),
+                     timing.time_cell(spreads["eager"]), timing.time_cell(spreads["replay"]),
+                     timing.time_cell(program),
+                     timing.ratio_cell(spreads["replay"], program, "replay", "program"),
+                     timing.ratio_cell(spreads["eager"], program, "eager", "program"),
+                     timing.ratio_cell(numpy_spread, program, "NumPy", "program"),
+                     f"{runs.per_step():.2f}"])
+        if plan.program_reason:
+            report.note(f"mlp_train_step ({optimizer}): no program: {plan.program_reason}")
+    report.table(["step (64x512 -> 256 -> 128 -> 2, float32)", "NumPy by hand", "eager",
+                  "jit plan replay (before)", "jit one-call program (after)",
+                  "replay / program", "eager / program", "NumPy / program",
+                  "program calls per step"], rows,
+                 title=f"Per step: median (interquartile range) of {rounds} interleaved "
+                       "rounds; ratios > 1: the program is faster")
 
 
 def matpow_program(quick):
@@ -299,93 +305,109 @@ CHECKED_AGAINST_EAGER = {"matpow", "relu_chain", "mlp_forward", "fancy_func", "e
 
 # --- running -------------------------------------------------------------------------------
 
-def run(name, quick):
+def run(name, quick, rounds) -> dict:
+    """Steady state of one workload: {candidate: Spread} (ns per call)."""
     numpy_fn, eager_fn, jit_fn, calls = WORKLOADS[name](quick)
-    first = first_call(jit_fn)
+    jit_fn()  # the first call here is warm-up; its cold time is measured in fresh processes
     if name in CHECKED_AGAINST_EAGER:
         check(jit_fn(), eager_fn(), rtol=1e-4, atol=1e-4)
-    # Rounds interleave the three variants, so that the drift of a shared VM (the second
-    # vCPU comes and goes) hits all of them alike; each keeps its best round.
-    rounds = 3 if name == "ew_chain_large" else 5
-    row = {"name": name, "calls": calls, "first": first,
-           "numpy": float("inf"), "eager": float("inf"), "jit": float("inf")}
-    for _ in range(rounds):
-        for key, fn in (("numpy", numpy_fn), ("eager", eager_fn), ("jit", jit_fn)):
-            row[key] = min(row[key], best_per_call(fn, calls, rounds=1))
-    return row
+    candidates = {"numpy": numpy_fn, "eager": eager_fn, "jit": jit_fn}
+    if name == "ew_chain_large":
+        # The bandwidth floor in the same rounds: a copy of one input (16M float32).
+        candidates["copy"] = timing.copy_candidate(N_LARGE)
+    return timing.measure(candidates, rounds=rounds, calls=calls, warmup=1)
 
 
-TARGETS = {
-    "matpow": ("jit >= 10x eager and < NumPy",
-               lambda r, f: r["eager"] / r["jit"] >= 10 and r["jit"] < r["numpy"]),
-    "relu_chain": ("-", None),
-    "mlp_forward": ("jit < NumPy", lambda r, f: r["jit"] < r["numpy"]),
-    "fancy_func": ("jit < NumPy", lambda r, f: r["jit"] < r["numpy"]),
-    "ew_chain_large": ("jit <= 1.3x floor", lambda r, f: r["jit"] <= 1.3 * f),
-    "mlp_train_step": ("jit < NumPy; first call <= 1 s",
-                       lambda r, f: r["jit"] < r["numpy"] and r["first"] <= 1.0),
-    "matpow_program": ("(reference: the program without em.jit's call)",
-                       lambda r, f: r["eager"] / r["jit"] >= 10 and r["jit"] < r["numpy"]),
-}
+def _ew_floor(spreads):
+    """tanh(x*a+b)*0.5 + relu(x) reads three 64 MB inputs and writes one: twice a copy."""
+    return timing.scaled(spreads["copy"], 4 * N_LARGE * 4 / timing.copy_bytes(N_LARGE))
+
+
+def targets(name, spreads, first) -> tuple:
+    """(the target in words, its verdicts) on the medians."""
+    jit, eager, numpy_ = spreads["jit"], spreads["eager"], spreads["numpy"]
+
+    def faster_than_numpy():
+        return timing.judge_ratio(jit, numpy_, 1.0, a_name="jit", b_name="NumPy")
+
+    if name in ("matpow", "matpow_program"):
+        return "jit <= 0.1x eager and < NumPy", (
+            timing.judge_ratio(jit, eager, 0.1, a_name="jit", b_name="eager"),
+            faster_than_numpy())
+    if name in ("mlp_forward", "fancy_func"):
+        return "jit < NumPy", (faster_than_numpy(),)
+    if name == "ew_chain_large":
+        return "jit <= 1.3x floor", (timing.judge_ratio(jit, _ew_floor(spreads), 1.3,
+                                                         a_name="jit", b_name="floor"),)
+    if name == "mlp_train_step":
+        return "jit < NumPy; first call <= 1 s", (
+            faster_than_numpy(),
+            timing.judge_value(first, 1e9, name="first call") if first else None)
+    return "-", ()
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer calls (smoke test)")
     parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="workloads")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads for large kernels (EXECMODE_NUM_THREADS; default 1: "
                         "single-threaded, as the peers are compared)")
     parser.add_argument("--steps", action="store_true",
                         help="only the training steps: NumPy, eager, plan replay, program")
+    parser.add_argument("--no-first-call", action="store_true",
+                        help="leave out the first calls (fresh processes)")
+    parser.add_argument("--first-call", choices=sorted(WORKLOADS), help=argparse.SUPPRESS)
+    timing.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be a positive integer")
+    # Before anything reads it; the fresh processes of the first calls inherit it.
     os.environ["EXECMODE_NUM_THREADS"] = str(args.threads)
-
-    print(f"# execmode seed benchmarks - {platform.node()}, {platform.processor() or ''} "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, NumPy {np.__version__}")
-    print("# " + str(backend_status()).replace("\n", "\n# "))
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"# load average at start: {load:.2f} (other processes on the machine skew every "
-          "number; > 0.5 on 2 cores means the run shared its CPUs)\n")
-    copy_s = copy_seconds(N_LARGE)
-    bandwidth = 2 * N_LARGE * 4 / copy_s
-    # tanh(x*a+b)*0.5 + relu(x): three 64 MB inputs read, one 64 MB output written.
-    ew_floor = 4 * N_LARGE * 4 / bandwidth
-    print(f"bandwidth floor: copy of 16M float32 {fmt_time(copy_s)} "
-          f"({bandwidth / 1e9:.1f} GB/s); ew_chain_large moves 4 x 64 MB -> floor "
-          f"{fmt_time(ew_floor)}\n")
-
-    if args.steps:
-        print_train_steps(run_train_steps(args.quick))
-        print("\nTimes are per step (best round). Ratios > 1: the program is faster. "
-              "'program calls per step': runs of the one native call per step taken.")
-        print(f"# load average at end: {os.getloadavg()[0]:.2f}")
+    if args.first_call:
+        timing.report_first_call(WORKLOADS[args.first_call](True)[2])
         return 0
-    rows = []
-    for name in args.only or WORKLOADS:
-        row = run(name, args.quick)
-        rows.append(row)
-        print(f"  {name:15s} numpy {fmt_time(row['numpy']):>10s}  eager "
-              f"{fmt_time(row['eager']):>10s}  jit {fmt_time(row['jit']):>10s}  "
-              f"first call {fmt_time(row['first'])}", flush=True)
+    rounds = timing.rounds_of(args)
+    report = timing.Report(args)
+    print("# " + str(backend_status()).replace("\n", "\n# "))
+    if args.steps:
+        timing.steady_state_operators()
+        run_train_steps(report, args.quick, rounds)
+        report.finish()
+        return 0
 
-    print("\n| workload | calls | NumPy op by op | execmode eager | execmode jit | jit vs NumPy "
-          "| jit vs eager | jit first call (cold cache) | target | met |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
-    for row in rows:
-        target, test = TARGETS[row["name"]]
-        met = "-" if test is None else ("yes" if test(row, ew_floor) else "**no**")
-        print(f"| {row['name']} | {row['calls']} | {fmt_time(row['numpy'])} | "
-              f"{fmt_time(row['eager'])} | {fmt_time(row['jit'])} | "
-              f"{row['numpy'] / row['jit']:.2f}x | {row['eager'] / row['jit']:.1f}x | "
-              f"{fmt_time(row['first'])} | {target} | {met} |")
-    print(f"| bandwidth floor (copy 16M f32) | | {fmt_time(copy_s)} | | | | | | "
-          f"ew floor {fmt_time(ew_floor)} | |")
-    print("\nTimes are per call (steady state: best of rounds). Speedups > 1 mean jit is "
-          "faster. matpow_program calls the compiled whole-graph program directly, without "
-          "em.jit's call path (what em.jit's matpow row adds on top of it).")
+    names = args.only or list(WORKLOADS)
+    timing.steady_state_operators()
+    firsts = {}
+    if not args.no_first_call:
+        print(f"first calls: {len(names)} workloads x {rounds} fresh processes...", flush=True)
+        firsts = timing.first_call_spreads(
+            {name: timing.child_argv(__file__, "--first-call", name) for name in names},
+            rounds)
+    rows, floor = [], None
+    for name in names:
+        spreads = run(name, args.quick, rounds)
+        first = firsts.get(name)
+        jit, eager, numpy_ = spreads["jit"], spreads["eager"], spreads["numpy"]
+        print(f"  {name:15s} numpy {timing.time_cell(numpy_)}, eager {timing.time_cell(eager)}"
+              f", jit {timing.time_cell(jit)}, first call {timing.time_cell(first)}", flush=True)
+        target, verdicts = targets(name, spreads, first)
+        rows.append([name, timing.time_cell(numpy_), timing.time_cell(eager),
+                     timing.time_cell(jit), timing.ratio_cell(numpy_, jit, "NumPy", "jit"),
+                     timing.ratio_cell(eager, jit, "eager", "jit"), timing.time_cell(first),
+                     target, timing.goal_cell(*verdicts)])
+        if "copy" in spreads:
+            floor = (spreads["copy"], _ew_floor(spreads))
+    if floor is not None:
+        rows.append(["bandwidth floor (copy 16M f32)", timing.time_cell(floor[0]), "", "", "",
+                     "", "", f"ew floor {timing.time_cell(floor[1])}", ""])
+    report.table(["workload", "NumPy op by op", "execmode eager", "execmode jit",
+                  "NumPy / jit", "eager / jit", "jit first call (fresh process, cold cache)",
+                  "target", "met"], rows,
+                 title=f"Per call: median (interquartile range) of {rounds} interleaved rounds; "
+                       "ratios > 1: jit is faster")
+    report.note("matpow_program calls the compiled whole-graph program directly, without "
+                "em.jit's call path (what em.jit's matpow row adds on top of it).")
+    report.finish()
     return 0
 
 

@@ -1,34 +1,28 @@
 """A jitted function of one op against the same op eagerly: the fixed cost of a jitted call.
 
     python benchmarks/bench_single_op.py
+    python benchmarks/bench_single_op.py --quick
 
-Each row times ``f(*args)`` eagerly and through ``em.jit(f)`` (after its first call), best
-of 9 interleaved rounds, and prints ns per call and jit / eager (goal: <= 1.2x). Small
-tensors, so that the per-call overhead is what is measured.
+Each row times ``f(*args)`` eagerly and through ``em.jit(f)`` (after its first call) in
+interleaved rounds (benchmarks/timing.py), and prints the median ns per call with its
+interquartile range, jit / eager, and the goal's verdict on the medians (goal: <= 1.2x).
+Small tensors, so that the per-call overhead is what is measured.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import platform
 import sys
-import timeit
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+import timing  # noqa: E402
 
 import execmode as em  # noqa: E402
 
-
-def _ns_pair(first, second, number: int, rounds: int = 9) -> tuple:
-    """ns per call of two callables, rounds interleaved (machine drift hits both alike),
-    the best round of each."""
-    best = [float("inf"), float("inf")]
-    for _ in range(rounds):
-        for k, fn in enumerate((first, second)):
-            best[k] = min(best[k], timeit.timeit(fn, number=number) / number * 1e9)
-    return best[0], best[1]
+GOAL = 1.2
 
 
 def cases():
@@ -44,19 +38,31 @@ def cases():
     ]
 
 
-def main() -> None:
-    print(f"machine: {platform.processor() or platform.machine()}, Python "
-          f"{platform.python_version()}, NumPy {np.__version__}")
-    print("| function | eager ns | jit ns | jit / eager |")
-    print("|---|---|---|---|")
-    for name, fn, args in cases():
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    timing.add_arguments(parser)
+    args = parser.parse_args(argv)
+    rounds = timing.rounds_of(args)
+    report = timing.Report(args)
+    timing.steady_state_operators()
+    rows = []
+    for name, fn, fn_args in cases():
         jitted = em.jit(fn)
-        np.testing.assert_allclose(jitted(*args).numpy(), fn(*args).numpy(), rtol=1e-6)
-        eager, jit = _ns_pair(lambda fn=fn, args=args: fn(*args),
-                              lambda jitted=jitted, args=args: jitted(*args), 10_000)
-        print(f"| {name} | {eager:.0f} | {jit:.0f} | {jit / eager:.2f}x |")
-    print("goal: jit / eager <= 1.2x")
+        np.testing.assert_allclose(jitted(*fn_args).numpy(), fn(*fn_args).numpy(), rtol=1e-6)
+        spreads = timing.measure({"eager": lambda fn=fn, a=fn_args: fn(*a),
+                                  "jit": lambda jitted=jitted, a=fn_args: jitted(*a)},
+                                 rounds=rounds, round_s=0.003 if args.quick else 0.05)
+        eager, jit = spreads["eager"], spreads["jit"]
+        rows.append([name, timing.time_cell(eager), timing.time_cell(jit),
+                     timing.ratio_cell(jit, eager, "jit", "eager"),
+                     timing.goal_cell(timing.judge_ratio(jit, eager, GOAL, a_name="jit",
+                                                         b_name="eager"))])
+    report.table(["function", "eager", "jit", "jit / eager", f"goal <= {GOAL}x"], rows,
+                 title=f"Per call: median (interquartile range) of {rounds} interleaved "
+                       "rounds")
+    report.finish()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,10 +5,11 @@
     python benchmarks/bench_threads.py --sweep      # where the parallel threshold belongs
 
 Each workload is jitted once; its kernel library then runs at 1 thread and at N threads
-(``execmode.codegen.threads.set_num_threads``) in interleaved rounds, best round kept, and
-the two results must be the same bytes. The memory-traffic floor of a kernel is the bytes
-it must move divided by the copy bandwidth measured in the same run (``np.copyto`` of 16M
-float32, one thread, as benchmarks/bench_seeds.py measures it).
+(``execmode.codegen.threads.set_num_threads``) in interleaved rounds (benchmarks/timing.py:
+medians and interquartile ranges; a speed-up only when the rounds carry one), and the two
+results must be the same bytes. The memory-traffic floor of a kernel is the bytes it must
+move divided by the copy bandwidth (``np.copyto`` of 16M float32, one thread, timed in the
+same rounds as the kernel).
 
 ``--sweep`` compiles small-to-large kernels with the parallel threshold forced to zero
 (every kernel gets its parallel loop) and prints time(N threads) / time(1 thread) per size:
@@ -19,38 +20,32 @@ where that ratio drops below 1. Timing only; tests never time anything.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 
 import numpy as np
-from timing import N_LARGE, best_per_call, copy_seconds, fmt_time
+import timing
+from timing import N_LARGE
 
 import execmode as em
-from execmode.codegen import backend_status
-from execmode.codegen.threads import set_num_threads, usable_cpus
+from execmode.codegen.threads import set_num_threads
 
 
-def copy_bandwidth() -> float:
-    """Bytes per second of one-thread ``np.copyto`` of 16M float32 (read + write)."""
-    return 2 * N_LARGE * 4 / copy_seconds(N_LARGE)
-
-
-def side_by_side(fn, args, threads: int, calls: int, rounds: int) -> tuple:
-    """(seconds at 1 thread, seconds at ``threads``): interleaved rounds, best kept. The
-    results of the two counts must be the same bytes."""
+def side_by_side(fn, args, threads: int, calls: int, rounds: int, extra=None) -> dict:
+    """``{1: Spread, threads: Spread, **extra}``: the kernel at 1 thread and at ``threads``
+    (and any ``extra`` candidates, at the default count) in interleaved rounds. The results
+    of the two counts must be the same bytes."""
     outputs = {}
     for n in (1, threads):
         set_num_threads(n)
         outputs[n] = np.array(fn(*args).numpy(), copy=True)
     if outputs[1].tobytes() != outputs[threads].tobytes():
         raise AssertionError(f"{fn}: results differ between 1 and {threads} threads")
-    best = {1: float("inf"), threads: float("inf")}
-    for _ in range(rounds):
-        for n in (1, threads):
-            set_num_threads(n)
-            best[n] = min(best[n], best_per_call(lambda: fn(*args), calls, 1))
-    set_num_threads(None)
-    return best[1], best[threads]
+    candidates = {1: lambda: fn(*args), threads: lambda: fn(*args), **(extra or {})}
+    try:
+        return timing.measure(candidates, rounds=rounds, calls=calls,
+                              before_round=lambda n: set_num_threads(n if n in (1, threads)
+                                                                     else None))
+    finally:
+        set_num_threads(None)
 
 
 # --- workloads: (name, function, arguments, bytes that must move) --------------------------
@@ -74,31 +69,35 @@ def workloads(n: int) -> list:
     ]
 
 
-def run_table(threads: int, quick: bool) -> None:
-    bandwidth = copy_bandwidth()
-    print(f"copy bandwidth (np.copyto, 16M float32, one thread): {bandwidth / 1e9:.1f} GB/s\n")
-    calls, rounds = (2, 2) if quick else (3, 15)
-    print(f"| kernel (16M elements) | 1 thread | {threads} threads | speed-up | "
-          f"floor | 1 thread / floor | {threads} threads / floor |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    timed = []
+def run_table(report, threads: int, quick: bool, rounds: int) -> None:
+    calls = 1 if quick else 3
+    rows, timed = [], []
+    copy = timing.copy_candidate(N_LARGE)
     for name, fn, args, nbytes in workloads(N_LARGE):
-        one, many = side_by_side(fn, args, threads, calls, rounds)
-        timed.append((name, nbytes, one, many))
-        floor = nbytes / bandwidth
-        print(f"| {name} | {fmt_time(one)} | {fmt_time(many)} | {one / many:.2f}x | "
-              f"{fmt_time(floor)} | {one / floor:.2f}x | {many / floor:.2f}x |", flush=True)
+        spreads = side_by_side(fn, args, threads, calls, rounds, {"copy": copy})
+        one, many = spreads[1], spreads[threads]
+        # The floor in this row's rounds: the bytes the kernel moves at the copy's speed.
+        floor = timing.scaled(spreads["copy"], nbytes / timing.copy_bytes(N_LARGE))
+        timed.append((nbytes, many))
+        rows.append([name, timing.time_cell(one), timing.time_cell(many),
+                     timing.ratio_cell(one, many, "1 thread", f"{threads} threads"),
+                     timing.time_cell(floor), timing.ratio_cell(one, floor, "1 thread", "floor"),
+                     timing.ratio_cell(many, floor, f"{threads} threads", "floor")])
+    report.table([f"kernel ({N_LARGE >> 20}M elements)", "1 thread", f"{threads} threads",
+                  "speed-up", "floor (copy bandwidth)", "1 thread / floor",
+                  f"{threads} threads / floor"], rows,
+                 title=f"Per call: median (interquartile range) of {rounds} interleaved rounds")
     # One thread's copy may not saturate memory: the memory-bound kernel's own bandwidth
     # at N threads gives a second, stricter floor.
-    _, nbytes, _, many = timed[1]
-    stream = nbytes / many
-    name, chain_bytes, _, chain_many = timed[0]
-    print(f"\n{threads}-thread bandwidth of the memory-bound kernel: {stream / 1e9:.1f} GB/s; "
-          f"ew chain at {threads} threads / that floor "
-          f"({fmt_time(chain_bytes / stream)}): {chain_many / (chain_bytes / stream):.2f}x")
+    stream = timed[1][0] / (timed[1][1].median / 1e9)
+    chain_bytes, chain_many = timed[0]
+    report.note(f"{threads}-thread bandwidth of the memory-bound kernel (median): "
+                f"{stream / 1e9:.1f} GB/s; the ew chain at {threads} threads over that floor "
+                f"({timing.fmt_time(chain_bytes / stream)}): "
+                f"{chain_many.median / 1e9 / (chain_bytes / stream):.2f}x (medians).")
 
 
-def run_sweep(threads: int, quick: bool) -> None:
+def run_sweep(report, threads: int, quick: bool, rounds: int) -> None:
     """Every kernel parallel (threshold 0): where do threads start to pay?"""
     from execmode.codegen import lower
     from execmode.codegen.render_c import CRenderer
@@ -106,18 +105,22 @@ def run_sweep(threads: int, quick: bool) -> None:
     saved = CRenderer.parallel_min_work, lower.SPLIT_MIN_ELEMENTS
     CRenderer.parallel_min_work, lower.SPLIT_MIN_ELEMENTS = 0, 0
     try:
-        sizes = [1 << k for k in range(12, 23, 1 if not quick else 2)]
-        print(f"time at {threads} threads / time at 1 thread, every kernel parallel "
-              "(< 1: threads pay)\n")
-        print("| points | ew chain (tanh) | (x+a)*0.5 | sum(abs(x)) |")
-        print("|---:|---:|---:|---:|")
+        sizes = [1 << k for k in range(12, 23, 1 if not quick else 4)]
+        rows = []
         for n in sizes:
             calls = max(3, (1 << 22) // n // (8 if quick else 1))
-            ratios = []
+            cells = []
             for _, fn, args, _ in workloads(n)[:3]:
-                one, many = side_by_side(fn, args, threads, calls, 3 if quick else 15)
-                ratios.append(f"{many / one:.2f} ({fmt_time(one)} -> {fmt_time(many)})")
-            print(f"| {n:,} | " + " | ".join(ratios) + " |", flush=True)
+                spreads = side_by_side(fn, args, threads, calls, rounds)
+                one, many = spreads[1], spreads[threads]
+                cells.append(f"{timing.ratio_cell(many, one, f'{threads} threads', '1 thread')}"
+                             f" ({timing.fmt_time(one.median / 1e9)} -> "
+                             f"{timing.fmt_time(many.median / 1e9)})")
+            rows.append([f"{n:,}", *cells])
+        report.table(["points", "ew chain (tanh)", "(x+a)*0.5", "sum(abs(x))"], rows,
+                     title=f"Time at {threads} threads / time at 1 thread, every kernel "
+                           f"parallel (< 1: threads pay); medians of {rounds} interleaved "
+                           "rounds")
     finally:
         CRenderer.parallel_min_work, lower.SPLIT_MIN_ELEMENTS = saved
 
@@ -127,22 +130,17 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2,
                         help="the thread count compared with 1 (default 2)")
     parser.add_argument("--sweep", action="store_true", help="the threshold sweep")
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke test)")
+    timing.add_arguments(parser, rounds=15)
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be a positive integer")
-
-    print(f"# execmode kernel threads - {platform.node()}, {platform.processor() or ''} "
-          f"{os.cpu_count()} CPUs ({usable_cpus()} usable), Python "
-          f"{platform.python_version()}, NumPy {np.__version__}")
-    print("# " + str(backend_status(check_gpu=False)).replace("\n", "\n# "))
-    print(f"# load average at start: {os.getloadavg()[0]:.2f} (> 0.5 on 2 cores: the run "
-          "shared its CPUs, and a second thread may have found no free core)\n")
+    rounds = timing.rounds_of(args, default=15)
+    report = timing.Report(args)
     if args.sweep:
-        run_sweep(args.threads, args.quick)
+        run_sweep(report, args.threads, args.quick, rounds)
     else:
-        run_table(args.threads, args.quick)
-    print(f"\n# load average at end: {os.getloadavg()[0]:.2f}")
+        run_table(report, args.threads, args.quick, rounds)
+    report.finish()
     return 0
 
 

@@ -16,15 +16,16 @@ def size(full: int, quick: int) -> int:
 
 
 def timeit(fn, repeat: int = 1, rounds: int = 5) -> float:
-    """Seconds per call of fn(): the best of a few rounds of ``repeat`` calls (the best,
-    because other processes on a shared machine only ever add time)."""
-    best = float("inf")
+    """Seconds per call of fn(): the median of ``rounds`` rounds of ``repeat`` calls. The
+    median, not the best: a best round hides the contention a reader's own run meets
+    (execmode.profilers.measure and the benchmarks take numbers the same way)."""
+    per_call = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(repeat):
             fn()
-        best = min(best, (time.perf_counter() - t0) / repeat)
-    return best
+        per_call.append((time.perf_counter() - t0) / repeat)
+    return _quantile(sorted(per_call), 0.5)
 
 
 class Spread:
@@ -55,7 +56,7 @@ def _quantile(sorted_samples, q: float) -> float:
 
 
 def ratios(fn_a, fn_b, calls: int, repeats: int, rounds: int = 3) -> Spread:
-    """``repeats`` ratios of time(fn_a) / time(fn_b), each side the best of ``rounds``
+    """``repeats`` ratios of time(fn_a) / time(fn_b), each side the median of ``rounds``
     rounds of ``calls`` calls, measured back to back so that both sides of one ratio share
     the machine's mood. One warm-up call each first (caches, lazy imports)."""
     fn_a(), fn_b()

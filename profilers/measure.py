@@ -17,6 +17,12 @@ calibration and the benchmarks all measure through here.
   there are at least :data:`MIN_ROUNDS` rounds, each side's rounds agree (the middle half
   within :data:`MAX_RELATIVE_IQR` of the median) and the two middle halves do not
   overlap; otherwise it says *undecided* and why. A busy machine is never an error.
+* **Goals on the median.** :func:`judge_ratio` and :func:`judge_value` say whether a goal
+  ("<= 1.2x", "<= 1.0 s") is met, missed or undecided (too few rounds, rounds that
+  disagree): the median decides, never the best round.
+* **Self-timed candidates.** :func:`run_interleaved` keeps the rounds and their order for
+  what cannot be timed as a loop of calls here: a first call in a fresh process (the C
+  compiler's time included), a terminal's answer to a key.
 """
 
 from __future__ import annotations
@@ -97,6 +103,8 @@ class Verdict:
 
     ratio: float | None
     reason: str = ""
+    # Why, in a word or two, for a table cell: "few rounds", "rounds disagree", "overlap".
+    kind: str = ""
 
     @property
     def decided(self) -> bool:
@@ -105,38 +113,136 @@ class Verdict:
     def __str__(self) -> str:
         return f"{self.ratio:.2f}x" if self.decided else f"undecided: {self.reason}"
 
+    def cell(self) -> str:
+        """The verdict in a table cell: ``"1.84x"`` or ``"undecided (overlap)"``."""
+        return f"{self.ratio:.2f}x" if self.decided else f"undecided ({self.kind})"
+
 
 def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = ROUND_SECONDS,
             warmup: int = WARMUP_CALLS, calls: int | None = None,
-            after_round=None) -> dict:
+            after_round=None, before_round=None, sync=None) -> dict:
     """Time each ``candidates[name]()`` over ``rounds`` interleaved rounds; returns
     ``{name: Spread}``.
 
     ``calls``: calls per round for every candidate (default: sized from the warm-up so a
     round lasts about ``round_s``). ``after_round(name, round_index, calls)`` runs after
     each candidate's round, outside its timing (em.compare reads its listeners there).
+    ``before_round(name)`` runs before each candidate's warm-up and round, outside the
+    timing: a setting the candidate needs (a thread count, which operators are installed).
+    ``sync()`` runs at the end of each round *inside* its timing: work the calls only
+    queued (a GPU stream) belongs to the round that queued it.
     """
     names = list(candidates)
     per_round = {}
     for name in names:
         fn = candidates[name]
+        if before_round is not None:
+            before_round(name)
         t0 = _perf_ns()
         for _ in range(max(int(warmup), 1)):
             fn()
+        if sync is not None:
+            sync()
         one = (_perf_ns() - t0) / max(int(warmup), 1)
         per_round[name] = int(calls) if calls else _calls_for(one, round_s)
     samples: dict = {name: [] for name in names}
     for r in range(int(rounds)):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in _round_order(names, r):
             fn, n = candidates[name], per_round[name]
+            if before_round is not None:
+                before_round(name)
             t0 = _perf_ns()
             for _ in range(n):
                 fn()
+            if sync is not None:
+                sync()
             samples[name].append((_perf_ns() - t0) / n)
             if after_round is not None:
                 after_round(name, r, n)
     return {name: Spread.of(samples[name], per_round[name]) for name in names}
+
+
+def run_interleaved(candidates: dict, *, rounds: int = DEFAULT_ROUNDS) -> dict:
+    """Call each ``candidates[name]()`` once per round, rounds interleaved and rotated as
+    :func:`measure` does; returns ``{name: [result of round 0, round 1, ...]}``.
+
+    For candidates that time themselves, where a loop of calls in this process cannot:
+    a first call in a fresh process with an empty kernel cache, a terminal's answer to a
+    key. A result may be a number (``Spread.of(results)``) or several (a tuple or dict per
+    round, one :class:`Spread` per column).
+    """
+    names = list(candidates)
+    results: dict = {name: [] for name in names}
+    for r in range(int(rounds)):
+        for name in _round_order(names, r):
+            results[name].append(candidates[name]())
+    return results
+
+
+def _round_order(names: list, round_index: int) -> list:
+    """Round ``r`` starts ``r`` places further along: no candidate always runs first
+    (cold caches) or last (whatever the machine began doing meanwhile)."""
+    shift = round_index % len(names) if names else 0
+    return names[shift:] + names[:shift]
+
+
+@dataclass(frozen=True)
+class GoalVerdict:
+    """Whether a goal ("<= 1.2x", "<= 1.0 s") is met, judged on the median.
+
+    ``state``: "met", "missed" or "undecided"; ``value``: the median (or the ratio of two
+    medians) the goal was judged on, None when undecided; ``reason`` says why undecided."""
+
+    state: str
+    value: float | None
+    goal: float
+    reason: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.state == "met"
+
+    def __str__(self) -> str:
+        return self.state if self.state != "undecided" else f"undecided: {self.reason}"
+
+
+def judge_ratio(a: Spread, b: Spread, goal: float, *, a_name: str = "the first",
+                b_name: str = "the second",
+                max_relative_iqr: float = MAX_RELATIVE_IQR) -> GoalVerdict:
+    """Is a's median over b's at most ``goal``? A goal is met by the median or not at all
+    (never by the best round); with too few rounds, or rounds that disagree (a busy
+    machine), the answer is undecided. Overlapping spreads do not make it undecided: the
+    goal is a threshold, not a claim that a and b differ."""
+    problem = _too_few_or_disagreeing(((a_name, a), (b_name, b)), max_relative_iqr)
+    if problem:
+        return GoalVerdict("undecided", None, goal, problem)
+    ratio = a.median / b.median if b.median > 0 else math.inf
+    return GoalVerdict("met" if ratio <= goal else "missed", ratio, goal)
+
+
+def judge_value(spread: Spread, goal: float, *, name: str = "the measurement",
+                max_relative_iqr: float = MAX_RELATIVE_IQR) -> GoalVerdict:
+    """Is the median of ``spread`` at most ``goal`` (same unit)? Undecided as in
+    :func:`judge_ratio`."""
+    problem = _too_few_or_disagreeing(((name, spread),), max_relative_iqr)
+    if problem:
+        return GoalVerdict("undecided", None, goal, problem)
+    return GoalVerdict("met" if spread.median <= goal else "missed", spread.median, goal)
+
+
+def _too_few_or_disagreeing(named_spreads, max_relative_iqr: float) -> str:
+    rounds = min(s.rounds for _, s in named_spreads)
+    if rounds < MIN_ROUNDS:
+        return f"{rounds} rounds, fewer than the {MIN_ROUNDS} a verdict needs"
+    return _disagreeing(named_spreads, max_relative_iqr)
+
+
+def _disagreeing(named_spreads, max_relative_iqr: float) -> str:
+    for name, s in named_spreads:
+        if s.relative_iqr > max_relative_iqr:
+            return (f"{name}'s rounds disagree (the middle half spans {s.relative_iqr:.0%} "
+                    f"of the median; a busy machine? {load_text()})")
+    return ""
 
 
 def decide(a: Spread, b: Spread, *, a_name: str = "the first", b_name: str = "the second",
@@ -144,15 +250,15 @@ def decide(a: Spread, b: Spread, *, a_name: str = "the first", b_name: str = "th
     """a's median over b's, or undecided with the reason (see the module docstring)."""
     rounds = min(a.rounds, b.rounds)
     if rounds < MIN_ROUNDS:
-        return Verdict(None, f"{rounds} rounds, fewer than the {MIN_ROUNDS} a ratio needs")
-    for name, s in ((a_name, a), (b_name, b)):
-        if s.relative_iqr > max_relative_iqr:
-            return Verdict(None, f"{name}'s rounds disagree (the middle half spans "
-                                 f"{s.relative_iqr:.0%} of the median; a busy machine? "
-                                 f"{load_text()})")
+        return Verdict(None, f"{rounds} rounds, fewer than the {MIN_ROUNDS} a ratio needs",
+                       "few rounds")
+    disagreeing = _disagreeing(((a_name, a), (b_name, b)), max_relative_iqr)
+    if disagreeing:
+        return Verdict(None, disagreeing, "rounds disagree")
     if a.q1 <= b.q3 and b.q1 <= a.q3:
         return Verdict(None, f"the two spreads overlap ({a_name} {a.text()}, {b_name} "
-                             f"{b.text()}): no difference this measurement can resolve")
+                             f"{b.text()}): no difference this measurement can resolve",
+                       "overlap")
     return Verdict(a.median / b.median if b.median > 0 else math.inf)
 
 

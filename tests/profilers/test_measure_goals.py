@@ -1,0 +1,66 @@
+"""profilers/measure.py's goal verdicts, self-timed rounds and round hooks: the rules on
+fixed samples (nothing here is timed; the numbers live in benchmarks/)."""
+
+from __future__ import annotations
+
+from execmode.profilers.measure import (
+    Spread,
+    decide,
+    judge_ratio,
+    judge_value,
+    measure,
+    run_interleaved,
+)
+
+STEADY = Spread.of([100, 101, 99, 100, 102])
+TWICE = Spread.of([200, 202, 198, 200, 204])
+NOISY = Spread.of([100, 300, 90, 250, 120])
+
+
+def test_a_goal_is_judged_on_the_medians():
+    met = judge_ratio(STEADY, TWICE, 0.6)
+    assert (met.state, met.met) == ("met", True) and abs(met.value - 0.5) < 1e-9
+    assert judge_ratio(STEADY, TWICE, 0.4).state == "missed"
+    assert str(judge_ratio(STEADY, TWICE, 0.4)) == "missed"
+
+
+def test_overlapping_spreads_still_meet_a_threshold():
+    # decide says the two cannot be told apart; a goal of <= 1.2x is still met.
+    assert decide(STEADY, STEADY).kind == "overlap"
+    assert judge_ratio(STEADY, STEADY, 1.2).state == "met"
+
+
+def test_disagreeing_rounds_or_too_few_are_undecided():
+    verdict = judge_ratio(NOISY, TWICE, 10.0, a_name="eager")
+    assert verdict.state == "undecided" and verdict.value is None
+    assert "eager's rounds disagree" in verdict.reason
+    few = judge_value(Spread.of([1, 1, 1]), 2)
+    assert few.state == "undecided" and "3 rounds" in few.reason
+    assert judge_value(STEADY, 100).state == "met"   # the median is 100
+    assert judge_value(STEADY, 99.5).state == "missed"
+
+
+def test_verdict_cells_name_the_reason_in_a_word():
+    assert decide(STEADY, TWICE).cell() == "0.50x"
+    assert decide(NOISY, TWICE).cell() == "undecided (rounds disagree)"
+    assert decide(Spread.of([1, 2]), Spread.of([3, 4])).cell() == "undecided (few rounds)"
+
+
+def test_run_interleaved_rotates_the_order_each_round():
+    order = []
+    results = run_interleaved({name: (lambda name=name: order.append(name) or len(order))
+                               for name in "abc"}, rounds=4)
+    assert order == list("abc" "bca" "cab" "abc")
+    assert results["a"] == [1, 6, 8, 10]
+
+
+def test_measure_runs_the_hooks_around_each_round():
+    events = []
+    spreads = measure({"x": lambda: events.append("call x"), "y": lambda: events.append("call y")},
+                      rounds=2, calls=1, warmup=1, round_s=0,
+                      before_round=lambda name: events.append(f"before {name}"),
+                      sync=lambda: events.append("sync"))
+    assert events == ["before x", "call x", "sync", "before y", "call y", "sync",   # warm-up
+                      "before x", "call x", "sync", "before y", "call y", "sync",   # round 0
+                      "before y", "call y", "sync", "before x", "call x", "sync"]   # round 1
+    assert spreads["x"].rounds == 2
