@@ -6,8 +6,12 @@ never imports it). Listeners are objects with any of these methods (all optional
 
 * ``before_op(op, inputs, attrs)`` - an eager op is about to run (the debugger pauses here);
 * ``on_op(event, output)`` - an eager op finished (``output`` is the result Tensor);
-* ``on_event(event)`` - every other event: trace, retrace, graph break, pass, compile,
-  kernel (a step of a compiled plan), memory;
+* ``on_event(event)`` - every other event but kernel runs: trace, retrace, graph break,
+  pass, compile, memory;
+* ``on_kernel(event)`` - a step of a compiled plan ran (a "kernel" Event). Asking for these
+  makes plans run step by step in Python, with an event per step: costly for small
+  kernels. To know what kernels cost, set ``wants_kernel_times = True`` instead and read
+  :mod:`execmode.kernel_clock`'s sums, which compiled programs keep themselves;
 * ``before_kernel(plan, step_index, values)`` - a compiled plan is about to run a step
   (the debugger steps kernel by kernel here);
 * ``after_kernel(plan, step_index, output)`` - a step finished; ``output`` is its array
@@ -19,6 +23,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from execmode import kernel_clock
 
 
 class OpEvent(NamedTuple):
@@ -66,9 +72,12 @@ EVENT_KINDS = {
     # kind}], diff: {kept, changed, removed, added, merged, fused}, the snapshot's IR).
     "pass": ("graph_id", "index", "name", "wall_ns", "node_count", "kernel_count",
              "buffer_count", "rewrites", "diff", "ir_text", "ir_json"),
-    # A kernel was generated (and compiled, or found in the cache).
-    "compile": ("graph_id", "kernel", "language", "source", "compile_ns", "cache_hit",
-                "member_nodes", "member_ops", "backend"),
+    # One translation unit compiled (or found in the cache): "kernels" (a plan's fused
+    # kernels) or "program" (a whole-graph program); its kernels are its children, each
+    # {kernel, source, member_nodes, member_ops}. Sessions before this held one event per
+    # kernel, each with "kernel" and "source" and the shared compile_ns.
+    "compile": ("graph_id", "what", "language", "backend", "compile_ns", "cache_hit",
+                "kernels"),
     # One step of a compiled plan ran: a fused kernel, a library call or a single op.
     "kernel": ("graph_id", "kernel", "step_kind", "member_nodes", "member_ops", "bytes",
                "output_shape", "output_dtype", "device", "location", "scope"),
@@ -103,6 +112,7 @@ _listeners: list = []
 _on_op: list = []
 _before_op: list = []
 _on_event: list = []
+_on_kernel: list = []
 _before_kernel: list = []
 _after_kernel: list = []
 _seq = itertools.count()
@@ -133,12 +143,15 @@ def add_listener(listener) -> None:
     if listener in _listeners:
         return
     _listeners.append(listener)
+    if getattr(listener, "wants_kernel_times", False):
+        kernel_clock.want(listener)
     _rebuild()
 
 
 def remove_listener(listener) -> None:
     if listener in _listeners:
         _listeners.remove(listener)
+        kernel_clock.release(listener)
         _rebuild()
 
 
@@ -165,6 +178,7 @@ def _rebuild() -> None:
     _on_op[:] = [lst.on_op for lst in _listeners if hasattr(lst, "on_op")]
     _before_op[:] = [lst.before_op for lst in _listeners if hasattr(lst, "before_op")]
     _on_event[:] = [lst.on_event for lst in _listeners if hasattr(lst, "on_event")]
+    _on_kernel[:] = [lst.on_kernel for lst in _listeners if hasattr(lst, "on_kernel")]
     _before_kernel[:] = [lst.before_kernel for lst in _listeners if hasattr(lst, "before_kernel")]
     _after_kernel[:] = [lst.after_kernel for lst in _listeners if hasattr(lst, "after_kernel")]
     for callback in _flag_subscribers:
@@ -174,6 +188,12 @@ def _rebuild() -> None:
 def emit(event) -> None:
     """Send a non-op event to every listener that takes events."""
     for fn in _on_event:
+        fn(event)
+
+
+def emit_kernel(event) -> None:
+    """Send a kernel run's event to every listener that asked for them (``on_kernel``)."""
+    for fn in _on_kernel:
         fn(event)
 
 

@@ -3,8 +3,11 @@
 A step is one fused kernel, one library call (matmul) or one single op. Steps whose value
 the memory plan pooled write into a preallocated buffer; the rest allocate. Values are
 dropped after their last use. Every step runs through :meth:`Plan.run`'s loop or, when
-someone listens, :meth:`Plan._run_instrumented`: the one place that profilers time kernels
-and the debugger stops between them.
+someone listens, :meth:`Plan._run_instrumented`: the one place that the debugger stops
+between kernels and kernel events are made. While the kernel clock runs (a profiler or
+em.compare wants kernel times, :mod:`execmode.kernel_clock`), the plain loop times each
+step into the plan's ``clock`` instead (``_run_timed``), and a whole-graph program times
+its own steps in C.
 
 This loop is deliberately not graph/interpret.py's ``Interpreter``: a replay's cost is
 per call and measured (benchmarks/bench_single_op.py), so each step is a closure over slot
@@ -20,8 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import instrument
+from . import instrument, kernel_clock
 from .backend import as_device, xp_for
+from .codegen.buffers import REGISTRY
 from .graph.interpret import node_failure
 from .graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node
 from .graph.op_call import op_function
@@ -93,6 +97,9 @@ class Plan:
     # one, ``program_reason`` says why.
     program: object = None
     program_reason: str = ""
+    # The run sums of each step while the kernel clock runs (kernel_clock.StepClock),
+    # shared with the program, which writes its array from C.
+    clock: object = None
     _buffers_ready: bool = False
 
     @property
@@ -101,7 +108,7 @@ class Plan:
 
     def run(self, inputs: list) -> list:
         """Run on input arrays; apply assigns into the input arrays; return the outputs."""
-        instrumented = (instrument._on_event or instrument._before_kernel
+        instrumented = (instrument._on_kernel or instrument._before_kernel
                         or instrument._after_kernel)
         if self.program is not None and not instrumented:
             # One C call: kernels, BLAS matmuls and the assigns' write-backs (None: an
@@ -118,6 +125,8 @@ class Plan:
             values[slot] = arr
         if instrumented:
             self._run_instrumented(values)
+        elif kernel_clock.demand:
+            self._run_timed(values)
         else:
             try:
                 for step in self.steps:
@@ -140,7 +149,24 @@ class Plan:
         for (position, _), value in zip(self.assigns, new):
             inputs[position][...] = value
 
+    def _run_timed(self, values: list) -> None:
+        """The plain loop with each step's time (and new buffers) summed into the clock."""
+        clock, perf_ns = self.clock, time.perf_counter_ns
+        start = t0 = perf_ns()
+        for index, step in enumerate(self.steps):
+            try:
+                step.run(values)
+            except Exception as exc:
+                raise step.failure(values, exc) from None
+            _synchronize(step)
+            t1 = perf_ns()
+            clock.add_step(index, t1 - t0, allocated_bytes(step, values[step.out]))
+            t0 = t1
+        clock.add_run(t0 - start)
+
     def _run_instrumented(self, values: list) -> None:
+        timed = kernel_clock.demand and self.clock is not None
+        start = time.perf_counter_ns()
         for index, step in enumerate(self.steps):
             for fn in instrument._before_kernel:
                 fn(self, index, values)
@@ -152,11 +178,14 @@ class Plan:
             _synchronize(step)
             t1 = time.perf_counter_ns()
             values[step.out] = out
-            if instrument._on_event:
-                instrument.emit(instrument.Event("kernel", {
+            nbytes = allocated_bytes(step, out)
+            if timed:
+                self.clock.add_step(index, t1 - t0, nbytes)
+            if instrument._on_kernel:
+                instrument.emit_kernel(instrument.Event("kernel", {
                     "graph_id": self.graph_id, "kernel": step.name, "step_kind": step.kind,
                     "member_nodes": step.member_ids, "member_ops": step.member_ops,
-                    "bytes": getattr(out, "nbytes", 0), "output_shape": tuple(out.shape),
+                    "bytes": nbytes, "output_shape": tuple(out.shape),
                     "output_dtype": str(out.dtype), "device": step.node.device,
                     "location": step.node.loc, "scope": step.node.scope,
                     "backend": step.backend, "step_index": index,
@@ -166,6 +195,8 @@ class Plan:
                 fn(self, index, out)
             for s in step.free:
                 values[s] = None
+        if timed:
+            self.clock.add_run(time.perf_counter_ns() - start)
 
     def _allocate_buffers(self) -> None:
         mp = self.memory_plan
@@ -200,6 +231,17 @@ class Plan:
             values[step.out] = out
             outs.append(out.copy())
         return outs
+
+
+def allocated_bytes(step: Step, out) -> int:
+    """The bytes of new memory a step's run took for its result: none for a view of
+    another array, a buffer of the memory plan, or an output pool's array reused (a
+    compiled kernel's results come from its pool, buffers.REGISTRY)."""
+    if step.out_array is not None or getattr(out, "base", None) is not None:
+        return 0
+    if id(out) in REGISTRY:
+        return 0
+    return getattr(out, "nbytes", 0)
 
 
 def _synchronize(step: Step) -> None:
@@ -316,9 +358,35 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
     for step in steps:
         step.run = _runner(step)
     copy_outputs, copy_assigns = _aliases_of_assigned_inputs(graph)
-    return Plan(graph, steps, len(slot_of), input_slots,
+    plan = Plan(graph, steps, len(slot_of), input_slots,
                 [slot_of[i] for i in graph.outputs], assigns, graph_id, copy_outputs,
                 copy_assigns, memory_plan)
+    plan.clock = kernel_clock.StepClock(graph_id, len(steps),
+                                        tuple(StepDescription.of(s) for s in steps))
+    return plan
+
+
+@dataclass(frozen=True)
+class StepDescription:
+    """What a reader of kernel times says of a step (no arrays, no functions)."""
+
+    name: str
+    kind: str
+    member_ids: tuple
+    member_ops: tuple
+    shape: tuple
+    dtype: str
+    device: str
+    scope: str
+    location: object
+    backend: str
+
+    @classmethod
+    def of(cls, step: Step) -> StepDescription:
+        n = step.node
+        return cls(step.name, step.kind, tuple(step.member_ids), tuple(step.member_ops),
+                   tuple(n.shape), str(n.dtype), str(n.device), n.scope or "", n.loc,
+                   step.backend)
 
 
 def _aliases_of_assigned_inputs(graph: Graph) -> tuple[tuple, tuple]:

@@ -30,25 +30,29 @@ _counter = itertools.count()
 
 
 def profile(path: str | os.PathLike | None = None, *, summaries: bool = False,
-            memory: bool = True, calibrate: bool = True) -> Profile:
+            memory: bool = True, calibrate: bool = True, kernel_rows: bool = False) -> Profile:
     """Record the eager ops and graph-mode events of a ``with`` block into a session.
 
     ``path``: the session file to create (default: a new file in the temp folder, kept
     after the block so it can be exported or opened later). ``summaries``: also store
     min/max/mean/std and NaN/Inf counts of every op's output (costs a pass over each
     output). ``memory``: track live and peak bytes. ``calibrate``: measure the recorder's
-    own per-op cost first (~50 ms) so reports can subtract it.
+    own cost first (once per machine and code) so reports can state it. ``kernel_rows``: a
+    row per run of every compiled step (a timeline of kernels; the plans then run step
+    by step in Python) instead of only each step's sums, which compiled code keeps itself.
     """
-    return Profile(path, summaries=summaries, memory=memory, calibrate=calibrate)
+    return Profile(path, summaries=summaries, memory=memory, calibrate=calibrate,
+                   kernel_rows=kernel_rows)
 
 
 class Profile:
     """A recording in progress or done; see :func:`profile`."""
 
     def __init__(self, path=None, *, summaries: bool = False, memory: bool = True,
-                 calibrate: bool = True):
+                 calibrate: bool = True, kernel_rows: bool = False):
         self.path = Path(path) if path is not None else _temporary_path()
-        self._options = {"summaries": summaries, "memory": memory, "calibrate": calibrate}
+        self._options = {"summaries": summaries, "memory": memory, "calibrate": calibrate,
+                         "kernel_rows": kernel_rows}
         self.recorder: Recorder | None = None
         self._session: Session | None = None
 

@@ -1,28 +1,37 @@
 """Measuring the profiler's own cost, so reports can say how much of a number is ours.
 
-Three timings of the same small workload (tiny tensors, so the op's own work is small
-and the per-op overheads show):
+Measured with the one protocol (:mod:`execmode.profilers.measure`: interleaved rounds,
+medians), on workloads small enough that the profiler's cost shows:
 
-* ``no_listener_ns``: per op with nobody listening (the engine's fast path);
-* ``null_listener_ns``: with a listener that does nothing (dispatch building events);
-* ``recorder_ns``: with a real recorder writing to a scratch session, including the time
-  the writer needs to commit the rows (amortised per op).
+* **eager ops** - rounds of two ops on 16-element tensors (an operator, the fast path, and
+  a function, the general path) with nobody listening (``no_listener_ns``), with a
+  listener that does nothing (``null_listener_ns``) and with a real recorder writing a
+  scratch session, its writer's commits timed within its rounds (``recorder_ns``).
+  ``overhead_ns = recorder_ns - no_listener_ns`` is what recording adds to an eager op;
+* **graph mode** - a jitted function of :data:`GRAPH_STEPS` small compiled steps, run
+  plainly and under the recorder. Recording adds a clock read per step and one per run
+  (execmode/kernel_clock.py): ``kernel_step_ns`` is the difference per run over
+  ``steps + 1``. With per-run kernel rows (``kernel_rows``), every step instead runs in
+  the plan's Python loop and sends an event: ``kernel_row_ns`` is that cost per step.
 
-``overhead_ns = recorder_ns - no_listener_ns`` is what recording adds to each eager op;
-a report multiplies it by the op count. Takes ~50 ms at the start of a recording.
+A report multiplies each by what the session ran (profilers/profiler_cost.py). Negative
+differences (the noise of a fast machine) are stated as 0. Takes ~0.3 s, once per machine
+and code (calibration_cache.py).
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
-import time
 from pathlib import Path
+
+from execmode.profilers import measure
 
 from execmode import instrument
 
 DEFAULT_OPS = 2000
-
-_perf_ns = time.perf_counter_ns
+GRAPH_STEPS = 6
+ROUNDS = measure.MIN_ROUNDS + 2
 
 
 class _NullListener:
@@ -30,59 +39,94 @@ class _NullListener:
         pass
 
 
-def _workload(n: int) -> int:
-    """ns for ``n`` rounds of two ops: an operator (fast path) and a function (general path)."""
+def _eager_workload(n: int):
+    """A callable running ``n`` rounds of two ops: an operator and a function."""
     import execmode as em
 
-    a = em.ones(16)
-    b = em.ones(16)
-    exp = em.exp
-    start = _perf_ns()
-    for _ in range(n):
-        a + b
-        exp(a)
-    return _perf_ns() - start
+    a, b, exp = em.ones(16), em.ones(16), em.exp
+
+    def run():
+        for _ in range(n):
+            a + b
+            exp(a)
+    return run
 
 
-def _best_per_op(n: int, repeats: int = 3) -> float:
-    return min(_workload(n) for _ in range(repeats)) / (2 * n)
+def _graph_workload(calls: int):
+    """A callable making ``calls`` calls of a jitted function of GRAPH_STEPS compiled
+    steps on 16 elements (each reduction ends a fused kernel)."""
+    import execmode as em
+
+    def chain(x):
+        for _ in range(GRAPH_STEPS):
+            x = em.exp(x - x.max())
+        return x
+
+    f, x = em.jit(chain), em.ones(16)
+    f(x)
+
+    def run():
+        for _ in range(calls):
+            f(x)
+    return run
 
 
 def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
-                     summaries: bool = False) -> dict:
-    """Per-op costs in ns (see the module docstring); ``{"skipped": why}`` when other
-    listeners are attached (a debugger would see the calibration ops)."""
+                     summaries: bool = False, kernel_rows: bool = False) -> dict:
+    """Per-op and per-step costs in ns (see the module docstring); ``{"skipped": why}``
+    when other listeners are attached (a debugger would see the calibration ops)."""
     if instrument.listeners():
         return {"skipped": "other instrumentation listeners were attached"}
     from execmode.profilers.recorder import Recorder
 
-    rounds = max(1, ops // 2)
-    _workload(100)  # warm caches: imports, interned locations, NumPy dispatch
-    none_ns = _best_per_op(rounds)
-    with instrument.listening(_NullListener()):
-        _workload(100)
-        null_ns = _best_per_op(rounds)
+    rounds_of_two = max(1, ops // 2)
+    eager = _eager_workload(rounds_of_two)
+    graph_calls = max(1, ops // 4)
+    graph = _graph_workload(graph_calls)
+    null = _NullListener()
     with tempfile.TemporaryDirectory(prefix="execmode-calibration-") as tmp:
         rec = Recorder(Path(tmp) / "calibration.emsession", memory=memory,
-                       summaries=summaries, calibrate=False)
+                       summaries=summaries, calibrate=False, kernel_rows=kernel_rows)
+        rec.start()
+        instrument.remove_listener(rec)
+        attached = {"none": (), "null": (null,), "recorder": (rec,),
+                    "graph": (), "graph recorded": (rec,)}
+
+        def before_round(name):
+            for listener in instrument.listeners():
+                instrument.remove_listener(listener)
+            for listener in attached[name]:
+                instrument.add_listener(listener)
+
+        def sync():  # the writer's commits belong to the rounds whose rows they hold
+            if rec in instrument.listeners():
+                rec.flush()
+
         try:
-            rec.start()
-            _workload(100)
-            rec.flush()
-            run_ns = _workload(rounds)
-            flush_start = _perf_ns()
-            rec.flush()
-            flush_ns = _perf_ns() - flush_start
+            spreads = measure.measure(
+                {"none": eager, "null": eager, "recorder": eager, "graph": graph,
+                 "graph recorded": graph},
+                rounds=ROUNDS, calls=1, warmup=1, before_round=before_round, sync=sync)
         finally:
+            before_round("none")
             rec.close()
-    recorder_ns = (run_ns + flush_ns) / (2 * rounds)
+    per_op = {name: spreads[name].median / (2 * rounds_of_two)
+              for name in ("none", "null", "recorder")}
+    per_run = {name: spreads[name].median / graph_calls for name in ("graph", "graph recorded")}
+    per_step = max(0.0, per_run["graph recorded"] - per_run["graph"]) / (GRAPH_STEPS + 1)
     return {
-        "ops": 2 * rounds,
-        "no_listener_ns": round(none_ns),
-        "null_listener_ns": round(null_ns),
-        "recorder_ns": round(recorder_ns),
-        "instrumentation_ns": round(null_ns - none_ns),
-        "overhead_ns": round(recorder_ns - none_ns),
+        "ops": 2 * rounds_of_two,
+        "rounds": ROUNDS,
+        "no_listener_ns": round(per_op["none"]),
+        "null_listener_ns": round(per_op["null"]),
+        "recorder_ns": round(per_op["recorder"]),
+        "instrumentation_ns": max(0, round(per_op["null"] - per_op["none"])),
+        "overhead_ns": max(0, round(per_op["recorder"] - per_op["none"])),
+        "graph_run_ns": round(per_run["graph"]),
+        "graph_steps": GRAPH_STEPS,
+        ("kernel_row_ns" if kernel_rows else "kernel_step_ns"): round(per_step),
+        "load_average": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "memory": memory,
         "summaries": summaries,
+        "kernel_rows": kernel_rows,
     }

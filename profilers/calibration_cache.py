@@ -42,40 +42,51 @@ from execmode import instrument
 FOLDER = "calibration"
 MAX_BYTES = 64 * 1024
 # Fields a stored calibration must have, with their types: anything else is re-measured.
-FIELDS = {"ops": int, "no_listener_ns": int, "null_listener_ns": int, "recorder_ns": int,
-          "instrumentation_ns": int, "overhead_ns": int, "memory": bool, "summaries": bool}
+FIELDS = {"ops": int, "rounds": int, "no_listener_ns": int, "null_listener_ns": int,
+          "recorder_ns": int, "instrumentation_ns": int, "overhead_ns": int,
+          "graph_run_ns": int, "graph_steps": int, "load_average": (float, int, type(None)),
+          "memory": bool, "summaries": bool, "kernel_rows": bool}
+# The graph-mode field, by the kernel_rows option: a per-step cost either way.
+GRAPH_FIELD = {False: "kernel_step_ns", True: "kernel_row_ns"}
 # Modules whose code is what calibration times (their edits invalidate the stored numbers).
 MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source",
                     "execmode.profilers.recorder", "execmode.profilers.writer",
                     "execmode.profilers.memory", "execmode.profilers.native",
                     "execmode.codegen.eager_operators",  # the operators the workload times
-                    "execmode.stats")  # the value summaries, timed with summaries on
+                    "execmode.stats",  # the value summaries, timed with summaries on
+                    # graph mode: the plan's loops, the program's clock, the fast entry
+                    "execmode.plan", "execmode.kernel_clock", "execmode.codegen.program",
+                    "execmode.codegen.fast_entry", "execmode.profilers.kernel_totals",
+                    "execmode.profilers.calibration")
 # C sources beside them (the op ring: native.py), stamped the same way.
-MEASURED_SOURCES = ("op_ring.c",)
+MEASURED_SOURCES = (("execmode.profilers", "op_ring.c"), ("execmode.codegen", "em_clock.h"),
+                    ("execmode.codegen", "fast_entry.c"))
 
 
-def cached_overhead(*, memory: bool = True, summaries: bool = False, measure=None) -> dict:
+def cached_overhead(*, memory: bool = True, summaries: bool = False,
+                    kernel_rows: bool = False, measure=None) -> dict:
     """The calibration for these options: read from the cache when a stored one matches
     this machine and code, else measured (``measure``, default measure_overhead) and
     stored."""
     measure = measure or measure_overhead
+    options = {"memory": memory, "summaries": summaries, "kernel_rows": kernel_rows}
     if instrument.listeners():
         # As before caching: beside a debugger or another recorder, no calibration (the
         # measurement says it skipped), so that a session never mixes the two cases.
-        return measure(memory=memory, summaries=summaries)
-    key = cache_key(memory, summaries)
+        return measure(**options)
+    key = cache_key(memory, summaries, kernel_rows)
     path = _path(key)
     if path is not None and not os.environ.get("EXECMODE_RECALIBRATE"):
         stored = read(path, key)
         if stored is not None:
             return stored
-    result = measure(memory=memory, summaries=summaries)
+    result = measure(**options)
     if path is not None and "skipped" not in result:
         write(path, key, result)
     return result
 
 
-def cache_key(memory: bool, summaries: bool) -> dict:
+def cache_key(memory: bool, summaries: bool, kernel_rows: bool = False) -> dict:
     import numpy as np
     from execmode.profilers import native
 
@@ -92,6 +103,7 @@ def cache_key(memory: bool, summaries: bool) -> dict:
         "op_ring": native.enabled(),
         "memory": bool(memory),
         "summaries": bool(summaries),
+        "kernel_rows": bool(kernel_rows),
     }
 
 
@@ -106,11 +118,12 @@ def _code_stamp() -> list:
         except (ImportError, OSError, ValueError):
             info = None
         stamp.append([name, info.st_size, info.st_mtime_ns] if info else [name, None, None])
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in MEASURED_SOURCES:
+    for package, name in MEASURED_SOURCES:
         try:
-            info = os.stat(os.path.join(here, name))
-        except OSError:
+            spec = importlib.util.find_spec(package)
+            folder = os.path.dirname(spec.origin)
+            info = os.stat(os.path.join(folder, name))
+        except (ImportError, OSError, TypeError, AttributeError):
             info = None
         stamp.append([name, info.st_size, info.st_mtime_ns] if info else [name, None, None])
     return stamp
@@ -156,12 +169,14 @@ def read(path: str, key: dict) -> dict | None:
     if not isinstance(stored, dict) or stored.get("key") != key:
         return None
     result = stored.get("calibration")
-    if not isinstance(result, dict) or set(result) != set(FIELDS):
+    if not isinstance(result, dict):
         return None
-    for name, kind in FIELDS.items():
-        value = result[name]
+    fields = dict(FIELDS, **{GRAPH_FIELD[result.get("kernel_rows") is True]: int})
+    if set(result) != set(fields):
+        return None
+    for name, kinds in fields.items():
         # bool is an int: an int field holding True is as malformed as a string.
-        if type(value) is not kind:
+        if type(result[name]) not in (kinds if isinstance(kinds, tuple) else (kinds,)):
             return None
     return result
 

@@ -59,6 +59,10 @@ def _profile_options(p) -> None:
     p.add_argument("--summaries", action="store_true",
                    help="store min/max/mean/std and NaN/Inf counts of every op output")
     p.add_argument("--no-memory", action="store_true", help="do not track live/peak memory")
+    p.add_argument("--kernel-rows", action="store_true",
+                   help="record every kernel run as its own row (a timeline of kernels); "
+                        "without it, each compiled step's runs are summed where they run, "
+                        "which costs a clock read per step instead of an event")
     p.add_argument("--top", type=_positive_int, default=10, metavar="N",
                    help="rows in the printed summary tables (default 10)")
 
@@ -146,6 +150,8 @@ def _run_child(args, session: Path, script_args: list[str]) -> tuple[int, int | 
         cmd.append("--summaries")
     if args.no_memory:
         cmd.append("--no-memory")
+    if args.kernel_rows:
+        cmd.append("--kernel-rows")
     if args.pyspy:
         cmd += ["--pyspy", "--rate", str(args.rate)]
         if args.native:

@@ -5,7 +5,8 @@ arguments: only the script can call it. A session still holds every compiled gra
 traced (the ``graph`` events' IR); from that alone this module rebuilds each graph, runs
 it op by op (eager: one NumPy call per node, as the eager engine does) and compiled (the
 same passes and kernels as jit), and lines every compiled step up with the nodes it
-replaced, as ``em.compare`` does. What it cannot have is the script's own values: the
+replaced, as ``em.compare`` does, with the same protocol (interleaved rounds, medians,
+a ratio only when the spreads separate). What it cannot have is the script's own values: the
 inputs are random, of the recorded shapes and dtypes (integers are 0, so indices stay in
 range). Times depend on shapes, not values, for every op but a few data-dependent ones.
 Graphs on a CUDA device are skipped without a GPU here; a graph whose IR does not
@@ -25,7 +26,9 @@ import sys
 import time
 
 import numpy as np
-from execmode.profilers.compare import ComparisonRow, _assigns_and_removed
+from execmode.profilers import measure
+from execmode.profilers.compare import ComparisonRow, _assigns_and_removed, _sum_spreads
+from execmode.profilers.measure import Spread
 
 from execmode import instrument
 from execmode.graph.interpret import Interpreter
@@ -54,8 +57,10 @@ def recorded_graphs(session_path: str) -> list[dict]:
     return out
 
 
-def measure_graph(ir_json: dict, repeat: int = REPEAT) -> list[ComparisonRow]:
-    """Rows of eager-vs-compiled time for one recorded graph (random inputs)."""
+def measure_graph(ir_json: dict, repeat: int = REPEAT,
+                  rounds: int = measure.MIN_ROUNDS) -> list[ComparisonRow]:
+    """Rows of eager-vs-compiled time for one recorded graph (random inputs): medians of
+    ``rounds`` interleaved rounds of ``repeat`` runs each (measure.py's protocol)."""
     from execmode.jit_driver.jit import compile_graph, lower_graph
 
     try:
@@ -65,26 +70,71 @@ def measure_graph(ir_json: dict, repeat: int = REPEAT) -> list[ComparisonRow]:
     devices = {n.device for n in graph.nodes}
     if any(str(d).startswith("cuda") for d in devices) and not _gpu_here():
         raise GraphSkipped("it ran on a CUDA device and there is no GPU here")
-    inputs = _random_inputs(graph)
-    eager_ns = _eager_node_times(graph, inputs, repeat)
     lowered, _record = lower_graph(graph)
     plan = compile_graph(lowered, graph.name)
-    step_ns = _compiled_step_times(plan, graph, repeat)
+    eager, compiled = _interleaved_times(graph, plan, repeat, rounds)
     rows, used = [], set()
     for index, step in enumerate(plan.steps):
-        members = [m for m in step.member_ids if m in eager_ns]
+        members = [m for m in step.member_ids if m in eager]
         used.update(members)
         rows.append(ComparisonRow(
-            graph.name, step.name, step.kind, [eager_ns[m][0] for m in members],
-            sum(eager_ns[m][1] for m in members), step_ns.get(index, 0.0),
-            sum(eager_ns[m][2] for m in members),
+            graph.name, step.name, step.kind, [eager[m][0] for m in members],
+            _sum_spreads([eager[m][1] for m in members]), compiled.get(index),
+            sum(eager[m][2] for m in members),
             step.node.nbytes if step.buffer is None else 0, list(step.member_ids)))
     for node_id, kind in _assigns_and_removed(graph, lowered, used):
-        if node_id in eager_ns:
-            op, ns, nbytes = eager_ns[node_id]
+        if node_id in eager:
+            op, spread, nbytes = eager[node_id]
             rows.append(ComparisonRow(graph.name, f"(%{node_id} {kind})", "removed", [op],
-                                      ns, 0.0, nbytes, 0, [node_id]))
+                                      spread, None, nbytes, 0, [node_id]))
     return rows
+
+
+class _ClockOn:
+    wants_kernel_times = True
+
+
+def _interleaved_times(graph: Graph, plan, repeat: int, rounds: int):
+    """(node id -> (op, Spread of its eager ns, output bytes), step index -> Spread of its
+    compiled ns), from interleaved rounds: each node run as one eager op would (one at a
+    time, each timed), and the plan with its kernel clock. Fresh random inputs per run
+    (assigns write into them)."""
+    nodes = [n for n in graph.nodes if n.op not in (INPUT, ASSIGN)]
+    interpreter = Interpreter(graph)
+    node_rounds: list[dict] = []
+    step_rounds: list[dict] = []
+    clock = plan.clock
+    timer = _ClockOn()
+
+    def eager_round():
+        totals: dict[int, float] = {}
+        for _ in range(repeat):
+            env = dict(zip(graph.inputs, _random_inputs(graph)))
+            for n in nodes:
+                t0 = time.perf_counter_ns()
+                env[n.id] = interpreter.run_node(n, env)
+                totals[n.id] = totals.get(n.id, 0) + time.perf_counter_ns() - t0
+        node_rounds.append({k: v / repeat for k, v in totals.items()})
+
+    def graph_round():
+        before = [clock.step_totals(i)[:2] for i in range(clock.n_steps)]
+        with instrument.listening(timer):
+            for _ in range(repeat):
+                plan.run(_random_inputs(graph))
+        after = [clock.step_totals(i)[:2] for i in range(clock.n_steps)]
+        step_rounds.append({i: (a[1] - b[1]) / (a[0] - b[0])
+                            for i, (a, b) in enumerate(zip(after, before)) if a[0] > b[0]})
+
+    eager_round()  # warm-up: first calls, page faults, buffers, kernel loads
+    graph_round()
+    node_rounds.clear()
+    step_rounds.clear()
+    measure.run_interleaved({"eager": eager_round, "graph": graph_round}, rounds=rounds)
+    eager = {n.id: (n.op, Spread.of([r[n.id] for r in node_rounds], repeat), n.nbytes)
+             for n in nodes}
+    steps = {i for r in step_rounds for i in r}
+    compiled = {i: Spread.of([r.get(i, 0.0) for r in step_rounds], repeat) for i in steps}
+    return eager, compiled
 
 
 def _gpu_here() -> bool:
@@ -109,41 +159,6 @@ def _random_inputs(graph: Graph) -> list:
     return arrays
 
 
-def _eager_node_times(graph: Graph, inputs: list, repeat: int) -> dict:
-    """node id -> (op, mean ns, output bytes), each node run as one eager op would."""
-    totals: dict[int, float] = {}
-    nodes = [n for n in graph.nodes if n.op not in (INPUT, ASSIGN)]
-    interpreter = Interpreter(graph)  # one node at a time, each timed on its own
-    for run in range(repeat + 1):  # run 0 warms up (first calls, page faults): not counted
-        env = dict(zip(graph.inputs, inputs))
-        for n in nodes:
-            t0 = time.perf_counter_ns()
-            env[n.id] = interpreter.run_node(n, env)
-            if run:
-                totals[n.id] = totals.get(n.id, 0) + time.perf_counter_ns() - t0
-    return {n.id: (n.op, totals[n.id] / repeat, n.nbytes) for n in nodes}
-
-
-class _StepTimes:
-    def __init__(self):
-        self.ns: dict[int, float] = {}
-
-    def on_event(self, event):
-        if event.kind == "kernel":
-            index = event.data["step_index"]
-            self.ns[index] = self.ns.get(index, 0) + event.end_ns - event.start_ns
-
-
-def _compiled_step_times(plan, graph: Graph, repeat: int) -> dict:
-    """step index -> mean ns; fresh random inputs per run (assigns write into them)."""
-    plan.run(_random_inputs(graph))  # first run: buffers, kernel loads
-    times = _StepTimes()
-    with instrument.listening(times):
-        for _ in range(repeat):
-            plan.run(_random_inputs(graph))
-    return {k: v / repeat for k, v in times.ns.items()}
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m execmode.profilers.graph_compare",
                                 description=__doc__.split("\n\n")[0])
@@ -165,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                   "skipped": f"measuring failed: {type(exc).__name__}: {exc}"})
             continue
         _say({"graph": graph_id, "function": function, "repeat": args.repeat,
-              "rows": [r.to_json() for r in rows]})
+              "rounds": measure.MIN_ROUNDS, "rows": [r.to_json() for r in rows]})
     return 0
 
 

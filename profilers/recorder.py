@@ -28,6 +28,7 @@ import time
 import weakref
 from datetime import datetime, timezone
 
+from execmode.profilers.kernel_totals import KernelTotals
 from execmode.profilers.machine import gpu_info, machine_info
 from execmode.profilers.memory import MemoryTracker
 from execmode.profilers.rows import event_row
@@ -55,10 +56,15 @@ class Recorder:
     recorder's own per-op cost at start.
     """
 
+    # Graph mode: each compiled step's runs summed where they run (kernel_clock.py), read
+    # into the kernel_totals table; per-run kernel rows only with ``kernel_rows``.
+    wants_kernel_times = True
+
     def __init__(self, target, *, summaries: bool = False, memory: bool = True,
-                 calibrate: bool = True, meta: dict | None = None):
+                 calibrate: bool = True, kernel_rows: bool = False, meta: dict | None = None):
+        init_start = time.perf_counter_ns()
         self.options = {"summaries": bool(summaries), "memory": bool(memory),
-                        "calibrate": bool(calibrate)}
+                        "calibrate": bool(calibrate), "kernel_rows": bool(kernel_rows)}
         if isinstance(target, SessionWriter):
             self.writer = target
             for key, value in (meta or {}).items():
@@ -85,6 +91,14 @@ class Recorder:
         self.native_op_sink = None
         self.op_path = "python"
         self.on_op = self._choose_on_op()
+        self.kernel_totals: KernelTotals | None = None
+        if kernel_rows:
+            # A row per kernel run: plans then run step by step in Python (costly for small
+            # kernels; the calibration measures it).
+            self.on_kernel = self._on_kernel_run
+        # What starting and stopping cost the script, outside the recorded wall time
+        # (profiler_cost.py states it): creating the session, calibrating, attaching.
+        self._cost = {"start": time.perf_counter_ns() - init_start}
 
     def _initial_meta(self, extra: dict | None) -> dict:
         return {
@@ -105,7 +119,8 @@ class Recorder:
             from execmode.profilers.calibration_cache import cached_overhead
 
             self.calibration = cached_overhead(memory=self.options["memory"],
-                                               summaries=self.options["summaries"])
+                                               summaries=self.options["summaries"],
+                                               kernel_rows=self.options["kernel_rows"])
             self.writer.set_meta("calibration", self.calibration)
         return self.calibration
 
@@ -113,13 +128,9 @@ class Recorder:
         """Calibrate (if asked), write the start stamps and attach to the hooks."""
         if self._started:
             return self
+        start = time.perf_counter_ns()
         if self.options["calibrate"]:
             self.calibrate()
-        self.t0_ns = time.perf_counter_ns()
-        self.writer.set_meta("t0_ns", self.t0_ns)
-        self.writer.set_meta("wall_start", time.time())
-        if self.memory is not None:
-            self.memory.sample_now()
         self._started = True
         # Ops are numbered from 1 in each session (docs/session-store.md, "How ops and
         # kernels are numbered"): dispatch's counter runs for the whole process
@@ -127,12 +138,25 @@ class Recorder:
         # session's first op is seq_base + 1.
         self.seq_base = instrument.upcoming_seq() - 1
         self.writer.number_ops_after(self.seq_base)
+        if self.memory is not None:
+            # Before the ring adopts the CPU's counters (a new tracker has no device yet:
+            # no row), so both op paths write the same memory rows.
+            self.memory.sample_now()
         self._attach_ring()
+        # The session's clock starts here: the start's own work (calibrating, loading the
+        # op ring) is stated as the start's cost, not as recorded time.
+        self.t0_ns = time.perf_counter_ns()
+        self.writer.set_meta("t0_ns", self.t0_ns)
+        self.writer.set_meta("wall_start", time.time())
         _active.add(self)
+        # The sums' baseline, before this recorder starts the kernel clock.
+        self.kernel_totals = KernelTotals()
+        self.writer.collect = self.kernel_totals.rows
         # Before the writer's own handler (atexit runs last-registered first): a script that
         # never closes its recorder still gets its end stamps.
         atexit.register(self.close)
         instrument.add_listener(self)
+        self._cost["start"] += time.perf_counter_ns() - start
         return self
 
     def stop(self) -> None:
@@ -140,8 +164,13 @@ class Recorder:
         if not self._started or self._stopped:
             return
         self._stopped = True
+        stop = time.perf_counter_ns()
         instrument.remove_listener(self)
         _active.discard(self)
+        # The clock stopped with the listener: these last sums are exact.
+        self.writer.collect = None
+        for row in self.kernel_totals.rows(final=True):
+            self._put(row)
         self._uninstall_allocator()
         if self.memory is not None:
             self.memory.sample_now()
@@ -158,6 +187,8 @@ class Recorder:
         })
         if any(d.startswith("cuda") for d in devices):
             self.writer.set_meta("gpus", gpu_info())
+        self._cost["stop"] = time.perf_counter_ns() - stop
+        self.writer.set_meta("recorder_cost_ns", self._cost)
         self.writer.flush()
 
     def close(self, status: str | None = None, code: int | None = None,
@@ -270,14 +301,23 @@ class Recorder:
                 self.writer.set_meta("threads", dict(self._thread_names))
         return ThreadOp(item, number)
 
+    def _on_kernel_run(self, ev: Event) -> None:
+        self._put(ev)  # formatted on the writer thread
+        if self._pending() > self._max_pending:
+            self.writer.wait_for_room()
+
     def on_event(self, ev: Event) -> None:
+        start = time.perf_counter_ns()
         kind = ev.kind
         if kind == "kernel" or kind == "memory":
             self._put(ev)  # frequent in graph replay: formatted on the writer thread
         else:
+            # Encoded now (its data may change later): a graph's or a pass's IR as JSON
+            # costs milliseconds, rare enough to time directly and state as it is.
             self._put(EncodedEvent(*event_row(ev)))
         if self._pending() > self._max_pending:
             self.writer.wait_for_room()
+        self._cost["events"] = self._cost.get("events", 0) + time.perf_counter_ns() - start
 
     # --- extra rows -----------------------------------------------------------------------
     def mark(self, name: str, text: str = "") -> None:
@@ -290,12 +330,16 @@ class Recorder:
 
     def record_comparison(self, *, function: str, graph_id: str, kernel: str, step_kind: str,
                           eager_ops, eager_ns: int, kernel_ns: int, eager_bytes: int,
-                          planned_bytes: int, repeat: int = 1) -> None:
-        """One row of em.compare: a compiled step next to the eager ops it replaced."""
+                          planned_bytes: int, repeat: int = 1, rounds: int = 0,
+                          verdict: str | None = None) -> None:
+        """One row of em.compare: a compiled step next to the eager ops it replaced, with
+        the medians of ``rounds`` rounds of ``repeat`` calls and the row's verdict
+        ("1.84x", "undecided (overlap)"; None for an op the passes removed)."""
         ops = list(eager_ops)
         self._put(ComparisonRow(str(function), str(graph_id), str(kernel), str(step_kind),
                                 json.dumps(ops), len(ops), int(eager_ns), int(kernel_ns),
-                                int(eager_bytes), int(planned_bytes), int(repeat)))
+                                int(eager_bytes), int(planned_bytes), int(repeat),
+                                int(rounds), verdict))
 
 
 def start_recording(path, *, script: str | None = None, argv=None, **options) -> Recorder:

@@ -11,11 +11,12 @@ import linecache
 import os
 from dataclasses import dataclass, field
 
+from execmode.profilers.compiles import compiles
 from execmode.profilers.session import Session
 from execmode.profilers.session_end import SessionEnd
 from execmode.profilers.stacks import CATEGORIES
 from execmode.profilers.store_rows import Comparison, MemoryRow
-from execmode.profilers.units import fmt_bytes, fmt_ns, fmt_share, fmt_speedup
+from execmode.profilers.units import fmt_bytes, fmt_ns, fmt_share
 
 TOP = 15
 _SOURCES = {"eager": "eager tensors", "graph": "graph plan", "pool": "CuPy memory pool"}
@@ -96,7 +97,7 @@ def _facts(s: dict, script: str) -> list[tuple[str, str]]:
     facts.append(("eager ops", f"{s['ops']:,} taking {fmt_ns(s['op_ns'])}, allocating "
                                f"{fmt_bytes(s['op_bytes'])}"))
     if s["kernels"]:
-        facts.append(("graph kernels", f"{s['kernels']:,} taking {fmt_ns(s['kernel_ns'])}"))
+        facts.append(("graph kernels", f"{s['kernels']:,} runs taking {fmt_ns(s['kernel_ns'])}"))
     if s["events"]:
         facts.append(("events", ", ".join(f"{n:,} {kind}" for kind, n in s["events"].items())))
     if s["profiler_ns"] is not None:
@@ -143,12 +144,7 @@ def _exit_text(s: dict) -> str:
 
 
 def _overhead_text(s: dict) -> str:
-    cal = s["calibration"]
-    share = s["profiler_ns"] / s["wall_ns"] if s["wall_ns"] else None
-    return (f"about {fmt_ns(s['profiler_ns'])} ({fmt_share(share)} of wall time): "
-            f"{fmt_ns(cal.get('overhead_ns'))} per op, calibrated as "
-            f"{fmt_ns(cal.get('no_listener_ns'))} per op unrecorded vs "
-            f"{fmt_ns(cal.get('recorder_ns'))} recorded")
+    return s["profiler_cost"].text(s["wall_ns"])
 
 
 def _notes(s: dict) -> list[str]:
@@ -197,16 +193,17 @@ def comparison_table(rows: list[Comparison]) -> Table:
     for c in rows:
         ops = ", ".join(c.eager_ops)
         out.append([c.graph_id, c.kernel, c.step_kind, _cut(ops, 60), fmt_ns(c.eager_ns),
-                    fmt_ns(c.kernel_ns), fmt_speedup(c.speedup), fmt_bytes(c.eager_bytes),
+                    fmt_ns(c.kernel_ns), c.speedup_text(), fmt_bytes(c.eager_bytes),
                     fmt_bytes(c.planned_bytes)])
     eager = sum(c.eager_ns for c in rows)
     kernel = sum(c.kernel_ns for c in rows)
+    # Sums of medians: no verdict of their own (the wall line of em.compare has one).
     out.append(["total", f"{len(rows)} steps", "", f"{sum(c.eager_count for c in rows)} ops",
-                fmt_ns(eager), fmt_ns(kernel), fmt_speedup(eager / kernel if kernel else None),
+                fmt_ns(eager), fmt_ns(kernel), "",
                 fmt_bytes(sum(c.eager_bytes for c in rows)),
                 fmt_bytes(sum(c.planned_bytes for c in rows))])
-    return Table("comparison", "Eager vs graph (per call)",
-                 ["graph", "kernel", "kind", "eager ops", "eager", "graph", "speedup",
+    return Table("comparison", "Eager vs graph (per call, medians of em.compare's rounds)",
+                 ["graph", "kernel", "kind", "eager ops", "eager", "graph", "eager/graph",
                   "eager bytes", "planned bytes"], out, "lllrrrrrr")
 
 
@@ -232,18 +229,18 @@ def _graph_tables(session: Session, report: Report) -> None:
     passes = session.events("pass")
     if passes:
         report.tables.append(_pass_table(passes))
-    compiles = session.events("compile")
-    if compiles:
-        hits = sum(1 for e in compiles if e.data.get("cache_hit"))
-        total = sum(int(e.data.get("compile_ns") or 0) for e in compiles)
-        rows = [[str(e.data.get("graph_id", "")), str(e.data.get("kernel", "")),
-                 str(e.data.get("language", "")), fmt_ns(e.data.get("compile_ns")),
-                 "yes" if e.data.get("cache_hit") else "no"] for e in compiles[:MAX_ROWS]]
+    builds = compiles([(e.start_ns, e.end_ns, e.data) for e in session.events("compile")])
+    if builds:
+        hits = sum(1 for c in builds if c.cache_hit)
+        total = sum(c.compile_ns for c in builds)
+        rows = [[c.graph_id, c.what, _cut(", ".join(k.kernel for k in c.kernels), 50),
+                 c.language, fmt_ns(c.compile_ns), "yes" if c.cache_hit else "no"]
+                for c in builds[:MAX_ROWS]]
         report.tables.append(Table(
-            "compiles", f"Kernel compiles ({len(compiles)}, {hits} from cache, "
-                        f"{fmt_ns(total)} in all)",
-            ["graph", "kernel", "language", "compile time", "cache hit"], rows, "lllrl",
-            _cut_note(len(compiles))))
+            "compiles", f"Compiles ({len(builds)}, {hits} from the cache, "
+                        f"{fmt_ns(total)} in all, each counted once)",
+            ["graph", "unit", "kernels", "language", "compile time", "cache hit"], rows,
+            "llllrl", _cut_note(len(builds))))
     plans = session.events("memory_plan")
     if plans:
         rows = [[str(e.data.get("graph_id", "")), fmt_bytes(e.data.get("planned_peak")),

@@ -127,6 +127,16 @@ class RowFormatter:
         )
 
 
+    def kernel_total_row(self, t) -> tuple:
+        """A kernel_totals row of a :class:`~execmode.profilers.kernel_totals.KernelTotalRow`."""
+        output = self.tensor_text(tuple(t.shape), t.dtype)
+        self.devices.add(t.device)
+        return (t.clock, t.step_index, t.graph_id, t.kernel, t.step_kind,
+                to_json(list(t.member_nodes)), to_json(list(t.member_ops)), t.calls,
+                t.total_ns, t.min_ns, t.max_ns, t.bytes, output, t.device, t.scope,
+                self.location_id(t.location), t.backend)
+
+
 def event_row(ev) -> tuple:
     """(kind, start_ns, end_ns, graph_id or "", data_json) for any non-op event."""
     graph_id = ev.data.get("graph_id")

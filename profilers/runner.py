@@ -35,7 +35,7 @@ from execmode.script_runner import (  # noqa: F401 - ScriptNotFound: part of thi
 
 def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathLike,
                   summaries: bool = False, memory: bool = True, calibrate: bool = True,
-                  capture_output: bool = True, pyspy: bool = False, rate: int = 100,
+                  kernel_rows: bool = False, capture_output: bool = True, pyspy: bool = False, rate: int = 100,
                   native: bool = False, pyspy_format: str = "raw",
                   listeners=()) -> ScriptExit:
     """Run ``script`` with a recorder writing to ``session`` (a new file); return its exit.
@@ -48,13 +48,17 @@ def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathL
     meta = {"script": os.path.abspath(script), "argv": [str(script), *map(str, args)],
             "cwd": os.getcwd()}
     recorder = Recorder(session, summaries=summaries, memory=memory, calibrate=calibrate,
-                        meta=meta)
+                        kernel_rows=kernel_rows, meta=meta)
     sampler = None
     try:
         if calibrate:
             recorder.calibrate()  # before py-spy starts: its samples are the script's
         if pyspy:
             sampler = start_pyspy(recorder, rate, native, pyspy_format)
+        # The engine, loaded before recording starts: the script's first em.<name> would
+        # otherwise load it (~0.1 s) inside the recording, as the time before its first op.
+        import execmode.api  # noqa: F401
+
         recorder.start()
         for listener in listeners:
             instrument.add_listener(listener)
@@ -111,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summaries", action="store_true", help="store value summaries per op")
     p.add_argument("--no-memory", action="store_true", help="do not track live/peak memory")
     p.add_argument("--no-calibrate", action="store_true", help="skip the overhead calibration")
+    p.add_argument("--kernel-rows", action="store_true",
+                   help="a row per kernel run (plans run step by step), not only sums")
     p.add_argument("--no-output", action="store_true", help="do not record stdout/stderr")
     p.add_argument("--pyspy", action="store_true", help="sample with py-spy as well")
     p.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
@@ -137,7 +143,7 @@ def main(argv=None) -> int:
         result = record_script(
             command[0], command[1:], session=ns.session, summaries=ns.summaries,
             memory=not ns.no_memory, calibrate=not ns.no_calibrate,
-            capture_output=not ns.no_output, pyspy=ns.pyspy, rate=ns.rate, native=ns.native,
+            kernel_rows=ns.kernel_rows, capture_output=not ns.no_output, pyspy=ns.pyspy, rate=ns.rate, native=ns.native,
             pyspy_format=ns.pyspy_format)
     except ScriptNotFound as exc:
         print(f"execmode: error: {exc}", file=sys.stderr)

@@ -1,5 +1,5 @@
--- execmode session store: one SQLite file per run. Schema version 2 (1 lacked
--- op_events.thread; readers select NULL for it there, store.OLDER_VERSIONS).
+-- execmode session store: one SQLite file per run. Schema version 3 (1 lacked
+-- op_events.thread, 2 the kernel_totals and graph_runs tables: store.OLDER_VERSIONS).
 -- docs/session-store.md explains every table; bump store.SCHEMA_VERSION on any change.
 -- Timestamps are time.perf_counter_ns() of the recording process (meta "t0_ns" is the
 -- session start on that clock); durations are nanoseconds; sizes are bytes.
@@ -68,6 +68,42 @@ CREATE TABLE kernels (
     location     INTEGER REFERENCES locations (id)
 );
 
+-- Graph mode's steps summed while recording (profilers/kernel_totals.py): one row per step
+-- of each compiled plan that ran, rewritten in place as its sums grow. ``clock`` numbers
+-- the plan (two plans may share a graph id). Per-run rows (table kernels) exist only when
+-- asked for (execmode profile --kernel-rows); these sums exist in both cases.
+CREATE TABLE kernel_totals (
+    clock        INTEGER NOT NULL,
+    step_index   INTEGER NOT NULL,
+    graph_id     TEXT NOT NULL,
+    kernel       TEXT NOT NULL,
+    step_kind    TEXT NOT NULL,
+    member_nodes TEXT NOT NULL,  -- JSON list of graph node ids
+    member_ops   TEXT NOT NULL,  -- JSON list of op names
+    calls        INTEGER NOT NULL,
+    total_ns     INTEGER NOT NULL,
+    min_ns       INTEGER NOT NULL,
+    max_ns       INTEGER NOT NULL,
+    bytes        INTEGER NOT NULL, -- new buffers over all calls: views, planned, pooled: 0
+    output       TEXT,
+    device       TEXT,
+    scope        TEXT,
+    location     INTEGER REFERENCES locations (id),
+    backend      TEXT,
+    PRIMARY KEY (clock, step_index)
+);
+
+-- Whole runs of each compiled plan while recording: the time its steps' rows leave out
+-- (write-backs, copies, the loop between steps) is total_ns minus their sum.
+CREATE TABLE graph_runs (
+    clock    INTEGER PRIMARY KEY,
+    graph_id TEXT NOT NULL,
+    runs     INTEGER NOT NULL,
+    total_ns INTEGER NOT NULL,
+    min_ns   INTEGER NOT NULL,
+    max_ns   INTEGER NOT NULL
+);
+
 -- Every other instrumentation event (trace, retrace, graph_break, graph, pass, compile,
 -- memory_plan, mark, ...): its fields as a JSON object.
 CREATE TABLE events (
@@ -120,5 +156,10 @@ CREATE TABLE comparisons (
     kernel_ns     INTEGER NOT NULL,
     eager_bytes   INTEGER NOT NULL,
     planned_bytes INTEGER NOT NULL,
-    repeat        INTEGER NOT NULL
+    repeat        INTEGER NOT NULL, -- calls per round
+    -- em.compare's medians are over this many interleaved rounds (NULL before schema 3);
+    -- the verdict is the ratio only when the rounds' spreads separate: "1.84x", or
+    -- "undecided (overlap)", "undecided (rounds disagree)"; NULL for a removed op.
+    rounds        INTEGER,
+    verdict       TEXT
 );

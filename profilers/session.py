@@ -20,6 +20,7 @@ from pathlib import Path
 
 from execmode.profilers import session_end, store, store_queries
 from execmode.profilers.errors import SessionError
+from execmode.profilers.profiler_cost import profiler_cost
 
 # The row types live with the queries that build them (store_rows.py); named here too for
 # code that has always imported them from the Session's module.
@@ -224,13 +225,11 @@ class Session:
     def summary(self) -> dict:
         """The headline numbers every report starts with."""
         ops, op_ns, op_bytes = self.op_time()
-        kernels, kernel_ns = self._query(
-            "SELECT COUNT(*), COALESCE(SUM(dur_ns), 0) FROM kernels")[0]
+        kernels, kernel_ns = store_queries.kernel_run_sums(self._query)
         wall_ns = max(0, self.end_ns() - self.t0_ns)
         end = self.end
         calibration = self.meta.get("calibration") or {}
-        overhead = calibration.get("overhead_ns")
-        profiler_ns = int(overhead * ops) if isinstance(overhead, int | float) else None
+        cost = profiler_cost(calibration, store_queries.cost_counts(self._query), self.meta)
         return {
             "path": str(self.path),
             "script": self.meta.get("script"),
@@ -249,7 +248,8 @@ class Session:
             "events": self.event_counts(),
             "peak_memory": self.peak_memory(),
             "calibration": calibration,
-            "profiler_ns": profiler_ns,
+            "profiler_ns": cost.total_ns,
+            "profiler_cost": cost,
             "pyspy": self.meta.get("pyspy") or {"status": "off"},
             "samples": self.category_totals(),
             "machine": self.meta.get("machine") or {},

@@ -23,7 +23,7 @@ from execmode.profilers import session_file
 from execmode.profilers.errors import SessionError
 from execmode.profilers.session_file import APPLICATION_ID  # "EMS1": marks our sessions
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FORMAT_NAME = "execmode-session"
 SESSION_SUFFIX = ".emsession"
 
@@ -33,6 +33,8 @@ SESSION_SUFFIX = ".emsession"
 OLDER_VERSIONS: dict[int, str] = {
     1: "op_events and the ops view have no thread column: every op reads as the main "
        "thread's (NULL)",
+    2: "no kernel_totals or graph_runs tables: kernel totals are summed from the kernels "
+       "table's per-run rows; comparisons have no rounds or verdict columns (NULL)",
 }
 
 

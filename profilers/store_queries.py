@@ -101,9 +101,12 @@ def ops_between(run: Run, schema_version: int, start_ns: int, end_ns: int,
 
 
 def comparisons(run: Run, decode: Decode) -> list[Comparison]:
+    # Schema 3 added the rounds and the verdict (store.OLDER_VERSIONS).
+    columns = {r[1] for r in run("PRAGMA table_info(comparisons)", ())}
+    extra = "rounds, verdict" if "verdict" in columns else "NULL, NULL"
     rows = run("SELECT id, function, graph_id, kernel, step_kind, eager_ops, eager_count, "
-               "eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat FROM comparisons "
-               "ORDER BY id", ())
+               f"eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat, {extra} "
+               "FROM comparisons ORDER BY id", ())
     return [Comparison(*r[1:5], decode(r[5], "comparisons", r[0], "eager_ops"), *r[6:])
             for r in rows]
 
@@ -143,23 +146,70 @@ def op_totals(run: Run, group_by: str = "op", sort_by: str = "total_time",
     return _totals(rows, sort_by, limit)
 
 
+def has_kernel_sums(run: Run) -> bool:
+    """True when the session holds the kernel clock's sums (kernel_totals, schema 3 on).
+    They cover every run, with or without per-run rows; older sessions have only the
+    per-run rows of table kernels, summed here instead."""
+    table = run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernel_totals'",
+                ())
+    return bool(table) and bool(run("SELECT 1 FROM kernel_totals LIMIT 1", ()))
+
+
 def kernel_totals(run: Run, sort_by: str = "total_time",
                   limit: int | None = None) -> list[OpTotal]:
     """Graph-mode steps aggregated by "graph/kernel" name."""
-    rows = run("SELECT graph_id || '/' || kernel AS k, COUNT(*), SUM(dur_ns), MIN(dur_ns), "
-               "MAX(dur_ns), SUM(bytes) FROM kernels GROUP BY k", ())
+    if has_kernel_sums(run):
+        rows = run("SELECT graph_id || '/' || kernel AS k, SUM(calls), SUM(total_ns), "
+                   "MIN(min_ns), MAX(max_ns), SUM(bytes) FROM kernel_totals GROUP BY k", ())
+    else:
+        rows = run("SELECT graph_id || '/' || kernel AS k, COUNT(*), SUM(dur_ns), "
+                   "MIN(dur_ns), MAX(dur_ns), SUM(bytes) FROM kernels GROUP BY k", ())
     return _totals(rows, sort_by, limit)
 
 
 def step_totals(run: Run, decode: Decode) -> list[KernelTotal]:
     """Every step of every compiled graph with its calls and time, in the order the steps
     first ran (member ops and kind as the first run recorded them)."""
-    rows = run("SELECT MIN(id), graph_id, kernel, MIN(step_kind), MIN(member_ops), COUNT(*), "
-               "SUM(dur_ns), SUM(bytes) FROM kernels GROUP BY graph_id, kernel "
-               "ORDER BY MIN(id)", ())
-    return [KernelTotal(g, k, kind, decode(ops, "kernels", first, "member_ops"), n,
+    if has_kernel_sums(run):
+        rows = run("SELECT MIN(rowid), graph_id, kernel, MIN(step_kind), MIN(member_ops), "
+                   "SUM(calls), SUM(total_ns), SUM(bytes) FROM kernel_totals "
+                   "GROUP BY graph_id, kernel ORDER BY MIN(clock), MIN(step_index)", ())
+        table = "kernel_totals"
+    else:
+        rows = run("SELECT MIN(id), graph_id, kernel, MIN(step_kind), MIN(member_ops), "
+                   "COUNT(*), SUM(dur_ns), SUM(bytes) FROM kernels GROUP BY graph_id, kernel "
+                   "ORDER BY MIN(id)", ())
+        table = "kernels"
+    return [KernelTotal(g, k, kind, decode(ops, table, first, "member_ops"), n,
                         total or 0, b or 0)
             for first, g, k, kind, ops, n, total, b in rows]
+
+
+def kernel_run_sums(run: Run) -> tuple[int, int]:
+    """(kernel runs, their total ns) over the whole session."""
+    if has_kernel_sums(run):
+        row = run("SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0) "
+                  "FROM kernel_totals", ())
+    else:
+        row = run("SELECT COUNT(*), COALESCE(SUM(dur_ns), 0) FROM kernels", ())
+    return int(row[0][0]), int(row[0][1])
+
+
+def graph_run_count(run: Run) -> int:
+    """Runs of compiled plans while recording (0 in sessions older than the table)."""
+    table = run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_runs'", ())
+    if not table:
+        return 0
+    return int(run("SELECT COALESCE(SUM(runs), 0) FROM graph_runs", ())[0][0])
+
+
+def cost_counts(run: Run) -> tuple[int, int, int, int]:
+    """(eager ops, kernel runs, graph runs, per-run kernel rows): what the profiler's
+    cost is stated from (profiler_cost.py)."""
+    ops = int(run("SELECT COUNT(*) FROM op_events", ())[0][0])
+    kernel_rows = int(run("SELECT COUNT(*) FROM kernels", ())[0][0])
+    calls, _ = kernel_run_sums(run)
+    return ops, calls, graph_run_count(run), kernel_rows
 
 
 def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:

@@ -128,11 +128,26 @@ class Comparison(NamedTuple):
     kernel_ns: int
     eager_bytes: int
     planned_bytes: int
-    repeat: int
+    repeat: int                # calls per round
+    rounds: int | None = None  # None: a session older than schema 3 (a mean, not medians)
+    verdict: str | None = None  # "1.84x" or "undecided (why)"; None: removed, or older
 
     @property
     def speedup(self) -> float | None:
+        """The ratio, only when the measurement decided one."""
+        if self.rounds is not None:
+            return self.eager_ns / self.kernel_ns if self.verdict and \
+                not self.verdict.startswith("undecided") and self.kernel_ns > 0 else None
         return self.eager_ns / self.kernel_ns if self.kernel_ns > 0 else None
+
+    def speedup_text(self) -> str:
+        """The verdict as a table cell: "1.84x", "undecided (overlap)", "removed"."""
+        if self.verdict is not None:
+            return self.verdict
+        if self.step_kind == "removed":
+            return "removed"
+        speedup = self.speedup
+        return f"{speedup:.2f}x" if speedup is not None else "-"
 
 
 class OpTotal(NamedTuple):

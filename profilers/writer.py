@@ -29,6 +29,7 @@ from collections import deque
 from typing import NamedTuple
 
 from execmode.profilers import store
+from execmode.profilers.kernel_totals import GraphRunsRow, KernelTotalRow
 from execmode.profilers.reserve import Reserve
 from execmode.profilers.rows import RowFormatter, Summary, event_row, memory_row_from_event
 
@@ -95,7 +96,9 @@ class ComparisonRow(NamedTuple):
     kernel_ns: int
     eager_bytes: int
     planned_bytes: int
-    repeat: int
+    repeat: int      # calls per round
+    rounds: int
+    verdict: str | None
 
 
 class MetaValue(NamedTuple):
@@ -137,9 +140,16 @@ _INSERT = {
     "output": "INSERT INTO output (ts_ns, stream, text) VALUES (?,?,?)",
     "samples": "INSERT INTO samples (thread, stack, count, category) VALUES (?,?,?,?)",
     "comparisons": "INSERT INTO comparisons (function, graph_id, kernel, step_kind, eager_ops, "
-                   "eager_count, eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   "eager_count, eager_ns, kernel_ns, eager_bytes, planned_bytes, repeat, "
+                   "rounds, verdict) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
     "meta": "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)",
+    # Sums that grow while recording: each row replaces the step's previous one.
+    "kernel_totals": "INSERT OR REPLACE INTO kernel_totals (clock, step_index, graph_id, "
+                     "kernel, step_kind, member_nodes, member_ops, calls, total_ns, min_ns, "
+                     "max_ns, bytes, output, device, scope, location, backend) VALUES "
+                     "(?,?,?,?,?,?,?,?,?,?,?,?,?,NULLIF(?,''),NULLIF(?,''),NULLIF(?,0),?)",
+    "graph_runs": "INSERT OR REPLACE INTO graph_runs (clock, graph_id, runs, total_ns, "
+                  "min_ns, max_ns) VALUES (?,?,?,?,?,?)",
 }
 
 
@@ -176,6 +186,9 @@ class SessionWriter:
         self._conn = store.connect_writer(self.path)
         self._pragmas = "; ".join(store.writer_pragmas(self._conn))
         self._rings: tuple = ()
+        # Called on this thread before each batch: rows to write that nobody queued (the
+        # kernel clock's sums, which grow without events). Returns a list of rows.
+        self.collect = None
         self.wake = self._wake.set
         self._thread = threading.Thread(target=self._run, name="execmode-session-writer",
                                         daemon=True)
@@ -268,6 +281,9 @@ class SessionWriter:
                 self._wake.wait(self._interval)
                 self._wake.clear()
                 try:
+                    collect = self.collect
+                    if collect is not None:
+                        self._queue.extend(collect())
                     self._write_pending(conn)
                 except Exception as exc:
                     if not self._become_partial(conn, exc):
@@ -380,6 +396,8 @@ class SessionWriter:
                     flushes.append(item.done)
                 elif isinstance(item, Event):
                     self._route_event(fmt, rows, item)
+                elif cls is KernelTotalRow:
+                    rows["kernel_totals"].append(fmt.kernel_total_row(item))
                 else:
                     rows[_TABLE_OF[cls]].append(item)
             except Exception:  # one odd event must not stop the recording
@@ -535,6 +553,7 @@ def _statements(insert: str, rows: list) -> list:
 
 
 _TABLE_OF = {
+    GraphRunsRow: "graph_runs",
     OutputLine: "output",
     SampleRow: "samples",
     ComparisonRow: "comparisons",

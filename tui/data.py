@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from execmode.profilers import store, store_queries
+from execmode.profilers.compiles import compiles
 from execmode.profilers.errors import SessionError
 from execmode.tui.op_query import OpQuery
 from execmode.tui.records import (
@@ -302,12 +303,15 @@ class SessionReader:
         return out
 
     def compiles(self) -> list[CompileInfo]:
-        return [CompileInfo(str(d.get("graph_id") or ""), str(d.get("kernel") or ""),
-                            str(d.get("language") or ""), str(d.get("source") or ""),
-                            _int(d.get("compile_ns")), d.get("cache_hit"),
-                            _list(d.get("member_nodes")), _list(d.get("member_ops")),
-                            str(d.get("backend") or ""))
-                for _s, _e, d in self._events("compile")]
+        """One entry per compiled kernel, with its translation unit's compile (time counted
+        once per unit: ``shared_by`` kernels share it)."""
+        out = []
+        for c in compiles(self._events("compile")):
+            for k in c.kernels:
+                out.append(CompileInfo(c.graph_id, k.kernel, c.language, k.source,
+                                       c.compile_ns, c.cache_hit, k.member_nodes,
+                                       k.member_ops, c.backend, len(c.kernels)))
+        return out
 
     def memory_plans(self) -> list[MemoryPlanInfo]:
         return [MemoryPlanInfo(str(d.get("graph_id") or ""), _int(d.get("planned_peak")),

@@ -60,7 +60,8 @@ def measure_session(session_path: str, post: Callable[[Message], object],
             elif "skipped" in news:
                 skipped.append((news["graph"], news["skipped"]))
             elif "rows" in news:
-                rows += [_comparison(news.get("function", "?"), r, news.get("repeat", repeat))
+                rows += [_comparison(news.get("function", "?"), r, news.get("repeat", repeat),
+                                     news.get("rounds"))
                          for r in news["rows"]]
     finally:
         if child.poll() is None and cancelled():
@@ -74,9 +75,11 @@ def measure_session(session_path: str, post: Callable[[Message], object],
     post(CompareMeasured(rows, skipped, error))
 
 
-def _comparison(function: str, r: dict, repeat: int) -> Comparison:
+def _comparison(function: str, r: dict, repeat: int, rounds: int | None = None) -> Comparison:
     # The store's row type, as em.compare records it: eager_count is the ops it replaced.
     eager_ops = list(r["eager_ops"])
+    cell = r.get("cell")  # the row's verdict as a table cell ("removed": none)
     return Comparison(function, str(r["graph_id"]), str(r["kernel"]), str(r["step_kind"]),
                       eager_ops, len(eager_ops), int(r["eager_ns"]), int(r["kernel_ns"]),
-                      int(r["eager_bytes"]), int(r["planned_bytes"]), int(repeat))
+                      int(r["eager_bytes"]), int(r["planned_bytes"]), int(repeat),
+                      rounds, None if cell in (None, "removed") else str(cell))

@@ -127,6 +127,7 @@ class CompileInfo(NamedTuple):
     member_nodes: list
     member_ops: list
     backend: str
+    shared_by: int = 1   # kernels compiled in the same unit, in the same compile_ns
 
 
 class MemoryPoint(NamedTuple):

@@ -38,6 +38,7 @@ class Library:
     cache_hit: bool
     compile_ns: int
     toolchain: Toolchain
+    started_ns: int = 0   # perf_counter_ns when the build (or the cache lookup) began
 
     def function(self, name: str, n_pointers: int):
         fn = getattr(self.cdll, name)
@@ -80,7 +81,7 @@ def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
     cdll = ctypes.CDLL(path)
     if toolchain.openmp:
         configure_library(cdll)  # the thread count, and what a fork does (threads.py)
-    return Library(path, cdll, source, hit, compile_ns, toolchain)
+    return Library(path, cdll, source, hit, compile_ns, toolchain, t0)
 
 
 # --- kernels --------------------------------------------------------------------------------

@@ -141,9 +141,12 @@ def _compiled(kernels: dict, graph_id: str, toolchain) -> dict:
     to_compile = [k for k in kernels.values() if needs_compiling(k)]
     library = build_library(to_compile, toolchain, renderer) if to_compile else None
     objects = {i: make_kernel(k, library, renderer) for i, k in kernels.items()}
-    for obj in objects.values():
-        _compiled_event(graph_id, obj, library.compile_ns if library else 0,
-                        library.cache_hit if library else True, "c")
+    if library is not None:
+        emit_compile(graph_id, list(objects.values()), library.started_ns,
+                     library.compile_ns, library.cache_hit, "c", "c")
+    else:  # library matmuls only: nothing went to the compiler
+        now = time.perf_counter_ns()
+        emit_compile(graph_id, list(objects.values()), now, 0, True, "c", "c")
     if debug_level() >= 2 and library is not None:
         state = "cache hit" if library.cache_hit else f"{library.compile_ns / 1e6:.0f} ms"
         _note(f"{graph_id}: {len(to_compile)} C kernel(s), {state}: {library.path}")
@@ -156,7 +159,8 @@ def _interpreted(kernels: dict, graph_id: str, reason: str) -> dict:
     for i, k in kernels.items():
         source = f"/* interpreted over NumPy: {reason} */\n" + renderer.kernel(k)
         objects[i] = InterpretedKernel(k, source)
-        _compiled_event(graph_id, objects[i], 0, False, "interpreter")
+    emit_compile(graph_id, list(objects.values()), time.perf_counter_ns(), 0, False,
+                 "interpreter", "interpreter")
     return objects
 
 
@@ -167,6 +171,7 @@ def _gpu_kernels(kernels: dict, graph_id: str) -> dict:
 
     to_compile = [k for k in kernels.values() if k.body or not
                   (k.matmul is not None and k.matmul.library)]
+    started = time.perf_counter_ns()
     try:
         module, _, compile_ns, hit = build_module(to_compile) if to_compile else \
             (None, "", 0, True)
@@ -174,25 +179,35 @@ def _gpu_kernels(kernels: dict, graph_id: str) -> dict:
         _note(f"{graph_id}: CUDA kernels unavailable ({exc}); running op by op")
         return {}
     objects = {i: CudaKernel(k, module) for i, k in kernels.items()}
-    for obj in objects.values():
-        _compiled_event(graph_id, obj, compile_ns, hit, "cuda")
+    emit_compile(graph_id, list(objects.values()), started, compile_ns, hit, "cuda", "cuda")
     return objects
 
 
 # --- reporting ------------------------------------------------------------------------------
 
-def _compiled_event(graph_id, obj, compile_ns: int, cache_hit: bool, backend: str) -> None:
+def kernel_child(kernel, source: str) -> dict:
+    """A compile event's child: one kernel of the translation unit."""
+    return {"kernel": kernel.name, "source": source, "member_nodes": list(kernel.members),
+            "member_ops": list(kernel.member_ops)}
+
+
+def emit_compile(graph_id: str, objects: list, started_ns: int, compile_ns: int,
+                 cache_hit: bool, language: str, backend: str, what: str = "kernels",
+                 children: list | None = None) -> None:
+    """One compile: one translation unit (or module) and the kernels in it, as children
+    (``objects``' kernels, or ``children`` as kernel_child makes them). Its time is the
+    compiler's (or the cache lookup's) once, not once per kernel."""
+    kernels = children if children is not None else \
+        [kernel_child(obj.kernel, obj.source) for obj in objects]
     if debug_level() >= 4:
-        print(obj.source, file=sys.stderr)
+        for child in kernels:
+            print(child["source"], file=sys.stderr)
     if not instrument._on_event:
         return
-    k = obj.kernel
-    now = time.perf_counter_ns()
     instrument.emit(instrument.Event("compile", {
-        "graph_id": graph_id, "kernel": k.name, "language": obj.language,
-        "source": obj.source, "compile_ns": compile_ns, "cache_hit": cache_hit,
-        "member_nodes": k.members, "member_ops": k.member_ops, "backend": backend,
-    }, now - compile_ns, now))
+        "graph_id": graph_id, "what": what, "language": language, "backend": backend,
+        "compile_ns": compile_ns, "cache_hit": cache_hit, "kernels": kernels,
+    }, started_ns, started_ns + compile_ns))
 
 
 def _note(text: str) -> None:

@@ -20,6 +20,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <numpy/arrayobject.h>
+#include <time.h>
 
 #ifndef Py_T_OBJECT_EX
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -84,18 +85,54 @@ typedef struct {
     PyObject *structure;       /* NULL: return the single result as is */
     PyObject *unflatten;
     PyObject *dispatch_dict, *jit_dict;
-    PyObject *hooks;           /* instrument's _on_event, _before_kernel, _after_kernel */
+    PyObject *hooks;           /* instrument's _on_kernel, _before_kernel, _after_kernel */
     PyObject *grad_enabled;
     PyTypeObject *tensor_type;
     Py_ssize_t off_data, off_requires_grad;
     PyObject *miss;
     PyObject *python;          /* the generated Python replay: layout misses go there */
     PyObject *guard;           /* NULL, or () -> True while the Python state is as traced */
+    long long *clock;          /* NULL, or a one-step plan's kernel clock (kernel_clock.py):
+                                  [on, run sums, step sums]; a program times itself */
     int release_gil;
     PyObject *refs;            /* owns every object above */
 } FastEntry;
 
 static PyObject *k_tracing, *k_grad_enabled, *k_jit_disabled;
+
+/* --- the kernel clock (execmode/kernel_clock.py; em_clock.h for programs) ---------------- */
+
+#define CLOCK_HEADER 5   /* on, whole runs' calls, ns, min, max */
+
+static inline long long
+clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline void
+clock_add(long long *s, long long d)
+{
+    s[0] += 1;
+    s[1] += d;
+    if (d < s[2])
+        s[2] = d;
+    if (d > s[3])
+        s[3] = d;
+}
+
+/* The one step of a one-step plan took the time since t0 (and allocated nbytes): its
+ * sums and the whole run's are the same time. */
+static inline void
+clock_step_done(long long *clock, long long t0, long long nbytes)
+{
+    long long d = clock_ns() - t0;
+    clock_add(clock + 1, d);
+    clock_add(clock + CLOCK_HEADER, d);
+    clock[CLOCK_HEADER + 4] += nbytes;
+}
 
 /* --- checks ------------------------------------------------------------------------- */
 
@@ -282,6 +319,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         memcpy(argv, self->block, self->n_block * sizeof(void *));
         for (Py_ssize_t k = 0; k < self->n_inputs; ++k)
             argv[self->inputs[k].block] = held[k];
+        long long t0 = self->clock != NULL && self->clock[0] ? clock_ns() : 0;
         PyObject *ret = PyObject_Vectorcall(self->call, argv, self->n_block, NULL);
         if (ret == NULL || !PyArray_CheckExact(ret)) {
             if (ret == NULL)
@@ -290,6 +328,9 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
             soft_miss = 1;
             goto done;
         }
+        if (t0)  /* the ufunc's result is a new array: its bytes are new memory */
+            clock_step_done(self->clock, t0, PyArray_BASE((PyArrayObject *)ret) == NULL
+                            ? (long long)PyArray_NBYTES((PyArrayObject *)ret) : 0);
         out_arrays[n_out++] = ret;
         goto wrap_results;
     }
@@ -330,6 +371,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         block[self->inputs[k].block] = PyArray_DATA((PyArrayObject *)held[k]);
     for (Py_ssize_t k = 0; k < self->n_outputs; ++k)
         block[self->outputs[k].block] = PyArray_DATA((PyArrayObject *)out_arrays[k]);
+    long long t0 = self->clock != NULL && self->clock[0] ? clock_ns() : 0;
     if (self->release_gil) {
         /* Big, stateless kernels only: the block is on this thread's stack and we hold
          * every array it points into. */
@@ -340,6 +382,8 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     else {
         self->fn(block);
     }
+    if (t0)  /* outputs come from the kernel's pool: no new memory counted */
+        clock_step_done(self->clock, t0, 0);
 
 wrap_results:
     if (self->structure == NULL) {
@@ -433,7 +477,7 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *fn_address, *fixed, *positions, *inputs, *outputs, *results, *structure,
         *unflatten, *dispatch_dict, *jit_dict, *hooks, *grad_enabled, *tensor_type,
-        *data_descr, *rg_descr, *miss_obj, *python, *keep, *guard;
+        *data_descr, *rg_descr, *miss_obj, *python, *keep, *guard, *clock = Py_None;
     Py_ssize_t n_block, n_leaves;
     int release_gil;
 
@@ -441,13 +485,21 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "FastEntry takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnOOnOOOOOO!O!O!OO!OOOpOOO:FastEntry", &fn_address, &n_block,
+    if (!PyArg_ParseTuple(args, "OnOOnOOOOOO!O!O!OO!OOOpOOO|O:FastEntry", &fn_address, &n_block,
                           &fixed, &positions, &n_leaves, &inputs, &outputs, &results,
                           &structure, &unflatten, &PyDict_Type, &dispatch_dict, &PyDict_Type,
                           &jit_dict, &PyTuple_Type, &hooks, &grad_enabled,
                           &PyType_Type, &tensor_type, &data_descr, &rg_descr, &miss_obj,
-                          &release_gil, &python, &keep, &guard))
+                          &release_gil, &python, &keep, &guard, &clock))
         return NULL;
+    if (clock != Py_None && (!PyArray_CheckExact(clock)
+            || PyArray_TYPE((PyArrayObject *)clock) != NPY_INT64
+            || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)clock)
+            || !PyArray_ISWRITEABLE((PyArrayObject *)clock)
+            || PyArray_SIZE((PyArrayObject *)clock) < CLOCK_HEADER + 5)) {
+        PyErr_SetString(PyExc_TypeError, "the clock must be a one-step plan's int64 array");
+        return NULL;
+    }
     if (!PyTuple_Check(fixed) || !PyTuple_Check(positions) || !PyTuple_Check(inputs)
             || !PyTuple_Check(outputs) || !PyTuple_Check(results)) {
         PyErr_SetString(PyExc_TypeError, "the spec's lists must be tuples");
@@ -501,6 +553,8 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->miss = miss_obj;
     self->python = python;
     self->guard = guard == Py_None ? NULL : guard;
+    /* The array is in args, which refs holds. */
+    self->clock = clock == Py_None ? NULL : (long long *)PyArray_DATA((PyArrayObject *)clock);
     self->release_gil = release_gil && n_block <= FE_STACK_BLOCK && self->call == NULL;
     self->off_data = member_offset(data_descr);
     self->off_requires_grad = self->off_data < 0 ? -1 : member_offset(rg_descr);

@@ -18,6 +18,9 @@ on the arguments (NumPy's results, bit for bit).
   returns MISS, as the Python replay does. What only C checks (an argument's strides, a
   captured tensor's array) hands the call to the Python replay, which copies into the
   kernel's layout.
+* **Timed while the kernel clock runs** (a profiler or em.compare measures:
+  execmode/kernel_clock.py): a program times its own steps; for a one-step plan the entry
+  reads the clock around the kernel or ufunc call and adds to the plan's sums.
 * **Built on first use, cached on disk like kernels.** The C source lives next to this
   file; the first jitted function that qualifies compiles it with the project's compiler
   (~0.3 s) into the cache directory's ``extensions`` folder, keyed by the source,
@@ -162,10 +165,12 @@ def make_fast_entry(cf, items, python_replay, modules):
             tuple(input_specs), tuple(outputs), tuple(results),
             None if single else cf.out_structure, pytree.unflatten,
             vars(dispatch), vars(jit_module),
-            (instrument._on_event, instrument._before_kernel, instrument._after_kernel),
+            (instrument._on_kernel, instrument._before_kernel, instrument._after_kernel),
             bool(cf.signature.grad_enabled), tensor_type, descriptors["_data"],
             descriptors["requires_grad"], miss, release_gil, python_replay, keep,
-            cf.python_state_holds if cf.python_guards or cf.scalar_guards else None)
+            cf.python_state_holds if cf.python_guards or cf.scalar_guards else None,
+            # A program times its steps itself; the entry times a one-step plan's step.
+            None if plan.program is not None else plan.clock.array)
     except ValueError as exc:  # more than 64 arguments or 32 dimensions: not worth C
         _note(f"{cf.segments[0].graph.name}: Python replay ({exc})")
         return None

@@ -15,6 +15,10 @@ something C can do, the program calls the kernels in order over buffers it owns:
   kernel, the value is copied into the input's own buffer, in graph order, as
   ``Plan.apply_assigns`` writes them (every kernel has read the old values by then).
 
+While the kernel clock runs (a profiler or em.compare measures), the program sums each
+step's time into its plan's clock (em_clock.h, execmode/kernel_clock.py): the clock's array
+sits in the buffer block like a constant, and each step tests its first item.
+
     void program_run(void *const *b)
     {
         /* %2 = matmul %0 %1 */
@@ -38,7 +42,9 @@ import ctypes
 
 import numpy as np
 
+from execmode import kernel_clock as clock_module
 from execmode.graph.ir import ASSIGN, FUSED, INPUT, Node, make_attrs
+from execmode.kernel_clock import StepClock
 from execmode.ops import OPS
 from execmode.passes.fuse import fusable_elementwise
 
@@ -46,6 +52,7 @@ from . import blas as blas_mod
 from . import gemm_kernel, gemm_orientation, layout, matmul_policy
 from .buffers import OutputPool, arranged, data_pointer
 from .c_runtime import CompileError, Library, _Slot, build_library
+from .factory import emit_compile, kernel_child
 from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
 from .render_c import CRenderer, read_header
@@ -133,28 +140,31 @@ class _Refused(Exception):
     """The graph cannot be one C function; the message says why."""
 
 
-def compile_program(graph, graph_id: str = "program", compiled=None) -> Program | None:
+def compile_program(graph, graph_id: str = "program", compiled=None,
+                    clock=None) -> Program | None:
     """The whole ``graph`` as one C function, or None when a node needs Python (see
     :func:`program_or_reason`)."""
-    return program_or_reason(graph, graph_id, compiled)[0]
+    return program_or_reason(graph, graph_id, compiled, clock)[0]
 
 
-def program_or_reason(graph, graph_id: str = "program", compiled=None) -> tuple:
+def program_or_reason(graph, graph_id: str = "program", compiled=None, clock=None) -> tuple:
     """``(Program, "")``, or ``(None, why)`` when some node needs Python.
 
     ``compiled``: node id -> the kernel objects the plan already compiled for this graph
     (``kernel_factory_for(...).kernels``); the program calls those C functions by address
     instead of compiling them again, so a first call pays one more compile only for what
-    the plan runs as NumPy steps."""
+    the plan runs as NumPy steps. ``clock``: the plan's kernel_clock.StepClock, whose
+    steps are the graph's nodes other than inputs and assigns, in order (build_plan's);
+    the program gets one of its own when none is given."""
     try:
-        return _compile(graph, graph_id, compiled or {}), ""
+        return _compile(graph, graph_id, compiled or {}, clock), ""
     except _Refused as exc:
         return None, str(exc)
     except (CompileError, OSError) as exc:  # the plan's own kernels still run
         return None, f"the C compiler failed: {exc}"
 
 
-def _compile(graph, graph_id: str, compiled: dict) -> Program:
+def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
     if any(producers_op == INPUT for producers_op in
            (graph.node(o).op for o in graph.outputs)):
         # an input returned as is: the output pool would take its buffer slot
@@ -176,6 +186,10 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
     features: set = set()                      # "em_gemm": the program calls em_gemm.h
     fixed_kernels: dict[int, int] = {}         # block index -> a plan kernel's address
     keep, kernel_sources = [], []
+    step_of = {n.id: k for k, n in enumerate(
+        n for n in graph.nodes if n.op not in (INPUT, ASSIGN))}
+    if clock is None:
+        clock = StepClock(graph_id, len(step_of))
 
     def new_buffer(node) -> int:
         index = len(shapes)
@@ -235,7 +249,8 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
                 target = index
                 kernel = None
             statements.append(("blas", mm, _blas_matmul(mm, producers, buffer_of, target,
-                                                        fixed, shapes, owned, features)))
+                                                        fixed, shapes, owned, features),
+                               node.id))
             uses_blas = True
             if kernel is None:
                 continue
@@ -261,7 +276,7 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
                 args.append(scratch_of[p.name])
             else:
                 args.append(buffer_of[kernel_inputs[p.position]])
-        statements.append(("kernel", node, (kernel, params, args, slot)))
+        statements.append(("kernel", node, (kernel, params, args, slot), node.id))
     if not statements:
         raise _Refused("nothing to compute")
     write_backs = [_assign(node, producers, buffer_of, views, constants, kernels, renderer)
@@ -270,25 +285,37 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
     fixed_addresses = {index: blas.pointer(*key) for key, index in fixed.items()} \
         if blas is not None else {}
     fixed_addresses.update(fixed_kernels)
+    clock_slot = len(shapes)
+    shapes[clock_slot] = None
+    owned[clock_slot] = clock.array
     entry = f"program_{graph.structural_hash()}"
     lines = [f"/* {graph_id}: {len(statements)} steps and {len(assigns)} write-backs "
-             "in one call */", f"void {entry}(void *const *b)", "{"]
-    for kind, node, detail in statements:
+             "in one call */", f"void {entry}(void *const *b)", "{",
+             f"    long long *const em_clock = (long long *)b[{clock_slot}];",
+             "    const int em_timed = em_clock[0] != 0;",
+             "    const long long em_start = em_timed ? em_clock_ns() : 0;",
+             "    long long em_t = em_start;"]
+    for position, (kind, node, detail, step_node) in enumerate(statements):
         lines.append(f"    /* {member_comment(node)} */")
         if kind == "blas":
             lines.extend("    " + line for line in detail)
-            continue
-        kernel, params, args, slot = detail
-        types = [f"{'' if p is kernel.output else 'const '}{renderer.type_names[p.dtype]} *"
-                 for p in params]
-        casts = ", ".join(f"({t})b[{i}]" for t, i in zip(types, args))
-        function = kernel.name if slot is None else \
-            f"((void (*)({', '.join(types)}))b[{slot}])"
-        lines.append(f"    {function}({casts});")
+        else:
+            kernel, params, args, slot = detail
+            types = [f"{'' if p is kernel.output else 'const '}"
+                     f"{renderer.type_names[p.dtype]} *" for p in params]
+            casts = ", ".join(f"({t})b[{i}]" for t, i in zip(types, args))
+            function = kernel.name if slot is None else \
+                f"((void (*)({', '.join(types)}))b[{slot}])"
+            lines.append(f"    {function}({casts});")
+        # A matmul with an epilogue is two statements and one step: timed after both.
+        if position + 1 == len(statements) or statements[position + 1][3] != step_node:
+            offset = clock_module.HEADER + clock_module.FIELDS * step_of[step_node]
+            lines.append(f"    if (em_timed) em_t = em_clock_step(em_clock + {offset}, em_t);")
     for write_back in write_backs:
         lines.extend("    " + line for line in write_back)
+    lines.append("    if (em_timed) em_clock_step(em_clock + 1, em_start);")
     lines.append("}")
-    program_source = "\n".join(lines)
+    program_source = read_header("em_clock.h") + "\n" + "\n".join(lines)
     if uses_blas:
         program_source = blas_mod.c_typedefs(blas) + "\n\n" + program_source
     if "em_gemm" in features:
@@ -299,6 +326,11 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
             return super().translation_unit(ks) + "\n" + program_source + "\n"
 
     library = build_library(kernels, toolchain, _Renderer())
+    children = [kernel_child(k, renderer.kernel(k)) for k in kernels]
+    children.append({"kernel": entry, "source": program_source, "member_nodes": [],
+                     "member_ops": []})
+    emit_compile(graph_id, [], library.started_ns, library.compile_ns, library.cache_hit,
+                 "c", "c", what="program", children=children)
     inputs = [(buffer_of[i], _Slot(_param_of(producers[i]))) for i in graph.inputs]
     outs = [(buffer_of[o], tuple(producers[o].shape), producers[o].dtype)
             for o in graph.outputs]
@@ -306,6 +338,7 @@ def _compile(graph, graph_id: str, compiled: dict) -> Program:
     program = Program(library, entry, len(shapes), inputs, owned, outs,
                       source + "\n\n" + program_source, fixed_addresses, assigned)
     program.kernels = keep  # the plan's kernels whose functions it calls: keep them loaded
+    program.clock = clock
     return program
 
 

@@ -634,7 +634,10 @@ def _start_recording(session_path: str, script: str, args: list, summaries: bool
         from ..profilers.recorder import start_recording
     except ImportError:
         return None
-    return start_recording(session_path, script=script, argv=list(args), summaries=summaries)
+    # A row per kernel run: the TUI lists and steps kernels one run at a time (the plans run
+    # step by step under the debugger's hooks anyway).
+    return start_recording(session_path, script=script, argv=list(args), summaries=summaries,
+                           kernel_rows=True)
 
 
 if __name__ == "__main__":

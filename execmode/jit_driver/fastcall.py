@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dispatch, instrument
+from .. import dispatch, instrument, kernel_clock
 from .._tensor import Tensor
 from ..backend import as_device, cuda_device_count, cupy_module
 from ..graph import pytree
@@ -102,9 +102,13 @@ def _python_replay(cf, jit_module):
     lines = [f"def fast({args}*extra):"]
     lines.append("    if extra:")
     lines.append("        return MISS")
-    lines.append("    if (_dispatch._tracing or _jit._jit_disabled or _instrument._on_event"
+    lines.append("    if (_dispatch._tracing or _jit._jit_disabled or _instrument._on_kernel"
                  " or _instrument._before_kernel or _instrument._after_kernel):")
     lines.append("        return MISS")
+    if plan.program is None:  # the plan's loop times its steps while the clock runs
+        ns["_clock_demand"] = kernel_clock.demand
+        lines.append("    if _clock_demand:")
+        lines.append("        return MISS")
     # Grad mode on in every thread (the module flag), or off in this one.
     lines.append("    if _dispatch._grad_enabled is not True:" if sig.grad_enabled else
                  "    if _dispatch.grad_enabled():")

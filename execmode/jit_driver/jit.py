@@ -161,7 +161,7 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
         from ..codegen.program import program_or_reason
 
         plan.program, plan.program_reason = program_or_reason(
-            lowered, graph_id, getattr(factory, "kernels", None))
+            lowered, graph_id, getattr(factory, "kernels", None), plan.clock)
     return plan
 
 
@@ -764,7 +764,8 @@ def _emit_compiled(function: str, graph: Graph, compiled: CompiledSegment, t0: i
         for index, result in enumerate(record.results):
             data = result.to_json(index)
             data["graph_id"] = graph.name
-            instrument.emit(instrument.Event("pass", data, t0, end))
+            start = result.start_ns or t0
+            instrument.emit(instrument.Event("pass", data, start, start + result.wall_ns))
         mem = record.memory
         if mem is not None:
             instrument.emit(instrument.Event("memory_plan", dict(

@@ -92,6 +92,7 @@ class PassResult:
     node_count: int
     kernel_count: int
     buffer_count: int
+    start_ns: int = 0  # perf_counter_ns when the pass began
 
     def to_json(self, index: int) -> dict:
         return {

@@ -152,6 +152,9 @@ def other_event(ev, t0: int) -> dict:
     tid = COMPILE if ev.kind == "compile" else PYTHON
     name = _event_name(ev.kind, d)
     args = {k: v for k, v in d.items() if k not in ("source", "ir_text", "ir_json", "diff")}
+    if isinstance(args.get("kernels"), list):  # a compile's children, without their source
+        args["kernels"] = [{k: v for k, v in child.items() if k != "source"}
+                           for child in args["kernels"] if isinstance(child, dict)]
     base = {"name": name, "cat": ev.kind, "pid": PID, "tid": tid, "ts": _us(ev.start_ns - t0),
             "args": args}
     if ev.kind in _INSTANT_KINDS or ev.end_ns <= ev.start_ns:
@@ -163,6 +166,11 @@ def _event_name(kind: str, d: dict) -> str:
     if kind == "pass":
         return f"pass {d.get('name', '?')}"
     if kind == "compile":
+        if isinstance(d.get("kernels"), list):  # one unit, its kernels as children
+            names = ", ".join(str(k.get("kernel", "?")) for k in d["kernels"][:4]
+                              if isinstance(k, dict))
+            more = "..." if len(d["kernels"]) > 4 else ""
+            return f"compile {d.get('what', 'kernels')} {d.get('graph_id', '?')}: {names}{more}"
         return f"compile {d.get('kernel', '?')}"
     if kind == "graph_break":
         return f"graph break: {d.get('reason', '?')}"

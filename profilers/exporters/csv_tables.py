@@ -62,11 +62,13 @@ def _table(session: Session, table: str):
         return header, rows, len(rows)
     if table == "comparisons":
         header = ["function", "graph_id", "kernel", "step_kind", "eager_ops", "eager_count",
-                  "eager_ns", "kernel_ns", "speedup", "eager_bytes", "planned_bytes", "repeat"]
+                  "eager_ns", "kernel_ns", "speedup", "verdict", "eager_bytes", "planned_bytes",
+                  "repeat", "rounds"]
         rows = [[c.function, c.graph_id, c.kernel, c.step_kind, " ".join(c.eager_ops),
                  c.eager_count, c.eager_ns, c.kernel_ns,
-                 round(c.speedup, 4) if c.speedup else "", c.eager_bytes, c.planned_bytes,
-                 c.repeat] for c in session.comparisons()]
+                 round(c.speedup, 4) if c.speedup else "", c.speedup_text(), c.eager_bytes,
+                 c.planned_bytes, c.repeat, "" if c.rounds is None else c.rounds]
+                for c in session.comparisons()]
         return header, rows, len(rows)
     if table == "session":
         rows = session_rows(session)

@@ -151,7 +151,7 @@ def test_a_listener_makes_it_fall_back_so_kernel_events_are_emitted():
         def __init__(self):
             self.events, self.steps = [], []
 
-        def on_event(self, event):
+        def on_kernel(self, event):
             self.events.append(event)
 
     listener = Listener()
@@ -170,6 +170,37 @@ def test_a_listener_makes_it_fall_back_so_kernel_events_are_emitted():
     with instrument.listening(Stepper()):
         assert entry(*args) is MISS
     assert entry(*args) is not MISS
+
+
+def test_events_other_than_kernel_runs_keep_the_fast_entry():
+    jf, args = _jitted_fancy()
+    entry = jf._fast
+
+    class Listener:
+        def on_event(self, event):
+            pass
+
+    with instrument.listening(Listener()):
+        assert entry(*args) is not MISS
+
+
+def test_the_kernel_clock_keeps_the_fast_entry_and_times_its_step():
+    jf, args = _jitted_fancy()
+    entry = jf._fast
+    clock = jf.concrete_functions[0].segments[0].compiled.plan.clock
+
+    class Timer:
+        wants_kernel_times = True
+
+    before = clock.step_totals(0)[0]
+    with instrument.listening(Timer()):
+        for _ in range(3):
+            assert entry(*args) is not MISS
+    calls, ns, low, high, _ = clock.step_totals(0)
+    assert calls == before + 3 and ns >= 3 * low > 0 and high >= low
+    assert clock.run_totals()[0] >= 3
+    entry(*args)  # the clock stopped with its last listener: nothing more is counted
+    assert clock.step_totals(0)[0] == before + 3
 
 
 def test_disable_jit_no_grad_and_tracing_miss():

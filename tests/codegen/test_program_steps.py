@@ -290,9 +290,8 @@ def test_a_listener_still_steps_through_the_plan():
     kernels = []
 
     class Listener:
-        def on_event(self, event):
-            if event.kind == "kernel":
-                kernels.append(event)
+        def on_kernel(self, event):
+            kernels.append(event)
 
     with instrument.listening(Listener()):
         jitted(g)

@@ -130,10 +130,12 @@ def test_compile_events_carry_the_source():
     (event,) = [e for e in listener.events if e.kind == "compile"]
     for name in instrument.EVENT_KINDS["compile"]:
         assert name in event.data, name
-    assert event.graph_id == "events:0" and event.kernel == "k0"
+    assert event.graph_id == "events:0" and event.what == "kernels"
     assert event.language == "c" and event.backend == "c"
-    assert "em_exp_f32" in event.source and "/* %" in event.source
-    assert event.member_ops == ("exp", "multiply")
+    (kernel,) = event.kernels  # one unit, its kernel a child: one compile time, not per kernel
+    assert kernel["kernel"] == "k0" and kernel["member_ops"] == ["exp", "multiply"]
+    assert "em_exp_f32" in kernel["source"] and "/* %" in kernel["source"]
+    assert event.end_ns - event.start_ns == event.compile_ns
     assert factory(f)[1] == "c"
 
 

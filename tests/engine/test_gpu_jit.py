@@ -162,7 +162,7 @@ def test_kernel_events_name_the_cuda_backend():
         def __init__(self):
             self.events = []
 
-        def on_event(self, event):
+        def on_kernel(self, event):
             self.events.append(event)
 
     a = np.random.default_rng(5).standard_normal((256, 256)).astype(np.float32)

@@ -224,7 +224,7 @@ def spoiled(recorded, tmp_path, sql, params=()):
 
 @pytest.mark.parametrize("sql, params, problem", [
     ("UPDATE meta SET value = '99' WHERE key = 'schema_version'", (),
-     "newer execmode (session schema version 99; this execmode reads versions up to 2)"),
+     "newer execmode (session schema version 99; this execmode reads versions up to 3)"),
     ("UPDATE meta SET value = '\"one\"' WHERE key = 'schema_version'", (),
      "unreadable schema_version"),
     ("UPDATE meta SET value = '{\"kind\": ' WHERE key = 'exit'", (),

@@ -35,7 +35,7 @@ def _has_compiler() -> bool:
 class _Listener:
     """Any listener of kernel events: plans then run step by step, without the program."""
 
-    def on_event(self, event):
+    def on_kernel(self, event):
         pass
 
 

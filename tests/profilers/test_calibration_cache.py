@@ -12,8 +12,10 @@ from execmode.profilers import calibration_cache as cc
 
 from execmode.codegen import toolchain
 
-RESULT = {"ops": 2000, "no_listener_ns": 1000, "null_listener_ns": 1200, "recorder_ns": 3000,
-          "instrumentation_ns": 200, "overhead_ns": 2000, "memory": True, "summaries": False}
+RESULT = {"ops": 2000, "rounds": 7, "no_listener_ns": 1000, "null_listener_ns": 1200,
+          "recorder_ns": 3000, "instrumentation_ns": 200, "overhead_ns": 2000,
+          "graph_run_ns": 800, "graph_steps": 6, "kernel_step_ns": 30, "load_average": 0.5,
+          "memory": True, "summaries": False, "kernel_rows": False}
 
 
 class _Measure:
@@ -23,9 +25,9 @@ class _Measure:
         self.calls = 0
         self.result = dict(result or RESULT)
 
-    def __call__(self, *, memory, summaries):
+    def __call__(self, *, memory, summaries, kernel_rows):
         self.calls += 1
-        return dict(self.result, memory=memory, summaries=summaries)
+        return dict(self.result, memory=memory, summaries=summaries, kernel_rows=kernel_rows)
 
 
 @pytest.fixture(autouse=True)

@@ -41,7 +41,8 @@ def test_eager_ops_are_recorded_with_shapes_scopes_and_lines(tmp_path):
         assert total.attrs and "axis" in total.attrs and total.line == sum_line
         assert matmul.bytes == 8 * 4 * 4
         assert all(o.v_nan is None for o in ops)  # no summaries unless asked
-        assert s.meta["options"] == {"summaries": False, "memory": True, "calibrate": False}
+        assert s.meta["options"] == {"summaries": False, "memory": True, "calibrate": False,
+                                     "kernel_rows": False}
         assert s.meta["recorded"]["ops"] == 3 and s.meta["recorded"]["devices"] == ["cpu"]
         assert s.status == "finished" and s.meta["end_ns"] >= s.t0_ns
 
@@ -72,7 +73,8 @@ def test_graph_mode_events_land_in_their_tables(tmp_path):
         rec.mark("checkpoint", "half way")
         rec.record_comparison(function="f", graph_id="f#0", kernel="k0", step_kind="fused",
                               eager_ops=["add", "mul"], eager_ns=3000, kernel_ns=1000,
-                              eager_bytes=800, planned_bytes=0, repeat=5)
+                              eager_bytes=800, planned_bytes=0, repeat=5, rounds=7,
+                              verdict="3.00x")
     with open_session(path) as s:
         assert [k.kernel for k in s.kernels()] == ["matmul0", "k0"]
         counts = s.event_counts()
@@ -84,6 +86,7 @@ def test_graph_mode_events_land_in_their_tables(tmp_path):
         assert [m.source for m in s.memory()].count("graph") == 1
         (c,) = s.comparisons()
         assert (c.eager_ops, c.eager_count, c.speedup, c.repeat) == (["add", "mul"], 2, 3.0, 5)
+        assert (c.rounds, c.speedup_text()) == (7, "3.00x")
 
 
 def test_calibration_is_stored(tmp_path):

@@ -74,6 +74,8 @@ class _Keeper:
     def on_event(self, ev):
         self.items.append(ev)
 
+    on_kernel = on_event  # kernel runs too, step by step
+
 
 EVENTS_FILE = Path(__file__).with_name("demo_events.json")
 _SCRIPT_TOKEN = "<SCRIPT>"

@@ -35,7 +35,9 @@ class KernelEntry(NamedTuple):
 
 def load_kernels(reader: SessionReader) -> list[KernelEntry]:
     runs = {(k.graph_id, k.kernel): k for k in reader.kernel_totals()}
-    compiles = {(c.graph_id, c.kernel): c for c in reader.compiles()}
+    compiles: dict = {}
+    for c in reader.compiles():  # the plan's own compile first; a program may reuse names
+        compiles.setdefault((c.graph_id, c.kernel), c)
     seen, out = set(), []
     for g in reader.graphs():
         locations = node_locations(g.lowered_json)
@@ -132,8 +134,10 @@ class KernelsScreen(StoreView):
             source.update(Syntax(c.source, lexer, theme=THEME, line_numbers=True,
                                  background_color="default"))
             box = self.query_one("#kernel-source-box")
+            shared = f" with {c.shared_by - 1} other kernel(s), one unit" \
+                if c.shared_by > 1 else ""
             box.border_title = (f"generated {c.language or 'source'} · compiled in "
-                                f"{fmt.duration(c.compile_ns)}")
+                                f"{fmt.duration(c.compile_ns)}{shared}")
         else:
             why = ("a library call (BLAS): no generated source" if e.kind == "library" else
                    "no generated source recorded for this step (it runs as a NumPy op, or "

@@ -174,7 +174,7 @@ class ProfileScreen(StoreView):
         for c in rows:
             compare.add_row(f"{c.graph_id}/{c.kernel}", " ".join(c.eager_ops),
                             fmt.duration(c.eager_ns), fmt.duration(c.kernel_ns),
-                            fmt.speedup(c.speedup),
+                            c.speedup_text(),
                             f"{fmt.size(c.eager_bytes)}/{fmt.size(c.planned_bytes)}")
         if data.comparisons:
             compare.border_title = "eager vs graph (em.compare)"

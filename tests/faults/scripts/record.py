@@ -10,7 +10,8 @@ from execmode.profilers.recorder import Recorder
 
 import execmode as em
 
-recorder = Recorder(sys.argv[1], calibrate=False, meta={"script": __file__})
+# Kernel rows too: the tests spoil and read them.
+recorder = Recorder(sys.argv[1], calibrate=False, kernel_rows=True, meta={"script": __file__})
 recorder.start()
 x = em.tensor(np.ones(8, dtype=np.float32))
 for _ in range(500):

@@ -1,0 +1,181 @@
+"""What the profiler says it costs, against what it costs: every example, and a jitted MLP.
+
+Each example runs in fresh processes, in interleaved rounds, plainly (``python SCRIPT``,
+its wall time taken around ``runpy``) and under ``execmode profile`` (the session's
+recorded wall time, and the cost the report states for it: profilers/profiler_cost.py).
+The measured cost is the difference of the two medians; the stated one is the sessions'
+median. "stated/measured" is printed, and judged against the goal (within 25%) only when
+the two walls' spreads separate: a cost smaller than the rounds' own spread is undecided.
+Kernel caches are warm (one untimed run of each first): compiling is not the profiler's.
+
+The jitted MLP (scripts/jitted_mlp.py) times its own calls in both processes: the goal is
+a profiled call at most 1.3x a plain one, and the stated cost per call within 30% of the
+measured difference.
+
+    python benchmarks/bench_profiler_cost.py [--rounds 5] [--only mlp_forward ...] [--full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from execmode.profilers import measure
+from execmode.profilers.measure import Spread
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples"
+# The plain run's clock starts where a recording's does: with the engine and the
+# profiler's modules imported (execmode profile's runner imports them before it starts).
+WALL = """
+import json, os, runpy, sys, time
+import execmode.api
+import execmode.profilers.recorder
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+t0 = time.perf_counter_ns()
+runpy.run_path(script, run_name="__main__")
+wall = time.perf_counter_ns() - t0
+with open(os.environ["EXECMODE_BENCH_WALL"], "w") as f:
+    json.dump({"wall_ns": wall}, f)
+"""
+
+
+def _plain(script: Path, env: dict, folder: Path) -> dict:
+    out = folder / "wall.json"
+    _run([sys.executable, "-c", WALL, str(script)], env | {"EXECMODE_BENCH_WALL": str(out)})
+    return json.loads(out.read_text())
+
+
+def _profiled(script: Path, env: dict, folder: Path, index: list) -> dict:
+    from execmode.profilers.session import open_session
+
+    index[0] += 1
+    session = folder / f"{script.stem}-{index[0]}.emsession"
+    _run([sys.executable, "-m", "execmode", "profile", "--session", str(session),
+          "--format", "md", "-o", str(folder / "report.md"), str(script)], env)
+    with open_session(session) as s:
+        summary = s.summary()
+    cost = summary["profiler_cost"]
+    return {"wall_ns": summary["wall_ns"], "stated_ns": cost.total_ns or 0,
+            "graph_ns": cost.graph_ns or 0, "graph_runs": cost.graph_runs,
+            "fixed_ns": (cost.start_ns or 0) + (cost.stop_ns or 0)}
+
+
+def _run(command: list, env: dict) -> None:
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"{' '.join(command[:4])}... failed: {last}")
+
+
+def compare_example(script: Path, rounds: int, env: dict, folder: Path) -> dict:
+    index = [0]
+    _plain(script, env, folder)  # warm the kernel and calibration caches
+    _profiled(script, env, folder, index)
+    results = measure.run_interleaved(
+        {"plain": lambda: _plain(script, env, folder),
+         "profiled": lambda: _profiled(script, env, folder, index)}, rounds=rounds)
+    plain = Spread.of([r["wall_ns"] for r in results["plain"]])
+    recorded = Spread.of([r["wall_ns"] for r in results["profiled"]])
+    stated = Spread.of([r["stated_ns"] for r in results["profiled"]])
+    return {"plain": plain, "recorded": recorded, "stated": stated,
+            "verdict": measure.decide(recorded, plain, a_name="profiled", b_name="plain")}
+
+
+def compare_jitted_mlp(rounds: int, env: dict, folder: Path) -> dict:
+    script = HERE / "scripts" / "jitted_mlp.py"
+    result = folder / "mlp.json"
+    env = env | {"EXECMODE_BENCH_RESULT": str(result)}
+
+    def plain():
+        _run([sys.executable, str(script)], env)
+        return json.loads(result.read_text())
+
+    index = [0]
+
+    def profiled():
+        session = _profiled(script, env, folder, index)
+        return json.loads(result.read_text()) | session
+
+    plain()
+    profiled()
+    runs = measure.run_interleaved({"plain": plain, "profiled": profiled}, rounds=rounds)
+    plain_call = Spread.of([r["per_call_ns"] for r in runs["plain"]])
+    profiled_call = Spread.of([r["per_call_ns"] for r in runs["profiled"]])
+    stated_call = Spread.of([r["graph_ns"] / max(r["graph_runs"], 1) for r in runs["profiled"]])
+    return {"plain": plain_call, "profiled": profiled_call, "stated": stated_call,
+            "ratio": measure.judge_ratio(profiled_call, plain_call, 1.3, a_name="profiled",
+                                         b_name="plain")}
+
+
+def _ms(spread: Spread) -> str:
+    return f"{spread.median / 1e6:.1f} ({spread.q1 / 1e6:.1f}-{spread.q3 / 1e6:.1f})"
+
+
+def _share(stated: float, measured: float, verdict) -> str:
+    if not verdict.decided:
+        return f"undecided ({verdict.kind})"
+    if measured <= 0:
+        return "measured <= 0"
+    share = stated / measured
+    judged = "met" if 0.75 <= share <= 1.25 else "missed"
+    return f"{share:.2f} ({judged})"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=measure.MIN_ROUNDS)
+    p.add_argument("--only", nargs="*", help="example names (without .py)")
+    p.add_argument("--full", action="store_true", help="examples at full size (slow)")
+    p.add_argument("--no-mlp", action="store_true")
+    args = p.parse_args(argv)
+    print(measure.context_line())
+    with tempfile.TemporaryDirectory(prefix="execmode-bench-cost-") as tmp:
+        folder = Path(tmp)
+        env = dict(os.environ, EXECMODE_CACHE_DIR=str(folder / "cache"),
+                   EXECMODE_SESSION_DIR=str(folder))
+        if not args.full:
+            env["EXECMODE_QUICK"] = "1"
+        if not args.no_mlp:
+            mlp = compare_jitted_mlp(args.rounds, env, folder)
+            measured = mlp["profiled"].median - mlp["plain"].median
+            print(f"\njitted MLP 512-256-128-2, batch 1, per call (medians of {args.rounds} "
+                  "interleaved process pairs):")
+            print(f"  plain {mlp['plain'].text()}, profiled {mlp['profiled'].text()}")
+            ratio = mlp["ratio"]
+            shown = f"{ratio.ratio:.2f}x, " if ratio.ratio is not None else ""
+            print(f"  profiled/plain: {shown}{ratio}  (goal <= 1.3x, on the medians)")
+            verdict = measure.decide(mlp["profiled"], mlp["plain"], a_name="profiled",
+                                     b_name="plain")
+            print(f"  cost per call: measured {measured:.0f} ns, stated "
+                  f"{mlp['stated'].median:.0f} ns, stated/measured "
+                  f"{_share(mlp['stated'].median, measured, verdict)} (goal within 30%)")
+        names = args.only or sorted(f.stem for f in EXAMPLES.glob("*.py")
+                                    if not f.name.startswith("_"))
+        print(f"\nexamples ({'full' if args.full else 'quick'} size), wall ms: median (IQR) "
+              f"of {args.rounds} interleaved process pairs")
+        head = (f"{'example':<18} {'plain':>20} {'recorded':>20} {'measured':>9} "
+                f"{'stated':>9} {'stated/measured':>26}")
+        print(head + "\n" + "-" * len(head))
+        for name in names:
+            try:
+                r = compare_example(EXAMPLES / f"{name}.py", args.rounds, env, folder)
+            except RuntimeError as exc:
+                print(f"{name:<18} failed: {exc}")
+                continue
+            measured = r["recorded"].median - r["plain"].median
+            print(f"{name:<18} {_ms(r['plain']):>20} {_ms(r['recorded']):>20} "
+                  f"{measured / 1e6:9.1f} {r['stated'].median / 1e6:9.1f} "
+                  f"{_share(r['stated'].median, measured, r['verdict']):>26}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+/* The kernel clock inside a whole-graph program (execmode/kernel_clock.py): while a
+ * profiler or em.compare measures, each step's time is summed into the int64 array the
+ * program was given: (calls, ns, min, max) per step, and the same for whole runs. One
+ * clock read per step; nothing but a test of one integer when nobody measures.
+ * CLOCK_MONOTONIC is the clock of Python's time.perf_counter_ns on Linux. */
+#include <time.h>
+
+static inline long long em_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Adds the time since t0 to the sums at s; returns now, the next step's t0. */
+static inline long long em_clock_step(long long *s, long long t0)
+{
+    long long now = em_clock_ns(), d = now - t0;
+    s[0] += 1;
+    s[1] += d;
+    if (d < s[2])
+        s[2] = d;
+    if (d > s[3])
+        s[3] = d;
+    return now;
+}
