@@ -88,8 +88,8 @@ class Spread:
 
     def text(self, scale: float = 1e3, unit: str = "us") -> str:
         """``"12.3 us (IQR 12.1-12.9, 7 rounds)"``."""
-        return (f"{self.median / scale:.4g} {unit} (IQR {self.q1 / scale:.4g}-"
-                f"{self.q3 / scale:.4g}, {self.rounds} rounds)")
+        return (f"{_number(self.median / scale)} {unit} (IQR {_number(self.q1 / scale)}-"
+                f"{_number(self.q3 / scale)}, {self.rounds} rounds)")
 
     def to_json(self) -> dict:
         return {"median_ns": self.median, "q1_ns": self.q1, "q3_ns": self.q3,
@@ -138,12 +138,7 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
         fn = candidates[name]
         if before_round is not None:
             before_round(name)
-        t0 = _perf_ns()
-        for _ in range(max(int(warmup), 1)):
-            fn()
-        if sync is not None:
-            sync()
-        one = (_perf_ns() - t0) / max(int(warmup), 1)
+        one = _warm_up(fn, warmup, round_s, sync)
         per_round[name] = int(calls) if calls else _calls_for(one, round_s)
     samples: dict = {name: [] for name in names}
     for r in range(int(rounds)):
@@ -160,6 +155,21 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
             if after_round is not None:
                 after_round(name, r, n)
     return {name: Spread.of(samples[name], per_round[name]) for name in names}
+
+
+def _warm_up(fn, warmup: int, round_s: float, sync) -> float:
+    """Run ``fn`` at least ``warmup`` times and for about a round; the median call's ns.
+    The median, not the mean: one call stalled by another process must not size every
+    round to a single call."""
+    times, spent = [], 0
+    while len(times) < max(int(warmup), 1) or (spent < round_s * 1e9 and len(times) < 1000):
+        t0 = _perf_ns()
+        fn()
+        if sync is not None:
+            sync()
+        times.append(_perf_ns() - t0)
+        spent += times[-1]
+    return _quantile(sorted(times), 0.5)
 
 
 def run_interleaved(candidates: dict, *, rounds: int = DEFAULT_ROUNDS) -> dict:
@@ -319,6 +329,15 @@ def _calls_for(one_call_ns: float, round_s: float) -> int:
     if one_call_ns <= 0:
         return 1000
     return max(1, min(1_000_000, int(round_s * 1e9 / one_call_ns)))
+
+
+def _number(x: float) -> str:
+    """Four significant digits without an exponent: 12.34, 1234, 12,340."""
+    if not math.isfinite(x):
+        return str(x)
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4g}"
 
 
 def _quantile(sorted_samples, q: float) -> float:
