@@ -4,7 +4,9 @@
 #   1. install execmode without its dependencies (those machines reach no registry; the
 #      engine needs only NumPy there, and CuPy for the device),
 #   2. the GPU tests (pytest -m gpu),
-#   3. benchmarks/bench_gpu.py (its table is the last thing printed).
+#   3. benchmarks/bench_gpu.py (its table is the last thing printed; the same table, stamped,
+#      in bench_gpu.md: `python benchmarks/run_all.py --write-docs --table gpu=PATH` puts it
+#      into docs/performance.md).
 # Logs go to $OUT when it is set (the device tool brings that folder back), else /tmp.
 set -uo pipefail
 out="${OUT:-/tmp}"
@@ -17,5 +19,6 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 timeout "${GPU_TEST_TIMEOUT:-300}" "$py" -m pytest -m gpu tests/engine tests/codegen -q \
     -p no:cacheprovider -o addopts="-ra --import-mode=importlib" 2>&1 | tee "$out/gpu_tests.log" | tail -60
 echo "pytest rc=${PIPESTATUS[0]}"
-timeout "${GPU_BENCH_TIMEOUT:-240}" "$py" benchmarks/bench_gpu.py "$@" 2>&1 | tee "$out/bench_gpu.log"
+timeout "${GPU_BENCH_TIMEOUT:-240}" "$py" benchmarks/bench_gpu.py "$@" --markdown "$out/bench_gpu.md" \
+    2>&1 | tee "$out/bench_gpu.log"
 echo "bench rc=${PIPESTATUS[0]}"

@@ -12,6 +12,10 @@ load at the start and the end, the thread settings and the commit. With ``--writ
 each block is replaced by what its benchmark wrote; a benchmark that failed, or cannot
 run here (no tmux, no GPU), leaves its block as it was, and the summary says so.
 
+The GPU table is measured on a lent GPU machine: ``benchmarks/gpu_check.sh`` writes
+``$OUT/bench_gpu.md`` there, and ``--table gpu=PATH`` puts that file into the page here
+without running anything for it.
+
 Run it on the final tree (the stamp says ``+dirty`` otherwise) and on a quiet machine:
 rounds that disagree make verdicts undecided, and a loaded machine makes them disagree.
 ``--quick`` numbers never go into docs/performance.md (use ``--docs`` to try the splice on
@@ -112,10 +116,16 @@ def main(argv=None) -> int:
                         help="replace the tables between the markers in --docs")
     parser.add_argument("--docs", type=Path, default=None,
                         help=f"the page to rewrite (default {DOCS.relative_to(ROOT)})")
+    parser.add_argument("--table", action="append", default=[], metavar="NAME=FILE",
+                        help="a table measured elsewhere (gpu_check.sh's bench_gpu.md): "
+                             "put FILE between NAME's markers instead of running NAME")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and stop")
     args = parser.parse_args(argv)
+    given = dict(item.split("=", 1) for item in args.table)
+    if args.table and not args.only:
+        args.only = list(given)
     chosen = [b for b in BENCHES if not args.only or b.name in args.only]
-    unknown = set(args.only or ()) - {b.name for b in BENCHES}
+    unknown = (set(args.only or ()) | set(given)) - {b.name for b in BENCHES}
     if unknown:
         parser.error(f"unknown benchmark(s) {sorted(unknown)}; --list shows them")
     if args.list:
@@ -136,7 +146,11 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="execmode-bench-md-") as folder:
         for bench in chosen:
-            outcomes[bench.name] = run(bench, args.quick, Path(folder))
+            if bench.name in given:
+                block = Path(given[bench.name]).read_text(encoding="utf-8")
+                outcomes[bench.name] = (f"from {given[bench.name]}", block)
+            else:
+                outcomes[bench.name] = run(bench, args.quick, Path(folder))
     print(f"\n=== {len(chosen)} benchmarks in {(time.perf_counter() - t0) / 60:.1f} min")
     if args.write_docs:
         text = docs.read_text(encoding="utf-8")
