@@ -15,7 +15,9 @@ medians), on workloads small enough that the profiler's cost shows:
   the plan's Python loop and sends an event: ``kernel_row_ns`` is that cost per step.
 
 A report multiplies each by what the session ran (profilers/profiler_cost.py). Negative
-differences (the noise of a fast machine) are stated as 0. Takes ~0.3 s, once per machine
+differences (the noise of a fast machine) are stated as 0. ``settled`` is False when some
+rounds ran on a machine busier than its CPUs or disagreed: such numbers serve the session
+at hand and are not cached. Takes ~0.3 s, once per machine
 and code (calibration_cache.py).
 """
 
@@ -110,6 +112,10 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         finally:
             before_round("none")
             rec.close()
+    # Numbers from a crowded machine or disagreeing rounds are used for this session and
+    # not kept for later ones (calibration_cache.py).
+    unsettled = [name for name, spread in spreads.items()
+                 if spread.crowded or spread.relative_iqr > measure.MAX_RELATIVE_IQR]
     per_op = {name: spreads[name].median / (2 * rounds_of_two)
               for name in ("none", "null", "recorder")}
     per_run = {name: spreads[name].median / graph_calls for name in ("graph", "graph recorded")}
@@ -126,6 +132,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         "graph_steps": GRAPH_STEPS,
         ("kernel_row_ns" if kernel_rows else "kernel_step_ns"): round(per_step),
         "load_average": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        "settled": not unsettled,
         "memory": memory,
         "summaries": summaries,
         "kernel_rows": kernel_rows,

@@ -45,7 +45,7 @@ MAX_BYTES = 64 * 1024
 FIELDS = {"ops": int, "rounds": int, "no_listener_ns": int, "null_listener_ns": int,
           "recorder_ns": int, "instrumentation_ns": int, "overhead_ns": int,
           "graph_run_ns": int, "graph_steps": int, "load_average": (float, int, type(None)),
-          "memory": bool, "summaries": bool, "kernel_rows": bool}
+          "settled": bool, "memory": bool, "summaries": bool, "kernel_rows": bool}
 # The graph-mode field, by the kernel_rows option: a per-step cost either way.
 GRAPH_FIELD = {False: "kernel_step_ns", True: "kernel_row_ns"}
 # Modules whose code is what calibration times (their edits invalidate the stored numbers).
@@ -81,7 +81,8 @@ def cached_overhead(*, memory: bool = True, summaries: bool = False,
         if stored is not None:
             return stored
     result = measure(**options)
-    if path is not None and "skipped" not in result:
+    # Unsettled numbers (a busy machine) serve this recording only: the next measures again.
+    if path is not None and "skipped" not in result and result.get("settled", True):
         write(path, key, result)
     return result
 

@@ -14,9 +14,12 @@ calibration and the benchmarks all measure through here.
   round: median, quartiles, min and max. Never the best round: a best-of hides exactly
   the contention a person's own run will meet.
 * **A verdict only when the numbers can carry one.** :func:`decide` gives a ratio when
-  there are at least :data:`MIN_ROUNDS` rounds, each side's rounds agree (the middle half
-  within :data:`MAX_RELATIVE_IQR` of the median) and the two middle halves do not
-  overlap; otherwise it says *undecided* and why. A busy machine is never an error.
+  there are at least :data:`MIN_ROUNDS` rounds, the machine was not busier than its CPUs
+  while they ran (after each round, the tasks ready to run are read: more than the usable
+  CPUs in most rounds means the candidate had a share of a core, which can hold steady
+  for a second and change the next), each side's rounds agree (the middle half within
+  :data:`MAX_RELATIVE_IQR` of the median) and the two middle halves do not overlap;
+  otherwise it says *undecided* and why. A busy machine is never an error.
 * **Goals on the median.** :func:`judge_ratio` and :func:`judge_value` say whether a goal
   ("<= 1.2x", "<= 1.0 s") is met, missed or undecided (too few rounds, rounds that
   disagree): the median decides, never the best round.
@@ -51,10 +54,18 @@ class Spread:
 
     samples: tuple
     calls: int  # calls per round
+    # Tasks ready to run on the machine after each round (this process's included), where
+    # measure() could read it: more than the usable CPUs means the rounds shared them.
+    runnable: tuple = ()
 
     @classmethod
-    def of(cls, samples, calls: int = 1) -> Spread:
-        return cls(tuple(float(s) for s in samples), int(calls))
+    def of(cls, samples, calls: int = 1, runnable=()) -> Spread:
+        return cls(tuple(float(s) for s in samples), int(calls), tuple(runnable))
+
+    @property
+    def crowded(self) -> bool:
+        """More tasks wanted the CPUs than there were, in most rounds."""
+        return bool(self.runnable) and _quantile(sorted(self.runnable), 0.5) > usable_cpus()
 
     @property
     def rounds(self) -> int:
@@ -103,7 +114,8 @@ class Verdict:
 
     ratio: float | None
     reason: str = ""
-    # Why, in a word or two, for a table cell: "few rounds", "rounds disagree", "overlap".
+    # Why, in a word or two, for a table cell: "few rounds", "busy machine",
+    # "rounds disagree", "overlap".
     kind: str = ""
 
     @property
@@ -141,6 +153,7 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
         one = _warm_up(fn, warmup, round_s, sync)
         per_round[name] = int(calls) if calls else _calls_for(one, round_s)
     samples: dict = {name: [] for name in names}
+    runnable: dict = {name: [] for name in names}
     for r in range(int(rounds)):
         for name in _round_order(names, r):
             fn, n = candidates[name], per_round[name]
@@ -152,9 +165,12 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
             if sync is not None:
                 sync()
             samples[name].append((_perf_ns() - t0) / n)
+            ready = runnable_tasks()
+            if ready is not None:
+                runnable[name].append(ready)
             if after_round is not None:
                 after_round(name, r, n)
-    return {name: Spread.of(samples[name], per_round[name]) for name in names}
+    return {name: Spread.of(samples[name], per_round[name], runnable[name]) for name in names}
 
 
 def _warm_up(fn, warmup: int, round_s: float, sync) -> float:
@@ -244,7 +260,18 @@ def _too_few_or_disagreeing(named_spreads, max_relative_iqr: float) -> str:
     rounds = min(s.rounds for _, s in named_spreads)
     if rounds < MIN_ROUNDS:
         return f"{rounds} rounds, fewer than the {MIN_ROUNDS} a verdict needs"
-    return _disagreeing(named_spreads, max_relative_iqr)
+    return _crowded(named_spreads) or _disagreeing(named_spreads, max_relative_iqr)
+
+
+def _crowded(named_spreads) -> str:
+    for name, s in named_spreads:
+        if s.crowded:
+            # Rounds can agree and still be wrong: a share of a core that holds for a
+            # second is steady within the rounds and not the next second.
+            return (f"the machine was busier than its CPUs during {name}'s rounds (a median "
+                    f"of {_quantile(sorted(s.runnable), 0.5):.0f} tasks ready to run on "
+                    f"{usable_cpus()} usable CPUs; {load_text()})")
+    return ""
 
 
 def _disagreeing(named_spreads, max_relative_iqr: float) -> str:
@@ -262,6 +289,9 @@ def decide(a: Spread, b: Spread, *, a_name: str = "the first", b_name: str = "th
     if rounds < MIN_ROUNDS:
         return Verdict(None, f"{rounds} rounds, fewer than the {MIN_ROUNDS} a ratio needs",
                        "few rounds")
+    crowded = _crowded(((a_name, a), (b_name, b)))
+    if crowded:
+        return Verdict(None, crowded, "busy machine")
     disagreeing = _disagreeing(((a_name, a), (b_name, b)), max_relative_iqr)
     if disagreeing:
         return Verdict(None, disagreeing, "rounds disagree")
@@ -348,6 +378,24 @@ def _quantile(sorted_samples, q: float) -> float:
     lo = int(math.floor(pos))
     hi = min(lo + 1, len(sorted_samples) - 1)
     return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
+
+
+def runnable_tasks() -> int | None:
+    """Tasks ready to run right now, this one included (/proc/loadavg's fourth field), or
+    None where the system does not say."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@functools.cache
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def _load_average() -> float | None:

@@ -28,6 +28,7 @@ class ProfilerCost:
     events_ns: int | None    # measured: encoding trace, graph, pass, compile ... events
     start_ns: int | None     # measured: the recorder's start and stop
     stop_ns: int | None
+    settled: bool = True     # False: calibrated on a machine busier than its CPUs
 
     @property
     def total_ns(self) -> int | None:
@@ -59,6 +60,8 @@ class ProfilerCost:
                  if n is not None]
         if fixed:
             text += "; outside it, " + " and ".join(f"{fmt_ns(n)} to {w}" for n, w in fixed)
+        if not self.settled:
+            text += " (calibrated while the machine was busy: a rough figure)"
         return text
 
     def to_json(self) -> dict:
@@ -80,7 +83,7 @@ def profiler_cost(calibration: dict, counts: tuple, meta: dict) -> ProfilerCost:
     fixed = meta.get("recorder_cost_ns") or {}
     return ProfilerCost(ops, kernel_calls, graph_runs, kernel_rows, eager_ns, graph_ns,
                         _int(fixed.get("events")), _int(fixed.get("start")),
-                        _int(fixed.get("stop")))
+                        _int(fixed.get("stop")), calibration.get("settled") is not False)
 
 
 def _number(value):

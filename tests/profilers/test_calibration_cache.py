@@ -15,7 +15,7 @@ from execmode.codegen import toolchain
 RESULT = {"ops": 2000, "rounds": 7, "no_listener_ns": 1000, "null_listener_ns": 1200,
           "recorder_ns": 3000, "instrumentation_ns": 200, "overhead_ns": 2000,
           "graph_run_ns": 800, "graph_steps": 6, "kernel_step_ns": 30, "load_average": 0.5,
-          "memory": True, "summaries": False, "kernel_rows": False}
+          "settled": True, "memory": True, "summaries": False, "kernel_rows": False}
 
 
 class _Measure:
@@ -130,3 +130,11 @@ def test_a_skipped_calibration_is_not_stored(private_cache):
     skipped = lambda **_: {"skipped": "other instrumentation listeners were attached"}  # noqa: E731
     assert "skipped" in cc.cached_overhead(measure=skipped)
     assert _stored_files(private_cache) == []
+
+
+def test_numbers_from_a_busy_machine_serve_once_and_are_not_kept(private_cache):
+    measure = _Measure(dict(RESULT, settled=False))
+    first = cc.cached_overhead(measure=measure)
+    assert first["settled"] is False and not _stored_files(private_cache)
+    cc.cached_overhead(measure=measure)
+    assert measure.calls == 2  # measured again: nothing was kept

@@ -64,3 +64,22 @@ def test_measure_runs_the_hooks_around_each_round():
                       "before x", "call x", "sync", "before y", "call y", "sync",   # round 0
                       "before y", "call y", "sync", "before x", "call x", "sync"]   # round 1
     assert spreads["x"].rounds == 2
+
+
+def test_rounds_on_a_machine_busier_than_its_cpus_give_no_ratio():
+    from execmode.profilers.measure import usable_cpus
+
+    cpus = usable_cpus()
+    crowded = Spread.of(STEADY.samples, 1, [cpus + 2] * 5)  # steady, and a share of a core
+    calm = Spread.of(TWICE.samples, 1, [1] * 5)
+    verdict = decide(crowded, calm, a_name="eager")
+    assert verdict.ratio is None and verdict.kind == "busy machine"
+    assert f"on {cpus} usable CPUs" in verdict.reason and "eager's rounds" in verdict.reason
+    assert judge_ratio(crowded, calm, 10.0).state == "undecided"
+    assert decide(Spread.of(STEADY.samples, 1, [cpus] * 5), calm).decided  # full, not over
+
+
+def test_measure_reads_how_busy_the_machine_was_after_each_round():
+    spreads = measure({"a": lambda: None}, rounds=5, calls=10)
+    runnable = spreads["a"].runnable
+    assert len(runnable) in (0, 5) and all(n >= 1 for n in runnable)  # this process runs

@@ -1,0 +1,102 @@
+"""Graph mode under the recorder: each compiled step's runs summed where they run (the
+kernel clock), written as kernel_totals and graph_runs rows; a row per run only when asked;
+new bytes only for new buffers; the stated cost from the calibration and the counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from execmode.profilers.profiler_cost import profiler_cost
+from execmode.profilers.recorder import Recorder
+from execmode.profilers.session import open_session
+
+import execmode as em
+from execmode import kernel_clock
+
+
+def _mlp():
+    em.random.seed(0)
+    net = em.nn.MLP([32, 16, 4])
+    return em.jit(net), em.randn(2, 32)
+
+
+def test_every_run_is_summed_and_no_row_per_run_is_written(tmp_path):
+    step, x = _mlp()
+    step(x)  # compiled before recording: only the recorded runs count
+    path = tmp_path / "s.emsession"
+    with Recorder(path, calibrate=False):
+        for _ in range(25):
+            step(x)
+    with open_session(path) as s:
+        assert s.count("kernels") == 0
+        (runs, graph_id) = s._query("SELECT runs, graph_id FROM graph_runs")[0]
+        steps = s._query("SELECT kernel, calls, total_ns, min_ns, max_ns, bytes "
+                         "FROM kernel_totals ORDER BY step_index")
+        summary = s.summary()
+    assert runs == 25 and graph_id.endswith("#0:0")
+    assert steps and all(calls == 25 for _, calls, *_ in steps)
+    assert all(0 < low <= total / 25 <= high for _, _, total, low, high, _ in steps)
+    assert all(nbytes == 0 for *_, nbytes in steps)  # the program's own buffers
+    assert summary["kernels"] == 25 * len(steps)
+    assert not kernel_clock.running()  # the recorder's stop stopped the clock
+
+
+def test_kernel_rows_when_asked_and_the_sums_agree_with_them(tmp_path):
+    step, x = _mlp()
+    step(x)
+    path = tmp_path / "rows.emsession"
+    with Recorder(path, calibrate=False, kernel_rows=True):
+        for _ in range(5):
+            step(x)
+    with open_session(path) as s:
+        rows = s._query("SELECT kernel, COUNT(*), SUM(bytes) FROM kernels GROUP BY kernel")
+        sums = s._query("SELECT kernel, SUM(calls), SUM(bytes) FROM kernel_totals "
+                        "GROUP BY kernel")
+    assert rows and sorted(rows) == sorted(sums)
+
+
+def test_a_view_step_allocates_nothing_and_a_new_buffer_its_bytes(tmp_path):
+    x = em.randn(64, 32)
+    f = em.jit(lambda x: (x.T * 2.0).sum(axis=0), backend="interpreter")
+    f(x)
+    path = tmp_path / "views.emsession"
+    with Recorder(path, calibrate=False, kernel_rows=True):
+        f(x)
+        x.T  # an eager view
+        x * 2.0  # an eager op with a new buffer
+    with open_session(path) as s:
+        kernels = {k.kernel: k.bytes for k in s.kernels()}
+        ops = {o.op: o.bytes for o in s.ops()}
+    assert kernels["permute_dims"] == 0
+    assert ops["permute_dims"] == 0 and ops["multiply"] == 64 * 32 * 4
+
+
+def test_the_stated_cost_multiplies_the_calibration_by_the_counts():
+    calibration = {"overhead_ns": 800, "kernel_step_ns": 25, "settled": True}
+    meta = {"recorder_cost_ns": {"start": 5_000_000, "stop": 100_000, "events": 2_000}}
+    cost = profiler_cost(calibration, (1000, 300, 100, 0), meta)
+    assert (cost.eager_ns, cost.graph_ns, cost.events_ns) == (800_000, 10_000, 2_000)
+    assert cost.total_ns == 812_000
+    text = cost.text(10_000_000)
+    assert "8.1% of wall time" in text and "300 kernel runs in 100 graph runs" in text
+    assert "to start" in text and "busy" not in text
+    rows = profiler_cost({"overhead_ns": 800, "kernel_row_ns": 3000, "kernel_rows": True},
+                         (10, 300, 100, 300), {})
+    assert rows.graph_ns == 900_000  # per kernel row, not per clock read
+    assert profiler_cost({}, (10, 0, 0, 0), meta).total_ns is None  # not calibrated
+    unsettled = profiler_cost(dict(calibration, settled=False), (1, 0, 0, 0), {})
+    assert "busy" in unsettled.text(1000)
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_a_one_step_plan_times_its_step_in_the_fast_entry(tmp_path, calls):
+    a = em.tensor(np.ones(8, np.float32))
+    f = em.jit(lambda a: em.exp(a) * 2.0)
+    f(a)
+    path = tmp_path / "one.emsession"
+    with Recorder(path, calibrate=False):
+        for _ in range(calls):
+            f(a)
+    with open_session(path) as s:
+        (total,) = s._query("SELECT SUM(calls) FROM kernel_totals")[0]
+    assert total == calls
