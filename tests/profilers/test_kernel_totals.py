@@ -62,13 +62,13 @@ def test_a_view_step_allocates_nothing_and_a_new_buffer_its_bytes(tmp_path):
     path = tmp_path / "views.emsession"
     with Recorder(path, calibrate=False, kernel_rows=True):
         f(x)
-        x.T  # an eager view
-        x * 2.0  # an eager op with a new buffer
+        kept = [x.T, x * 2.0]  # an eager view, an eager op with a new buffer
     with open_session(path) as s:
         kernels = {k.kernel: k.bytes for k in s.kernels()}
         ops = {o.op: o.bytes for o in s.ops()}
     assert kernels["permute_dims"] == 0
     assert ops["permute_dims"] == 0 and ops["multiply"] == 64 * 32 * 4
+    assert kept[0]._data.base is x._data  # it was a view
 
 
 def test_the_stated_cost_multiplies_the_calibration_by_the_counts():
