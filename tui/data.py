@@ -25,6 +25,7 @@ from typing import NamedTuple
 from execmode.profilers import store, store_queries
 from execmode.profilers.compiles import compiles
 from execmode.profilers.errors import SessionError
+from execmode.profilers.profiler_cost import profiler_cost
 from execmode.tui.op_query import OpQuery
 from execmode.tui.records import (
     EMPTY_INDEX,
@@ -349,10 +350,16 @@ class SessionReader:
                                "ORDER BY SUM(count) DESC"))
 
     def op_time(self) -> tuple[int, int]:
-        """(summed eager op ns, summed kernel ns)."""
-        row = self._one("SELECT (SELECT COALESCE(SUM(dur_ns), 0) FROM op_events), "
-                        "(SELECT COALESCE(SUM(dur_ns), 0) FROM kernels)")
-        return row[0], row[1]
+        """(summed eager op ns, summed kernel ns: the kernel clock's sums, or the per-run
+        rows of sessions that have no sums)."""
+        row = self._one("SELECT COALESCE(SUM(dur_ns), 0) FROM op_events")
+        return row[0], store_queries.kernel_run_sums(self._rows)[1]
+
+    def profiler_cost(self):
+        """What recording cost the script (profilers/profiler_cost.py), as reports state it."""
+        meta = self.meta()
+        return profiler_cost(meta.get("calibration") or {},
+                             store_queries.cost_counts(self._rows), meta)
 
 
 def _records(name: str, rows: list) -> list:

@@ -69,7 +69,8 @@ async def test_m_measures_every_recorded_graph_of_a_session(tmp_path):
     path = record_session("graph_mode.py", tmp_path / "g.emsession")
     app = session_app(path)
     async with app.run_test(size=SIZE) as pilot:
-        await Waiter(pilot).until(lambda: app.snapshot.kernels.count > 0, what="the session")
+        # A recording keeps kernel sums, not a row per run (--kernel-rows): wait for ops.
+        await Waiter(pilot).until(lambda: app.snapshot.ops.count > 0, what="the session")
         profile, table = await _measure(pilot, app)
         _check(profile, table, _recorded_steps(path))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from execmode.profilers.profiler_cost import ProfilerCost
 from execmode.tui import formatting as fmt
 from execmode.tui.data import SessionReader
 from execmode.tui.graph_measure import CompareMeasured, CompareProgress, measure_session
@@ -35,6 +36,7 @@ class ProfileData(NamedTuple):
     kernel_ns: int
     op_count: int
     graph_count: int
+    cost: ProfilerCost | None = None
 
 
 def load_profile(reader: SessionReader, op_count: int) -> ProfileData:
@@ -43,7 +45,7 @@ def load_profile(reader: SessionReader, op_count: int) -> ProfileData:
     return ProfileData(overview, reader.comparisons(), reader.op_totals(12),
                        reader.kernel_totals(), reader.memory_series(overview.t0_ns),
                        reader.sample_categories(), op_ns, kernel_ns, op_count,
-                       reader.graph_count())
+                       reader.graph_count(), reader.profiler_cost())
 
 
 def overhead_text(data: ProfileData) -> Text:
@@ -59,16 +61,14 @@ def overhead_text(data: ProfileData) -> Text:
         text.append(f"{status}" + (f" ({reason})" if reason else "") +
                     ("  (start with --pyspy to sample)" if status == "off" else ""),
                     style="dim")
-    text.append("\nprofiler overhead: ", style="bold")
-    cal = data.overview.calibration
-    per_op = cal.get("overhead_ns")
-    if isinstance(per_op, (int, float)):
-        cost = per_op * data.op_count
-        text.append(f"{fmt.duration(per_op)}/op × {data.op_count:,} ops ≈ {fmt.duration(cost)}")
-        if data.op_ns:
-            text.append(f" ({fmt.share(cost / max(data.op_ns + cost, 1))} of the op time)",
-                        style="dim")
+    text.append("\nprofiler cost: ", style="bold")
+    cost = data.cost
+    if cost is not None and cost.total_ns is not None:
+        end = data.overview.meta.get("end_ns")
+        wall = end - data.overview.t0_ns if isinstance(end, int) else None
+        text.append(cost.text(wall))
     else:
+        cal = data.overview.calibration
         text.append(str(cal.get("skipped") or "not measured"), style="dim")
     text.append(f"\neager ops {fmt.duration(data.op_ns)}  ·  graph kernels "
                 f"{fmt.duration(data.kernel_ns)}", style="green")
