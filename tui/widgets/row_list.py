@@ -101,8 +101,11 @@ class RowList(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         self._last_count = self.row_count
+        # Only a source that says how wide it is scrolls sideways (IR text, source files);
+        # rows cut to the pane (the op list) would get a horizontal scrollbar from the
+        # vertical one's two columns, hiding the last row, the paused op, behind it.
         width = getattr(self.source, "width", None) or 0
-        self.virtual_size = Size(max(width, self.size.width), self.row_count)
+        self.virtual_size = Size(width, self.row_count)
 
     def on_resize(self, event: events.Resize) -> None:
         self._resize()
