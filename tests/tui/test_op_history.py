@@ -128,7 +128,7 @@ async def test_a_search_while_paused_keeps_the_paused_op_as_the_last_row(tmp_pat
 
 @run_async
 async def test_the_kernel_list_filters_by_graph_and_sorts_by_time(tmp_path):
-    path = record_session("graph_mode.py", tmp_path / "g.emsession")
+    path = record_session("graph_mode.py", tmp_path / "g.emsession", kernel_rows=True)
     app = session_app(path)
     async with app.run_test(size=SIZE) as pilot:
         wait = Waiter(pilot)

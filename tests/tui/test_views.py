@@ -96,7 +96,7 @@ async def test_each_view_shows_its_part_of_the_run(tmp_path):
         await wait.view_loaded(profile)
         assert table_cells(profile.query_one("#top-ops"))[0][0] in ("full", "multiply")
         assert table_cells(profile.query_one("#compare-table"))
-        assert "profiler overhead" in static_text(profile.query_one("#overhead"))
+        assert "profiler cost" in static_text(profile.query_one("#overhead"))
 
         # 8 Breakpoints: the crash breakpoint the TUI always sets.
         bps = await press_view(pilot, "8")

@@ -141,10 +141,12 @@ def table_cells(table) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-def record_session(script: str, session: Path, *args: str) -> Path:
-    """Record ``script`` into ``session`` in a child process (the profilers' runner)."""
+def record_session(script: str, session: Path, *args: str, kernel_rows: bool = False) -> Path:
+    """Record ``script`` into ``session`` in a child process (the profilers' runner);
+    ``kernel_rows``: a row per kernel run, not only each step's sums."""
+    options = ["--kernel-rows"] if kernel_rows else []
     subprocess.run([sys.executable, "-m", "execmode.profilers.runner", "--session",
-                    str(session), "--", str(SCRIPTS / script), *args],
+                    str(session), *options, "--", str(SCRIPTS / script), *args],
                    check=False, capture_output=True, timeout=120)
     assert session.exists(), f"no session recorded for {script}"
     return session
