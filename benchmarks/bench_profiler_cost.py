@@ -12,7 +12,7 @@ The jitted MLP (scripts/jitted_mlp.py) times its own calls in both processes: th
 a profiled call at most 1.3x a plain one, and the stated cost per call within 30% of the
 measured difference.
 
-    python benchmarks/bench_profiler_cost.py [--rounds 5] [--only mlp_forward ...] [--full]
+    python benchmarks/bench_profiler_cost.py [--quick] [--only mlp_forward ...] [--full]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import timing
 from execmode.profilers import measure
 from execmode.profilers.measure import Spread
 
@@ -115,28 +116,28 @@ def compare_jitted_mlp(rounds: int, env: dict, folder: Path) -> dict:
                                          b_name="plain")}
 
 
-def _ms(spread: Spread) -> str:
-    return f"{spread.median / 1e6:.1f} ({spread.q1 / 1e6:.1f}-{spread.q3 / 1e6:.1f})"
-
-
-def _share(stated: float, measured: float, verdict) -> str:
+def _share(stated: float, measured: float, verdict, tolerance: float) -> str:
     if not verdict.decided:
         return f"undecided ({verdict.kind})"
     if measured <= 0:
         return "measured <= 0"
     share = stated / measured
-    judged = "met" if 0.75 <= share <= 1.25 else "missed"
+    judged = "met" if abs(share - 1) <= tolerance else "**missed**"
     return f"{share:.2f} ({judged})"
+
+
+QUICK_EXAMPLES = ("mlp_forward", "matpow", "fusion", "autograd")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rounds", type=int, default=measure.MIN_ROUNDS)
     p.add_argument("--only", nargs="*", help="example names (without .py)")
     p.add_argument("--full", action="store_true", help="examples at full size (slow)")
     p.add_argument("--no-mlp", action="store_true")
+    timing.add_arguments(p, rounds=measure.MIN_ROUNDS)
     args = p.parse_args(argv)
-    print(measure.context_line())
+    rounds = timing.rounds_of(args, measure.MIN_ROUNDS)
+    report = timing.Report(args)
     with tempfile.TemporaryDirectory(prefix="execmode-bench-cost-") as tmp:
         folder = Path(tmp)
         env = dict(os.environ, EXECMODE_CACHE_DIR=str(folder / "cache"),
@@ -144,36 +145,41 @@ def main(argv=None) -> int:
         if not args.full:
             env["EXECMODE_QUICK"] = "1"
         if not args.no_mlp:
-            mlp = compare_jitted_mlp(args.rounds, env, folder)
+            if args.quick:
+                env["EXECMODE_BENCH_CALLS"] = "500"
+            mlp = compare_jitted_mlp(rounds, env, folder)
             measured = mlp["profiled"].median - mlp["plain"].median
-            print(f"\njitted MLP 512-256-128-2, batch 1, per call (medians of {args.rounds} "
-                  "interleaved process pairs):")
-            print(f"  plain {mlp['plain'].text()}, profiled {mlp['profiled'].text()}")
-            ratio = mlp["ratio"]
-            shown = f"{ratio.ratio:.2f}x, " if ratio.ratio is not None else ""
-            print(f"  profiled/plain: {shown}{ratio}  (goal <= 1.3x, on the medians)")
             verdict = measure.decide(mlp["profiled"], mlp["plain"], a_name="profiled",
                                      b_name="plain")
-            print(f"  cost per call: measured {measured:.0f} ns, stated "
-                  f"{mlp['stated'].median:.0f} ns, stated/measured "
-                  f"{_share(mlp['stated'].median, measured, verdict)} (goal within 30%)")
-        names = args.only or sorted(f.stem for f in EXAMPLES.glob("*.py")
-                                    if not f.name.startswith("_"))
-        print(f"\nexamples ({'full' if args.full else 'quick'} size), wall ms: median (IQR) "
-              f"of {args.rounds} interleaved process pairs")
-        head = (f"{'example':<18} {'plain':>20} {'recorded':>20} {'measured':>9} "
-                f"{'stated':>9} {'stated/measured':>26}")
-        print(head + "\n" + "-" * len(head))
-        for name in names:
+            ratio = mlp["ratio"]
+            report.table(
+                ["plain", "under execmode profile", "profiled/plain (goal <= 1.3x)",
+                 "cost per call: measured", "stated", "stated/measured (goal within 30%)"],
+                [[timing.time_cell(mlp["plain"]), timing.time_cell(mlp["profiled"]),
+                  f"{ratio.value:.2f}x: {ratio}" if ratio.value is not None else str(ratio),
+                  f"{measured:.0f} ns", f"{mlp['stated'].median:.0f} ns",
+                  _share(mlp["stated"].median, measured, verdict, 0.30)]],
+                title=f"A jitted MLP 512-256-128-2, batch 1, per call: medians (IQR) of "
+                      f"{rounds} interleaved process pairs, timed by the script itself")
+        default = QUICK_EXAMPLES if args.quick else sorted(
+            f.stem for f in EXAMPLES.glob("*.py") if not f.name.startswith("_"))
+        rows = []
+        for name in args.only or default:
             try:
-                r = compare_example(EXAMPLES / f"{name}.py", args.rounds, env, folder)
+                r = compare_example(EXAMPLES / f"{name}.py", rounds, env, folder)
             except RuntimeError as exc:
-                print(f"{name:<18} failed: {exc}")
+                rows.append([name, f"failed: {exc}", "", "", "", ""])
                 continue
             measured = r["recorded"].median - r["plain"].median
-            print(f"{name:<18} {_ms(r['plain']):>20} {_ms(r['recorded']):>20} "
-                  f"{measured / 1e6:9.1f} {r['stated'].median / 1e6:9.1f} "
-                  f"{_share(r['stated'].median, measured, r['verdict']):>26}")
+            rows.append([name, timing.time_cell(r["plain"]), timing.time_cell(r["recorded"]),
+                         f"{measured / 1e6:.1f} ms", f"{r['stated'].median / 1e6:.1f} ms",
+                         _share(r["stated"].median, measured, r["verdict"], 0.25)])
+        report.table(["example", "plain", "recorded", "measured cost", "stated cost",
+                      "stated/measured (goal within 25%)"], rows,
+                     title=f"Every example ({'full' if args.full else 'quick'} size): the "
+                           f"script's wall time plainly and under execmode profile, medians "
+                           f"(IQR) of {rounds} interleaved process pairs, warm caches")
+    report.finish()
     return 0
 
 

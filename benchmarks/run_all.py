@@ -57,6 +57,7 @@ BENCHES = [
     Bench("single-op", "bench_single_op.py", minutes=0.2),
     Bench("dispatch", "bench_dispatch.py", minutes=0.3),
     Bench("recording", "bench_recording.py", minutes=3),
+    Bench("profiler-cost", "bench_profiler_cost.py", minutes=12),
     Bench("threads", "bench_threads.py", minutes=1),
     Bench("threads-sweep", "bench_threads.py", ("--sweep",), minutes=3),
     Bench("fp-contract", "bench_fp_contract.py", minutes=1),
