@@ -26,6 +26,7 @@ from .._tensor import Tensor
 from ..ops.registry import OpDef
 from ..pysource import define
 from ..symbolic import is_number
+from .python_writes import is_library_module
 
 _MISSING = object()
 _SCALARS = (int, float, bool, str, type(None), complex)
@@ -182,6 +183,22 @@ def _walk(guards, seen, obj, path: str, depth: int) -> None:
         if key.startswith("__"):
             continue
         _guard(guards, seen, obj, key, item, f"{path}.{key}", f"{path}.{key}", depth)
+    _walk_class(guards, seen, type(obj), attrs, path, depth)
+
+
+def _walk_class(guards, seen, cls: type, attrs: dict, path: str, depth: int) -> None:
+    """Guard the class attributes ``obj.name`` reads when the instance has no ``name`` of
+    its own (``class Cfg: scale = 2.0``; ``Cfg.scale = 3.0`` between calls must retrace).
+    User classes only: the engine's and libraries' class attributes are not user state."""
+    for klass in cls.__mro__:
+        if id(klass) in seen or is_library_module(klass.__module__):
+            continue
+        seen.add(id(klass))
+        for key, item in list(klass.__dict__.items()):
+            if key.startswith("__") or key in attrs or hasattr(type(item), "__get__"):
+                continue  # dunders, shadowed names, methods and other descriptors
+            label = f"{path}.{key}" if klass is cls else f"{klass.__qualname__}.{key}"
+            _guard(guards, seen, klass, key, item, label, label, depth)
 
 
 

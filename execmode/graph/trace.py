@@ -224,7 +224,8 @@ class Tracer:
         self.assigned: dict[int, tuple[Tensor, object]] = {}  # target -> original array
         self.stand_in_of: dict[int, Tensor] = {}             # arg stand-in -> user's tensor
         self.grad_state: dict[int, list] = {}                # id(owner) -> [owner, grad]
-        self.grad_guards: dict[int, tuple[Tensor, bool]] = {}  # owner -> grad was None?
+        # owner -> (owner, grad was None?, (array type, shape, dtype) of a tensor grad)
+        self.grad_guards: dict[int, tuple] = {}
         self.grad_owner_of: dict[int, Tensor] = {}           # id(grad tensor) -> owner
         self.grad_read: dict[int, object] = {}               # owner -> the grad first read
         self.stand_in_index: dict[int, int] = {}             # stand-in -> its leaf index
@@ -641,8 +642,11 @@ class Tracer:
         if state is None:
             user = self.stand_in_of.get(id(owner), owner)
             grad = user._grad
-            # Read before any write: the trace assumed this grad's None-ness (a guard).
-            self.grad_guards[id(owner)] = (owner, grad is None)
+            # Read before any write: the trace assumed this grad's None-ness, and for a
+            # tensor its array's kind, shape and dtype (the graph input's type): guards.
+            kind = None if grad is None else (type(grad._data), tuple(grad._data.shape),
+                                               grad._data.dtype)
+            self.grad_guards[id(owner)] = (owner, grad is None, kind)
             self.grad_state[id(owner)] = state = [owner, grad]
             self.grad_read[id(owner)] = grad
             if grad is not None:
@@ -836,7 +840,8 @@ class Tracer:
     def result_spec(self, x, first: int, k: int) -> tuple:
         """How a call rebuilds one result, as eager would hand it back:
         ("same", j): the object of result j again; ("arg", i): the caller's own tensor;
-        ("const", x): x itself (a capture, a Python value); ("view", source, steps, rg): a
+        ("const", x): x itself (a capture, a Python value); ("grad", owner ref): the
+        caller's ``.grad`` of that tensor as the call began; ("view", source, steps, rg): a
         view of an input's array; ("storage", id, steps, rg): a view of a graph output
         (("out", k, steps, rg) once the outputs are known). ``rg``: eager's result would
         require grad (see jit.JIT_RESULT)."""
@@ -847,6 +852,11 @@ class Tracer:
         index = self.stand_in_index.get(id(x))
         if index is not None:
             return ("arg", index)
+        owner = self.grad_owner_of.get(id(x))
+        if owner is not None and self.grad_read.get(id(owner)) is x:
+            # The .grad the function read: at each call, the caller's .grad of that
+            # tensor as the call began, not the object seen while tracing.
+            return ("grad", self.owner_ref(owner))
         if id(x) in self.assigned or not _traced_by(x, self):
             return ("const", x)
         d = x._data

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph.trace import GraphBreak
-from .jit import JitFunction, _registry
+from .jit import JitFunction, forget
 
 
 @dataclass
@@ -71,7 +71,7 @@ def explain(fn, *args, **kwargs) -> ExplainReport:
     base = fn.fn if isinstance(fn, JitFunction) else fn
     jitted = JitFunction(base, passes=getattr(fn, "passes", None),
                          on_break=getattr(fn, "on_break", "split"))
-    _registry.discard(jitted)  # a throwaway: `execmode explain` lists the script's own
+    forget(jitted)  # a throwaway: `execmode explain` lists the script's own
     cf = jitted.trace(*args, **kwargs).concrete
     graphs = cf.graphs
     return ExplainReport(

@@ -25,15 +25,18 @@ def explain_command(opts) -> int:
     parse_script_command(opts.parser, opts, {}, lambda p: None)
     require_script(opts.parser, opts)
     from ..script_runner import run_script
-    from .jit import all_jit_functions, override_on_break  # the engine: only to explain
+    from .jit import all_jit_functions, keep_jit_functions, override_on_break
 
     # The script's own failure is printed and still explained: what ran, ran under jit.
+    # Every em.jit the script made is reported, also those it dropped before the end.
     override_on_break(opts.on_break)
     try:
-        code = run_script(opts.script, opts.args).code
+        with keep_jit_functions():
+            code = run_script(opts.script, opts.args).code
+            functions = all_jit_functions()
     finally:
         override_on_break(None)
-    print(format_report(all_jit_functions()))
+    print(format_report(functions))
     return code
 
 
@@ -54,6 +57,8 @@ def format_report(functions) -> str:
             for b in cf.breaks:
                 lines.append(f"    break: {b.reason} (op {b.op})")
                 lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")
+            for w in cf.python_writes:
+                lines.append(f"    writes Python state (its Python runs at every call): {w}")
             for b in getattr(cf, "baked", ()):
                 lines.append(f"    baked (no break, value frozen): {b.reason} (op {b.op})")
                 lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")

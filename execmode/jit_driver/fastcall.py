@@ -184,6 +184,16 @@ def _python_replay(cf, jit_module):
             lines.append(f"    c = {x}._data")
             lines.append("    b = c.base")
             lines.append("    if id(c if b is None else b) in owners:")
+        elif kind == "grad_type":  # (after its grad_none guard: the .grad is a tensor)
+            ns[f"GK{k}"], ns[f"GS{k}"], ns[f"GD{k}"] = expected
+            lines.append(f"    c = {x}._grad._data")
+            lines.append(f"    if c.__class__ is not GK{k} or c.shape != GS{k} or "
+                         f"c.dtype != GD{k}:")
+        elif kind == "grads_apart":
+            ns["_distinct_grads"], ns[f"GR{k}"], ns[f"GN{k}"] = (jit_module.distinct_grads,
+                                                                 *expected)
+            leaves = "".join(f"a{leaf_position[i]}, " for i in range(leaf))
+            lines.append(f"    if _distinct_grads(GR{k}, ({leaves})) != GN{k}:")
         else:  # grad_none
             lines.append(f"    if ({x}._grad is None) is not {bool(expected)}:")
         lines.append("        return MISS")
@@ -202,11 +212,11 @@ def _python_replay(cf, jit_module):
             owner = ref(("arg", source.leaf_index) if source.leaf_index >= 0 else
                         source.tensor, f"C{k}")
             lines.append(f"    v{slot} = {owner}._grad._data")
+    inputs = ", ".join(f"v{slot}" for slot in plan.input_slots)
     if plan.program is not None:
         # The whole graph is one C function: hand it the inputs, get the outputs (the
         # assigns are written inside it; None: an input it writes has another layout).
         ns["_program"] = plan.program
-        inputs = ", ".join(f"v{slot}" for slot in plan.input_slots)
         lines.append(f"    outs = _program.run([{inputs}])")
         if plan.assigns:
             lines.append("    if outs is None:")

@@ -26,9 +26,10 @@ from .. import dispatch, instrument
 from .._tensor import Tensor
 from ..errors import ArgumentError, BackwardError
 from ..graph import guards as guards_mod
+from ..graph import python_writes as python_writes_mod
 from ..graph import pytree
 from ..graph.guards import same_value
-from ..graph.ir import Graph
+from ..graph.ir import ASSIGN, Graph
 from ..graph.trace import GraphBreak, Segment, Tracer
 from ..graph.views import replay
 from ..symbolic import SymbolicScalar, is_number
@@ -40,6 +41,9 @@ _jit_disabled = False
 _UNREAD = object()  # a .grad the trace wrote before reading
 # Every jitted function of the process, for `execmode explain SCRIPT` and the recorder.
 _registry: weakref.WeakSet = weakref.WeakSet()
+# While `execmode explain` runs a script: every jitted function it made, held strongly (a
+# step jitted inside a loop body or a helper is garbage before the report; issue 38).
+_kept: list | None = None
 _creation_order = itertools.count()
 
 
@@ -243,6 +247,13 @@ class ConcreteFunction:
                     memory_owner(tensor._data) is memory_owner(t._data) for t in leaves):
                 return (f"captured {_short(tensor)} is now also passed as an argument "
                         "(the graph writes inputs, so that sharing matters)")
+            if kind == "grad_type":
+                reason = _grad_type_failure(tensor, expected)
+                if reason is not None:
+                    return reason
+            if kind == "grads_apart" and distinct_grads(expected[0], leaves) != expected[1]:
+                return ("the .grad tensors share memory differently from when traced (the "
+                        "graph writes them in place: p1.grad is p2.grad, or not)")
             if kind == "non_leaf" and tensor._grad_fn is None:
                 return f"{_short(tensor)} had a history (not a leaf) when traced, now it is a leaf"
             if kind == "strides" and tensor._data.strides != expected:
@@ -292,6 +303,8 @@ def build_results(specs, leaves, outputs) -> list:
             results.append(leaves[spec[1]])
         elif kind == "same":
             results.append(results[spec[1]])
+        elif kind == "grad":
+            results.append(resolve(spec[1], leaves)._grad)
         elif kind == "view":
             results.append(_wrap(replay(spec[2], spec[1].read(leaves)), spec[3]))
         else:
@@ -361,6 +374,41 @@ def _uninstall_dynamic(installed) -> list[str]:
     return written
 
 
+def _grad_type_failure(tensor: Tensor, expected) -> str | None:
+    """Why ``tensor``'s .grad is not of the type the trace read (None: it is). The
+    grad_none guard before this one has already checked it is a tensor."""
+    kind, shape, dtype = expected
+    data = tensor._grad._data
+    if type(data) is not kind or data.shape != shape or data.dtype != dtype:
+        return (f".grad of {_short(tensor)} was a {kind.__name__} {dtype}{list(shape)} "
+                f"when traced, now a {type(data).__name__} {data.dtype}{list(data.shape)}")
+    return None
+
+
+def distinct_grads(refs, leaves) -> int:
+    """How many memories the .grad tensors of ``refs`` live in (a guard compares it with
+    the trace's count when the graph writes grads in place: two that became one memory,
+    ``p1.grad is p2.grad``, would each be written once where eager writes it twice).
+    Grads sharing a parameter's or optimizer state's memory are not looked for."""
+    owners = set()
+    for ref in refs:
+        data = resolve(ref, leaves)._grad._data
+        base = data.base
+        owners.add(id(data if base is None else base))
+    return len(owners)
+
+
+def _writes_a_grad(tracer) -> bool:
+    """Does the function's graph write a .grad in place (clip_grad_norm_)?"""
+    for segment in tracer.segments[:1]:  # (a function with breaks re-runs its Python)
+        graph = segment.graph
+        written = {node.inputs[0] for node in graph.nodes if node.op == ASSIGN}
+        if any(src.kind == "grad" and node_id in written
+               for node_id, src in zip(graph.inputs, segment.sources)):
+            return True
+    return False
+
+
 def memory_owner(array):
     """The array owning ``array``'s memory (NumPy points a view's ``base`` at it)."""
     base = getattr(array, "base", None)
@@ -419,6 +467,7 @@ class JitFunction:
         self._shapes = cache_policy.ShapeHistory()
         self.eager_fallbacks = 0           # calls run eagerly past the cache_size_limit
         self._warned_limit = False
+        self._warned_unwatched = False      # python_writes.MAX_CONTAINERS reached
         self._break_costs: dict = {}        # id(ConcreteFunction) -> cache_policy.BreakCost
         self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
@@ -428,6 +477,8 @@ class JitFunction:
         # (id(holder), name) -> (holder, name, label): numbers traced as graph inputs.
         self._dynamic: dict = {}
         _registry.add(self)
+        if _kept is not None:
+            _kept.append(self)
         self.retraces: list[Retrace] = []
         self.trace_count = 0
         self.compile_count = 0
@@ -597,6 +648,16 @@ class JitFunction:
                           f"{guards_mod.MAX_GUARDS} values; changes past the first "
                           f"{guards_mod.MAX_GUARDS} are not watched between calls (pass "
                           "what changes as arguments)", cache_policy.JitWarning, stacklevel=4)
+        # What the Python can write (python_writes.py): a re-run of a function known to
+        # write runs its Python anyway, so only a first trace needs to look.
+        before = None if reuse is not None else python_writes_mod.snapshot(
+            self.fn, signature.statics)
+        if before is not None and not before.complete and not self._warned_unwatched:
+            self._warned_unwatched = True
+            warnings.warn(f"em.jit({self.name}): the Python state it can reach holds more "
+                          f"than {python_writes_mod.MAX_CONTAINERS} containers; writes to "
+                          "those past them would not be noticed (a replay would skip them)",
+                          cache_policy.JitWarning, stacklevel=4)
         installed = self._install_dynamic(tracer)
         try:
             with tracer:
@@ -607,7 +668,11 @@ class JitFunction:
                 for owner, value in tracer.grad_state.values():
                     grad_entries.append((tracer.owner_ref(owner), value,
                                          tracer.grad_read.get(id(owner), _UNREAD)))
-                grads = [v for _, v, _ in grad_entries if _traced_node(v, tracer) is not None]
+                # A .grad rebound to a tensor the trace made is a result; the .grad it read
+                # and wrote in place (clip_grad_norm_) is not: it is a graph input, written
+                # back into whatever tensor is the caller's .grad at each call.
+                grads = [v for _, v, first in grad_entries
+                         if v is not first and _traced_node(v, tracer) is not None]
                 segment, specs = tracer.finish(list(out_leaves) + grads)
         except BaseException as exc:
             # An op error at trace time, after an op eager would have failed on first?
@@ -626,6 +691,10 @@ class JitFunction:
         python_writes = _uninstall_dynamic(installed)
         python_writes += [g.label for g in python_guards
                           if (id(g.holder), g.name) not in self._dynamic and g.failure()]
+        # The snapshot's sentences name what changed and how; the guards' labels say the
+        # same of what they watch (and stand in past the snapshot's limit).
+        changes = before.changes() if before is not None else reuse.python_writes
+        python_writes = list(dict.fromkeys(changes or python_writes))
         python_guards = [g for g in python_guards
                          if (id(g.holder), g.name) not in tracer.dynamic_reads
                          and (id(g.holder), g.name) not in self._dynamic]
@@ -651,10 +720,13 @@ class JitFunction:
         for ref, value, first_read in grad_entries:
             if value is None:
                 grad_writes.append((ref, None))
+            elif value is first_read:
+                # Read and never rebound (perhaps written in place: the assign node writes
+                # the caller's current .grad). Rebinding it to the tensor seen while tracing
+                # left a stale .grad at every replay (issue 38).
+                continue
             elif id(value) in grad_index:
                 grad_writes.append((ref, grad_index[id(value)]))
-            elif value is first_read:
-                continue  # read, never changed
             # else: set before a graph break (now concrete): written below, not replayable,
             # which is fine, since a function with breaks re-runs its Python every call.
             elif execute:
@@ -670,7 +742,16 @@ class JitFunction:
             # arguments and captures are the caller's own objects.
             result = pytree.unflatten(out_structure, results[:n_out])
         guards = [(tracer.owner_ref(owner), "grad_none", was_none)
-                  for owner, was_none in tracer.grad_guards.values()]
+                  for owner, was_none, _ in tracer.grad_guards.values()]
+        # A tensor .grad is a graph input of the traced type (another shape or dtype
+        # would reach compiled kernels), and one the graph writes in place must still
+        # have memory of its own (p1.grad is p2.grad: eager scales it twice).
+        guards += [(tracer.owner_ref(owner), "grad_type", kind)
+                   for owner, _, kind in tracer.grad_guards.values() if kind is not None]
+        if _writes_a_grad(tracer):
+            refs = [tracer.owner_ref(o) for o, none, _ in tracer.grad_guards.values()
+                    if not none]
+            guards.append((refs[0], "grads_apart", (refs, distinct_grads(refs, leaves))))
         guards += [(("arg", i), "strides", leaves[i]._data.strides) for i in tracer.layout_args]
         guards += [(("arg", i), "non_leaf", True) for i in tracer.non_leaf_args]
         # A capture that was an argument's memory (f(obj.buf) reading obj.buf) is one
@@ -926,8 +1007,32 @@ def override_on_break(mode: str | None) -> None:
 
 
 def all_jit_functions() -> list[JitFunction]:
-    """Every live jitted function, in creation order."""
-    return sorted(_registry, key=lambda f: f._created)
+    """Every live jitted function, in creation order (with ``keep_jit_functions``
+    active, every one made meanwhile, live or not)."""
+    found = set(_registry) | set(_kept or ())
+    return sorted(found, key=lambda f: f._created)
+
+
+class keep_jit_functions:  # noqa: N801 - a context manager
+    """Hold every jitted function created inside the block, so that a report made after
+    it (``execmode explain SCRIPT``) lists those the script no longer references."""
+
+    def __enter__(self):
+        global _kept
+        self._previous, _kept = _kept, []
+        return self
+
+    def __exit__(self, *exc):
+        global _kept
+        _kept = self._previous
+        return False
+
+
+def forget(jitted: JitFunction) -> None:
+    """Leave ``jitted`` out of the reports (em.explain's throwaway copies)."""
+    _registry.discard(jitted)
+    if _kept is not None and jitted in _kept:
+        _kept.remove(jitted)
 
 
 def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = None,

@@ -26,6 +26,7 @@ from .._tensor import Tensor
 from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
 from ..scope import _state as _scope_state
+from .utils import zero_grads
 
 
 class Parameter(Tensor):
@@ -65,6 +66,8 @@ class Module:
     # number or flag that forward reads (a Dropout's p, a layer's scale) may sit at any
     # depth, and a change must retrace.
     _em_guard_deep = True
+    # Python state a jitted function may write (graph/python_writes.py watches it).
+    _em_user_state = True
 
     def __init__(self):
         self._scope_name = None
@@ -247,11 +250,8 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.parameters():
-            if set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                p.grad = F.zeros_like(p)
+        """Every ``.grad`` to None, or (``set_to_none=False``) zeroed in place."""
+        zero_grads(self.parameters(), set_to_none)
 
     def to(self, *args, device=None, dtype=None) -> Module:
         """Move (or cast) every parameter and buffer in place: the objects stay the same,

@@ -1,4 +1,4 @@
-"""``em.nn.utils``: gradient clipping.
+"""``em.nn.utils``: gradient clipping, and zeroing gradients for ``zero_grad``.
 
 ``clip_grad_norm_`` is tensor math end to end (no ``.item()``), so inside a jitted
 training step it stays in the graph: no graph break, the norm is an output like any other.
@@ -71,4 +71,24 @@ def clip_grad_value_(parameters, clip_value: float) -> None:
             F.assign(g, F.clip(g, -clip_value, clip_value))
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+def zero_grads(parameters, set_to_none: bool = True) -> None:
+    """``zero_grad`` of optimizers and modules, PyTorch's: each ``.grad`` becomes None, or
+    with ``set_to_none=False`` is zeroed in place (the same tensor, so a reference someone
+    holds, or a jitted function's write-back, sees the zeros), cut from any history."""
+    for p in parameters:
+        if set_to_none:
+            # Written without reading: under em.jit a read would be a guard on whether
+            # the .grad was None (a retrace at the second call, when it no longer is).
+            p.grad = None
+            continue
+        g = p.grad
+        if g is None:
+            continue
+        if g._grad_fn is not None:  # detach_(), as PyTorch
+            g._grad_fn = None
+        g.requires_grad = False
+        with no_grad():
+            g.zero_()
+
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "zero_grads"]

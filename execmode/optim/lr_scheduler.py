@@ -24,6 +24,9 @@ from .optimizer import Optimizer
 class LRScheduler:
     """Base class: subclasses define ``lr_at(base_lr, epoch, group_index)``."""
 
+    # Python state a jitted function may write (graph/python_writes.py watches it).
+    _em_user_state = True
+
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"{type(self).__name__} schedules an em.optim optimizer, got "

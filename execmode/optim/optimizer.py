@@ -14,10 +14,10 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from .. import dispatch
-from .. import functional as F
 from .._tensor import Tensor
 from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
+from ..nn.utils import zero_grads
 from ..symbolic import SymbolicScalar, is_number
 
 
@@ -25,6 +25,9 @@ class Optimizer:
     """Base class: ``Optimizer(params, defaults)`` where ``params`` is an iterable of
     tensors or of dicts ``{"params": [...], "lr": ...}`` (one parameter group each; keys
     missing from a group take the optimizer's defaults)."""
+
+    # Python state a jitted function may write (graph/python_writes.py watches it).
+    _em_user_state = True
 
     def __init__(self, params, defaults: dict):
         # Read-only, and opaque to the jit's guards (one identity check, not one per key).
@@ -137,11 +140,8 @@ class Optimizer:
 
     # --- stepping -----------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.params:
-            if set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                p.grad = F.zeros_like(p)
+        """Every ``.grad`` to None, or (``set_to_none=False``) zeroed in place."""
+        zero_grads(self.params, set_to_none)
 
     def step(self) -> None:
         with no_grad():

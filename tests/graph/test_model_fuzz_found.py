@@ -1,0 +1,302 @@
+"""One test per mismatch class found one level above programs: whole models under jit
+(issue 38's model-level fuzzing, and tests/model_fuzz since). Each compares with the same
+code run eagerly, after every call."""
+
+from __future__ import annotations
+
+import gc
+import types
+
+import numpy as np
+import pytest
+
+import execmode as em
+from execmode.jit_driver.jit import all_jit_functions, keep_jit_functions
+
+
+def _same(a, b):
+    """Bit-equal values (these tests do the same float32 arithmetic in both modes)."""
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+# --- class 1: a .grad written in place --------------------------------------------------
+
+def _clip_and_step_run(jit: bool, clip):
+    w = em.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def clip_and_step():
+        clip([w])
+        with em.no_grad():
+            em.assign(w, w - 0.1 * w.grad)
+
+    step = em.jit(clip_and_step) if jit else clip_and_step
+    seen = []
+    for x in ([0.1, -0.2, 0.3], [-1.0, 2.0, -3.0], [0.5, 0.5, 0.5]):
+        (w * em.tensor(x)).sum().backward()     # grads accumulate: no zero_grad
+        grad = w.grad
+        step()
+        seen.append((w.numpy().copy(), w.grad.numpy().copy(), w.grad is grad))
+    return seen
+
+
+def _scale_grads(params):
+    for p in params:
+        p.grad *= 0.5
+
+
+@pytest.mark.parametrize("clip", [
+    lambda ps: em.nn.utils.clip_grad_norm_(ps, 0.5),
+    lambda ps: em.nn.utils.clip_grad_value_(ps, 0.15),
+    _scale_grads,
+], ids=["clip_grad_norm_", "clip_grad_value_", "grad_times_k"])
+def test_a_grad_written_in_place_is_the_callers_current_grad(clip):
+    # The replay rebound p.grad to the tensor seen while tracing, holding old values:
+    # with accumulation the weights diverged from the second step (issue 38, class 1).
+    eager, jitted = _clip_and_step_run(False, clip), _clip_and_step_run(True, clip)
+    for (w_e, g_e, same_e), (w_j, g_j, same_j) in zip(eager, jitted):
+        np.testing.assert_array_equal(w_j, w_e)
+        np.testing.assert_array_equal(g_j, g_e)
+        assert same_j == same_e is True
+
+
+def test_a_returned_grad_is_the_callers_grad_of_this_call():
+    w = em.tensor([3.0, -4.0], requires_grad=True)
+
+    @em.jit
+    def clip():
+        em.nn.utils.clip_grad_norm_([w], 1.0)
+        return w.grad
+
+    for values in ([3.0, -4.0], [0.3, 0.4], [6.0, 8.0]):
+        w.grad = em.tensor(values)
+        given = w.grad
+        out = clip()
+        assert out is given and w.grad is given
+        np.testing.assert_allclose(out.numpy(), np.array(values) / max(
+            1.0, np.hypot(*values) + 1e-6), rtol=1e-6)
+
+
+def test_a_grad_of_another_dtype_retraces():
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+    clip = em.jit(lambda: em.nn.utils.clip_grad_value_([w], 1.0))
+    w.grad = em.tensor([3.0, -0.5])
+    clip()
+    w.grad = em.tensor([3.0, -0.5], dtype=em.float64)
+    clip()
+    assert w.grad.dtype == em.float64
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, -0.5])
+    assert "float64" in clip.retraces[-1].reason
+
+
+def test_grads_that_become_one_tensor_retrace():
+    # p1.grad is p2.grad: eager scales that tensor twice; a graph traced with two grads
+    # writes two inputs, one of which would win.
+    def run(jit):
+        a, b = em.ones(2, requires_grad=True), em.ones(2, requires_grad=True)
+        scale = em.jit(_scale_grads) if jit else _scale_grads
+        out = []
+        for shared in (False, True, False):
+            a.grad = em.tensor([4.0, 8.0])
+            b.grad = a.grad if shared else em.tensor([4.0, 8.0])
+            scale([a, b])
+            out.append((a.grad.numpy().tolist(), b.grad.numpy().tolist()))
+        return out, scale
+
+    (eager, _), (jitted, scale) = run(False), run(True)
+    assert jitted == eager
+    assert "share memory" in scale.retraces[0].reason
+
+
+@pytest.mark.parametrize("holder", ["optimizer", "module"])
+def test_zero_grad_without_set_to_none_zeroes_in_place(holder):
+    # PyTorch's semantics: the same tensor, zeroed (a reference held elsewhere sees it).
+    model = em.nn.Linear(2, 1)
+    opt = em.optim.SGD(model.parameters(), lr=0.1)
+    target = opt if holder == "optimizer" else model
+    model(em.ones((1, 2))).sum().backward()
+    grad = model.weight.grad
+    target.zero_grad(set_to_none=False)
+    assert model.weight.grad is grad
+    np.testing.assert_array_equal(grad.numpy(), [[0.0, 0.0]])
+    target.zero_grad()
+    assert model.weight.grad is None
+
+
+def test_a_jitted_zero_grad_without_set_to_none_keeps_the_grad_objects():
+    def run(jit):
+        em.random.seed(5)
+        model = em.nn.Linear(3, 2)
+        opt = em.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x = em.randn(4, 3)
+
+        def step():
+            opt.zero_grad(set_to_none=False)
+            model(x).square().mean().backward()
+            opt.step()
+
+        run_step = em.jit(step) if jit else step
+        model(x).sum().backward()  # grads exist before the first step
+        held = model.weight.grad
+        for _ in range(3):
+            run_step()
+        return model.weight.numpy(), model.weight.grad.numpy(), held.numpy()
+
+    for e, j in zip(run(False), run(True)):
+        np.testing.assert_allclose(j, e, rtol=1e-6, atol=1e-7)
+
+
+# --- class 2: Python state written by the function --------------------------------------
+
+class _Stats:
+    steps = 0          # a class attribute: `stats.steps += 1` creates the instance's
+    history: list = []
+
+
+def _python_counters_run(jit: bool, write):
+    _Stats.steps, _Stats.history = 0, []
+    stats, cfg = _Stats(), {"n": 0, "deep": {"a": [{"b": 0}]}}
+    box = types.SimpleNamespace(log=[])
+
+    def f(x):
+        write(stats, cfg, box)
+        return x * 2
+
+    run = em.jit(f) if jit else f
+    states = []
+    for _ in range(3):
+        run(em.ones(2))
+        states.append((vars(stats).copy(), _Stats.steps, list(_Stats.history),
+                       repr(cfg), list(box.log)))
+    return states, run
+
+
+def _instance_counter(stats, cfg, box):
+    stats.steps += 1
+
+
+def _class_counter(stats, cfg, box):
+    _Stats.steps += 1
+
+
+def _class_list(stats, cfg, box):
+    stats.history.append(len(stats.history))
+
+
+def _dict_counters(stats, cfg, box):
+    cfg["n"] += 1
+    cfg["deep"]["a"][0]["b"] -= 1
+    cfg.setdefault(f"key{len(cfg)}", True)
+
+
+def _namespace_log(stats, cfg, box):
+    box.log.append("called")
+
+
+@pytest.mark.parametrize("write", [_instance_counter, _class_counter, _class_list,
+                                   _dict_counters, _namespace_log])
+def test_python_state_written_by_the_function_changes_at_every_call(write):
+    # `class Stats: steps = 0` and `stats.steps += 1` counted once under jit: the write
+    # created the instance attribute and nothing noticed (issue 38, class 2).
+    eager, _ = _python_counters_run(False, write)
+    jitted, run = _python_counters_run(True, write)
+    assert jitted == eager
+    assert run.concrete_functions[0].python_writes  # noticed, and named
+    assert run.compile_count == 1                   # the graph still compiles once
+
+
+_calls = 0
+
+
+def _count_call():
+    global _calls
+    _calls += 1
+
+
+def test_a_helper_writing_a_global_runs_at_every_call():
+    global _calls
+    _calls = 0
+
+    @em.jit
+    def f(x):
+        _count_call()
+        return x + 1
+
+    for _ in range(3):
+        f(em.ones(2))
+    assert _calls == 3
+
+
+def test_a_counter_on_a_jitted_methods_object_counts_every_call():
+    class Trainer:
+        calls = 0
+
+        @em.jit
+        def step(self, x):
+            self.calls += 1
+            return x * 3
+
+    t = Trainer()
+    for _ in range(3):
+        t.step(em.ones(2))
+    assert t.calls == 3 and Trainer.calls == 0
+
+
+def test_a_class_attribute_read_is_guarded():
+    class Cfg:
+        scale = 2.0
+        enabled = True
+
+    cfg = Cfg()
+    f = em.jit(lambda x: x * cfg.scale if cfg.enabled else x)
+    x = em.ones(2)
+    _same(f(x), em.full((2,), 2.0))
+    Cfg.scale = 3.0
+    _same(f(x), em.full((2,), 3.0))
+    Cfg.enabled = False
+    _same(f(x), x)
+    assert any("enabled" in r.reason for r in f.retraces)
+
+
+def test_a_plain_training_step_writes_no_python_state():
+    # The watch must not see writes where there are none: the step replays its plan.
+    em.random.seed(0)
+    model = em.nn.Sequential(em.nn.Linear(4, 8), em.nn.Dropout(0.1), em.nn.LayerNorm(8),
+                             em.nn.Linear(8, 2))
+    opt = em.optim.AdamW(model.parameters(), lr=1e-2, amsgrad=True)
+    sched = em.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    x, y = em.randn(3, 4), em.randn(3, 2)
+
+    @em.jit
+    def step():
+        opt.zero_grad()
+        loss = em.mse_loss(model(x), y)
+        loss.backward()
+        em.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    for _ in range(3):
+        step()
+        sched.step()
+    assert [cf.python_writes for cf in step.concrete_functions] == [[]]
+    assert step.trace_count == 1
+
+
+# --- execmode explain ---------------------------------------------------------------------
+
+def test_explain_keeps_the_jitted_functions_a_script_dropped():
+    # `execmode explain` listed the live functions only: a step jitted inside a helper
+    # was garbage before the report (1 of 4 steps shown, its graph break missing).
+    def make(i):
+        @em.jit
+        def step(x):
+            return x * 2 if bool(x.sum() > 0) else x
+        step.name = f"step{i}"
+        return step
+
+    with keep_jit_functions():
+        for i in range(4):
+            make(i)(em.ones(3))
+        gc.collect()
+        names = [f.name for f in all_jit_functions()]
+    assert [n for n in names if n.startswith("step")] == ["step0", "step1", "step2", "step3"]
