@@ -24,6 +24,7 @@ compare on a copy of the state if that matters.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from execmode.profilers import measure
@@ -31,6 +32,7 @@ from execmode.profilers.measure import Spread, Verdict
 
 from execmode import instrument
 from execmode.graph.ir import ASSIGN, FUSED, INPUT
+from execmode.jit_driver.cache_policy import JitWarning
 from execmode.jit_driver.jit import JitFunction
 
 
@@ -145,6 +147,12 @@ class Comparison:
         return _uncovered(self.eager_timed, eager), _uncovered(self.graph_timed, graph)
 
     def table(self, limit: int | None = None) -> str:
+        if self.eager_wall is None and self.graph_wall is None:  # nothing could be timed
+            lines = [f"em.compare {self.function}: not measured"]
+            lines += [f"note: {problem}" for problem in self.problems]
+            if self.context:
+                lines.append(f"measured on: {measure.context_line(self.context)}")
+            return "\n".join(lines)
         head = (f"{'graph':<16} {'kernel':<18} {'eager ops':<30} {'eager us':>9} "
                 f"{'graph us':>9} {'eager/graph':>27} {'eager B':>9} {'planned B':>9}")
         lines = [f"em.compare {self.function}: medians of {self.rounds} interleaved rounds "
@@ -184,8 +192,12 @@ class Comparison:
         if self.eager_wall is None or self.graph_wall is None:
             return f"wall time per call: not measured ({self.verdict.reason})"
         verdict = self.verdict
-        how = (f"eager/graph {verdict.ratio:.2f}x" if verdict.decided
-               else f"undecided: {verdict.reason}")
+        if not verdict.decided:
+            how = f"undecided: {verdict.reason}"
+        elif verdict.ratio >= 1:
+            how = f"graph {verdict.ratio:.2f}x as fast as eager"
+        else:
+            how = f"graph {1 / verdict.ratio:.2f}x slower than eager"
         return (f"wall time per call, nothing attached: eager {self.eager_wall.text()}, graph "
                 f"{self.graph_wall.text()}: {how}")
 
@@ -258,8 +270,8 @@ def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None 
                         "was timed")
         return _empty(name, problems, context)
     if not _has_tensors(result):
-        problems.append(f"{name} returns {type(result).__name__}, not tensors: timed as "
-                        "called, but under jit its Python runs only while tracing")
+        problems.append(f"{name} returns {type(result).__name__}, not tensors: both modes "
+                        "were timed as called")
     eager_peak_bytes = eager_peak(base, *args, **kwargs)
 
     jitted = JitFunction(base, passes=passes)
@@ -304,11 +316,17 @@ def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None 
     candidates = {"eager": call_eager, "graph": call_graph, "eager ops": call_eager,
                   "graph kernels": call_graph}
     try:
-        spreads = measure.measure(candidates, rounds=rounds, calls=repeat,
-                                  before_round=before_round, after_round=after_round)
+        # The jit's own advice ("slower than eager: call it without em.jit") is for
+        # programs; here it becomes a note of the comparison.
+        with warnings.catch_warnings(record=True) as advice:
+            warnings.simplefilter("always", JitWarning)
+            spreads = measure.measure(candidates, rounds=rounds, calls=repeat,
+                                      before_round=before_round, after_round=after_round)
     finally:
         for listener in (op_timer, kernel_timer):
             instrument.remove_listener(listener)
+    for warning in advice[:1]:
+        problems.append(f"em.jit says: {warning.message}")
     retraced = len(jitted.concrete_functions) - traces_before
     if retraced:
         problems.append(f"em.jit({name}) traced again {retraced} times while being timed "
@@ -316,6 +334,11 @@ def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None 
                         "compiling, and its rows are the last trace's")
 
     cf = jitted.concrete_functions[-1]
+    if cf.breaks:
+        first = cf.breaks[0]
+        problems.append(f"em.jit({name}) breaks its graph {len(cf.breaks)} time(s) per call "
+                        f"(first: {first.reason} at {_where(first)}): the graph's time "
+                        "includes the Python between its segments")
     eager_rows, per_call = _eager_op_spreads(per_round["eager ops"], problems, name)
     step_spreads = _step_spreads(per_round["graph kernels"])
     rows, planned, unplanned, kernel_count = _rows(cf, eager_rows, step_spreads)
@@ -353,6 +376,12 @@ def _has_tensors(value) -> bool:
 
     leaves, _ = pytree.flatten(value)
     return any(isinstance(leaf, Tensor) for leaf in leaves)
+
+
+def _where(graph_break) -> str:
+    import os
+
+    return f"{os.path.basename(graph_break.filename)}:{graph_break.lineno}"
 
 
 def _retrace_reason(jitted) -> str:
