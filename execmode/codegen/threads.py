@@ -18,8 +18,12 @@ threads take the pieces.
 **BLAS.** NumPy's OpenBLAS gets the same count when the engine first needs threads (the
 first kernel library loaded, the first ``set_num_threads``, the first ``thread_settings``),
 not at ``import execmode``. Kernels and BLAS calls run one after the other on the caller's
-thread (a program's matmul is a call from C, plan.py's is NumPy's), so equal counts never
-put two teams on the cores at once. Where the user set OpenBLAS's own variables
+thread (a program's matmul is a call from C, plan.py's is NumPy's), but OpenBLAS's idle
+workers spin for a while after each call and would fight the next kernel's team for the
+cores; so at the same moment OpenBLAS's parallel jobs are handed to the kernels' own
+OpenMP team (blas_workers.py: one set of workers, sleeping between regions), where
+OpenBLAS and the compiler allow it, and ``thread_settings()["blas_workers"]`` says which
+threads run them and why. Where the user set OpenBLAS's own variables
 (``OPENBLAS_NUM_THREADS``, ``GOTO_NUM_THREADS``, ``OMP_NUM_THREADS``, read by OpenBLAS when
 NumPy loads it) execmode leaves the BLAS as they set it, and :func:`thread_settings` says
 so; an explicit ``set_num_threads(n)`` sets both.
@@ -29,14 +33,16 @@ bookkeeping into the child but not the threads, so the child's next parallel reg
 forever for workers that do not exist (measured: a multiprocessing-style ``os.fork`` after
 one threaded kernel hung the child's first kernel call). libgomp has no fork handler and
 no way to drop its pool. So every library records whether it ever started a team of more
-than one thread (``em_threads_used``), and a child forked after that happened runs every
-kernel single-threaded, libraries it loads later included (a team of one never touches the
-pool). Results are the same bits; only the speed differs. A child forked before any
-threaded kernel ran keeps its threads (libgomp starts a fresh pool there). Processes
-started with exec (``subprocess``, the debugger's script runs, multiprocessing's "spawn")
-start fresh and are not affected. Hooked with ``os.register_at_fork``: a fork from C code
-that bypasses Python's ``os.fork`` is not seen. (OpenBLAS restarts its own threads in a
-forked child.)
+than one thread (``em_threads_used``; OpenBLAS's jobs on the team count too), and a child
+forked after that happened runs every kernel single-threaded, libraries it loads later
+included (a team of one never touches the pool), and OpenBLAS's jobs on OpenBLAS's own
+threads (blas_workers.c's fork handler, which sees forks from C code too). Results are
+the same bits; only the speed differs. A child forked before any team ran keeps its
+threads (libgomp starts a fresh pool there) and hands OpenBLAS's jobs to the team again.
+Processes started with exec (``subprocess``, the debugger's script runs,
+multiprocessing's "spawn") start fresh and are not affected. The kernels' guard is hooked
+with ``os.register_at_fork``: a fork from C code that bypasses Python's ``os.fork`` is not
+seen by it. (OpenBLAS restarts its own threads in a forked child.)
 """
 
 from __future__ import annotations
@@ -255,6 +261,7 @@ def _sync_blas() -> None:
     _State.blas_synced = True
     if control is None:
         _State.blas_source = f"not set: {blas.thread_control_reason()}"
+        _blas_jobs_follow(None)
         return
     if _State.blas_at_start is None:
         _State.blas_at_start = control.get()
@@ -269,6 +276,17 @@ def _sync_blas() -> None:
         target, _State.blas_source = _chosen()[0], BLAS_FOLLOWS
     if control.get() != target:
         control.set(target)
+    _blas_jobs_follow(target)
+
+
+def _blas_jobs_follow(count: int | None) -> None:
+    """OpenBLAS's parallel jobs on execmode's OpenMP team where they can run there
+    (blas_workers.py); a child forked after threads ran keeps OpenBLAS's own threads."""
+    from . import blas_workers
+
+    blas_workers.follow(count, forked=_State.inherited_pool,
+                        before_openmp_loads=prefer_passive_openmp)
+    _hook_fork()  # the team's workers are the kernels': the fork guard covers both
 
 
 def _sync_blas_once() -> None:
@@ -287,10 +305,12 @@ def thread_settings() -> dict:
     "EXECMODE_NUM_THREADS", "OMP_NUM_THREADS" or "default: N usable CPUs, M physical
     cores"), ``requested`` (the count asked, which a fork may have lowered to 1),
     ``forked`` (True in such a child), ``blas_threads`` (read back from the BLAS; None
-    when execmode cannot read it), ``blas_source``, ``blas_library``, ``usable_cpus``,
-    ``physical_cores``.
+    when execmode cannot read it), ``blas_source``, ``blas_library``, ``blas_workers``
+    (who runs OpenBLAS's parallel jobs: "execmode's OpenMP team", "OpenBLAS's own
+    threads (why)", or "the BLAS's own threads (not OpenBLAS: ...)", blas_workers.py),
+    ``usable_cpus``, ``physical_cores``.
     """
-    from . import blas
+    from . import blas, blas_workers
 
     requested, source = _chosen()
     _sync_blas_once()
@@ -303,13 +323,18 @@ def thread_settings() -> dict:
         "blas_threads": control.get() if control is not None else None,
         "blas_source": _State.blas_source,
         "blas_library": os.path.basename(control.path) if control is not None else None,
+        "blas_workers": blas_workers.status(),
         "usable_cpus": usable_cpus(),
         "physical_cores": physical_cores(),
     }
 
 
 def thread_settings_text(settings: dict | None = None) -> str:
-    """One short line: "threads: 2 (default: 2 usable CPUs, 2 physical cores), BLAS 2"."""
+    """One short line: "threads: 2 (default: 2 usable CPUs, 2 physical cores), BLAS 2 on
+    the kernels' threads" (or "on OpenBLAS's own threads"; nothing for one BLAS thread,
+    which starts no jobs, or settings stored before execmode said)."""
+    from .blas_workers import TEAM
+
     s = thread_settings() if settings is None else settings
     text = f"threads: {s['threads']} ({s['source']})"
     if s.get("forked"):
@@ -320,6 +345,9 @@ def thread_settings_text(settings: dict | None = None) -> str:
     text += f", BLAS {s['blas_threads']}"
     if s.get("blas_source") not in (BLAS_FOLLOWS, SET_BY_CALL):
         text += f" ({s['blas_source']})"
+    workers = s.get("blas_workers")
+    if workers and s["blas_threads"] > 1:
+        text += " on the kernels' threads" if workers == TEAM else " on OpenBLAS's own threads"
     return text
 
 
@@ -335,17 +363,26 @@ def configure_library(cdll: ctypes.CDLL) -> None:
     cdll.em_set_num_threads(num_threads())
     _State.libraries.append(cdll)
     _sync_blas_once()
+    _hook_fork()
+
+
+def _hook_fork() -> None:
     if not _State.hooked and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
         _State.hooked = True
 
 
 def _after_fork_in_child() -> None:
-    # The libraries' flags were copied into the child with the rest of the memory.
-    if _State.inherited_pool or any(lib.em_threads_used() for lib in _State.libraries):
+    from . import blas_workers
+
+    # The libraries' flags were copied into the child with the rest of the memory; the
+    # BLAS jobs ran on the same pool when blas_workers' team ran.
+    if _State.inherited_pool or blas_workers.team_ran() or \
+            any(lib.em_threads_used() for lib in _State.libraries):
         _State.inherited_pool = True
         for lib in _State.libraries:
             lib.em_set_num_threads(1)
+    blas_workers.after_fork_in_child(pool_unusable=_State.inherited_pool)
 
 
 def prefer_passive_openmp() -> None:

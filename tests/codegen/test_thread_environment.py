@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from execmode.codegen import blas, threads
+from execmode.codegen import blas, blas_workers, threads
 from execmode.codegen.toolchain import NoCompiler, get_toolchain
 
 THREAD_VARIABLES = (threads.ENV, threads.OPENMP_ENV, *threads.BLAS_ENVS)
@@ -150,3 +151,244 @@ def test_set_num_threads_reaches_loaded_and_future_libraries(tmp_path):
     assert at_one and not any(at_one)
     assert any(then_two)
     assert new and any(new)
+
+
+# --- OpenBLAS's jobs on the kernels' team (blas_workers.py) ----------------------------------
+
+# Prints one JSON line: the workers' status, a digest of products OpenBLAS splits into
+# jobs at 2 threads, and how many job sets ran on the team.
+_PRODUCTS_SCRIPT = textwrap.dedent("""
+    import hashlib, json
+    import numpy as np
+    import execmode as em
+    from execmode.codegen import blas_workers, threads
+
+    em.set_num_threads(2)
+    rng = np.random.default_rng(42)
+    a = rng.standard_normal((64, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 256), dtype=np.float32)
+    c = rng.standard_normal((600, 700))
+    d = rng.standard_normal((700, 500))
+    digest = hashlib.sha256()
+    for product in (a @ b, b.T @ a.T, c @ d, a @ a.T):
+        digest.update(product.tobytes())
+    print(json.dumps({"workers": threads.thread_settings()["blas_workers"],
+                      "digest": digest.hexdigest(), "calls": blas_workers.calls()}))
+""")
+
+
+def _team_or_skip():
+    (s,) = _settings()
+    if s["blas_workers"] != blas_workers.TEAM:
+        pytest.skip(f"OpenBLAS's jobs do not run on execmode's team here: {s['blas_workers']}")
+
+
+def _json_child(script, *args, **variables) -> dict:
+    done = _child(script, args, **variables)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_off_switch_gives_openblas_its_own_threads_and_the_same_bits(openblas):
+    _team_or_skip()
+    on = _json_child(_PRODUCTS_SCRIPT)
+    off = _json_child(_PRODUCTS_SCRIPT, EXECMODE_BLAS_CALLBACK="0")
+    assert on["workers"] == blas_workers.TEAM and on["calls"][0] >= 4
+    assert off["workers"] == "OpenBLAS's own threads (EXECMODE_BLAS_CALLBACK=0)"
+    assert off["calls"] == [0, 0]
+    assert on["digest"] == off["digest"]
+
+
+@pytest.mark.parametrize("variable, value, reason", [
+    ("OMP_THREAD_LIMIT", "1", "OMP_THREAD_LIMIT=1: fewer threads than OpenBLAS's 2 jobs"),
+    ("OMP_DYNAMIC", "true", "OMP_DYNAMIC is on: OpenMP may give fewer threads"),
+])
+def test_where_openmp_may_not_give_the_whole_team_openblas_keeps_its_threads(
+        openblas, variable, value, reason):
+    """OpenBLAS's jobs wait for each other, so they need all their threads at once: where
+    OpenMP may give fewer, every call would start threads of its own; OpenBLAS's own
+    threads run them instead, with the same bits."""
+    _team_or_skip()
+    on = _json_child(_PRODUCTS_SCRIPT)
+    limited = _json_child(_PRODUCTS_SCRIPT, **{variable: value})
+    assert limited["workers"].startswith(f"OpenBLAS's own threads ({reason}")
+    assert limited["calls"] == [0, 0]
+    assert limited["digest"] == on["digest"]
+
+
+# Python threads call NumPy at once: matmuls (their job sets take turns on the slots at
+# the top) beside LU solves (getrf_parallel queues jobs to OpenBLAS's own workers,
+# whatever the callback, in the bottom slots). Every result must be the bits it has alone.
+_CONCURRENT_SCRIPT = textwrap.dedent("""
+    import json, sys, threading
+    import numpy as np
+    import execmode as em
+    from execmode.codegen import blas_workers, threads
+
+    em.set_num_threads(2)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 384), dtype=np.float32)
+    c = rng.standard_normal((300, 400))
+    d = rng.standard_normal((400, 350))
+    m = rng.standard_normal((500, 500)) + 500 * np.eye(500)
+    r = rng.standard_normal((500, 8))
+    work = {"sgemm": lambda: a @ b, "dgemm": lambda: c @ d,
+            "solve": lambda: np.linalg.solve(m, r)}
+    alone = {name: fn().tobytes() for name, fn in work.items()}
+    wrong = []
+
+    def worker(name):
+        for _ in range(40):
+            if work[name]().tobytes() != alone[name]:
+                wrong.append(name)
+
+    names = ["sgemm", "dgemm", "solve", "sgemm", "solve"]
+    pool = [threading.Thread(target=worker, args=(n,)) for n in names]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    print(json.dumps({"workers": threads.thread_settings()["blas_workers"],
+                      "wrong": sorted(set(wrong)), "calls": blas_workers.calls()}))
+""")
+
+
+def test_python_threads_calling_numpy_at_once_get_the_bits_they_get_alone(openblas):
+    _team_or_skip()
+    result = _json_child(_CONCURRENT_SCRIPT)  # a hang is a TimeoutExpired
+    assert result["workers"] == blas_workers.TEAM
+    assert result["calls"][0] > 0
+    assert result["wrong"] == []
+
+
+# A fork after OpenBLAS's jobs ran on the team (and no threaded kernel): the team's pool
+# is unusable in the child, so kernels run on one thread and OpenBLAS's jobs on its own
+# threads; a fork before any team ran keeps both on the team. "os" forks through Python
+# (os.register_at_fork hooks run), "libc" through C (only blas_workers.c's handler does).
+_FORK_SCRIPT = textwrap.dedent("""
+    import ctypes, json, os, sys
+    import numpy as np
+    import execmode as em
+    from execmode.codegen import blas_workers, threads
+
+    when, how = sys.argv[1], sys.argv[2]
+    em.set_num_threads(2)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 256), dtype=np.float32)
+    x = em.tensor(rng.standard_normal(1 << 21).astype(np.float32))
+    f = em.jit(lambda x: em.tanh(x * 2.0 + 1.0))
+    f_bits = None
+    if when == "team-ran":
+        product = (a @ b).tobytes()
+        assert blas_workers.team_ran()
+    else:
+        em.set_num_threads(1)
+        f_bits = f(x).numpy().tobytes()  # compiled, but no team started
+        em.set_num_threads(2)
+        blas_workers.use_team(False)  # the bits at 2 threads, without starting the team
+        product = (a @ b).tobytes()
+        blas_workers.use_team(True)
+        assert not blas_workers.team_ran()
+    before = blas_workers.calls()[0]
+    pid = ctypes.CDLL(None).fork() if how == "libc" else os.fork()
+    if pid == 0:
+        try:
+            report = {"workers": blas_workers.status(),
+                      "product": (a @ b).tobytes() == product,
+                      "team_calls": blas_workers.calls()[0] - before}
+            if how == "os":
+                out = f(x).numpy().tobytes()
+                report.update(kernel=f_bits is None or out == f_bits,
+                              threads=threads.num_threads())
+            print(json.dumps(report), flush=True)
+            os._exit(0)
+        except BaseException as exc:
+            print(json.dumps({"failed": repr(exc)}), flush=True)
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert (a @ b).tobytes() == product and blas_workers.status() == blas_workers.TEAM
+    f(x)  # the parent keeps its threads
+    sys.exit(os.waitstatus_to_exitcode(status))
+""")
+
+_FORKED = f"OpenBLAS's own threads ({blas_workers.FORKED})"
+
+
+def _child_group(script, args, tmp_path, timeout=120) -> subprocess.CompletedProcess:
+    """_child in a session of its own: on a timeout the whole group is killed, a hung
+    forked grandchild included (it holds the pipes open), then TimeoutExpired raised."""
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env["EXECMODE_CACHE_DIR"] = str(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+@pytest.mark.parametrize("when, how, workers, kernel_threads", [
+    ("team-ran", "os", _FORKED, 1),
+    ("team-ran", "libc", _FORKED, None),
+    ("nothing-ran", "os", blas_workers.TEAM, 2),
+])
+def test_a_forked_child_never_waits_for_the_team(tmp_path, openblas, when, how, workers,
+                                                 kernel_threads):
+    _team_or_skip()
+    try:
+        if not get_toolchain().openmp:
+            pytest.skip("the compiler has no OpenMP: kernels are single-threaded")
+    except NoCompiler as exc:
+        pytest.skip(f"no C compiler: {exc}")
+    done = _child_group(_FORK_SCRIPT, (when, how), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    child = json.loads(done.stdout.splitlines()[-1])
+    assert child["workers"] == workers
+    assert child["product"] is True
+    assert (child["team_calls"] > 0) == (workers == blas_workers.TEAM)
+    if kernel_threads is not None:
+        assert child["kernel"] is True and child["threads"] == kernel_threads
+
+
+_SLOTS_SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    import execmode as em
+    from execmode.codegen import blas_workers
+
+    a = np.random.default_rng(0).standard_normal((64, 512), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((512, 256), dtype=np.float32)
+    em.set_num_threads(2)
+    two = (a @ b).tobytes()
+    report = {"first": blas_workers.status()}
+    many = blas_workers.slots() // 2 + 1  # many jobs + (many - 1) workers > slots
+    em.set_num_threads(many)
+    report["too many"] = blas_workers.status()
+    report["many"] = many
+    before = blas_workers.calls()
+    a @ b
+    report["calls"] = [n - m for n, m in zip(blas_workers.calls(), before)]
+    em.set_num_threads(2)
+    report["back at 2"] = blas_workers.status()
+    report["same bits"] = (a @ b).tobytes() == two
+    print(json.dumps(report))
+""")
+
+
+def test_a_count_too_large_for_openblas_slots_gives_it_its_own_threads(openblas):
+    """blas_workers.c, rule 2: the jobs' slots (from the top) and OpenBLAS's own workers'
+    (from 0) must not meet; half its slots + 1 threads (33 of 64 here) do not fit."""
+    _team_or_skip()
+    report = _json_child(_SLOTS_SCRIPT)
+    assert report["first"] == report["back at 2"] == blas_workers.TEAM
+    assert report["too many"].startswith(
+        f"OpenBLAS's own threads ({report['many']} threads: the jobs and OpenBLAS's own "
+        "threads would need more than its")
+    assert report["calls"] == [0, 0]
+    assert report["same bits"] is True

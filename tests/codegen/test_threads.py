@@ -16,7 +16,7 @@ import pytest
 from kernel_helpers import BINARY, UNARY, call_args, compile_cases, fused_case
 
 import execmode as em
-from execmode.codegen import disk_cache, threads
+from execmode.codegen import blas_workers, disk_cache, threads
 from execmode.codegen.kernel_ir import point_cost
 from execmode.codegen.render_c import CRenderer
 from execmode.codegen.toolchain import NoCompiler, Toolchain, get_toolchain
@@ -322,10 +322,19 @@ def test_the_settings_line(no_thread_variables, restore_threads):
     _blas_or_skip()
     settings = threads.thread_settings()
     assert set(settings) >= {"threads", "source", "blas_threads", "blas_source",
-                             "usable_cpus", "physical_cores"}
+                             "blas_workers", "usable_cpus", "physical_cores"}
     n = threads.default_threads()
+    where = "" if n == 1 else " on the kernels' threads" \
+        if settings["blas_workers"] == blas_workers.TEAM else " on OpenBLAS's own threads"
     assert threads.thread_settings_text() == \
-        f"threads: {n} ({settings['source']}), BLAS {n}"
+        f"threads: {n} ({settings['source']}), BLAS {n}{where}"
+    em.set_num_threads(2)
+    team = dict(threads.thread_settings(), blas_workers=blas_workers.TEAM)
+    assert threads.thread_settings_text(team).endswith(", BLAS 2 on the kernels' threads")
+    own = dict(team, blas_workers="OpenBLAS's own threads (EXECMODE_BLAS_CALLBACK=0)")
+    assert threads.thread_settings_text(own).endswith(", BLAS 2 on OpenBLAS's own threads")
+    stored = {k: v for k, v in team.items() if k != "blas_workers"}  # an older session
+    assert threads.thread_settings_text(stored).endswith(", BLAS 2")
     em.set_num_threads(1)
     assert threads.thread_settings_text() == "threads: 1 (set_num_threads()), BLAS 1"
     theirs = dict(settings, blas_threads=1, blas_source="from OPENBLAS_NUM_THREADS=1 as "
@@ -360,6 +369,95 @@ def test_a_jitted_training_step_gives_the_same_bits_at_1_and_2_threads(restore_t
         weights = [p.numpy().tobytes() for p in model.parameters()]
         results[n] = (losses, weights)
     assert results[1] == results[2]
+
+
+# --- OpenBLAS's jobs on the kernels' team (blas_workers.py) --------------------------------
+
+def _team_or_skip():
+    _blas_or_skip()
+    threads.thread_settings()  # gives the BLAS its count and its jobs to the team
+    status = blas_workers.status()
+    if status != blas_workers.TEAM:
+        pytest.skip(f"OpenBLAS's jobs do not run on execmode's team here: {status}")
+
+
+@pytest.fixture
+def team_back():
+    yield
+    blas_workers.force_new_threads(False)
+    blas_workers.use_team(True)
+    threads.set_num_threads(None)
+
+
+def _products() -> dict:
+    """Products OpenBLAS splits into jobs at 2+ threads: gemm in both precisions and
+    orientations, syrk (a matrix times its transpose), gemv."""
+    rng = np.random.default_rng(42)
+    a = rng.standard_normal((64, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 256), dtype=np.float32)
+    c = rng.standard_normal((600, 700))
+    d = rng.standard_normal((700, 500))
+    g = rng.standard_normal((1000, 1000))  # 600x700 is below OpenBLAS's gemv threshold
+    v = rng.standard_normal(1000)
+    return {"sgemm": lambda: a @ b, "sgemm of transposes": lambda: b.T @ a.T,
+            "dgemm": lambda: c @ d, "ssyrk": lambda: a @ a.T, "dgemv": lambda: g @ v}
+
+
+def _bits(products: dict) -> dict:
+    return {name: fn().tobytes() for name, fn in products.items()}
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_openblas_jobs_on_the_team_give_openblas_own_bits(team_back, count):
+    """The same jobs on other threads: the bits of OpenBLAS's own threads at the same
+    count, on the team and on the fallback's fresh threads alike."""
+    _team_or_skip()
+    em.set_num_threads(count)
+    products = _products()
+    before = blas_workers.calls()
+    team = _bits(products)
+    on_team = blas_workers.calls()
+    assert on_team[0] >= before[0] + len(products)  # every product went through the team
+    blas_workers.force_new_threads(True)
+    fresh = _bits(products)
+    blas_workers.force_new_threads(False)
+    assert blas_workers.calls()[1] >= on_team[1] + len(products)
+    blas_workers.use_team(False)
+    em.set_num_threads(count)  # a later count does not switch it back on
+    assert blas_workers.status().startswith("OpenBLAS's own threads (switched off")
+    assert threads.thread_settings()["blas_workers"] == blas_workers.status()
+    off = blas_workers.calls()
+    own = _bits(products)
+    assert blas_workers.calls() == off  # OpenBLAS's own threads ran them
+    assert team == own
+    assert fresh == own
+    blas_workers.use_team(True)
+    assert threads.thread_settings()["blas_workers"] == blas_workers.TEAM
+
+
+def test_a_jitted_training_step_gives_the_same_bits_on_the_team_and_off_it(team_back):
+    """A program's matmuls call OpenBLAS from C, and its kernels run on the team between
+    them: the step's losses and weights are the bits of OpenBLAS's own threads."""
+    _toolchain_or_skip()
+    _team_or_skip()
+    from helpers import mse_train_step
+
+    em.set_num_threads(2)
+    rng = np.random.default_rng(31)
+    x = em.tensor(rng.standard_normal((2048, 256), dtype=np.float32))
+    y = em.tensor(rng.standard_normal((2048, 8), dtype=np.float32))
+    results, calls = {}, {}
+    for on in (True, False):
+        blas_workers.use_team(on)
+        em.random.seed(0)
+        model = em.nn.Sequential(em.nn.Linear(256, 128), em.nn.ReLU(), em.nn.Linear(128, 8))
+        step = em.jit(mse_train_step(model, em.optim.SGD(model.parameters(), lr=0.01)))
+        before = blas_workers.calls()[0]
+        losses = [step(x, y).numpy().tobytes() for _ in range(3)]
+        calls[on] = blas_workers.calls()[0] - before
+        results[on] = (losses, [p.numpy().tobytes() for p in model.parameters()])
+    assert calls[True] > 0 and calls[False] == 0
+    assert results[True] == results[False]
 
 
 def test_the_cache_key_has_the_flags_and_not_the_thread_count():
