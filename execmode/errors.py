@@ -55,6 +55,16 @@ def describe_operand(x) -> str:
     return f"{type(x).__name__}"
 
 
+def value_text(value, limit: int = 80) -> str:
+    """A value as an error message quotes it: a tensor (or abstract value) by its type
+    (``a tensor f32[50,50]@cpu``), anything else by its repr cut to ``limit`` characters, so
+    that a tensor passed where a number or an axis belongs never prints its values."""
+    if getattr(type(value), "_operand_text", None) is not None:
+        return f"a tensor {describe_operand(value)}"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:
     """Build the standard message: ``matmul(f32[3,4]@cpu, f32[5,6]@cpu): <problem>\n  at file:line``."""
     loc = location if location is not None else user_location()

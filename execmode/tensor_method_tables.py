@@ -38,9 +38,13 @@ FORWARDED = {
         "masked_fill", "cumsum", "argsort", "topk", "take_along_axis", "tril", "triu",
         "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p", "expm1", "sign",
         "floor", "ceil", "round", "maximum", "minimum", "scatter_add", "index_add",
-        "gather",
+        "gather", "flip", "roll", "sinh", "cosh", "index_select", "repeat_interleave",
+        "scatter", "addmm", "baddbmm",
     )},
     "unsqueeze": "expand_dims",
+    # PyTorch's comparison and arithmetic methods
+    "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+    "ge": "greater_equal", "mul": "multiply", "div": "divide",
 }
 # x.float() -> em.astype(x, em.float32): PyTorch's casts, by dtype name
 CASTS = {"float": "float32", "double": "float64", "long": "int64", "int": "int32",
@@ -55,6 +59,14 @@ WITH_BODIES = (
     "transpose", "permute", "T", "mT", "t", "contiguous", "expand_as", "dim", "numel",
     "clamp_min", "clamp_max", "sort", "where", "softmax", "log_softmax",
 )
+# PyTorch's methods with bodies of their own (tensor_methods._PyTorchMethods): in-place
+# updates, the torch spellings of casts and sizes, var/std with PyTorch's default.
+WITH_TORCH_BODIES = (
+    "view_as", "type", "type_as", "nelement", "ndimension", "element_size",
+    "is_floating_point", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
+    "cuda", "is_cuda", "get_device", "add", "sub", "var", "std", "fill_", "copy_", "add_",
+    "sub_", "mul_", "div_", "clamp_", "masked_fill_", "scatter_", "normal_", "uniform_",
+)
 
 
 def installed_names() -> tuple[str, ...]:
@@ -62,4 +74,4 @@ def installed_names() -> tuple[str, ...]:
     names = [*UNARY, *UNARY_NN, *BINARY, *REFLECTED, *FORWARDED, *CASTS]
     for dunder in FAST_OPERATORS:
         names += [f"__{dunder}__", f"__r{dunder}__"]
-    return (*names, *WITH_BODIES)
+    return (*names, *WITH_BODIES, *WITH_TORCH_BODIES)

@@ -36,6 +36,7 @@ from .tensor_method_tables import (
     UNARY,
     UNARY_NN,
     WITH_BODIES,
+    WITH_TORCH_BODIES,
 )
 
 _ndarray = np.ndarray
@@ -142,11 +143,31 @@ class _EngineMethods:
         return t
 
     # --- conversion ---------------------------------------------------------------------
-    def to(self, target) -> Tensor:
-        """A copy on another device (``"cpu"``, ``"cuda:0"``) or, given a dtype, astype."""
-        if isinstance(target, str | Device) and not is_dtype_name(target):
-            return F.to_device(self, target)
-        return F.astype(self, target)  # em.float64, np.float64, "float64", float ...
+    def to(self, *args, **kwargs) -> Tensor:
+        """A copy on another device (``"cpu"``, ``"cuda:0"``), of another dtype, or both:
+        PyTorch's ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (its
+        device and dtype) and ``to(device=, dtype=)``; ``non_blocking``, ``copy`` and
+        ``memory_format`` are accepted. The tensor itself when nothing changes (and
+        ``copy`` is False)."""
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        force_copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise ArgumentError(f"to(): unexpected keyword argument {next(iter(kwargs))!r}")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.device, arg.dtype
+            elif isinstance(arg, Device) or (isinstance(arg, str) and not is_dtype_name(arg)):
+                device = arg
+            elif arg is not None:
+                dtype = arg  # em.float64, np.float64, "float64", float ...
+        out = self
+        if device is not None:
+            out = F.to_device(out, device)
+        if dtype is not None:
+            out = F.astype(out, dtype)
+        return F.copy(out) if force_copy and out is self else out
 
     def cpu(self) -> Tensor:
         return F.to_device(self, "cpu")
@@ -264,6 +285,195 @@ class _EngineMethods:
         return NF.log_softmax(self, dim)
 
 
+_TORCH_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+                     "int32": "IntTensor", "bool": "BoolTensor"}
+
+
+def _torch_type_name(dtype, device) -> str:
+    prefix = "torch.cuda." if device.is_cuda else "torch."
+    return prefix + _TORCH_TYPE_NAMES[str(dtype)]
+
+
+def _dtype_of_type_name(name: str):
+    """``"torch.LongTensor"`` (or ``"torch.cuda.LongTensor"``) -> int64."""
+    short = name.rsplit(".", 1)[-1]
+    for dtype, tensor_name in _TORCH_TYPE_NAMES.items():
+        if short == tensor_name:
+            return getattr(dtypes, dtype if dtype != "bool" else "bool_")
+    raise ArgumentError(f"type({name!r}): not a tensor type execmode has; use one of "
+                        + ", ".join(f"'torch.{n}'" for n in _TORCH_TYPE_NAMES.values()))
+
+
+def _var_or_std(fn, x, dim, unbiased, keepdim, correction, array_api):
+    """x.var()/x.std(): PyTorch's default (N - 1) in PyTorch's spelling (no axis, a
+    positional or ``dim=``); the Array API's (N) with ``axis=``/``keepdims=``, as em.var."""
+    if array_api:
+        extra = set(array_api) - {"axis", "keepdims"}
+        if extra:
+            raise ArgumentError(f"{fn.__name__}: unexpected keyword argument {extra.pop()!r}")
+        if dim is not None or unbiased is not None or keepdim:
+            raise ArgumentError(f"{fn.__name__}: give axis=/keepdims= (the Array API's) or "
+                                "dim/unbiased/keepdim (PyTorch's), not both")
+        return fn(x, axis=array_api.get("axis"), keepdims=array_api.get("keepdims", False),
+                  correction=correction)
+    if isinstance(unbiased, bool):
+        if correction is not None:
+            raise ArgumentError(f"{fn.__name__}: got both unbiased and correction; give one")
+        correction = int(unbiased)
+    return fn(x, axis=dim, keepdims=keepdim, correction=1 if correction is None else correction)
+
+
+class _PyTorchMethods:
+    """PyTorch's tensor methods that the Array API has no spelling for: in-place updates
+    (``x.add_(y)``, ``x.masked_fill_(m, v)``: writes through :func:`execmode.assign`, so
+    they are assign nodes under jit), ``type``, ``new_*``, ``view_as`` and ``var``/``std``
+    with PyTorch's default."""
+
+    def view_as(self, other):
+        """PyTorch's ``view_as``: ``view`` to ``other``'s shape."""
+        return F.reshape(self, other.shape)
+
+    def type(self, dtype=None, non_blocking=False):
+        """PyTorch's ``type``: without an argument, the type's name (``'torch.FloatTensor'``);
+        with a dtype (or such a name), the tensor cast to it."""
+        if dtype is None:
+            return _torch_type_name(self.dtype, self.device)
+        if isinstance(dtype, str) and dtype.startswith("torch."):
+            dtype = _dtype_of_type_name(dtype)
+        return F.astype(self, dtype)
+
+    def type_as(self, other):
+        """Cast to ``other``'s dtype (PyTorch's ``type_as``)."""
+        return F.astype(self, other.dtype)
+
+    def nelement(self) -> int:
+        """The number of elements (PyTorch's alias of ``numel()``)."""
+        return int(self.size)
+
+    def ndimension(self) -> int:
+        """The rank (PyTorch's alias of ``dim()``)."""
+        return self.ndim
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.kind == "f"
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of ``size`` with this tensor's dtype and device unless given."""
+        return self.new_full(F.arguments._shape_arg(size, "new_zeros"), 0, dtype=dtype,
+                             device=device, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return self.new_full(F.arguments._shape_arg(size, "new_ones"), 1, dtype=dtype,
+                             device=device, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """Like ``new_zeros`` (execmode's new tensors are always initialised)."""
+        return self.new_full(F.arguments._shape_arg(size, "new_empty"), 0, dtype=dtype,
+                             device=device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        return F.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+                      device=self.device if device is None else device,
+                      requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        return F.tensor(data, dtype=self.dtype if dtype is None else dtype,
+                        device=self.device if device is None else device,
+                        requires_grad=requires_grad)
+
+    def cuda(self, device=None, non_blocking=False):
+        """A copy on the GPU (``"cuda"`` or ``"cuda:N"``); a DeviceError that says why
+        where there is none."""
+        target = "cuda" if device is None else (
+            f"cuda:{device}" if isinstance(device, int) else device)
+        return F.to_device(self, target)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.is_cuda
+
+    def get_device(self) -> int:
+        """The GPU's index, or -1 on the CPU (PyTorch's answer)."""
+        return self.device.index if self.device.is_cuda else -1
+
+    def add(self, other, *, alpha=1):
+        """``x + alpha * other`` (PyTorch's ``add``)."""
+        return self + (other if alpha == 1 else other * alpha)
+
+    def sub(self, other, *, alpha=1):
+        """``x - alpha * other`` (PyTorch's ``sub``)."""
+        return self - (other if alpha == 1 else other * alpha)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, **array_api):
+        """Variance. In PyTorch's spelling (``x.var()``, ``x.var(1)``, ``dim=``) PyTorch's
+        default, dividing by N - 1; with ``axis=``/``keepdims=`` the Array API's, N (as
+        :func:`execmode.var`). ``correction=`` or ``unbiased=`` always win."""
+        return _var_or_std(F.var, self, dim, unbiased, keepdim, correction, array_api)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, **array_api):
+        """Standard deviation, with the same defaults as :meth:`var`."""
+        return _var_or_std(F.std, self, dim, unbiased, keepdim, correction, array_api)
+
+    # --- in place: each writes the out-of-place result back with assign -----------------
+    def fill_(self, value):
+        """Write ``value`` (a number or a 0-d tensor) into every element."""
+        if isinstance(value, Tensor):
+            return F.assign(self, F.astype(F.broadcast_to(value, self.shape), self.dtype))
+        return F.assign(self, F.full_like(self, value))
+
+    def copy_(self, src, non_blocking=False):
+        """Write ``src`` (broadcast, cast to this dtype and device) into this tensor."""
+        src = src if isinstance(src, Tensor) else F.tensor(src)
+        return F.assign(self, F.to_device(F.astype(src, self.dtype), self.device))
+
+    def add_(self, other, *, alpha=1):
+        return F.assign(self, self.add(other, alpha=alpha))
+
+    def sub_(self, other, *, alpha=1):
+        return F.assign(self, self.sub(other, alpha=alpha))
+
+    def mul_(self, other):
+        return F.assign(self, self * other)
+
+    def div_(self, other):
+        return F.assign(self, self / other)
+
+    def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's names
+        return F.assign(self, F.clamp(self, min, max))
+
+    def masked_fill_(self, mask, value):
+        """``masked_fill`` written into this tensor."""
+        return F.assign(self, F.masked_fill(self, mask, value))
+
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        """``scatter`` written into this tensor."""
+        return F.assign(self, F.scatter(self, dim, index, src, value, reduce=reduce))
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Overwrite with samples of N(mean, std^2) from execmode's seeded generator."""
+        _no_generator("normal_", generator)
+        drawn = F._random("random_normal", self.shape, self.dtype, self.device, False,
+                          mean=float(mean), std=float(std))
+        return F.assign(self, drawn)
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        """Overwrite with samples of U[a, b) from execmode's seeded generator."""
+        _no_generator("uniform_", generator)
+        drawn = F._random("random_uniform", self.shape, self.dtype, self.device, False,
+                          low=float(a), high=float(b))
+        return F.assign(self, drawn)
+
+
+def _no_generator(name, generator):
+    if generator is not None:
+        raise ArgumentError(f"{name}(generator=...): in-place draws use execmode's one "
+                            "generator; seed it with torch.manual_seed / em.random.seed")
+
+
 def methods() -> dict:
     """Every installed method by name, from the tables and _EngineMethods."""
     table = {}
@@ -278,12 +488,15 @@ def methods() -> dict:
             operator = make_operator(OPS[op], reflected)
             operator.__name__, operator.__qualname__ = name, f"Tensor.{name}"
             table[name] = counting_operator(operator)
-    bodies = {name: value for name, value in vars(_EngineMethods).items()
-              if name not in ("__module__", "__qualname__", "__doc__", "__dict__",
-                              "__weakref__")}
-    if set(bodies) != set(WITH_BODIES):
-        raise RuntimeError("tensor_method_tables.WITH_BODIES and _EngineMethods differ: "
-                           f"{sorted(set(bodies) ^ set(WITH_BODIES))}")
+    bodies = {}
+    for cls, listed in ((_EngineMethods, WITH_BODIES), (_PyTorchMethods, WITH_TORCH_BODIES)):
+        own = {name: value for name, value in vars(cls).items()
+               if name not in ("__module__", "__qualname__", "__doc__", "__dict__",
+                               "__weakref__")}
+        if set(own) != set(listed):
+            raise RuntimeError(f"tensor_method_tables and {cls.__name__} differ: "
+                               f"{sorted(set(own) ^ set(listed))}")
+        bodies.update(own)
     for name, value in bodies.items():
         if callable(value):
             value.__qualname__ = f"Tensor.{name}"

@@ -63,6 +63,7 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
     clip,
     copy,
     cos,
+    cosh,
     divide,
     equal,
     erf,
@@ -95,6 +96,7 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
     round,
     sign,
     sin,
+    sinh,
     sqrt,
     square,
     subtract,
@@ -104,18 +106,23 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
 from .gather_scatter import (
     gather,
     index_add,
+    scatter,
     scatter_add,
     take_along_axis,
 )
 from .indexing import (
     argwhere,
     getitem,
+    index_select,
     masked_fill,
     nonzero,
     one_hot,
+    repeat_interleave,
     setitem,
 )
 from .linalg import (
+    addmm,
+    baddbmm,
     matmul,
     matrix_transpose,
     tensordot,
@@ -152,9 +159,12 @@ from .shape import (
     expand,
     expand_dims,
     flatten,
+    flip,
+    meshgrid,
     permute_dims,
     repeat,
     reshape,
+    roll,
     split,
     squeeze,
     stack,
@@ -184,4 +194,7 @@ __all__ = [
     "nonzero", "count_nonzero", "debug_print", "einsum", "split", "chunk", "cat", "clamp",
     "masked_fill", "expand", "repeat", "logaddexp", "multinomial", "cumsum", "argsort", "sort",
     "topk", "take_along_axis", "gather", "scatter_add", "index_add", "one_hot", "tril", "triu",
+    # PyTorch's and the Array API's, for PyTorch programs (execmode.torch)
+    "sinh", "cosh", "flip", "roll", "meshgrid", "index_select", "repeat_interleave", "scatter",
+    "addmm", "baddbmm",
 ]

@@ -17,7 +17,7 @@ from .._tensor import SCALAR_TYPES, Tensor
 from ..backend import as_device, xp_for
 from ..dispatch import apply
 from ..dtypes import as_dtype, default_dtype_for
-from ..errors import ArgumentError, DeviceError, DTypeError, op_error
+from ..errors import ArgumentError, DeviceError, DTypeError, op_error, value_text
 from ..ops import OPS
 from ..ops.registry import RuleError, normalize_axes, normalize_axis
 from ..symbolic import SymbolicScalar
@@ -91,7 +91,7 @@ def _int_arg(op: str, name: str, v, inputs=()) -> int:
         value = _symbolic_value(op, name, v)
         if value is not None and _is_int(value):
             return int(value)
-        raise op_error(ArgumentError, op, inputs, f"{name} must be an int, got {v!r}")
+        raise op_error(ArgumentError, op, inputs, f"{name} must be an int, got {value_text(v)}")
     return int(v)
 
 
@@ -100,13 +100,13 @@ def _number_arg(op: str, name: str, v, inputs=()):
         value = _symbolic_value(op, name, v)
         if value is not None:
             return value
-        raise op_error(ArgumentError, op, inputs, f"{name} must be a number, got {v!r}")
+        raise op_error(ArgumentError, op, inputs, f"{name} must be a number, got {value_text(v)}")
     return v.item() if isinstance(v, np.generic) else v
 
 
 def _bool_arg(op: str, name: str, v, inputs=()) -> bool:
     if not isinstance(v, bool | np.bool_):
-        raise op_error(ArgumentError, op, inputs, f"{name} must be True or False, got {v!r}")
+        raise op_error(ArgumentError, op, inputs, f"{name} must be True or False, got {value_text(v)}")
     return bool(v)
 
 
@@ -126,7 +126,7 @@ def _shape_arg(shape, op: str = "full") -> tuple:
     if _is_int(shape):
         shape = (shape,)
     if not isinstance(shape, tuple | list) or not builtins.all(_is_int(d) for d in shape):
-        raise op_error(ArgumentError, op, (), f"a shape must be a sequence of ints, got {shape!r}")
+        raise op_error(ArgumentError, op, (), f"a shape must be a sequence of ints, got {value_text(shape)}")
     out = tuple(int(d) for d in shape)
     if builtins.any(d < 0 for d in out):
         raise op_error(ArgumentError, op, (), f"negative dimension in shape {out}")
@@ -196,7 +196,7 @@ def _shape_like(shape) -> tuple:
     try:
         return tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise RuleError(f"a shape must be a sequence of ints, got {shape!r}",
+        raise RuleError(f"a shape must be a sequence of ints, got {value_text(shape)}",
                         ArgumentError) from None
 
 

@@ -8,6 +8,7 @@ index) is kept for the names PyTorch owns.
 
 from __future__ import annotations
 
+from .._tensor import Tensor
 from ..dispatch import apply
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
@@ -19,6 +20,8 @@ from .arguments import (
     _tensor_arg,
     normalize_axis_for,
 )
+from .creation import arange
+from .shape import reshape
 
 
 def take_along_axis(x, indices, axis=_UNSET, **kwargs):
@@ -80,3 +83,50 @@ def index_add(x, dim, index, source, alpha=1):
     added = apply(OPS["index_add"], source, index, shape=tuple(x.shape), index=static)
     return x + added
 
+
+
+def scatter(x, dim, index, src=None, value=None, *, reduce=None):
+    """PyTorch's ``scatter(input, dim, index, src)`` (or a number ``value`` in place of
+    ``src``): a copy of ``x`` with ``src[i]`` written at ``index[i]`` along ``dim`` (and at
+    ``i`` on the other axes). Where the index repeats a position the last write wins (as
+    PyTorch's CPU kernel; PyTorch leaves it unspecified). ``reduce="add"``/``"multiply"``
+    are PyTorch's deprecated spellings: use :func:`scatter_add`. One ``index_put``, so the
+    gradient is PyTorch's: zero at the written positions for ``x``, gathered for ``src``."""
+    if reduce is not None:
+        raise op_error(ArgumentError, "scatter", (x, index),
+                       f"reduce={reduce!r} is not supported; use em.scatter_add "
+                       "(PyTorch deprecated reduce= for scatter_reduce)")
+    x = _tensor_arg("scatter", x, (x, index))
+    index = _require_tensor("scatter", index, (x, index))
+    if src is not None and value is not None:
+        raise op_error(ArgumentError, "scatter", (x, index), "give src or value, not both")
+    fill = value if src is None else src
+    if fill is None:
+        raise op_error(ArgumentError, "scatter", (x, index), "missing src (or value=)")
+    if x.ndim == 0:
+        raise op_error(ShapeError, "scatter", (x, index), "needs a tensor of rank >= 1")
+    axis = normalize_axis_for("scatter", x, dim)
+    if index.dtype.kind not in "iu" or index.ndim != x.ndim or any(
+            i > n for k, (i, n) in enumerate(zip(index.shape, x.shape)) if k != axis):
+        raise op_error(ShapeError, "scatter", (x, index),
+                       f"the index must be an integer tensor of rank {x.ndim}, no larger than "
+                       "the input on the other axes")
+    if isinstance(fill, Tensor):
+        if fill.ndim != index.ndim or any(s < i for s, i in zip(fill.shape, index.shape)):
+            raise op_error(ShapeError, "scatter", (x, index, fill),
+                           f"src {tuple(fill.shape)} must be at least as large as the index "
+                           f"{tuple(index.shape)} on every axis")
+        if fill.shape != index.shape:
+            fill = fill[tuple(slice(0, n) for n in index.shape)]
+    else:
+        fill = _number_arg("scatter", "value", fill, (x, index))
+    positions = []
+    for k, size in enumerate(index.shape):
+        if k == axis:
+            positions.append(index)
+        else:
+            shape = [1] * x.ndim
+            shape[k] = size
+            positions.append(reshape(arange(size, device=x.device), tuple(shape)))
+    static = tuple(("tensor", k) for k in range(x.ndim))
+    return apply(OPS["index_put"], x, fill, *positions, index=static)

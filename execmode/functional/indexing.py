@@ -14,9 +14,17 @@ from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, broadcast_shapes
 from . import reductions  # reductions.max: this module's bodies use Python's max
-from .arguments import _int_arg, _is_int, _number_arg, _require_tensor, _tensor_arg
-from .creation import astype, tensor
+from .arguments import (
+    _int_arg,
+    _is_int,
+    _number_arg,
+    _require_tensor,
+    _tensor_arg,
+    normalize_axis_for,
+)
+from .creation import arange, astype, tensor
 from .elementwise import where
+from .shape import broadcast_to, expand_dims, reshape
 from .state import assign
 
 
@@ -136,3 +144,63 @@ def one_hot(x, num_classes=-1):
         raise op_error(ArgumentError, "one_hot", (x,),
                        f"num_classes must be >= 0 (or -1), got {num_classes}")
     return apply(OPS["one_hot"], x, num_classes=num_classes)
+
+
+def index_select(x, dim, index) -> Tensor:
+    """PyTorch's ``index_select(input, dim, index)``: the slices of ``x`` at the integer
+    positions ``index`` (1-D, or 0-d for one slice) along ``dim``; a copy. An index out of
+    range is an error naming it."""
+    x = _tensor_arg("index_select", x, (x, index))
+    index = _require_tensor("index_select", index, (x, index))
+    if index.ndim > 1 or index.dtype.kind not in "iu":
+        raise op_error(ArgumentError, "index_select", (x, index),
+                       "the index must be a 1-D (or 0-d) integer tensor")
+    if x.ndim == 0:
+        raise op_error(ShapeError, "index_select", (x, index), "needs a tensor of rank >= 1")
+    axis = normalize_axis_for("index_select", x, dim)
+    if index.ndim == 0:
+        index = reshape(index, (1,))
+    return x[(slice(None),) * axis + (index,)]
+
+
+def repeat_interleave(x, repeats=None, dim=None, *, output_size=None) -> Tensor:
+    """PyTorch's ``repeat_interleave``: each element (each slice along ``dim``; of the
+    flattened tensor when ``dim`` is None) repeated ``repeats`` times in place, ``[1, 2]`` ->
+    ``[1, 1, 2, 2]``. An int repeats every element alike (broadcast + reshape, so it traces
+    without a break); a tensor of counts, one per element, decides the output's size by its
+    values, so under jit it reads them (a graph break). ``repeat_interleave(counts)`` alone
+    repeats each position ``i`` ``counts[i]`` times."""
+    if repeats is None:  # torch.repeat_interleave(counts)
+        counts = _require_tensor("repeat_interleave", x)
+        return repeat_interleave(arange(counts.shape[0] if counts.ndim else 1,
+                                        device=counts.device), counts, 0)
+    x = _tensor_arg("repeat_interleave", x)
+    if dim is None:
+        x, axis = reshape(x, (-1,)), 0
+    else:
+        axis = normalize_axis_for("repeat_interleave", x, dim)
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+    n = x.shape[axis]
+    if isinstance(repeats, Tensor) and repeats.ndim == 0 or _is_int(repeats):
+        r = _int_arg("repeat_interleave", "repeats", int(repeats), (x,))
+        if r < 0:
+            raise op_error(ArgumentError, "repeat_interleave", (x,),
+                           f"repeats must be >= 0, got {r}")
+        spread = expand_dims(x, axis + 1)
+        shape = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
+        merged = x.shape[:axis] + (n * r,) + x.shape[axis + 1:]
+        return reshape(broadcast_to(spread, shape), merged) if r != 1 else x
+    counts = _require_tensor("repeat_interleave", repeats, (x, repeats))
+    if counts.ndim != 1 or counts.shape[0] != n or counts.dtype.kind not in "iu":
+        raise op_error(ShapeError, "repeat_interleave", (x, counts),
+                       f"repeats must be an int or a 1-D integer tensor of {n} counts")
+    values = counts.numpy()  # the output's size depends on them (a graph break under jit)
+    if (values < 0).any():
+        raise op_error(ArgumentError, "repeat_interleave", (x, counts),
+                       "repeats must be >= 0")
+    positions = np.repeat(np.arange(n), values)
+    if output_size is not None and int(output_size) != positions.size:
+        raise op_error(ShapeError, "repeat_interleave", (x, counts),
+                       f"output_size={output_size} but the counts add up to {positions.size}")
+    return index_select(x, axis, tensor(positions, dtype=int64, device=x.device))

@@ -93,3 +93,35 @@ def tensordot(a, b, axes=2) -> Tensor:
     b2 = reshape(permute_dims(b, axes_b + free_b), (k, math.prod(b.shape[i] for i in free_b)))
     out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
     return reshape(matmul(a2, b2), out_shape)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - PyTorch's name
+    """PyTorch's ``addmm``: ``beta * input + alpha * (mat1 @ mat2)`` for 2-D ``mat1``,
+    ``mat2`` (``input`` broadcasts). With ``beta=0`` the input is ignored, NaN included."""
+    mat1, mat2 = (_tensor_arg("addmm", m, (input, mat1, mat2)) for m in (mat1, mat2))
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise op_error(ShapeError, "addmm", (input, mat1, mat2), "mat1 and mat2 must be 2-D")
+    return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """PyTorch's ``baddbmm``: ``beta * input + alpha * (batch1 @ batch2)`` for 3-D batches
+    of matrices (``input`` broadcasts). With ``beta=0`` the input is ignored."""
+    batch1, batch2 = (_tensor_arg("baddbmm", m, (input, batch1, batch2))
+                      for m in (batch1, batch2))
+    if batch1.ndim != 3 or batch2.ndim != 3 or batch1.shape[0] != batch2.shape[0]:
+        raise op_error(ShapeError, "baddbmm", (input, batch1, batch2),
+                       "batch1 and batch2 must be 3-D with the same batch size")
+    return _scaled_sum("baddbmm", input, matmul(batch1, batch2), beta, alpha)
+
+
+def _scaled_sum(op, input, product, beta, alpha):  # noqa: A002
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            raise op_error(ArgumentError, op, (input, product), f"{name} must be a number")
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    input = _tensor_arg(op, input, (input, product))  # noqa: A001
+    return product + (input if beta == 1 else input * beta)

@@ -19,7 +19,7 @@ from ..ops.reductions import normalize_reduction_attrs, reduced_shape
 from ..ops.registry import RuleError
 from .arguments import _axes, _bool_arg, _number_arg, _rule_error, _tensor_arg, _torch_axis
 from .creation import astype, full
-from .elementwise import not_equal, sqrt
+from .elementwise import maximum, minimum, not_equal, sqrt
 from .gather_scatter import take_along_axis
 from .scan import ValuesIndices
 from .shape import squeeze
@@ -36,12 +36,23 @@ def _values_and_indices(name, x, axis, keepdims):
     return ValuesIndices(values, indices)
 
 
+_ELEMENTWISE = {"max": "maximum", "min": "minimum"}
+_ELEMENTWISE_FN = {"max": maximum, "min": minimum}
+
+
 def _reduce(name):
     op = OPS[name]
     pairs = name in ("max", "min")  # PyTorch's max(x, dim=) returns (values, indices)
 
     def fn(x, *positional, axis=None, keepdims=False, **torch_keywords):
         x = _tensor_arg(name, x)
+        if pairs and positional and isinstance(positional[0], Tensor):
+            # PyTorch's max(x, other) of two tensors: the elementwise maximum.
+            if len(positional) > 1 or torch_keywords or axis is not None or keepdims:
+                raise op_error(ArgumentError, name, (x, positional[0]),
+                               f"{name}(x, other) of two tensors takes no axis; use "
+                               f"em.{_ELEMENTWISE[name]}(x, other)")
+            return _ELEMENTWISE_FN[name](x, positional[0])
         if positional:
             # The Array API's axis is keyword-only: a positional one is PyTorch's dim
             # (torch.max(x, 1) is the pair; torch.sum(x, 1) the sums).
@@ -65,8 +76,9 @@ def _reduce(name):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{name} over ``axis`` (all axes when None); PyTorch's ``dim=`` and "
                   "``keepdim=`` are accepted too."
-                  + (" With ``dim=`` it returns PyTorch's (values, indices) pair."
-                     if pairs else ""))
+                  + (" With ``dim=`` it returns PyTorch's (values, indices) pair; with a "
+                     f"second tensor, PyTorch's ``{name}(x, other)``, the elementwise "
+                     f"{_ELEMENTWISE[name]}." if pairs else ""))
     return fn
 
 

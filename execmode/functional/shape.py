@@ -268,3 +268,100 @@ def repeat(x, *repeats):
     tiled = tuple(v for r, d in zip(repeats, shape) for v in (int(r), d))
     out = broadcast_to(reshape(x, spread), tiled)
     return copy(reshape(out, tuple(r * d for r, d in zip(repeats, shape))))
+
+
+def _axes_or_dims(op, x, axis, dims):
+    """``axis`` (the Array API's keyword) or PyTorch's ``dims`` (not both), normalised to
+    a tuple of distinct non-negative axes; None means every axis."""
+    if dims is not None:
+        if axis is not None:
+            raise op_error(ArgumentError, op, (x,),
+                           "got both axis= and its PyTorch spelling dims=; give one")
+        axis = dims
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    try:
+        out = tuple(normalize_axis(a, x.ndim) for a in axes)
+    except RuleError as exc:
+        raise _rule_error(op, (x,), exc) from None
+    if len(set(out)) != len(out):
+        raise op_error(ArgumentError, op, (x,), f"axis {axes} repeats an axis")
+    return out
+
+
+def flip(x, axis=None, *, dims=None) -> Tensor:
+    """Reverse the order of elements along ``axis`` (every axis when None). PyTorch's
+    ``torch.flip(x, dims)`` is the same call (a positional ``dims`` is the axis). Returns a
+    copy, as PyTorch does (NumPy's flip is a view): writing to it leaves ``x`` alone."""
+    x = _tensor_arg("flip", x)
+    axes = _axes_or_dims("flip", x, axis, dims)
+    if x.ndim == 0 or not axes:
+        return copy(x)
+    index = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))
+    return copy(x[index])
+
+
+def roll(x, shift=None, axis=None, *, shifts=None, dims=None) -> Tensor:
+    """Shift elements along ``axis`` by ``shift`` places, wrapping around (the Array API's
+    ``roll(x, shift, axis=)``; PyTorch's ``roll(x, shifts, dims)`` is the same call). Without
+    an axis the tensor is rolled flattened and keeps its shape. ``shift`` and ``axis`` may
+    be tuples of the same length. Built from slices and one concat per axis."""
+    x = _tensor_arg("roll", x)
+    if shifts is not None:
+        if shift is not None:
+            raise op_error(ArgumentError, "roll", (x,),
+                           "got both shift= and its PyTorch spelling shifts=; give one")
+        shift = shifts
+    if shift is None:
+        raise op_error(ArgumentError, "roll", (x,), "missing the shift (shifts=)")
+    if axis is None and dims is None:
+        if not _is_int(shift):
+            raise op_error(ArgumentError, "roll", (x,),
+                           f"without an axis, shift must be one int, got {shift!r}")
+        return reshape(roll(reshape(x, (-1,)), int(shift), 0), x.shape)
+    axes = _axes_or_dims("roll", x, axis, dims)
+    shift_list = tuple(shift) if isinstance(shift, tuple | list) else (shift,)
+    if len(shift_list) != len(axes) or not all(_is_int(s) for s in shift_list):
+        raise op_error(ArgumentError, "roll", (x,),
+                       f"shift {shift!r} must be ints, one per axis {axes}")
+    if x.ndim == 0:
+        return copy(x)
+    out = x
+    for s, a in zip(shift_list, axes):
+        n = x.shape[a]
+        s = int(s) % n if n else 0
+        if s == 0:
+            continue
+        head = (slice(None),) * a + (slice(n - s, None),)
+        tail = (slice(None),) * a + (slice(0, n - s),)
+        out = concat([out[head], out[tail]], axis=a)
+    return out if out is not x else copy(x)
+
+
+def meshgrid(*arrays, indexing="xy") -> list:
+    """Coordinate grids from 1-D tensors (the Array API's ``meshgrid``: ``indexing="xy"``
+    by default, the first two axes swapped; ``"ij"`` keeps the order). A single list or
+    tuple of tensors is accepted too, as PyTorch does. Each grid is a broadcast view."""
+    if len(arrays) == 1 and isinstance(arrays[0], list | tuple):
+        arrays = tuple(arrays[0])
+    tensors = _tensor_list_arg("meshgrid", arrays)
+    if indexing not in ("xy", "ij"):
+        raise op_error(ArgumentError, "meshgrid", tuple(tensors),
+                       f"indexing must be 'xy' or 'ij', got {indexing!r}")
+    bad = [t for t in tensors if t.ndim > 1]
+    if bad:
+        raise op_error(ShapeError, "meshgrid", tuple(tensors),
+                       "every input must be 0-d or 1-D")
+    sizes = [t.size for t in tensors]
+    if indexing == "xy" and len(tensors) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    grids = []
+    for i, t in enumerate(tensors):
+        position = i
+        if indexing == "xy" and len(tensors) >= 2 and i < 2:
+            position = 1 - i
+        shape = [1] * len(tensors)
+        shape[position] = t.size
+        grids.append(broadcast_to(reshape(t, tuple(shape)), tuple(sizes)))
+    return grids

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..backend import Device
 from ..dtypes import SUPPORTED, type_text
-from ..errors import ArgumentError, DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError, value_text
 
 # Op kinds. Fusion and codegen look only at these.
 UNARY = "unary"
@@ -148,7 +148,7 @@ def broadcast_shapes(*shapes) -> tuple:
 
 def normalize_axis(axis: int, ndim: int) -> int:
     if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
-        raise RuleError(f"axis must be an int, got {axis!r}", ArgumentError)
+        raise RuleError(f"axis must be an int, got {value_text(axis)}", ArgumentError)
     # A rank-0 tensor accepts axis 0 and -1, as in PyTorch.
     if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise RuleError(f"axis {axis} is out of range for a tensor of rank {ndim}")
@@ -177,7 +177,8 @@ def _normalize_axes(axis, ndim: int) -> tuple:
     if isinstance(axis, int | np.integer) and not isinstance(axis, bool):
         axis = (axis,)
     if not isinstance(axis, tuple | list):
-        raise RuleError(f"axis must be None, an int or a tuple of ints, got {axis!r}",
+        raise RuleError("axis must be None, an int or a tuple of ints, got "
+                        f"{value_text(axis)}",
                         ArgumentError)
     axes = tuple(normalize_axis(a, ndim) for a in axis)
     if len(set(axes)) != len(axes):
