@@ -1,78 +1,66 @@
-"""Helpers shared by the examples: quick mode and timing.
+"""Helpers shared by the examples: quick mode, and timing by execmode's own protocol.
 
 ``EXECMODE_QUICK=1`` shrinks every example to a few seconds (the tests run them that way).
+
+Every time an example prints is measured by ``execmode.profilers.measure``, the protocol
+that em.compare and the benchmarks use: warm-up calls, interleaved rounds in a rotated
+order, the median of the rounds with their interquartile range (IQR), and a ratio only
+when ``decide`` finds the rounds can carry one. This module only picks the examples'
+round sizes and adds :func:`single_calls`, for what the first call changes.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import time
+
+from execmode.profilers.measure import Spread, measure, run_interleaved, runnable_tasks
 
 QUICK = os.environ.get("EXECMODE_QUICK", "") not in ("", "0")
 
 
-def size(full: int, quick: int) -> int:
+def size(full, quick):
     return quick if QUICK else full
 
 
-def timeit(fn, repeat: int = 1, rounds: int = 5) -> float:
-    """Seconds per call of fn(): the median of ``rounds`` rounds of ``repeat`` calls. The
-    median, not the best: a best round hides the contention a reader's own run meets
-    (execmode.profilers.measure and the benchmarks take numbers the same way)."""
-    per_call = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        per_call.append((time.perf_counter() - t0) / repeat)
-    return _quantile(sorted(per_call), 0.5)
+# Quick mode keeps the protocol's minimum of 5 rounds (a verdict needs them) and makes
+# each round shorter: fewer calls per round, never fewer rounds.
+ROUNDS = size(7, 5)
+ROUND_S = size(0.05, 0.01)
 
 
-class Spread:
-    """Repeated measurements of one ratio: min, median and the interquartile range (IQR),
-    so a verdict can tell a real difference from the noise of a shared machine."""
-
-    def __init__(self, samples):
-        s = sorted(samples)
-        self.samples = s
-        self.min, self.median = s[0], _quantile(s, 0.5)
-        self.q1, self.q3 = _quantile(s, 0.25), _quantile(s, 0.75)
-
-    @property
-    def iqr(self) -> float:
-        return self.q3 - self.q1
-
-    def __str__(self) -> str:
-        return (f"{self.median:.2f}x (min {self.min:.2f}, IQR {self.q1:.2f}-{self.q3:.2f}, "
-                f"n={len(self.samples)})")
+def compare_times(candidates: dict, *, calls: int | None = None) -> dict:
+    """``{name: Spread}``: the per-call time of each ``candidates[name]()``, the candidates
+    measured in the same interleaved rounds (``calls`` per round, or as many as fill about
+    ``ROUND_S``). Call a jitted function once before: its first call (trace, compile) would
+    otherwise be one of the warm-up calls that size the rounds."""
+    return measure(candidates, rounds=ROUNDS, round_s=ROUND_S, calls=calls)
 
 
-def _quantile(sorted_samples, q: float) -> float:
-    """Linear interpolation between the closest ranks (NumPy's default)."""
-    pos = q * (len(sorted_samples) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_samples) - 1)
-    return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
+def single_calls(candidates: dict) -> dict:
+    """``{name: Spread}`` of one call per round, for calls that change what they measure:
+    each round, ``candidates[name]()`` prepares a callable (not timed; a new em.jit
+    function, say) and its one call is timed. Rounds are interleaved and rotated as
+    ``measure`` does, and the tasks ready to run are read after each call, as ``measure``
+    does too, so that ``decide`` sees a busy machine."""
+
+    def one_round(prepare):
+        def timed():
+            call = prepare()
+            gc.collect()  # every round starts with the same garbage: none
+            t0 = time.perf_counter_ns()
+            call()
+            return time.perf_counter_ns() - t0, runnable_tasks()
+        return timed
+
+    rounds = run_interleaved({name: one_round(p) for name, p in candidates.items()},
+                             rounds=ROUNDS)
+    return {name: Spread.of([ns for ns, _ in results], 1,
+                            [ready for _, ready in results if ready is not None])
+            for name, results in rounds.items()}
 
 
-def ratios(fn_a, fn_b, calls: int, repeats: int, rounds: int = 3) -> Spread:
-    """``repeats`` ratios of time(fn_a) / time(fn_b), each side the median of ``rounds``
-    rounds of ``calls`` calls, measured back to back so that both sides of one ratio share
-    the machine's mood. One warm-up call each first (caches, lazy imports)."""
-    fn_a(), fn_b()
-    samples = []
-    for _ in range(repeats):
-        a = timeit(fn_a, calls, rounds)
-        b = timeit(fn_b, calls, rounds)
-        samples.append(a / b)
-    return Spread(samples)
-
-
-def above(spread: Spread, threshold: float) -> bool | None:
-    """True when the whole IQR lies above ``threshold``, False when it lies below, None when
-    the threshold falls inside it: the spread does not allow a call."""
-    if spread.q1 > threshold:
-        return True
-    if spread.q3 < threshold:
-        return False
-    return None
+def per_item(spread: Spread, items: int) -> Spread:
+    """The same rounds, per item of a batch of ``items``."""
+    return Spread.of([s / items for s in spread.samples], spread.calls, spread.runnable)

@@ -5,9 +5,12 @@ Eagerly, every add runs on its own; under em.jit the three adds become one fused
     python examples/fancy_func.py
 """
 
-from _common import size, timeit
+from _common import compare_times
+from execmode.profilers.measure import context_line, decide
 
 import execmode as em
+
+print(context_line())  # what the times below were measured on
 
 
 def add(a, b):
@@ -31,8 +34,8 @@ print(fast.trace(a, b, c, d).graph)
 print()
 print(fast.lower(a, b, c, d).graph)
 
-calls = size(10_000, 500)
-eager_s = timeit(lambda: fancy_func(a, b, c, d), calls)
-jit_s = timeit(lambda: fast(a, b, c, d), calls)
-print(f"\nper call: eager {eager_s * 1e6:.2f} us, jit {jit_s * 1e6:.2f} us "
-      f"({eager_s / jit_s:.2f}x)")
+print()
+times = compare_times({"eager": lambda: fancy_func(a, b, c, d), "jit": lambda: fast(a, b, c, d)})
+print(f"per call: eager {times['eager'].text()}, jit {times['jit'].text()}")
+# A ratio only when the rounds carry one; otherwise the reason.
+print("eager / jit:", decide(times["eager"], times["jit"], a_name="eager", b_name="jit"))

@@ -7,10 +7,12 @@ Python dispatch while the compiled plan pays it once per call.
 """
 
 import numpy as np
-from _common import size, timeit
+from _common import compare_times
+from execmode.profilers.measure import context_line, decide
 
 import execmode as em
 
+print(context_line())  # what the times below were measured on
 em.random.seed(0)
 net = em.nn.MLP([512, 256, 128, 2])
 x = em.randn(1, 512)
@@ -29,15 +31,22 @@ def numpy_forward(a):
 
 
 x_np = x.numpy()
-calls = size(1000, 50)
-numpy_s = timeit(lambda: numpy_forward(x_np), calls)
-eager_s = timeit(lambda: net(x), calls)
-jit_s = timeit(lambda: fast(x), calls)
-print(f"{calls} calls of a 512-256-128-2 MLP on a (1, 512) input (per call):")
-print(f"  NumPy op by op  {numpy_s * 1e6:8.1f} us")
-print(f"  execmode eager  {eager_s * 1e6:8.1f} us")
-print(f"  execmode jit    {jit_s * 1e6:8.1f} us   ({eager_s / jit_s:.1f}x faster than eager)")
-ratio = eager_s / jit_s
-verdict = "confirmed" if ratio >= 2 else "depends"
-print(f"VERDICT: {verdict} - jit is {ratio:.1f}x faster than eager: the three matmuls "
-      "dominate, and jit removes the per-op dispatch around them (matmul+bias+relu fused).")
+times = compare_times({"NumPy": lambda: numpy_forward(x_np),
+                       "eager": lambda: net(x),
+                       "jit": lambda: fast(x)})
+print("a 512-256-128-2 MLP on a (1, 512) input, per call (median and IQR of the rounds):")
+for name, spread in times.items():
+    print(f"  {name:<6} {spread.text()}")
+# A ratio only when the rounds carry one; otherwise the reason (a busy machine, overlap).
+speedup = decide(times["eager"], times["jit"], a_name="eager", b_name="jit")
+print(f"eager / jit: {speedup}")
+if not speedup.decided:
+    print(f"VERDICT: undecided - {speedup.reason}")
+elif speedup.ratio >= 2:
+    print(f"VERDICT: confirmed - eager takes {speedup.ratio:.1f}x jit's time by the medians: "
+          "the three matmuls dominate, and jit removes the per-op dispatch around them "
+          "(matmul+bias+relu fused).")
+else:
+    print(f"VERDICT: depends - eager takes {speedup.ratio:.1f}x jit's time by the medians "
+          "(the claim: far faster; confirmed from 2x): here the matmuls outweigh the "
+          "dispatch that jit removes.")

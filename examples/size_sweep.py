@@ -1,43 +1,51 @@
 """Per-op overhead dominates small ops and vanishes for large ones: a size sweep.
 
 For each size, one elementwise add: NumPy vs execmode eager. The ratio (eager / NumPy)
-falls toward 1 as the arithmetic outgrows the fixed dispatch cost. Each ratio is measured
-several times; the table shows its median, min and interquartile range, and the verdict is
-called only when those ranges clear the thresholds (a shared machine's noise moves single
-measurements across them, which made a one-shot verdict flip between runs).
+falls toward 1 as the arithmetic outgrows the fixed dispatch cost. Both sides of each size
+are timed in the same interleaved rounds; a ratio is stated only when the rounds carry one,
+and the verdict only when both ends of the sweep are decided (a shared machine's noise
+moved single measurements across the thresholds, which made a one-shot verdict flip).
 
     python examples/size_sweep.py
 """
 
 import numpy as np
-from _common import QUICK, above, ratios
+from _common import QUICK, compare_times
+from execmode.profilers.measure import context_line, decide, judge_ratio
 
 import execmode as em
 
-SMALL_OVER, LARGE_UNDER = 1.5, 1.2  # the claim: >1.5x NumPy on 1 element, <1.2x on the largest
+# The claim: eager takes over 1.5x NumPy's time on 1 element, under 1.2x on the largest.
+SMALL_OVER, LARGE_UNDER = 1.5, 1.2
 
+print(context_line())  # what the times below were measured on
 sizes = [1, 100, 10_000, 1_000_000] if QUICK else [1, 10, 100, 1_000, 10_000, 100_000,
                                                     1_000_000, 10_000_000]
-repeats = 5 if QUICK else 9
-print(f"{'elements':>10}  eager / NumPy: median (min, IQR, repeats)")
-spreads = []
+print(f"{'elements':>10}  {'eager':<38}  {'NumPy':<38}  eager / NumPy")
+times = {}
 for n in sizes:
     a, b = np.ones(n, np.float32), np.ones(n, np.float32)
     ta, tb = em.tensor(a), em.tensor(b)
-    calls = max(3, min(20000, 2_000_000 // n)) if not QUICK else max(2, min(2000,
-                                                                              200_000 // n))
-    spread = ratios(lambda ta=ta, tb=tb: ta + tb, lambda a=a, b=b: np.add(a, b), calls,
-                    repeats)
-    spreads.append(spread)
-    print(f"{n:>10}  {spread}  {'#' * min(int(spread.median * 10), 60)}")
+    times[n] = compare_times({"eager": lambda ta=ta, tb=tb: ta + tb,
+                              "NumPy": lambda a=a, b=b: np.add(a, b)})
+    ratio = decide(times[n]["eager"], times[n]["NumPy"], a_name="eager", b_name="NumPy")
+    print(f"{n:>10}  {times[n]['eager'].text():<38}  {times[n]['NumPy'].text():<38}  "
+          f"{ratio.cell()}")
 
-small, large = above(spreads[0], SMALL_OVER), above(spreads[-1], LARGE_UNDER)
-if small is True and large is False:
-    verdict = "confirmed"
-elif small is False or large is True:
-    verdict = "refuted"
+# Small ops: eager must be decidedly slower than NumPy, by more than SMALL_OVER (spreads
+# apart, rounds agreeing). Large ops: a threshold on the medians' ratio, so it is a goal
+# (judge_ratio): met or missed by the medians, undecided when the rounds disagree.
+small = decide(times[sizes[0]]["eager"], times[sizes[0]]["NumPy"], a_name="eager on 1 element",
+               b_name="NumPy on 1 element")
+large = judge_ratio(times[sizes[-1]]["eager"], times[sizes[-1]]["NumPy"], LARGE_UNDER,
+                    a_name=f"eager on {sizes[-1]:,}", b_name=f"NumPy on {sizes[-1]:,}")
+if not small.decided:
+    print(f"VERDICT: undecided - on 1 element: {small.reason}")
+elif large.state == "undecided":
+    print(f"VERDICT: undecided - on {sizes[-1]:,} elements: {large.reason}")
 else:
-    verdict = "undecided (the spread straddles a threshold: run again on a quieter machine)"
-print(f"VERDICT: {verdict} - eager costs {spreads[0]} NumPy on 1 element and "
-      f"{spreads[-1]} on {sizes[-1]:,} (thresholds: IQR above {SMALL_OVER}x, below "
-      f"{LARGE_UNDER}x): the fixed per-op cost is amortised by big ops.")
+    verdict = "confirmed" if small.ratio > SMALL_OVER and large.met else "refuted"
+    print(f"VERDICT: {verdict} - eager takes {small.ratio:.2f}x NumPy's time on 1 element and "
+          f"{large.value:.2f}x on {sizes[-1]:,} by the medians (the claim: above "
+          f"{SMALL_OVER}x, then below {LARGE_UNDER}x): the fixed per-op cost is paid once per "
+          "op, whatever its size.")
