@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from execmode.ops import OPS
 
+from . import eager_sum
 from .buffers import OutputPool, arranged, has_strides
 from .kernel_ir import Apply, Cast, Const, Kernel, Load, Var
 
@@ -117,6 +118,30 @@ def _run_reduction(k: Kernel, arrays, out, sizes, rows) -> None:
             target[lo:hi] = part
     if chunk_on_reduced:
         target[...] = acc
+    if red.overflow_bound:
+        _eager_resum(k, arrays, sizes, target)
+
+
+def _eager_resum(k: Kernel, arrays, sizes, target) -> None:
+    """Outputs whose sum of |values| passed the bound, summed again in NumPy's order and
+    dtype (codegen/eager_sum.py), as the C kernels do: eager's overflow, exactly."""
+    red = k.reduction
+    value = k.store.value
+    if isinstance(value, Cast) and value.dtype == red.acc_dtype:
+        value = value.arg
+    env = _chunk_env(k, arrays, sizes, 0, sizes[0])
+    points = np.broadcast_to(np.asarray(_evaluate(value, env), dtype=k.output.dtype), sizes)
+    reduce_axes = [d for d, loop in enumerate(k.loops) if loop.role == "reduce"]
+    kept = [d for d in range(len(sizes)) if d not in reduce_axes]
+    magnitude = np.abs(points.astype(np.float64)).sum(axis=tuple(reduce_axes))
+    flagged = ~(magnitude <= red.overflow_bound)
+    if not flagged.any():
+        return
+    order = list(red.eager_order) + [d for d in reduce_axes if d not in red.eager_order]
+    moved = np.transpose(points, kept + order).reshape(magnitude.shape + (-1,))
+    for index in np.argwhere(flagged):  # (rows of output indices; one empty for a 0-d)
+        index = tuple(index)
+        target[index] = eager_sum.eager_sum(moved[index], red.eager_run)
 
 
 def _rows_per_chunk(sizes) -> int:

@@ -141,6 +141,13 @@ class Reduction:
     identity: Const
     comment: str = ""
     split: int = 1               # > 1: a full reduction cut into this many chunks
+    # Float sums: eager's overflow, NaN and Inf behaviour (eager_sum.py). An output whose
+    # sum of |values| passes ``overflow_bound`` (0.0: no check) is summed again as NumPy
+    # sums it: the reduce loops nested in ``eager_order`` (loop indices), in pairwise
+    # blocks of ``eager_run`` points added one after another.
+    overflow_bound: float = 0.0
+    eager_order: tuple = ()
+    eager_run: int = 1
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ constant is printed in the compute dtype.
 from __future__ import annotations
 
 import keyword
+import math
 import os
 import re
 from dataclasses import replace
@@ -29,7 +30,7 @@ from execmode.graph.ir import FUSED, INPUT, Literal, Node
 from execmode.ops import OPS
 from execmode.ops.registry import ELEMENTWISE_KINDS
 
-from . import layout
+from . import eager_sum, layout
 from .kernel_ir import (
     Apply,
     Assign,
@@ -316,16 +317,20 @@ class _Lowering:
         out_dtype = np.dtype(red.dtype)
         acc_dtype = np.dtype(np.float64) if (red.op == "sum" and out_dtype == np.float32) \
             else out_dtype
+        eager = _eager_fields(red.op, out_dtype, value, body, plan)
         if value.dtype != acc_dtype:
             value = Cast(value, acc_dtype)
         loops = _loops(plan)
         reduce_loops = [lp for lp in loops if lp.role == "reduce"]
         split = 1
+        # A float product multiplies in order, as NumPy does (no parallel chunks), so it
+        # overflows and underflows where eager's does (eager_sum.py).
         if len(loops) == 1 and len(reduce_loops) == 1 and \
-                reduce_loops[0].size >= SPLIT_MIN_ELEMENTS:
+                reduce_loops[0].size >= SPLIT_MIN_ELEMENTS and \
+                not (red.op == "prod" and out_dtype.kind == "f"):
             split = SPLIT_CHUNKS
         reduction = Reduction(red.op, acc_dtype, _identity(red.op, acc_dtype),
-                              member_comment(red), split)
+                              member_comment(red), split, **eager)
         output = self.output_param()
         return Kernel(
             name=self.node.label or f"fused{self.node.id}", kind="reduction",
@@ -383,6 +388,39 @@ class _Lowering:
 
 def _is_expr(v) -> bool:
     return isinstance(v, Load | Const | Var | Cast | Apply)
+
+
+def _eager_fields(op: str, dtype, value, body, plan: layout.LoopPlan) -> dict:
+    """A float sum's overflow check and NumPy's order (eager_sum.py), for Reduction."""
+    if not eager_sum.checks_overflow(op, dtype):
+        return {}
+    points = math.prod(size for size, role in zip(plan.sizes, plan.roles) if role == "reduce")
+    order, run = eager_sum.eager_plan(plan.sizes, plan.roles,
+                                      _eager_layout(value, body, plan.sizes))
+    return {"overflow_bound": eager_sum.overflow_bound(dtype, points), "eager_order": order,
+            "eager_run": run}
+
+
+def _eager_layout(value, body, sizes) -> tuple:
+    """Strides (per loop) of the array eager holds for ``value``: an input's own, or for a
+    member the layout NumPy gives each op's fresh result from its operands' layouts."""
+    layouts: dict = {}
+
+    def of(expr):
+        while isinstance(expr, Cast):  # a conversion inside the op: no array of its own
+            expr = expr.arg
+        if isinstance(expr, Load):
+            return [expr.strides]
+        if isinstance(expr, Var):
+            return [layouts[expr.name]] if expr.name in layouts else []
+        if isinstance(expr, Apply):
+            return [strides for arg in expr.args for strides in of(arg)]
+        return []  # a constant: 0-d, strided along nothing
+
+    for stmt in body:
+        layouts[stmt.name] = eager_sum.fresh_strides(of(stmt.value), sizes)
+    found = of(value)
+    return found[0] if found else eager_sum.fresh_strides([], sizes)
 
 
 def _loops(plan: layout.LoopPlan) -> tuple:

@@ -81,11 +81,10 @@ class CRenderer(ReductionRendering):
     # --- translation units ------------------------------------------------------------------
     def prelude(self) -> str:
         """Headers and the helpers every kernel may call (once per translation unit)."""
-        return "\n".join([
-            read_header(self.dialect_header),
-            read_header("em_common.h"),
-            self.runtime_globals(),
-        ])
+        headers = [read_header(self.dialect_header), read_header("em_common.h")]
+        if self.language == "c":  # eager's float sums, for the overflow check (C only)
+            headers.append(read_header("em_eager_sum.h"))
+        return "\n".join([*headers, self.runtime_globals()])
 
     def runtime_globals(self) -> str:
         return "\n".join([

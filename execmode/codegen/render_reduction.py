@@ -9,13 +9,18 @@ Three shapes, by the kernel's loop roles (outer x reduce x inner, see layout.py)
 * inner loops (kept trailing axes): a block of outputs along the last kept axis
   accumulates in a local array while the reduced axes stream past, the vector loop
   running along the contiguous kept axis.
+
+Float sums also sum ``|value|``; an output where that passes the kernel's overflow bound
+is summed again in NumPy's order, in the output dtype (``eager_resum``, eager_sum.py), so
+eager's overflow to inf, -inf or NaN comes out here too. Float products multiply in order
+(no vector reduction clause), as NumPy does.
 """
 
 from __future__ import annotations
 
 from execmode.dtypes import short_name
 
-from .kernel_ir import Kernel
+from .kernel_ir import Cast, Kernel
 
 
 class ReductionRendering:
@@ -35,6 +40,7 @@ class ReductionRendering:
             header.append(self.for_line(loop.var, loop.size))
             headers.append(header)
         per_output = self.scalar_reduce(k, k.loops_with_role("reduce"))
+        per_output += self.eager_resum(k, "acc", "acc_abs")
         per_output.append(self.store_line(k, self.cast_out(k, self.finish_acc(k))))
         return self.nest(headers, per_output)
 
@@ -50,9 +56,11 @@ class ReductionRendering:
         reduction (reassociation is what the clause permits), or None."""
         red = k.reduction
         if red.op == "sum":
-            return "reduction(+:acc)"
+            return "reduction(+:acc)" + (" reduction(+:acc_abs)" if red.overflow_bound else "")
         if red.op == "prod":
-            return "reduction(*:acc)"
+            # Floats multiply in order, as NumPy does: reassociated, a product overflows
+            # or underflows at other points (1e30 * 1e30 * 0 is NaN eagerly, 0 reordered).
+            return None if red.acc_dtype.kind == "f" else "reduction(*:acc)"
         if red.acc_dtype.kind == "b":
             return None
         clause = f"reduction({red.op}:acc)"
@@ -63,7 +71,8 @@ class ReductionRendering:
         vector max instructions would drop NaNs that NumPy propagates."""
         red = k.reduction
         if red.op == "sum":
-            return [f"acc += {value};"]
+            return [f"acc += {value};"] + (
+                [f"acc_abs += {self.abs_value(k, value)};"] if red.overflow_bound else [])
         if red.op == "prod":
             return [f"acc *= {value};"]
         if red.acc_dtype.kind == "b":
@@ -102,6 +111,8 @@ class ReductionRendering:
         red = k.reduction
         lines = [f"/* {red.comment} */",
                  f"{self.acc_type(k)} acc = {self.expr(red.identity)};"]
+        if red.overflow_bound:
+            lines.append(f"{self.abs_type(k)} acc_abs = 0;  /* sum of |value|: the overflow check */")
         if red.op in ("max", "min") and red.acc_dtype.kind == "f":
             lines.append("int acc_nan = 0;")
         inner = self.statements(k) + [self.value_line(k)] + self.vector_update(k, "val")
@@ -130,12 +141,69 @@ class ReductionRendering:
         ]
         chunk_body += self.scalar_reduce(k, (loop,), {loop.var: ("begin", "end")})
         chunk_body.append(f"partial[c] = {self.finish_acc(k)};")
+        checked = bool(k.reduction.overflow_bound)
+        if checked:
+            chunk_body.append("partial_abs[c] = acc_abs;")
         lines = [f"{t} partial[{chunks}];"]
+        if checked:
+            lines.append(f"{self.abs_type(k)} partial_abs[{chunks}];")
         lines += self.nest([[self.parallel_pragma(), self.for_line("c", chunks)]], chunk_body)
         lines.append(f"{t} acc = partial[0];")
-        lines += self.nest([[self.for_line("c", chunks, "1")]],
-                           [f"acc = {self.combine(k, 'acc', 'partial[c]')};"])
+        combine = [f"acc = {self.combine(k, 'acc', 'partial[c]')};"]
+        if checked:
+            lines.append(f"{self.abs_type(k)} acc_abs = partial_abs[0];")
+            combine.append("acc_abs += partial_abs[c];")
+        lines += self.nest([[self.for_line("c", chunks, "1")]], combine)
+        lines += self.eager_resum(k, "acc", "acc_abs")
         lines.append(self.store_line(k, self.cast_out(k, "acc")))
+        return lines
+
+    def abs_type(self, k: Kernel) -> str:
+        """The sum of |value| is kept in the output dtype (float32: twice the vector lanes
+        of the float64 sum; eager_sum.overflow_bound allows for its rounding)."""
+        return self.type_names[k.output.dtype]
+
+    def abs_value(self, k: Kernel, val: str) -> str:
+        """|value| in the output dtype (``val`` is in the accumulator's)."""
+        if k.output.dtype == k.reduction.acc_dtype:
+            return f"em_fabs_{short_name(k.output.dtype)}({val})"
+        return f"em_fabs_{short_name(k.output.dtype)}(({self.abs_type(k)}){val})"
+
+    def eager_resum(self, k: Kernel, acc: str, acc_abs: str) -> list:
+        """Where ``acc_abs`` passed the bound (or is NaN), sum this output again in NumPy's
+        order and dtype into ``acc`` (eager_sum.py): eager's inf, -inf or NaN exactly."""
+        red = k.reduction
+        if not red.overflow_bound:
+            return []
+        t = self.type_names[k.output.dtype]
+        sfx = short_name(k.output.dtype)
+        value = k.store.value
+        if isinstance(value, Cast) and value.dtype == red.acc_dtype:
+            value = value.arg  # the value in the output dtype, as eager holds it
+        point = f"const {t} em_point = {self.expr(value)};"
+        run = red.eager_run
+        if run > 1:
+            add = ["em_run[em_filled++] = em_point;",
+                   f"if (em_filled == {run}) {{",
+                   f"    em_eager = em_eager + em_pairwise_sum_{sfx}(em_run, {run});",
+                   "    em_filled = 0;", "}"]
+        else:
+            add = ["em_eager = em_eager + em_point;"]
+        loops = [[self.for_line(k.loops[i].var, k.loops[i].size)] for i in red.eager_order]
+        body = self.nest(loops, self.statements(k) + [point] + add)
+        lines = [f"if (!({acc_abs} <= {red.overflow_bound!r})) {{",
+                 f"    /* past the overflow bound: NumPy's order, in {t} */",
+                 f"    {t} em_eager = 0;"]
+        if run > 1:
+            lines += [f"    {t} *em_run = ({t} *)malloc({run} * sizeof({t}));",
+                      f"    {self.index_type} em_filled = 0;",
+                      "    if (em_run != NULL) {  /* (no memory: the wider sum stands) */"]
+            lines += ["        " + line for line in body]
+            lines += ["        free(em_run);", f"        {acc} = em_eager;", "    }"]
+        else:
+            lines += ["    " + line for line in body]
+            lines.append(f"    {acc} = em_eager;")
+        lines.append("}")
         return lines
 
     def inner_reduction(self, k: Kernel) -> list:
@@ -163,14 +231,24 @@ class ReductionRendering:
         if headers and self.parallel(k):
             headers[0].insert(0, self.parallel_pragma())
         slot = f"acc[{v} - {begin}]" if begin != "0" else f"acc[{v}]"
+        abs_slot = slot.replace("acc[", "acc_abs[", 1)
+        checked = bool(red.overflow_bound)
         per_block += [f"/* {red.comment} */", f"{t} acc[{block}];"]
-        per_block += self.nest([["#pragma omp simd", self.for_line(v, end, begin)]],
-                               [f"{slot} = {self.expr(red.identity)};"])
+        init = [f"{slot} = {self.expr(red.identity)};"]
+        if checked:
+            per_block.append(f"{self.abs_type(k)} acc_abs[{block}];")
+            init.append(f"{abs_slot} = 0;")
+        per_block += self.nest([["#pragma omp simd", self.for_line(v, end, begin)]], init)
         update = self.statements(k) + [self.value_line(k),
                                        f"{slot} = {self.combine(k, slot, 'val')};"]
+        if checked:
+            update.append(f"{abs_slot} += {self.abs_value(k, 'val')};")
         stream = [[self.for_line(loop.var, loop.size)] for loop in reduce_loops]
         stream.append(["#pragma omp simd", self.for_line(v, end, begin)])
         per_block += self.nest(stream, update)
+        if checked:  # outputs past the bound, one at a time (rare)
+            per_block += self.nest([[self.for_line(v, end, begin)]],
+                                   self.eager_resum(k, slot, abs_slot))
         per_block += self.nest([["#pragma omp simd", self.for_line(v, end, begin)]],
                                [self.store_line(k, self.cast_out(k, slot))])
         return self.nest(headers, per_block) if headers else per_block

@@ -282,6 +282,25 @@ def test_a_plain_training_step_writes_no_python_state():
     assert step.trace_count == 1
 
 
+# --- reductions near the float limits ----------------------------------------------------
+
+@pytest.mark.parametrize("backend", [None, "interpreter"])
+def test_a_float32_mean_whose_partial_sums_overflow_is_inf_as_eagerly(backend):
+    # NumPy sums float32 in float32: 3e38 + 3e38 overflows, so the mean is inf; the
+    # kernels summed in float64 and returned 1e38 (issue 38; codegen/eager_sum.py).
+    def loss(x, w):
+        return em.mean(x * w), em.sum(x * w, axis=0)
+
+    x = em.tensor([[3e38, 1.0], [3e38, -2.0], [-3e38, 0.5]])
+    w = em.tensor([1.0, 1.0])
+    with np.errstate(all="ignore"):
+        want = [t.numpy() for t in loss(x, w)]
+        got = [t.numpy() for t in em.jit(loss, backend=backend)(x, w)]
+    assert np.isinf(want[0]) and np.isinf(want[1][0])
+    for g, e in zip(got, want):
+        np.testing.assert_array_equal(g, e)
+
+
 # --- execmode explain ---------------------------------------------------------------------
 
 def test_explain_keeps_the_jitted_functions_a_script_dropped():
