@@ -174,18 +174,19 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
 
 
 def _warm_up(fn, warmup: int, round_s: float, sync) -> float:
-    """Run ``fn`` at least ``warmup`` times and for about a round; the median call's ns.
-    The median, not the mean: one call stalled by another process must not size every
+    """Run ``fn`` at least ``warmup`` + 1 times and for about a round; the ns of the
+    median call after the first. The first is left out (a jit's first call compiles), and
+    the median, not the mean: one call stalled by another process must not size every
     round to a single call."""
     times, spent = [], 0
-    while len(times) < max(int(warmup), 1) or (spent < round_s * 1e9 and len(times) < 1000):
+    while len(times) < max(int(warmup), 1) + 1 or (spent < round_s * 1e9 and len(times) < 1000):
         t0 = _perf_ns()
         fn()
         if sync is not None:
             sync()
         times.append(_perf_ns() - t0)
         spent += times[-1]
-    return _quantile(sorted(times), 0.5)
+    return _quantile(sorted(times[1:]), 0.5)
 
 
 def run_interleaved(candidates: dict, *, rounds: int = DEFAULT_ROUNDS) -> dict:
