@@ -80,11 +80,14 @@ def compare_example(script: Path, rounds: int, env: dict, folder: Path) -> dict:
     index = [0]
     _plain(script, env, folder)  # warm the kernel and calibration caches
     _profiled(script, env, folder, index)
+    busy: dict = {}
     results = measure.run_interleaved(
         {"plain": lambda: _plain(script, env, folder),
-         "profiled": lambda: _profiled(script, env, folder, index)}, rounds=rounds)
-    plain = Spread.of([r["wall_ns"] for r in results["plain"]])
-    recorded = Spread.of([r["wall_ns"] for r in results["profiled"]])
+         "profiled": lambda: _profiled(script, env, folder, index)}, rounds=rounds,
+        runnable=busy)
+    plain = Spread.of([r["wall_ns"] for r in results["plain"]], 1, busy.get("plain", ()))
+    recorded = Spread.of([r["wall_ns"] for r in results["profiled"]], 1,
+                         busy.get("profiled", ()))
     stated = Spread.of([r["stated_ns"] for r in results["profiled"]])
     return {"plain": plain, "recorded": recorded, "stated": stated,
             "verdict": measure.decide(recorded, plain, a_name="profiled", b_name="plain")}
@@ -107,9 +110,12 @@ def compare_jitted_mlp(rounds: int, env: dict, folder: Path) -> dict:
 
     plain()
     profiled()
-    runs = measure.run_interleaved({"plain": plain, "profiled": profiled}, rounds=rounds)
-    plain_call = Spread.of([r["per_call_ns"] for r in runs["plain"]])
-    profiled_call = Spread.of([r["per_call_ns"] for r in runs["profiled"]])
+    busy: dict = {}
+    runs = measure.run_interleaved({"plain": plain, "profiled": profiled}, rounds=rounds,
+                                   runnable=busy)
+    plain_call = Spread.of([r["per_call_ns"] for r in runs["plain"]], 1, busy.get("plain", ()))
+    profiled_call = Spread.of([r["per_call_ns"] for r in runs["profiled"]], 1,
+                              busy.get("profiled", ()))
     stated_call = Spread.of([r["graph_ns"] / max(r["graph_runs"], 1) for r in runs["profiled"]])
     return {"plain": plain_call, "profiled": profiled_call, "stated": stated_call,
             "ratio": measure.judge_ratio(profiled_call, plain_call, 1.3, a_name="profiled",

@@ -189,7 +189,8 @@ def _warm_up(fn, warmup: int, round_s: float, sync) -> float:
     return _quantile(sorted(times[1:]), 0.5)
 
 
-def run_interleaved(candidates: dict, *, rounds: int = DEFAULT_ROUNDS) -> dict:
+def run_interleaved(candidates: dict, *, rounds: int = DEFAULT_ROUNDS,
+                    runnable: dict | None = None) -> dict:
     """Call each ``candidates[name]()`` once per round, rounds interleaved and rotated as
     :func:`measure` does; returns ``{name: [result of round 0, round 1, ...]}``.
 
@@ -197,12 +198,18 @@ def run_interleaved(candidates: dict, *, rounds: int = DEFAULT_ROUNDS) -> dict:
     a first call in a fresh process with an empty kernel cache, a terminal's answer to a
     key. A result may be a number (``Spread.of(results)``) or several (a tuple or dict per
     round, one :class:`Spread` per column).
+
+    ``runnable``, when given, receives ``{name: [tasks ready to run after each round]}``
+    for ``Spread.of(results, 1, runnable[name])``, so a busy machine can be told.
     """
     names = list(candidates)
     results: dict = {name: [] for name in names}
     for r in range(int(rounds)):
         for name in _round_order(names, r):
             results[name].append(candidates[name]())
+            ready = runnable_tasks()
+            if runnable is not None and ready is not None:
+                runnable.setdefault(name, []).append(ready)
     return results
 
 
