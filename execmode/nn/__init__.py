@@ -6,6 +6,17 @@ from . import functional, init, utils
 from .layers_attention import MultiheadAttention
 from .layers_conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .layers_dropout import Dropout
+from .loss_modules import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .modules import (
     GELU,
     MLP,
@@ -35,3 +46,6 @@ __all__ = ["GELU", "MLP", "BatchNorm1d", "BatchNorm2d", "Embedding", "Flatten", 
 # layers_attention.py).
 __all__ += ["AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "Dropout", "MaxPool1d", "MaxPool2d",
             "MultiheadAttention"]
+# Loss modules (nn/loss_modules.py).
+__all__ += ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss",
+            "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss"]

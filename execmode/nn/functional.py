@@ -21,10 +21,15 @@ from .attention import scaled_dot_product_attention  # noqa: F401
 from .conv import conv1d, conv2d, pad  # noqa: F401
 from .dropout import dropout  # noqa: F401
 from .losses import (  # noqa: F401
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
     mse_loss,
     nll_loss,
+    smooth_l1_loss,
 )
 from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: F401
 from .softmax import log_softmax, logsumexp, softmax  # noqa: F401

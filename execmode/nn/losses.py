@@ -1,5 +1,7 @@
-"""Losses, as PyTorch spells and computes them: mse_loss, cross_entropy, nll_loss and
-binary_cross_entropy_with_logits (re-exported by ``execmode.nn.functional``).
+"""Losses, as PyTorch spells and computes them: mse_loss, l1_loss, smooth_l1_loss,
+huber_loss, cross_entropy, nll_loss, binary_cross_entropy, binary_cross_entropy_with_logits
+and kl_div (re-exported by ``execmode.nn.functional``; the ``nn.CrossEntropyLoss`` ...
+modules are in loss_modules.py).
 
 Class labels go through ``check_labels``, an op that raises for a label outside
 [0, classes) naming it (in graph mode too: the op may raise, so it always runs), rather
@@ -31,15 +33,60 @@ def _reduce(loss, reduction: str):
     return loss
 
 
+def _difference(op, pred, target, reduction):
+    """``pred - target`` after the checks every regression loss makes."""
+    pred = F._require_tensor(op, pred, (pred, target))
+    target = F._require_tensor(op, target, (pred, target))
+    _check_reduction(op, (pred, target), reduction)
+    if pred.shape != target.shape:
+        raise op_error(ShapeError, op, (pred, target),
+                       "pred and target shapes differ (PyTorch would broadcast them with a "
+                       "warning, usually a bug: reshape one)")
+    return pred - target
+
+
 @named_scope("mse_loss")
 def mse_loss(pred, target, reduction: str = "mean"):
-    pred = F._require_tensor("mse_loss", pred, (pred, target))
-    target = F._require_tensor("mse_loss", target, (pred, target))
-    _check_reduction("mse_loss", (pred, target), reduction)
-    if pred.shape != target.shape:
-        raise op_error(ShapeError, "mse_loss", (pred, target), "pred and target shapes differ")
-    d = pred - target
+    """Mean squared error: ``(pred - target) ** 2``, reduced (``"mean"``, ``"sum"`` or
+    ``"none"``). Shapes must be equal."""
+    d = _difference("mse_loss", pred, target, reduction)
     return _reduce(d * d, reduction)
+
+
+@named_scope("l1_loss")
+def l1_loss(pred, target, reduction: str = "mean"):
+    """Mean absolute error: ``|pred - target|``, reduced. The gradient at 0 is 0, as
+    PyTorch's (the sign)."""
+    d = _difference("l1_loss", pred, target, reduction)
+    return _reduce(F.abs(d), reduction)
+
+
+@named_scope("smooth_l1_loss")
+def smooth_l1_loss(pred, target, reduction: str = "mean", beta: float = 1.0):
+    """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (PyTorch's;
+    ``beta=0`` is the L1 loss)."""
+    d = _difference("smooth_l1_loss", pred, target, reduction)
+    beta = F._number_arg("smooth_l1_loss", "beta", beta, (d,))
+    if beta < 0:
+        raise op_error(ArgumentError, "smooth_l1_loss", (d,),
+                       f"beta must be >= 0, got {beta}")
+    a = F.abs(d)
+    if beta == 0:
+        return _reduce(a, reduction)
+    return _reduce(F.where(F.less(a, beta), d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+
+
+@named_scope("huber_loss")
+def huber_loss(pred, target, reduction: str = "mean", delta: float = 1.0):
+    """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``
+    (PyTorch's; ``smooth_l1_loss`` times ``delta``)."""
+    d = _difference("huber_loss", pred, target, reduction)
+    delta = F._number_arg("huber_loss", "delta", delta, (d,))
+    if delta <= 0:
+        raise op_error(ArgumentError, "huber_loss", (d,), f"delta must be > 0, got {delta}")
+    a = F.abs(d)
+    return _reduce(F.where(F.less(a, delta), d * d * 0.5, (a - 0.5 * delta) * delta),
+                   reduction)
 
 
 def _classes_last(op, logits, target):
@@ -203,4 +250,58 @@ def binary_cross_entropy_with_logits(logits, target, weight=None, reduction: str
         loss = (1 - target) * logits + softplus_neg
     if weight is not None:
         loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+@named_scope("binary_cross_entropy")
+def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):  # noqa: A002
+    """``-(t * log(p) + (1 - t) * log(1 - p))`` of probabilities ``input`` (what sigmoid
+    returns), each log clamped at -100 as PyTorch clamps it, so p = 0 or 1 gives a finite
+    loss. ``binary_cross_entropy_with_logits`` is the stable form on logits. Values of
+    ``input`` outside [0, 1] give NaN (PyTorch raises; checking would cost a sync)."""
+    op = "binary_cross_entropy"
+    p = F._require_tensor(op, input, (input, target))
+    target = F._require_tensor(op, target, (p, target))
+    _check_reduction(op, (p, target), reduction)
+    if target.shape != p.shape:
+        raise op_error(ShapeError, op, (p, target), "target must have the input's shape")
+    if p.dtype.kind != "f":
+        raise op_error(ArgumentError, op, (p, target),
+                       f"input must be floating point (probabilities), got {p.dtype}")
+    target = F.astype(target, p.dtype)
+    log_p = F.maximum(F.log(p), -100.0)
+    log_q = F.maximum(F.log(1 - p), -100.0)
+    loss = F.negative(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+@named_scope("kl_div")
+def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  # noqa: A002
+    """Kullback-Leibler divergence with PyTorch's argument order: ``input`` holds
+    log-probabilities, ``target`` probabilities (log-probabilities with ``log_target``);
+    pointwise ``target * (log(target) - input)``, 0 where target is 0. ``reduction``:
+    ``"mean"`` (over every element, PyTorch's default), ``"batchmean"`` (the sum over the
+    batch size: the true KL divergence), ``"sum"``, ``"none"``."""
+    op = "kl_div"
+    x = F._require_tensor(op, input, (input, target))
+    target = F._require_tensor(op, target, (x, target))
+    if not isinstance(reduction, str) or reduction not in ("mean", "batchmean", "sum",
+                                                           "none"):
+        raise op_error(ArgumentError, op, (x, target),
+                       f"reduction must be 'mean', 'batchmean', 'sum' or 'none', got "
+                       f"{reduction!r}")
+    log_target = F._bool_arg(op, "log_target", log_target, (x, target))
+    if target.shape != x.shape:
+        raise op_error(ShapeError, op, (x, target), "target must have the input's shape")
+    if log_target:
+        loss = F.exp(target) * (target - x)
+    else:
+        # xlogy: 0 * log(0) is 0 (and its gradient stays finite: log of 1 there).
+        positive = F.greater(target, 0)
+        safe = F.where(positive, target, 1.0)
+        loss = F.where(positive, target * F.log(safe), 0.0) - target * x
+    if reduction == "batchmean":
+        return F.sum(loss) / (x.shape[0] if x.ndim else 1)
     return _reduce(loss, reduction)

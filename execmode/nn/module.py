@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import functional as F
 from .._tensor import Tensor
+from ..dtypes import float32, float64
 from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
 from ..scope import _state as _scope_state
@@ -160,16 +161,21 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def named_modules(self, prefix: str = "", memo: set | None = None
-                      ) -> Iterator[tuple[str, Module]]:
-        """This module ("") and every submodule, depth first, each once."""
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """This module ("") and every submodule, depth first, each once (every time it
+        is reached with ``remove_duplicate=False``). PyTorch's argument order."""
+        if isinstance(memo, str):  # named_modules("prefix"), an older spelling of ours
+            memo, prefix = None, memo
         memo = set() if memo is None else memo
-        if id(self) in memo:
-            return
-        memo.add(id(self))
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
         yield prefix, self
         for name, child in self.named_children():
-            yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+            yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
@@ -192,14 +198,16 @@ class Module:
             if value is not None and name not in transient:
                 yield name, value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True
-                         ) -> Iterator[tuple[str, Parameter]]:
-        """("0.weight", p) pairs with PyTorch's names, each parameter once."""
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """("0.weight", p) pairs with PyTorch's names, each parameter once (a tied weight
+        under its first name), or under every name with ``remove_duplicate=False``."""
         seen: set[int] = set()
-        modules = self.named_modules() if recurse else [("", self)]
+        modules = self.named_modules(remove_duplicate=remove_duplicate) if recurse \
+            else [("", self)]
         for path, module in modules:
             for name, p in module._own_parameters():
-                if id(p) not in seen:
+                if not remove_duplicate or id(p) not in seen:
                     seen.add(id(p))
                     yield _join(prefix, path, name), p
 
@@ -209,16 +217,68 @@ class Module:
 
     def named_buffers(self, prefix: str = "", recurse: bool = True
                       ) -> Iterator[tuple[str, Tensor]]:
+        """("bn.running_mean", t) pairs: the registered buffers, persistent or not."""
         modules = self.named_modules() if recurse else [("", self)]
         for path, module in modules:
             for name, b in module._own_buffers():
                 yield _join(prefix, path, name), b
 
     def buffers(self, recurse: bool = True) -> list[Tensor]:
+        """The registered buffers (a list, as ``parameters()``)."""
         return [b for _, b in self.named_buffers(recurse=recurse)]
 
     def num_parameters(self) -> int:
+        """How many numbers the parameters hold (a tied weight counted once)."""
         return sum(math.prod(p.shape) for p in self.parameters())
+
+    # --- adding and finding by name (PyTorch's spellings) -------------------------------
+    def add_module(self, name: str, module: Module | None) -> None:
+        """``setattr(self, name, module)``, with PyTorch's checks on the name."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise ArgumentError(f"add_module: a module name is a non-empty string without "
+                                f"'.', got {name!r}")
+        if module is not None and not isinstance(module, Module):
+            raise ArgumentError(f"add_module({name!r}): expected a Module or None, got "
+                                f"{type(module).__name__}")
+        setattr(self, name, module)
+
+    def register_module(self, name: str, module: Module | None) -> None:
+        """The same as :meth:`add_module`."""
+        self.add_module(name, module)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """``setattr(self, name, param)`` for a Parameter (or None: no parameter)."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise ArgumentError(f"register_parameter: a parameter name is a non-empty "
+                                f"string without '.', got {name!r}")
+        if param is not None and not isinstance(param, Parameter):
+            raise ArgumentError(f"register_parameter({name!r}): expected a Parameter or "
+                                f"None, got {type(param).__name__} (wrap it: "
+                                f"nn.Parameter(t))")
+        setattr(self, name, param)
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at a dotted path ("blocks.1.attn"); "" is this module."""
+        if target == "":
+            return self
+        for path, module in self.named_modules():
+            if path == target:
+                return module
+        raise AttributeError(f"{type(self).__name__} has no submodule {target!r}")
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path ("blocks.1.attn.qkv.weight")."""
+        for name, p in self.named_parameters():
+            if name == target:
+                return p
+        raise AttributeError(f"{type(self).__name__} has no parameter {target!r}")
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path ("bn.running_mean")."""
+        for name, b in self.named_buffers():
+            if name == target:
+                return b
+        raise AttributeError(f"{type(self).__name__} has no buffer {target!r}")
 
     # --- modes and bulk changes ---------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
@@ -245,6 +305,7 @@ class Module:
         return self
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set ``requires_grad`` of every parameter (freeze with False); returns self."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -278,22 +339,58 @@ class Module:
                     t._grad = None  # a gradient on the old device or dtype is stale
         return self
 
+    def float(self) -> Module:
+        """Floating parameters and buffers to float32, in place (``to(em.float32)``)."""
+        return self.to(float32)
+
+    def double(self) -> Module:
+        """Floating parameters and buffers to float64, in place (``to(em.float64)``)."""
+        return self.to(float64)
+
+    def half(self) -> Module:
+        """``to(float16)``: refused with the dtypes execmode supports (float16 is not
+        one of them)."""
+        return self.to(np.dtype("float16"))
+
+    def bfloat16(self) -> Module:
+        """Refused: execmode has no bfloat16 (the error names the dtypes it has)."""
+        from ..errors import DTypeError
+
+        raise DTypeError("bfloat16 is not supported; execmode supports float32, float64, "
+                         "int32, int64, bool")
+
+    def cpu(self) -> Module:
+        """``to("cpu")``."""
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> Module:
+        """``to("cuda")`` (or ``to("cuda:<device>")``)."""
+        return self.to("cuda" if device is None else f"cuda:{int(device)}")
+
     # --- state_dict ---------------------------------------------------------------------
-    def state_dict(self, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False
+                   ) -> OrderedDict:
         """Parameters and persistent buffers by PyTorch's names ("0.weight",
         "blocks.1.attn.qkv.bias"), each module's own first, then its children's.
-        Values share memory with the module (``detach()``), as in PyTorch."""
-        out: OrderedDict = OrderedDict()
+        Values share memory with the module (``detach()``), as in PyTorch; ``keep_vars``
+        gives the Parameters themselves, ``destination`` a dict to fill."""
+        out: OrderedDict = OrderedDict() if destination is None else destination
         for path, module in self.named_modules():
             for name, t in [*module._own_parameters(), *module._own_buffers(True)]:
                 out[_join(prefix, path, name)] = t if keep_vars else t.detach()
         return out
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False
+                        ) -> IncompatibleKeys:
         """Copy values into this module's parameters and buffers (in place: optimizers
         and jitted functions holding them see the new values). Returns the missing and
         unexpected keys; with ``strict`` any of them is an error, as in PyTorch. A shape
-        mismatch is always an error naming the key."""
+        mismatch is always an error naming the key.
+
+        ``assign=True`` (PyTorch's) puts the checkpoint's tensors into the module instead
+        of copying: a parameter becomes a new Parameter over the loaded tensor's storage
+        (with the old one's ``requires_grad``), a buffer the tensor itself. Optimizers
+        built before hold the old parameters then, as in PyTorch: build them after."""
         if not hasattr(state_dict, "keys"):
             raise ArgumentError(f"load_state_dict expects a dict of tensors, got "
                                 f"{type(state_dict).__name__}")
@@ -319,11 +416,33 @@ class Module:
                 raise ShapeError(f"load_state_dict into {name}: size mismatch for {key!r}: "
                                  f"the checkpoint has shape {tuple(value.shape)}, the module "
                                  f"{tuple(target.shape)}")
-            updates.append((target, value))
+            updates.append((key, target, value))
+        if assign:
+            self._assign_loaded(updates)
+            return IncompatibleKeys(missing, unexpected)
         with no_grad():  # check every key before writing any
-            for target, value in updates:
+            for _, target, value in updates:
                 copy_into(target, value)
         return IncompatibleKeys(missing, unexpected)
+
+    def _assign_loaded(self, updates) -> None:
+        """load_state_dict(assign=True): each value becomes the module's own tensor."""
+        owners = {}
+        for path, module in self.named_modules():
+            for name, _ in [*module._own_parameters(), *module._own_buffers(True)]:
+                owners[_join("", path, name)] = (module, name)
+        for key, target, value in updates:
+            owner, name = owners[key]
+            if not isinstance(value, Tensor):
+                value = F.tensor(np.asarray(value))
+            value = value.detach()
+            if isinstance(target, Parameter):
+                value = Parameter(value, target.requires_grad)
+            attr, _, index = name.partition(".")
+            if index:  # a Parameter in a plain list attribute ("ps.0")
+                getattr(owner, attr)[int(index)] = value
+            else:
+                setattr(owner, name, value)
 
     def extra_repr(self) -> str:
         return ""

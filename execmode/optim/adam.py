@@ -1,23 +1,32 @@
-"""Adam (PyTorch's ``optim.Adam``: L2 weight decay added to the gradient; amsgrad)."""
+"""Adam (PyTorch's ``optim.Adam``: L2 weight decay added to the gradient, or decoupled
+with ``decoupled_weight_decay=True``; amsgrad; maximize)."""
 
 from __future__ import annotations
 
 from .. import functional as F
 from ..errors import ArgumentError
-from .optimizer import Optimizer
+from .optimizer import Optimizer, engine_flags
 
 
 class Adam(Optimizer):
     """Moments ``m``, ``v`` per parameter and one step count per group (a 0-d tensor, so
     a jitted step counts without retracing); bias-corrected update
-    ``p -= lr * m_hat / (sqrt(v_hat) + eps)``."""
+    ``p -= lr * m_hat / (sqrt(v_hat) + eps)``. ``foreach``/``fused``/``capturable`` are
+    accepted and change nothing (see ``engine_flags``)."""
 
     decoupled = False  # AdamW: weight decay applied to the parameter, not the gradient
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False):
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused=None,
+                 decoupled_weight_decay: bool = False):
+        self.decoupled = self.decoupled or bool(decoupled_weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad))
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize, **engine_flags(
+                                          foreach=foreach, capturable=capturable,
+                                          differentiable=differentiable, fused=fused)))
 
     def _check_group(self, group: dict) -> None:
         super()._check_group(group)
@@ -47,7 +56,7 @@ class Adam(Optimizer):
         bias1 = 1 - F.power(beta1, t)
         bias2 = 1 - F.power(beta2, t)
         for i, p in zip(indices, group["params"]):
-            g = p.grad
+            g = self._grad(p, group)
             if g is None:
                 continue
             state = self.state[i]

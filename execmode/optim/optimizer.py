@@ -14,6 +14,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from .. import dispatch
+from .. import functional as F
 from .._tensor import Tensor
 from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
@@ -57,6 +58,10 @@ class Optimizer:
         params = [params] if isinstance(params, Tensor) else list(params)
         if not params:
             raise ArgumentError("the optimizer got an empty parameter list")
+        names = None
+        if all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+               for p in params):  # model.named_parameters(), as PyTorch >= 2.6 takes
+            names, params = [n for n, _ in params], [p for _, p in params]
         known = {id(p) for p in self.params}
         for p in params:
             if not isinstance(p, Tensor):
@@ -66,7 +71,7 @@ class Optimizer:
                 raise ArgumentError("a parameter appears in more than one parameter group "
                                     f"(shape {tuple(p.shape)})")
             known.add(id(p))
-        unknown = set(group) - set(self.defaults) - {"params", "initial_lr"}
+        unknown = set(group) - set(self.defaults) - {"params", "initial_lr", "param_names"}
         if unknown:
             raise ArgumentError(f"{type(self).__name__} has no hyperparameter "
                                 f"{', '.join(map(repr, sorted(unknown)))}; it has "
@@ -76,6 +81,8 @@ class Optimizer:
             full[key] = group.get(key, default)
         if "initial_lr" in group:
             full["initial_lr"] = group["initial_lr"]
+        if names is not None:
+            full["param_names"] = names
         self._check_group(full)
         start = len(self.params)
         self.params.extend(params)
@@ -83,9 +90,20 @@ class Optimizer:
         self._init_state(full, list(range(start, start + len(params))))
 
     def _check_group(self, group: dict) -> None:
+        """Check a group's hyperparameters (subclasses add theirs)."""
         lr = group["lr"]
-        if not isinstance(lr, int | float) or not lr > 0:
-            raise ArgumentError(f"learning rate must be positive, got {lr!r}")
+        if not isinstance(lr, int | float) or not lr >= 0:
+            raise ArgumentError(f"learning rate must be >= 0, got {lr!r}")
+        if group.get("differentiable"):
+            raise ArgumentError(f"{type(self).__name__}(differentiable=True) is not "
+                                f"supported: the step is an in-place update under no_grad")
+
+    def _grad(self, p: Tensor, group: dict):
+        """``p.grad``, negated when the group has ``maximize=True`` (None: no gradient)."""
+        g = p.grad
+        if g is not None and group.get("maximize"):
+            g = F.negative(g)
+        return g
 
     def _init_state(self, group: dict, indices: list[int]) -> None:
         """Create the state tensors of a new group (subclasses)."""
@@ -220,6 +238,15 @@ class Optimizer:
                 mine[key] = tuple(value) if isinstance(default, tuple) else value
 
 
+def engine_flags(**flags) -> dict:
+    """PyTorch's implementation switches (``foreach``, ``fused``, ``capturable``,
+    ``differentiable``) as group entries, as PyTorch keeps them. They choose among
+    PyTorch's kernels for the same arithmetic; execmode has one (under ``em.jit`` the step
+    is one fused graph, and its state lives in tensors, so it is capturable anyway), so
+    they change nothing, except ``differentiable=True``, which is refused."""
+    return flags
+
+
 def _int_key(key):
     # Keys come back as strings from formats whose keys are strings (JSON, safetensors).
     return int(key) if isinstance(key, str) and key.isdigit() else key
@@ -235,4 +262,4 @@ def _symbolic_item(tracer, group: dict, name: str, i: int, label: str):
     return SymbolicScalar(value, lambda: group[name][i], label, tracer)
 
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "engine_flags"]

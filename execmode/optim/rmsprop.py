@@ -5,18 +5,23 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..errors import ArgumentError
-from .optimizer import Optimizer
+from .optimizer import Optimizer, engine_flags
 
 
 class RMSprop(Optimizer):
     """``sq = alpha * sq + (1 - alpha) * g**2``; ``p -= lr * g / (sqrt(sq) + eps)``
     (``sq - mean(g)**2`` when ``centered``; through a momentum buffer when
-    ``momentum > 0``)."""
+    ``momentum > 0``); ``maximize`` ascends."""
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False):
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach=None, maximize: bool = False,
+                 differentiable: bool = False):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered))
+                                      momentum=momentum, centered=centered,
+                                      maximize=maximize, **engine_flags(
+                                          capturable=capturable, foreach=foreach,
+                                          differentiable=differentiable)))
 
     def _check_group(self, group: dict) -> None:
         super()._check_group(group)
@@ -25,8 +30,10 @@ class RMSprop(Optimizer):
                 raise ArgumentError(f"RMSprop: {key} must be >= 0, got {group[key]}")
 
     def _init_state(self, group: dict, indices: list[int]) -> None:
+        first = group["params"][0]
+        step = F.zeros((), dtype=first.dtype, device=first.device)  # shared by the group
         for i, p in zip(indices, group["params"]):
-            state = {"square_avg": F.zeros_like(p)}
+            state = {"step": step, "square_avg": F.zeros_like(p)}
             if group["momentum"]:
                 state["momentum_buffer"] = F.zeros_like(p)
             if group["centered"]:
@@ -37,8 +44,10 @@ class RMSprop(Optimizer):
         lr, alpha, eps = self.hyper("lr", group), self.hyper("alpha", group), \
             self.hyper("eps", group)
         decay, momentum = self.hyper("weight_decay", group), self.hyper("momentum", group)
+        t = self.state[indices[0]]["step"]
+        F.assign(t, t + 1)  # counted as PyTorch counts it (state_dict), not used
         for i, p in zip(indices, group["params"]):
-            g = p.grad
+            g = self._grad(p, group)
             if g is None:
                 continue
             state = self.state[i]

@@ -82,13 +82,18 @@ def test_rmsprop_matches_the_reference(momentum, centered):
 
 TWINS = [
     ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True)),
+    ("SGD", dict(lr=0.1, momentum=0.8, dampening=0.3, maximize=True)),
     ("Adam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1, amsgrad=True)),
+    ("Adam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
     ("AdamW", dict(lr=0.05, weight_decay=0.2)),
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.1, weight_decay=0.1, initial_accumulator_value=0.2)),
+    ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1, maximize=True)),
 ]
 
 
-@pytest.mark.parametrize("name, kwargs", TWINS, ids=[t[0] for t in TWINS])
+@pytest.mark.parametrize("name, kwargs", TWINS,
+                         ids=[f"{t[0]}-{i}" for i, t in enumerate(TWINS)])
 def test_optimizers_match_torch(name, kwargs):
     torch = pytest.importorskip("torch", reason="the PyTorch twin check needs torch")
     got, _ = _run(lambda ps: getattr(em.optim, name)(
@@ -137,8 +142,15 @@ def test_optimizer_argument_errors():
     p = em.zeros(2, requires_grad=True)
     with pytest.raises(em.ArgumentError, match="empty"):
         em.optim.AdamW([], lr=0.1)
-    with pytest.raises(em.ArgumentError, match="positive"):
-        em.optim.RMSprop([p], lr=0.0)
+    with pytest.raises(em.ArgumentError, match=">= 0"):
+        em.optim.RMSprop([p], lr=-0.1)
+    em.optim.SGD([p], lr=0.0)  # allowed, as PyTorch
+    with pytest.raises(em.ArgumentError, match="differentiable=True"):
+        em.optim.Adam([p], differentiable=True)
+    with pytest.raises(em.ArgumentError, match="zero dampening"):
+        em.optim.SGD([p], lr=0.1, momentum=0.9, dampening=0.1, nesterov=True)
+    with pytest.raises(em.ArgumentError, match="rho"):
+        em.optim.Adadelta([p], rho=1.5)
     with pytest.raises(em.ArgumentError, match="more than one parameter group"):
         em.optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1)
     with pytest.raises(em.ArgumentError, match="no hyperparameter 'momentun'"):
@@ -192,6 +204,10 @@ CHANGES = [
     ("adamw lrs", _groups(em.optim.AdamW, lr=0.05), _set_lrs),
     ("rmsprop lrs", _groups(em.optim.RMSprop, lr=0.01, momentum=0.5), _set_lrs),
     ("adam betas and decay", _groups(em.optim.Adam, lr=0.05, weight_decay=0.01), _set_betas),
+    ("sgd dampening lrs", _groups(em.optim.SGD, lr=0.1, momentum=0.9, dampening=0.5),
+     _set_lrs),
+    ("adagrad lrs", _groups(em.optim.Adagrad, lr=0.1, lr_decay=0.01), _set_lrs),
+    ("adadelta lrs", _groups(em.optim.Adadelta, lr=1.0), _set_lrs),
 ]
 
 
@@ -224,9 +240,9 @@ def test_state_dict_layout_is_pytorchs():
     assert set(tsd["param_groups"][0]) >= set(sd["param_groups"][0])
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"])
 def test_load_state_dict_resumes_identically(name):
-    kwargs = {"SGD": dict(lr=0.1, momentum=0.9)}.get(name, dict(lr=0.05))
+    kwargs = {"SGD": dict(lr=0.1, momentum=0.9, dampening=0.2)}.get(name, dict(lr=0.05))
     make = lambda ps: getattr(em.optim, name)(ps, **kwargs)  # noqa: E731
     straight, _ = _run(make, steps=6)
     first, opt = _run(make, steps=3)
@@ -257,3 +273,86 @@ def test_load_state_dict_errors():
         em.optim.Adam([q, p]).load_state_dict(sd)
     with pytest.raises(em.ArgumentError, match="unexpected state"):
         em.optim.SGD([p, q], lr=0.1, momentum=0.9).load_state_dict(sd)
+
+
+def test_named_parameters_are_accepted_and_their_names_kept():
+    em.random.seed(0)
+    model = nn.Linear(2, 1)
+    opt = em.optim.SGD(model.named_parameters(), lr=0.1)
+    assert opt.param_groups[0]["param_names"] == ["weight", "bias"]
+    assert opt.params == model.parameters()
+
+
+def test_new_state_dict_layouts_are_pytorchs():
+    torch = pytest.importorskip("torch", reason="the PyTorch twin check needs torch")
+    for name in ("Adagrad", "Adadelta", "RMSprop", "SGD"):
+        kwargs = dict(lr=0.1, momentum=0.9) if name == "SGD" else dict(lr=0.1)
+        ours = getattr(em.optim, name)([em.zeros(2, requires_grad=True)], **kwargs)
+        t = torch.zeros(2, requires_grad=True)
+        theirs = getattr(torch.optim, name)([t], **kwargs)
+        t.sum().backward()
+        theirs.step()
+        sd, tsd = ours.state_dict(), theirs.state_dict()
+        assert set(sd["state"][0]) == set(tsd["state"][0]), name
+        assert set(sd["param_groups"][0]) - {"initial_lr"} <= set(tsd["param_groups"][0]), name
+
+
+# --- LBFGS: PyTorch's loop, eager in effect ---------------------------------------------
+_A = np.random.default_rng(3).standard_normal((6, 3))
+_B = np.random.default_rng(4).standard_normal(6)
+
+
+def _lbfgs(lib, line_search, jit=False, steps=3):
+    if lib is em:
+        w = em.zeros(3, dtype=em.float64, requires_grad=True)
+        a, b = em.tensor(_A), em.tensor(_B)
+    else:
+        w = lib.zeros(3, dtype=lib.float64, requires_grad=True)
+        a, b = lib.tensor(_A), lib.tensor(_B)
+    opt = lib.optim.LBFGS([w], lr=1, max_iter=8, history_size=4, line_search_fn=line_search)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((a @ w - b) ** 2).sum() + (w ** 4).sum()
+        loss.backward()
+        return loss
+
+    def step():
+        return opt.step(closure)
+
+    run = em.jit(step) if jit else step
+    losses = [float(run().detach()) for _ in range(steps)]
+    return losses, w.detach().numpy().copy(), opt
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_matches_torch_and_runs_under_jit_with_breaks(line_search):
+    losses, w, opt = _lbfgs(em, line_search)
+    assert losses[-1] < losses[0]
+    jitted, w_jit, _ = _lbfgs(em, line_search, jit=True)  # graph breaks: the same numbers
+    np.testing.assert_allclose(jitted, losses, rtol=1e-12)
+    np.testing.assert_allclose(w_jit, w, rtol=1e-10, atol=1e-14)
+    torch = pytest.importorskip("torch", reason="the PyTorch twin check needs torch")
+    t_losses, t_w, t_opt = _lbfgs(torch, line_search)
+    np.testing.assert_allclose(losses, t_losses, rtol=1e-10)
+    np.testing.assert_allclose(w, t_w, rtol=1e-8, atol=1e-12)
+    theirs = t_opt.state[t_opt.param_groups[0]["params"][0]]
+    assert opt.state[0]["func_evals"] == theirs["func_evals"]
+    assert opt.state[0]["n_iter"] == theirs["n_iter"]
+
+
+def test_lbfgs_state_dict_round_trip_and_errors():
+    _, w, opt = _lbfgs(em, None, steps=1)
+    sd = opt.state_dict()
+    assert set(sd["state"][0]) >= {"d", "t", "old_dirs", "old_stps", "ro", "H_diag",
+                                   "n_iter", "func_evals"}
+    p = em.tensor(w, requires_grad=True)
+    other = em.optim.LBFGS([p], max_iter=8, history_size=4)
+    other.load_state_dict(sd)
+    assert other.state[0]["n_iter"] == opt.state[0]["n_iter"]
+    with pytest.raises(em.ArgumentError, match="closure"):
+        other.step()
+    with pytest.raises(em.ArgumentError, match="parameter groups"):
+        em.optim.LBFGS([{"params": [p]}, {"params": [em.zeros(1, requires_grad=True)]}])
+    with pytest.raises(em.ArgumentError, match="strong_wolfe"):
+        em.optim.LBFGS([p], line_search_fn="backtracking")

@@ -16,22 +16,28 @@ def _opt(lib, lrs=(0.1, 0.02)):
     if lib is em:
         ps = [em.zeros(2, requires_grad=True), em.zeros(1, requires_grad=True)]
         return em.optim.SGD([{"params": ps[:1], "lr": lrs[0]}, {"params": ps[1:],
-                                                                 "lr": lrs[1]}], lr=lrs[0])
+                                                                 "lr": lrs[1]}], lr=lrs[0],
+                            momentum=0.9)
     ps = [lib.zeros(2, requires_grad=True), lib.zeros(1, requires_grad=True)]
     return lib.optim.SGD([{"params": ps[:1], "lr": lrs[0]}, {"params": ps[1:], "lr": lrs[1]}],
-                         lr=lrs[0])
+                         lr=lrs[0], momentum=0.9)
 
 
 def _schedule(lib, build, steps=25):
     opt = _opt(lib)
     sched = build(lib.optim.lr_scheduler, opt)
-    lrs = [sched.get_last_lr()]
+    lrs = [sched.get_last_lr() + _momenta(opt)]
     for _ in range(steps):
         opt.step()
         sched.step()
-        lrs.append(sched.get_last_lr())
-        assert [g["lr"] for g in opt.param_groups] == lrs[-1]
+        lrs.append(sched.get_last_lr() + _momenta(opt))
+        assert [g["lr"] for g in opt.param_groups] == lrs[-1][:2]
     return np.array(lrs)
+
+
+def _momenta(opt):
+    """The momentum of each group (OneCycleLR cycles it)."""
+    return [g["momentum"] for g in opt.param_groups]
 
 
 BUILDS = {
@@ -48,7 +54,33 @@ BUILDS = {
     "three phases": lambda L, o: L.SequentialLR(
         o, [L.LinearLR(o, start_factor=0.5, total_iters=3), L.StepLR(o, 2, 0.5),
             L.ExponentialLR(o, 0.8)], milestones=[3, 9]),
+    "constant": lambda L, o: L.ConstantLR(o, factor=0.5, total_iters=4),
+    "polynomial": lambda L, o: L.PolynomialLR(o, total_iters=10, power=2.0),
+    "warm restarts": lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2,
+                                                                eta_min=0.001),
+    "chained": lambda L, o: L.ChainedScheduler([L.ConstantLR(o, 0.5, 3),
+                                                L.ExponentialLR(o, 0.9)]),
+    "two on one optimizer": lambda L, o: _Both(L.LinearLR(o, 0.2, total_iters=4),
+                                               L.StepLR(o, 3, 0.5)),
+    "one cycle": lambda L, o: L.OneCycleLR(o, max_lr=[0.5, 0.1], total_steps=26),
+    "one cycle, three linear phases": lambda L, o: L.OneCycleLR(
+        o, max_lr=0.5, epochs=2, steps_per_epoch=13, three_phase=True,
+        anneal_strategy="linear", div_factor=10.0),
 }
+
+
+class _Both:
+    """Two schedulers stepped one after the other (their factors compose)."""
+
+    def __init__(self, *schedulers):
+        self.schedulers = schedulers
+
+    def step(self):
+        for s in self.schedulers:
+            s.step()
+
+    def get_last_lr(self):
+        return self.schedulers[-1].get_last_lr()
 
 CLOSED = {  # epoch -> factor of the base lr, as written in PyTorch's documentation
     "step": lambda e: 0.5 ** (e // 4),
@@ -63,7 +95,7 @@ CLOSED = {  # epoch -> factor of the base lr, as written in PyTorch's documentat
 
 @pytest.mark.parametrize("name", sorted(CLOSED))
 def test_schedules_follow_the_closed_forms(name):
-    lrs = _schedule(em, BUILDS[name])
+    lrs = _schedule(em, BUILDS[name])[:, :2]
     want = np.array([[0.1 * CLOSED[name](e), 0.02 * CLOSED[name](e)] for e in range(len(lrs))])
     np.testing.assert_allclose(lrs, want, rtol=1e-12)
 
@@ -160,3 +192,48 @@ def test_a_schedule_between_jitted_steps_costs_no_retrace():
     jitted, f = run(True)
     np.testing.assert_allclose(jitted, eager, rtol=1e-5)
     assert f.trace_count == 1
+
+
+def _plateau(lib, metrics, **kwargs):
+    opt = _opt(lib)
+    sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+    out = []
+    for m in metrics:
+        sched.step(m)
+        out.append(sched.get_last_lr())
+    return np.array(out), sched
+
+
+PLATEAUS = [
+    dict(patience=2, cooldown=1, factor=0.5, min_lr=[0.01, 0.001]),
+    dict(mode="max", threshold_mode="abs", threshold=0.05, patience=1),
+]
+
+
+@pytest.mark.parametrize("kwargs", PLATEAUS, ids=["min rel", "max abs"])
+def test_reduce_lr_on_plateau_matches_torch(kwargs):
+    metrics = [1, 0.9, 0.95, 0.95, 0.95, 0.95, 0.8, 0.85, 0.9, 0.9, 0.9, 0.93, 0.9, 0.9,
+               0.91, 0.9, 0.9, 0.9]
+    ours, sched = _plateau(em, [em.tensor(m) for m in metrics], **kwargs)
+    assert sched.last_epoch == len(metrics)
+    torch = pytest.importorskip("torch", reason="the PyTorch twin check needs torch")
+    theirs, _ = _plateau(torch, metrics, **kwargs)
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours[-1, 0] < 0.1
+
+
+def test_one_cycle_cycles_adams_first_beta_and_refuses_stepping_past_the_end():
+    ps = [em.zeros(2, requires_grad=True)]
+    opt = em.optim.Adam(ps, lr=0.1)
+    sched = S.OneCycleLR(opt, max_lr=1.0, total_steps=4)
+    assert opt.param_groups[0]["betas"] == (0.95, 0.999)
+    for _ in range(3):
+        sched.step()
+    assert opt.param_groups[0]["betas"][0] == pytest.approx(0.95)
+    with pytest.raises(em.ArgumentError, match="total_steps"):
+        for _ in range(2):
+            sched.step()
+    with pytest.raises(em.ArgumentError, match="momentum"):
+        S.OneCycleLR(em.optim.Adagrad(ps), max_lr=1.0, total_steps=4)
+    with pytest.raises(em.ArgumentError, match="epochs and steps_per_epoch"):
+        S.OneCycleLR(opt, max_lr=1.0)
