@@ -15,9 +15,11 @@ calibration and the benchmarks all measure through here.
   the contention a person's own run will meet.
 * **A verdict only when the numbers can carry one.** :func:`decide` gives a ratio when
   there are at least :data:`MIN_ROUNDS` rounds, the machine was not busier than its CPUs
-  while they ran (after each round, the tasks ready to run are read: more than the usable
-  CPUs in most rounds means the candidate had a share of a core, which can hold steady
-  for a second and change the next), each side's rounds agree (the middle half within
+  while they ran (the scheduler's account of how long this process's threads waited for
+  a CPU during each round: more than :data:`MAX_WAIT_SHARE` in most rounds means the
+  candidate had a share of a core, which can hold steady for a second and change the
+  next; where the kernel does not keep it, the tasks ready to run against the machine's
+  CPUs), each side's rounds agree (the middle half within
   :data:`MAX_RELATIVE_IQR` of the median) and the two middle halves do not overlap;
   otherwise it says *undecided* and why. A busy machine is never an error.
 * **Goals on the median.** :func:`judge_ratio` and :func:`judge_value` say whether a goal
@@ -42,6 +44,9 @@ DEFAULT_ROUNDS = 7
 # The middle half of a side's rounds may span at most this fraction of its median before
 # the rounds are said to disagree (a contended machine: other work, spinning threads).
 MAX_RELATIVE_IQR = 0.25
+# A round whose threads waited for a CPU more than this share of its time ran on a share
+# of a core (on an idle machine: under 1%; with one more busy process than cores: ~50%).
+MAX_WAIT_SHARE = 0.10
 ROUND_SECONDS = 0.01
 WARMUP_CALLS = 2
 
@@ -57,15 +62,31 @@ class Spread:
     # Tasks ready to run on the machine after each round (this process's included), where
     # measure() could read it: more than the usable CPUs means the rounds shared them.
     runnable: tuple = ()
+    # The share of each round this process's threads spent ready to run but waiting for a
+    # CPU (the scheduler's own account, /proc/<pid>/task/*/schedstat), where measure()
+    # could read it: the direct sign of a share of a core, container or not.
+    waited: tuple = ()
 
     @classmethod
-    def of(cls, samples, calls: int = 1, runnable=()) -> Spread:
-        return cls(tuple(float(s) for s in samples), int(calls), tuple(runnable))
+    def of(cls, samples, calls: int = 1, runnable=(), waited=()) -> Spread:
+        return cls(tuple(float(s) for s in samples), int(calls), tuple(runnable),
+                   tuple(waited))
 
     @property
     def crowded(self) -> bool:
-        """More tasks wanted the CPUs than there were, in most rounds."""
-        return bool(self.runnable) and _quantile(sorted(self.runnable), 0.5) > usable_cpus()
+        """In most rounds, the threads timed waited for a CPU more than MAX_WAIT_SHARE of
+        the round; where that is not known, more tasks were ready to run than the machine
+        has CPUs."""
+        if self.waited:
+            return _quantile(sorted(self.waited), 0.5) > MAX_WAIT_SHARE
+        return bool(self.runnable) and _quantile(sorted(self.runnable), 0.5) > machine_cpus()
+
+    def crowding_text(self) -> str:
+        if self.waited:
+            return (f"its threads waited for a CPU {_quantile(sorted(self.waited), 0.5):.0%} "
+                    "of the time, by the median round")
+        return (f"a median of {_quantile(sorted(self.runnable), 0.5):.0f} tasks were ready "
+                f"to run on {machine_cpus()} CPUs")
 
     @property
     def rounds(self) -> int:
@@ -154,23 +175,30 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
         per_round[name] = int(calls) if calls else _calls_for(one, round_s)
     samples: dict = {name: [] for name in names}
     runnable: dict = {name: [] for name in names}
+    waited: dict = {name: [] for name in names}
     for r in range(int(rounds)):
         for name in _round_order(names, r):
             fn, n = candidates[name], per_round[name]
             if before_round is not None:
                 before_round(name)
+            wait0 = threads_waiting_ns()
             t0 = _perf_ns()
             for _ in range(n):
                 fn()
             if sync is not None:
                 sync()
-            samples[name].append((_perf_ns() - t0) / n)
+            elapsed = _perf_ns() - t0
+            wait1 = threads_waiting_ns()
+            samples[name].append(elapsed / n)
+            if wait0 is not None and wait1 is not None and elapsed > 0:
+                waited[name].append(max(0, wait1 - wait0) / elapsed)
             ready = runnable_tasks()
             if ready is not None:
                 runnable[name].append(ready)
             if after_round is not None:
                 after_round(name, r, n)
-    return {name: Spread.of(samples[name], per_round[name], runnable[name]) for name in names}
+    return {name: Spread.of(samples[name], per_round[name], runnable[name], waited[name])
+            for name in names}
 
 
 def _warm_up(fn, warmup: int, round_s: float, sync) -> float:
@@ -276,9 +304,8 @@ def _crowded(named_spreads) -> str:
         if s.crowded:
             # Rounds can agree and still be wrong: a share of a core that holds for a
             # second is steady within the rounds and not the next second.
-            return (f"the machine was busier than its CPUs during {name}'s rounds (a median "
-                    f"of {_quantile(sorted(s.runnable), 0.5):.0f} tasks ready to run on "
-                    f"{usable_cpus()} usable CPUs; {load_text()})")
+            return (f"the machine was busier than its CPUs during {name}'s rounds "
+                    f"({s.crowding_text()}; {load_text()})")
     return ""
 
 
@@ -388,6 +415,26 @@ def _quantile(sorted_samples, q: float) -> float:
     return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
 
 
+def threads_waiting_ns() -> int | None:
+    """How long this process's threads have waited, ready to run, for a CPU (ns, summed
+    over its threads: /proc/self/task/*/schedstat's second field), or None where the
+    kernel does not say."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as f:
+                total += int(f.read().split()[1])
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        except (OSError, ValueError, IndexError):
+            return None
+    return total
+
+
 def runnable_tasks() -> int | None:
     """Tasks ready to run right now, this one included (/proc/loadavg's fourth field), or
     None where the system does not say."""
@@ -399,11 +446,10 @@ def runnable_tasks() -> int | None:
 
 
 @functools.cache
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+def machine_cpus() -> int:
+    """The machine's CPUs: /proc/loadavg counts tasks on all of them, whatever this
+    process's affinity or container allows it."""
+    return os.cpu_count() or 1
 
 
 def _load_average() -> float | None:

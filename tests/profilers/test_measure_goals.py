@@ -69,19 +69,25 @@ def test_measure_runs_the_hooks_around_each_round():
 
 
 def test_rounds_on_a_machine_busier_than_its_cpus_give_no_ratio():
-    from execmode.profilers.measure import usable_cpus
-
-    cpus = usable_cpus()
-    crowded = Spread.of(STEADY.samples, 1, [cpus + 2] * 5)  # steady, and a share of a core
-    calm = Spread.of(TWICE.samples, 1, [1] * 5)
+    crowded = Spread.of(STEADY.samples, 1, waited=[0.45] * 5)  # steady, on half a core
+    calm = Spread.of(TWICE.samples, 1, waited=[0.0] * 5)
     verdict = decide(crowded, calm, a_name="eager")
     assert verdict.ratio is None and verdict.kind == "busy machine"
-    assert f"on {cpus} usable CPUs" in verdict.reason and "eager's rounds" in verdict.reason
+    assert "eager's rounds" in verdict.reason and "waited for a CPU 45%" in verdict.reason
     assert judge_ratio(crowded, calm, 10.0).state == "undecided"
-    assert decide(Spread.of(STEADY.samples, 1, [cpus] * 5), calm).decided  # full, not over
+    assert decide(Spread.of(STEADY.samples, 1, waited=[0.02] * 5), calm).decided
+
+
+def test_without_the_schedulers_account_the_ready_tasks_decide():
+    from execmode.profilers.measure import machine_cpus
+
+    cpus = machine_cpus()
+    assert decide(Spread.of(STEADY.samples, 1, [cpus + 2] * 5), TWICE).kind == "busy machine"
+    assert decide(Spread.of(STEADY.samples, 1, [cpus] * 5), TWICE).decided  # full, not over
 
 
 def test_measure_reads_how_busy_the_machine_was_after_each_round():
-    spreads = measure({"a": lambda: None}, rounds=5, calls=10)
-    runnable = spreads["a"].runnable
+    spreads = measure({"a": lambda: sum(range(2000))}, rounds=5, calls=10)
+    runnable, waited = spreads["a"].runnable, spreads["a"].waited
     assert len(runnable) in (0, 5) and all(n >= 1 for n in runnable)  # this process runs
+    assert len(waited) in (0, 5) and all(0 <= w <= 64 for w in waited)  # shares of a round
