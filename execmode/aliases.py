@@ -1,14 +1,28 @@
-"""Hints for names that PyTorch or NumPy users type and execmode spells differently.
+"""What a missing name says: what to use instead, or that it is not supported.
 
 (PyTorch's keywords ``dim=``/``keepdim=`` are accepted by the functions themselves, beside
 the Array API's ``axis=``/``keepdims=``; see ``functional.arguments._torch_axis``.)
 
-:data:`MODULE_HINTS` and :data:`TENSOR_HINTS` map names that PyTorch or NumPy users type to
-execmode's spelling; ``em.<name>`` and ``tensor.<name>`` raise an AttributeError that says
-what to use instead (``em.bmm: use em.matmul, which batches``).
+One lookup, :func:`missing_attribute`, for every namespace a PyTorch or NumPy user reaches
+into: ``em``, ``execmode.torch``, a Tensor, ``nn``, ``nn.functional``, ``optim``. In order:
+
+1. a hint from this module's tables (``em.bmm: use em.matmul, which batches``);
+2. a name of PyTorch's own namespace (``pytorch_names.py``) that execmode lacks: it says so
+   ("PyTorch's torch.nn.Bilinear is not supported by execmode"), and on ``em`` a name that
+   ``execmode.torch`` has says to use it there;
+3. anything else: "has no attribute", where Python may add its "Did you mean".
+
+Python's "Did you mean" is left off the first two: the name is a real spelling of another
+API, so the nearest of ours is a wrong guess (``long`` -> ``log``, ``type`` -> ``dtype``,
+``sinh`` -> ``sin``, ``backends`` -> ``backend`` were all reported). It is off when the
+AttributeError's ``obj`` is None (CPython's suggestions read ``name`` and ``obj``).
 """
 
 from __future__ import annotations
+
+import sys
+
+from .pytorch_names import NAMES
 
 # em.<name> that does not exist, but that a PyTorch or NumPy user types.
 MODULE_HINTS = {
@@ -57,6 +71,15 @@ MODULE_HINTS = {
     "nonzero_static": "use em.nonzero (its size depends on the values: a graph break)",
     "take": "use x.reshape(-1)[index] or em.take_along_axis",
     "zeros_": "use em.zeros_like(x) or x.zero_()",
+    # dtype names of PyTorch: em keeps the Array API's
+    "long": "use em.int64 (PyTorch's torch.long; execmode.torch has that name)",
+    "int": "use em.int64 or em.int32 (PyTorch's torch.int is int32)",
+    "float": "use em.float32 (PyTorch's torch.float)",
+    "double": "use em.float64 (PyTorch's torch.double)",
+    "half": "float16 is not supported; execmode computes in em.float32 or em.float64",
+    "float16": "float16 is not supported; execmode computes in em.float32 or em.float64",
+    "bfloat16": "bfloat16 is not supported; execmode computes in em.float32 or em.float64",
+    "type": "tensors have x.dtype; x.type() is PyTorch's (it works on tensors)",
 }
 
 # tensor.<name> that does not exist, but that a PyTorch or NumPy user types.
@@ -68,7 +91,6 @@ TENSOR_HINTS = {
     "numpy_": "use x.numpy()",
     "half": "float16 is not supported; use x.float() (float32)",
     "bfloat16": "bfloat16 is not supported; use x.float() (float32)",
-    "is_contiguous": "layouts are NumPy's; x.contiguous() returns x",
     "storage": "storages are internal; use x.numpy()",
     "data_ptr": "storages are internal; use x.numpy()",
     "neg": "use -x",
@@ -77,15 +99,108 @@ TENSOR_HINTS = {
 }
 
 
-def module_attribute_error(name: str) -> AttributeError:
-    hint = MODULE_HINTS.get(name)
+# execmode.torch.<name> that does not exist, but that a PyTorch user types.
+TORCH_HINTS = {
+    "set_default_dtype": "execmode's default float dtype is float32; pass dtype= where a "
+                         "tensor is made (or x.double())",
+    "set_default_tensor_type": "execmode's default float dtype is float32; pass dtype=",
+    "vmap": "not supported; write the batched computation (matmul and friends batch)",
+    "func": "torch.func (vmap, grad, jacrev) is not supported; use backward()",
+    "fx": "torch.fx is not supported; em.jit(fn).trace(*args) gives execmode's graph",
+    "export": "torch.export is not supported; em.jit(fn).lower(*args) gives the optimized graph",
+    "onnx": "ONNX export is not supported",
+    "quantization": "quantization is not supported",
+    "sparse": "sparse tensors are not supported",
+    "complex64": "complex dtypes are not supported",
+    "complex128": "complex dtypes are not supported",
+    "cfloat": "complex dtypes are not supported",
+    "hub": "torch.hub (downloads) is not supported; build the model and load_state_dict",
+    "multiprocessing": "torch.multiprocessing is not supported; DataLoader loads in the "
+                       "main process",
+    "distributed": "torch.distributed is not part of execmode.torch",
+}
+
+# torch.nn / em.nn, torch.nn.functional, torch.optim names with a better answer than
+# "not supported".
+NN_HINTS = {
+    "DataParallel": "not supported: execmode runs one device per process",
+    "DistributedDataParallel": "not part of execmode.torch",
+}
+FUNCTIONAL_HINTS: dict[str, str] = {}
+OPTIM_HINTS: dict[str, str] = {}
+
+# The names execmode.torch adds to em's (kept equal to execmode/torch/_namespace.py's by
+# tests/torch_front/test_missing_names.py): em.<one of them> says where it is.
+TORCH_FRONT_END_NAMES = frozenset("""
+Generator Size autocast default_generator device from_numpy get_default_dtype
+get_rng_state initial_seed is_tensor manual_seed normal rand rand_like randint randint_like
+randn_like randperm bernoulli set_rng_state seed unsqueeze permute mm bmm mv dot outer
+rsqrt mul div sub neg eq ne lt le gt ge amax amin numel empty empty_like inference_mode
+set_grad_enabled compile long int float double half float16 bfloat16 uint8 int8 int16
+cuda backends utils accelerator amp distributions finfo iinfo is_floating_point
+allclose isclose inf nan pi e save load newaxis narrow clone detach zeros ones
+no_grad enable_grad is_grad_enabled is_autocast_enabled dtype set_printoptions
+set_float32_matmul_precision get_float32_matmul_precision logical_xor FloatTensor
+LongTensor DoubleTensor IntTensor BoolTensor hstack vstack t unbind
+""".split())
+
+# Where each namespace's PyTorch names are listed (pytorch_names.py), and how its names
+# are spelled in messages.
+_SPACES = {
+    "execmode": ("em", MODULE_HINTS, "torch", "em"),
+    "execmode.torch": ("torch", TORCH_HINTS, "torch", "torch"),
+    "Tensor": ("Tensor", None, "Tensor", "Tensor"),
+    "execmode.nn": ("nn", NN_HINTS, "torch.nn", "torch.nn"),
+    "execmode.nn.functional": ("F", FUNCTIONAL_HINTS, "torch.nn.functional",
+                               "torch.nn.functional"),
+    "execmode.optim": ("optim", OPTIM_HINTS, "torch.optim", "torch.optim"),
+    "execmode.optim.lr_scheduler": ("lr_scheduler", {}, "torch.optim.lr_scheduler",
+                                    "torch.optim.lr_scheduler"),
+    "execmode.torch.cuda": ("torch.cuda", {}, "torch.cuda", "torch.cuda"),
+    "execmode.torch.utils.data": ("torch.utils.data", {}, "torch.utils.data",
+                                  "torch.utils.data"),
+    "execmode.torch.distributions": ("torch.distributions", {}, "torch.distributions",
+                                     "torch.distributions"),
+}
+_SPACES["execmode.torch.nn"] = _SPACES["execmode.nn"]
+_SPACES["execmode.torch.nn.functional"] = _SPACES["execmode.nn.functional"]
+_SPACES["execmode.torch.optim"] = _SPACES["execmode.optim"]
+_SPACES["execmode.torch.optim.lr_scheduler"] = _SPACES["execmode.optim.lr_scheduler"]
+
+
+def missing_attribute(space: str, name: str, obj=None) -> AttributeError:
+    """The AttributeError for ``<space>.<name>`` that does not exist (``space``: a module's
+    ``__name__``, or ``"Tensor"``). ``obj`` is the object asked, for Python's "Did you mean"
+    when the name is nobody's spelling."""
+    label, hints, torch_space, _ = _SPACES.get(space, (space, {}, None, None))
+    if space == "Tensor":
+        hints = TENSOR_HINTS
+    hint = (hints or {}).get(name)
     if hint is not None:
-        return AttributeError(f"em.{name}: {hint}")
-    return AttributeError(f"execmode has no attribute {name!r}")
+        return AttributeError(f"{label}.{name}: {hint}", name=name, obj=None)
+    if space == "execmode" and name in TORCH_FRONT_END_NAMES:
+        return AttributeError(
+            f"em.{name}: PyTorch's spelling, in execmode.torch: import execmode.torch as "
+            f"torch; torch.{name} (em keeps the Array API's names)", name=name, obj=None)
+    if torch_space is not None and name in NAMES.get(torch_space, ()):
+        return AttributeError(
+            f"{label}.{name}: PyTorch's {torch_space}.{name} is not supported by execmode "
+            "(docs/pytorch.md lists what is)", name=name, obj=None)
+    what = {"Tensor": "'Tensor' object", "execmode": "execmode"}.get(space, f"module {space!r}")
+    return AttributeError(f"{what} has no attribute {name!r}", name=name, obj=obj)
+
+
+def module_attribute_error(name: str) -> AttributeError:
+    """``em.<name>`` that does not exist."""
+    return missing_attribute("execmode", name, sys.modules.get("execmode"))
 
 
 def tensor_attribute_error(name: str) -> AttributeError:
-    hint = TENSOR_HINTS.get(name)
-    if hint is not None:
-        return AttributeError(f"Tensor.{name}: {hint}")
-    return AttributeError(f"'Tensor' object has no attribute {name!r}")
+    """``tensor.<name>`` that does not exist."""
+    return missing_attribute("Tensor", name)
+
+
+def tensor_hint_names(existing) -> list[str]:
+    """The names to put a hint under on Tensor: the table's, and PyTorch's Tensor names
+    that Tensor lacks (``existing``: the names it has)."""
+    return sorted(set(TENSOR_HINTS) | {n for n in NAMES["Tensor"] if n not in existing})

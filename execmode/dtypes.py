@@ -49,6 +49,9 @@ def as_dtype(value) -> np.dtype:
     elif value is bool:
         dt = bool_
     else:
+        refusal = getattr(value, "execmode_refusal", None)  # execmode.torch's bfloat16
+        if refusal is not None:
+            raise DTypeError(refusal)
         try:
             dt = np.dtype(value)
         except TypeError:
@@ -57,6 +60,7 @@ def as_dtype(value) -> np.dtype:
         raise DTypeError(
             f"dtype {dt} is not supported; execmode supports "
             + ", ".join(str(d) for d in SUPPORTED)
+            + (" (half precision is not: compute in float32)" if dt.kind == "f" else "")
         )
     return dt
 

@@ -62,7 +62,7 @@ WITH_BODIES = (
 # PyTorch's methods with bodies of their own (tensor_methods._PyTorchMethods): in-place
 # updates, the torch spellings of casts and sizes, var/std with PyTorch's default.
 WITH_TORCH_BODIES = (
-    "view_as", "type", "type_as", "nelement", "ndimension", "element_size",
+    "view_as", "type", "type_as", "nelement", "ndimension", "element_size", "is_contiguous",
     "is_floating_point", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
     "cuda", "is_cuda", "get_device", "add", "sub", "var", "std", "fill_", "copy_", "add_",
     "sub_", "mul_", "div_", "clamp_", "masked_fill_", "scatter_", "normal_", "uniform_",

@@ -19,7 +19,7 @@ import numpy as np
 from . import dispatch, dtypes
 from . import functional as F
 from ._tensor import Tensor, UntilTheEngineLoads
-from .aliases import TENSOR_HINTS, tensor_attribute_error
+from .aliases import tensor_attribute_error, tensor_hint_names
 from .autograd import backward as _backward
 from .backend import Device
 from .dispatch import counting_operator, make_operator
@@ -361,6 +361,12 @@ class _PyTorchMethods:
     def is_floating_point(self) -> bool:
         return self.dtype.kind == "f"
 
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the layout is C-contiguous (what ``contiguous()`` would keep)."""
+        data = self._data
+        flags = getattr(getattr(data, "proxy", data), "flags", None)
+        return flags is None or bool(flags.c_contiguous)
+
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         """Zeros of ``size`` with this tensor's dtype and device unless given."""
         return self.new_full(F.arguments._shape_arg(size, "new_zeros"), 0, dtype=dtype,
@@ -523,7 +529,7 @@ def install(cls) -> None:
     if waiting:
         raise RuntimeError(f"Tensor placeholders without a method: {waiting}")
     _installed.add(cls)
-    for name in TENSOR_HINTS:
+    for name in tensor_hint_names(set(dir(cls))):
         if name in cls.__dict__:
             raise RuntimeError(f"Tensor.{name} exists: remove its hint from aliases.py")
         setattr(cls, name, HintAttribute(name))
@@ -531,7 +537,8 @@ def install(cls) -> None:
 
 class HintAttribute:
     """A name PyTorch or NumPy users type on a tensor that execmode spells otherwise
-    (``x.bmm``): reading it raises AttributeError with the hint (aliases.TENSOR_HINTS).
+    (``x.bmm``), or one of PyTorch's that execmode lacks (``x.is_sparse``): reading it
+    raises AttributeError with the hint, or "not supported" (aliases.missing_attribute).
     A descriptor per name rather than ``Tensor.__getattr__``: a class with __getattr__
     pays for it on every attribute read (CPython's slot_tp_getattr_hook), and the eager
     hot path reads ``_data`` and flags several times per op (+150 ns on a 1-element add)."""

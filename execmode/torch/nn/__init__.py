@@ -1,0 +1,10 @@
+"""``torch.nn``: execmode's ``nn`` (``execmode.nn``) under PyTorch's name: ``nn.Module``,
+``nn.Linear``, the losses, ``nn.functional``, ``nn.init``, ``nn.utils`` ... Whatever
+``execmode.nn`` has is here; a PyTorch name it lacks says so. docs/pytorch.md lists the
+layers and what differs."""
+
+from __future__ import annotations
+
+from .._delegate import delegate
+
+__getattr__, __dir__ = delegate(__name__, "execmode.nn")
