@@ -229,3 +229,91 @@ def _conv2d_core(op, x, weight, bias, stride, widths, dilation, groups, kernel, 
     if bias is not None:
         out = out + F.reshape(bias, (out_channels, 1, 1))
     return out
+
+
+# --- transposed convolution -----------------------------------------------------------------
+
+@named_scope("conv_transpose2d")
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A002
+                     output_padding=0, groups=1, dilation=1):
+    """The adjoint of conv2d (a "deconvolution"), PyTorch's: input (N, C_in, H, W) or
+    (C_in, H, W), weight (C_in, C_out/groups, kh, kw), bias (C_out,). The output is
+    (H - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1 high (and
+    likewise wide): the weight's transpose times the input, summed back into an image by
+    ``col2im`` (im2col's adjoint), then cropped by ``padding``."""
+    return _convolve_transposed("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                                output_padding, groups, dilation)
+
+
+@named_scope("conv_transpose1d")
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0,  # noqa: A002
+                     output_padding=0, groups=1, dilation=1):
+    """conv_transpose2d over a height of 1: input (N, C_in, L), weight (C_in, C_out/groups,
+    k)."""
+    return _convolve_transposed("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                                output_padding, groups, dilation)
+
+
+def _convolve_transposed(op, dims, x, weight, bias, stride, padding, output_padding, groups,
+                         dilation):
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    x = F._require_tensor(op, x, operands)
+    weight = F._require_tensor(op, weight, operands)
+    if bias is not None:
+        bias = F._require_tensor(op, bias, operands)
+    layout = "(N, C, H, W) or (C, H, W)" if dims == 2 else "(N, C, L) or (C, L)"
+    check_rank(op, x, (dims + 1, dims + 2), layout, operands)
+    if weight.ndim != dims + 2:
+        raise op_error(ShapeError, op, operands,
+                       f"weight must be (in, out/groups{', kh, kw' if dims == 2 else ', k'})")
+    for t in operands:
+        if t.dtype.kind != "f" or t.dtype != x.dtype:
+            raise op_error(DTypeError, op, operands,
+                           "input, weight and bias must share one floating dtype")
+    groups = F._int_arg(op, "groups", groups, operands)
+    in_channels, out_per_group = weight.shape[:2]
+    channels = x.shape[-dims - 1]
+    if groups < 1 or in_channels % groups or channels != in_channels:
+        raise op_error(ShapeError, op, operands,
+                       f"groups={groups}: input channels {channels} and weight "
+                       f"{tuple(weight.shape)} do not fit (weight must be "
+                       f"(in, out/groups, ...) with in divisible by groups)")
+    out_channels = out_per_group * groups
+    if bias is not None and bias.shape != (out_channels,):
+        raise op_error(ShapeError, op, operands, f"bias must have shape ({out_channels},)")
+    stride = tuple_arg(op, "stride", stride, dims, operands, minimum=1)
+    dilation = tuple_arg(op, "dilation", dilation, dims, operands, minimum=1)
+    pads = tuple_arg(op, "padding", padding, dims, operands, minimum=0)
+    extra = tuple_arg(op, "output_padding", output_padding, dims, operands, minimum=0)
+    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
+        raise op_error(ArgumentError, op, operands,
+                       f"output_padding {extra} must be smaller than stride {stride} or "
+                       f"dilation {dilation}")
+    kernel = tuple(weight.shape[2:])
+    unbatched = x.ndim == dims + 1
+    if unbatched:
+        x = F.expand_dims(x, 0)
+    if dims == 1:  # a height of 1
+        x, weight = F.expand_dims(x, 2), F.expand_dims(weight, 2)
+        kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
+        pads, extra = (0,) + pads, (0,) + extra
+    n, _, h, w = x.shape
+    full = tuple((size - 1) * s + d * (k - 1) + 1 + e for size, s, d, k, e in
+                 zip((h, w), stride, dilation, kernel, extra))
+    if any(f - 2 * p <= 0 for f, p in zip(full, pads)):
+        raise op_error(ShapeError, op, operands,
+                       f"padding {pads} leaves no output of the {full} image")
+    k = kernel[0] * kernel[1]
+    cols = F.reshape(x, (n, groups, in_channels // groups, h * w))
+    wt = F.matrix_transpose(F.reshape(weight, (groups, in_channels // groups,
+                                               out_per_group * k)))
+    cols = F.reshape(F.matmul(wt, cols), (n, out_channels * k, h * w))
+    out = F.apply(OPS["col2im"], cols, size=full, kernel=kernel, stride=stride,
+                  dilation=dilation)
+    if any(pads):
+        out = out[:, :, pads[0]:full[0] - pads[0], pads[1]:full[1] - pads[1]]
+    if bias is not None:
+        out = out + F.reshape(bias, (out_channels, 1, 1))
+    if dims == 1:
+        out = F.squeeze(out, axis=2)
+    return F.squeeze(out, axis=0) if unbatched else out

@@ -44,3 +44,47 @@ def dropout(input, p: float = 0.5, training: bool = True,  # noqa: A002 - PyTorc
     if inplace:
         return F.assign(x, out)
     return out
+
+
+def _channel_dropout(op, input, p, training, inplace, dims):
+    """Zero whole channels: each (n, c) of an (N, C, *spatial) input (or (C, *spatial))
+    is kept or dropped together, the kept ones scaled by 1 / (1 - p)."""
+    x = F._require_tensor(op, input)
+    p = check_probability(op, "p", p, (x,))
+    training = F._bool_arg(op, "training", training, (x,))
+    inplace = F._bool_arg(op, "inplace", inplace, (x,))
+    if x.dtype.kind != "f":
+        raise op_error(DTypeError, op, (x,), "expected a floating-point input")
+    if x.ndim not in (dims + 1, dims + 2):
+        raise op_error(ArgumentError, op, (x,),
+                       f"expects a {dims + 2}-d (N, C, ...) or {dims + 1}-d (C, ...) input, "
+                       f"got shape {tuple(x.shape)}")
+    if not training or p == 0.0:
+        return x
+    mask_shape = tuple(x.shape[:x.ndim - dims]) + (1,) * dims
+    if p == 1.0:
+        out = x * 0.0
+    else:
+        keep = F.greater_equal(em_random.uniform(mask_shape, dtype=x.dtype, device=x.device),
+                               p)
+        out = x * F.astype(keep, x.dtype) * (1.0 / (1.0 - p))
+    return F.assign(x, out) if inplace else out
+
+
+@named_scope("dropout1d")
+def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Channel dropout over (N, C, L): whole channels are zeroed with probability p."""
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+@named_scope("dropout2d")
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Channel dropout over (N, C, H, W): whole feature maps are zeroed with probability
+    p."""
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+@named_scope("dropout3d")
+def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Channel dropout over (N, C, D, H, W)."""
+    return _channel_dropout("dropout3d", input, p, training, inplace, 3)

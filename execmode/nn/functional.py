@@ -12,14 +12,37 @@ import numpy as np
 from .. import functional as F
 from ..dispatch import plain_arrays, plain_tensor
 from ..dtypes import float32, float64
-from ..errors import ArgumentError, ShapeError, op_error
-from ..functional import one_hot  # noqa: F401 - torch.nn.functional.one_hot
+from ..errors import ArgumentError, DTypeError, ShapeError, op_error
+from ..functional import (
+    one_hot,  # noqa: F401 - torch.nn.functional.one_hot
+    tanh,  # noqa: F401 - torch.nn.functional.tanh
+)
 from ..functional.linalg import plain_matmul
 from ..ops import OPS
 from ..scope import named_scope
+from .activations import (  # noqa: F401
+    celu,
+    elu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softmin,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from .attention import scaled_dot_product_attention  # noqa: F401
-from .conv import conv1d, conv2d, pad  # noqa: F401
-from .dropout import dropout  # noqa: F401
+from .batchnorm import batch_norm  # noqa: F401
+from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, pad  # noqa: F401
+from .dropout import dropout, dropout1d, dropout2d, dropout3d  # noqa: F401
 from .losses import (  # noqa: F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -31,7 +54,17 @@ from .losses import (  # noqa: F401
     nll_loss,
     smooth_l1_loss,
 )
-from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: F401
+from .normalization import group_norm, normalize, rms_norm  # noqa: F401
+from .pooling import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from .softmax import log_softmax, logsumexp, softmax  # noqa: F401
 
 # The softmax family, the losses, convolution, pooling, dropout and attention live in their
@@ -166,7 +199,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
 
 
 @named_scope("softplus")
-def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):  # noqa: F811 - the argument
     """log(1 + exp(beta * x)) / beta, written so that nothing overflows (max(z, 0) +
     log1p(exp(-|z|))); above ``threshold`` (in beta * x) it is x itself, as in PyTorch."""
     x = _tensor("softplus", x)
@@ -179,3 +212,41 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     if beta != 1:
         soft = soft / beta
     return F.where(F.greater(z, threshold), x, soft)
+
+
+# check_labels' ignore_index that no index equals: an embedding ignores none.
+_NO_IGNORE = -(2**62)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,  # noqa: A002
+              scale_grad_by_freq: bool = False, sparse: bool = False):
+    """The rows of ``weight`` (num_embeddings, dim) at the integer ``input``: shape
+    ``input.shape + (dim,)`` (PyTorch's ``F.embedding``). An index outside the table is
+    an error naming it (checked by an op, so under jit too: indexing alone would read row
+    -1 as the last row, as NumPy does). The row ``padding_idx`` reads its value but gets
+    no gradient. ``max_norm`` and ``scale_grad_by_freq`` are refused."""
+    if max_norm is not None or scale_grad_by_freq:
+        raise op_error(ArgumentError, "embedding", (),
+                       "max_norm and scale_grad_by_freq are not supported")
+    return _embedding(input, weight, padding_idx, "embedding")
+
+
+@named_scope("embedding")
+def _embedding(ids, weight, padding_idx, caller):
+    if not isinstance(ids, F.Tensor) or ids.dtype.kind not in "iu":
+        raise op_error(DTypeError, caller, (ids,),
+                       "expects integer indices (em.int64), got "
+                       f"{getattr(ids, 'dtype', type(ids).__name__)}")
+    weight = F._require_tensor(caller, weight, (ids, weight))
+    if weight.ndim != 2:
+        raise op_error(ShapeError, caller, (ids, weight), "weight must be (rows, dim)")
+    F.apply(OPS["check_labels"], ids, num_classes=weight.shape[0], ignore_index=_NO_IGNORE,
+            caller=caller, noun="row")
+    rows = weight[ids]
+    if padding_idx is None:
+        return rows
+    if padding_idx < 0:
+        padding_idx += weight.shape[0]
+    # Padding positions read the row's value but pass no gradient to it.
+    keep = F.expand_dims(ids != padding_idx, axis=-1)
+    return F.where(keep, rows, rows.detach())

@@ -9,14 +9,10 @@ import numpy as np
 from .. import functional as F
 from .. import random as em_random
 from .._tensor import Tensor
-from ..errors import DTypeError, IndexingError, op_error
-from ..ops import OPS
+from ..errors import ArgumentError, IndexingError, ShapeError, op_error
 from . import functional as NF
 from .containers import Sequential
 from .module import Module, Parameter
-
-# check_labels' ignore_index that no index equals: an Embedding ignores none.
-_NO_IGNORE = -(2**62)
 
 
 class Linear(Module):
@@ -43,11 +39,20 @@ class Embedding(Module):
     """A lookup table: ``Embedding(vocab, dim)(ids)`` has shape ``ids.shape + (dim,)``.
 
     Initialised N(0, 1) as PyTorch; the row ``padding_idx`` starts at zero and receives no
-    gradient. The gradient of the lookup is the indexing op's vjp (rows scatter-added)."""
+    gradient. The gradient of the lookup is the indexing op's vjp (rows scatter-added).
+    ``sparse=True`` is accepted and gives the same (dense) gradient; ``max_norm`` (which
+    renormalizes rows in place during the forward) and ``scale_grad_by_freq`` are
+    refused."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 *, dtype=None, device=None):
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, *, dtype=None, device=None):
         super().__init__()
+        if max_norm is not None or scale_grad_by_freq:
+            raise op_error(ArgumentError, "Embedding", (),
+                           "max_norm and scale_grad_by_freq are not supported")
+        self.sparse = sparse
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise IndexingError(f"Embedding: padding_idx {padding_idx} is outside the "
@@ -55,26 +60,31 @@ class Embedding(Module):
             padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = padding_idx
-        weight = em_random.normal((num_embeddings, embedding_dim), dtype=dtype, device=device)
-        if padding_idx is not None:
-            weight[padding_idx] = 0.0
-        self.weight = Parameter(weight)
+        if _weight is not None:
+            weight = F.astype(_weight, dtype) if dtype is not None else _weight
+        else:
+            weight = em_random.normal((num_embeddings, embedding_dim), dtype=dtype,
+                                      device=device)
+            if padding_idx is not None:
+                weight[padding_idx] = 0.0
+        self.weight = Parameter(weight.detach(), requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, sparse: bool = False) -> Embedding:
+        """An Embedding over the rows of ``embeddings`` (2-d), frozen unless ``freeze``
+        is False."""
+        if not isinstance(embeddings, Tensor) or embeddings.ndim != 2:
+            raise op_error(ShapeError, "Embedding.from_pretrained", (embeddings,),
+                           "embeddings must be a 2-d tensor (rows, dim)")
+        rows, dim = embeddings.shape
+        return cls(rows, dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
 
     def forward(self, ids):
-        if not isinstance(ids, Tensor) or ids.dtype.kind not in "iu":
-            raise op_error(DTypeError, "Embedding", (ids,),
-                           "expects integer indices (em.int64), got "
-                           f"{getattr(ids, 'dtype', type(ids).__name__)}")
-        # A checking op, eagerly and under jit alike (a graph input's values are known only
-        # when it runs): indexing alone would read row -1 as the last row, as NumPy does.
-        F.apply(OPS["check_labels"], ids, num_classes=self.num_embeddings,
-                ignore_index=_NO_IGNORE, caller="Embedding", noun="row")
-        rows = self.weight[ids]
-        if self.padding_idx is None:
-            return rows
-        # Padding positions read the row's value but pass no gradient to it.
-        keep = F.expand_dims(ids != self.padding_idx, axis=-1)
-        return F.where(keep, rows, rows.detach())
+        """The rows at ``ids`` (integers in [0, num_embeddings))."""
+        return NF._embedding(ids, self.weight, self.padding_idx, "Embedding")
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -82,18 +92,46 @@ class Embedding(Module):
 
 
 class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps: float = 1e-5, *, dtype=None, device=None):
+    """Normalize over the last dims (``normalized_shape``), then scale by ``weight``
+    (ones) and shift by ``bias`` (zeros): PyTorch's ``elementwise_affine`` and ``bias``
+    switch them off."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, *, dtype=None, device=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        self.weight = Parameter(F.ones(shape, dtype=dtype, device=device))
-        self.bias = Parameter(F.zeros(shape, dtype=dtype, device=device))
+        self.elementwise_affine = elementwise_affine
+        self.weight = Parameter(F.ones(shape, dtype=dtype, device=device)) \
+            if elementwise_affine else None
+        self.bias = Parameter(F.zeros(shape, dtype=dtype, device=device)) \
+            if elementwise_affine and bias else None
 
     def forward(self, x):
+        """``layer_norm(x, normalized_shape, weight, bias, eps)``."""
         return NF.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class Unflatten(Module):
+    """Splits dimension ``dim`` into ``unflattened_size`` (the inverse of Flatten)."""
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        """``x`` with ``dim`` reshaped to ``unflattened_size``."""
+        dim = self.dim + x.ndim if self.dim < 0 else self.dim
+        if not 0 <= dim < x.ndim:
+            raise op_error(IndexingError, "Unflatten", (x,),
+                           f"dim={self.dim} does not fit a {x.ndim}-d input")
+        return F.reshape(x, (*x.shape[:dim], *self.unflattened_size, *x.shape[dim + 1:]))
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class Flatten(Module):
@@ -132,26 +170,46 @@ class Identity(Module):
 
 
 class ReLU(Module):
+    """``max(x, 0)``; ``inplace=True`` writes the result into ``x``, as PyTorch's."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x):
-        return NF.relu(x)
+        """``relu(x)``."""
+        out = NF.relu(x)
+        return F.assign(x, out) if self.inplace else out
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
+    """``tanh(x)``."""
+
     def forward(self, x):
+        """``tanh(x)``."""
         return F.tanh(x)
 
 
 class Sigmoid(Module):
+    """``1 / (1 + exp(-x))``, finite for every input."""
+
     def forward(self, x):
+        """``sigmoid(x)``."""
         return NF.sigmoid(x)
 
 
 class GELU(Module):
+    """Gaussian error linear unit (``approximate="tanh"``: the tanh formula)."""
+
     def __init__(self, approximate: str = "none"):
         super().__init__()
         self.approximate = approximate
 
     def forward(self, x):
+        """``gelu(x, approximate)``."""
         return NF.gelu(x, self.approximate)
 
     def extra_repr(self) -> str:
@@ -171,4 +229,4 @@ class MLP(Sequential):
 
 
 __all__ = ["GELU", "MLP", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear", "ReLU",
-           "Sigmoid", "Tanh"]
+           "Sigmoid", "Tanh", "Unflatten"]

@@ -412,6 +412,8 @@ class Module:
             if key not in state_dict:
                 continue
             value = _as_array(state_dict[key], key)
+            if getattr(type(target), "_em_uninitialized", False):  # lazy: take its shape
+                target.materialize(value.shape)
             if tuple(value.shape) != tuple(target.shape):
                 raise ShapeError(f"load_state_dict into {name}: size mismatch for {key!r}: "
                                  f"the checkpoint has shape {tuple(value.shape)}, the module "

@@ -189,3 +189,109 @@ def _divisors(win, count_include_pad) -> np.ndarray:
     else:
         counted[ph:ph + h, pw:pw + w] = 1
     return win.constant_columns(counted).sum(axis=0)
+
+
+# --- adaptive pooling -------------------------------------------------------------------
+
+def _adaptive_sizes(op, x, output_size, dims):
+    """The output sizes (PyTorch's: an int, or a tuple whose None keeps the input's)."""
+    size = tuple(x.shape[-dims:])
+    wanted = (output_size,) * dims if F._is_int(output_size) else tuple(output_size)
+    if len(wanted) != dims or not all(w is None or (F._is_int(w) and w >= 1)
+                                      for w in wanted):
+        raise op_error(ArgumentError, op, (x,),
+                       f"output_size must be a positive int or a tuple of {dims}, got "
+                       f"{output_size!r}")
+    return size, tuple(s if w is None else int(w) for s, w in zip(size, wanted))
+
+
+def _adaptive_windows(size: int, out: int) -> list:
+    """PyTorch's windows: output i averages [floor(i*size/out), ceil((i+1)*size/out))."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _averaging_matrix(size: int, out: int, dtype) -> np.ndarray:
+    m = np.zeros((out, size), dtype=dtype)
+    for i, (start, stop) in enumerate(_adaptive_windows(size, out)):
+        m[i, start:stop] = 1.0 / (stop - start)
+    return m
+
+
+@named_scope("adaptive_avg_pool2d")
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002 - PyTorch's names
+    """The mean over PyTorch's adaptive windows, to an (oh, ow) output of (N, C, H, W)
+    (or (C, H, W)). Sizes that divide the input are average pooling; others multiply by
+    constant averaging matrices (the windows then overlap or differ in size)."""
+    x = F._require_tensor("adaptive_avg_pool2d", input)
+    check_rank("adaptive_avg_pool2d", x, (3, 4), "(N, C, H, W) or (C, H, W)", (x,))
+    return _adaptive_avg(x, "adaptive_avg_pool2d", output_size, 2)
+
+
+@named_scope("adaptive_avg_pool1d")
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    """adaptive_avg_pool2d over (N, C, L) (or (C, L))."""
+    x = F._require_tensor("adaptive_avg_pool1d", input)
+    check_rank("adaptive_avg_pool1d", x, (2, 3), "(N, C, L) or (C, L)", (x,))
+    return _adaptive_avg(x, "adaptive_avg_pool1d", output_size, 1)
+
+
+def _adaptive_avg(x, op, output_size, dims):
+    if x.dtype.kind != "f":
+        raise op_error(DTypeError, op, (x,), "expected a floating-point input")
+    size, out = _adaptive_sizes(op, x, output_size, dims)
+    if all(o == 1 for o in out):  # global average pooling
+        return F.mean(x, axis=tuple(range(x.ndim - dims, x.ndim)), keepdims=True)
+    if all(s % o == 0 for s, o in zip(size, out)):
+        kernel = tuple(s // o for s, o in zip(size, out))
+        pool = avg_pool2d if dims == 2 else avg_pool1d
+        return pool(x, kernel)
+    y = x
+    for axis, (s, o) in enumerate(zip(size, out)):
+        if s == o:
+            continue
+        m = F.tensor(_averaging_matrix(s, o, x.dtype), device=x.device)
+        moved = F.swapaxes(y, x.ndim - dims + axis, -1)      # this axis last
+        y = F.swapaxes(F.matmul(moved, F.matrix_transpose(m)), x.ndim - dims + axis, -1)
+    return y
+
+
+@named_scope("adaptive_max_pool2d")
+def adaptive_max_pool2d(input, output_size, return_indices: bool = False):  # noqa: A002
+    """The maximum over PyTorch's adaptive windows (see adaptive_avg_pool2d). Sizes that
+    divide the input are max pooling; others take each window's max (one small reduction
+    per output position). ``return_indices`` only where the sizes divide."""
+    x = F._require_tensor("adaptive_max_pool2d", input)
+    check_rank("adaptive_max_pool2d", x, (3, 4), "(N, C, H, W) or (C, H, W)", (x,))
+    return _adaptive_max(x, "adaptive_max_pool2d", output_size, 2, return_indices)
+
+
+@named_scope("adaptive_max_pool1d")
+def adaptive_max_pool1d(input, output_size, return_indices: bool = False):  # noqa: A002
+    """adaptive_max_pool2d over (N, C, L) (or (C, L))."""
+    x = F._require_tensor("adaptive_max_pool1d", input)
+    check_rank("adaptive_max_pool1d", x, (2, 3), "(N, C, L) or (C, L)", (x,))
+    return _adaptive_max(x, "adaptive_max_pool1d", output_size, 1, return_indices)
+
+
+def _adaptive_max(x, op, output_size, dims, return_indices):
+    if x.dtype.kind != "f":
+        raise op_error(DTypeError, op, (x,), "expected a floating-point input")
+    size, out = _adaptive_sizes(op, x, output_size, dims)
+    if all(s % o == 0 for s, o in zip(size, out)):
+        kernel = tuple(s // o for s, o in zip(size, out))
+        pool = max_pool2d if dims == 2 else max_pool1d
+        return pool(x, kernel, return_indices=return_indices)
+    if return_indices:
+        raise op_error(ArgumentError, op, (x,),
+                       "return_indices needs output sizes that divide the input's")
+    lead = x.ndim - dims
+    windows = [_adaptive_windows(s, o) for s, o in zip(size, out)]
+    if dims == 1:
+        cells = [F.max(x[..., a:b], axis=-1) for a, b in windows[0]]
+        return F.stack(cells, axis=-1)
+    rows = []
+    for a, b in windows[0]:
+        band = x[..., a:b, :]
+        rows.append(F.stack([F.max(band[..., c:d], axis=(lead, lead + 1))
+                             for c, d in windows[1]], axis=-1))
+    return F.stack(rows, axis=-2)

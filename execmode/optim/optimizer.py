@@ -67,6 +67,10 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise ArgumentError(f"optimizers update tensors, got {type(p).__name__} in a "
                                     f"parameter group")
+            if getattr(type(p), "_em_uninitialized", False):  # nn.lazy's
+                raise ArgumentError("the optimizer got a lazy module's uninitialized "
+                                    "parameter: call the model once (a dry run) before "
+                                    "building the optimizer")
             if id(p) in known:
                 raise ArgumentError("a parameter appears in more than one parameter group "
                                     f"(shape {tuple(p.shape)})")

@@ -1,0 +1,95 @@
+"""TransformerEncoderLayer and TransformerEncoder, PyTorch's (post-norm by default,
+``norm_first`` for pre-norm), over MultiheadAttention.
+
+Submodules and parameters are named as PyTorch names them (``self_attn``, ``linear1``,
+``linear2``, ``norm1``, ``norm2``; ``layers.0...`` in the encoder), so a PyTorch
+``state_dict`` loads one to one. PyTorch's inference fast path (nested tensors) is not
+there: eval runs the same ops as training without dropout.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ..errors import ArgumentError, op_error
+from . import functional as NF
+from .containers import ModuleList
+from .layers import LayerNorm, Linear
+from .layers_attention import MultiheadAttention
+from .layers_dropout import Dropout
+from .module import Module
+
+_ACTIVATIONS = {"relu": NF.relu, "gelu": NF.gelu}
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention and a feed-forward block, each with dropout, a residual connection
+    and LayerNorm. ``activation``: "relu", "gelu", a function or a module."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
+                 device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = bool(norm_first)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if isinstance(activation, str):
+            if activation not in _ACTIVATIONS:
+                raise op_error(ArgumentError, "TransformerEncoderLayer", (),
+                               f"activation must be 'relu', 'gelu' or a callable, got "
+                               f"{activation!r}")
+            activation = _ACTIVATIONS[activation]
+        self.activation = activation
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None,
+                is_causal: bool = False):
+        """The layer's output, shaped like ``src`` ((L, N, E), or (N, L, E) with
+        ``batch_first``). Masks follow MultiheadAttention's convention (True: not
+        allowed)."""
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            return x + self._ff_block(self.norm2(x))
+        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+        return self.norm2(x + self._ff_block(x))
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` (deep copies, as PyTorch's), then
+    ``norm`` if given."""
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm=None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        """Every layer in turn (the same masks for each), then the final norm."""
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+                      is_causal=bool(is_causal))
+        return self.norm(x) if self.norm is not None else x
+
+
+__all__ = ["TransformerEncoder", "TransformerEncoderLayer"]
