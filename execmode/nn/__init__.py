@@ -27,7 +27,6 @@ from .activations import (
     Threshold,
 )
 from .batchnorm import BatchNorm3d
-from .lazy import LazyLinear, UninitializedParameter
 from .layers import Unflatten
 from .layers_attention import MultiheadAttention
 from .layers_conv import (
@@ -45,6 +44,7 @@ from .layers_conv import (
     MaxPool2d,
 )
 from .layers_dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .lazy import LazyLinear, UninitializedParameter
 from .loss_modules import (
     BCELoss,
     BCEWithLogitsLoss,
