@@ -132,16 +132,16 @@ OPTIM_HINTS: dict[str, str] = {}
 # The names execmode.torch adds to em's (kept equal to execmode/torch/_namespace.py's by
 # tests/torch_front/test_missing_names.py): em.<one of them> says where it is.
 TORCH_FRONT_END_NAMES = frozenset("""
-Generator Size autocast default_generator device from_numpy get_default_dtype
-get_rng_state initial_seed is_tensor manual_seed normal rand rand_like randint randint_like
-randn_like randperm bernoulli set_rng_state seed unsqueeze permute mm bmm mv dot outer
-rsqrt mul div sub neg eq ne lt le gt ge amax amin numel empty empty_like inference_mode
-set_grad_enabled compile long int float double half float16 bfloat16 uint8 int8 int16
-cuda backends utils accelerator amp distributions finfo iinfo is_floating_point
-allclose isclose inf nan pi e save load newaxis narrow clone detach zeros ones
-no_grad enable_grad is_grad_enabled is_autocast_enabled dtype set_printoptions
-set_float32_matmul_precision get_float32_matmul_precision logical_xor FloatTensor
-LongTensor DoubleTensor IntTensor BoolTensor hstack vstack t unbind
+BoolTensor DoubleTensor FloatTensor Generator IntTensor LongTensor Size accelerator
+allclose amax amin amp as_tensor autocast backends bernoulli bfloat16 bmm clone
+compile cuda default_generator detach device distributions div dot double dtype e empty
+empty_like eq finfo float float16 from_numpy ge get_default_dtype
+get_float32_matmul_precision get_rng_state gt half hstack iinfo inf inference_mode
+initial_seed int int16 int8 is_autocast_enabled is_floating_point is_tensor isclose le
+log10 log2 logical_xor long lt manual_seed mm mul mv nan narrow ne neg norm normal numel
+outer permute pi rand rand_like randint randint_like randn_like randperm rsqrt seed
+set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state short
+std_mean sub swapdims t true_divide uint8 unbind unsqueeze utils var_mean vstack
 """.split())
 
 # Where each namespace's PyTorch names are listed (pytorch_names.py), and how its names

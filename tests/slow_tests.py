@@ -120,6 +120,10 @@ SLOW_TESTS = {
     "tui/test_navigation.py::test_views_open_by_number_palette_and_mouse",
     "tui/test_post_mortem.py::test_a_recorded_session_opens_post_mortem",
     "tui/test_post_mortem.py::test_execmode_open_reads_the_row_index_before_the_app_starts",
+    # Fresh interpreters: what importing the PyTorch front end loads, and what Python
+    # prints for a missing name (its "Did you mean"); the in-process checks stay fast.
+    "torch_front/test_namespace.py::test_importing_the_front_end_loads_nothing_until_a_name_is_used",
+    "torch_front/test_missing_names.py::test_reported_misleading_suggestions_are_gone",
 }
 
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
