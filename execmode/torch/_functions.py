@@ -89,10 +89,12 @@ def clone(input, *, memory_format=None):  # noqa: A002
 
 
 def detach(input):  # noqa: A002
+    """The same values, cut from autograd (``x.detach()``)."""
     return input.detach()
 
 
 def numel(input) -> builtins.int:  # noqa: A002
+    """The number of elements."""
     return input.numel()
 
 
@@ -214,6 +216,7 @@ def _int_dtype(*values):
 
 
 def mul(input, other):  # noqa: A002
+    """Elementwise product (``*``)."""
     return em.multiply(input, other)
 
 
@@ -221,6 +224,7 @@ multiply = mul
 
 
 def neg(input):  # noqa: A002
+    """Elementwise negation (unary ``-``)."""
     return em.negative(input)
 
 
@@ -233,14 +237,17 @@ def rsqrt(input):  # noqa: A002
 
 
 def log2(input):  # noqa: A002
+    """Base-2 logarithm (``log(x) / log(2)``)."""
     return em.log(input) * (1.0 / math.log(2.0))
 
 
 def log10(input):  # noqa: A002
+    """Base-10 logarithm (``log(x) / log(10)``)."""
     return em.log(input) * (1.0 / math.log(10.0))
 
 
 def logical_xor(input, other):  # noqa: A002
+    """True where exactly one of the two is true (non-zero)."""
     return em.not_equal(em.astype(_tensor("logical_xor", input), em.bool),
                         em.astype(_tensor("logical_xor", other), em.bool))
 
@@ -335,6 +342,7 @@ def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, **_ig
 
 def _like(fill):
     def like(input, *, dtype=None, device=None, requires_grad=False, **_ignored):  # noqa: A002
+        """A tensor of ``input``'s shape (dtype and device unless given) filled with the value of its name; ``empty_like`` is zeros."""
         out = em.full_like(input, fill, dtype=dtype, device=device)
         return out.requires_grad_(True) if requires_grad else out
     return like
@@ -346,6 +354,7 @@ empty_like = _like(0)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """A tensor of ``input``'s shape filled with ``fill_value``."""
     out = em.full_like(input, fill_value, dtype=dtype, device=device)
     return out.requires_grad_(True) if requires_grad else out
 
@@ -449,6 +458,7 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
+    """What ``set_float32_matmul_precision`` was given ("highest" by default)."""
     return _matmul_precision[0]
 
 

@@ -45,6 +45,7 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
+        """The seed this generator was last given."""
         return self._initial_seed
 
     def get_state(self) -> dict:
@@ -52,6 +53,7 @@ class Generator:
         return self._numpy_generator().bit_generator.state
 
     def set_state(self, state: dict) -> Generator:
+        """Restore a state from ``get_state()``; returns the generator."""
         self._numpy_generator().bit_generator.state = state
         return self
 
@@ -102,6 +104,7 @@ def get_rng_state() -> dict:
 
 
 def set_rng_state(state) -> None:
+    """Restore execmode's generator to a state from ``get_rng_state()``."""
     default_generator.set_state(state)
 
 
@@ -232,16 +235,19 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """Uniform samples in [0, 1) of ``input``'s shape (dtype and device unless given)."""
     return rand(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """Standard normal samples of ``input``'s shape (dtype and device unless given)."""
     return randn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None):  # noqa: A002
+    """Integers in [low, high) of ``input``'s shape and dtype (``randint_like(x, high)`` too)."""
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,

@@ -81,6 +81,7 @@ class Size(tuple):
     ``numel()``."""
 
     def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
         out = 1
         for d in self:
             out *= d
@@ -118,6 +119,7 @@ def is_tensor(obj) -> bool:
 
 
 def is_floating_point(x) -> bool:
+    """Whether ``x`` has a floating-point dtype."""
     return x.dtype.kind == "f"
 
 

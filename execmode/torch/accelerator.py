@@ -18,10 +18,12 @@ def current_accelerator(check_available: bool = False):
 
 
 def device_count() -> int:
+    """How many GPUs execmode can use (0 without one)."""
     return _cuda.device_count()
 
 
 def current_device_index() -> int:
+    """The current GPU's index (a DeviceError without one)."""
     return _cuda.current_device()
 
 
@@ -29,6 +31,7 @@ current_device_idx = current_device_index
 
 
 def set_device_index(index) -> None:
+    """Make GPU ``index`` the current one."""
     _cuda.set_device(index)
 
 
@@ -36,6 +39,7 @@ set_device_idx = set_device_index
 
 
 def synchronize(device=None) -> None:
+    """Wait for the GPU's work to finish (nothing to wait for without one)."""
     _cuda.synchronize(device)
 
 

@@ -84,6 +84,7 @@ class GradScaler:
         self._per_optimizer: dict[int, dict] = {}
 
     def is_enabled(self) -> bool:
+        """Whether the scaler scales (``enabled=``)."""
         return self._enabled
 
     def get_scale(self) -> float:
@@ -156,6 +157,7 @@ class GradScaler:
         self._per_optimizer.clear()
 
     def state_dict(self) -> dict:
+        """The scale and its schedule, for ``torch.save`` (empty when disabled)."""
         if not self._enabled:
             return {}
         return {"scale": self._scale, "growth_factor": self._growth_factor,
@@ -163,6 +165,7 @@ class GradScaler:
                 "growth_interval": self._growth_interval, "_growth_tracker": self._growth_tracker}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what ``state_dict()`` returned."""
         if not self._enabled:
             return
         self._scale = float(state_dict["scale"])

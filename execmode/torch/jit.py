@@ -20,6 +20,7 @@ def trace(func, example_inputs=None, *args, **kwargs):
 
 
 def ignore(fn=None, **kwargs):
+    """Returns the function unchanged (TorchScript's decorators have nothing to do here)."""
     return fn if fn is not None else (lambda f: f)
 
 
@@ -27,14 +28,17 @@ unused = export = ignore
 
 
 def is_scripting() -> bool:
+    """False: nothing runs as TorchScript."""
     return False
 
 
 def is_tracing() -> bool:
+    """False: nothing runs under torch.jit.trace."""
     return False
 
 
 def save(*args, **kwargs):
+    """Refused: TorchScript is not supported; save the state_dict with torch.save."""
     raise ArgumentError("torch.jit.save: TorchScript is not supported; save the "
                         "state_dict with torch.save(model.state_dict(), path)")
 

@@ -28,6 +28,7 @@ def device_count() -> int:
 
 
 def is_initialized() -> bool:
+    """Whether a GPU is usable (execmode starts CUDA on first use)."""
     return cuda_is_available()
 
 
@@ -55,6 +56,7 @@ def set_device(device) -> None:
 
 
 def get_device_name(device=None) -> str:
+    """The GPU's name, as its driver reports it."""
     cp = _require("get_device_name")
     index = _current[0] if device is None else int(getattr(device, "index", device) or 0)
     name = cp.cuda.runtime.getDeviceProperties(index)["name"]
@@ -62,6 +64,7 @@ def get_device_name(device=None) -> str:
 
 
 def get_device_capability(device=None) -> tuple:
+    """The GPU's compute capability, ``(major, minor)``."""
     cp = _require("get_device_capability")
     index = _current[0] if device is None else int(getattr(device, "index", device) or 0)
     props = cp.cuda.runtime.getDeviceProperties(index)
@@ -87,6 +90,7 @@ manual_seed_all = manual_seed
 
 
 def seed() -> None:
+    """Seed execmode's generator from the operating system."""
     from .._random import seed as reseed
 
     reseed()

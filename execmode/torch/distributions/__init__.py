@@ -36,16 +36,20 @@ class Distribution:
     batch_shape: tuple = ()
 
     def sample(self, sample_shape=()):
+        """Samples of shape ``sample_shape + batch_shape``."""
         raise NotImplementedError
 
     def log_prob(self, value):
+        """The log-density (log-probability) of ``value``."""
         raise NotImplementedError
 
     def entropy(self):
+        """The entropy, per batch element."""
         raise NotImplementedError
 
     @property
     def stddev(self):
+        """The standard deviation (the square root of ``variance``)."""
         return em.sqrt(self.variance)
 
 
@@ -71,6 +75,7 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of ``probs`` (batch shape + number of categories)."""
         return tuple(self.probs.shape)
 
     def sample(self, sample_shape=()):
@@ -101,6 +106,7 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
+        """Refused: a categorical distribution has no mean."""
         raise ArgumentError("Categorical has no mean")
 
 
@@ -115,10 +121,12 @@ class Normal(Distribution):
 
     @property
     def mean(self):
+        """``loc``, broadcast to the batch shape."""
         return em.broadcast_to(self.loc, self.batch_shape)
 
     @property
     def variance(self):
+        """``scale ** 2``, broadcast to the batch shape."""
         return em.broadcast_to(self.scale * self.scale, self.batch_shape)
 
     def rsample(self, sample_shape=()):
@@ -134,11 +142,13 @@ class Normal(Distribution):
             return self.rsample(sample_shape)
 
     def log_prob(self, value):
+        """log N(value; loc, scale^2), differentiable in every argument."""
         value = _as_tensor(value, self.loc)
         z = (value - self.loc) / self.scale
         return -0.5 * z * z - em.log(self.scale) - 0.5 * math.log(2 * math.pi)
 
     def entropy(self):
+        """0.5 + 0.5 log(2 pi) + log(scale), per batch element."""
         return em.broadcast_to(0.5 + 0.5 * math.log(2 * math.pi) + em.log(self.scale),
                                self.batch_shape)
 
