@@ -1,23 +1,28 @@
 """The kernel clock: every compiled step's runs timed and summed where they run.
 
-Recording graph mode with an event per step costs more than small kernels themselves (a
-jitted 3-layer MLP ran ~5x slower under the profiler). Instead, while a listener wants
-kernel times (``wants_kernel_times = True``: the recorder, em.compare), every plan sums
-its own steps' runs: a whole-graph C program with one clock read per step into an int64
-array it was given at compile time (program.py), the plan's Python loop into lists
-(plan.py). Nothing crosses into Python per run; the listeners read the sums when they
-like (:func:`clocks`): the recorder at each writer batch and at the end, em.compare after
-each round.
+An event per compiled step costs more than a small kernel itself. Instead, while a
+listener wants kernel times (``wants_kernel_times = True``: the recorder, em.compare),
+every plan sums its own steps' runs: a whole-graph C program with one clock read per step
+into an int64 array it was given at compile time (program.py), the fast entry around a
+one-step plan's kernel or ufunc (fast_entry.c), the plan's Python loops and the generated
+Python replay into lists (plan.py, jit_driver/fastcall.py). Nothing crosses into Python
+per run in C; the listeners read the sums when they like (:func:`clocks`): the recorder at
+each writer batch and at the end, em.compare after each round.
 
 A :class:`StepClock` belongs to one plan. Its ``array`` is what C reads and writes:
 
     [on, runs, run_ns, run_min, run_max, (calls, ns, min, max, bytes) per step ...]
 
-``on`` is set on every clock while the clock runs, so a program tests one integer per
+``on`` is set on every clock while the clock runs, so compiled code tests one integer per
 step and costs nothing more when nobody measures. min/max count from the moment the clock
 started (they cannot be subtracted); calls, ns and bytes are cumulative, and readers keep
 their own baselines. ``bytes`` counts new buffers a step allocated: never a view, a buffer
-of the memory plan, or a program's own buffers (allocated once, when it was compiled).
+of the memory plan, or a program's own buffers (allocated once, when it was compiled); an
+output pool counts the arrays it had to make anew (codegen/buffers.py).
+
+A plan freed while the clock runs leaves its sums behind (:class:`RetiredClock`), so a
+short-lived jitted function's runs still reach the readers, the last of which reads them
+after the clock stopped; they are dropped when it starts again.
 """
 
 from __future__ import annotations
@@ -31,21 +36,50 @@ FIELDS = 5        # per step: calls, ns, min, max, bytes
 NO_MIN = 2 ** 63 - 1  # int64's largest: "no run yet" for a min
 
 _clocks: weakref.WeakSet = weakref.WeakSet()
+_retired: list = []
+# Reentrant: a plan freed by the garbage collector while this thread holds the lock
+# retires its clock from inside it.
+_lock = threading.RLock()
 _numbers = itertools.count(1)
-_lock = threading.Lock()
 # Listeners that asked for kernel times: the clock runs while this is not empty. A list,
 # so that the C fast entry can hold it and test its length.
 demand: list = []
 
 
-class StepClock:
-    """The run sums of one plan's steps (see the module docstring).
-
-    C writes ``array``; the plan's Python loop writes ``py`` (plain lists: a NumPy scalar
-    update costs ~0.1 us, a list item a tenth of that), one list for whole runs and one per
-    step, each ``[calls, ns, min, max, bytes]``. Readers see both summed."""
+class ClockSums:
+    """The reading side of a plan's sums: C's ``array`` and the Python loops' ``py``
+    (plain lists: a NumPy scalar update costs ~0.1 us, a list item a tenth of that), one
+    list for whole runs and one per step, each ``[calls, ns, min, max, bytes]``."""
 
     __slots__ = ("graph_id", "number", "steps", "array", "py", "__weakref__")
+
+    @property
+    def n_steps(self) -> int:
+        return (len(self.array) - HEADER) // FIELDS
+
+    def run_totals(self) -> tuple:
+        """(runs, ns, min, max) of whole runs, both paths summed; min/max 0 before the
+        first run."""
+        return _merged(self.array[1:HEADER], self.py[0])[:4]
+
+    def step_totals(self, index: int) -> tuple:
+        """(calls, ns, min, max, bytes) of step ``index``, both paths summed."""
+        base = HEADER + FIELDS * index
+        return _merged(self.array[base:base + FIELDS], self.py[index + 1])
+
+    def loop_runs(self) -> int:
+        """Whole runs timed in Python (the plan's loops, the generated replay): their clock
+        reads cost more than compiled code's, and the profiler states them apart."""
+        return self.py[0][0]
+
+    def loop_calls(self, index: int) -> int:
+        return self.py[index + 1][0]
+
+
+class StepClock(ClockSums):
+    """The run sums of one plan's steps (see the module docstring)."""
+
+    __slots__ = ()
 
     def __init__(self, graph_id: str, n_steps: int, steps: tuple = ()):
         import numpy as np  # here: the CLI imports instrument (and this) without NumPy
@@ -59,41 +93,47 @@ class StepClock:
         self.array = np.zeros(HEADER + FIELDS * n_steps, np.int64)
         self.py = [[0, 0, NO_MIN, 0, 0] for _ in range(n_steps + 1)]
         with _lock:
-            self._reset_extremes()
+            _reset_extremes(self)
             self.array[0] = 1 if demand else 0
             _clocks.add(self)
-
-    @property
-    def n_steps(self) -> int:
-        return (len(self.array) - HEADER) // FIELDS
+        weakref.finalize(self, _retire, self.graph_id, self.number, self.steps, self.array,
+                         self.py)
 
     def add_step(self, index: int, ns: int, nbytes: int = 0) -> None:
-        """One run of step ``index`` took ``ns`` and allocated ``nbytes`` (the plan's
-        Python loop)."""
+        """One run of step ``index`` took ``ns`` and allocated ``nbytes`` (timed in
+        Python)."""
         sums = self.py[index + 1]
         _add(sums, ns)
         sums[4] += nbytes
 
     def add_run(self, ns: int) -> None:
-        """One whole run of the plan took ``ns`` (the plan's Python loop)."""
+        """One whole run of the plan took ``ns`` (timed in Python)."""
         _add(self.py[0], ns)
 
-    def run_totals(self) -> tuple:
-        """(runs, ns, min, max) of whole runs; min/max 0 before the first run."""
-        return _merged(self.array[1:HEADER], self.py[0])[:4]
 
-    def step_totals(self, index: int) -> tuple:
-        """(calls, ns, min, max, bytes) of step ``index``."""
-        base = HEADER + FIELDS * index
-        return _merged(self.array[base:base + FIELDS], self.py[index + 1])
+class RetiredClock(ClockSums):
+    """The sums a plan left when it was freed while the clock ran."""
 
-    def _reset_extremes(self) -> None:
-        a = self.array
-        a[3], a[4] = NO_MIN, 0
-        a[HEADER + 2::FIELDS] = NO_MIN
-        a[HEADER + 3::FIELDS] = 0
-        for sums in self.py:
-            sums[2], sums[3] = NO_MIN, 0
+    __slots__ = ()
+
+    def __init__(self, graph_id, number, steps, array, py):
+        self.graph_id, self.number, self.steps, self.array, self.py = \
+            graph_id, number, steps, array, py
+
+
+def _retire(graph_id, number, steps, array, py) -> None:
+    with _lock:
+        if demand and (array[1] or py[0][0]):  # it ran, and someone reads the sums
+            _retired.append(RetiredClock(graph_id, number, steps, array, py))
+
+
+def _reset_extremes(clock) -> None:
+    a = clock.array
+    a[3], a[4] = NO_MIN, 0
+    a[HEADER + 2::FIELDS] = NO_MIN
+    a[HEADER + 3::FIELDS] = 0
+    for sums in clock.py:
+        sums[2], sums[3] = NO_MIN, 0
 
 
 def _add(sums: list, ns: int) -> None:
@@ -126,8 +166,9 @@ def want(listener) -> None:
         if any(d is listener for d in demand):
             return
         if not demand:
+            _retired.clear()  # sums of a measuring period that ended: read by now
             for clock in _clocks:
-                clock._reset_extremes()
+                _reset_extremes(clock)
                 clock.array[0] = 1
         demand.append(listener)
 
@@ -142,6 +183,7 @@ def release(listener) -> None:
 
 
 def clocks() -> list:
-    """Every live plan's clock (plans that never ran included)."""
+    """Every live plan's clock (plans that never ran included), and the sums of plans
+    freed while the clock ran."""
     with _lock:
-        return list(_clocks)
+        return list(_clocks) + list(_retired)

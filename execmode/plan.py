@@ -25,7 +25,6 @@ import numpy as np
 
 from . import instrument, kernel_clock
 from .backend import as_device, xp_for
-from .codegen.buffers import REGISTRY
 from .graph.interpret import node_failure
 from .graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node
 from .graph.op_call import op_function
@@ -161,7 +160,7 @@ class Plan:
             _synchronize(step)
             t1 = perf_ns()
             clock.add_step(index, t1 - t0, allocated_bytes(step, values[step.out]))
-            t0 = t1
+            t0 = perf_ns()  # the bookkeeping is nobody's step
         clock.add_run(t0 - start)
 
     def _run_instrumented(self, values: list) -> None:
@@ -170,6 +169,8 @@ class Plan:
         for index, step in enumerate(self.steps):
             for fn in instrument._before_kernel:
                 fn(self, index, values)
+            pool = getattr(step.fn, "_pool", None)
+            made = pool.made if pool is not None else 0
             t0 = time.perf_counter_ns()
             try:
                 out = step.call(values)
@@ -179,8 +180,10 @@ class Plan:
             t1 = time.perf_counter_ns()
             values[step.out] = out
             nbytes = allocated_bytes(step, out)
-            if timed:
+            if timed:  # a pool's new arrays reach the clock from the pool itself
                 self.clock.add_step(index, t1 - t0, nbytes)
+            if pool is not None:
+                nbytes += pool.made - made
             if instrument._on_kernel:
                 instrument.emit_kernel(instrument.Event("kernel", {
                     "graph_id": self.graph_id, "kernel": step.name, "step_kind": step.kind,
@@ -235,11 +238,11 @@ class Plan:
 
 def allocated_bytes(step: Step, out) -> int:
     """The bytes of new memory a step's run took for its result: none for a view of
-    another array, a buffer of the memory plan, or an output pool's array reused (a
-    compiled kernel's results come from its pool, buffers.REGISTRY)."""
+    another array or a buffer of the memory plan; a compiled kernel's results come from
+    its output pool, which counts the arrays it makes anew itself (buffers.OutputPool)."""
     if step.out_array is not None or getattr(out, "base", None) is not None:
         return 0
-    if id(out) in REGISTRY:
+    if getattr(step.fn, "_pool", None) is not None:
         return 0
     return getattr(out, "nbytes", 0)
 
@@ -363,6 +366,11 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
                 copy_assigns, memory_plan)
     plan.clock = kernel_clock.StepClock(graph_id, len(steps),
                                         tuple(StepDescription.of(s) for s in steps))
+    for index, step in enumerate(steps):
+        pool = getattr(step.fn, "_pool", None)
+        if pool is not None:  # a compiled kernel's outputs: counted when made anew
+            pool.count_into(plan.clock.array, kernel_clock.HEADER +
+                            kernel_clock.FIELDS * index + 4)
     return plan
 
 

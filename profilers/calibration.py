@@ -8,11 +8,13 @@ medians), on workloads small enough that the profiler's cost shows:
   listener that does nothing (``null_listener_ns``) and with a real recorder writing a
   scratch session, its writer's commits timed within its rounds (``recorder_ns``).
   ``overhead_ns = recorder_ns - no_listener_ns`` is what recording adds to an eager op;
-* **graph mode** - a jitted function of :data:`GRAPH_STEPS` small compiled steps, run
-  plainly and under the recorder. Recording adds a clock read per step and one per run
-  (execmode/kernel_clock.py): ``kernel_step_ns`` is the difference per run over
-  ``steps + 1``. With per-run kernel rows (``kernel_rows``), every step instead runs in
-  the plan's Python loop and sends an event: ``kernel_row_ns`` is that cost per step.
+* **graph mode** - a jitted function of small compiled steps, run plainly and under the
+  recorder, twice: as one whole-graph C program (which reads the clock in C) and without
+  one (the generated Python replay reads it). Recording adds a clock read per step it
+  times and one per run (execmode/kernel_clock.py): ``kernel_step_ns`` and
+  ``kernel_loop_step_ns`` are the difference per run over those reads, counted from the
+  plan's own clock. With per-run kernel rows (``kernel_rows``), every step runs in the
+  plan's Python loop and sends an event: ``kernel_row_ns`` is that cost per step.
 
 A report multiplies each by what the session ran (profilers/profiler_cost.py). Negative
 differences (the noise of a fast machine) are stated as 0. ``settled`` is False when some
@@ -54,9 +56,11 @@ def _eager_workload(n: int):
     return run
 
 
-def _graph_workload(calls: int):
-    """A callable making ``calls`` calls of a jitted function of GRAPH_STEPS compiled
-    steps on 16 elements (each reduction ends a fused kernel)."""
+def _graph_workload(calls: int, *, python_loop: bool = False):
+    """(a callable making ``calls`` runs of a jitted function's plan of small compiled
+    steps on 16 elements, the plan). As compiled, the plan is one whole-graph program,
+    timed in C; with ``python_loop`` its program is set aside and the plan's Python loop
+    runs the same C kernels step by step, timing them as the generated replay does."""
     import execmode as em
 
     def chain(x):
@@ -66,11 +70,32 @@ def _graph_workload(calls: int):
 
     f, x = em.jit(chain), em.ones(16)
     f(x)
+    f(x)
+    plan = f.concrete_functions[-1].segments[0].compiled.plan
+    if python_loop:
+        plan.program = None
+        arrays = [x._data]
+        run_plan = plan.run
+
+        def run():
+            for _ in range(calls):
+                run_plan(arrays)
+        run()
+        return run, plan
 
     def run():
         for _ in range(calls):
             f(x)
-    return run
+    return run, plan
+
+
+def _clock_reads_per_run(plan) -> int:
+    """The clock reads one run makes: one per step it times (a program never runs a
+    view), and one for the run."""
+    clock = plan.clock
+    runs = clock.run_totals()[0]
+    timed = sum(1 for i in range(clock.n_steps) if clock.step_totals(i)[0] >= runs > 0)
+    return timed + 1
 
 
 def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
@@ -84,7 +109,8 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     rounds_of_two = max(1, ops // 2)
     eager = _eager_workload(rounds_of_two)
     graph_calls = max(1, ops // 4)
-    graph = _graph_workload(graph_calls)
+    graph, program_plan = _graph_workload(graph_calls)
+    loop, loop_plan = _graph_workload(graph_calls, python_loop=True)
     null = _NullListener()
     with tempfile.TemporaryDirectory(prefix="execmode-calibration-") as tmp:
         rec = Recorder(Path(tmp) / "calibration.emsession", memory=memory,
@@ -92,34 +118,41 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         rec.start()
         instrument.remove_listener(rec)
         attached = {"none": (), "null": (null,), "recorder": (rec,),
-                    "graph": (), "graph recorded": (rec,)}
+                    "graph": (), "graph recorded": (rec,), "loop": (), "loop recorded": (rec,)}
 
         def before_round(name):
             for listener in instrument.listeners():
                 instrument.remove_listener(listener)
+            # Rows queued by earlier rounds (kernel rows, the ring's) are written now, not
+            # charged to the next recorded round.
+            rec.flush()
             for listener in attached[name]:
                 instrument.add_listener(listener)
 
-        def sync():  # the writer's commits belong to the rounds whose rows they hold
-            if rec in instrument.listeners():
-                rec.flush()
+        def recorded_eager():  # the writer's commits belong to the rounds they hold rows of
+            eager()
+            rec.flush()
 
         try:
             spreads = measure.measure(
-                {"none": eager, "null": eager, "recorder": eager, "graph": graph,
-                 "graph recorded": graph},
-                rounds=ROUNDS, calls=1, warmup=1, before_round=before_round, sync=sync)
+                {"none": eager, "null": eager, "recorder": recorded_eager, "graph": graph,
+                 "graph recorded": graph, "loop": loop, "loop recorded": loop},
+                rounds=ROUNDS, calls=1, warmup=1, before_round=before_round)
         finally:
             before_round("none")
             rec.close()
+        reads = {"graph": _clock_reads_per_run(program_plan),
+                 "loop": _clock_reads_per_run(loop_plan)}
     # Numbers from a crowded machine or disagreeing rounds are used for this session and
     # not kept for later ones (calibration_cache.py).
     unsettled = [name for name, spread in spreads.items()
                  if spread.crowded or spread.relative_iqr > measure.MAX_RELATIVE_IQR]
     per_op = {name: spreads[name].median / (2 * rounds_of_two)
               for name in ("none", "null", "recorder")}
-    per_run = {name: spreads[name].median / graph_calls for name in ("graph", "graph recorded")}
-    per_step = max(0.0, per_run["graph recorded"] - per_run["graph"]) / (GRAPH_STEPS + 1)
+    per_run = {name: spreads[name].median / graph_calls
+               for name in ("graph", "graph recorded", "loop", "loop recorded")}
+    per_read = {path: max(0.0, per_run[f"{path} recorded"] - per_run[path]) / reads[path]
+                for path in ("graph", "loop")}
     return {
         "ops": 2 * rounds_of_two,
         "rounds": ROUNDS,
@@ -129,8 +162,12 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         "instrumentation_ns": max(0, round(per_op["null"] - per_op["none"])),
         "overhead_ns": max(0, round(per_op["recorder"] - per_op["none"])),
         "graph_run_ns": round(per_run["graph"]),
-        "graph_steps": GRAPH_STEPS,
-        ("kernel_row_ns" if kernel_rows else "kernel_step_ns"): round(per_step),
+        "graph_steps": reads["graph"] - 1,
+        # Per clock read (a timed step, or a run's end): compiled code, or Python; with
+        # kernel rows, per step of the plan's step-by-step loop with its event.
+        **({"kernel_row_ns": round(per_read["graph"])} if kernel_rows else
+           {"kernel_step_ns": round(per_read["graph"]),
+            "kernel_loop_step_ns": round(per_read["loop"])}),
         "load_average": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "settled": not unsettled,
         "memory": memory,

@@ -46,8 +46,8 @@ FIELDS = {"ops": int, "rounds": int, "no_listener_ns": int, "null_listener_ns": 
           "recorder_ns": int, "instrumentation_ns": int, "overhead_ns": int,
           "graph_run_ns": int, "graph_steps": int, "load_average": (float, int, type(None)),
           "settled": bool, "memory": bool, "summaries": bool, "kernel_rows": bool}
-# The graph-mode field, by the kernel_rows option: a per-step cost either way.
-GRAPH_FIELD = {False: "kernel_step_ns", True: "kernel_row_ns"}
+# The graph-mode fields, by the kernel_rows option: per-step costs either way.
+GRAPH_FIELDS = {False: ("kernel_step_ns", "kernel_loop_step_ns"), True: ("kernel_row_ns",)}
 # Modules whose code is what calibration times (their edits invalidate the stored numbers).
 MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source",
                     "execmode.profilers.recorder", "execmode.profilers.writer",
@@ -172,7 +172,7 @@ def read(path: str, key: dict) -> dict | None:
     result = stored.get("calibration")
     if not isinstance(result, dict):
         return None
-    fields = dict(FIELDS, **{GRAPH_FIELD[result.get("kernel_rows") is True]: int})
+    fields = dict(FIELDS, **dict.fromkeys(GRAPH_FIELDS[result.get("kernel_rows") is True], int))
     if set(result) != set(fields):
         return None
     for name, kinds in fields.items():

@@ -239,17 +239,6 @@ class _KernelTimer:
     wants_kernel_times = True
 
 
-class _Compiles:
-    """The compile events of the first call: what the C compiler did, or the cache."""
-
-    def __init__(self):
-        self.events: list = []
-
-    def on_event(self, event):
-        if event.kind == "compile":
-            self.events.append(event)
-
-
 def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None = None,
             passes=None, **kwargs) -> Comparison:
     """Run ``fn(*args, **kwargs)`` eagerly and under jit over ``rounds`` interleaved
@@ -275,11 +264,9 @@ def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None 
     eager_peak_bytes = eager_peak(base, *args, **kwargs)
 
     jitted = JitFunction(base, passes=passes)
-    compiles = _Compiles()
     t0 = time.perf_counter_ns()
-    try:
-        with instrument.listening(compiles):
-            jitted(*args, **kwargs)
+    try:  # nothing attached: a listener would make the jit build events it then times
+        jitted(*args, **kwargs)
     except Exception as exc:
         problems.append(f"em.jit({name}) raised {_error_line(exc)}; only eager was timed")
         eager = measure.measure({"eager": call_eager}, rounds=rounds, calls=repeat)["eager"]
@@ -293,7 +280,7 @@ def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None 
     op_timer, kernel_timer = _OpTimer(), _KernelTimer()
     attach = {"eager": None, "graph": None, "eager ops": op_timer, "graph kernels": kernel_timer}
     per_round: dict = {"eager ops": [], "graph kernels": []}
-    baseline: list = []
+    baseline: dict = {}
 
     def before_round(candidate):  # also before each candidate's warm-up
         for listener in (op_timer, kernel_timer):
@@ -301,7 +288,8 @@ def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None 
         if attach[candidate] is not None:
             instrument.add_listener(attach[candidate])
         op_timer.events = []
-        baseline[:] = _clock_sums(jitted)
+        baseline.clear()
+        baseline.update(_clock_sums(jitted))
 
     def after_round(candidate, index, calls):
         listener = attach[candidate]
@@ -339,12 +327,15 @@ def compare(fn, *args, rounds: int = measure.DEFAULT_ROUNDS, repeat: int | None 
         problems.append(f"em.jit({name}) breaks its graph {len(cf.breaks)} time(s) per call "
                         f"(first: {first.reason} at {_where(first)}): the graph's time "
                         "includes the Python between its segments")
-    eager_rows, per_call = _eager_op_spreads(per_round["eager ops"], problems, name)
-    step_spreads = _step_spreads(per_round["graph kernels"])
+    # The rows' rounds are the timed candidates' rounds: a busy machine during them makes
+    # a row as undecided as the wall line.
+    eager_rows, per_call = _eager_op_spreads(per_round["eager ops"], problems, name,
+                                             spreads["eager ops"])
+    step_spreads = _step_spreads(per_round["graph kernels"], spreads["graph kernels"])
     rows, planned, unplanned, kernel_count = _rows(cf, eager_rows, step_spreads)
     result = Comparison(
         name, rows, spreads["eager"], spreads["graph"], spreads["eager ops"],
-        spreads["graph kernels"], first_call, _compiled_words(compiles.events), per_call,
+        spreads["graph kernels"], first_call, _compiled_words(jitted), per_call,
         kernel_count, eager_peak_bytes, planned, unplanned, context, problems)
     _store(result)
     return result
@@ -389,21 +380,37 @@ def _retrace_reason(jitted) -> str:
     return retraces[-1].reason if retraces else "a new signature at every call"
 
 
-def _compiled_words(events: list) -> str:
-    if not events:
+def _compiled_words(jitted) -> str:
+    """What the first call compiled: the libraries of every plan (its kernels' and its
+    whole-graph program's), built by the C compiler or found in the disk cache."""
+    libraries = {}
+    for cf in jitted.concrete_functions:
+        for segment in cf.segments:
+            plan = segment.compiled.plan if segment.compiled is not None else None
+            if plan is None:
+                continue
+            for step in plan.steps:
+                library = getattr(step.fn, "library", None)
+                if library is not None:
+                    libraries[library.path] = library
+            program_library = getattr(plan.program, "library", None)
+            if program_library is not None:
+                libraries[program_library.path] = program_library
+    if not libraries:
         return "no C kernels"
-    built = [e for e in events if not e.data.get("cache_hit")]
+    built = [lib for lib in libraries.values() if not lib.cache_hit]
     if not built:
-        return f"{len(events)} kernel libraries from the disk cache"
-    compile_ns = sum(e.data.get("compile_ns") or 0 for e in built)
-    return (f"the C compiler: {len(built)} of {len(events)} libraries built in "
+        return f"{len(libraries)} kernel libraries from the disk cache"
+    compile_ns = sum(lib.compile_ns for lib in built)
+    return (f"the C compiler: {len(built)} of {len(libraries)} libraries built in "
             f"{compile_ns / 1e6:.0f} ms")
 
 
 # --- rows ---------------------------------------------------------------------------------
 
-def _eager_op_spreads(rounds: list, problems: list, name: str):
-    """(per op position: (op, Spread of its ns per call, bytes), ops per call)."""
+def _eager_op_spreads(rounds: list, problems: list, name: str, timed: Spread):
+    """(per op position: (op, Spread of its ns per call, bytes), ops per call); each
+    Spread carries how busy the machine was in ``timed``'s rounds."""
     if not rounds:
         return [], 0
     counts = {len(events) // calls for events, calls in rounds if calls}
@@ -419,28 +426,32 @@ def _eager_op_spreads(rounds: list, problems: list, name: str):
                       if position + k * per_call < len(events)]
             samples.append(sum(e[1] for e in picked) / max(len(picked), 1))
         first = rounds[0][0][position]
-        out.append((first[0], Spread.of(samples, rounds[0][1]), first[2]))
+        out.append((first[0], Spread.of(samples, rounds[0][1], timed.runnable, timed.waited),
+                    first[2]))
     return out, per_call
 
 
-def _clock_sums(jitted) -> list:
-    """(step index ns sums) per segment of the latest trace, for round deltas."""
-    sums = []
+def _clock_sums(jitted) -> dict:
+    """(clock number, step index) -> (calls, ns) of every plan of the latest trace, for
+    round deltas (a retrace between rounds brings plans the baseline has not seen: 0)."""
+    sums = {}
     for segment in _segments(jitted):
         clock = segment.compiled.plan.clock
-        sums.append([clock.step_totals(i)[:2] for i in range(clock.n_steps)])
+        for i in range(clock.n_steps):
+            sums[(clock.number, i)] = clock.step_totals(i)[:2]
     return sums
 
 
-def _clock_deltas(jitted, baseline: list) -> dict:
+def _clock_deltas(jitted, baseline: dict) -> dict:
     """(graph id, step index) -> ns per call of that step over the round just run."""
     out = {}
-    for segment, before in zip(_segments(jitted), baseline):
+    for segment in _segments(jitted):
         clock = segment.compiled.plan.clock
         for i in range(clock.n_steps):
             calls, ns = clock.step_totals(i)[:2]
-            if calls > before[i][0]:
-                out[(segment.graph.name, i)] = (ns - before[i][1]) / (calls - before[i][0])
+            before_calls, before_ns = baseline.get((clock.number, i), (0, 0))
+            if calls > before_calls:
+                out[(segment.graph.name, i)] = (ns - before_ns) / (calls - before_calls)
     return out
 
 
@@ -450,9 +461,10 @@ def _segments(jitted) -> list:
     return [s for s in jitted.concrete_functions[-1].segments if s.compiled is not None]
 
 
-def _step_spreads(rounds: list) -> dict:
+def _step_spreads(rounds: list, timed: Spread) -> dict:
     keys = {key for deltas, _ in rounds for key in deltas}
-    return {key: Spread.of([deltas.get(key, 0.0) for deltas, _ in rounds], rounds[0][1])
+    return {key: Spread.of([deltas.get(key, 0.0) for deltas, _ in rounds], rounds[0][1],
+                           timed.runnable, timed.waited)
             for key in keys}
 
 
@@ -490,7 +502,7 @@ def _sum_spreads(spreads: list) -> Spread | None:
     if not spreads:
         return None
     samples = [sum(values) for values in zip(*(s.samples for s in spreads))]
-    return Spread.of(samples, spreads[0].calls)
+    return Spread.of(samples, spreads[0].calls, spreads[0].runnable, spreads[0].waited)
 
 
 def _align(cf, eager_ops) -> dict:

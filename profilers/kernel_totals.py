@@ -1,12 +1,14 @@
 """Graph mode's kernel times as a recording keeps them: sums per compiled step.
 
 While recording, every plan sums its own steps' runs (:mod:`execmode.kernel_clock`: C
-inside a whole-graph program, the plan's loop otherwise), so a jitted call costs a clock
-read per step instead of an event per step. :class:`KernelTotals` turns those sums into
-rows of the session's ``kernel_totals`` and ``graph_runs`` tables: what was summed since
-the recording started (each clock's values at the start are its baseline), rewritten in
-place as they grow. The writer thread asks for them at each batch, the recorder once more
-at the end, after the clock stopped, so the last rows are exact.
+inside a whole-graph program or the fast entry, Python in the plan's loops and the
+generated replay), so a jitted call costs a clock read per step instead of an event per
+step. :class:`KernelTotals` turns those sums into rows of the session's ``kernel_totals``
+and ``graph_runs`` tables: what was summed since the recording started (each clock's
+values at the start are its baseline), rewritten in place as they grow. The writer thread
+drains them at each batch, the recorder once more at the end, after the clock stopped, so
+the last rows are exact: rows are handed on while the lock is held, so a periodic drain can
+never be queued after the final one.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ class KernelTotalRow(NamedTuple):
     member_nodes: tuple
     member_ops: tuple
     calls: int
+    loop_calls: int      # of those, timed in Python (the profiler's cost differs per path)
     total_ns: int
     min_ns: int
     max_ns: int
-    bytes: int           # new buffers over all runs (views, planned and pooled: none)
+    bytes: int           # new buffers over all runs (views, planned, reused: none)
     shape: tuple
     dtype: str
     device: str
@@ -47,6 +50,7 @@ class GraphRunsRow(NamedTuple):
     clock: int
     graph_id: str
     runs: int
+    loop_runs: int
     total_ns: int
     min_ns: int
     max_ns: int
@@ -57,49 +61,49 @@ class KernelTotals:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._baseline: dict = {}   # (clock number, step index or -1) -> (calls, ns, bytes)
-        self._written: dict = {}    # the same key -> the calls of the last row given
+        # (clock number, step index or -1) -> (calls, loop calls, ns, bytes) at the start
+        self._baseline: dict = {}
+        self._runs_seen: dict = {}  # clock number -> its runs at the last drain
         self._open = True
         for clock in kernel_clock.clocks():
-            self._baseline[(clock.number, -1)] = clock.run_totals()[:2] + (0,)
+            runs, ns = clock.run_totals()[:2]
+            self._baseline[(clock.number, -1)] = (runs, clock.loop_runs(), ns, 0)
             for i in range(clock.n_steps):
                 calls, ns, _, _, nbytes = clock.step_totals(i)
-                self._baseline[(clock.number, i)] = (calls, ns, nbytes)
+                self._baseline[(clock.number, i)] = (calls, clock.loop_calls(i), ns, nbytes)
 
-    def rows(self, *, final: bool = False) -> list:
-        """Rows that changed since the last call; ``final``: the last call (later calls
-        give nothing, so a late periodic read never overwrites the exact last rows)."""
+    def drain(self, sink, *, final: bool = False) -> None:
+        """Hand ``sink`` the rows of every plan that ran since the last drain (one list).
+        ``final``: the last drain; later ones hand on nothing."""
         with self._lock:
             if not self._open:
-                return []
+                return
             if final:
                 self._open = False
-            out = []
+            rows = []
             for clock in kernel_clock.clocks():
-                out.extend(self._clock_rows(clock))
-            return out
+                rows.extend(self._clock_rows(clock))
+            if rows:
+                sink(rows)
 
     def _clock_rows(self, clock) -> list:
-        out = []
         runs, ns, low, high = clock.run_totals()
-        base = self._baseline.get((clock.number, -1), (0, 0, 0))
-        if runs > base[0] and self._changed((clock.number, -1), runs):
+        if self._runs_seen.get(clock.number) == runs:
+            return []  # no run since the last drain: its rows are as written
+        self._runs_seen[clock.number] = runs
+        out = []
+        base = self._baseline.get((clock.number, -1), (0, 0, 0, 0))
+        if runs > base[0]:
             out.append(GraphRunsRow(clock.number, clock.graph_id, runs - base[0],
-                                    ns - base[1], low, high))
+                                    clock.loop_runs() - base[1], ns - base[2], low, high))
         for i, step in enumerate(clock.steps):
             calls, ns, low, high, nbytes = clock.step_totals(i)
-            base = self._baseline.get((clock.number, i), (0, 0, 0))
-            if calls <= base[0] or not self._changed((clock.number, i), calls):
+            base = self._baseline.get((clock.number, i), (0, 0, 0, 0))
+            if calls <= base[0]:
                 continue
             out.append(KernelTotalRow(
                 clock.number, i, clock.graph_id, step.name, step.kind, step.member_ids,
-                step.member_ops, calls - base[0], ns - base[1], low, high, nbytes - base[2],
-                step.shape, step.dtype, step.device, step.scope, step.location,
-                step.backend))
+                step.member_ops, calls - base[0], clock.loop_calls(i) - base[1],
+                ns - base[2], low, high, nbytes - base[3], step.shape, step.dtype,
+                step.device, step.scope, step.location, step.backend))
         return out
-
-    def _changed(self, key, calls: int) -> bool:
-        if self._written.get(key) == calls:
-            return False
-        self._written[key] = calls
-        return True

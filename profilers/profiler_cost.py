@@ -1,13 +1,14 @@
 """What recording a session cost the script, stated from its calibration and its counts.
 
 The calibration (calibration.py) measured, on this machine and code, what the recorder
-adds to one eager op, to one compiled step or run (the kernel clock's reads) and, with
-per-run kernel rows, to one step run through the plan's loop with its event. The session
-knows how many of each ran. Their products are the cost inside the recording, with the
-time the recorder spent encoding graph-mode events (rare, and milliseconds each for a
-graph's IR), which it measures directly. The recorder's own start (calibration included
-when it was not cached) and stop are measured too and stated beside it, since they fall
-outside the recorded wall time.
+adds to one eager op, to one clock read of compiled code (a step or a run's end, in a
+whole-graph program or the fast entry), to one clock read in Python (the plan's loops, the
+generated replay) and, with per-run kernel rows, to one step run through the plan's loop
+with its event. The session knows how many of each ran (store_queries.cost_counts). Their
+products are the cost inside the recording, with the time the recorder spent encoding
+graph-mode events (rare, and milliseconds each for a graph's IR), which it measures
+directly. The recorder's own start (calibration included when it was not cached) and stop
+are measured too and stated beside it, since they fall outside the recorded wall time.
 """
 
 from __future__ import annotations
@@ -19,16 +20,13 @@ from execmode.profilers.units import fmt_ns, fmt_share
 
 @dataclass(frozen=True)
 class ProfilerCost:
-    ops: int
-    kernel_calls: int        # compiled steps run (kernel_totals)
-    graph_runs: int          # compiled plans run (graph_runs)
-    kernel_rows: int         # per-run kernel rows written (only with --kernel-rows)
+    counts: tuple            # store_queries.CostCounts
     eager_ns: int | None     # None: the calibration did not measure it (skipped, older)
     graph_ns: int | None
     events_ns: int | None    # measured: encoding trace, graph, pass, compile ... events
     start_ns: int | None     # measured: the recorder's start and stop
     stop_ns: int | None
-    settled: bool = True     # False: calibrated on a machine busier than its CPUs
+    settled: bool = True     # False: calibrated while the machine was busy
 
     @property
     def total_ns(self) -> int | None:
@@ -43,13 +41,14 @@ class ProfilerCost:
         total = self.total_ns
         if total is None:
             return "not calibrated"
+        c = self.counts
         share = total / wall_ns if wall_ns else None
         pieces = []
         if self.eager_ns is not None:
-            pieces.append(f"{fmt_ns(self.eager_ns)} for {self.ops:,} eager ops")
-        if self.graph_ns is not None and (self.kernel_calls or self.graph_runs):
-            what = (f"{self.kernel_rows:,} kernel rows" if self.kernel_rows else
-                    f"{self.kernel_calls:,} kernel runs in {self.graph_runs:,} graph runs")
+            pieces.append(f"{fmt_ns(self.eager_ns)} for {c.ops:,} eager ops")
+        if self.graph_ns is not None and (c.kernel_calls or c.graph_runs):
+            what = (f"{c.kernel_rows:,} kernel rows" if c.kernel_rows else
+                    f"{c.kernel_calls:,} kernel runs in {c.graph_runs:,} graph runs")
             pieces.append(f"{fmt_ns(self.graph_ns)} for {what}")
         if self.events_ns:
             pieces.append(f"{fmt_ns(self.events_ns)} encoding graph-mode events")
@@ -65,25 +64,33 @@ class ProfilerCost:
         return text
 
     def to_json(self) -> dict:
-        return dict(self.__dict__, total_ns=self.total_ns)
+        return {"counts": self.counts._asdict(), "eager_ns": self.eager_ns,
+                "graph_ns": self.graph_ns, "events_ns": self.events_ns,
+                "start_ns": self.start_ns, "stop_ns": self.stop_ns, "settled": self.settled,
+                "total_ns": self.total_ns}
 
 
-def profiler_cost(calibration: dict, counts: tuple, meta: dict) -> ProfilerCost:
-    """``counts`` = (eager ops, kernel calls, graph runs, kernel rows) of the session."""
-    ops, kernel_calls, graph_runs, kernel_rows = counts
+def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
+    """``counts``: store_queries.CostCounts of the session."""
     per_op = _number(calibration.get("overhead_ns"))
-    eager_ns = round(per_op * ops) if per_op is not None else None
-    if kernel_rows:
-        per_step = _number(calibration.get("kernel_row_ns"))
-        graph_ns = round(per_step * kernel_rows) if per_step is not None else None
-    else:
-        per_step = _number(calibration.get("kernel_step_ns"))
-        graph_ns = round(per_step * (kernel_calls + graph_runs)) \
-            if per_step is not None else None
+    eager_ns = round(per_op * counts.ops) if per_op is not None else None
     fixed = meta.get("recorder_cost_ns") or {}
-    return ProfilerCost(ops, kernel_calls, graph_runs, kernel_rows, eager_ns, graph_ns,
+    return ProfilerCost(counts, eager_ns, _graph_ns(calibration, counts),
                         _int(fixed.get("events")), _int(fixed.get("start")),
                         _int(fixed.get("stop")), calibration.get("settled") is not False)
+
+
+def _graph_ns(calibration: dict, c) -> int | None:
+    if c.kernel_rows:  # the step-by-step loop with an event per step: its runs are rows
+        per_row = _number(calibration.get("kernel_row_ns"))
+        return round(per_row * c.kernel_rows) if per_row is not None else None
+    compiled = _number(calibration.get("kernel_step_ns"))
+    in_python = _number(calibration.get("kernel_loop_step_ns"))
+    if compiled is None or in_python is None:
+        return None
+    reads_compiled = (c.kernel_calls - c.loop_calls) + (c.graph_runs - c.loop_runs)
+    reads_python = c.loop_calls + c.loop_runs
+    return round(compiled * reads_compiled + in_python * reads_python)
 
 
 def _number(value):

@@ -151,7 +151,7 @@ class Recorder:
         _active.add(self)
         # The sums' baseline, before this recorder starts the kernel clock.
         self.kernel_totals = KernelTotals()
-        self.writer.collect = self.kernel_totals.rows
+        self.writer.collect = self.kernel_totals.drain
         # Before the writer's own handler (atexit runs last-registered first): a script that
         # never closes its recorder still gets its end stamps.
         atexit.register(self.close)
@@ -167,10 +167,10 @@ class Recorder:
         stop = time.perf_counter_ns()
         instrument.remove_listener(self)
         _active.discard(self)
-        # The clock stopped with the listener: these last sums are exact.
+        # The clock stopped with the listener: these last sums are exact, and queued after
+        # any periodic drain (drain holds its lock while it hands rows on).
         self.writer.collect = None
-        for row in self.kernel_totals.rows(final=True):
-            self._put(row)
+        self.kernel_totals.drain(self._put_rows, final=True)
         self._uninstall_allocator()
         if self.memory is not None:
             self.memory.sample_now()
@@ -300,6 +300,10 @@ class Recorder:
                 self._thread_names[str(number)] = threading.current_thread().name
                 self.writer.set_meta("threads", dict(self._thread_names))
         return ThreadOp(item, number)
+
+    def _put_rows(self, rows: list) -> None:
+        for row in rows:
+            self._put(row)
 
     def _on_kernel_run(self, ev: Event) -> None:
         self._put(ev)  # formatted on the writer thread

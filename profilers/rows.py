@@ -133,8 +133,8 @@ class RowFormatter:
         self.devices.add(t.device)
         return (t.clock, t.step_index, t.graph_id, t.kernel, t.step_kind,
                 to_json(list(t.member_nodes)), to_json(list(t.member_ops)), t.calls,
-                t.total_ns, t.min_ns, t.max_ns, t.bytes, output, t.device, t.scope,
-                self.location_id(t.location), t.backend)
+                t.loop_calls, t.total_ns, t.min_ns, t.max_ns, t.bytes, output, t.device,
+                t.scope, self.location_id(t.location), t.backend)
 
 
 def event_row(ev) -> tuple:

@@ -81,6 +81,7 @@ CREATE TABLE kernel_totals (
     member_nodes TEXT NOT NULL,  -- JSON list of graph node ids
     member_ops   TEXT NOT NULL,  -- JSON list of op names
     calls        INTEGER NOT NULL,
+    loop_calls   INTEGER NOT NULL, -- of those, timed in Python (plan loops, the replay)
     total_ns     INTEGER NOT NULL,
     min_ns       INTEGER NOT NULL,
     max_ns       INTEGER NOT NULL,
@@ -96,12 +97,13 @@ CREATE TABLE kernel_totals (
 -- Whole runs of each compiled plan while recording: the time its steps' rows leave out
 -- (write-backs, copies, the loop between steps) is total_ns minus their sum.
 CREATE TABLE graph_runs (
-    clock    INTEGER PRIMARY KEY,
-    graph_id TEXT NOT NULL,
-    runs     INTEGER NOT NULL,
-    total_ns INTEGER NOT NULL,
-    min_ns   INTEGER NOT NULL,
-    max_ns   INTEGER NOT NULL
+    clock     INTEGER PRIMARY KEY,
+    graph_id  TEXT NOT NULL,
+    runs      INTEGER NOT NULL,
+    loop_runs INTEGER NOT NULL, -- of those, timed in Python
+    total_ns  INTEGER NOT NULL,
+    min_ns    INTEGER NOT NULL,
+    max_ns    INTEGER NOT NULL
 );
 
 -- Every other instrumentation event (trace, retrace, graph_break, graph, pass, compile,

@@ -18,6 +18,7 @@ one primary-key seek plus one location lookup per row.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from execmode.profilers.errors import SessionError
 from execmode.profilers.store_rows import (
@@ -195,21 +196,27 @@ def kernel_run_sums(run: Run) -> tuple[int, int]:
     return int(row[0][0]), int(row[0][1])
 
 
-def graph_run_count(run: Run) -> int:
-    """Runs of compiled plans while recording (0 in sessions older than the table)."""
-    table = run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_runs'", ())
-    if not table:
-        return 0
-    return int(run("SELECT COALESCE(SUM(runs), 0) FROM graph_runs", ())[0][0])
-
-
-def cost_counts(run: Run) -> tuple[int, int, int, int]:
-    """(eager ops, kernel runs, graph runs, per-run kernel rows): what the profiler's
-    cost is stated from (profiler_cost.py)."""
+def cost_counts(run: Run) -> CostCounts:
+    """What the profiler's cost is stated from (profiler_cost.py)."""
     ops = int(run("SELECT COUNT(*) FROM op_events", ())[0][0])
     kernel_rows = int(run("SELECT COUNT(*) FROM kernels", ())[0][0])
-    calls, _ = kernel_run_sums(run)
-    return ops, calls, graph_run_count(run), kernel_rows
+    if not has_kernel_sums(run):  # older sessions: kernel runs are their rows
+        return CostCounts(ops, kernel_rows, 0, 0, 0, kernel_rows)
+    calls, loop_calls = run("SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(loop_calls), 0) "
+                            "FROM kernel_totals", ())[0]
+    runs, loop_runs = run("SELECT COALESCE(SUM(runs), 0), COALESCE(SUM(loop_runs), 0) "
+                          "FROM graph_runs", ())[0]
+    return CostCounts(ops, int(calls), int(loop_calls), int(runs), int(loop_runs),
+                      kernel_rows)
+
+
+class CostCounts(NamedTuple):
+    ops: int
+    kernel_calls: int      # compiled steps run
+    loop_calls: int        # of those, timed in Python
+    graph_runs: int        # compiled plans run
+    loop_runs: int         # of those, timed in Python
+    kernel_rows: int       # per-run kernel rows written (only with --kernel-rows)
 
 
 def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:

@@ -145,11 +145,12 @@ _INSERT = {
     "meta": "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)",
     # Sums that grow while recording: each row replaces the step's previous one.
     "kernel_totals": "INSERT OR REPLACE INTO kernel_totals (clock, step_index, graph_id, "
-                     "kernel, step_kind, member_nodes, member_ops, calls, total_ns, min_ns, "
-                     "max_ns, bytes, output, device, scope, location, backend) VALUES "
-                     "(?,?,?,?,?,?,?,?,?,?,?,?,?,NULLIF(?,''),NULLIF(?,''),NULLIF(?,0),?)",
-    "graph_runs": "INSERT OR REPLACE INTO graph_runs (clock, graph_id, runs, total_ns, "
-                  "min_ns, max_ns) VALUES (?,?,?,?,?,?)",
+                     "kernel, step_kind, member_nodes, member_ops, calls, loop_calls, "
+                     "total_ns, min_ns, max_ns, bytes, output, device, scope, location, "
+                     "backend) VALUES "
+                     "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULLIF(?,''),NULLIF(?,''),NULLIF(?,0),?)",
+    "graph_runs": "INSERT OR REPLACE INTO graph_runs (clock, graph_id, runs, loop_runs, "
+                  "total_ns, min_ns, max_ns) VALUES (?,?,?,?,?,?,?)",
 }
 
 
@@ -186,8 +187,8 @@ class SessionWriter:
         self._conn = store.connect_writer(self.path)
         self._pragmas = "; ".join(store.writer_pragmas(self._conn))
         self._rings: tuple = ()
-        # Called on this thread before each batch: rows to write that nobody queued (the
-        # kernel clock's sums, which grow without events). Returns a list of rows.
+        # Called on this thread before each batch with a sink for rows that nobody queued
+        # (the kernel clock's sums, which grow without events).
         self.collect = None
         self.wake = self._wake.set
         self._thread = threading.Thread(target=self._run, name="execmode-session-writer",
@@ -283,7 +284,7 @@ class SessionWriter:
                 try:
                     collect = self.collect
                     if collect is not None:
-                        self._queue.extend(collect())
+                        collect(self._queue.extend)
                     self._write_pending(conn)
                 except Exception as exc:
                     if not self._become_partial(conn, exc):

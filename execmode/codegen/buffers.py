@@ -87,15 +87,25 @@ FREE_REFS = _free_refcount()
 
 
 class OutputPool:
-    """Reusable output arrays of one shape and dtype, each with its pointer."""
+    """Reusable output arrays of one shape and dtype, each with its pointer.
 
-    __slots__ = ("shape", "dtype", "capacity", "entries", "__weakref__")
+    ``made`` counts the bytes of every array the pool had to make anew: a caller that keeps
+    each result makes every call allocate, one that drops it none. ``count_into(array,
+    index)``: while ``array[0]`` is set (the kernel clock runs), the same bytes are added
+    to ``array[index]``, where compiled callers that never return to Python are counted."""
+
+    __slots__ = ("shape", "dtype", "capacity", "entries", "counter", "made", "__weakref__")
 
     def __init__(self, shape, dtype, capacity: int = 2):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.capacity = capacity
         self.entries: list = []          # [(array, pointer)]
+        self.counter = None              # (clock array, index of the step's bytes)
+        self.made = 0
+
+    def count_into(self, array, index: int) -> None:
+        self.counter = (array, index)
 
     def take(self) -> tuple:
         """(array, pointer) of an output nobody else holds; a new one if all are busy."""
@@ -103,6 +113,10 @@ class OutputPool:
             if _getrefcount(entry[0]) == FREE_REFS:
                 return entry
         array = np.empty(self.shape, self.dtype)
+        self.made += array.nbytes
+        counter = self.counter
+        if counter is not None and counter[0][0]:
+            counter[0][counter[1]] += array.nbytes
         entry = (array, array.ctypes.data)
         if len(self.entries) < self.capacity:
             self.entries.append(entry)

@@ -69,6 +69,7 @@ class Program:
     def __init__(self, library: Library, entry_name: str, n_buffers: int, inputs, owned,
                  outputs, source: str, fixed=None, assigned=()):
         self.source = source
+        self.library = library  # its compile time and cache hit: what a first call paid
         self.library_path = library.path
         self.calls = 0
         self._entry = library.function(entry_name, 1)
@@ -339,6 +340,10 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
                       source + "\n\n" + program_source, fixed_addresses, assigned)
     program.kernels = keep  # the plan's kernels whose functions it calls: keep them loaded
     program.clock = clock
+    for (_, pool), node_id in zip(program._outputs, graph.outputs):
+        if pool is not None:  # an output array made anew is its step's new memory
+            pool.count_into(clock.array, clock_module.HEADER +
+                            clock_module.FIELDS * step_of[node_id] + 4)
     return program
 
 

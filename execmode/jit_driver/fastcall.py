@@ -18,12 +18,15 @@ as its fallback for layouts only C checks (``entry.python``).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .. import dispatch, instrument, kernel_clock
 from .._tensor import Tensor
 from ..backend import as_device, cuda_device_count, cupy_module
 from ..graph import pytree
+from ..plan import allocated_bytes
 from ..pysource import define
 
 MISS = object()
@@ -105,10 +108,7 @@ def _python_replay(cf, jit_module):
     lines.append("    if (_dispatch._tracing or _jit._jit_disabled or _instrument._on_kernel"
                  " or _instrument._before_kernel or _instrument._after_kernel):")
     lines.append("        return MISS")
-    if plan.program is None:  # the plan's loop times its steps while the clock runs
-        ns["_clock_demand"] = kernel_clock.demand
-        lines.append("    if _clock_demand:")
-        lines.append("        return MISS")
+
     # Grad mode on in every thread (the module flag), or off in this one.
     lines.append("    if _dispatch._grad_enabled is not True:" if sig.grad_enabled else
                  "    if _dispatch.grad_enabled():")
@@ -227,8 +227,38 @@ def _python_replay(cf, jit_module):
     # A step that fails (an index tensor's value out of range) is a miss: the general path
     # runs the plan again, and Plan.run raises eager's error for the step that failed.
     # Nothing is written before the last step (assigns come after it), so nothing is seen
-    # twice.
-    lines.append("    try:")
+    # twice. While the kernel clock runs (a profiler, em.compare), the same steps run with
+    # each one's time and new bytes added to the plan's clock, as Plan._run_timed does.
+    steps = _step_lines(plan, ns)
+    ns["_clock_demand"], ns["_perf"] = kernel_clock.demand, time.perf_counter_ns
+    ns["_clock"], ns["_new_bytes"] = plan.clock, allocated_bytes
+    lines.append("    if _clock_demand:")
+    lines.append("        try:")
+    lines.append("            t = start = _perf()")
+    for k, (step, step_lines) in enumerate(zip(plan.steps, steps)):
+        ns[f"step{k}"] = step
+        lines.extend("    " + line for line in step_lines)
+        lines.append("            t1 = _perf()")
+        lines.append(f"            _clock.add_step({k}, t1 - t, _new_bytes(step{k}, v{step.out}))")
+        lines.append("            t = _perf()")
+    lines.append("            _clock.add_run(t - start)")
+    lines.append("        except Exception:")
+    lines.append("            return MISS")
+    lines.append("    else:")
+    lines.append("        try:")
+    for step_lines in steps:
+        lines.extend("    " + line for line in step_lines)
+    if not plan.steps:
+        lines.append("            pass")
+    lines.append("        except Exception:")
+    lines.append("            return MISS")
+    return _finish(cf, plan, lines, ns, ref, leaf_position)
+
+
+def _step_lines(plan, ns: dict) -> list:
+    """Each step of ``plan`` as the replay's lines (indented for a ``try:`` block), its
+    functions, buffers and literal operands bound in ``ns``."""
+    out = []
     for k, step in enumerate(plan.steps):
         operands = []
         for j, a in enumerate(step.args):
@@ -240,16 +270,12 @@ def _python_replay(cf, jit_module):
         call = ", ".join(operands)
         if step.out_array is not None:
             ns[f"into{k}"], ns[f"buf{k}"] = step.into, step.out_array
-            lines.append(f"        into{k}(buf{k}{', ' if call else ''}{call})")
-            lines.append(f"        v{step.out} = buf{k}")
+            out.append([f"        into{k}(buf{k}{', ' if call else ''}{call})",
+                        f"        v{step.out} = buf{k}"])
         else:
             ns[f"fn{k}"] = step.fn
-            lines.append(f"        v{step.out} = fn{k}({call})")
-    if not plan.steps:
-        lines.append("        pass")
-    lines.append("    except Exception:")
-    lines.append("        return MISS")
-    return _finish(cf, plan, lines, ns, ref, leaf_position)
+            out.append([f"        v{step.out} = fn{k}({call})"])
+    return out
 
 
 def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict,

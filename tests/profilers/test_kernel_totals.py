@@ -4,11 +4,15 @@ new bytes only for new buffers; the stated cost from the calibration and the cou
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
+from execmode.profilers.kernel_totals import KernelTotals
 from execmode.profilers.profiler_cost import profiler_cost
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.session import open_session
+from execmode.profilers.store_queries import CostCounts
 
 import execmode as em
 from execmode import kernel_clock
@@ -36,9 +40,22 @@ def test_every_run_is_summed_and_no_row_per_run_is_written(tmp_path):
     assert runs == 25 and graph_id.endswith("#0:0")
     assert steps and all(calls == 25 for _, calls, *_ in steps)
     assert all(0 < low <= total / 25 <= high for _, _, total, low, high, _ in steps)
-    assert all(nbytes == 0 for *_, nbytes in steps)  # the program's own buffers
+    # The program's buffers are its own; its output pool makes at most its second array
+    # (2 x 4 float32) once, since the results are dropped.
+    assert all(nbytes <= 2 * 4 * 4 for *_, nbytes in steps)
     assert summary["kernels"] == 25 * len(steps)
     assert not kernel_clock.running()  # the recorder's stop stopped the clock
+
+
+def test_results_a_caller_keeps_are_new_memory_at_every_call(tmp_path):
+    step, x = _mlp()
+    step(x)
+    path = tmp_path / "kept.emsession"
+    with Recorder(path, calibrate=False):
+        kept = [step(x) for _ in range(10)]
+    with open_session(path) as s:
+        (nbytes,) = s._query("SELECT bytes FROM kernel_totals ORDER BY step_index DESC")[0]
+    assert len(kept) == 10 and nbytes >= 9 * 2 * 4 * 4  # at most one pool array reused
 
 
 def test_kernel_rows_when_asked_and_the_sums_agree_with_them(tmp_path):
@@ -72,20 +89,59 @@ def test_a_view_step_allocates_nothing_and_a_new_buffer_its_bytes(tmp_path):
 
 
 def test_the_stated_cost_multiplies_the_calibration_by_the_counts():
-    calibration = {"overhead_ns": 800, "kernel_step_ns": 25, "settled": True}
+    calibration = {"overhead_ns": 800, "kernel_step_ns": 20, "kernel_loop_step_ns": 300,
+                   "settled": True}
     meta = {"recorder_cost_ns": {"start": 5_000_000, "stop": 100_000, "events": 2_000}}
-    cost = profiler_cost(calibration, (1000, 300, 100, 0), meta)
-    assert (cost.eager_ns, cost.graph_ns, cost.events_ns) == (800_000, 10_000, 2_000)
-    assert cost.total_ns == 812_000
+    # 1000 eager ops; 300 kernel runs (60 timed in Python) in 100 graph runs (20 in Python)
+    counts = CostCounts(1000, 300, 60, 100, 20, 0)
+    cost = profiler_cost(calibration, counts, meta)
+    assert cost.eager_ns == 800_000 and cost.events_ns == 2_000
+    assert cost.graph_ns == 20 * (240 + 80) + 300 * (60 + 20)
+    assert cost.total_ns == 800_000 + cost.graph_ns + 2_000
     text = cost.text(10_000_000)
-    assert "8.1% of wall time" in text and "300 kernel runs in 100 graph runs" in text
+    assert "8.3% of wall time" in text and "300 kernel runs in 100 graph runs" in text
     assert "to start" in text and "busy" not in text
     rows = profiler_cost({"overhead_ns": 800, "kernel_row_ns": 3000, "kernel_rows": True},
-                         (10, 300, 100, 300), {})
+                         CostCounts(10, 300, 0, 100, 0, 300), {})
     assert rows.graph_ns == 900_000  # per kernel row, not per clock read
-    assert profiler_cost({}, (10, 0, 0, 0), meta).total_ns is None  # not calibrated
-    unsettled = profiler_cost(dict(calibration, settled=False), (1, 0, 0, 0), {})
+    assert profiler_cost({}, CostCounts(10, 0, 0, 0, 0, 0), meta).total_ns is None
+    unsettled = profiler_cost(dict(calibration, settled=False), CostCounts(1, 0, 0, 0, 0, 0),
+                              {})
     assert "busy" in unsettled.text(1000)
+
+
+def test_runs_of_a_plan_freed_while_recording_are_kept(tmp_path):
+    path = tmp_path / "freed.emsession"
+    x = em.randn(4, 8)
+    with Recorder(path, calibrate=False):
+        for _ in range(3):  # a new jitted function each time, dropped after 5 calls
+            f = em.jit(lambda x: (em.exp(x) * 2.0).sum(axis=1))
+            for _ in range(5):
+                f(x)
+            del f
+            gc.collect()
+    with open_session(path) as s:
+        (runs,) = s._query("SELECT SUM(runs) FROM graph_runs")[0]
+    assert runs == 15
+
+
+def test_the_final_sums_are_not_overwritten_by_a_late_periodic_drain():
+    totals = KernelTotals()
+    step, x = _mlp()
+    timer = type("Timer", (), {"wants_kernel_times": True})()
+    kernel_clock.want(timer)
+    try:
+        step(x)
+        written: list = []
+        totals.drain(written.extend, final=True)
+        totals.drain(written.extend)  # after the final drain: nothing more
+        assert written and all(row.calls == 1 for row in written if hasattr(row, "step_index"))
+        step(x)
+        late: list = []
+        totals.drain(late.extend)
+        assert late == []
+    finally:
+        kernel_clock.release(timer)
 
 
 @pytest.mark.parametrize("calls", [1, 3])
