@@ -81,8 +81,9 @@ def register_report(subparsers) -> None:
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
     p.add_argument("--table", default="ops",
-                   help="csv only: ops, op_totals, kernels, memory, comparisons, samples or "
-                        "session (how the script ended)")
+                   help="csv only: ops, op_totals, kernel_totals (each compiled step's "
+                        "runs summed), kernels (a row per kernel run, with --kernel-rows), "
+                        "memory, comparisons, samples or session (how the script ended)")
     p.add_argument("--summary", action="store_true", help="also print the text summary")
     p.set_defaults(handler=report_command)
 

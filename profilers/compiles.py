@@ -1,10 +1,10 @@
 """Compile events as readers show them: one compile per translation unit, its kernels as
 children, its time counted once.
 
-Sessions recorded before this form held one "compile" event per kernel, each carrying the
-whole library's compile_ns: summed, a 133 ms compile of three kernels read as 399 ms.
-:func:`compiles` reads both forms and gives the new one: the older per-kernel events of one
-build (same graph, same end stamp) become one compile with those kernels as children.
+Sessions of schema 2 and before hold one "compile" event per kernel, each carrying its
+whole library's compile_ns (a 133 ms compile of three kernels summed to 399 ms).
+:func:`compiles` reads both forms and gives the new one: consecutive per-kernel events of
+one graph with the same compile_ns and cache answer are one build, its kernels children.
 """
 
 from __future__ import annotations
@@ -34,24 +34,26 @@ class Compile(NamedTuple):
 def compiles(events) -> list[Compile]:
     """``events``: (start_ns, end_ns, data) of the session's compile events, in order."""
     out: list[Compile] = []
-    older: dict = {}
+    previous = None  # (graph id, compile_ns, cache hit) of the last per-kernel event
     for start, end, d in events:
         if not isinstance(d, dict):
             continue
         if isinstance(d.get("kernels"), list):
+            previous = None
             out.append(Compile(
                 str(d.get("graph_id") or ""), str(d.get("what") or "kernels"),
                 str(d.get("language") or ""), str(d.get("backend") or ""),
                 _int(d.get("compile_ns")), _bool(d.get("cache_hit")), start, end,
                 [_child(k) for k in d["kernels"] if isinstance(k, dict)]))
             continue
-        key = (str(d.get("graph_id") or ""), end)  # an older per-kernel event
-        if key not in older:
-            older[key] = len(out)
+        # A per-kernel event: each was stamped when it was emitted, so the events of one
+        # build differ in time; they share the graph, the build's time and its cache answer.
+        key = (str(d.get("graph_id") or ""), _int(d.get("compile_ns")), _bool(d.get("cache_hit")))
+        if key != previous:
             out.append(Compile(key[0], "kernels", str(d.get("language") or ""),
-                               str(d.get("backend") or ""), _int(d.get("compile_ns")),
-                               _bool(d.get("cache_hit")), start, end, []))
-        out[older[key]].kernels.append(_child(d))
+                               str(d.get("backend") or ""), key[1], key[2], start, end, []))
+            previous = key
+        out[-1].kernels.append(_child(d))
     return out
 
 

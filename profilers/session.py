@@ -201,6 +201,14 @@ class Session:
     def output(self) -> list[OutputRow]:
         return store_queries.outputs(self._query)
 
+    def kernel_sums(self) -> list[dict]:
+        """The kernel clock's sums: one dict per step of each compiled plan that ran."""
+        return store_queries.kernel_sums(self._query, self._json_list)
+
+    def graph_runs(self) -> list[dict]:
+        """Whole runs of each compiled plan while recording."""
+        return store_queries.graph_run_sums(self._query)
+
     def comparisons(self) -> list[Comparison]:
         return store_queries.comparisons(self._query, self._json_list)
 

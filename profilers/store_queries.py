@@ -186,6 +186,39 @@ def step_totals(run: Run, decode: Decode) -> list[KernelTotal]:
             for first, g, k, kind, ops, n, total, b in rows]
 
 
+def kernel_sums(run: Run, decode: Decode) -> list[dict]:
+    """Every row of kernel_totals (the kernel clock's sums per step of each plan), with
+    its source line; empty in sessions older than the table."""
+    if not run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernel_totals'",
+               ()):
+        return []
+    columns = ("clock", "step_index", "graph_id", "kernel", "step_kind", "member_nodes",
+               "member_ops", "calls", "loop_calls", "total_ns", "min_ns", "max_ns", "bytes",
+               "output", "device", "scope", "file", "line", "function", "backend")
+    rows = run("SELECT k.clock, k.step_index, k.graph_id, k.kernel, k.step_kind, "
+               "k.member_nodes, k.member_ops, k.calls, k.loop_calls, k.total_ns, k.min_ns, "
+               "k.max_ns, k.bytes, k.output, k.device, k.scope, l.file, l.line, l.function, "
+               "k.backend FROM kernel_totals AS k LEFT JOIN locations AS l "
+               "ON l.id = k.location ORDER BY k.clock, k.step_index", ())
+    out = []
+    for raw in rows:
+        row = dict(zip(columns, raw))
+        key = raw[0] * 100_000 + raw[1]  # a row's name in an error: plan and step
+        row["member_nodes"] = decode(row["member_nodes"], "kernel_totals", key, "member_nodes")
+        row["member_ops"] = decode(row["member_ops"], "kernel_totals", key, "member_ops")
+        out.append(row)
+    return out
+
+
+def graph_run_sums(run: Run) -> list[dict]:
+    """Every row of graph_runs; empty in sessions older than the table."""
+    if not run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_runs'", ()):
+        return []
+    columns = ("clock", "graph_id", "runs", "loop_runs", "total_ns", "min_ns", "max_ns")
+    return [dict(zip(columns, raw)) for raw in run(
+        f"SELECT {', '.join(columns)} FROM graph_runs ORDER BY clock", ())]
+
+
 def kernel_run_sums(run: Run) -> tuple[int, int]:
     """(kernel runs, their total ns) over the whole session."""
     if has_kernel_sums(run):

@@ -1,8 +1,10 @@
 """One table of a session as CSV, for spreadsheets and pandas.
 
-``table`` picks which: "ops" (every eager op, the default), "op_totals", "kernels",
-"memory", "comparisons", "samples" or "session" (field, value rows: what ran and how it
-ended, profilers/session_end.py; a CSV of rows has no other place for it).
+``table`` picks which: "ops" (every eager op, the default), "op_totals", "kernel_totals"
+(each compiled step's runs summed by the kernel clock), "kernels" (a row per kernel run,
+recorded with --kernel-rows), "memory", "comparisons", "samples" or "session" (field,
+value rows: what ran and how it ended, profilers/session_end.py; a CSV of rows has no
+other place for it).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from execmode.profilers.exporters.common import Progress, output_file
 from execmode.profilers.session import Session
 from execmode.profilers.store_rows import OpRow
 
-TABLES = ("ops", "op_totals", "kernels", "memory", "comparisons", "samples", "session")
+TABLES = ("ops", "op_totals", "kernel_totals", "kernels", "memory", "comparisons", "samples",
+          "session")
 
 
 def export_csv(session: Session, out: Path, *, table: str = "ops", progress=None) -> Path:
@@ -55,6 +58,15 @@ def _table(session: Session, table: str):
                  " ".join(map(str, k.member_nodes)), k.start_ns - t0, k.dur_ns, k.bytes,
                  k.output, k.device, k.file, k.line] for k in session.kernels())
         return header, rows, session.count("kernels")
+    if table == "kernel_totals":
+        header = ["graph_id", "plan", "step", "kernel", "step_kind", "member_ops", "calls",
+                  "loop_calls", "total_ns", "min_ns", "max_ns", "bytes", "output", "device",
+                  "file", "line"]
+        rows = [[k["graph_id"], k["clock"], k["step_index"], k["kernel"], k["step_kind"],
+                 " ".join(k["member_ops"]), k["calls"], k["loop_calls"], k["total_ns"],
+                 k["min_ns"], k["max_ns"], k["bytes"], k["output"], k["device"], k["file"],
+                 k["line"]] for k in session.kernel_sums()]
+        return header, rows, len(rows)
     if table == "memory":
         header = ["ts_ns_from_session_start", "device", "live_bytes", "peak_bytes", "source"]
         rows = [[m.ts_ns - t0, m.device, m.live_bytes, m.peak_bytes, m.source]

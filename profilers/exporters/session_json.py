@@ -27,6 +27,8 @@ def export_json(session: Session, out: Path, *, progress=None) -> Path:
         f.write(f'"summary": {dump(session.summary())},\n')
         f.write(f'"op_totals": {dump([t._asdict() for t in session.op_totals()])},\n')
         _write_rows(f, "ops", (r._asdict() for r in session.ops()), tick)
+        _write_rows(f, "kernel_totals", session.kernel_sums())
+        _write_rows(f, "graph_runs", session.graph_runs())
         _write_rows(f, "kernels", (k._asdict() for k in session.kernels()), tick)
         _write_rows(f, "events", (e._asdict() for e in session.events()))
         _write_rows(f, "memory", (m._asdict() for m in session.memory()))

@@ -156,3 +156,26 @@ def test_a_one_step_plan_times_its_step_in_the_fast_entry(tmp_path, calls):
     with open_session(path) as s:
         (total,) = s._query("SELECT SUM(calls) FROM kernel_totals")[0]
     assert total == calls
+
+
+def test_the_json_and_csv_exports_carry_the_kernel_sums(tmp_path):
+    import csv
+    import json
+
+    from execmode.profilers.exporters.csv_tables import export_csv
+    from execmode.profilers.exporters.session_json import export_json
+
+    step, x = _mlp()
+    step(x)
+    path = tmp_path / "e.emsession"
+    with Recorder(path, calibrate=False):
+        for _ in range(4):
+            step(x)
+    with open_session(path) as s:
+        data = json.loads(export_json(s, tmp_path / "e.json").read_text())
+        table = export_csv(s, tmp_path / "e.csv", table="kernel_totals")
+    assert data["kernel_totals"] and all(k["calls"] == 4 for k in data["kernel_totals"])
+    assert [r["runs"] for r in data["graph_runs"]] == [4]
+    with open(table, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["kernel"] for r in rows] == [k["kernel"] for k in data["kernel_totals"]]
