@@ -41,6 +41,22 @@ def python_abi() -> str:
                      getattr(sys, "abiflags", ""), f"numpy {np.__version__}"])
 
 
+def _with_local_headers(source: str, folder: str) -> str:
+    """``#include "x.h"`` lines of a header beside the source replaced by its text: the
+    source is compiled from the cache folder, and its cache key must change with them."""
+    lines = []
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith('#include "') and stripped.endswith('"'):
+            header = os.path.join(folder, stripped[len('#include "'):-1])
+            if os.path.exists(header):
+                with open(header, encoding="utf-8") as f:
+                    lines.append(f.read())
+                continue
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 def build_extension(name: str, source_path: str, stem: str) -> tuple:
     """``(module, status)``: the extension ``name`` built from ``source_path`` (cached as
     ``<stem>-<key>``), or ``(None, status)``; ``status`` is ``{"ok", "reason", "path",
@@ -62,7 +78,7 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
         status["reason"] = f"no NumPy headers in {np_include!r}"
         return None, status
     with open(source_path, encoding="utf-8") as f:
-        source = f.read()
+        source = _with_local_headers(f.read(), os.path.dirname(source_path))
     flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
     identity = "\n".join([" ".join(command), version, " ".join(flags),
                           cpu_identity(), python_abi()])

@@ -100,37 +100,19 @@ typedef struct {
 
 static PyObject *k_tracing, *k_grad_enabled, *k_jit_disabled;
 
-/* --- the kernel clock (execmode/kernel_clock.py; em_clock.h for programs) ---------------- */
+/* --- the kernel clock (execmode/kernel_clock.py): the programs' own helpers ------------- */
 
-#define CLOCK_HEADER 5   /* on, whole runs' calls, ns, min, max */
+#include "em_clock.h"
 
-static inline long long
-clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static inline void
-clock_add(long long *s, long long d)
-{
-    s[0] += 1;
-    s[1] += d;
-    if (d < s[2])
-        s[2] = d;
-    if (d > s[3])
-        s[3] = d;
-}
+#define CLOCK_HEADER 5   /* kernel_clock.HEADER: on, whole runs' calls, ns, min, max */
 
 /* The one step of a one-step plan took the time since t0 (and allocated nbytes): its
  * sums and the whole run's are the same time. */
 static inline void
 clock_step_done(long long *clock, long long t0, long long nbytes)
 {
-    long long d = clock_ns() - t0;
-    clock_add(clock + 1, d);
-    clock_add(clock + CLOCK_HEADER, d);
+    em_clock_step(clock + CLOCK_HEADER, t0);
+    em_clock_step(clock + 1, t0);
     clock[CLOCK_HEADER + 4] += nbytes;
 }
 
@@ -319,7 +301,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         memcpy(argv, self->block, self->n_block * sizeof(void *));
         for (Py_ssize_t k = 0; k < self->n_inputs; ++k)
             argv[self->inputs[k].block] = held[k];
-        long long t0 = self->clock != NULL && self->clock[0] ? clock_ns() : 0;
+        long long t0 = self->clock != NULL && self->clock[0] ? em_clock_ns() : 0;
         PyObject *ret = PyObject_Vectorcall(self->call, argv, self->n_block, NULL);
         if (ret == NULL || !PyArray_CheckExact(ret)) {
             if (ret == NULL)
@@ -371,7 +353,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         block[self->inputs[k].block] = PyArray_DATA((PyArrayObject *)held[k]);
     for (Py_ssize_t k = 0; k < self->n_outputs; ++k)
         block[self->outputs[k].block] = PyArray_DATA((PyArrayObject *)out_arrays[k]);
-    long long t0 = self->clock != NULL && self->clock[0] ? clock_ns() : 0;
+    long long t0 = self->clock != NULL && self->clock[0] ? em_clock_ns() : 0;
     if (self->release_gil) {
         /* Big, stateless kernels only: the block is on this thread's stack and we hold
          * every array it points into. */
