@@ -74,8 +74,8 @@ EVENT_KINDS = {
              "buffer_count", "rewrites", "diff", "ir_text", "ir_json"),
     # One translation unit compiled (or found in the cache): "kernels" (a plan's fused
     # kernels) or "program" (a whole-graph program); its kernels are its children, each
-    # {kernel, source, member_nodes, member_ops}. Sessions before this held one event per
-    # kernel, each with "kernel" and "source" and the shared compile_ns.
+    # {kernel, source, member_nodes, member_ops}, and its compile_ns is counted once
+    # (profilers/compiles.py also reads the per-kernel form of older sessions).
     "compile": ("graph_id", "what", "language", "backend", "compile_ns", "cache_hit",
                 "kernels"),
     # One step of a compiled plan ran: a fused kernel, a library call or a single op.
