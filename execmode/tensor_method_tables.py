@@ -64,8 +64,9 @@ WITH_BODIES = (
 WITH_TORCH_BODIES = (
     "view_as", "type", "type_as", "nelement", "ndimension", "element_size", "is_contiguous",
     "is_floating_point", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
-    "cuda", "is_cuda", "get_device", "add", "sub", "var", "std", "fill_", "copy_", "add_",
-    "sub_", "mul_", "div_", "clamp_", "masked_fill_", "scatter_", "normal_", "uniform_",
+    "cuda", "is_cuda", "get_device", "pin_memory", "add", "sub", "var", "std", "fill_",
+    "copy_", "add_", "sub_", "mul_", "div_", "clamp_", "masked_fill_", "scatter_", "normal_",
+    "uniform_",
 )
 
 

@@ -398,6 +398,11 @@ class _PyTorchMethods:
             f"cuda:{device}" if isinstance(device, int) else device)
         return F.to_device(self, target)
 
+    def pin_memory(self, device=None):
+        """The tensor itself: execmode has no pinned host memory (a later ``.to("cuda")``
+        copies from ordinary memory)."""
+        return self
+
     @property
     def is_cuda(self) -> bool:
         return self.device.is_cuda

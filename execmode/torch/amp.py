@@ -14,15 +14,19 @@ the scale after such a step and doubles it after ``growth_interval`` clean ones.
 a power of two is exact in float32 (unless a gradient overflows, which is what it detects),
 so with float32 gradients a scaled step equals the unscaled one. Looking for inf/NaN reads
 one number per step: under ``em.jit`` that is a graph break. ``enabled=False`` makes every
-method pass through, as in PyTorch.
+method pass through, as in PyTorch; so does a scaler for ``device="cuda"`` (the default,
+and ``torch.cuda.amp.GradScaler``'s) on a machine without a GPU, with PyTorch's warning.
+``GradScaler("cpu")`` scales on the CPU, as PyTorch's does.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+import warnings
 
 from .. import api as em
+from ..backend import cuda_is_available
 from ..errors import ArgumentError
 
 _state = threading.local()
@@ -76,6 +80,12 @@ class GradScaler:
             raise ArgumentError("GradScaler: growth_factor must be > 1 and backoff_factor in "
                                 "(0, 1)")
         self._enabled = bool(enabled)
+        if self._enabled and str(device).startswith("cuda") and not cuda_is_available():
+            # PyTorch's answer on a machine without a GPU: the same warning, disabled.
+            warnings.warn("GradScaler is enabled, but CUDA is not available. Disabling.",
+                          stacklevel=2)
+            self._enabled = False
+        self.device = str(device)
         self._scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)

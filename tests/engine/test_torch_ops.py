@@ -129,6 +129,7 @@ def test_tensor_methods_of_pytorch():
     assert x.to(em.zeros(1, dtype=em.int32)).dtype == em.int32
     assert x.to(dtype=em.float64, copy=True).dtype == em.float64
     assert x.is_floating_point() and x.get_device() == -1 and not x.is_cuda
+    assert x.pin_memory() is x and x.is_contiguous() and not x.T.is_contiguous()
     assert_close(x.var(), X34.var(ddof=1))            # PyTorch's default: N - 1
     assert_close(x.std(1), X34.std(1, ddof=1))
     assert_close(x.var(axis=1), X34.var(1))           # the Array API's spelling: N

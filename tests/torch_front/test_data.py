@@ -126,6 +126,9 @@ def test_samplers_and_random_split():
     weighted = list(data.WeightedRandomSampler([0.0, 1.0, 0.0], 5))
     assert weighted == [1] * 5
     assert len(list(data.RandomSampler(range(4), replacement=True, num_samples=9))) == 9
+    endless = data.DataLoader(range(4), batch_size=3, sampler=data.RandomSampler(
+        range(4), replacement=True, num_samples=10**10))  # minGPT's: drawn lazily
+    assert len(next(iter(endless))) == 3 and len(endless) == -(-10**10 // 3)
     drawn = list(data.RandomSampler(range(7), num_samples=10))
     assert len(drawn) == 10 and sorted(drawn[:7]) == list(range(7))
     a, b, c = data.random_split(range(10), [0.5, 0.3, 0.2],

@@ -79,11 +79,21 @@ def _run_scaler(lib, scaler_cls, grads_seq):
 def test_grad_scaler_is_pytorchs_algorithm():
     real = torch_or_skip()
     steps = [[1.0, 1.0], [0.5, np.inf], [1.0, -1.0], [2.0, 0.0], [np.nan, 0.0], [1.0, 1.0]]
-    ours = _run_scaler(torch, torch.amp.GradScaler, steps)
+    ours = _run_scaler(torch, lambda **k: torch.amp.GradScaler("cpu", **k), steps)
     theirs = _run_scaler(real, lambda **k: real.amp.GradScaler("cpu", **k), steps)
     for (p, scale), (tp, tscale) in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(p, tp, rtol=1e-6)
         assert scale == tscale
+
+
+def test_a_cuda_scaler_without_a_gpu_is_disabled_as_pytorchs():
+    if cuda_is_available():
+        assert torch.cuda.amp.GradScaler().is_enabled()
+        return
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        scaler = torch.amp.GradScaler()
+    assert not scaler.is_enabled() and scaler.get_scale() == 1.0
+    assert torch.amp.GradScaler("cpu").get_scale() == 65536.0
 
 
 def test_a_disabled_scaler_passes_everything_through():

@@ -71,8 +71,10 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         rng = _numpy_generator(self.generator)
-        if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+        if self.replacement:  # drawn in chunks: num_samples may be huge (minGPT: 1e10)
+            for start in range(0, self.num_samples, 1024):
+                size = min(1024, self.num_samples - start)
+                yield from rng.integers(0, n, size=size).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
