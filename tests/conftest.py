@@ -11,14 +11,16 @@ failure (``pytest --hypothesis-seed=N NODEID`` replays that run) next to the
 ``@reproduce_failure`` blob of the shrunk example (``print_blob``), and the example
 database (``.hypothesis/``) replays it first on the next run.
 
-Tiers (markers in pyproject.toml): ``pytest`` runs everything but the fuzzer's long tier;
+Tiers (markers in pyproject.toml): ``pytest`` runs everything but the fuzzers' long tiers;
 ``pytest -m "not slow"`` is the ~1 minute tier for every change (``slow`` is set on child
-process and end-to-end modules by ``tests/slow_tests.py``); ``pytest -m fuzz`` the fuzzer.
+process and end-to-end modules by ``tests/slow_tests.py``); ``pytest -m fuzz`` the program
+fuzzer's long tier, ``pytest -m model_fuzz`` the model fuzzer's.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -81,15 +83,18 @@ def pytest_runtest_makereport(item, call):
 @pytest.hookimpl(tryfirst=True)  # marked before -m selects by marker
 def pytest_collection_modifyitems(config, items):
     mark_slow_tests(items)
-    # The fuzzer's slow tier (>= 10,000 programs) runs only when asked for: `pytest -m fuzz`
-    # (or any -m expression naming it). The default run keeps its fast tier.
-    if "fuzz" in (config.getoption("markexpr") or ""):
-        return
-    slow = [item for item in items if item.get_closest_marker("fuzz") is not None]
-    if slow:
-        dropped = {id(item) for item in slow}
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if id(item) not in dropped]
+    # The fuzzers' long tiers (>= 10,000 programs, >= 2,000 models) run only when asked for:
+    # `pytest -m fuzz`, `pytest -m model_fuzz` (or any -m expression naming the marker as
+    # a word). The default run keeps their fast tiers.
+    named = set(re.findall(r"\w+", config.getoption("markexpr") or ""))
+    for marker in ("fuzz", "model_fuzz"):
+        if marker in named:
+            continue
+        slow = [item for item in items if item.get_closest_marker(marker) is not None]
+        if slow:
+            dropped = {id(item) for item in slow}
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if id(item) not in dropped]
 
 
 @pytest.fixture(autouse=True)

@@ -390,9 +390,13 @@ def distinct_grads(refs, leaves) -> int:
     the trace's count when the graph writes grads in place: two that became one memory,
     ``p1.grad is p2.grad``, would each be written once where eager writes it twice).
     Grads sharing a parameter's or optimizer state's memory are not looked for."""
+    return _distinct([resolve(ref, leaves)._grad for ref in refs])
+
+
+def _distinct(grads) -> int:
     owners = set()
-    for ref in refs:
-        data = resolve(ref, leaves)._grad._data
+    for grad in grads:
+        data = grad._data
         base = data.base
         owners.add(id(data if base is None else base))
     return len(owners)
@@ -749,9 +753,11 @@ class JitFunction:
         guards += [(tracer.owner_ref(owner), "grad_type", kind)
                    for owner, _, kind in tracer.grad_guards.values() if kind is not None]
         if _writes_a_grad(tracer):
-            refs = [tracer.owner_ref(o) for o, none, _ in tracer.grad_guards.values()
-                    if not none]
-            guards.append((refs[0], "grads_apart", (refs, distinct_grads(refs, leaves))))
+            owners = [o for o, none, _ in tracer.grad_guards.values() if not none]
+            # Counted on the grads the call began with (it may have set some to None).
+            entry = [tracer.grad_read[id(o)] for o in owners]
+            guards.append((tracer.owner_ref(owners[0]), "grads_apart",
+                           ([tracer.owner_ref(o) for o in owners], _distinct(entry))))
         guards += [(("arg", i), "strides", leaves[i]._data.strides) for i in tracer.layout_args]
         guards += [(("arg", i), "non_leaf", True) for i in tracer.non_leaf_args]
         # A capture that was an argument's memory (f(obj.buf) reading obj.buf) is one

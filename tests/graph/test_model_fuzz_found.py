@@ -107,6 +107,30 @@ def test_grads_that_become_one_tensor_retrace():
     assert "share memory" in scale.retraces[0].reason
 
 
+def test_a_grad_scaled_in_place_then_set_to_none_traces():
+    # Model fuzzer 2-14: `p.grad *= 0.25; opt.step(); model.zero_grad()` in one jitted
+    # step raised AttributeError at its trace: the guard on which grads share memory was
+    # counted after the step had set them to None.
+    def run(jit):
+        w = em.tensor([1.0, 2.0], requires_grad=True)
+
+        def step():
+            w.grad *= 0.25
+            with em.no_grad():
+                em.assign(w, w - 0.1 * w.grad)
+            w.grad = None
+
+        f = em.jit(step) if jit else step
+        seen = []
+        for _ in range(3):
+            (w * em.tensor([1.0, 3.0])).sum().backward()
+            f()
+            seen.append((w.numpy().tolist(), w.grad))
+        return seen
+
+    assert run(True) == run(False)
+
+
 @pytest.mark.parametrize("holder", ["optimizer", "module"])
 def test_zero_grad_without_set_to_none_zeroes_in_place(holder):
     # PyTorch's semantics: the same tensor, zeroed (a reference held elsewhere sees it).
