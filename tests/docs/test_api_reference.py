@@ -48,6 +48,11 @@ def site(tmp_path_factory):
     ("nn", ["execmode.nn.Linear", "execmode.optim.SGD"]),
     ("profiling", ["execmode.profilers.api.profile", "execmode.profilers.compare.compare"]),
     ("errors", ["execmode.errors.GraphBreakError"]),
+    ("torch", ["execmode.torch._random.manual_seed", "execmode.torch._functions.transpose",
+               "execmode.torch.amp.GradScaler", "execmode.torch._serialization.load"]),
+    ("data", ["execmode.torch.utils.data.dataloader.DataLoader",
+              "execmode.torch.utils.data.dataset.random_split",
+              "execmode.torch.utils.data.sampler.RandomSampler"]),
 ])
 def test_the_reference_documents_the_public_api(site, page, names):
     html = (site / "reference" / f"{page}.html").read_text()
