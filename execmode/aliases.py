@@ -141,7 +141,7 @@ initial_seed int int16 int8 is_autocast_enabled is_floating_point is_tensor iscl
 log10 log2 logical_xor long lt manual_seed mm mul mv nan narrow ne neg norm normal numel
 outer permute pi rand rand_like randint randint_like randn_like randperm rsqrt seed
 set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state short
-std_mean sub swapdims t true_divide uint8 unbind unsqueeze utils var_mean vstack
+std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
 """.split())
 
 # Where each namespace's PyTorch names are listed (pytorch_names.py), and how its names

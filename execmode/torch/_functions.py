@@ -310,6 +310,19 @@ def dot(input, other):  # noqa: A002
     return em.matmul(input, other)
 
 
+def tensordot(a, b, dims=2):
+    """Contract ``dims`` trailing axes of ``a`` with leading axes of ``b`` (an int), or the
+    listed axes (a pair of lists): PyTorch's ``dims`` is ``em.tensordot``'s ``axes``."""
+    return em.tensordot(a, b, axes=dims)
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """``input`` read at ``indices`` along ``dim`` (flattened when None)."""
+    if dim is None:
+        return em.take_along_axis(em.reshape(input, (-1,)), em.reshape(indices, (-1,)), axis=0)
+    return em.take_along_axis(input, indices, axis=dim)
+
+
 def outer(input, vec2):  # noqa: A002
     """Outer product of two 1-D tensors."""
     return em.reshape(input, (-1, 1)) * em.reshape(vec2, (1, -1))
@@ -476,6 +489,6 @@ __all__ = [
     "ne", "neg", "negative", "no_grad", "nonzero", "norm", "not_equal", "numel", "ones",
     "ones_like", "outer", "permute", "pi", "rsqrt", "set_float32_matmul_precision",
     "set_grad_enabled", "sort", "squeeze", "std", "std_mean", "sub", "subtract", "swapaxes",
-    "swapdims", "t", "transpose", "true_divide", "unbind", "unsqueeze", "var", "var_mean",
+    "swapdims", "t", "take_along_dim", "tensordot", "transpose", "true_divide", "unbind", "unsqueeze", "var", "var_mean",
     "vstack", "where", "zeros", "zeros_like",
 ]

@@ -115,6 +115,10 @@ def test_twins_against_pytorch():
         (torch.linspace(0, 1, steps=5), real.linspace(0, 1, steps=5)),
         (torch.logical_xor(a > 0, a > 1), real.logical_xor(ta > 0, ta > 1)),
         (torch.var_mean(b, 2)[0], real.var_mean(tb, 2)[0]),
+        (torch.tensordot(b, a, dims=([1, 2], [0, 1])), real.tensordot(tb, ta, dims=([1, 2], [0, 1]))),
+        (torch.tensordot(a, b[0].T, dims=1), real.tensordot(ta, tb[0].T, dims=1)),
+        (torch.take_along_dim(a, torch.argsort(a, 1), 1),
+         real.take_along_dim(ta, real.argsort(ta, 1), 1)),
     ]
     for got, want in pairs:
         assert_close(got, want.numpy(), rtol=1e-5, atol=1e-6)
