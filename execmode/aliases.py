@@ -50,8 +50,8 @@ MODULE_HINTS = {
     "inference_mode": "use em.no_grad()",
     "set_grad_enabled": "use em.no_grad() or em.enable_grad()",
     "compile": "use em.jit(fn)",
-    "sigmoid_": "in-place activations are not provided; use em.sigmoid(x)",
-    "relu_": "in-place activations are not provided; use em.relu(x)",
+    "sigmoid_": "use x.sigmoid_() (or em.nn.functional.sigmoid(x))",
+    "relu_": "use x.relu_() (or em.relu(x))",
     "clamp_": "use x = em.clamp(x, ...) (or em.assign(x, em.clamp(x, ...)) to write in place)",
     "numel": "use x.size (the Array API attribute) or x.numel()",
     "ge": "use em.greater_equal (or >=)",
@@ -84,10 +84,6 @@ MODULE_HINTS = {
 
 # tensor.<name> that does not exist, but that a PyTorch or NumPy user types.
 TENSOR_HINTS = {
-    "bmm": "use x @ y (matmul batches)",
-    "mm": "use x @ y",
-    "mv": "use x @ y",
-    "dot": "use x @ y for 1-D vectors",
     "numpy_": "use x.numpy()",
     "half": "float16 is not supported; use x.float() (float32)",
     "bfloat16": "bfloat16 is not supported; use x.float() (float32)",

@@ -46,6 +46,14 @@ FORWARDED = {
     "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
     "ge": "greater_equal", "mul": "multiply", "div": "divide",
 }
+# x.exp_() -> em.assign(x, em.exp(x)): PyTorch's in-place unary methods (em.nn.functional's
+# for relu_ and sigmoid_); under jit each is an assign node, as every in-place write.
+IN_PLACE = {
+    "exp_": "exp", "log_": "log", "sqrt_": "sqrt", "abs_": "abs", "neg_": "negative",
+    "tanh_": "tanh", "sin_": "sin", "cos_": "cos", "floor_": "floor", "ceil_": "ceil",
+    "round_": "round", "sign_": "sign", "reciprocal_": "reciprocal", "square_": "square",
+}
+IN_PLACE_NN = {"relu_": "relu", "sigmoid_": "sigmoid"}
 # x.float() -> em.astype(x, em.float32): PyTorch's casts, by dtype name
 CASTS = {"float": "float32", "double": "float64", "long": "int64", "int": "int32",
          "bool": "bool_"}
@@ -66,13 +74,15 @@ WITH_TORCH_BODIES = (
     "is_floating_point", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
     "cuda", "is_cuda", "get_device", "pin_memory", "add", "sub", "var", "std", "fill_",
     "copy_", "add_", "sub_", "mul_", "div_", "clamp_", "masked_fill_", "scatter_", "normal_",
-    "uniform_",
+    "uniform_", "mm", "bmm", "mv", "dot", "unbind", "narrow", "lerp", "lerp_", "addcmul_",
+    "addcdiv_", "clamp_min_", "clamp_max_", "index_fill_", "bernoulli_",
 )
 
 
 def installed_names() -> tuple[str, ...]:
     """Every name tensor_methods.install() puts onto Tensor."""
-    names = [*UNARY, *UNARY_NN, *BINARY, *REFLECTED, *FORWARDED, *CASTS]
+    names = [*UNARY, *UNARY_NN, *BINARY, *REFLECTED, *FORWARDED, *CASTS, *IN_PLACE,
+             *IN_PLACE_NN]
     for dunder in FAST_OPERATORS:
         names += [f"__{dunder}__", f"__r{dunder}__"]
     return (*names, *WITH_BODIES, *WITH_TORCH_BODIES)

@@ -32,6 +32,8 @@ from .tensor_method_tables import (
     CASTS,
     FAST_OPERATORS,
     FORWARDED,
+    IN_PLACE,
+    IN_PLACE_NN,
     REFLECTED,
     UNARY,
     UNARY_NN,
@@ -68,6 +70,12 @@ def _forwarded(name, fn):
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
     return _named(method, name, f"``em.{fn.__name__}(x, ...)``.")
+
+
+def _in_place(name, fn):
+    def method(self):
+        return F.assign(self, fn(self))
+    return _named(method, name, f"``{_spelled(fn)}(x)`` written into x (in place).")
 
 
 def _cast(name, dtype):
@@ -429,7 +437,54 @@ class _PyTorchMethods:
         """Standard deviation, with the same defaults as :meth:`var`."""
         return _var_or_std(F.std, self, dim, unbiased, keepdim, correction, array_api)
 
+    def unbind(self, dim=0):
+        """The slices along ``dim``, as a tuple (each without that axis)."""
+        axis = F.normalize_axis_for("unbind", self, dim)
+        return tuple(self[(slice(None),) * axis + (i,)] for i in range(self.shape[axis]))
+
+    def narrow(self, dim, start, length):
+        """The slice ``start : start + length`` along ``dim`` (a view)."""
+        axis = F.normalize_axis_for("narrow", self, dim)
+        start = start + self.shape[axis] if start < 0 else start
+        return self[(slice(None),) * axis + (slice(start, start + length),)]
+
+    def lerp(self, end, weight):
+        """``x + weight * (end - x)``."""
+        return self + weight * (end - self)
+
     # --- in place: each writes the out-of-place result back with assign -----------------
+    def lerp_(self, end, weight):
+        """``lerp`` written into this tensor (an exponential moving average's update)."""
+        return F.assign(self, self.lerp(end, weight))
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        """``x += value * tensor1 * tensor2`` (optimizers' moment updates)."""
+        return F.assign(self, self + value * tensor1 * tensor2)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        """``x += value * tensor1 / tensor2`` (Adam's parameter update)."""
+        return F.assign(self, self + value * tensor1 / tensor2)
+
+    def clamp_min_(self, min):  # noqa: A002
+        return F.assign(self, F.clamp(self, min=min))
+
+    def clamp_max_(self, max):  # noqa: A002
+        return F.assign(self, F.clamp(self, max=max))
+
+    def index_fill_(self, dim, index, value):
+        """Write ``value`` into the slices at ``index`` along ``dim``."""
+        axis = F.normalize_axis_for("index_fill_", self, dim)
+        self[(slice(None),) * axis + (index,)] = value
+        return self
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """Overwrite with 1 (probability ``p``, a number or a tensor) or 0, drawn from
+        execmode's seeded generator."""
+        _no_generator("bernoulli_", generator)
+        u = F._random("random_uniform", self.shape, dtypes.float64, self.device, False,
+                      low=0.0, high=1.0)
+        return F.assign(self, F.astype(F.less(u, p), self.dtype))
+
     def fill_(self, value):
         """Write ``value`` (a number or a 0-d tensor) into every element."""
         if isinstance(value, Tensor):
@@ -479,6 +534,21 @@ class _PyTorchMethods:
         return F.assign(self, drawn)
 
 
+def _matrix_product(name, ranks):
+    def method(self, other):
+        if (self.ndim, other.ndim) != ranks:
+            raise op_error(ShapeError, name, (self, other),
+                           f"{name} needs ranks {ranks}; x @ y batches and broadcasts")
+        if name == "bmm" and self.shape[0] != other.shape[0]:
+            raise op_error(ShapeError, name, (self, other), "the batch sizes differ")
+        return F.matmul(self, other)
+    return _named(method, name, f"PyTorch's ``{name}``: ``x @ other`` for ranks {ranks}.")
+
+
+for _name, _ranks in (("mm", (2, 2)), ("bmm", (3, 3)), ("mv", (2, 1)), ("dot", (1, 1))):
+    setattr(_PyTorchMethods, _name, _matrix_product(_name, _ranks))
+
+
 def _no_generator(name, generator):
     if generator is not None:
         raise ArgumentError(f"{name}(generator=...): in-place draws use execmode's one "
@@ -489,6 +559,7 @@ def methods() -> dict:
     """Every installed method by name, from the tables and _EngineMethods."""
     table = {}
     for namespace, tab, make in ((F, UNARY, _unary), (NF, UNARY_NN, _unary),
+                                 (F, IN_PLACE, _in_place), (NF, IN_PLACE_NN, _in_place),
                                  (F, BINARY, _binary), (F, REFLECTED, _reflected),
                                  (F, FORWARDED, _forwarded)):
         for name, function in tab.items():

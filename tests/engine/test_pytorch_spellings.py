@@ -121,8 +121,8 @@ def test_unknown_module_attributes_say_what_to_use():
 
 def test_unknown_tensor_attributes_say_what_to_use():
     x = em.ones(2)
-    with pytest.raises(AttributeError, match=r"Tensor.bmm: use x @ y"):
-        x.bmm  # noqa: B018
+    with pytest.raises(AttributeError, match=r"Tensor.neg: use -x"):
+        x.neg  # noqa: B018
     with pytest.raises(AttributeError, match="'Tensor' object has no attribute 'foo'"):
         x.foo  # noqa: B018
     assert getattr(x, "foo", None) is None and not hasattr(x, "__deepcopy_hook__")

@@ -150,10 +150,39 @@ def test_in_place_methods_write_through_assign():
     assert [x[i, i].item() for i in range(3)] == [-1.0] * 3
 
 
+def test_more_pytorch_methods_match_pytorch():
+    torch = torch_or_skip()
+    pairs = []
+    for name in ("exp_", "abs_", "neg_", "tanh_", "floor_", "relu_", "sigmoid_", "sqrt_"):
+        x, t = em.tensor(np.abs(X34) if name == "sqrt_" else X34), torch.tensor(
+            np.abs(X34) if name == "sqrt_" else X34)
+        out = getattr(x, name)()
+        assert out is x
+        pairs.append((x, getattr(t, name)()))
+    x, t = em.tensor(X34), torch.tensor(X34)
+    pairs += [
+        (x.mm(x.T), t.mm(t.T)), (em.tensor(X234).bmm(em.tensor(X234).mT),
+                                torch.tensor(X234).bmm(torch.tensor(X234).mT)),
+        (x.mv(x[0]), t.mv(t[0])), (x[0].dot(x[1]), t[0].dot(t[1])),
+        (x.unbind(1)[3], t.unbind(1)[3]), (x.narrow(1, -3, 2), t.narrow(1, -3, 2)),
+        (x.lerp(x * 3, 0.25), t.lerp(t * 3, 0.25)),
+    ]
+    for fn in (lambda a, b: a.clone().lerp_(b, 0.1), lambda a, b: a.clone().addcmul_(b, b, value=3),
+               lambda a, b: a.clone().addcdiv_(b, b * b + 1, value=-2),
+               lambda a, b: a.clone().clamp_min_(0.1), lambda a, b: a.clone().clamp_max_(0.1)):
+        pairs.append((fn(x, x * 2), fn(t, t * 2)))
+    pairs.append((x.clone().index_fill_(1, em.tensor([0, 2]), -1.0),
+                  t.clone().index_fill_(1, torch.tensor([0, 2]), -1.0)))
+    for got, want in pairs:
+        assert_close(got, want.numpy(), rtol=1e-5, atol=1e-6)
+    drawn = em.zeros(4000).bernoulli_(0.25)
+    assert set(np.unique(drawn.numpy())) <= {0.0, 1.0} and abs(drawn.mean().item() - 0.25) < 0.03
+
+
 def test_in_place_methods_under_jit_write_back():
     def step(x, m):
         x.masked_fill_(m, 0.0)
-        x.add_(1.0)
+        x.add_(1.0).exp_().lerp_(x * 2, 0.5)
         return x.scatter_(1, em.tensor([[3], [0], [1]]), value=9.0)
 
     mask = em.tensor(X34 > 0)
