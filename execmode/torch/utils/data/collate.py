@@ -2,7 +2,9 @@
 (``torch/utils/data/_utils/collate.py``): tensors are stacked along a new first axis,
 NumPy arrays and numbers become tensors (Python floats float64, ints int64, bools bool,
 as PyTorch), strings stay a list, and dicts, namedtuples, tuples and lists are collated
-field by field (a tuple of fields gives a list, as in PyTorch).
+field by field (a tuple of fields gives a list, as in PyTorch). NumPy dtypes execmode lacks
+are widened as ``em.tensor`` widens them (uint8 images -> int64, float16 -> float32), where
+PyTorch keeps them.
 """
 
 from __future__ import annotations
@@ -14,20 +16,34 @@ import numpy as np
 
 from .... import api as em
 from ...._tensor import Tensor
+from ....dtypes import SUPPORTED
 from ....errors import ArgumentError
+from ..._tensor_type import from_numpy
 
 
 def _stack(tensors):
     first = tensors[0]
-    if any(t.shape != first.shape for t in tensors):
+    shape, arrays = first.shape, []
+    for t in tensors:  # one pass: plain CPU arrays of one shape, none requiring grad
+        data = t._data
+        if data.__class__ is not np.ndarray or t.requires_grad or data.shape != shape:
+            break
+        arrays.append(data)
+    else:  # one copy of the rows into one new tensor: no op per sample
+        return from_numpy(np.stack(arrays))
+    if any(t.shape != shape for t in tensors):
         raise ArgumentError("default_collate: the samples' tensors differ in shape: "
                             + ", ".join(str(tuple(t.shape)) for t in tensors[:4])
                             + ("..." if len(tensors) > 4 else ""))
-    plain = all(not t.requires_grad and not t.is_traced and not t.device.is_cuda
-                for t in tensors)
-    if plain:  # one copy of the rows, one tensor: no op per sample
-        return em.tensor(np.stack([t.numpy() for t in tensors]), dtype=first.dtype)
-    return em.stack(list(tensors))
+    return em.stack(list(tensors))  # gradients, GPU arrays, traced values carry through
+
+
+def _array(array: np.ndarray):
+    """A new tensor holding ``array`` (a fresh one, so no copy): dtypes execmode lacks are
+    widened as ``em.tensor`` widens them (uint8/int16 -> int64, float16 -> float32)."""
+    if array.dtype in SUPPORTED:
+        return from_numpy(array)
+    return em.tensor(array)
 
 
 def default_collate(batch):
@@ -39,7 +55,9 @@ def default_collate(batch):
         if elem.dtype.kind in "OUS":
             raise ArgumentError(f"default_collate: NumPy arrays of {elem.dtype} cannot be "
                                 "batched")
-        return _stack([em.tensor(b) for b in batch])
+        if any(b.shape != elem.shape for b in batch):
+            raise ArgumentError("default_collate: the samples' arrays differ in shape")
+        return _array(np.stack(batch))
     if isinstance(elem, np.generic):
         return em.tensor(np.array(batch))
     if isinstance(elem, bool):
@@ -73,7 +91,7 @@ def default_convert(data):
     """One sample as the DataLoader gives it with ``batch_size=None``: NumPy arrays become
     tensors, containers are converted field by field, the rest stays as it is."""
     if isinstance(data, np.ndarray) and data.dtype.kind not in "OUS":
-        return em.tensor(data)
+        return em.tensor(data)  # a copy (the sample may be the dataset's own memory)
     if isinstance(data, collections.abc.Mapping):
         return {key: default_convert(value) for key, value in data.items()}
     if isinstance(data, tuple) and hasattr(data, "_fields"):
