@@ -14,7 +14,7 @@ from .. import functional as F
 from ..dtypes import float32, float64
 from ..errors import ArgumentError, op_error
 from ..scope import named_scope
-from . import functional as NF
+from . import logistic as NF
 from .module import Module, Parameter
 from .softmax import log_softmax, softmax
 

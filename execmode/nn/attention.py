@@ -10,20 +10,73 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import functional as F
+from ..dispatch import plain_arrays, plain_tensor
 from ..errors import ArgumentError, DTypeError, ShapeError, op_error
+from ..functional.linalg import plain_matmul
 from ..ops.registry import RuleError, broadcast_shapes
 from ..scope import named_scope
+from . import plain as P
 from .dropout import check_probability, dropout
 from .softmax import softmax
 
 
-@named_scope("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale=None):
     """Attention of ``query`` (..., L, E) over ``key`` (..., S, E) and ``value``
     (..., S, Ev) -> (..., L, Ev). Dropout on the attention weights whenever ``dropout_p``
     is positive (as PyTorch: pass 0.0 in eval)."""
+    if dropout_p.__class__ in (int, float) and not dropout_p \
+            and (scale is None or scale.__class__ is float) \
+            and is_causal.__class__ is bool and not (is_causal and attn_mask is not None):
+        arrays = plain_arrays(query, key, value) if attn_mask is None \
+            else plain_arrays(query, key, value, attn_mask)
+        if arrays is not None:  # nobody watches: the ops' NumPy calls (nn/plain.py)
+            out = _plain_attention(arrays, is_causal, scale)
+            if out is not None:
+                return plain_tensor(out)
+    return _scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                         scale)
+
+
+def _plain_attention(arrays, is_causal, scale):
+    """softmax(q @ k.mT * scale (masked)) @ v on arrays, or None (the ops decide)."""
+    q, k, v = arrays[:3]
+    mask = arrays[3] if len(arrays) == 4 else None
+    dtype = q.dtype
+    if dtype.kind != "f" or k.dtype != dtype or v.dtype != dtype or min(q.ndim, k.ndim,
+                                                                         v.ndim) < 2 \
+            or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2] \
+            or 0 in q.shape[-2:] or k.shape[-2] == 0 \
+            or (mask is not None and mask.dtype.kind not in "bf"):
+        return None
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = plain_matmul(q, np.swapaxes(k, -1, -2))
+    if scores is None:
+        return None
+    try:
+        scores = np.multiply(scores, scale)
+        if is_causal:
+            length, source = q.shape[-2], k.shape[-2]
+            mask = np.greater_equal(np.arange(length).reshape(length, 1), np.arange(source))
+        if mask is not None:
+            if np.broadcast_shapes(mask.shape, scores.shape) != scores.shape:
+                return None
+            if mask.dtype.kind == "b":
+                scores = np.where(mask, scores, -math.inf)
+            else:
+                scores = np.add(scores, mask.astype(dtype, copy=False))
+        weights = P.softmax(scores, scores.ndim - 1)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
+    return plain_matmul(weights, v)
+
+
+@named_scope("scaled_dot_product_attention")
+def _scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     out, _ = attention("scaled_dot_product_attention", query, key, value, attn_mask,
                        dropout_p, is_causal, scale)
     return out

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from .. import functional as F
 from .. import random as em_random
+from ..dispatch import plain_arrays, plain_tensor
 from ..errors import ArgumentError, DTypeError, op_error
 from ..scope import named_scope
+from . import plain as P
 
 
 def check_probability(op: str, name: str, p, operands) -> float:
@@ -22,12 +24,23 @@ def check_probability(op: str, name: str, p, operands) -> float:
     return float(p)
 
 
-@named_scope("dropout")
 def dropout(input, p: float = 0.5, training: bool = True,  # noqa: A002 - PyTorch's names
             inplace: bool = False):
     """Zero elements with probability ``p`` (training only), scaling the kept ones by
     1 / (1 - p) so that the expected value is unchanged. In eval mode or with ``p == 0``,
     ``input`` itself comes back, as in PyTorch. ``inplace`` writes the result into it."""
+    if training is True and inplace is False and p.__class__ is float and 0.0 < p < 1.0:
+        arrays = plain_arrays(input)
+        if arrays is not None and arrays[0].dtype.kind == "f":
+            try:  # nobody watches: the ops' NumPy calls and draw at once (nn/plain.py)
+                return plain_tensor(P.dropout(arrays[0], p))
+            except Exception:  # noqa: BLE001 - NumPy raising: the ops explain it
+                pass
+    return _dropout(input, p, training, inplace)
+
+
+@named_scope("dropout")
+def _dropout(input, p, training, inplace):  # noqa: A002
     x = F._require_tensor("dropout", input)
     p = check_probability("dropout", "p", p, (x,))
     training = F._bool_arg("dropout", "training", training, (x,))

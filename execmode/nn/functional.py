@@ -11,7 +11,6 @@ import numpy as np
 
 from .. import functional as F
 from ..dispatch import plain_arrays, plain_tensor
-from ..dtypes import float32, float64
 from ..errors import ArgumentError, DTypeError, ShapeError, op_error
 from ..functional import (
     one_hot,  # noqa: F401 - torch.nn.functional.one_hot
@@ -20,6 +19,7 @@ from ..functional import (
 from ..functional.linalg import plain_matmul
 from ..ops import OPS
 from ..scope import named_scope
+from . import plain as P
 from .activations import (  # noqa: F401
     celu,
     elu,
@@ -43,6 +43,7 @@ from .attention import scaled_dot_product_attention  # noqa: F401
 from .batchnorm import batch_norm  # noqa: F401
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, pad  # noqa: F401
 from .dropout import dropout, dropout1d, dropout2d, dropout3d  # noqa: F401
+from .logistic import sigmoid, softplus  # noqa: F401 - activations.py uses them too
 from .losses import (  # noqa: F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -93,27 +94,23 @@ def _relu(x):
     return F.apply(OPS["relu"], _tensor("relu", x))
 
 
-@named_scope("sigmoid")
-def sigmoid(x):
-    """1 / (1 + exp(-x)), written so that nothing overflows: the exp is of -|x|, at most 1,
-    and for x < 0 the result is e / (1 + e) (no inf / inf in the gradient either).
-
-    Integers compute in float64 and bool in float32, as exp does: negating an integer
-    first would wrap INT_MIN to itself and give sigmoid(INT_MIN) = 1.
-    """
-    x = _tensor("sigmoid", x)
-    if x.dtype.kind in "iu":
-        x = F.astype(x, float64)
-    elif x.dtype.kind == "b":
-        x = F.astype(x, float32)
-    positive = F.greater_equal(x, 0)
-    e = F.exp(F.where(positive, F.negative(x), x))
-    return F.where(positive, 1 / (1 + e), e / (1 + e))
+def gelu(x, approximate: str = "none"):
+    """Gaussian error linear unit, ``0.5 * x * (1 + erf(x / sqrt(2)))``;
+    ``approximate="tanh"`` uses the tanh formula."""
+    # The tanh formula is all operators, whose fast path is already NumPy's loops called
+    # from C: only the erf formula has a plain path (its erf and scalars through apply).
+    arrays = plain_arrays(x) if approximate.__class__ is str and approximate == "none" \
+        else None
+    if arrays is not None and P.float_array(arrays[0]):
+        try:  # nobody watches: the ops' NumPy calls at once (nn/plain.py)
+            return plain_tensor(P.gelu(arrays[0]))
+        except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+            pass
+    return _gelu(x, approximate)
 
 
 @named_scope("gelu")
-def gelu(x, approximate: str = "none"):
-    """Gaussian error linear unit; ``approximate="tanh"`` uses the tanh formula."""
+def _gelu(x, approximate):
     x = _tensor("gelu", x)
     if not isinstance(approximate, str) or approximate not in ("none", "tanh"):
         raise op_error(ArgumentError, "gelu", (x,),
@@ -167,8 +164,39 @@ def _linear(x, weight, bias):
     return out + bias if bias is not None else out
 
 
-@named_scope("layer_norm")
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last dims
+    (``normalized_shape``), with the biased variance, as PyTorch's."""
+    arrays = plain_arrays(x, *(t for t in (weight, bias) if t is not None))
+    if arrays is not None:  # nobody watches: the ops' NumPy calls at once (nn/plain.py)
+        out = _plain_layer_norm(arrays, normalized_shape, weight is not None,
+                                bias is not None, eps)
+        if out is not None:
+            return plain_tensor(out)
+    return _layer_norm(x, normalized_shape, weight, bias, eps)
+
+
+def _plain_layer_norm(arrays, normalized_shape, has_weight, has_bias, eps):
+    """layer_norm's plain path for float arrays whose shapes every check passes, or None."""
+    a = arrays[0]
+    shape = (normalized_shape,) if normalized_shape.__class__ is int \
+        else tuple(normalized_shape) if isinstance(normalized_shape, tuple | list) else None
+    if not shape or not all(d.__class__ is int for d in shape) or not P.float_array(a) \
+            or a.ndim < len(shape) \
+            or tuple(a.shape[a.ndim - len(shape):]) != shape \
+            or eps.__class__ not in (int, float) \
+            or any(t.dtype.kind != "f" or t.ndim > a.ndim for t in arrays[1:]):
+        return None
+    weight = arrays[1] if has_weight else None
+    bias = arrays[1 + has_weight] if has_bias else None
+    try:
+        return P.layer_norm(a, len(shape), weight, bias, eps)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate, shapes): the ops explain
+        return None
+
+
+@named_scope("layer_norm")
+def _layer_norm(x, normalized_shape, weight, bias, eps):
     x = F._require_tensor("layer_norm", x)
     if F._is_int(normalized_shape):
         normalized_shape = (normalized_shape,)
@@ -198,22 +226,6 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     return out
 
 
-@named_scope("softplus")
-def softplus(x, beta: float = 1.0, threshold: float = 20.0):  # noqa: F811 - the argument
-    """log(1 + exp(beta * x)) / beta, written so that nothing overflows (max(z, 0) +
-    log1p(exp(-|z|))); above ``threshold`` (in beta * x) it is x itself, as in PyTorch."""
-    x = _tensor("softplus", x)
-    beta = F._number_arg("softplus", "beta", beta, (x,))
-    threshold = F._number_arg("softplus", "threshold", threshold, (x,))
-    if x.dtype.kind != "f":
-        x = F.astype(x, float64 if x.dtype.kind in "iu" else float32)
-    z = x * beta if beta != 1 else x
-    soft = F.maximum(z, 0) + F.log1p(F.exp(F.negative(F.abs(z))))
-    if beta != 1:
-        soft = soft / beta
-    return F.where(F.greater(z, threshold), x, soft)
-
-
 # check_labels' ignore_index that no index equals: an embedding ignores none.
 _NO_IGNORE = -(2**62)
 
@@ -228,7 +240,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if max_norm is not None or scale_grad_by_freq:
         raise op_error(ArgumentError, "embedding", (),
                        "max_norm and scale_grad_by_freq are not supported")
-    return _embedding(input, weight, padding_idx, "embedding")
+    return lookup(input, weight, padding_idx, "embedding")
+
+
+def lookup(ids, weight, padding_idx, caller):
+    """embedding's body (``nn.Embedding`` calls it too): the plain path when nobody
+    watches (the rows read directly after the range check), else the ops."""
+    arrays = plain_arrays(ids, weight)
+    if arrays is not None and arrays[0].dtype.kind in "iu" and arrays[1].ndim == 2:
+        try:  # padding rows read the same values either way (no gradient to keep out)
+            return plain_tensor(P.embedding(*arrays))
+        except Exception:  # noqa: BLE001 - an index outside the table: the ops explain it
+            pass
+    return _embedding(ids, weight, padding_idx, caller)
 
 
 @named_scope("embedding")

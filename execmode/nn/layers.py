@@ -84,7 +84,7 @@ class Embedding(Module):
 
     def forward(self, ids):
         """The rows at ``ids`` (integers in [0, num_embeddings))."""
-        return NF._embedding(ids, self.weight, self.padding_idx, "Embedding")
+        return NF.lookup(ids, self.weight, self.padding_idx, "Embedding")
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"

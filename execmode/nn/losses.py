@@ -13,9 +13,11 @@ one-hot product.
 from __future__ import annotations
 
 from .. import functional as F
+from ..dispatch import plain_arrays, plain_tensor
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..scope import named_scope
+from . import plain as P
 from .softmax import log_softmax
 
 
@@ -165,7 +167,6 @@ def _check_common(op, logits, target, weight, reduction, ignore_index, label_smo
     return weight, eps
 
 
-@named_scope("cross_entropy")
 def cross_entropy(logits, target, weight=None, ignore_index: int = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0):
     """Softmax cross-entropy, as PyTorch's: logits (N, C) (or (C,), or (N, C, d1, ...));
@@ -173,6 +174,30 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100,
     logits' shape. A class index outside [0, C) other than ``ignore_index`` is an error
     naming it. ``weight`` (C,) weighs classes; ``label_smoothing`` mixes in the uniform
     distribution."""
+    if weight is None and label_smoothing.__class__ in (int, float) and not label_smoothing:
+        arrays = plain_arrays(logits, target)
+        if arrays is not None:  # nobody watches: the ops' NumPy calls (nn/plain.py)
+            out = _plain_cross_entropy(*arrays, ignore_index, reduction)
+            if out is not None:
+                return plain_tensor(out)
+    return _cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
+
+
+def _plain_cross_entropy(logits, target, ignore_index, reduction):
+    """The plain path for (N, C) logits and (N,) class indices, or None."""
+    if logits.ndim != 2 or target.ndim != 1 or target.dtype.kind not in "iu" \
+            or not P.float_array(logits) or target.shape[0] != logits.shape[0] \
+            or ignore_index.__class__ is not int or reduction.__class__ is not str \
+            or reduction not in ("mean", "sum", "none"):
+        return None
+    try:
+        return P.cross_entropy(logits, target, ignore_index, reduction)
+    except Exception:  # noqa: BLE001 - a bad label or NumPy raising: the ops explain it
+        return None
+
+
+@named_scope("cross_entropy")
+def _cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing):
     op = "cross_entropy"
     logits = F._require_tensor(op, logits, (logits, target))
     target = F._require_tensor(op, target, (logits, target))
@@ -185,8 +210,9 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100,
         _check_class_target(op, logits, target,
                             () if logits.ndim == 1 else (logits.shape[0],) + logits.shape[2:])
         logp = log_softmax(flat, axis=-1)
-        loss, w = _class_losses(op, logp, F.reshape(flat_target, (-1,)), weight,
-                                ignore_index, eps)
+        if flat_target.ndim != 1:  # (N,) targets already are: one op less per call
+            flat_target = F.reshape(flat_target, (-1,))
+        loss, w = _class_losses(op, logp, flat_target, weight, ignore_index, eps)
         return _finish(loss, w, reduction, shape)
     if target.shape != logits.shape:
         raise op_error(ShapeError, op, (logits, target),

@@ -5,8 +5,10 @@ max for stability. Their own module because attention and the losses use them, a
 from __future__ import annotations
 
 from .. import functional as F
+from ..dispatch import plain_arrays, plain_tensor
 from ..errors import ArgumentError, op_error
 from ..scope import named_scope
+from . import plain as P
 
 _tensor = F._tensor_arg
 
@@ -33,9 +35,32 @@ def _stable_max(x, axis):
     return F.where(F.isfinite(m), m, 0.0)
 
 
-@named_scope("softmax")
 def softmax(x, axis: int = -1, **torch_keywords):
-    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (PyTorch's ``dim=`` is
+    accepted too), shifted by the max so that nothing overflows."""
+    arrays = plain_arrays(x)
+    if arrays is not None:  # nobody watches: the ops' NumPy calls at once (nn/plain.py)
+        out = _plain(P.softmax, arrays[0], axis, torch_keywords)
+        if out is not None:
+            return plain_tensor(out)
+    return _softmax(x, axis, **torch_keywords)
+
+
+def _plain(fn, a, axis, torch_keywords):
+    """softmax's or log_softmax's plain path, or None (the ops decide)."""
+    if not P.float_array(a):
+        return None
+    axis = P.class_axis(a, axis, torch_keywords)
+    if axis is None:
+        return None
+    try:
+        return fn(a, axis)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
+
+
+@named_scope("softmax")
+def _softmax(x, axis: int = -1, **torch_keywords):
     x = _tensor("softmax", x)
     axis = _class_axis("softmax", x, axis, torch_keywords)
     e = F.exp(x - _stable_max(x, axis))
@@ -44,6 +69,7 @@ def softmax(x, axis: int = -1, **torch_keywords):
 
 @named_scope("logsumexp")
 def logsumexp(x, axis=None, keepdims: bool = False, **torch_keywords):
+    """``log(sum(exp(x)))`` over ``axis`` (every axis when None), shifted by the max."""
     x = _tensor("logsumexp", x)
     if torch_keywords:
         axis, keepdims = F._torch_axis("logsumexp", x, axis, keepdims, torch_keywords)
@@ -55,9 +81,19 @@ def logsumexp(x, axis=None, keepdims: bool = False, **torch_keywords):
     return out if keepdims else F.squeeze(out, axis=axis if axis is not None else None)
 
 
-@named_scope("log_softmax")
 def log_softmax(x, axis: int = -1, **torch_keywords):
-    """``dim=`` is accepted as PyTorch's spelling of ``axis``."""
+    """``log(softmax(x))`` along ``axis`` (PyTorch's ``dim=`` is accepted too), computed
+    as ``(x - max) - log(sum(exp(x - max)))``."""
+    arrays = plain_arrays(x)
+    if arrays is not None:  # nobody watches: the ops' NumPy calls at once (nn/plain.py)
+        out = _plain(P.log_softmax, arrays[0], axis, torch_keywords)
+        if out is not None:
+            return plain_tensor(out)
+    return _log_softmax(x, axis, **torch_keywords)
+
+
+@named_scope("log_softmax")
+def _log_softmax(x, axis: int = -1, **torch_keywords):
     x = _tensor("log_softmax", x)
     axis = _class_axis("log_softmax", x, axis, torch_keywords)
     # (x - m) - log(sum(exp(x - m))) rather than x - logsumexp(x): adding the max back

@@ -8,12 +8,11 @@ helpers they call (``em_exp_f32`` ...) are defined once per dialect in the kerne
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..dtypes import float32, float64
 from ..errors import DTypeError
+from .erf import erf_array
 from .registry import (
     BINARY,
     TERNARY,
@@ -101,13 +100,10 @@ def _erf_impl(xp, a):
 
 
 def _np_erf(a):
-    # NumPy has no erf ufunc: math.erf through frompyfunc is exact (slow on big arrays,
-    # but erf is rare in eager hot paths; graph mode compiles it to C).
-    out = _ERF_UFUNC(a)
-    return np.asarray(out, dtype=a.dtype if a.dtype.kind == "f" else np.float64)
+    # NumPy has no erf ufunc: fdlibm's erf over whole arrays (ops/erf.py), as math.erf
+    # computes it element by element; graph mode compiles erf to C.
+    return erf_array(np.asarray(a))
 
-
-_ERF_UFUNC = np.frompyfunc(math.erf, 1, 1)
 
 _unary("copy", "copy", "{0}", vjp=lambda g, out, x, **a: (g,))
 _unary("negative", "negative", "(-{0})", vjp=lambda g, out, x, **a: (F.negative(g),))
@@ -196,11 +192,12 @@ register(OpDef(
 
 # --- binary ---------------------------------------------------------------------------
 
-def _binary(name, fn_name, template, vjp=None, saves_output=False, doc=""):
+def _binary(name, fn_name, template, vjp=None, saves_output=False, doc="", impl=None):
     ufunc = getattr(np, fn_name)
 
-    def impl(xp, a, b):
-        return check_supported(getattr(xp, fn_name)(a, b))
+    if impl is None:
+        def impl(xp, a, b):
+            return check_supported(getattr(xp, fn_name)(a, b))
 
     register(OpDef(
         name=name, kind=BINARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
@@ -253,7 +250,25 @@ _binary("floor_divide", "floor_divide", "em_floordiv_{sfx}({0}, {1})",
 _binary("remainder", "remainder", "em_mod_{sfx}({0}, {1})",
         vjp=lambda g, out, a, b: _grads(a, b, lambda: g,
                                         lambda: F.negative(g) * F.floor_divide(a, b)))
-_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=_pow_vjp,
+
+
+def _power_impl(xp, a, b):
+    """``a ** b``. A float array to a whole-number power (``x ** 3``, nanoGPT's
+    ``pow(x, 3.0)``) is ``|a| ** b`` with a's sign put back for odd ``b`` (the identity
+    libm's pow applies itself): NumPy's vectorised pow takes a slow path for every
+    negative base (~45 ns an element against ~1.5 on x86 with AVX-512: 6 ms -> 0.2 ms
+    for 131k float32), the positive one is the fast path."""
+    if xp is np and b.__class__ in (int, float) and a.__class__ is np.ndarray \
+            and a.dtype.kind == "f" and b != 2 and float(b).is_integer() and abs(b) < 2**53:
+        out = np.power(np.abs(a), b)
+        if int(b) % 2:  # a 0-d input gives a NumPy scalar, which cannot be written into
+            out = np.copysign(out, a, out=out) if out.__class__ is np.ndarray \
+                else np.copysign(out, a)
+        return out
+    return check_supported(xp.power(a, b))
+
+
+_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=_pow_vjp, impl=_power_impl,
         saves_output=True)  # d/db a**b reads a**b
 _binary("maximum", "maximum", "em_max_{sfx}({0}, {1})", vjp=_maximum_vjp,
         doc="Elementwise maximum; NaN in either operand gives NaN (as NumPy).")

@@ -1,0 +1,136 @@
+"""The plain paths of the composites people call most: their ops' NumPy calls, made
+directly on arrays that nobody watches.
+
+``dispatch.plain_arrays`` answers when a composite may skip ``apply`` for each of its ops:
+no tracer, no listener, nothing for autograd (no input requires grad, or grad mode is
+off). Then softmax, log_softmax, cross_entropy, layer_norm, gelu, dropout, embedding and
+scaled_dot_product_attention call the functions here, which make the same NumPy calls, in
+the same order, with the same dtypes, as the ops the composite would dispatch: the same
+bits (tests/engine/test_plain_paths.py compares every one with its ops run under a
+listener). Each returns None for whatever it does not take (another dtype, an odd
+shape, an argument to check, NumPy raising under ``np.errstate``): the composite then runs
+its ops, which explain the error or do the rest.
+
+Reductions call their op's implementation (``OPS["sum"].impl``: NumPy's ufunc reduce,
+with the op's normalised axes); elementwise ops call the ufunc the operator calls
+(``x - m`` is ``np.subtract``); random draws come from the generator the random ops
+use, in the same order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ops import OPS
+from ..ops import rng as _rng
+from ..ops.erf import erf_array
+from ..ops.registry import normalize_axes
+
+_SUM = OPS["sum"].impl
+_MAX = OPS["max"].impl
+_SQRT_HALF = 1 / math.sqrt(2)
+
+
+def float_array(a) -> bool:
+    """A floating NumPy array (float32 or float64) with at least one element."""
+    return a.dtype.kind == "f" and a.size > 0
+
+
+def class_axis(a, axis, torch_keywords) -> int | None:
+    """softmax's axis (``axis=`` or PyTorch's ``dim=``) as a non-negative int, or None when
+    the ops should check it (anything unusual)."""
+    if torch_keywords:
+        if len(torch_keywords) != 1 or "dim" not in torch_keywords \
+                or axis.__class__ is not int or axis != -1:
+            return None
+        axis = torch_keywords["dim"]
+    if axis.__class__ is not int or not -a.ndim <= axis < a.ndim:
+        return None
+    return axis % a.ndim
+
+
+def _stable_max(a, axis: int):
+    """softmax.py's _stable_max: the max over ``axis`` (kept), 0 where not finite."""
+    m = _MAX(np, a, axis=(axis,), keepdims=True)
+    return np.where(np.isfinite(m), m, 0.0)
+
+
+def softmax(a, axis: int):
+    """``e / sum(e)`` with ``e = exp(x - max)``."""
+    e = np.exp(np.subtract(a, _stable_max(a, axis)))
+    return np.true_divide(e, _SUM(np, e, axis=(axis,), keepdims=True))
+
+
+def log_softmax(a, axis: int):
+    """``shifted - log(sum(exp(shifted)))`` with ``shifted = x - max``."""
+    shifted = np.subtract(a, _stable_max(a, axis))
+    total = _SUM(np, np.exp(shifted), axis=(axis,), keepdims=True)
+    return np.subtract(shifted, np.log(total))
+
+
+def cross_entropy(logits, target, ignore_index: int, reduction: str):
+    """losses.cross_entropy for (N, C) logits and (N,) class indices, without weights or
+    label smoothing. The label check is the op's (check_labels): a bad label raises and
+    the ops explain it."""
+    n, classes = logits.shape
+    logp = log_softmax(logits, 1)
+    keep = OPS["check_labels"].impl(np, target, num_classes=classes,
+                                    ignore_index=ignore_index, caller="cross_entropy")
+    safe = np.where(keep, target, 0)
+    picked = OPS["take_along_axis"].impl(np, logp, safe.reshape(n, 1), axis=1)
+    nll = np.negative(picked.reshape(n))
+    w = keep.astype(logp.dtype)
+    loss = np.multiply(nll, w)
+    if reduction == "none":
+        return loss
+    total = np.asarray(_SUM(np, loss, axis=(0,), keepdims=False))
+    if reduction == "sum":
+        return total
+    return np.true_divide(total, np.asarray(_SUM(np, w, axis=(0,), keepdims=False)))
+
+
+def _mean(a, axes: tuple):
+    """functional.mean: the sum over ``axes`` (kept) divided by the count."""
+    return np.true_divide(_SUM(np, a, axis=axes, keepdims=True),
+                          math.prod(a.shape[i] for i in axes))
+
+
+def layer_norm(a, n: int, weight, bias, eps: float):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``n`` axes."""
+    axes = normalize_axes(tuple(range(a.ndim - n, a.ndim)), a.ndim)
+    d = np.subtract(a, _mean(a, axes))
+    var = _mean(np.multiply(d, d), axes)
+    out = np.true_divide(d, np.sqrt(np.add(var, eps)))
+    if weight is not None:
+        out = np.multiply(out, weight)
+    if bias is not None:
+        out = np.add(out, bias)
+    return out
+
+
+def gelu(a):
+    """``0.5 * x * (1 + erf(x / sqrt 2))``."""
+    e = erf_array(np.multiply(a, _SQRT_HALF))
+    return np.multiply(np.multiply(0.5, a), np.add(1, e))
+
+
+def dropout(a, p: float):
+    """Keep each element with probability 1 - p (the uniform draw of the random op, from
+    the same generator), scaled by 1 / (1 - p); 0 < p < 1."""
+    u = _rng.generator().uniform(0.0, 1.0, size=a.shape).astype(a.dtype)
+    keep = np.greater_equal(u, p).astype(a.dtype)
+    return np.multiply(np.multiply(a, keep), 1.0 / (1.0 - p))
+
+
+def embedding(ids, weight):
+    """The rows of ``weight`` at ``ids``, after the op's range check (which raises for an
+    index outside the table: the ops explain it)."""
+    OPS["check_labels"].impl(np, ids, num_classes=weight.shape[0], ignore_index=-(2**62),
+                             caller="embedding", noun="row")
+    return weight[ids]
+
+
+__all__ = ["class_axis", "cross_entropy", "dropout", "embedding", "float_array", "gelu",
+           "layer_norm", "log_softmax", "softmax"]
