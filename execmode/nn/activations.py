@@ -189,7 +189,7 @@ def _softmax_dim(x, dim):
 class _Activation(Module):
     """A module applying ``fn`` with the arguments given at construction."""
 
-    fn = staticmethod(lambda x: x)
+    _fn = staticmethod(lambda x: x)
     names: tuple = ()
 
     def __init__(self, *args, **kwargs):
@@ -205,7 +205,7 @@ class _Activation(Module):
 
     def forward(self, x):
         """The activation of ``x``."""
-        return self.fn(x, *(getattr(self, n) for n in self.names))
+        return self._fn(x, *(getattr(self, n) for n in self.names))
 
     def extra_repr(self) -> str:
         return ", ".join(f"{n}={getattr(self, n)!r}" for n in self.names)
@@ -214,120 +214,120 @@ class _Activation(Module):
 class SiLU(_Activation):
     """``x * sigmoid(x)``."""
 
-    fn, names, defaults = staticmethod(silu), ("inplace",), (False,)
+    _fn, names, defaults = staticmethod(silu), ("inplace",), (False,)
 
 
 class LeakyReLU(_Activation):
     """``x`` for positive ``x``, else ``negative_slope * x``."""
 
-    fn, names, defaults = staticmethod(leaky_relu), ("negative_slope", "inplace"), (0.01, False)
+    _fn, names, defaults = staticmethod(leaky_relu), ("negative_slope", "inplace"), (0.01, False)
 
 
 class ELU(_Activation):
     """``x`` for positive ``x``, else ``alpha * (exp(x) - 1)``."""
 
-    fn, names, defaults = staticmethod(elu), ("alpha", "inplace"), (1.0, False)
+    _fn, names, defaults = staticmethod(elu), ("alpha", "inplace"), (1.0, False)
 
 
 class SELU(_Activation):
     """Self-normalizing ELU."""
 
-    fn, names, defaults = staticmethod(selu), ("inplace",), (False,)
+    _fn, names, defaults = staticmethod(selu), ("inplace",), (False,)
 
 
 class CELU(_Activation):
     """Continuously differentiable ELU."""
 
-    fn, names, defaults = staticmethod(celu), ("alpha", "inplace"), (1.0, False)
+    _fn, names, defaults = staticmethod(celu), ("alpha", "inplace"), (1.0, False)
 
 
 class Mish(_Activation):
     """``x * tanh(softplus(x))``."""
 
-    fn, names, defaults = staticmethod(mish), ("inplace",), (False,)
+    _fn, names, defaults = staticmethod(mish), ("inplace",), (False,)
 
 
 class Hardtanh(_Activation):
     """``x`` clipped to [min_val, max_val]."""
 
-    fn = staticmethod(hardtanh)
+    _fn = staticmethod(hardtanh)
     names, defaults = ("min_val", "max_val", "inplace"), (-1.0, 1.0, False)
 
 
 class ReLU6(_Activation):
     """``x`` clipped to [0, 6]."""
 
-    fn, names, defaults = staticmethod(relu6), ("inplace",), (False,)
+    _fn, names, defaults = staticmethod(relu6), ("inplace",), (False,)
 
 
 class Hardsigmoid(_Activation):
     """``relu6(x + 3) / 6``."""
 
-    fn, names, defaults = staticmethod(hardsigmoid), ("inplace",), (False,)
+    _fn, names, defaults = staticmethod(hardsigmoid), ("inplace",), (False,)
 
 
 class Hardswish(_Activation):
     """``x * relu6(x + 3) / 6``."""
 
-    fn, names, defaults = staticmethod(hardswish), ("inplace",), (False,)
+    _fn, names, defaults = staticmethod(hardswish), ("inplace",), (False,)
 
 
 class LogSigmoid(_Activation):
     """``log(sigmoid(x))``."""
 
-    fn = staticmethod(logsigmoid)
+    _fn = staticmethod(logsigmoid)
 
 
 class Softsign(_Activation):
     """``x / (1 + |x|)``."""
 
-    fn = staticmethod(softsign)
+    _fn = staticmethod(softsign)
 
 
 class Tanhshrink(_Activation):
     """``x - tanh(x)``."""
 
-    fn = staticmethod(tanhshrink)
+    _fn = staticmethod(tanhshrink)
 
 
 class Threshold(_Activation):
     """``x`` above ``threshold``, else ``value``."""
 
-    fn = staticmethod(threshold)
+    _fn = staticmethod(threshold)
     names, defaults = ("threshold", "value", "inplace"), (None, None, False)
 
 
 class Softplus(_Activation):
     """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
 
-    fn = staticmethod(lambda x, beta, threshold: NF.softplus(x, beta, threshold))
+    _fn = staticmethod(lambda x, beta, threshold: NF.softplus(x, beta, threshold))
     names, defaults = ("beta", "threshold"), (1.0, 20.0)
 
 
 class GLU(_Activation):
     """Gated linear unit over ``dim``."""
 
-    fn, names, defaults = staticmethod(glu), ("dim",), (-1,)
+    _fn, names, defaults = staticmethod(glu), ("dim",), (-1,)
 
 
 class Softmax(_Activation):
     """``softmax(x, dim)`` (dim None: PyTorch's legacy default, 1 for 2-d and 4-d)."""
 
-    fn = staticmethod(lambda x, dim: softmax(x, axis=_softmax_dim(x, dim)))
+    _fn = staticmethod(lambda x, dim: softmax(x, axis=_softmax_dim(x, dim)))
     names, defaults = ("dim",), (None,)
 
 
 class LogSoftmax(_Activation):
     """``log_softmax(x, dim)``."""
 
-    fn = staticmethod(lambda x, dim: log_softmax(x, axis=_softmax_dim(x, dim)))
+    _fn = staticmethod(lambda x, dim: log_softmax(x, axis=_softmax_dim(x, dim)))
     names, defaults = ("dim",), (None,)
 
 
 class Softmin(_Activation):
     """``softmax(-x, dim)``."""
 
-    fn = staticmethod(lambda x, dim: softmin(x, dim))
+    _fn = staticmethod(lambda x, dim: softmin(x, dim))
     names, defaults = ("dim",), (None,)
 
 

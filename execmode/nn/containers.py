@@ -213,6 +213,7 @@ class ModuleList(Module):
         return iter(self._items)
 
     def forward(self, *args, **kwargs):
+        """Refused: a ModuleList is a container; iterate over it and call its modules."""
         raise NotImplementedError("ModuleList has no forward(): iterate over it and call "
                                   "its modules")
 
@@ -318,6 +319,7 @@ class ModuleDict(Module):
         yield from self._items.items()
 
     def forward(self, *args, **kwargs):
+        """Refused: a ModuleDict is a container; call its modules by key."""
         raise NotImplementedError("ModuleDict has no forward(): call its modules by key")
 
 

@@ -240,10 +240,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if max_norm is not None or scale_grad_by_freq:
         raise op_error(ArgumentError, "embedding", (),
                        "max_norm and scale_grad_by_freq are not supported")
-    return lookup(input, weight, padding_idx, "embedding")
+    return _lookup(input, weight, padding_idx, "embedding")
 
 
-def lookup(ids, weight, padding_idx, caller):
+def _lookup(ids, weight, padding_idx, caller):
     """embedding's body (``nn.Embedding`` calls it too): the plain path when nobody
     watches (the rows read directly after the range check), else the ops."""
     arrays = plain_arrays(ids, weight)
@@ -274,3 +274,17 @@ def _embedding(ids, weight, padding_idx, caller):
     # Padding positions read the row's value but pass no gradient to it.
     keep = F.expand_dims(ids != padding_idx, axis=-1)
     return F.where(keep, rows, rows.detach())
+
+
+# torch.nn.functional's names (the reference documents them here, re-exported or not).
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d",
+           "conv2d", "conv_transpose1d", "conv_transpose2d", "cross_entropy", "dropout",
+           "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "gelu", "glu",
+           "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "kl_div",
+           "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
+           "logsumexp", "max_pool1d", "max_pool2d", "mish", "mse_loss", "nll_loss",
+           "normalize", "one_hot", "pad", "prelu", "relu", "relu6", "rms_norm",
+           "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
+           "softmax", "softmin", "softplus", "softsign", "tanh", "tanhshrink", "threshold"]

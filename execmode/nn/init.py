@@ -74,16 +74,19 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill ``tensor`` with ``val``, in place; returns it."""
     _check(tensor, "constant_")
     return _fill(tensor, "constant_", F.full(tensor.shape, val, dtype=tensor.dtype,
                                              device=tensor.device))
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with zeros, in place; returns it."""
     return constant_(tensor, 0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with ones, in place; returns it."""
     return constant_(tensor, 1)
 
 

@@ -29,6 +29,7 @@ class Linear(Module):
                                                  device=device)) if bias else None)
 
     def forward(self, x):
+        """``x @ weight.T + bias``."""
         return NF.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -84,7 +85,7 @@ class Embedding(Module):
 
     def forward(self, ids):
         """The rows at ``ids`` (integers in [0, num_embeddings))."""
-        return NF.lookup(ids, self.weight, self.padding_idx, "Embedding")
+        return NF._lookup(ids, self.weight, self.padding_idx, "Embedding")
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -142,6 +143,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x):
+        """``x`` with dims ``start_dim..end_dim`` merged into one."""
         nd = x.ndim
         start = self.start_dim + nd if self.start_dim < 0 else self.start_dim
         end = self.end_dim + nd if self.end_dim < 0 else self.end_dim
@@ -166,6 +168,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, x):
+        """``x`` itself."""
         return x
 
 

@@ -24,6 +24,10 @@ _NAME = "MultiheadAttention"
 
 
 class MultiheadAttention(Module):
+    """Multi-head attention with PyTorch's parameters (``in_proj_weight``,
+    ``in_proj_bias``, ``out_proj``), masks (True: not allowed) and layouts
+    (``batch_first``); returns ``(output, weights)``."""
+
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
                  batch_first: bool = False, *, device=None, dtype=None):

@@ -95,6 +95,9 @@ class Conv1d(_ConvNd):
 
 
 class MaxPool2d(Module):
+    """The maximum of each window over (N, C, H, W): ``nn.functional.max_pool2d``'s
+    arguments, fixed at construction."""
+
     _pool = staticmethod(P.max_pool2d)
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
@@ -104,6 +107,7 @@ class MaxPool2d(Module):
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
     def forward(self, x):
+        """The pooled ``x`` (and the indices, with ``return_indices``)."""
         return self._pool(x, self.kernel_size, self.stride, self.padding, self.dilation,
                   self.ceil_mode, self.return_indices)
 
@@ -115,10 +119,15 @@ class MaxPool2d(Module):
 
 
 class MaxPool1d(MaxPool2d):
+    """MaxPool2d over (N, C, L)."""
+
     _pool = staticmethod(P.max_pool1d)
 
 
 class AvgPool2d(Module):
+    """The mean of each window over (N, C, H, W): ``nn.functional.avg_pool2d``'s
+    arguments, fixed at construction."""
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__()
@@ -127,6 +136,7 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, x):
+        """The pooled ``x``."""
         return P.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
@@ -137,11 +147,14 @@ class AvgPool2d(Module):
 
 
 class AvgPool1d(AvgPool2d):
+    """AvgPool2d over (N, C, L)."""
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
 
     def forward(self, x):
+        """The pooled ``x``."""
         return P.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 

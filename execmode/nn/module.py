@@ -108,9 +108,13 @@ class Module:
         return new
 
     def forward(self, *args, **kwargs):
+        """The computation of the module: subclasses define it; call the module itself
+        (``model(x)``), which runs it inside the module's named scope."""
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")
 
     def __call__(self, *args, **kwargs):
+        """``forward(*args, **kwargs)`` inside a scope named after the attribute that holds
+        the module ("fc1"), so that profiles and graphs group ops by layer."""
         # ``with named_scope(...)`` inlined (see scope.named_scope.__call__): every layer
         # call pays it. The scope path stays per thread.
         state = _scope_state
@@ -158,6 +162,7 @@ class Module:
                         yield f"{name}.{i}", item
 
     def children(self) -> Iterator[Module]:
+        """The direct submodules (see :meth:`named_children`)."""
         for _, m in self.named_children():
             yield m
 
@@ -178,6 +183,7 @@ class Module:
                                            remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """This module and every submodule, depth first, each once."""
         for _, m in self.named_modules():
             yield m
 
@@ -212,7 +218,8 @@ class Module:
                     yield _join(prefix, path, name), p
 
     def parameters(self, recurse: bool = True) -> list[Parameter]:
-        # A list rather than PyTorch's generator: tests and examples index it.
+        """Every parameter, each once (a tied weight under its first owner): a list rather
+        than PyTorch's generator, so it can be indexed and reused."""
         return [p for _, p in self.named_parameters(recurse=recurse)]
 
     def named_buffers(self, prefix: str = "", recurse: bool = True
@@ -447,6 +454,7 @@ class Module:
                 setattr(owner, name, value)
 
     def extra_repr(self) -> str:
+        """The arguments shown in ``repr(module)`` (subclasses override it)."""
         return ""
 
     def __repr__(self) -> str:

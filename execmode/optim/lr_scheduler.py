@@ -44,6 +44,7 @@ class LRScheduler:
         self.step()
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The closed form: the rate of group ``group_index`` at ``epoch`` (subclasses)."""
         raise NotImplementedError
 
     def get_lr(self) -> list[float]:
@@ -90,6 +91,8 @@ class LRScheduler:
         return out
 
     def step(self) -> None:
+        """One epoch on: every group's ``lr`` set for the new epoch (``step(epoch)`` is not
+        accepted: count with the steps)."""
         self.last_epoch += 1
         self._apply(self.next_lrs())
 
@@ -106,6 +109,8 @@ class LRScheduler:
     _not_saved: tuple = ()
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the numbers of :meth:`state_dict` (build the scheduler first, as in
+        PyTorch; the functions of LambdaLR are not saved)."""
         for key, value in state_dict.items():
             if key not in vars(self):
                 raise ArgumentError(f"{type(self).__name__}.load_state_dict: unknown key "
@@ -128,6 +133,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return base_lr * self.gamma ** (epoch // self.step_size)
 
 
@@ -140,6 +146,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return base_lr * self.gamma ** bisect.bisect_right(self.milestones, epoch)
 
 
@@ -151,6 +158,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return base_lr * self.gamma ** epoch
 
 
@@ -164,10 +172,12 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return self.eta_min + (base_lr - self.eta_min) * \
             (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 
     def floor(self) -> float:
+        """``eta_min``: the rate the cosine's factor is relative to."""
         return self.eta_min
 
 
@@ -185,6 +195,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         done = min(self.total_iters, epoch) / self.total_iters
         return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
 
@@ -206,6 +217,7 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return base_lr * self.lr_lambdas[group_index](epoch)
 
 
@@ -229,6 +241,8 @@ class SequentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def step(self) -> None:
+        """One epoch on, in the schedule whose milestone has been reached (its own epochs
+        counted from 0 there)."""
         self.last_epoch += 1
         i = bisect.bisect_right(self.milestones, self.last_epoch)
         scheduler = self._schedulers[i]
@@ -237,12 +251,14 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self) -> dict:
+        """Its own numbers and each inner scheduler's state."""
         out = super().state_dict()
         out.pop("_schedulers", None)
         out["schedulers"] = [s.state_dict() for s in self._schedulers]
         return out
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore its own numbers and each inner scheduler's."""
         state_dict = dict(state_dict)
         inner = state_dict.pop("schedulers", [])
         if len(inner) != len(self._schedulers):
@@ -265,6 +281,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return base_lr * (self.factor if epoch < self.total_iters else 1.0)
 
 
@@ -279,6 +296,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return base_lr * (1.0 - min(self.total_iters, epoch) / self.total_iters) ** self.power
 
 
@@ -297,6 +315,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr, epoch, group_index):
+        """The rate at ``epoch`` from the group\'s initial rate (the docstring\'s formula)."""
         return self.eta_min + (base_lr - self.eta_min) * \
             (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
 

@@ -166,6 +166,8 @@ class Optimizer:
         zero_grads(self.params, set_to_none)
 
     def step(self) -> None:
+        """One update of every parameter with a gradient, in place, under ``no_grad``
+        (under ``em.jit``: assign nodes of the step's graph)."""
         with no_grad():
             self._step()
 
