@@ -81,6 +81,7 @@ FEATURES: dict[str, bool] = {
     "special_floats": True,     # NaN, +-Inf, -0.0 in the inputs and as scalar operands
     "int_extremes": True,       # int64 min/max, 2**31 in integer inputs
     "inexact_values": True,     # float inputs that are not small dyadic rationals
+    "near_limits": True,        # float inputs near the dtype's largest (sums that overflow)
     # fixed (class 9), was: max/min/argmax of an empty tensor: jit raises "argmax of an empty
     # tensor" for x.argmax(axis=1) of a (0, 4) tensor, which eager returns (shape (0,)).
     "zero_size_reductions": True,

@@ -3,7 +3,8 @@
 Values are drawn so that most arithmetic is exact: small multiples of 1/4 add, subtract
 and multiply without rounding in float32, in any order, so sums, matmuls and fused
 kernels must agree bit for bit with eager. Other values (``inexact_values``), NaN/Inf/-0.0
-(``special_floats``) and int64 extremes (``int_extremes``) come when their feature is on.
+(``special_floats``), values near the float's largest (``near_limits``) and int64
+extremes (``int_extremes``) come when their feature is on.
 A program with values that are not exact gets the tolerance of compare.py
 (program.is_inexact_text sees them in its text).
 """
@@ -41,6 +42,10 @@ class ValueMaker:
         self.specials = bool(features.get("special_floats")) and rng.random() < 0.5
         self.inexact = bool(features.get("inexact_values")) and rng.random() < 0.4
         self.extremes = bool(features.get("int_extremes")) and rng.random() < 0.5
+        # Drawn from the stream's state without consuming it: the programs of a seed stay
+        # what they were before this feature.
+        self.near_limits = bool(features.get("near_limits")) and \
+            random.Random(hash(rng.getstate())).random() < 0.25
 
     def element(self, dtype: str) -> tuple[str, str | None]:
         """One element as text, and the feature it exercises (None for a plain value)."""
@@ -53,6 +58,12 @@ class ValueMaker:
             return str(self.rng.randint(-6, 6)), None
         if self.specials and r < 0.1:
             return self.rng.choice(FLOAT_SPECIALS), "special_floats"
+        if self.near_limits and r < 0.3:
+            # Near the float's largest: sums and means overflow in float32 partial sums
+            # where eager's do (issue 38), products and squares overflow.
+            big = 3.4e38 if dtype == "float32" else 1.79e308
+            v = self.rng.choice((-1.0, 1.0)) * big * self.rng.choice((0.3, 0.5, 0.9, 1.0))
+            return _float_text(v, dtype), "near_limits"
         if self.inexact and r < 0.3:
             v = self.rng.uniform(-3.0, 3.0)
             return _float_text(float(np.float32(round(v, 3))), dtype), "inexact_values"

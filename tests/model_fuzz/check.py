@@ -4,20 +4,28 @@ The model runs eagerly, eagerly with its floats moved by 2 ulps before each step
 under jit with the "numpy" backend (every graph node through NumPy, no C) and with the C
 kernels (as users get it), all in lockstep from the same state at each step
 (runner.run_lockstep). Everything but float values must be equal (compare.py); float
-values may differ by the step's rounding, as :func:`allowance` bounds it.
+values may differ by the step's rounding, as tolerance.allowance bounds it.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from .compare import SENSITIVITY_FACTOR, TOLERANCE, Mismatch, compare_obs
+from .compare import SKIP_FLOATS, Mismatch, compare_obs
 from .runner import run_lockstep
+from .tolerance import allowance
 
 
 def check(spec, backends=("numpy", "c")) -> list:
-    found = run_lockstep(spec, lambda k, e, j, sens, name: compare_obs(
-        k, e, j, name, allowance(sens)), backends)
+    def compare_step(k, before, e, j, sensitivity, name):
+        if name == "jit c" and _near_limits(spec.steps[k - 1]):
+            # Inputs near the float32 limits: a matmul of the C kernels' generated loops
+            # adds its products in another order than the BLAS, so where partial dot
+            # products overflow it may give NaN for inf (documented in docs/graph-mode.md,
+            # "Reductions keep eager's overflow too"). The NumPy-backend run checks these
+            # steps' floats; here everything else.
+            return compare_obs(k, e, j, name, SKIP_FLOATS)
+        return compare_obs(k, e, j, name, allowance(spec, before, e, sensitivity))
+
+    found = run_lockstep(spec, compare_step, backends)
     out = []
     for m in found:
         if isinstance(m, Mismatch):
@@ -31,21 +39,8 @@ def check(spec, backends=("numpy", "c")) -> list:
     return out
 
 
-def allowance(sensitivity: dict):
-    """allow(path, eager array, jit array) -> the largest |difference| allowed per element:
-    the quantity's own rounding (compare.TOLERANCE, against the array's largest finite
-    magnitude) plus SENSITIVITY_FACTOR x how far 2 ulps moved it in this step (the
-    perturbed eager run): what this model's step makes of rounding, which no fixed
-    tolerance knows (a gradient that is the rounding noise of cancelling terms, a batch
-    norm's mean removed, an adaptive optimizer dividing by that noise)."""
-    def allow(path, e, o):
-        kind = path.split(" ")[0].split(".")[0].split("[")[0]
-        rtol, atol = TOLERANCE.get(kind, TOLERANCE["out"])
-        finite = np.abs(e[np.isfinite(e)]).astype(np.float64)
-        scale = float(finite.max()) if finite.size else 0.0
-        moved = sensitivity.get(path, 0.0)
-        return rtol * np.abs(e.astype(np.float64)) + atol * scale + SENSITIVITY_FACTOR * moved
-    return allow
+def _near_limits(step) -> bool:
+    return any(e.startswith("extreme") for e in step.events)
 
 
-__all__ = ["allowance", "check"]
+__all__ = ["check"]

@@ -58,7 +58,10 @@ class Observer:
     def __init__(self):
         self._grads: dict = {}
 
-    def observe(self, ns: dict, k: int, error: BaseException | None = None) -> dict:
+    def observe(self, ns: dict, k: int, error: BaseException | None = None,
+                quiet: bool = False) -> dict:
+        """The state after step k (``quiet``: a look between steps, which does not count
+        as the last look for the ``grad-object`` comparison)."""
         obs: dict = {}
         if error is not None:
             obs["exception"] = ErrorValue(type(error).__name__, str(error).split("\n")[0])
@@ -72,7 +75,8 @@ class Observer:
             before = self._grads.get(name)
             obs[f"grad-object {name}"] = ("none" if grad is None else
                                           "same" if grad is before else "new")
-            self._grads[name] = grad
+            if not quiet:
+                self._grads[name] = grad
         for name, b in model.named_buffers():
             obs[f"buffer {name}"] = tensor_value(b)
         obs["model.training"] = "".join("1" if m.training else "0" for m in model.modules())

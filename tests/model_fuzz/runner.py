@@ -71,6 +71,7 @@ class Run:
         self.observer = Observer()
         self.failed = False
         self._rng_state = None
+        self._pending = None         # an exception the events before a step raised
         self.setup_error = None
         try:
             self._in_own_stream(lambda: exec(_compile(spec.setup_text(), "setup"), self.ns))  # noqa: S102
@@ -91,14 +92,39 @@ class Run:
             self._rng_state = rng.generator().bit_generator.state
 
     def step(self, k: int) -> dict:
-        text = "\n".join(self.spec.step_lines(k, self.spec.steps[k - 1])) + "\n"
-        code = _compile(text, f"step {k}")
+        """Run step k whole (its events, then the step); its observation."""
+        self.events(k)
+        return self.act(k)
+
+    def events(self, k: int) -> dict | None:
+        """Run what happens before step k; the state the step starts from (None if the
+        events raised: the step's observation says so)."""
+        lines = self.spec.event_lines(self.spec.steps[k - 1])
+        self._pending = None
         try:
-            self._in_own_stream(lambda: exec(code, self.ns))  # noqa: S102
+            self._exec(lines, f"events before step {k}")
         except Exception as exc:  # noqa: BLE001
+            self._pending = exc
+            return None
+        return self.observer.observe(self.ns, k - 1, quiet=True)
+
+    def act(self, k: int) -> dict:
+        """Run step k itself (after ``events``); its observation."""
+        error = self._pending
+        if error is None:
+            try:
+                self._exec(self.spec.action_lines(k, self.spec.steps[k - 1]), f"step {k}")
+            except Exception as exc:  # noqa: BLE001
+                error = exc
+        if error is not None:
             self.failed = True
-            return self.observer.observe(self.ns, k, exc)
+            return self.observer.observe(self.ns, k, error)
         return self.observer.observe(self.ns, k)
+
+    def _exec(self, lines: list, what: str) -> None:
+        if lines:
+            code = _compile("\n".join(lines) + "\n", what)
+            self._in_own_stream(lambda: exec(code, self.ns))  # noqa: S102
 
 
 def run(spec, backend=None) -> tuple[list, BaseException | None]:
@@ -114,8 +140,9 @@ def run(spec, backend=None) -> tuple[list, BaseException | None]:
 
 def run_lockstep(spec, compare_step, backends=("numpy", "c")) -> list:
     """An eager run, a perturbed eager run and a run under jit per backend, step by step.
-    ``compare_step(k, eager_obs, jit_obs, sensitivity, run_name)`` returns the step's
-    mismatches, where ``sensitivity`` maps each float path to how far the perturbed run
+    ``compare_step(k, eager_before, eager_obs, jit_obs, sensitivity, run_name)`` returns
+    the step's mismatches (``eager_before``: the eager state as the step began, after the
+    events between steps, or None), where ``sensitivity`` maps each float path to how far the perturbed run
     moved from the eager one in this step (perturb). After each step the perturbed and
     jitted runs take the eager run's floats (resync), then the perturbed run's floats move
     by 2 ulps (random signs) for the next step."""
@@ -129,11 +156,14 @@ def run_lockstep(spec, compare_step, backends=("numpy", "c")) -> list:
     perturb(moved, generator)
     mismatches = []
     for k in range(1, len(spec.steps) + 1):
-        e, m = eager.step(k), moved.step(k)
+        before = eager.events(k)
+        for run_ in (moved, *jitted.values()):
+            run_.events(k)
+        e, m = eager.act(k), moved.act(k)
         sensitivity = _distances(e, m)
         for backend, run_ in jitted.items():
             name = getattr(backend, "__name__", backend)
-            found = compare_step(k, e, run_.step(k), sensitivity, f"jit {name}")
+            found = compare_step(k, before, e, run_.act(k), sensitivity, f"jit {name}")
             mismatches += found
         if mismatches or eager.failed or any(r.failed for r in jitted.values()):
             break

@@ -225,11 +225,20 @@ class ModelSpec:
         return f"em.mse_loss({pred}, {target})"
 
     def step_lines(self, k: int, step: Step) -> list[str]:
+        return self.event_lines(step) + self.action_lines(k, step)
+
+    def event_lines(self, step: Step) -> list[str]:
+        """What happens between the previous step and this one (events.py)."""
         from .events import render_event
 
         lines = []
         for event in step.events:
             lines += render_event(event, self)
+        return lines
+
+    def action_lines(self, k: int, step: Step) -> list[str]:
+        """The step itself: its batches, backward calls and the (jitted) step."""
+        lines = []
         lines.append(f"batches = [{self._batch_expr(step.batch)} for _ in "
                      f"range({step.backwards})]")
         if any(e.startswith("extreme") for e in step.events):
