@@ -131,13 +131,17 @@ def slower_than_eager(jit_ns: int, eager_ns: int) -> bool:
     return jit_ns > SLOWER_FACTOR * eager_ns and jit_ns - eager_ns > SLOWER_MIN_NS
 
 
-def warn_slower(function: str, jit_ns: int, eager_ns: int, breaks: list) -> None:
+def warn_slower(function: str, jit_ns: int, eager_ns: int, breaks: list,
+                writes: list = ()) -> None:
     first = breaks[0] if breaks else None
+    written = f" ({writes[0]}{', ...' if len(writes) > 1 else ''})" if writes else ""
     where = (f"; the first of {len(breaks)} graph break(s) is at {first.filename}:"
              f"{first.lineno}: {first.reason}" if first is not None else
-             "; the function writes Python state, so its Python re-runs at every call")
+             f"; the function writes Python state{written}, so its Python re-runs at "
+             "every call")
     warnings.warn(
         f"em.jit({function}) is slower than eager: {jit_ns / 1e6:.3g} ms per call under "
-        f"graph mode vs {eager_ns / 1e6:.3g} ms eagerly{where}. Remove the break (see "
-        f"em.explain) or call the function without em.jit.",
+        f"graph mode vs {eager_ns / 1e6:.3g} ms eagerly{where}. Remove the "
+        f"{'break' if first is not None else 'write'} (see em.explain) or call the "
+        "function without em.jit.",
         JitWarning, stacklevel=5)  # the user's call of the jitted function

@@ -598,7 +598,7 @@ class JitFunction:
             result = self.fn(*args, **kwargs)
             decision = cost.add_eager_sample(time.perf_counter_ns() - t0)
             if decision is not None and cache_policy.slower_than_eager(*decision):
-                cache_policy.warn_slower(self.name, *decision, cf.breaks)
+                cache_policy.warn_slower(self.name, *decision, cf.breaks, cf.python_writes)
             return result
         result = self._trace(args, kwargs, leaves, signature, reuse=cf)[1]
         cost.jit_ns.append(time.perf_counter_ns() - t0)
