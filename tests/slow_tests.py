@@ -111,6 +111,9 @@ SLOW_TESTS = {
     # 400 random programs, eager against jit (~20 s); the fuzzer's own unit tests stay fast,
     # and tests/graph/test_differential.py keeps random programs in the fast tier.
     "fuzz/test_fuzz.py::test_fast_tier",
+    # LBFGS under em.jit: a graph break at every decision, a compile per segment (~8 s
+    # cold); its PyTorch twin stays fast.
+    "engine/test_optim.py::test_lbfgs_under_jit_breaks_its_graph_and_gives_eagers_numbers",
     # `execmode explain` as a subprocess; em.explain's own tests stay fast.
     "graph/test_breaks.py::test_explain_command_reports_breaks_and_retraces",
     "graph/test_explain.py::test_the_command_bakes_like_the_api",

@@ -194,3 +194,33 @@ def test_relu_inplace_embedding_from_pretrained_and_batch_norm_functional():
     np.testing.assert_allclose(
         NF.normalize(em.tensor(IMG), p=1, dim=2).numpy(),
         torch.nn.functional.normalize(torch.tensor(IMG), p=1, dim=2).numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_matches_torch_with_masks(batch_first):
+    torch = torch_or_skip()
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    ours = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    x = np.swapaxes(SEQ, 0, 1).copy() if batch_first else SEQ      # N = 3, L = 5
+    kv = x[:, :4] if batch_first else x[:4]                         # S = 4
+    causal = np.triu(np.ones((5, 4), bool), 1)
+    padding = np.zeros((3, 4), bool)
+    padding[1, -1] = True
+    for kwargs in (dict(attn_mask=causal, key_padding_mask=padding),
+                   dict(attn_mask=causal, average_attn_weights=False)):
+        tq = torch.tensor(x, requires_grad=True)
+        eq = em.tensor(x, requires_grad=True)
+        t_out, t_w = theirs(tq, torch.tensor(kv), torch.tensor(kv),
+                            **{k: torch.tensor(v) if isinstance(v, np.ndarray) else v
+                               for k, v in kwargs.items()})
+        e_out, e_w = ours(eq, em.tensor(kv), em.tensor(kv),
+                          **{k: em.tensor(v) if isinstance(v, np.ndarray) else v
+                             for k, v in kwargs.items()})
+        (t_out.sum() + t_w.sum()).backward()
+        (e_out.sum() + e_w.sum()).backward()
+        np.testing.assert_allclose(e_out.numpy(), t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(e_w.numpy(), t_w.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(eq.grad.numpy(), tq.grad.numpy(), rtol=1e-4, atol=1e-6)

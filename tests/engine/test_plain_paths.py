@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 from helpers import arrays, assert_same_bits, shapes, through_the_ops
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import execmode as em
@@ -27,7 +27,6 @@ def _same(fn):
     assert_same_bits(fn(), through_the_ops(fn))
 
 
-@settings(max_examples=40, deadline=None)
 @given(data=st.data(), dtype=FLOATS, shape=shapes(min_dims=1, max_dims=3))
 def test_softmax_family_gives_its_ops_bits(data, dtype, shape):
     x = em.tensor(data.draw(arrays(dtype, shape, low=-30, high=30, specials=True)))
@@ -36,7 +35,6 @@ def test_softmax_family_gives_its_ops_bits(data, dtype, shape):
     _same(lambda: NF.log_softmax(x, axis))
 
 
-@settings(max_examples=40, deadline=None)
 @given(data=st.data(), dtype=FLOATS, n=st.integers(1, 5), c=st.integers(1, 6),
        reduction=st.sampled_from(["mean", "sum", "none"]))
 def test_cross_entropy_gives_its_ops_bits(data, dtype, n, c, reduction):
@@ -46,7 +44,6 @@ def test_cross_entropy_gives_its_ops_bits(data, dtype, n, c, reduction):
     _same(lambda: NF.cross_entropy(logits, target, reduction=reduction))
 
 
-@settings(max_examples=40, deadline=None)
 @given(data=st.data(), dtypes_=st.sampled_from([(np.float32,) * 3, (np.float64,) * 3,
                                                 (np.float32, np.float64, np.float32)]),
        shape=shapes(min_dims=1, max_dims=3), affine=st.booleans())
@@ -60,7 +57,6 @@ def test_layer_norm_gives_its_ops_bits(data, dtypes_, shape, affine):
     _same(lambda: NF.layer_norm(x, norm, w, b, eps=1e-5))
 
 
-@settings(max_examples=30, deadline=None)
 @given(data=st.data(), dtype=FLOATS, shape=shapes(min_dims=0, max_dims=3),
        approximate=st.sampled_from(["none", "tanh"]))
 def test_gelu_gives_its_ops_bits(data, dtype, shape, approximate):
@@ -89,7 +85,6 @@ def test_embedding_gives_its_ops_bits():
     _same(lambda: NF.embedding(ids, table.weight))
 
 
-@settings(max_examples=30, deadline=None)
 @given(data=st.data(), dtype=FLOATS, lengths=st.tuples(st.integers(1, 4), st.integers(1, 4)),
        mask=st.sampled_from(["none", "causal", "bool", "float"]))
 def test_attention_gives_its_ops_bits(data, dtype, lengths, mask):
