@@ -100,3 +100,13 @@ __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "
 __all__ += ["CELU", "ELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
             "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU6", "SiLU", "Softmax", "Softmin",
             "Softplus", "Softsign", "Tanhshrink", "Threshold"]
+
+
+def __getattr__(name: str):
+    # A name this module lacks: what to use instead, or that PyTorch's is not supported,
+    # never a "did you mean" to an unrelated name (aliases.py).
+    import sys
+
+    from execmode.aliases import missing_attribute
+
+    raise missing_attribute(__name__, name, sys.modules[__name__])

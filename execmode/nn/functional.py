@@ -288,3 +288,13 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
            "normalize", "one_hot", "pad", "prelu", "relu", "relu6", "rms_norm",
            "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
            "softmax", "softmin", "softplus", "softsign", "tanh", "tanhshrink", "threshold"]
+
+
+def __getattr__(name: str):
+    # A name this module lacks: what to use instead, or that PyTorch's is not supported,
+    # never a "did you mean" to an unrelated name (aliases.py).
+    import sys
+
+    from execmode.aliases import missing_attribute
+
+    raise missing_attribute(__name__, name, sys.modules[__name__])

@@ -14,3 +14,13 @@ from .sgd import SGD
 
 __all__ = ["LBFGS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop",
            "lr_scheduler"]
+
+
+def __getattr__(name: str):
+    # A name this module lacks: what to use instead, or that PyTorch's is not supported,
+    # never a "did you mean" to an unrelated name (aliases.py).
+    import sys
+
+    from execmode.aliases import missing_attribute
+
+    raise missing_attribute(__name__, name, sys.modules[__name__])

@@ -553,3 +553,13 @@ __all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
            "CosineAnnealingWarmRestarts", "ExponentialLR", "LRScheduler", "LambdaLR",
            "LinearLR", "MultiStepLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau",
            "SequentialLR", "StepLR"]
+
+
+def __getattr__(name: str):
+    # A name this module lacks: what to use instead, or that PyTorch's is not supported,
+    # never a "did you mean" to an unrelated name (aliases.py).
+    import sys
+
+    from execmode.aliases import missing_attribute
+
+    raise missing_attribute(__name__, name, sys.modules[__name__])

@@ -177,3 +177,23 @@ def test_pytorch_twin_of_the_spellings():
         (em.cat([x, x], dim=1), torch.cat([t, t], dim=1)),
     ]:
         assert_close(ours, theirs.numpy())
+
+
+@pytest.mark.parametrize("space, name, says", [
+    ("nn", "Transformer", "torch.nn.Transformer is not supported"),
+    ("nn.functional", "interpolate", "torch.nn.functional.interpolate is not supported"),
+    ("optim", "SparseAdam", "torch.optim.SparseAdam is not supported"),
+])
+def test_a_pytorch_name_nn_and_optim_lack_says_so(space, name, says):
+    import importlib
+
+    module = importlib.import_module(f"execmode.{space}")
+    with pytest.raises(AttributeError, match=says):
+        getattr(module, name)
+
+
+def test_a_typo_in_nn_still_gets_pythons_suggestion():
+    with pytest.raises(AttributeError) as caught:
+        em.nn.Linearr  # noqa: B018
+    # What Python's "Did you mean: 'Linear'?" is computed from when it prints the error.
+    assert caught.value.obj is em.nn and caught.value.name == "Linearr"
