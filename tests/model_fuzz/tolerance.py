@@ -13,7 +13,9 @@ later sum adds in another order). :func:`allowance` turns that into a bound per 
   is mathematically zero (a bias before a batch norm) comes out as rounding noise of the
   other gradients' size, differently in each mode. Moments in gradient units (momentum
   buffers, Adam's ``exp_avg``, RMSprop's ``grad_avg``) take the gradient scale, squared
-  ones (``exp_avg_sq``, ``square_avg``) its square.
+  ones (``exp_avg_sq``, ``square_avg``) its square; a running mean takes the root of
+  its running variance (a batch norm after a batch norm averages values of spread 1 to
+  a mean that is rounding noise).
 * **parameters**: an update is lr x a function of the gradient. For SGD (momentum,
   Nesterov) that function is linear, so the parameter moves by at most
   lr x (1 + momentum) x the gradient's bound. Adam, AdamW and RMSprop divide by the root
@@ -84,6 +86,10 @@ class _ModelStep:
 
     def _gradient(self, i: int, name: str):
         """The gradient the update used, as |values| (for the noise mask)."""
+        with np.errstate(all="ignore"):  # (Inf and NaN after inputs near the limits)
+            return self._recover_gradient(i, name)
+
+    def _recover_gradient(self, i: int, name: str):
         g = self.after.get(f"grad {name}")
         if g is not None and hasattr(g, "array"):
             return np.abs(g.array.astype(np.float64))
@@ -121,9 +127,16 @@ class _ModelStep:
         return base if g is None or g.shape != shape else RTOL * g + base
 
     def extra(self, path: str, shape):
-        """The part of the bound that depends on the model's gradients."""
+        """The part of the bound that depends on the model's other quantities."""
         if path.startswith("grad "):
             return ATOL * self.grad_scale
+        if path.startswith("buffer ") and path.endswith(".running_mean"):
+            # A batch mean's rounding scales with the spread of what it averages, not
+            # with the mean (a batch norm after a batch norm averages to rounding noise).
+            var = self.after.get(path[:-len("mean")] + "var")
+            if var is not None and hasattr(var, "array"):
+                finite = var.array[np.isfinite(var.array)]
+                return ATOL * math.sqrt(float(finite.max())) if finite.size else 0.0
         if path.startswith("param "):
             i = self.names.index(path[len("param "):])
             return self._param_extra(i, shape)
