@@ -58,12 +58,13 @@ def allowance(spec, before: dict | None, after: dict, sensitivity: dict):
     model = _ModelStep(spec, before or {}, after)
 
     def allow(path, e, o):
-        e64 = np.abs(e.astype(np.float64))
-        finite = e64[np.isfinite(e64)]
-        own_scale = float(finite.max()) if finite.size else 0.0
-        bound = RTOL * e64 + ATOL * own_scale
-        bound = bound + model.extra(path, e.shape)
-        return bound + SENSITIVITY_FACTOR * sensitivity.get(path, 0.0)
+        with np.errstate(all="ignore"):  # (Inf and NaN after inputs near the limits)
+            e64 = np.abs(e.astype(np.float64))
+            finite = e64[np.isfinite(e64)]
+            own_scale = float(finite.max()) if finite.size else 0.0
+            bound = RTOL * e64 + ATOL * own_scale
+            bound = bound + model.extra(path, e.shape)
+            return bound + SENSITIVITY_FACTOR * sensitivity.get(path, 0.0)
     return allow
 
 
