@@ -1,10 +1,13 @@
 """Random models (spec.py) from a seed string: ``generate("7-12")`` is always the same model.
 
 Layers are drawn per family with their shapes tracked, so every model builds and runs:
-vectors (Linear, MLP, activations, LayerNorm, BatchNorm1d, Dropout, Identity, Flatten),
-token ids (Embedding, MultiheadAttention with residuals, LayerNorm, Linear, Dropout, then a
-mean over the sequence), 1-d signals (Conv1d, BatchNorm1d, MaxPool1d, AvgPool1d) and 2-d
-images (Conv2d, BatchNorm2d, MaxPool2d, AvgPool2d), each ending in a Linear head.
+vectors (Linear, MLP, GLU, every activation, LayerNorm, RMSNorm, BatchNorm1d, Dropout,
+Identity, Flatten), token ids (Embedding, MultiheadAttention with residuals, RNN/LSTM/GRU,
+TransformerEncoderLayer, LayerNorm, RMSNorm, Linear, Dropout, then a mean over the
+sequence), 1-d signals (Conv1d, ConvTranspose1d, BatchNorm1d, GroupNorm, MaxPool1d,
+AvgPool1d, adaptive pools, Dropout1d) and 2-d images (the same in 2-d), each ending in a
+Linear head. Not drawn: LazyLinear (jit refuses it until a dry run, by design), the
+loss modules (the losses are the functional ones), LBFGS (it needs a closure).
 """
 
 from __future__ import annotations
@@ -15,6 +18,14 @@ from .spec import Layer, ModelSpec, Step
 
 ACTIVATIONS = ("em.nn.ReLU()", "em.nn.GELU()", 'em.nn.GELU(approximate="tanh")',
                "em.nn.Tanh()", "em.nn.Sigmoid()")
+# Shape-keeping layers drawn less often than the classic activations: every other
+# activation, the softmaxes over the last axis, PReLU (a parameter).
+MORE_ACTIVATIONS = ("em.nn.SiLU()", "em.nn.LeakyReLU(0.1)", "em.nn.ELU()", "em.nn.SELU()",
+                    "em.nn.CELU()", "em.nn.Mish()", "em.nn.Hardtanh()", "em.nn.ReLU6()",
+                    "em.nn.Hardsigmoid()", "em.nn.Hardswish()", "em.nn.LogSigmoid()",
+                    "em.nn.Softsign()", "em.nn.Tanhshrink()", "em.nn.Softplus()",
+                    "em.nn.PReLU()", "em.nn.Threshold(0.1, -1.0)", "em.nn.Softmax(dim=-1)",
+                    "em.nn.LogSoftmax(dim=-1)", "em.nn.Softmin(dim=-1)")
 SCHEDULERS = ("StepLR(opt, step_size=2, gamma=0.5)", "ExponentialLR(opt, gamma=0.9)",
               "CosineAnnealingLR(opt, T_max=4)", "MultiStepLR(opt, milestones=[1, 3], "
               "gamma=0.5)", "LinearLR(opt, start_factor=0.5, total_iters=3)")
@@ -60,8 +71,13 @@ def _vector(rng, spec) -> int:
     spec.sample = (width,)
     for _ in range(rng.randint(1, 5)):
         kind = rng.choice(("linear", "linear", "act", "act", "layernorm", "batchnorm",
-                           "dropout", "identity", "mlp", "flatten"))
-        if kind == "linear":
+                           "dropout", "identity", "mlp", "flatten", "rmsnorm", "glu"))
+        if kind == "glu":
+            if width % 2:
+                continue
+            spec.layers.append(Layer("em.nn.GLU()"))
+            width //= 2
+        elif kind == "linear":
             new = rng.randint(3, 10)
             spec.layers.append(Layer(f"em.nn.Linear({width}, {new}, bias={rng.random() < 0.8})"))
             width = new
@@ -81,8 +97,18 @@ def _tokens(rng, spec) -> int:
     padding = ", padding_idx=0" if rng.random() < 0.3 else ""
     spec.layers.append(Layer(f"em.nn.Embedding({vocab}, {width}{padding})"))
     for _ in range(rng.randint(1, 4)):
-        kind = rng.choice(("attention", "attention", "layernorm", "linear", "act", "dropout"))
-        if kind == "attention":
+        kind = rng.choice(("attention", "attention", "layernorm", "linear", "act", "dropout",
+                           "recurrent", "transformer", "rmsnorm"))
+        if kind == "recurrent":
+            name = rng.choice(("RNN", "LSTM", "GRU"))
+            spec.layers.append(Layer(f"em.nn.{name}({width}, {width}, batch_first=True)",
+                                     call="recurrent"))
+        elif kind == "transformer":
+            heads = rng.choice([h for h in (1, 2) if width % h == 0])
+            spec.layers.append(Layer(f"em.nn.TransformerEncoderLayer({width}, {heads}, "
+                                     f"dim_feedforward={2 * width}, dropout="
+                                     f"{rng.choice((0.0, 0.1))}, batch_first=True)"))
+        elif kind == "attention":
             heads = rng.choice([h for h in (1, 2, 4) if width % h == 0])
             dropout = rng.choice((0.0, 0.0, 0.2))
             spec.layers.append(Layer(f"em.nn.MultiheadAttention({width}, {heads}, dropout="
@@ -99,7 +125,22 @@ def _conv1d(rng, spec) -> int:
     spec.sample = (channels, length)
     for _ in range(rng.randint(1, 4)):
         kind = rng.choice(("conv", "conv", "batchnorm", "act", "maxpool", "avgpool",
-                           "dropout"))
+                           "dropout", "convT", "adaptive", "groupnorm", "dropout1d"))
+        if kind == "convT":
+            new, k, stride = rng.randint(1, 4), rng.randint(1, 3), rng.choice((1, 2))
+            spec.layers.append(Layer(f"em.nn.ConvTranspose1d({channels}, {new}, {k}, "
+                                     f"stride={stride})"))
+            channels, length = new, (length - 1) * stride + k
+            continue
+        if kind == "adaptive":
+            out = rng.randint(1, length)
+            name = rng.choice(("AdaptiveAvgPool1d", "AdaptiveMaxPool1d"))
+            spec.layers.append(Layer(f"em.nn.{name}({out})"))
+            length = out
+            continue
+        if kind == "dropout1d":
+            spec.layers.append(Layer("em.nn.Dropout1d(0.2)"))
+            continue
         if kind == "conv":
             new, k = rng.randint(1, 5), rng.randint(1, 3)
             pad, stride = rng.choice((0, 1)), rng.choice((1, 1, 2))
@@ -125,7 +166,22 @@ def _conv2d(rng, spec) -> int:
     spec.sample = (channels, side, side)
     for _ in range(rng.randint(1, 4)):
         kind = rng.choice(("conv", "conv", "batchnorm", "act", "maxpool", "avgpool",
-                           "dropout"))
+                           "dropout", "convT", "adaptive", "groupnorm", "dropout2d"))
+        if kind == "convT":
+            new, k, stride = rng.randint(1, 3), rng.randint(1, 3), rng.choice((1, 2))
+            spec.layers.append(Layer(f"em.nn.ConvTranspose2d({channels}, {new}, {k}, "
+                                     f"stride={stride})"))
+            channels, side = new, (side - 1) * stride + k
+            continue
+        if kind == "adaptive":
+            out = rng.randint(1, side)
+            name = rng.choice(("AdaptiveAvgPool2d", "AdaptiveMaxPool2d"))
+            spec.layers.append(Layer(f"em.nn.{name}({out})"))
+            side = out
+            continue
+        if kind == "dropout2d":
+            spec.layers.append(Layer("em.nn.Dropout2d(0.2)"))
+            continue
         if kind == "conv":
             new, k = rng.randint(1, 4), rng.randint(1, 3)
             pad, stride = rng.choice((0, 1)), rng.choice((1, 1, 2))
@@ -148,7 +204,12 @@ def _conv2d(rng, spec) -> int:
 
 def _common(rng, kind: str, width: int, norm: str | None) -> Layer:
     if kind == "act":
-        return Layer(rng.choice(ACTIVATIONS))
+        return Layer(rng.choice(ACTIVATIONS if rng.random() < 0.6 else MORE_ACTIVATIONS))
+    if kind == "rmsnorm":
+        return Layer(f"em.nn.RMSNorm({width})")
+    if kind == "groupnorm" and norm is not None:
+        groups = rng.choice([g for g in (1, 2, 3) if width % g == 0])
+        return Layer(f"em.nn.GroupNorm({groups}, {width})")
     if kind == "dropout":
         return Layer(f"em.nn.Dropout({rng.choice((0.1, 0.5))})")
     if kind == "identity":
@@ -164,7 +225,7 @@ def _common(rng, kind: str, width: int, norm: str | None) -> Layer:
 # --- training ------------------------------------------------------------------------------
 
 def _optimizer(rng, spec) -> None:
-    kind = rng.choice(("SGD", "SGD", "Adam", "AdamW", "RMSprop"))
+    kind = rng.choice(("SGD", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"))
     spec.optimizer = kind
     h: dict = {}
     if kind == "SGD":
@@ -179,6 +240,13 @@ def _optimizer(rng, spec) -> None:
             h["betas"] = (0.8, 0.99)
         if rng.random() < 0.4:
             h["amsgrad"] = True
+    elif kind == "Adagrad":
+        h["lr"] = rng.choice((1e-2, 5e-2))
+        if rng.random() < 0.3:
+            h["lr_decay"] = 0.01
+    elif kind == "Adadelta":
+        h["lr"] = rng.choice((1.0, 0.5))
+        h["rho"] = rng.choice((0.9, 0.95))
     else:
         h["lr"] = rng.choice((1e-3, 1e-2))
         h["alpha"] = rng.choice((0.9, 0.99))

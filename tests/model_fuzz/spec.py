@@ -27,7 +27,8 @@ class Layer:
     """One layer: its constructor (``em.nn.X(...)``) and how forward applies it."""
 
     make: str            # "em.nn.Linear(6, 8)"
-    call: str = "plain"  # "plain": x = layer(x); "attention": x = x + layer(x, x, x)[0]
+    call: str = "plain"  # "plain": x = layer(x); "attention": x = x + layer(x, x, x)[0];
+    #                      "recurrent": x = layer(x)[0]
 
 
 @dataclass(frozen=True)
@@ -153,18 +154,23 @@ class ModelSpec:
             return [f"        for layer in {iterable}:", "            x = layer(x)"]
         calls = sorted({ly.call for ly in layers})
         out = [f"        for layer in {iterable}:"]
+        branch = "if"
         if "attention" in calls:
-            out += ["            if isinstance(layer, em.nn.MultiheadAttention):",
-                    "                x = x + layer(x, x, x, need_weights=False)[0]",
-                    "            else:", "                x = layer(x)"]
-        return out
+            out += [f"            {branch} isinstance(layer, em.nn.MultiheadAttention):",
+                    "                x = x + layer(x, x, x, need_weights=False)[0]"]
+            branch = "elif"
+        if "recurrent" in calls:
+            out += [f"            {branch} isinstance(layer, em.nn.RNNBase):",
+                    "                x = layer(x)[0]"]
+        return out + ["            else:", "                x = layer(x)"]
 
     def _optimizer_expr(self) -> str:
         kwargs = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())
         if self.group_split:
             extra = ", ".join(f'"{k}": {v!r}' for k, v in self.group_hyper.items())
             params = (f'[{{"params": params[:{self.group_split}]}}, '
-                      f'{{"params": params[{self.group_split}:]{", " if extra else ""}{extra}}}]')
+                      f'{{"params": params[{self.group_split}:]{", " if extra else ""}{extra}}}]'
+                      f' if len(params) > {self.group_split} else params')
         else:
             params = "params"
         return f"em.optim.{self.optimizer}({params}, {kwargs})"
@@ -269,6 +275,8 @@ class ModelSpec:
 def _apply(name: str, call: str) -> str:
     if call == "attention":
         return f"        x = x + {name}(x, x, x, need_weights=False)[0]"
+    if call == "recurrent":  # (output, hidden state)
+        return f"        x = {name}(x)[0]"
     return f"        x = {name}(x)"
 
 

@@ -18,8 +18,9 @@ later sum adds in another order). :func:`allowance` turns that into a bound per 
   a mean that is rounding noise).
 * **parameters**: an update is lr x a function of the gradient. For SGD (momentum,
   Nesterov) that function is linear, so the parameter moves by at most
-  lr x (1 + momentum) x the gradient's bound. Adam, AdamW and RMSprop divide by the root
-  of a running square: where a gradient element is itself rounding noise (within its bound
+  lr x (1 + momentum) x the gradient's bound; Adadelta's is linear too, with a gain of at
+  most sqrt(acc_delta + eps) / sqrt(eps). Adam, AdamW, RMSprop and Adagrad divide by the
+  root of a running square: where a gradient element is itself rounding noise (within its bound
   of zero), its normalized step is noise over noise, anything up to the optimizer's
   largest step, and eager's and the kernels' noise differ: there the parameter (and
   RMSprop's momentum buffer) may move by lr x twice that largest step (adaptive_step),
@@ -48,7 +49,7 @@ SENSITIVITY_FACTOR = 8.0
 
 _STATE = re.compile(r"opt\.state\[(\d+)\]\['(\w+)'\]")
 _GRAD_UNITS = ("momentum_buffer", "exp_avg", "grad_avg")
-_SQUARED_UNITS = ("exp_avg_sq", "max_exp_avg_sq", "square_avg")
+_SQUARED_UNITS = ("exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum", "acc_delta")
 
 
 def allowance(spec, before: dict | None, after: dict, sensitivity: dict):
@@ -113,6 +114,18 @@ class _ModelStep:
             a = self._hyper(i, "alpha", 0.99)
             return np.sqrt(np.maximum((sq_new - a * (0 if sq_old is None else sq_old))
                                       / (1 - a), 0))
+        if opt == "Adagrad":
+            s_new, s_old = state(self.after, "sum"), state(self.before, "sum")
+            if s_new is None:
+                return None
+            return np.sqrt(np.maximum(s_new - (0 if s_old is None else s_old), 0))
+        if opt == "Adadelta":
+            sq_new, sq_old = state(self.after, "square_avg"), state(self.before, "square_avg")
+            if sq_new is None:
+                return None
+            rho = self._hyper(i, "rho", 0.9)
+            return np.sqrt(np.maximum((sq_new - rho * (0 if sq_old is None else sq_old))
+                                      / (1 - rho), 0))
         if opt == "SGD":
             b_new, b_old = state(self.after, "momentum_buffer"), \
                 state(self.before, "momentum_buffer")
@@ -167,6 +180,14 @@ class _ModelStep:
         linear = lr * (1 + momentum) * self._grad_bound(i, shape)
         if self.spec.optimizer == "SGD":
             return linear
+        if self.spec.optimizer == "Adadelta":
+            # update = sqrt(acc_delta + eps) / sqrt(square_avg + eps) x g: linear in g
+            # with a gain of at most sqrt(acc_delta + eps) / sqrt(eps).
+            acc = self.after.get(f"opt.state[{i}]['acc_delta']")
+            eps = float(self._hyper(i, "eps", 1e-6))
+            finite = acc.array[np.isfinite(acc.array)] if acc is not None else ()
+            top = float(np.max(finite)) if len(finite) else 0.0
+            return linear * math.sqrt(max(top, 0.0) + eps) / math.sqrt(eps)
         return linear + self._noise(i, shape) * lr * 2 * adaptive_step(self, i)
 
 
@@ -183,6 +204,8 @@ def adaptive_step(step: _ModelStep, i: int) -> float:
         ratio = b1 * b1 / b2
         return (1 - b1) / math.sqrt(1 - b2) / math.sqrt(max(1 - ratio, 1e-12)) \
             * math.sqrt(c2) / c1
+    if opt == "Adagrad":  # g / sqrt(sum of g^2 so far): at most 1 in size
+        return 1.0
     if opt == "RMSprop":
         a = float(step._hyper(i, "alpha", 0.99))
         momentum = float(step._hyper(i, "momentum") or 0.0)
