@@ -18,16 +18,20 @@ with changes re-runs its Python at every call (jit.py, as one with graph breaks 
 each write happens as often as eagerly; nothing is dropped silently. The cost is at trace
 time only: replays of functions that write nothing check nothing more.
 
-Not walked: tensors (the tracer owns their state), execmode's own objects other than those
+Not walked: what the items of a list, dict or tuple past its first WALK_ITEMS hold (the
+container itself is compared whole), tensors (the tracer owns their state), execmode's own objects other than those
 holding a user's state (modules, optimizers, schedulers: ``_em_user_state``), NumPy arrays (their values, written in
 place by Python, are not watched: the docs say so), library modules and classes (NumPy's,
 execmode's own), weak containers (the garbage collector changes them). Past
-``MAX_CONTAINERS`` containers the rest is not watched, and the jit says so with a warning.
+``MAX_CONTAINERS`` containers copied (or ``MAX_VISITS`` values looked at: tuples, being
+immutable, are walked but not copied) the rest is not watched, and the jit says so with a
+warning.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import sys
 import sysconfig
 import types
@@ -38,7 +42,12 @@ import numpy as np
 from .._tensor import Tensor
 from ..symbolic import SymbolicScalar
 
-MAX_CONTAINERS = 20_000
+MAX_CONTAINERS = 20_000     # containers copied (objects' dicts, lists, dicts, sets)
+MAX_VISITS = 200_000        # values looked at
+# Items walked into per list, dict or tuple: a long list is copied whole (an append or a
+# rebound item is seen), but what its items hold only for the first ones (a dataset held
+# as a list of 60,000 tuples cost 0.24 s a trace walked whole).
+WALK_ITEMS = 1000
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 _WEAK = (weakref.WeakSet, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)
 # Values never walked (and not counted against MAX_CONTAINERS).
@@ -66,7 +75,7 @@ class Snapshot:
 
     def __init__(self):
         self.entries: list = []    # (container, kind, copy, label)
-        self.complete = True       # False: MAX_CONTAINERS reached, the rest unwatched
+        self.complete = True       # False: a limit reached, the rest unwatched
         self._seen: set[int] = set()
         self._queue: collections.deque = collections.deque()
 
@@ -81,7 +90,7 @@ class Snapshot:
             value, label = self._queue.popleft()
             if id(value) in self._seen:
                 continue
-            if len(self._seen) >= MAX_CONTAINERS:
+            if len(self.entries) >= MAX_CONTAINERS or len(self._seen) >= MAX_VISITS:
                 self.complete = False
                 break
             self._seen.add(id(value))
@@ -93,16 +102,16 @@ class Snapshot:
             return  # another jitted function: its caches are its own
         if isinstance(value, dict):
             self._record(value, "dict", dict(value), label)
-            for key, item in value.items():
+            for key, item in itertools.islice(value.items(), WALK_ITEMS):
                 self.add(item, f"{label}[{key!r}]")
         elif isinstance(value, list | collections.deque):
             self._record(value, "list", list(value), label)
-            for i, item in enumerate(value):
+            for i, item in enumerate(itertools.islice(value, WALK_ITEMS)):
                 self.add(item, f"{label}[{i}]")
         elif isinstance(value, set):
             self._record(value, "set", set(value), label)
         elif isinstance(value, tuple | frozenset):
-            for i, item in enumerate(value):
+            for i, item in enumerate(itertools.islice(value, WALK_ITEMS)):
                 self.add(item, f"{label}[{i}]")
         elif isinstance(value, types.ModuleType):
             if not is_library_module(value.__name__):
