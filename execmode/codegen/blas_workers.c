@@ -1,4 +1,6 @@
-/* NumPy's OpenBLAS runs its parallel jobs on execmode's OpenMP team (blas_workers.py).
+/* NumPy's OpenBLAS runs its parallel jobs on execmode's OpenMP team (blas_workers.py),
+ * where the user asked for it (EXECMODE_BLAS_CALLBACK=1; OpenBLAS's own threads are the
+ * default).
  *
  * OpenBLAS (pthreads build, 0.3.28 and later) hands every multi-threaded call to this
  * callback (driver/others/blas_server.c, exec_blas): ``numjobs`` jobs, each to be run as

@@ -1,26 +1,32 @@
-"""NumPy's OpenBLAS runs its parallel jobs on execmode's OpenMP team, so that the BLAS and
-the kernels share one set of worker threads and never oversubscribe the cores.
+"""NumPy's OpenBLAS can run its parallel jobs on execmode's OpenMP team, so that the BLAS
+and the kernels share one set of worker threads. Opt-in: ``EXECMODE_BLAS_CALLBACK=1``
+(or :func:`use_team` in a process).
 
-**Why.** Kernels and BLAS calls take turns on the calling thread, but after a call
-OpenBLAS's idle workers keep spinning (~2^28 cycles, ``OPENBLAS_THREAD_TIMEOUT``, read
-only when NumPy loads OpenBLAS) while the next kernel's OpenMP team wants the same cores:
-on 2 shared cores a matmul followed by a threaded kernel took 0.35-3 ms (16-37 ms at load
-4-5) where one set of threads took 0.24-0.7 ms (docs/performance.md). OpenBLAS 0.3.28 and
-later take a callback that runs their jobs instead of their own threads
-(``openblas_set_threads_callback_function``); this module builds one (``blas_workers.c``)
-that runs them on the team execmode's kernels use, whose workers sleep between regions
-(``OMP_WAIT_POLICY=PASSIVE``, threads.py). The price: a BLAS call wakes a sleeping
-worker (10-15 us), and on a busy machine a woken worker may wait a scheduler slice for a
-core, where OpenBLAS's spinning ones are already running.
+**Why one might.** Kernels and BLAS calls take turns on the calling thread, but after a
+call OpenBLAS's idle workers keep spinning (~2^28 cycles, ``OPENBLAS_THREAD_TIMEOUT``,
+read only when NumPy loads OpenBLAS) while the next kernel's OpenMP team wants the same
+cores: a matmul followed by a threaded kernel is slower on OpenBLAS's own threads, and a
+jitted step that alternates the two more so on a busy machine (docs/performance.md).
+OpenBLAS 0.3.28 and later take a callback that runs their jobs instead of their own
+threads (``openblas_set_threads_callback_function``); this module builds one
+(``blas_workers.c``) that runs them on the team execmode's kernels use.
+
+**Why it is not the default.** That team's workers sleep between regions
+(``OMP_WAIT_POLICY=PASSIVE``, threads.py), so every BLAS call wakes one: back-to-back
+eager matmuls and a jitted MLP step with small threaded BLAS calls were slower by the
+median, and on a busy machine a woken worker waits a scheduler slice for a core, so
+rounds stalled where OpenBLAS's spinning workers did not (benchmarks/bench_blas_handoff.py,
+docs/performance.md). Reading the settings never installs it (threads.py).
 
 **Installed** by threads.py when execmode first gives the BLAS its count (the first
-kernel library, ``set_num_threads`` or ``thread_settings``), never at ``import
-execmode``. The C source is compiled on first use (~0.1 s) with the kernels' compiler
-and ``-fopenmp`` (so it shares their OpenMP runtime), cached in the kernel cache's
-``extensions`` folder and loaded after the cache's trust checks (cache_trust.py).
+kernel library or ``set_num_threads``) if the variable asks for it, or at
+``use_team(True)``; never at ``import execmode``. The C source is compiled on first use
+(~0.1 s) with the kernels' compiler and ``-fopenmp`` (so it shares their OpenMP runtime),
+cached in the kernel cache's ``extensions`` folder and loaded after the cache's trust
+checks (cache_trust.py).
 
 **When it is not used** (``thread_settings()["blas_workers"]`` says which and why):
-``EXECMODE_BLAS_CALLBACK=0`` (for comparisons); no OpenBLAS, or one without the
+``EXECMODE_BLAS_CALLBACK`` unset or 0; no OpenBLAS, or one without the
 callback; an OpenMP build of OpenBLAS (its callback's thread numbers mean something
 else); a version outside 0.3.28-0.3.31, whose source (driver/others/blas_server.c,
 level3_thread.c, getrf_parallel.c) this was checked against, because the callback hands
@@ -56,6 +62,15 @@ ENV = "EXECMODE_BLAS_CALLBACK"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "blas_workers.c")
 FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-pthread", "-fopenmp")
 TEAM = "execmode's OpenMP team"
+# The team is opt-in: with it, back-to-back BLAS calls each wake a sleeping worker, which
+# made eager matmuls and a jitted MLP step slower and, on a busy machine, stall for a
+# scheduler slice (docs/performance.md, benchmarks/bench_blas_handoff.py).
+DEFAULT = False
+_ON = ("1", "on", "yes", "true")
+_OFF = ("0", "off", "no", "false")
+OFF_BY_DEFAULT = f"the default; {ENV}=1 runs them on execmode's OpenMP team"
+NOT_YET = "until execmode's first compiled kernel or set_num_threads"
+SWITCHED_OFF = f"switched off by use_team(False); {ENV}=0 does it for a process"
 NOT_OPENBLAS = "not OpenBLAS"
 FORKED = "a forked process: execmode's OpenMP workers do not survive fork once they ran"
 # The OpenBLAS releases whose threading code the callback's slot rule was read in: 0.3.28
@@ -78,12 +93,33 @@ class _State:
     tried = False           # one build attempt per process
     wanted = False          # execmode chose the team (it may be off for a reason below)
     switched_off = False    # use_team(False): follow() leaves it off
+    declined = False        # not built because EXECMODE_BLAS_CALLBACK did not ask for it
     pool_unusable = False   # a child forked after a team ran: never the team here
-    reason = "not installed yet"   # why OpenBLAS's own threads run its jobs
+    reason = NOT_YET        # why OpenBLAS's own threads run its jobs
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+    """Whether ``EXECMODE_BLAS_CALLBACK`` asks for the team (:data:`DEFAULT` when unset).
+    Raises ``ValueError`` naming the variable for a value that is neither on nor off: a
+    typo must not silently measure the other workers."""
+    raw = os.environ.get(ENV, "")
+    value = raw.strip().lower()
+    if not value:
+        return DEFAULT
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    raise ValueError(f"{ENV}={raw!r}: expected 1 (OpenBLAS's parallel jobs on execmode's "
+                     f"OpenMP team) or 0 (on OpenBLAS's own threads, the default)")
+
+
+def _off_reason() -> str:
+    """Why OpenBLAS's own threads run its jobs where the variable does not ask for the
+    team."""
+    if os.environ.get(ENV, "").strip():
+        return f"{ENV}={os.environ[ENV].strip()}"
+    return OFF_BY_DEFAULT
 
 
 def own_threads(reason: str) -> str:
@@ -92,14 +128,18 @@ def own_threads(reason: str) -> str:
 
 def status() -> str:
     """Who runs OpenBLAS's parallel jobs now: :data:`TEAM`, or "OpenBLAS's own threads
-    (why)". Read from the C library, so a fork from C code is seen too."""
+    (why)". Read from the C library, so a fork from C code is seen too. Changes nothing
+    (reports call it)."""
     if _State.lib is not None and _State.lib.em_blas_workers_installed():
         return TEAM
     if _State.lib is not None and _State.lib.em_blas_workers_dropped_by_fork():
         return own_threads(FORKED)
-    if _State.reason.startswith(NOT_OPENBLAS):
-        return f"the BLAS's own threads ({_State.reason})"
-    return own_threads(_State.reason)
+    reason = _State.reason
+    if not _State.tried:
+        reason = NOT_YET if enabled() else _off_reason()
+    if reason.startswith(NOT_OPENBLAS):
+        return f"the BLAS's own threads ({reason})"
+    return own_threads(reason)
 
 
 def follow(count: int | None, forked: bool = False, before_openmp_loads=None) -> None:
@@ -114,7 +154,11 @@ def follow(count: int | None, forked: bool = False, before_openmp_loads=None) ->
         _State.wanted = not forked and _first_install(before_openmp_loads)
         if forked and not _State.wanted:
             _State.reason = FORKED
-    if not _State.wanted or _State.lib is None or _State.switched_off:
+    if not _State.wanted or _State.lib is None:
+        return
+    if _State.switched_off:
+        if _State.lib.em_blas_workers_installed():
+            _uninstall(SWITCHED_OFF)
         return
     if forked:
         _State.pool_unusable = True
@@ -138,18 +182,37 @@ def follow(count: int | None, forked: bool = False, before_openmp_loads=None) ->
 
 
 def use_team(on: bool) -> None:
-    """Switch between the team and OpenBLAS's own threads, for comparisons (benchmarks):
-    safe at any time (the two never share a slot), a no-op where the team is not
-    available; off stays off (later thread counts included) until ``use_team(True)``."""
-    if _State.lib is None or not _State.wanted:
-        return
-    _State.switched_off = not on
+    """Run OpenBLAS's jobs on the team (``True``) or on OpenBLAS's own threads, for this
+    process from now on: the in-process form of ``EXECMODE_BLAS_CALLBACK`` (tests,
+    benchmarks that compare the two). Safe at any time (the two never share a slot). ``True``
+    builds the callback if the variable left it unbuilt, and is a no-op where a rule
+    rules the team out (:func:`status` says which); off stays off (later thread counts
+    included) until ``use_team(True)``."""
     if on:
-        from . import blas
+        _State.switched_off = False
+        from .threads import forked_after_threads, prefer_passive_openmp
 
-        follow(blas.thread_control().get())  # the slot rule and the fork rule still hold
-    else:
-        _uninstall(f"switched off by use_team(False); {ENV}=0 does it for a process")
+        if forked_after_threads():  # libgomp's pool is unusable here (threads.py)
+            _State.pool_unusable = True
+        if not _State.wanted and (_State.declined or not _State.tried) \
+                and not _State.pool_unusable:
+            _State.tried, _State.declined = True, False
+            _State.wanted = _first_install(prefer_passive_openmp, asked=True)
+        elif not _State.wanted and _State.pool_unusable:
+            _State.tried, _State.reason = True, FORKED
+        if _State.wanted and _State.lib is not None:
+            from . import blas
+
+            follow(blas.thread_control().get())  # the slot rule and the fork rule hold
+        return
+    _State.switched_off = True
+    if _State.lib is not None and _State.wanted:
+        _uninstall(SWITCHED_OFF)
+
+
+def using_team() -> bool:
+    """True while OpenBLAS's jobs run on the team (tests restore what they found)."""
+    return status() == TEAM
 
 
 def team_ran() -> bool:
@@ -204,11 +267,13 @@ def _openblas_threads() -> int:
     return ctypes.c_int.from_address(_State.openblas[1]).value
 
 
-def _first_install(before_openmp_loads) -> bool:
+def _first_install(before_openmp_loads, asked: bool = False) -> bool:
     """Find OpenBLAS's callback, build and load the C callback, install it. False (and
-    ``_State.reason``) where any rule says no."""
-    if not enabled():
-        _State.reason = f"{ENV}=0"
+    ``_State.reason``) where any rule says no. ``asked``: use_team(True) asked for the
+    team, whatever the variable says."""
+    if not asked and not enabled():
+        _State.reason = _off_reason()
+        _State.declined = True
         return False
     found = _find_openblas()
     if isinstance(found, str):

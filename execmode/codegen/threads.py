@@ -16,17 +16,23 @@ reduction is always 64 chunks combined in order, lower.py), the count only says 
 threads take the pieces.
 
 **BLAS.** NumPy's OpenBLAS gets the same count when the engine first needs threads (the
-first kernel library loaded, the first ``set_num_threads``, the first ``thread_settings``),
-not at ``import execmode``. Kernels and BLAS calls run one after the other on the caller's
-thread (a program's matmul is a call from C, plan.py's is NumPy's), but OpenBLAS's idle
-workers spin for a while after each call and would fight the next kernel's team for the
-cores; so at the same moment OpenBLAS's parallel jobs are handed to the kernels' own
-OpenMP team (blas_workers.py: one set of workers, sleeping between regions), where
-OpenBLAS and the compiler allow it, and ``thread_settings()["blas_workers"]`` says which
-threads run them and why. Where the user set OpenBLAS's own variables
-(``OPENBLAS_NUM_THREADS``, ``GOTO_NUM_THREADS``, ``OMP_NUM_THREADS``, read by OpenBLAS when
-NumPy loads it) execmode leaves the BLAS as they set it, and :func:`thread_settings` says
-so; an explicit ``set_num_threads(n)`` sets both.
+first kernel library loaded, the first ``set_num_threads``), not at ``import execmode``
+and never by reading: :func:`thread_settings` (reports, ``em.compare``, every recording)
+changes nothing, so a measured script runs as it runs unmeasured, and a kernel library
+loaded inside :func:`blas_left_alone` (execmode's own calibration) leaves the BLAS too.
+Kernels and BLAS calls run one after the other on the caller's thread (a program's matmul
+is a call from C, plan.py's is NumPy's), so equal counts never put two full teams to work
+at once. What still overlaps: after a call OpenBLAS's idle workers spin for a while
+(~2^28 cycles, ~0.1 s; ``OPENBLAS_THREAD_TIMEOUT`` when NumPy loads) and a threaded
+kernel started meanwhile waits for the core they hold. OpenBLAS's jobs can run on the
+kernels' own OpenMP team instead (blas_workers.py), but only when asked
+(``EXECMODE_BLAS_CALLBACK=1``): its workers sleep between regions, so every BLAS call
+must wake one, which made back-to-back matmuls slower and, on a busy machine, stall
+(docs/performance.md). ``thread_settings()["blas_workers"]`` says which threads run them
+and why. Where the user set OpenBLAS's own variables (``OPENBLAS_NUM_THREADS``,
+``GOTO_NUM_THREADS``, ``OMP_NUM_THREADS``, read by OpenBLAS when NumPy loads it) execmode
+leaves the BLAS as they set it, and :func:`thread_settings` says so; an explicit
+``set_num_threads(n)`` sets both.
 
 **Fork.** GNU libgomp keeps its worker threads in a pool. ``fork()`` copies the pool's
 bookkeeping into the child but not the threads, so the child's next parallel region waits
@@ -38,7 +44,8 @@ forked after that happened runs every kernel single-threaded, libraries it loads
 included (a team of one never touches the pool), and OpenBLAS's jobs on OpenBLAS's own
 threads (blas_workers.c's fork handler, which sees forks from C code too). Results are
 the same bits; only the speed differs. A child forked before any team ran keeps its
-threads (libgomp starts a fresh pool there) and hands OpenBLAS's jobs to the team again.
+threads (libgomp starts a fresh pool there) and, where the team ran OpenBLAS's jobs,
+hands them to the team again.
 Processes started with exec (``subprocess``, the debugger's script runs,
 multiprocessing's "spawn") start fresh and are not affected. The kernels' guard is hooked
 with ``os.register_at_fork``: a fork from C code that bypasses Python's ``os.fork`` is not
@@ -47,6 +54,7 @@ seen by it. (OpenBLAS restarts its own threads in a forked child.)
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import operator
@@ -61,10 +69,15 @@ OPENMP_ENV = "OMP_NUM_THREADS"
 BLAS_ENVS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 SET_BY_CALL = "set_num_threads()"
 BLAS_FOLLOWS = "execmode's count"
+# Before the engine first needs threads (a kernel library loads, set_num_threads), the
+# BLAS runs at the count OpenBLAS chose when NumPy loaded it: reading the settings does
+# not change it.
+BLAS_NOT_YET = "OpenBLAS's own count until execmode's first compiled kernel"
 
 
 class _State:
     libraries: list = []       # the ctypes handles of loaded OpenMP kernel libraries
+    leave_blas = 0             # inside blas_left_alone(): libraries loading leave the BLAS
     inherited_pool = False     # forked after threads ran: libgomp's pool is unusable here
     override: int | None = None  # set_num_threads(): wins over the environment
     hooked = False
@@ -270,8 +283,7 @@ def _sync_blas() -> None:
         target, _State.blas_source = _State.override, SET_BY_CALL
     elif users is not None:
         target = _State.blas_at_start
-        _State.blas_source = (f"from {users}={os.environ[users].strip()} as OpenBLAS read "
-                              f"it; execmode leaves it")
+        _State.blas_source = _left_as_set(users)
     else:
         target, _State.blas_source = _chosen()[0], BLAS_FOLLOWS
     if control.get() != target:
@@ -294,12 +306,33 @@ def _sync_blas_once() -> None:
         _sync_blas()
 
 
+def _left_as_set(users: str) -> str:
+    return f"from {users}={os.environ[users].strip()} as OpenBLAS read it; execmode leaves it"
+
+
+def _blas_source_now(control) -> str:
+    """Who chose the BLAS's count in force, without changing it: what _sync_blas said,
+    or, before execmode first gave the BLAS a count, OpenBLAS's own choice."""
+    from . import blas
+
+    if _State.blas_synced:
+        return _State.blas_source
+    if control is None:
+        return f"not set: {blas.thread_control_reason()}"
+    users = _blas_variable_set()
+    if users is not None:
+        return _left_as_set(users)
+    return BLAS_NOT_YET
+
+
 # --- what reports print -------------------------------------------------------------------
 
 def thread_settings() -> dict:
     """The thread settings in force, for reports and ``em.compare`` to print beside their
-    numbers. Gives the BLAS its count first if nothing did yet, so what this says is what
-    runs.
+    numbers. Strictly read-only: it neither gives the BLAS a count nor changes who runs
+    its jobs (a profiled or compared script must run as it runs unmeasured), so before
+    execmode's first compiled kernel or ``set_num_threads`` it reports OpenBLAS's own
+    count (``blas_source``: :data:`BLAS_NOT_YET`).
 
     Keys: ``threads`` (kernels' count now), ``source`` ("set_num_threads()",
     "EXECMODE_NUM_THREADS", "OMP_NUM_THREADS" or "default: N usable CPUs, M physical
@@ -313,7 +346,6 @@ def thread_settings() -> dict:
     from . import blas, blas_workers
 
     requested, source = _chosen()
-    _sync_blas_once()
     control = blas.thread_control()
     return {
         "threads": 1 if _State.inherited_pool else requested,
@@ -321,7 +353,7 @@ def thread_settings() -> dict:
         "requested": requested,
         "forked": _State.inherited_pool,
         "blas_threads": control.get() if control is not None else None,
-        "blas_source": _State.blas_source,
+        "blas_source": _blas_source_now(control),
         "blas_library": os.path.basename(control.path) if control is not None else None,
         "blas_workers": blas_workers.status(),
         "usable_cpus": usable_cpus(),
@@ -362,8 +394,22 @@ def configure_library(cdll: ctypes.CDLL) -> None:
     cdll.em_threads_used.restype = ctypes.c_int
     cdll.em_set_num_threads(num_threads())
     _State.libraries.append(cdll)
-    _sync_blas_once()
+    if not _State.leave_blas:
+        _sync_blas_once()
     _hook_fork()
+
+
+@contextlib.contextmanager
+def blas_left_alone():
+    """Kernel libraries loaded inside leave NumPy's BLAS as it is (its count, who runs
+    its jobs): for execmode's own measurements (the profiler's calibration compiles
+    kernels), which must not change the program they measure. The next library loaded
+    outside, or ``set_num_threads``, gives the BLAS its count as usual."""
+    _State.leave_blas += 1
+    try:
+        yield
+    finally:
+        _State.leave_blas -= 1
 
 
 def _hook_fork() -> None:
@@ -389,8 +435,11 @@ def prefer_passive_openmp() -> None:
     """Idle OpenMP workers sleep instead of spinning, unless the user chose a policy.
 
     Kernels share the cores with NumPy and BLAS between parallel regions: spinning workers
-    (libgomp's default) made an MLP training step 10x slower on 2 cores. Read by libgomp
-    when it loads, i.e. with the first kernel library of the process.
+    (libgomp's default: 300,000 spins, ~7 ms on the 2-vCPU VM) made an MLP training step
+    10x slower on 2 cores. Read by libgomp once, when it loads: so this runs before
+    anything of execmode's loads it (the toolchain's OpenMP probe, the first kernel
+    library, blas_workers.py's callback). Measured: idle after a kernel, a process used
+    ~0.05 ms of CPU in 50 ms with it, 3-7 ms without.
     """
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"

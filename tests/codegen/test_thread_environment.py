@@ -17,10 +17,12 @@ import pytest
 from execmode.codegen import blas, blas_workers, threads
 from execmode.codegen.toolchain import NoCompiler, get_toolchain
 
-THREAD_VARIABLES = (threads.ENV, threads.OPENMP_ENV, *threads.BLAS_ENVS)
+THREAD_VARIABLES = (threads.ENV, threads.OPENMP_ENV, *threads.BLAS_ENVS, blas_workers.ENV,
+                    "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+TEAM_ON = {blas_workers.ENV: "1"}
 
 # Prints thread_settings() after each action named on the command line: "settings",
-# "set:N", "set:none".
+# "set:N", "set:none" (set_num_threads), "kernel" (a jitted kernel's library loads).
 _SETTINGS_SCRIPT = textwrap.dedent("""
     import json, sys
     from execmode.codegen import threads
@@ -28,6 +30,9 @@ _SETTINGS_SCRIPT = textwrap.dedent("""
         if action.startswith("set:"):
             value = action[4:]
             threads.set_num_threads(None if value == "none" else int(value))
+        elif action == "kernel":
+            import execmode as em
+            em.jit(lambda x: x * 2.0 + 1.0)(em.ones(8))
         print(json.dumps(threads.thread_settings()))
 """)
 
@@ -58,17 +63,31 @@ def _cpus() -> int:
 
 
 def test_nothing_set_gives_the_default_to_kernels_and_blas(openblas):
-    (s,) = _settings()
+    read, synced = _settings("settings", "set:none")
     default = min(_cpus(), threads.physical_cores())
-    assert (s["threads"], s["blas_threads"]) == (default, default)
-    assert s["source"] == f"default: {_cpus()} usable CPUs, {threads.physical_cores()} " \
-                          "physical cores"
-    assert s["blas_source"] == "execmode's count"
+    # Before the engine needs threads the BLAS keeps the count OpenBLAS chose itself.
+    assert read["threads"] == default and read["blas_source"] == threads.BLAS_NOT_YET
+    assert (synced["threads"], synced["blas_threads"]) == (default, default)
+    assert synced["source"] == f"default: {_cpus()} usable CPUs, " \
+                               f"{threads.physical_cores()} physical cores"
+    assert synced["blas_source"] == "execmode's count"
 
 
 def test_execmode_num_threads_sets_kernels_and_blas(openblas):
-    (s,) = _settings(EXECMODE_NUM_THREADS="1")
+    (s,) = _settings("set:none", EXECMODE_NUM_THREADS="1")
     assert (s["threads"], s["source"], s["blas_threads"]) == (1, "EXECMODE_NUM_THREADS", 1)
+
+
+def test_the_first_kernel_library_gives_the_blas_its_count(openblas):
+    """The engine's own action, not a reading: OpenBLAS's count stands until then."""
+    try:
+        if not get_toolchain().openmp:
+            pytest.skip("the compiler has no OpenMP: kernel libraries do not set counts")
+    except NoCompiler as exc:
+        pytest.skip(f"no C compiler: {exc}")
+    read, kernel = _settings("settings", "kernel", EXECMODE_NUM_THREADS="1")
+    assert read["blas_source"] == threads.BLAS_NOT_YET
+    assert (kernel["blas_threads"], kernel["blas_source"]) == (1, "execmode's count")
 
 
 def test_omp_num_threads_sets_kernels_and_openblas_reads_it_itself(openblas):
@@ -178,7 +197,7 @@ _PRODUCTS_SCRIPT = textwrap.dedent("""
 
 
 def _team_or_skip():
-    (s,) = _settings()
+    (s,) = _settings("set:none", **TEAM_ON)
     if s["blas_workers"] != blas_workers.TEAM:
         pytest.skip(f"OpenBLAS's jobs do not run on execmode's team here: {s['blas_workers']}")
 
@@ -189,14 +208,94 @@ def _json_child(script, *args, **variables) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_the_off_switch_gives_openblas_its_own_threads_and_the_same_bits(openblas):
+def test_the_team_is_opt_in_and_gives_the_same_bits(openblas):
+    """Unset, OpenBLAS's own threads run its jobs (docs/kernels.md says so:
+    test_the_docs_state_the_default); EXECMODE_BLAS_CALLBACK=1 hands them to the team."""
     _team_or_skip()
-    on = _json_child(_PRODUCTS_SCRIPT)
+    default = _json_child(_PRODUCTS_SCRIPT)
+    on = _json_child(_PRODUCTS_SCRIPT, **TEAM_ON)
     off = _json_child(_PRODUCTS_SCRIPT, EXECMODE_BLAS_CALLBACK="0")
+    assert default["workers"] == blas_workers.own_threads(blas_workers.OFF_BY_DEFAULT)
     assert on["workers"] == blas_workers.TEAM and on["calls"][0] >= 4
     assert off["workers"] == "OpenBLAS's own threads (EXECMODE_BLAS_CALLBACK=0)"
-    assert off["calls"] == [0, 0]
-    assert on["digest"] == off["digest"]
+    assert default["calls"] == off["calls"] == [0, 0]
+    assert on["digest"] == off["digest"] == default["digest"]
+
+
+def test_an_invalid_callback_switch_stops_with_its_name(openblas):
+    done = _child(_SETTINGS_SCRIPT, ("set:none",), EXECMODE_BLAS_CALLBACK="maybe")
+    assert done.returncode != 0
+    assert "ValueError: EXECMODE_BLAS_CALLBACK='maybe': expected 1" in done.stderr
+
+
+def test_the_docs_state_the_default():
+    """docs/kernels.md's table of variables says which workers run OpenBLAS's jobs when
+    EXECMODE_BLAS_CALLBACK is unset."""
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "kernels.md")
+    with open(docs, encoding="utf-8") as f:
+        (row,) = [line for line in f if line.startswith(f"| `{blas_workers.ENV}` |")]
+    assert blas_workers.DEFAULT is False
+    assert "unset: OpenBLAS's own threads (the default)" in row
+
+
+# Reads the settings every way execmode's measurements do, in a process where nothing
+# gave the BLAS a count yet, with the team asked for and a kernel count (1) that differs
+# from OpenBLAS's own (the usable CPUs): a sync would show. Then a kernel library loads.
+_READING_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import execmode as em
+    from execmode.codegen import blas, blas_workers, threads
+    from execmode.profilers.machine import machine_info
+    from execmode.profilers.measure import context, context_line
+    from execmode.profilers.recorder import Recorder
+
+    control = blas.thread_control()
+
+    def state():
+        return [blas_workers.status(), control.get(), threads._State.blas_synced,
+                blas_workers._State.tried]
+
+    report = {"before": state()}
+    threads.thread_settings(), threads.thread_settings_text()
+    context(), context_line(), machine_info(threads=True)
+    with Recorder(os.path.join(sys.argv[1], "r.emsession"), calibrate=False) as rec:
+        np.ones(3) + 1
+    with em.profile(os.path.join(sys.argv[1], "p.emsession"), calibrate=False):
+        pass
+    with em.profile(os.path.join(sys.argv[1], "e.emsession"), calibrate=False):
+        np.ones((64, 512), np.float32) @ np.ones((512, 256), np.float32)
+    report["after reading"] = state()
+    if sys.argv[2] == "kernel":
+        with threads.blas_left_alone():
+            em.jit(lambda x: x * 2.0 + 1.0)(em.ones(8))
+        report["after a kernel left it alone"] = state()
+        em.jit(lambda x: x * 3.0 - 1.0)(em.ones(8))
+        report["after a kernel"] = state()
+    print(json.dumps(report))
+""")
+
+
+def test_reading_the_settings_changes_nothing(openblas, tmp_path):
+    """Reports, em.compare's context, machine info and every recording read the thread
+    settings; none of them may give the BLAS a count or its jobs to the team: the
+    measured program must run as it runs unmeasured. Only the engine's own actions do (a
+    kernel library, set_num_threads), and not inside blas_left_alone()."""
+    try:
+        kernel = "kernel" if get_toolchain().openmp else "none"
+    except NoCompiler:
+        kernel = "none"
+    report = _json_child(_READING_SCRIPT, str(tmp_path), kernel, EXECMODE_NUM_THREADS="1",
+                         **TEAM_ON)
+    before = report["before"]
+    assert before[0] == blas_workers.own_threads(blas_workers.NOT_YET)
+    assert before[2:] == [False, False]
+    assert report["after reading"] == before
+    if kernel == "kernel":
+        assert report["after a kernel left it alone"] == before
+        workers, count, synced, tried = report["after a kernel"]
+        assert (count, synced, tried) == (1, True, True)
+        assert workers != before[0]  # the team, or the rule that rules it out here
 
 
 @pytest.mark.parametrize("variable, value, reason", [
@@ -209,8 +308,8 @@ def test_where_openmp_may_not_give_the_whole_team_openblas_keeps_its_threads(
     OpenMP may give fewer, every call would start threads of its own; OpenBLAS's own
     threads run them instead, with the same bits."""
     _team_or_skip()
-    on = _json_child(_PRODUCTS_SCRIPT)
-    limited = _json_child(_PRODUCTS_SCRIPT, **{variable: value})
+    on = _json_child(_PRODUCTS_SCRIPT, **TEAM_ON)
+    limited = _json_child(_PRODUCTS_SCRIPT, **TEAM_ON, **{variable: value})
     assert limited["workers"].startswith(f"OpenBLAS's own threads ({reason}")
     assert limited["calls"] == [0, 0]
     assert limited["digest"] == on["digest"]
@@ -256,7 +355,7 @@ _CONCURRENT_SCRIPT = textwrap.dedent("""
 
 def test_python_threads_calling_numpy_at_once_get_the_bits_they_get_alone(openblas):
     _team_or_skip()
-    result = _json_child(_CONCURRENT_SCRIPT)  # a hang is a TimeoutExpired
+    result = _json_child(_CONCURRENT_SCRIPT, **TEAM_ON)  # a hang is a TimeoutExpired
     assert result["workers"] == blas_workers.TEAM
     assert result["calls"][0] > 0
     assert result["wrong"] == []
@@ -320,7 +419,7 @@ def _child_group(script, args, tmp_path, timeout=120) -> subprocess.CompletedPro
     """_child in a session of its own: on a timeout the whole group is killed, a hung
     forked grandchild included (it holds the pipes open), then TimeoutExpired raised."""
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
-    env["EXECMODE_CACHE_DIR"] = str(tmp_path)
+    env.update(TEAM_ON, EXECMODE_CACHE_DIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-c", script, *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
@@ -385,7 +484,7 @@ def test_a_count_too_large_for_openblas_slots_gives_it_its_own_threads(openblas)
     """blas_workers.c, rule 2: the jobs' slots (from the top) and OpenBLAS's own workers'
     (from 0) must not meet; half its slots + 1 threads (33 of 64 here) do not fit."""
     _team_or_skip()
-    report = _json_child(_SLOTS_SCRIPT)
+    report = _json_child(_SLOTS_SCRIPT, **TEAM_ON)
     assert report["first"] == report["back at 2"] == blas_workers.TEAM
     assert report["too many"].startswith(
         f"OpenBLAS's own threads ({report['many']} threads: the jobs and OpenBLAS's own "

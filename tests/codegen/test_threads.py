@@ -323,6 +323,7 @@ def test_the_blas_follows_the_count(no_thread_variables, restore_threads):
 
 def test_the_settings_line(no_thread_variables, restore_threads):
     _blas_or_skip()
+    threads.set_num_threads(None)  # the BLAS has execmode's count (reading never gives it)
     settings = threads.thread_settings()
     assert set(settings) >= {"threads", "source", "blas_threads", "blas_source",
                              "blas_workers", "usable_cpus", "physical_cores"}
@@ -344,6 +345,11 @@ def test_the_settings_line(no_thread_variables, restore_threads):
                   "OpenBLAS read it; execmode leaves it")
     assert threads.thread_settings_text(theirs).endswith(
         ", BLAS 1 (from OPENBLAS_NUM_THREADS=1 as OpenBLAS read it; execmode leaves it)")
+    before_kernels = dict(settings, blas_threads=2, blas_source=threads.BLAS_NOT_YET,
+                          blas_workers="OpenBLAS's own threads (the default)")
+    assert threads.thread_settings_text(before_kernels).endswith(
+        ", BLAS 2 (OpenBLAS's own count until execmode's first compiled kernel) on "
+        "OpenBLAS's own threads")
     unknown = dict(settings, blas_threads=None, blas_source="not set: no OpenBLAS")
     assert threads.thread_settings_text(unknown).endswith(
         ", BLAS threads unknown (not set: no OpenBLAS)")
@@ -377,8 +383,10 @@ def test_a_jitted_training_step_gives_the_same_bits_at_1_and_2_threads(restore_t
 # --- OpenBLAS's jobs on the kernels' team (blas_workers.py) --------------------------------
 
 def _team_or_skip():
+    """The team is opt-in (EXECMODE_BLAS_CALLBACK=1, or use_team(True) in a process)."""
     _blas_or_skip()
-    threads.thread_settings()  # gives the BLAS its count and its jobs to the team
+    threads.set_num_threads(None)  # the BLAS gets its count
+    blas_workers.use_team(True)
     status = blas_workers.status()
     if status != blas_workers.TEAM:
         pytest.skip(f"OpenBLAS's jobs do not run on execmode's team here: {status}")
@@ -386,9 +394,11 @@ def _team_or_skip():
 
 @pytest.fixture
 def team_back():
+    """Whoever ran OpenBLAS's jobs before the test runs them after it."""
+    was = blas_workers.using_team()
     yield
     blas_workers.force_new_threads(False)
-    blas_workers.use_team(True)
+    blas_workers.use_team(was)
     threads.set_num_threads(None)
 
 
@@ -436,6 +446,23 @@ def test_openblas_jobs_on_the_team_give_openblas_own_bits(team_back, count):
     assert fresh == own
     blas_workers.use_team(True)
     assert threads.thread_settings()["blas_workers"] == blas_workers.TEAM
+
+
+def test_reading_the_settings_changes_nothing(team_back):
+    """thread_settings() and its text say what runs; they never give the BLAS a count nor
+    hand its jobs to the team (a profiled or compared script runs as it runs unmeasured).
+    Fresh processes, where nothing synced the BLAS yet: test_thread_environment.py."""
+    control = _blas_or_skip()
+    blas_workers.use_team(False)
+    control.set(1)  # not execmode's count: a sync would change it
+    before = (blas_workers.status(), control.get(), threads._State.blas_synced)
+    from execmode.profilers.machine import machine_info
+    from execmode.profilers.measure import context, context_line
+
+    threads.thread_settings(), threads.thread_settings_text(), context(), context_line()
+    machine_info(threads=True)
+    assert (blas_workers.status(), control.get(), threads._State.blas_synced) == before
+    assert threads.thread_settings()["blas_threads"] == 1
 
 
 def test_a_jitted_training_step_gives_the_same_bits_on_the_team_and_off_it(team_back):
