@@ -109,8 +109,13 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     rounds_of_two = max(1, ops // 2)
     eager = _eager_workload(rounds_of_two)
     graph_calls = max(1, ops // 4)
-    graph, program_plan = _graph_workload(graph_calls)
-    loop, loop_plan = _graph_workload(graph_calls, python_loop=True)
+    # Calibrating compiles kernels; loading them must not set the BLAS's thread count of
+    # a script that may never compile one itself (threads.py).
+    from execmode.codegen.threads import blas_left_alone
+
+    with blas_left_alone():
+        graph, program_plan = _graph_workload(graph_calls)
+        loop, loop_plan = _graph_workload(graph_calls, python_loop=True)
     null = _NullListener()
     with tempfile.TemporaryDirectory(prefix="execmode-calibration-") as tmp:
         rec = Recorder(Path(tmp) / "calibration.emsession", memory=memory,

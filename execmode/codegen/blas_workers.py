@@ -190,10 +190,10 @@ def use_team(on: bool) -> None:
     included) until ``use_team(True)``."""
     if on:
         _State.switched_off = False
-        from .threads import forked_after_threads, prefer_passive_openmp
+        from .openmp_policy import prefer_passive_openmp
 
-        if forked_after_threads():  # libgomp's pool is unusable here (threads.py)
-            _State.pool_unusable = True
+        # pool_unusable: forked after a team ran (threads.py's fork hook tells us), where
+        # libgomp's pool cannot be used.
         if not _State.wanted and (_State.declined or not _State.tried) \
                 and not _State.pool_unusable:
             _State.tried, _State.declined = True, False

@@ -21,8 +21,9 @@ from . import disk_cache
 from .buffers import REGISTRY, OutputPool, arranged, data_pointer, has_strides
 from .call_path import build_call_path
 from .kernel_ir import Kernel, Param
+from .openmp_policy import prefer_passive_openmp
 from .render_c import CRenderer
-from .threads import configure_library, prefer_passive_openmp
+from .threads import configure_library
 from .toolchain import Toolchain, run_compiler
 
 

@@ -295,6 +295,7 @@ def _blas_jobs_follow(count: int | None) -> None:
     """OpenBLAS's parallel jobs on execmode's OpenMP team where they can run there
     (blas_workers.py); a child forked after threads ran keeps OpenBLAS's own threads."""
     from . import blas_workers
+    from .openmp_policy import prefer_passive_openmp
 
     blas_workers.follow(count, forked=_State.inherited_pool,
                         before_openmp_loads=prefer_passive_openmp)
@@ -429,17 +430,3 @@ def _after_fork_in_child() -> None:
         for lib in _State.libraries:
             lib.em_set_num_threads(1)
     blas_workers.after_fork_in_child(pool_unusable=_State.inherited_pool)
-
-
-def prefer_passive_openmp() -> None:
-    """Idle OpenMP workers sleep instead of spinning, unless the user chose a policy.
-
-    Kernels share the cores with NumPy and BLAS between parallel regions: spinning workers
-    (libgomp's default: 300,000 spins, ~7 ms on the 2-vCPU VM) made an MLP training step
-    10x slower on 2 cores. Read by libgomp once, when it loads: so this runs before
-    anything of execmode's loads it (the toolchain's OpenMP probe, the first kernel
-    library, blas_workers.py's callback). Measured: idle after a kernel, a process used
-    ~0.05 ms of CPU in 50 ms with it, 3-7 ms without.
-    """
-    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"

@@ -198,6 +198,10 @@ def run_compiler(command, flags, source: str, output: str) -> tuple:
 def _loads(path: str) -> tuple:
     import ctypes
 
+    from .openmp_policy import prefer_passive_openmp
+
+    # The probe brings the OpenMP runtime in, which reads its wait policy once, now.
+    prefer_passive_openmp()
     try:
         ctypes.CDLL(path)
     except OSError as exc:  # e.g. the OpenMP runtime library is missing
