@@ -18,26 +18,36 @@ from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
 from .grad_mode import no_grad
 from .scope import named_scope
-from .tape import GradNode
+from .tape import GradNode, MultiOutputOp
 
 
-def _topological_order(root: Tensor) -> list[Tensor]:
-    """Tensors with a grad_fn reachable from ``root``, each after all its consumers."""
-    order: list[Tensor] = []
+def _topological_order(root: Tensor) -> list:
+    """Tensors with a grad_fn reachable from ``root``, each after all its consumers. The
+    results of a multi-output op (a jitted call) lead to that op, listed once, after them
+    all: its backward runs once, with every result's gradient."""
+    order: list = []
     visited: set[int] = set()
     stack = [(root, False)]
     while stack:
-        t, expanded = stack.pop()
+        item, expanded = stack.pop()
         if expanded:
-            order.append(t)
+            order.append(item)
             continue
-        if id(t) in visited:
+        if id(item) in visited:
             continue
-        visited.add(id(t))
-        stack.append((t, True))
-        node = t._grad_fn
+        visited.add(id(item))
+        stack.append((item, True))
+        if isinstance(item, MultiOutputOp):
+            inputs = item.inputs
+        else:
+            node = item._grad_fn
+            if isinstance(node.op, MultiOutputOp):
+                if id(node.op) not in visited:
+                    stack.append((node.op, False))
+                continue
+            inputs = node.inputs
         # Push in reverse so that inputs are visited in order (stable, readable traces).
-        for x in reversed(node.inputs):
+        for x in reversed(inputs):
             if isinstance(x, Tensor) and x._grad_fn is not None and id(x) not in visited:
                 stack.append((x, False))
     order.reverse()
@@ -63,14 +73,24 @@ def backward(root: Tensor, gradient=None) -> None:
             _accumulate(root, gradient)
             return
         grads: dict[int, Tensor] = {id(root): gradient}
+        waiting: dict[int, dict] = {}  # multi-output op -> {position: (result, gradient)}
         for t in _topological_order(root):
+            if isinstance(t, MultiOutputOp):
+                got = waiting.pop(id(t), None)
+                if got is not None:
+                    for x, gx in t.backward(got):
+                        _send(x, gx, grads)
+                continue
             g = grads.pop(id(t), None)
             if g is None:
                 continue
             if t._retains_grad:
                 _accumulate(t, g)
             node = t._grad_fn
-            _check_not_overwritten(t, node)
+            if isinstance(node.op, MultiOutputOp):
+                waiting.setdefault(id(node.op), {})[node.attrs["output"]] = (t, g)
+                continue
+            check_not_overwritten(t, node)
             in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
             for x, gx in zip(node.inputs, in_grads):
                 if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
@@ -84,13 +104,26 @@ def backward(root: Tensor, gradient=None) -> None:
                     grads[id(x)] = gx if prev is None else prev + gx
 
 
+def _send(x, gx, grads: dict) -> None:
+    """One contribution ``gx`` to ``x``'s gradient, as the walk above adds it."""
+    if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
+        return
+    if gx.dtype != x.dtype:
+        gx = F.astype(gx, x.dtype)
+    if x._grad_fn is None:
+        _accumulate(x, gx)
+    else:
+        prev = grads.get(id(x))
+        grads[id(x)] = gx if prev is None else prev + gx
+
+
 def _accumulate(leaf: Tensor, g: Tensor) -> None:
     # Reading and writing through the property lets a tracer see .grad as graph state.
     current = leaf.grad
     leaf.grad = g if current is None else current + g
 
 
-def _check_not_overwritten(t: Tensor, node: GradNode) -> None:
+def check_not_overwritten(t: Tensor, node: GradNode) -> None:
     made = node.made_at
     stale = [x for x in node.inputs
              if isinstance(x, Tensor) and getattr(x, "_written_at", 0) > made]

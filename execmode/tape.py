@@ -22,6 +22,28 @@ def mark_modified(t) -> None:
     t._written_at = _tick
 
 
+class MultiOutputOp:
+    """The op of nodes that several results share (a jitted call's: jit_driver/backward.py).
+
+    Each result's GradNode has this op, the shared inputs and ``attrs["output"]``, its
+    position. Backward (autograd.py) waits until every result that gets a gradient has
+    one, then calls ``backward({position: (result, gradient)})`` once; it returns
+    ``[(input, gradient), ...]``, each input's contributions in the order eager would add
+    them. ``inputs`` is the tuple every result's node holds."""
+
+    multi_output = True
+    saves_output = False
+    name = "multi-output op"
+    inputs: tuple = ()
+
+    def backward(self, gradients: dict) -> list:
+        raise NotImplementedError
+
+    def output_overwritten(self, target) -> None:
+        """``target``, one of the results, is about to be overwritten with autograd
+        recording (``y += 1``): keep what backward reads from its memory."""
+
+
 class GradNode:
     __slots__ = ("op", "inputs", "attrs", "saved_output", "made_at")
 

@@ -11,7 +11,7 @@ from ..dispatch import apply
 from ..errors import ArgumentError, BackwardError, op_error
 from ..grad_mode import no_grad
 from ..ops import OPS
-from ..tape import GradNode, mark_modified
+from ..tape import GradNode, MultiOutputOp, mark_modified
 from .arguments import _tensor_arg
 from .elementwise import copy
 from .shape import broadcast_to
@@ -62,6 +62,8 @@ def _take_history(target: Tensor, value) -> None:
     if old_node is not None and old_node.saved_output is not None \
             and old_node.saved_output._data is target._data:
         old_node.saved_output = before.detach()
+    elif old_node is not None and isinstance(old_node.op, MultiOutputOp):
+        old_node.op.output_overwritten(target)  # a jitted call's saved values, likewise
     # value is often computed from target itself (``x[i] = v`` is index_put(x, v), ``h += 1``
     # is add(h, 1)): point that node at the copy, or target's history would loop into itself.
     node = value._grad_fn if isinstance(value, Tensor) else None

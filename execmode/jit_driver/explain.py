@@ -28,6 +28,10 @@ class ExplainReport:
     retraces: list = field(default_factory=list)
     baked: list = field(default_factory=list)   # on_break="bake": values frozen silently
     ran: bool = False  # a graph break made the function run: its tensor updates happened
+    # The backward graph of results eager would hand back differentiable (backward.py):
+    # what backward() through them runs; empty when there are none.
+    backward_graphs: list = field(default_factory=list)
+    backward_refusal: str | None = None
 
     def __str__(self) -> str:
         lines = [
@@ -47,6 +51,8 @@ class ExplainReport:
             lines.append(f"      at {b.filename}:{b.lineno} in {b.function} (op {b.op})")
         for r in self.retraces:
             lines.append(f"  {r}")
+        lines += [f"  {line}" for line in backward_lines(self.backward_graphs,
+                                                         self.backward_refusal)]
         return "\n".join(lines)
 
     def to_json(self) -> dict:
@@ -55,7 +61,22 @@ class ExplainReport:
             "break_count": self.break_count, "breaks": [b.to_json() for b in self.breaks],
             "ops_per_graph": self.ops_per_graph, "retraces": [str(r) for r in self.retraces],
             "baked": [b.to_json() for b in self.baked], "ran": self.ran,
+            "backward_graphs": [{"graph_id": g.name, "ops": len(g.op_nodes),
+                                 "saved": _saved_count(g)} for g in self.backward_graphs],
+            "backward_refusal": self.backward_refusal,
         }
+
+
+def backward_lines(graphs: list, refusal: str | None) -> list[str]:
+    """The report's lines on the backward graph(s) of a traced signature."""
+    if refusal is not None:
+        return [f"backward: refused ({refusal})"]
+    return [f"backward: {g.name}, {len(g.op_nodes)} ops, reads {_saved_count(g)} saved "
+            f"value(s) of the forward" for g in graphs]
+
+
+def _saved_count(graph) -> int:
+    return sum(1 for i in graph.inputs if graph.node(i).label.startswith("saved"))
 
 
 def explain(fn, *args, **kwargs) -> ExplainReport:
@@ -74,6 +95,7 @@ def explain(fn, *args, **kwargs) -> ExplainReport:
     forget(jitted)  # a throwaway: `execmode explain` lists the script's own
     cf = jitted.trace(*args, **kwargs).concrete
     graphs = cf.graphs
+    joint = cf.joint
     return ExplainReport(
         function=jitted.name,
         graph_count=len(graphs),
@@ -84,4 +106,7 @@ def explain(fn, *args, **kwargs) -> ExplainReport:
         retraces=list(jitted.retraces),
         baked=list(cf.baked),
         ran=bool(cf.breaks),
+        backward_graphs=[] if joint is None else [
+            bg.segment.graph for bg in joint.graphs.values()],
+        backward_refusal=None if joint is None else joint.refusal,
     )

@@ -41,6 +41,8 @@ def explain_command(opts) -> int:
 
 
 def format_report(functions) -> str:
+    from .explain import backward_lines
+
     lines = ["", "execmode explain", "================"]
     if not functions:
         lines.append("no jitted functions ran (use em.jit to get graph mode)")
@@ -62,6 +64,10 @@ def format_report(functions) -> str:
             for b in getattr(cf, "baked", ()):
                 lines.append(f"    baked (no break, value frozen): {b.reason} (op {b.op})")
                 lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")
+            joint = getattr(cf, "joint", None)
+            if joint is not None:
+                lines += [f"    {line}" for line in backward_lines(
+                    [bg.segment.graph for bg in joint.graphs.values()], joint.refusal)]
         for r in f.retraces:
             lines.append(f"  retrace {r.signature}: {r.reason}")
         if f.eager_fallbacks:

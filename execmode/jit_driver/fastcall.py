@@ -316,6 +316,10 @@ def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict,
     for k, (owner, index) in enumerate(cf.grad_writes):
         value = "None" if index is None else results[index]
         lines.append(f"    {ref(owner, f'G{k}')}._grad = {value}")
+    if cf.joint is not None:  # differentiable results: one shared node (backward.py)
+        ns["_attach"] = cf.joint.attach
+        leaves = "".join(f"a{leaf_position[i]}, " for i in range(len(leaf_position)))
+        lines.append(f"    _attach([{', '.join(results)}], ({leaves}), [{', '.join(outputs)}])")
     leaves = results[:cf.n_out]
     if cf.out_structure == pytree.LEAF:
         lines.append(f"    return {leaves[0]}")

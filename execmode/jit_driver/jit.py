@@ -34,8 +34,10 @@ from ..graph.trace import GraphBreak, Segment, Tracer
 from ..graph.views import replay
 from ..symbolic import SymbolicScalar, is_number
 from ..tape import GradNode
+from . import backward as backward_mod
 from . import cache_policy
 from .fastcall import MISS, build_fast_call
+from .module import is_module, state_roots
 
 _jit_disabled = False
 _UNREAD = object()  # a .grad the trace wrote before reading
@@ -197,6 +199,9 @@ class ConcreteFunction:
     # makes x take w's history, as eagerly): (ref, requires_grad, took a history) set at
     # every replay.
     flag_writes: list = field(default_factory=list)
+    # The backward of the results eager would hand back differentiable (backward.py):
+    # each call gives them one shared autograd node.
+    joint: object = None
 
     @property
     def has_breaks(self) -> bool:
@@ -271,6 +276,8 @@ class ConcreteFunction:
         for ref, j in self.grad_writes:
             resolve(ref, leaves)._grad = None if j is None else results[j]
         apply_flag_writes(self.flag_writes, leaves)
+        if self.joint is not None:  # (after the flags: written arguments are outputs too)
+            self.joint.attach(results, leaves, outputs)
         return pytree.unflatten(self.out_structure, results[:self.n_out])
 
     @property
@@ -340,9 +347,10 @@ def apply_flag_writes(flag_writes, leaves) -> None:
 
 
 class _JitResultOp:
-    """The grad_fn of a jitted function's result that eager would have differentiable:
-    it requires grad, as eagerly, but its tape stayed inside the graph, so backward
-    through it says what to do instead of computing something else."""
+    """The grad_fn of a jitted function's result that eager would have differentiable but
+    that has no backward graph (backward.py gives every result with a history of the call
+    one; what is left is rare: a tensor made inside the function with requires_grad=True
+    and returned): backward through it says so instead of computing something else."""
 
     name = "em.jit"
     saves_output = False
@@ -351,9 +359,9 @@ class _JitResultOp:
     def vjp(*args, **kwargs):
         raise BackwardError(
             "backward() through the result of an em.jit function: the ops that made it ran "
-            "in the compiled graph, which keeps no autograd tape outside it. Call "
-            "backward() inside the jitted function (a whole training step is one graph), "
-            "or compute this result eagerly")
+            "in the compiled graph, and it has no backward graph. Call backward() inside "
+            "the jitted function (a whole training step is one graph), or compute this "
+            "result eagerly")
 
 
 JIT_RESULT = GradNode(_JitResultOp, (), {}, None)
@@ -456,7 +464,10 @@ class JitFunction:
                                 f"got {cache_size_limit!r}")
         if dynamic not in (None, True, False):
             raise ArgumentError(f"em.jit: dynamic must be None, True or False, got {dynamic!r}")
-        functools.update_wrapper(self, fn)
+        # A function's attributes are copied, as functools.wraps does; an object's (a
+        # module's layers and flags) are not: they change, and __getattr__ reads them live.
+        functools.update_wrapper(self, fn, updated=functools.WRAPPER_UPDATES if
+                                 inspect.isfunction(fn) or inspect.ismethod(fn) else ())
         self.fn = fn
         self.passes = passes
         if on_break not in ("split", "error", "bake"):
@@ -473,7 +484,8 @@ class JitFunction:
         self._warned_limit = False
         self._warned_unwatched = False      # python_writes.MAX_CONTAINERS reached
         self._break_costs: dict = {}        # id(ConcreteFunction) -> cache_policy.BreakCost
-        self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
+        self.name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or \
+            type(fn).__qualname__  # a module or another callable object: its class
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
         self._segments: dict[tuple, CompiledSegment] = {}  # (structural hash, backend)
         self._signature_ids: dict = {}
@@ -500,6 +512,19 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return f"<em.jit {self.name}: {len(self.concrete_functions)} signature(s)>"
+
+    def __getattr__(self, name):
+        # A jitted module is still the module (module.py): what the jitted function lacks
+        # is the module's, read live (parameters(), train(), state_dict(), its layers).
+        fn = self.__dict__.get("fn")
+        if fn is not None and not name.startswith("__") and is_module(fn):
+            return getattr(fn, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def _orig_mod(self):
+        """The function or module jitted (PyTorch's name for a compiled module's own)."""
+        return self.fn
 
     @property
     def concrete_functions(self) -> list[ConcreteFunction]:
@@ -646,7 +671,11 @@ class JitFunction:
             if id(t) not in seen:
                 seen[id(t)] = tracer.stand_in(t, i, signature.arg_names[i])
             stand_ins.append(seen[id(t)])
-        python_guards = guards_mod.collect(self.fn, signature.statics)
+        # A module's (or a bound method's) own object is read like a static argument:
+        # its flags and numbers are guarded (model.eval() retraces), its writes watched.
+        code_fn, roots = state_roots(self.fn)
+        statics = signature.statics + roots
+        python_guards = guards_mod.collect(code_fn, statics)
         if len(python_guards) >= guards_mod.MAX_GUARDS:
             warnings.warn(f"em.jit({self.name}): the Python state it can read holds more than "
                           f"{guards_mod.MAX_GUARDS} values; changes past the first "
@@ -655,7 +684,7 @@ class JitFunction:
         # What the Python can write (python_writes.py): a re-run of a function known to
         # write runs its Python anyway, so only a first trace needs to look.
         before = None if reuse is not None else python_writes_mod.snapshot(
-            self.fn, signature.statics)
+            code_fn, statics)
         if before is not None and not before.complete and not self._warned_unwatched:
             self._warned_unwatched = True
             warnings.warn(f"em.jit({self.name}): the Python state it can reach holds more "
@@ -663,6 +692,7 @@ class JitFunction:
                           "those past them would not be noticed (a replay would skip them)",
                           cache_policy.JitWarning, stacklevel=4)
         installed = self._install_dynamic(tracer)
+        began = backward_mod.tape_clock()  # the autograd nodes this trace makes come after
         try:
             with tracer:
                 (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
@@ -677,7 +707,14 @@ class JitFunction:
                 # back into whatever tensor is the caller's .grad at each call.
                 grads = [v for _, v, first in grad_entries
                          if v is not first and _traced_node(v, tracer) is not None]
-                segment, specs = tracer.finish(list(out_leaves) + grads)
+                # Results eager would hand back differentiable: their backward graph, and
+                # the values it reads, which the forward returns too ("saved").
+                joint = backward_mod.prepare(
+                    self, build_results, tracer, list(out_leaves), len(out_leaves) + len(grads),
+                    f"{tracer.prefix}:{len(tracer.segments)}", backend, began)
+                saved = joint.saved_tensors if joint is not None else []
+                segment, specs = tracer.finish(list(out_leaves) + grads + saved)
+                specs = backward_mod.take_saved_specs(joint, specs)
         except BaseException as exc:
             # An op error at trace time, after an op eager would have failed on first?
             # (any error: the Python after a failing gather may fail differently, e.g. on a
@@ -699,6 +736,11 @@ class JitFunction:
         # same of what they watch (and stand in past the snapshot's limit).
         changes = before.changes() if before is not None else reuse.python_writes
         python_writes = list(dict.fromkeys(changes or python_writes))
+        if joint is not None and joint.per_call:
+            # Its results' gradients flow into histories that change at every call (a
+            # capture rewritten from its own earlier value): re-run Python, so that each
+            # call's backward links to that call's histories (backward.py).
+            python_writes = list(dict.fromkeys(python_writes + [joint.per_call]))
         python_guards = [g for g in python_guards
                          if (id(g.holder), g.name) not in tracer.dynamic_reads
                          and (id(g.holder), g.name) not in self._dynamic]
@@ -742,8 +784,10 @@ class JitFunction:
             for ref, j in grad_writes:
                 resolve(ref, leaves)._grad = None if j is None else results[j]
             apply_flag_writes(flag_writes, leaves)
-            # What the caller gets: graph results are fresh tensors (no tape), returned
-            # arguments and captures are the caller's own objects.
+            if joint is not None and outputs is not None:
+                joint.attach(results, leaves, outputs)
+            # What the caller gets: graph results are fresh tensors (differentiable ones
+            # share the call's node), returned arguments and captures the caller's own.
             result = pytree.unflatten(out_structure, results[:n_out])
         guards = [(tracer.owner_ref(owner), "grad_none", was_none)
                   for owner, was_none, _ in tracer.grad_guards.values()]
@@ -775,6 +819,7 @@ class JitFunction:
                                  for read, answer, label in tracer.scalar_guards}.values())
         cf.python_writes = python_writes
         cf.flag_writes = flag_writes
+        cf.joint = joint
         if reuse is None and not tracer.breaks:
             cf.segments[0].output_tensors = []  # replay builds fresh outputs
         if reuse is not None:
@@ -888,6 +933,12 @@ def capture_labels(fn) -> dict[int, str]:
 
     labels: dict[int, str] = {}
     scopes: dict = {}
+    owner = fn if isinstance(fn, Module) else getattr(fn, "__self__", None)
+    if isinstance(owner, Module):  # em.jit(model), em.jit(model.forward): "fc1.weight"
+        for pname, p in owner.named_parameters():
+            labels.setdefault(id(p), pname)
+        for bname, b in owner.named_buffers():
+            labels.setdefault(id(b), bname)
     code = getattr(fn, "__code__", None)
     if code is not None:
         g = getattr(fn, "__globals__", {})

@@ -77,6 +77,9 @@ FEATURES: dict[str, bool] = {
     "arg_requires_grad": True,  # an argument with requires_grad=True
     "optimizers": True,         # opt.step() / opt.zero_grad() with SGD (momentum) or Adam
     "param_updates": True,      # with em.no_grad(): w -= 0.5 * w.grad
+    # backward() after a call, outside f, through its results (jit_driver/backward.py: a
+    # compiled backward graph), sometimes an opt.step() after it
+    "outer_backward": True,
     # --- values --------------------------------------------------------------------------
     "special_floats": True,     # NaN, +-Inf, -0.0 in the inputs and as scalar operands
     "int_extremes": True,       # int64 min/max, 2**31 in integer inputs
@@ -114,10 +117,12 @@ CHECKS: dict[str, bool] = {
     "output_aliasing": True,
     # A documented limitation, off: backward() inside a jitted call that reaches a history
     # an EARLIER jitted call left on a capture (g0[...] = loss makes g0 a jit result; the
-    # next call's backward flows into it). Eager walks the earlier call's tape; jit results
-    # keep none, so jit raises a BackwardError saying so (docs/graph-mode.md). A clear
-    # error, not a wrong number; a compiled backward would lift it. Found by the slow tier
-    # (program 1795535866-5875).
+    # next call's backward flows into it). Eager walks the earlier call's tape; a jit
+    # result's backward is a compiled graph, which cannot be traced into the later call's
+    # graph, so jit raises a BackwardError saying so (docs/graph-mode.md, "Backward
+    # through a jitted function's results"). A clear error, not a wrong number. Found by
+    # the slow tier (program 1795535866-5875). (A backward outside jit through such a
+    # result works: feature outer_backward.)
     "jit_result_backward": False,
 }
 

@@ -99,6 +99,11 @@ class Generator:
         self.has_params = False
         self.has_opt = False
         self.b_can_be_zero = self.f["batch_sizes"]
+        # Draws of the outer backward (a stream of its own: the programs of a seed keep
+        # everything else they had before it existed).
+        self.outer = random.Random(f"{seed}/outer")
+        self.differentiable: list[int] = []   # returned positions that may require grad
+        self.single = False
 
     # --- helpers -------------------------------------------------------------------------
     def on(self, name: str) -> bool:
@@ -753,6 +758,7 @@ class Generator:
             before = []
             if k > 0:
                 before += self.between_calls()
+                before += self.outer_backward(k)
             batch = self.rng.choice((0, 1, 5)) if self.on("batch_sizes") else 3
             args = []
             made = {}
@@ -814,11 +820,34 @@ class Generator:
             out.append(Stmt(text, frozenset({"backward"})))
         return out
 
+    def outer_backward(self, k: int) -> list:
+        """backward() through the results of call ``k`` (outK), outside f: under jit it
+        runs the call's compiled backward graph; maybe an optimizer step after it."""
+        if not (self.on("outer_backward") and self.differentiable) or \
+                self.outer.random() < 0.5:
+            return []
+        picked = self.outer.sample(self.differentiable,
+                                   min(len(self.differentiable), self.outer.randint(1, 2)))
+        items = [f"out{k}" if self.single else f"out{k}[{j}]" for j in picked]
+        if len(items) == 2:
+            text = f"({items[0]}.sum() + {items[1]}.sum()).backward()"
+        else:
+            text = f"({items[0]} * {items[0]}).sum().backward()"
+        out = [Stmt(text, frozenset({"outer_backward", "backward"}))]
+        if self.has_opt and self.outer.random() < 0.5:
+            out.append(Stmt("opt.step()", frozenset({"outer_backward", "optimizers"})))
+        return out
+
     def make(self) -> Program:
         setup = self.make_setup()
         params = self.make_params()
         self.make_body()
         returns, single = self.make_returns()
+        by_name = {v.name: v for v in self.vars}
+        self.differentiable = [j for j, r in enumerate(returns)
+                               if by_name[r.text].rg and by_name[r.text].dtype != "int64"
+                               and by_name[r.text].dtype.startswith("float")]
+        self.single = single and len(returns) == 1
         calls = self.make_calls()
         prog = Program(setup=setup, params=params, body=self.body, returns=returns,
                        calls=calls, single_return=single, seed=self.seed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fuzz.check import assert_agrees
 
 import execmode as em
 
@@ -134,3 +135,66 @@ def test_a_fused_subtraction_of_an_overflowing_product_keeps_nan():
     want = (x - em.exp(x)).numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(got[0])
+
+
+# Seed 20240613 (program 168), fast tier with outer_backward.
+def test_an_argument_written_with_a_history_backpropagates_outside_the_call():
+    # x -= y gives the caller's x y's history, as eagerly; v = x.T is a view of it. The
+    # results' backward stopped at x, whose history the call left as "kept in the
+    # graph" (the old refusal), where eager reaches y: a written argument is now an
+    # output of the call's node, and the backward walks through its new history.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+w = em.tensor([[1.0, -2.0, 0.5], [0.25, 1.5, -1.0]], requires_grad=True)
+
+# --- function ---
+def f(x, y):
+    x -= y
+    v = x.T
+    return v, v
+
+F = em.jit(f)
+# --- call 1 ---
+x1 = em.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+y1 = em.tensor([[0.5, 0.25, 1.0], [2.0, 1.0, 0.0]], requires_grad=True)
+out1 = F(x1, y1)
+# --- call 2 ---
+(out1[1].sum() + out1[0].sum()).backward()
+x2 = em.tensor([[1.0, 0.0, 3.0], [4.0, 5.0, -6.0]])
+out2 = F(x2, y1)
+""")
+
+
+# Seed 20240613 (program 182), fast tier with outer_backward.
+def test_a_capture_with_an_earlier_calls_history_is_not_traced_into_the_backward():
+    # Call 1 writes g1 with w's history: g1 becomes an output of call 1's node. Call 2
+    # overwrites g1; the copy of its old value (autograd's, for g1's history) carries
+    # call 1's node, which the backward trace took for one of its own and asked for its
+    # vjp (AttributeError). Nodes made before the trace are the call's inputs now.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+g1 = em.zeros(3)
+w = em.tensor([1.0, -2.0, 0.5], requires_grad=True)
+
+# --- function ---
+def f(x):
+    g1[...] = w * x
+    v = g1 * 2.0
+    return v
+
+F = em.jit(f)
+# --- call 1 ---
+x1 = em.tensor([1.0, 2.0, 3.0])
+out1 = F(x1)
+# --- call 2 ---
+(out1 * out1).sum().backward()
+x2 = em.tensor([0.5, 0.25, -1.0])
+out2 = F(x2)
+# --- call 3 ---
+(out2 * out2).sum().backward()
+out3 = F(x2)
+""")

@@ -59,7 +59,8 @@ def generate(seed: str) -> ModelSpec:
     spec.zero = rng.choice(("none_start", "none_start", "inplace_start", "model_end", "never"))
     spec.counters = tuple(c for c in ("instance", "class", "class_direct", "dict", "list")
                           if rng.random() < 0.35)
-    spec.jitted = "step" if rng.random() < 0.65 else "clip_step"
+    draw = rng.random()  # (one draw: the models of a seed keep their other choices)
+    spec.jitted = "step" if draw < 0.65 else "clip_step" if draw < 0.85 else "forward"
     spec.steps = _steps(rng, spec)
     return spec
 

@@ -4,7 +4,8 @@ A :class:`ModelSpec` names a model family (vectors, token ids, 1-d or 2-d images
 layers (shape-consistent, held in a Sequential, a ModuleList, a ModuleDict or plain
 attributes), a loss, an optimizer with its parameter groups, a scheduler, gradient
 clipping, how gradients are zeroed, the Python counters the step writes, what is jitted
-(the whole training step, or only clip + ``opt.step()`` after eager backward calls), and
+(the whole training step; only clip + ``opt.step()`` after eager backward calls; or only
+the model, ``FORWARD = JIT(model)``, with the loss, backward and step eager), and
 a list of steps: each a batch size, 1-4 backward calls (gradient accumulation) and the
 events before it (train/eval, freezing, a schedule step, a state_dict save or load, a
 learning rate or counter edited from outside, inputs near the float32 limits).
@@ -58,7 +59,7 @@ class ModelSpec:
     clip_arg: float = 1.0
     zero: str = "none_start"            # how gradients are zeroed (see _zero_lines)
     counters: tuple = ()                # "instance" | "class" | "class_direct" | "dict" | "list"
-    jitted: str = "step"                # "step" | "clip_step"
+    jitted: str = "step"                # "step" | "clip_step" | "forward"
     steps: list = field(default_factory=list)
 
     def replace(self, **changes) -> ModelSpec:
@@ -109,8 +110,10 @@ class ModelSpec:
         lines.append(f"opt = {self._optimizer_expr()}")
         if self.scheduler:
             lines.append(f"sched = em.optim.lr_scheduler.{self.scheduler}")
-        lines += ["", ""] + self._step_function() + ["", "", f"STEP = JIT({self._fn_name})"]
-        return lines
+        lines += ["", ""] + self._step_function()
+        if self.jitted == "forward":  # the model jitted, backward through its results
+            return lines + ["", "", "FORWARD = JIT(model)", f"STEP = {self._fn_name}"]
+        return lines + ["", "", f"STEP = JIT({self._fn_name})"]
 
     @property
     def _fn_name(self) -> str:
@@ -254,8 +257,9 @@ class ModelSpec:
             return lines
         if self.zero.endswith("start"):
             lines += self._zero_lines(indent="")
+        model = "FORWARD(x)" if self.jitted == "forward" else "model(x)"
         lines += ["for x, y in batches:",
-                  f"    ({self._loss('model(x)', 'y')} / len(batches)).backward()",
+                  f"    ({self._loss(model, 'y')} / len(batches)).backward()",
                   f"out{k} = STEP()"]
         return lines
 

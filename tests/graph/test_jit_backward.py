@@ -1,0 +1,245 @@
+"""backward() through the results of a jitted function (jit_driver/backward.py): the
+results share one autograd node whose backward runs a compiled backward graph traced from
+the same call; gradients, refusals and state equal eager's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import execmode as em
+from execmode import instrument, nn
+from execmode.jit_driver.explain_cli import format_report
+
+
+def _mlp(seed=0):
+    em.random.seed(seed)
+    return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+
+
+def _grads(params):
+    return [None if p.grad is None else p.grad.numpy().copy() for p in params]
+
+
+def _assert_same(got, want, tol=1e-6):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def test_a_jitted_model_trains_with_eager_loss_backward_and_step_as_eagerly():
+    eager, compiled = _mlp(), _mlp()
+    jitted = em.jit(compiled)
+    opts = [em.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (eager, compiled)]
+    em.random.seed(1)
+    for _ in range(3):
+        x, y = em.random.normal((4, 5)), em.random.randint(0, 3, (4,))
+        for model, opt in zip((eager, jitted), opts):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        _assert_same(_grads(compiled.parameters()), _grads(eager.parameters()))
+        _assert_same([p.numpy() for p in compiled.parameters()],
+                     [p.numpy() for p in eager.parameters()])
+    cf = jitted.concrete_functions[0]
+    assert len(jitted.concrete_functions) == 1 and list(cf.joint.graphs) == [(0,)]
+    assert jitted._fast is not None  # replays keep the generated fast path
+    assert cf.joint.graphs[(0,)].segment.graph.name.endswith(":0/backward")
+
+
+def test_gradients_of_several_results_add_up_and_an_unused_one_adds_nothing():
+    def f(x):
+        return em.tanh(x @ w), em.log(b - b), em.exp(b) * 2.0   # log(0): -inf
+
+    for loss in (lambda o: o[0].sum() + (o[2] * o[2]).sum(), lambda o: o[0].sum()):
+        got = []
+        for run in (f, em.jit(f)):
+            em.random.seed(3)
+            w = em.random.normal((3, 4)).requires_grad_()
+            b = em.random.normal((4,)).requires_grad_()
+            loss(run(em.ones((2, 3)))).backward()
+            got.append(_grads([w, b]))
+        _assert_same(got[1], got[0])  # no NaN from the unused result's zero gradient
+
+
+def test_a_second_backward_through_the_same_result_accumulates_as_eagerly():
+    # execmode's eager backward keeps its tape (no retain_graph needed); so does the call.
+    results = []
+    for jit in (False, True):
+        model = _mlp()
+        run = em.jit(model) if jit else model
+        out = run(em.ones((2, 5)))
+        out.sum().backward()
+        out.sum().backward()
+        results.append(_grads(model.parameters()))
+    _assert_same(results[1], results[0])
+
+
+def test_results_of_a_call_without_grad_have_no_history():
+    jitted = em.jit(_mlp())
+    with em.no_grad():
+        out = jitted(em.ones((2, 5)))
+    assert not out.requires_grad and out.grad_fn is None
+    assert jitted.concrete_functions[0].joint is None
+
+
+def test_a_frozen_parameter_gets_no_gradient_and_unfreezing_retraces():
+    model = _mlp()
+    jitted = em.jit(model)
+    model[0].weight.requires_grad_(False)
+    jitted(em.ones((2, 5))).sum().backward()
+    assert model[0].weight.grad is None and model[0].bias.grad is not None
+    model[0].weight.requires_grad_(True)
+    jitted(em.ones((2, 5))).sum().backward()
+    assert model[0].weight.grad is not None
+    assert "requires_grad" in jitted.retraces[-1].reason
+
+
+def test_gradients_flow_on_into_the_callers_history_and_through_jitted_layers():
+    results = []
+    for jit in (False, True):
+        first, second = _mlp(1), nn.Linear(3, 2)
+        x = em.ones((2, 5), requires_grad=True)
+        a, b = (em.jit(first), em.jit(second)) if jit else (first, second)
+        (b(a(x * 2.0)) ** 2).sum().backward()
+        results.append(_grads([x, *first.parameters(), *second.parameters()]))
+    _assert_same(results[1], results[0])
+
+
+def test_a_returned_view_of_an_argument_and_a_written_argument_backpropagate():
+    def f(x, h):
+        h += x * w           # h (no grad) takes a history through w, as eagerly
+        return x[0], h.T
+
+    results = []
+    for run in (f, em.jit(f)):
+        w = em.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        for _ in range(2):
+            x, h = em.ones((2, 3), requires_grad=True), em.zeros((2, 3))
+            first, ht = run(x, h)
+            ((first * first).sum() + ht.sum() + (h * h).sum()).backward()
+        results.append(_grads([w, x]))
+    _assert_same(results[1], results[0])
+
+
+def test_values_overwritten_after_the_call_refuse_as_eagerly():
+    for jit in (False, True):
+        model = _mlp()
+        out = (em.jit(model) if jit else model)(em.ones((2, 5)))
+        with em.no_grad():
+            model[0].weight -= 0.1
+        with pytest.raises(em.BackwardError, match="overwritten in place"):
+            out.sum().backward()
+
+
+def _tanh_of(model):
+    return lambda x: em.tanh(model(x))
+
+
+def test_writing_a_result_with_grad_on_keeps_what_its_backward_reads():
+    # y = tanh(...) is saved for tanh's vjp; y += 1 must not change the gradient.
+    results = []
+    for jit in (False, True):
+        model = _mlp()
+        f = _tanh_of(model)
+        run = em.jit(f) if jit else f
+        y = run(em.ones((2, 5)))
+        y += 1.0
+        y.sum().backward()
+        results.append(_grads(model.parameters()))
+    _assert_same(results[1], results[0])
+
+
+def test_a_function_with_graph_breaks_backpropagates_through_every_segment():
+    def f(x):
+        h = x @ w
+        if float(h.sum()) > -1e9:   # a graph break: the earlier tape runs eagerly
+            h = em.tanh(h) * 2.0
+        return h
+
+    results = []
+    for run in (f, em.jit(f)):
+        w = em.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4),
+                      requires_grad=True)
+        for _ in range(2):
+            x = em.ones((2, 3), requires_grad=True)
+            run(x).sum().backward()
+        results.append(_grads([w, x]))
+    _assert_same(results[1], results[0])
+
+
+def test_a_history_carried_across_calls_links_each_call_to_the_last():
+    # g += w * x inside: g's history from the previous call flows into each call's
+    # backward, another history at every call, so the call re-runs its Python (a replay
+    # would link every call to the first's).
+    results = []
+    for jit in (False, True):
+        g = em.zeros(3)
+        w = em.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+        def f(x, g=g, w=w):
+            em.assign(g, g + w * x)
+            return g * 2.0
+
+        run = em.jit(f) if jit else f
+        outs = [run(em.tensor([0.5, 2.0, -1.0])) for _ in range(3)]
+        outs[2].sum().backward()
+        results.append(_grads([w]))
+    _assert_same(results[1], results[0])
+
+
+def test_backward_traced_into_another_jitted_function_says_so():
+    model = _mlp()
+    out = em.jit(model)(em.ones((2, 5)))
+
+    @em.jit
+    def step():
+        out.sum().backward()
+
+    with pytest.raises(em.BackwardError, match="another jitted function"):
+        step()
+
+
+def test_a_jitted_module_is_still_the_module():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+    jitted = em.jit(model)
+    assert jitted.parameters() == model.parameters()
+    assert list(jitted.state_dict()) == list(model.state_dict())
+    assert jitted._orig_mod is model and jitted.training
+    x = em.ones((2, 3))
+    jitted(x)
+    assert jitted.eval() is model and not model.training and not jitted.training
+    np.testing.assert_allclose(jitted(x).numpy(), model(x).numpy(), rtol=1e-6)  # no dropout
+    assert "training" in jitted.retraces[-1].reason
+    jitted.train()
+    assert model[1].training and jitted.name == "Sequential"
+
+
+def test_explain_reports_the_backward_graph():
+    model = _mlp()
+    report = em.explain(model, em.ones((2, 5)))
+    assert "Sequential#0:0/backward" in str(report)
+    assert report.backward_graphs and report.to_json()["backward_graphs"][0]["saved"] >= 2
+    jitted = em.jit(model)
+    jitted(em.ones((2, 5))).sum().backward()
+    assert "backward: Sequential#0:0/backward" in format_report([jitted])
+
+
+class _Graphs:
+    def __init__(self):
+        self.ids = []
+
+    def on_event(self, event):
+        if event.kind in ("graph", "pass", "trace"):
+            self.ids.append((event.kind, event.data.get("graph_id")))
+
+
+def test_the_backward_graph_is_recorded_like_the_forward():
+    listener = _Graphs()
+    with instrument.listening(listener):
+        out = em.jit(_mlp(), backend="numpy")(em.ones((2, 5)))
+        out.sum().backward()
+    backward = [kind for kind, gid in listener.ids if gid == "Sequential#0:0/backward"]
+    assert {"trace", "graph", "pass"} <= set(backward)
