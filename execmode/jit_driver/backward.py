@@ -230,6 +230,8 @@ class _Tape:
     inputs_of: dict = field(default_factory=dict)     # id(input tensor) -> input index
     boundary: list = field(default_factory=list)      # the input tensors, in order
     check_index: dict = field(default_factory=dict)   # id(tensor) -> joint.checks index
+    # id(forward view of an argument or capture) -> (the input's forward tensor, steps)
+    input_views: dict = field(default_factory=dict)
     name: str = ""
     signature: str = ""
 
@@ -379,18 +381,28 @@ def _rebind_earlier_segments(tracer: Tracer) -> None:
                      if isinstance(x, Tensor) and x._grad_fn is not None)
 
 
-def _operand(x, tp: _Tape, first: bool):
+def _operand(x, tp: _Tape, first: bool, tracer=None, views=None):
     """A vjp operand in the backward trace: a forward value becomes a saved input (a
     capture of the backward trace, so only what a rule reads becomes an input, on memory
-    of no size); captured tensors stay themselves (read by reference, as eagerly)."""
+    of no size); captured tensors stay themselves (read by reference, as eagerly). A view
+    of an argument or a capture (``w.T`` in a linear layer) is the view op again, in the
+    backward graph, of the input itself: the kernels read it in place, where a saved
+    transposed view would be copied into their layout at every backward."""
     if not isinstance(x, Tensor):
         return x
+    recipe = tp.input_views.get(id(x))
+    if recipe is not None:
+        return _input_view(x, recipe, tp, views)
     hit = tp.placeholders.get(id(x))
     if hit is not None or not first:
         return x if hit is None else hit
     d = x._data
     if d.__class__ is not TracedValue:
         return x
+    base = _input_base(d, tracer) if d.view else None
+    if base is not None:
+        tp.input_views[id(x)] = (base, d.view)
+        return _input_view(x, tp.input_views[id(x)], tp, views)
     array = tp.by_value.get(id(d))  # tensors sharing a value (a saved output) share it
     if array is None:
         xp = xp_for(d.em_device)
@@ -402,6 +414,40 @@ def _operand(x, tp: _Tape, first: bool):
     hit._data, hit.requires_grad = array, x.requires_grad
     tp.labels[id(hit)] = f"saved %{d.node_id}"
     tp.placeholders[id(x)] = hit
+    return hit
+
+
+def _input_base(d: TracedValue, tracer):
+    """The forward tensor holding the whole argument or capture that ``d`` views (the
+    capture itself, or the argument's stand-in), or None."""
+    source = d.storage.source
+    if source is None or tracer is None:
+        return None
+    if source.kind == "capture" and source.tensor is not None and \
+            source.tensor._data.__class__ is not TracedValue:
+        return source.tensor
+    if source.kind == "arg":
+        for t in tracer.user_stand_in.values():
+            e = t._data
+            if e.__class__ is TracedValue and e.storage is d.storage and not e.view:
+                return t
+    return None
+
+
+def _input_view(x: Tensor, recipe: tuple, tp: _Tape, views: dict) -> Tensor:
+    """``x`` (a view of an input) made in the backward trace from the input, once per
+    trace; with ``x``'s flags (vjp rules read requires_grad)."""
+    hit = views.get(id(x))
+    if hit is None:
+        from .. import dispatch as _dispatch
+        from ..ops import OPS
+
+        base, steps = recipe
+        hit = _operand(base, tp, True)
+        for step in steps:
+            hit = _dispatch.apply(OPS[step.op], hit, **step.kwargs)
+        hit.requires_grad = x.requires_grad
+        views[id(x)] = hit
     return hit
 
 
@@ -435,6 +481,7 @@ def _trace_backward(joint: JointBackward, tp: _Tape | None, mask: tuple,
     cotangents = [bw.stand_in(_cotangent_example(tp.outputs[k]), i, f"d_output{k}")
                   for i, k in enumerate(mask)]
     checked: set = set()
+    views: dict = {}  # views of inputs made in this trace (_input_view)
     flow: list = []   # (tensor outside the call, gradient), in the order eager adds them
     try:
         with bw, no_grad(), named_scope("backward"):
@@ -451,8 +498,8 @@ def _trace_backward(joint: JointBackward, tp: _Tape | None, mask: tuple,
                     index = tp.check_index.get(id(x))
                     if index is not None:
                         checked.add(index)
-                args = [_operand(x, tp, first) for x in node.inputs]
-                saved = _operand(node.saved_output, tp, first)
+                args = [_operand(x, tp, first, tracer, views) for x in node.inputs]
+                saved = _operand(node.saved_output, tp, first, tracer, views)
                 in_grads = node.op.vjp(g, saved, *args, **node.attrs)
                 for x, gx in zip(node.inputs, in_grads):
                     if gx is None or not isinstance(x, Tensor) or not x.requires_grad:

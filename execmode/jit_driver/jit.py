@@ -1118,6 +1118,11 @@ def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = 
     After ``cache_size_limit`` traced signatures (default 8, as torch's), calls with a
     new signature run eagerly, with one warning naming the dimension that kept changing
     (``None``: no limit).
+
+    Results that eager would hand back with a history backpropagate: ``backward()``
+    outside the function runs a backward graph compiled from the same trace
+    (``model = em.jit(model); loss_fn(model(x), y).backward()``). A jitted module is still
+    the module: ``parameters()``, ``train()``/``eval()`` (which retrace), ``state_dict()``.
     """
     options = dict(cache_size_limit=cache_size_limit, dynamic=dynamic)
     if fn is None:
