@@ -69,8 +69,9 @@ class ExplainReport:
 
 def backward_lines(graphs: list, refusal: str | None) -> list[str]:
     """The report's lines on the backward graph(s) of a traced signature."""
-    if refusal is not None:
-        return [f"backward: refused ({refusal})"]
+    if refusal is not None:  # (a training step's loss, after its optimizer step)
+        return [f"backward: none: backward() through its results raises, as it would "
+                f"eagerly ({refusal.split(', so ')[0]})"]
     return [f"backward: {g.name}, {len(g.op_nodes)} ops, reads {_saved_count(g)} saved "
             f"value(s) of the forward" for g in graphs]
 

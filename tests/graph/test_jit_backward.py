@@ -225,6 +225,15 @@ def test_explain_reports_the_backward_graph():
     jitted = em.jit(model)
     jitted(em.ones((2, 5))).sum().backward()
     assert "backward: Sequential#0:0/backward" in format_report([jitted])
+    opt = em.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):  # a training step's loss, after the update: eagerly, no backward
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    assert "raises, as it would eagerly" in str(em.explain(step, em.ones((2, 5))))
 
 
 class _Graphs:
