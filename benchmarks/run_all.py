@@ -55,6 +55,7 @@ BENCHES = [
     Bench("seeds-steps", "bench_seeds.py", ("--steps",), minutes=1.5),
     Bench("compile-scaling", "bench_compile_scaling.py", minutes=4),
     Bench("single-op", "bench_single_op.py", minutes=0.2),
+    Bench("torch-programs", "bench_torch_programs.py", minutes=12),
     Bench("dispatch", "bench_dispatch.py", minutes=0.3),
     Bench("recording", "bench_recording.py", minutes=3),
     Bench("profiler-cost", "bench_profiler_cost.py", minutes=12),
@@ -65,6 +66,8 @@ BENCHES = [
     Bench("output", "bench_output.py", minutes=2),
     Bench("tui-latency", "bench_tui_latency.py", minutes=4, needs="tmux"),
     Bench("gpu", "bench_gpu.py", minutes=2, needs="gpu"),
+    Bench("torch-programs-gpu", "bench_torch_programs.py", ("--device", "cuda"), minutes=6,
+          needs="gpu"),
 ]
 
 
