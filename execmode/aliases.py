@@ -113,14 +113,17 @@ TORCH_HINTS = {
     "hub": "torch.hub (downloads) is not supported; build the model and load_state_dict",
     "multiprocessing": "torch.multiprocessing is not supported; DataLoader loads in the "
                        "main process",
-    "distributed": "torch.distributed is not part of execmode.torch",
+    "distributed": "execmode.torch.distributed has PyTorch's names and refuses them "
+                   "(one process only)",
 }
 
 # torch.nn / em.nn, torch.nn.functional, torch.optim names with a better answer than
 # "not supported".
 NN_HINTS = {
-    "DataParallel": "not supported: execmode runs one device per process",
-    "DistributedDataParallel": "not part of execmode.torch",
+    "DataParallel": "in execmode.torch.nn (import execmode.torch.nn as nn): the module "
+                    "itself on the one device execmode uses",
+    "DistributedDataParallel": "not supported: execmode.torch runs one process "
+                               "(execmode.torch.nn.parallel has the name, and refuses)",
 }
 FUNCTIONAL_HINTS: dict[str, str] = {}
 OPTIM_HINTS: dict[str, str] = {}

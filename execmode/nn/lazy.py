@@ -3,9 +3,9 @@ as PyTorch's (d2l builds its models this way).
 
 Until then its weight and bias are ``UninitializedParameter``s (no shape, no values); the
 first call makes them real, in place (the same objects), initialised as Linear's, and the
-module becomes a ``Linear`` (PyTorch's ``cls_to_become``). Run the model once before
-building the optimizer (PyTorch recommends the same dry run; execmode's optimizers make
-their state tensors up front, so they refuse an uninitialized parameter) and before
+module becomes a ``Linear`` (PyTorch's ``cls_to_become``). An optimizer may be built
+before that (d2l does): it makes the state of such a parameter group at its first step,
+which must come after the model's first call and run eagerly. Call the model once before
 ``em.jit`` (parameters created inside a trace would be traced values: the call is
 refused there, naming the layer). ``load_state_dict`` into an uninitialized module takes
 the checkpoint's shapes.

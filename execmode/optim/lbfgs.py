@@ -188,6 +188,7 @@ class LBFGS(Optimizer):
         if closure is None:
             raise ArgumentError("LBFGS.step needs a closure that recomputes the loss (zero "
                                 "the gradients, compute the loss, backward(), return it)")
+        self._init_lazy_state()
         with no_grad():
             return self._lbfgs(closure)
 

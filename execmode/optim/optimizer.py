@@ -67,10 +67,6 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise ArgumentError(f"optimizers update tensors, got {type(p).__name__} in a "
                                     f"parameter group")
-            if getattr(type(p), "_em_uninitialized", False):  # nn.lazy's
-                raise ArgumentError("the optimizer got a lazy module's uninitialized "
-                                    "parameter: call the model once (a dry run) before "
-                                    "building the optimizer")
             if id(p) in known:
                 raise ArgumentError("a parameter appears in more than one parameter group "
                                     f"(shape {tuple(p.shape)})")
@@ -91,7 +87,31 @@ class Optimizer:
         start = len(self.params)
         self.params.extend(params)
         self.param_groups.append(full)
-        self._init_state(full, list(range(start, start + len(params))))
+        if any(_uninitialized(p) for p in params):
+            # A lazy module's parameters (d2l builds the optimizer before the first batch,
+            # as PyTorch allows): the group's state is made at the first step, once the
+            # model's first call has given them their shapes (in place, same objects).
+            self.__dict__.setdefault("_lazy_groups", []).append(full)
+        else:
+            self._init_state(full, list(range(start, start + len(params))))
+
+    def _init_lazy_state(self) -> None:
+        """Make the state of groups that held uninitialized parameters when added."""
+        pending = self.__dict__.get("_lazy_groups")
+        if not pending:
+            return
+        for group in pending:
+            if any(_uninitialized(p) for p in group["params"]):
+                raise ArgumentError(f"{type(self).__name__}: a lazy module's parameter is "
+                                    "still uninitialized: call the model on a batch before "
+                                    "the optimizer's first step (or state_dict)")
+        if dispatch.current_tracer() is not None:
+            raise ArgumentError(f"{type(self).__name__}: the first step after a lazy "
+                                "module's parameters were initialized makes the optimizer's "
+                                "state; run that step eagerly, before em.jit")
+        self.__dict__["_lazy_groups"] = []
+        for group in pending:
+            self._init_state(group, self.group_indices(group))
 
     def _check_group(self, group: dict) -> None:
         """Check a group's hyperparameters (subclasses add theirs)."""
@@ -168,6 +188,7 @@ class Optimizer:
     def step(self) -> None:
         """One update of every parameter with a gradient, in place, under ``no_grad``
         (under ``em.jit``: assign nodes of the step's graph)."""
+        self._init_lazy_state()
         with no_grad():
             self._step()
 
@@ -183,6 +204,7 @@ class Optimizer:
         """``{"state": {index: {name: tensor}}, "param_groups": [{hyperparameters...,
         "params": [indices]}]}`` as PyTorch lays it out. The tensors are the optimizer's
         own (save them, or copy them, before stepping again)."""
+        self._init_lazy_state()
         groups, start = [], 0
         for g in self.param_groups:
             n = len(g["params"])
@@ -194,6 +216,7 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore hyperparameters and state tensors (copied in place, so a jitted step
         that captured them reads the loaded values)."""
+        self._init_lazy_state()
         name = type(self).__name__
         if not isinstance(state_dict, dict) or "param_groups" not in state_dict \
                 or "state" not in state_dict:
@@ -242,6 +265,10 @@ class Optimizer:
                     continue
                 default = self.defaults.get(key)
                 mine[key] = tuple(value) if isinstance(default, tuple) else value
+
+
+def _uninitialized(p) -> bool:
+    return getattr(type(p), "_em_uninitialized", False)  # nn.lazy's UninitializedParameter
 
 
 def engine_flags(**flags) -> dict:

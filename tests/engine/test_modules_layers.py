@@ -144,8 +144,9 @@ def test_lazy_linear_learns_its_input_size_and_refuses_too_early_use():
     em.random.seed(0)
     model = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
     assert "uninitialized" in repr(model)
-    with pytest.raises(em.ArgumentError, match="dry run"):
-        em.optim.SGD(model.parameters(), lr=0.1)
+    early = em.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)  # as PyTorch allows
+    with pytest.raises(em.ArgumentError, match="still uninitialized"):
+        early.step()
     with pytest.raises(em.ArgumentError, match="em.jit"):
         em.jit(model)(em.ones((3, 5)))
     weight = model[0].weight
@@ -153,6 +154,8 @@ def test_lazy_linear_learns_its_input_size_and_refuses_too_early_use():
     assert type(model[0]) is nn.Linear and model[0].in_features == 5
     assert model[0].weight is weight and type(weight) is nn.Parameter  # same object
     em.optim.SGD(model.parameters(), lr=0.1)
+    early.step()  # the first call gave the shapes: the momentum buffers are made now
+    assert early.state[0]["momentum_buffer"].shape == (4, 5)
     copy = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
     copy.load_state_dict(model.state_dict())  # takes the checkpoint's shapes
     x = em.ones((2, 5))

@@ -50,7 +50,7 @@ def test_reported_misleading_suggestions_are_gone():
     (em, "bmm", "use em.matmul"), (em, "randperm", "execmode.torch"),
     (em, "float", "em.float32"), (torch, "vmap", "not supported"),
     (torch, "set_default_tensor_type", "float32"), (torch, "stft", "not supported"),
-    (torch.nn, "DataParallel", "one device"), (torch.nn, "Bilinear", "not supported"),
+    (em.nn, "DataParallel", "one device"), (torch.nn, "Bilinear", "not supported"),
     (torch.nn.functional, "fold", "not supported"), (torch.optim, "SparseAdam", "not supported"),
     (torch.cuda, "Event", "not supported"), (torch.utils.data, "DistributedSampler", "not supported"),
     (torch.distributions, "Beta", "not supported"),

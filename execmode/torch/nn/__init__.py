@@ -7,4 +7,13 @@ from __future__ import annotations
 
 from .._delegate import delegate
 
-__getattr__, __dir__ = delegate(__name__, "execmode.nn")
+_delegated, __dir__ = delegate(__name__, "execmode.nn")
+_PARALLEL = ("DataParallel", "DistributedDataParallel")  # torch.nn.parallel's, as torch.nn's
+
+
+def __getattr__(name: str):
+    if name in _PARALLEL:
+        from . import parallel
+
+        return getattr(parallel, name)
+    return _delegated(name)

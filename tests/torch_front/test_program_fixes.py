@@ -1,0 +1,98 @@
+"""What running public PyTorch programs with only their imports changed needed (issue 32,
+docs/pytorch.md "Programs tried"), each checked against PyTorch where it computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pytorch_twins import torch_or_skip
+
+import execmode as em
+import execmode.torch as torch
+import execmode.torch.nn as nn
+
+
+def _lazy_mlp(lib):
+    return lib.nn.Sequential(lib.nn.Flatten(), lib.nn.LazyLinear(8), lib.nn.ReLU(),
+                             lib.nn.LazyLinear(3))
+
+
+def _train_lazy(lib, x, y, weights=None):
+    """d2l's order: the optimizer is built before the model has seen a batch."""
+    model = _lazy_mlp(lib)
+    opt = lib.optim.Adam(model.parameters(), lr=0.05)
+    losses = []
+    for step in range(3):
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        if step == 0 and weights is not None:  # the first call made the parameters
+            with lib.no_grad():
+                for p, w in zip(model.parameters(), weights):
+                    p.copy_(lib.tensor(w))
+            loss = lib.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().numpy().copy() for p in model.parameters()]
+
+
+def test_an_optimizer_built_before_a_lazy_model_s_first_call_trains_as_pytorch():
+    real = torch_or_skip()
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((6, 2, 5)).astype(np.float32), rng.integers(0, 3, 6)
+    start = _initial(real, x, y)
+    real.manual_seed(0)
+    want, weights = _train_lazy(real, real.tensor(x), real.tensor(y))
+    got, ours = _train_lazy(torch, torch.tensor(x), torch.tensor(y), weights=start)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for a, b in zip(ours, weights, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _initial(real, x, y):
+    real.manual_seed(0)
+    model = _lazy_mlp(real)
+    model(real.tensor(x))
+    return [p.detach().numpy() for p in model.parameters()]
+
+
+def test_a_lazy_group_s_first_step_needs_the_first_call_and_runs_eagerly():
+    model = nn.Sequential(nn.LazyLinear(4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with pytest.raises(em.ArgumentError, match="still uninitialized"):
+        opt.step()
+    with pytest.raises(em.ArgumentError, match="still uninitialized"):
+        opt.state_dict()
+    model(torch.ones(2, 3)).sum().backward()
+
+    def step():
+        opt.step()
+
+    with pytest.raises(em.ArgumentError, match="run that step eagerly"):
+        em.jit(step)()
+    opt.step()
+    assert set(opt.state_dict()["state"]) == {0, 1}
+    em.jit(step)()  # the state exists now
+
+
+def test_distributed_names_import_and_refuse_when_used():
+    from execmode.torch.distributed import destroy_process_group, init_process_group
+    from execmode.torch.nn.parallel import DistributedDataParallel as DDP
+
+    assert torch.distributed.is_available() is False
+    assert torch.distributed.is_initialized() is False
+    for call in (lambda: init_process_group(backend="nccl"), destroy_process_group,
+                 lambda: DDP(nn.Linear(2, 2), device_ids=[0])):
+        with pytest.raises(em.ArgumentError, match="single process"):
+            call()
+
+
+def test_data_parallel_on_one_device_is_the_module():
+    real = torch_or_skip()
+    ours, theirs = nn.DataParallel(nn.Linear(3, 2)), real.nn.DataParallel(real.nn.Linear(3, 2))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.module.load_state_dict({k: torch.tensor(v.detach().numpy())
+                                 for k, v in theirs.module.state_dict().items()})
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(ours(torch.tensor(x)).detach().numpy(),
+                               theirs(real.tensor(x)).detach().numpy(), rtol=1e-6)
