@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from . import instrument
+from . import host_memory, instrument
 from . import scope as _scope
 from ._tensor import SCALAR_TYPES, Tensor
 from .backend import CPU, as_device, cuda_device_count, device_of_array, xp_for
@@ -29,6 +29,9 @@ from .tape import GradNode
 # implementations, pointing at our lines. Like PyTorch, the engine returns Inf/NaN quietly;
 # NaN breakpoints are the tool for finding them. The user's own NumPy calls still warn.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"execmode(\.|$)")
+
+# Eager ops' arrays reuse warm heap pages instead of faulting fresh ones in (host_memory.py).
+host_memory.configure()
 
 # --- the flags read on every op --------------------------------------------------------
 _tracing = 0            # traces active in any thread (each thread has its own tracer)
