@@ -503,6 +503,7 @@ class JitFunction:
             self._parameters = list(inspect.signature(fn).parameters)
         except (TypeError, ValueError):
             self._parameters = []
+        self._built = True  # from now on, new public attributes go to a jitted module
 
     def __get__(self, obj, objtype=None):
         # Jitted methods: bind self as a static argument, like functools.partial.
@@ -520,6 +521,17 @@ class JitFunction:
         if fn is not None and not name.startswith("__") and is_module(fn):
             return getattr(fn, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        # ... and an attribute set on a jitted module lands on the module, as on PyTorch's
+        # OptimizedModule (d2l's Trainer sets model.trainer, read by the model's methods).
+        # Once built: __init__'s own attributes stay the jitted function's.
+        d = self.__dict__
+        if d.get("_built") and not name.startswith("_") and name not in d and \
+                not hasattr(type(self), name) and is_module(d["fn"]):
+            setattr(d["fn"], name, value)
+        else:
+            object.__setattr__(self, name, value)
 
     @property
     def _orig_mod(self):

@@ -5,9 +5,9 @@ Until then its weight and bias are ``UninitializedParameter``s (no shape, no val
 first call makes them real, in place (the same objects), initialised as Linear's, and the
 module becomes a ``Linear`` (PyTorch's ``cls_to_become``). An optimizer may be built
 before that (d2l does): it makes the state of such a parameter group at its first step,
-which must come after the model's first call and run eagerly. Call the model once before
-``em.jit`` (parameters created inside a trace would be traced values: the call is
-refused there, naming the layer). ``load_state_dict`` into an uninitialized module takes
+which must come after the model's first call and run eagerly. A first call under
+``em.jit`` / ``torch.compile`` (as PyTorch's dynamo allows) makes the parameters eagerly
+all the same, from the input's static shape: real tensors the trace reads by reference. ``load_state_dict`` into an uninitialized module takes
 the checkpoint's shapes.
 """
 
@@ -53,24 +53,26 @@ class LazyLinear(Linear):
 
     def initialize_parameters(self, x) -> None:
         """Make the parameters real for input ``x`` (PyTorch's name), as Linear inits."""
-        if dispatch.current_tracer() is not None:
-            raise op_error(ArgumentError, "LazyLinear", (x,),
-                           "is not initialized yet, and parameters made inside em.jit would "
-                           "be traced values: call the model once eagerly first (the dry "
-                           "run PyTorch recommends)")
         if x.ndim < 1:
             raise op_error(ShapeError, "LazyLinear", (x,), "expects an input with features")
-        in_features = x.shape[-1]
-        bound = 1 / math.sqrt(in_features) if in_features else 0.0
-        weight = em_random.uniform((self.out_features, in_features), -bound, bound,
-                                   dtype=self.weight.dtype, device=self.weight.device)
-        self.weight.materialize(weight.shape)
-        self.weight._data = weight._data
-        if isinstance(self.bias, UninitializedParameter):
-            bias = em_random.uniform((self.out_features,), -bound, bound,
-                                     dtype=self.bias.dtype, device=self.bias.device)
-            self.bias.materialize(bias.shape)
-            self.bias._data = bias._data
+        # Under em.jit (torch.compile of a lazy model, as PyTorch's dynamo allows) the
+        # parameters are made eagerly all the same (the input's shape is static): real
+        # tensors the trace then reads by reference, as any parameter.
+        tracer = dispatch.set_tracer(None)
+        try:
+            in_features = x.shape[-1]
+            bound = 1 / math.sqrt(in_features) if in_features else 0.0
+            weight = em_random.uniform((self.out_features, in_features), -bound, bound,
+                                       dtype=self.weight.dtype, device=self.weight.device)
+            self.weight.materialize(weight.shape)
+            self.weight._data = weight._data
+            if isinstance(self.bias, UninitializedParameter):
+                bias = em_random.uniform((self.out_features,), -bound, bound,
+                                         dtype=self.bias.dtype, device=self.bias.device)
+                self.bias.materialize(bias.shape)
+                self.bias._data = bias._data
+        finally:
+            dispatch.set_tracer(tracer)
         self._become_linear()
 
     def _become_linear(self) -> None:

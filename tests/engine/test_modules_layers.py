@@ -147,8 +147,13 @@ def test_lazy_linear_learns_its_input_size_and_refuses_too_early_use():
     early = em.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)  # as PyTorch allows
     with pytest.raises(em.ArgumentError, match="still uninitialized"):
         early.step()
-    with pytest.raises(em.ArgumentError, match="em.jit"):
-        em.jit(model)(em.ones((3, 5)))
+    twin = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
+    em.random.seed(1)
+    jitted = em.jit(twin)(em.ones((3, 5)))  # made eagerly, read by reference
+    assert type(twin[0].weight) is nn.Parameter and twin[0].in_features == 5
+    em.random.seed(1)
+    again = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
+    np.testing.assert_array_equal(jitted.numpy(), again(em.ones((3, 5))).numpy())
     weight = model[0].weight
     assert model(em.ones((3, 5))).shape == (3, 2)
     assert type(model[0]) is nn.Linear and model[0].in_features == 5

@@ -96,3 +96,29 @@ def test_data_parallel_on_one_device_is_the_module():
     x = np.ones((2, 3), np.float32)
     np.testing.assert_allclose(ours(torch.tensor(x)).detach().numpy(),
                                theirs(real.tensor(x)).detach().numpy(), rtol=1e-6)
+
+
+def test_an_attribute_set_on_a_compiled_module_lands_on_the_module_as_pytorch_s():
+    real = torch_or_skip()
+    for lib in (real, torch):
+        model = lib.nn.Linear(2, 2)
+        compiled = lib.compile(model)
+        compiled.trainer = "t"  # d2l's Trainer.prepare_model
+        assert model.trainer == "t" and compiled.trainer == "t"
+
+
+def test_a_lazy_model_s_first_call_may_be_compiled():
+    x = torch.ones(3, 5)
+
+    def run(compiled):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
+        forward = torch.compile(model) if compiled else model
+        loss = forward(x).square().sum()
+        loss.backward()
+        return [loss.item()] + [p.grad.numpy().copy() for p in model.parameters()]
+
+    eager, jitted = run(False), run(True)
+    assert jitted[0] == pytest.approx(eager[0], rel=1e-6)
+    for a, b in zip(jitted[1:], eager[1:], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
