@@ -22,7 +22,9 @@ Not walked: what the items of a list, dict or tuple past its first WALK_ITEMS ho
 container itself is compared whole), tensors (the tracer owns their state), execmode's own objects other than those
 holding a user's state (modules, optimizers, schedulers: ``_em_user_state``), NumPy arrays (their values, written in
 place by Python, are not watched: the docs say so), library modules and classes (NumPy's,
-execmode's own), weak containers (the garbage collector changes them). Past
+execmode's own; :func:`is_library_module`), weak containers (the garbage collector changes
+them), a module's dunder names (``__warningregistry__``, torch dynamo's
+``__builtins_dict___0``: bookkeeping that the garbage collector deletes at any time). Past
 ``MAX_CONTAINERS`` containers copied (or ``MAX_VISITS`` values looked at: tuples, being
 immutable, are walked but not copied) the rest is not watched, and the jit says so with a
 warning.
@@ -31,7 +33,11 @@ warning.
 from __future__ import annotations
 
 import collections
+import functools
+import importlib.metadata
 import itertools
+import os
+import site
 import sys
 import sysconfig
 import types
@@ -54,20 +60,72 @@ _WEAK = (weakref.WeakSet, weakref.WeakKeyDictionary, weakref.WeakValueDictionary
 _LEAVES = (*_SCALARS, Tensor, SymbolicScalar, np.ndarray, np.generic, np.dtype,
            types.BuiltinFunctionType, types.CodeType, types.MethodWrapperType,
            types.WrapperDescriptorType, property, *_WEAK)
-_LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
+
+
+def _library_dirs() -> tuple:
+    """Where the standard library and installed packages live: this interpreter's
+    scheme, and the site directories (a user site, a venv's system site) besides."""
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    try:
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    except AttributeError:  # an embedded interpreter's site module may lack them
+        pass
+    dirs = {p for d in dirs if d for p in (d, os.path.realpath(d))}
+    return tuple(os.path.join(d, "") for d in sorted(dirs))
+
+
+_LIBRARY_DIRS = _library_dirs()
+_SITE_DIRNAMES = ("site-packages", "dist-packages")
+
+
+@functools.cache
+def _installed_here(entry: str, top: str) -> bool:
+    """Whether an installer put package ``top`` into the directory ``entry`` (a wheel
+    unpacked onto PYTHONPATH, PyTorch carried to a machine without an index): a
+    ``.dist-info`` there whose RECORD lists its files. A person's own project, even
+    installed editable, has its record elsewhere (in site-packages)."""
+    try:
+        for dist in importlib.metadata.distributions(path=[entry]):
+            for f in dist.files or ():
+                if f.parts and f.parts[0] == top:
+                    return True
+    except Exception:  # noqa: BLE001 - broken metadata must not break a trace
+        return False
+    return False
 
 
 def is_library_module(name: str | None) -> bool:
     """Code whose Python state is not the user's to write under jit: execmode, the standard
-    library, installed packages. A module without a file (a script's namespace run by
-    exec, as the fuzzers do) is the user's."""
+    library, installed packages (by where they live, or, found elsewhere, by their
+    record next to them: PyTorch found through PYTHONPATH was walked as the user's state,
+    20,000 containers, and dynamo's bookkeeping globals, deleted by the garbage collector
+    during a trace, read as the function's writes). A module without a file (a script's
+    namespace run by exec, as the fuzzers do) is the user's."""
     if not name:
         return False
     if name == "execmode" or name.startswith("execmode.") or name in sys.builtin_module_names:
         return True
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None)
-    return bool(path) and path.startswith(_LIBRARY_DIRS)
+    return bool(path) and _library_file(name, path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _library_file(name: str, path: str) -> bool:
+    real = os.path.realpath(path)
+    if real.startswith(_LIBRARY_DIRS) or any(
+            part in _SITE_DIRNAMES for p in (path, real) for part in p.split(os.sep)):
+        return True
+    top = name.partition(".")[0]
+    root = getattr(sys.modules.get(top), "__file__", None)
+    if not root:
+        return False
+    package_dir = os.path.dirname(root)
+    entry = os.path.dirname(package_dir) if os.path.basename(root) == "__init__.py" \
+        else package_dir
+    return _installed_here(entry, top)
 
 
 class Snapshot:
@@ -115,7 +173,7 @@ class Snapshot:
                 self.add(item, f"{label}[{i}]")
         elif isinstance(value, types.ModuleType):
             if not is_library_module(value.__name__):
-                self._visit_namespace(value.__dict__, "attrs", label)
+                self._visit_namespace(value.__dict__, "module", label)
         elif isinstance(value, type):
             self._visit_class(value, label)
         elif isinstance(value, types.FunctionType):
@@ -203,6 +261,13 @@ def _dict_changes(before: dict, now, label: str, kind: str) -> list[str]:
         return f"{label}[{key!r}]" if kind == "dict" else f"{label}.{key}"
 
     out = []
+    if kind in ("globals", "module"):
+        # A module's dunder names are the interpreter's and tools' bookkeeping, not a
+        # person's state: warnings' __warningregistry__, and torch dynamo's
+        # __builtins_dict___0 and __compiled_fn_1 in the globals of code it compiled,
+        # deleted by the garbage collector whenever that code dies (during a trace too).
+        before = {k: v for k, v in before.items() if not _dunder(k)}
+        now = {k: v for k, v in now.items() if not _dunder(k)}
     for key, value in before.items():
         if key not in now:
             out.append(f"{name(key)}: deleted")
@@ -211,6 +276,10 @@ def _dict_changes(before: dict, now, label: str, kind: str) -> list[str]:
     for key in now.keys() - before.keys():
         out.append(f"{name(key)}: created")
     return out
+
+
+def _dunder(key) -> bool:
+    return isinstance(key, str) and key.startswith("__")
 
 
 def _same_scalar(a, b) -> bool:
