@@ -58,30 +58,38 @@ def erf_float64(x: np.ndarray) -> np.ndarray:
     ax = np.abs(flat)
     out = np.empty_like(flat)
     with np.errstate(all="ignore"):
-        small = np.flatnonzero(ax < 0.84375)
+        # Each interval's positions by flatnonzero of a mask over the whole array:
+        # indexing an index array with a boolean mask cost ~4x as much (~4 ns an element).
+        inner = ax < 0.84375
+        small = np.flatnonzero(inner)
         if small.size:
             v = flat[small]
             z = v * v
-            out[small] = v + v * (_poly(z, _PP) / _poly(z, _QQ))
-        rest = np.flatnonzero(~(ax < 0.84375))  # NaN lands here, and is put back below
-        if rest.size:
-            _erf_outer(flat, ax, rest, out)
+            r = _poly(z, _PP)
+            r /= _poly(z, _QQ)
+            r *= v
+            r += v  # v + v * (PP / QQ), in place (the same operations, the same bits)
+            out[small] = r
+        if small.size < flat.size:  # NaN lands below, and is put back there
+            _erf_outer(flat, ax, inner, out)
     return out.reshape(x.shape)
 
 
-def _erf_outer(flat, ax, rest, out) -> None:
-    a_rest = ax[rest]
-    mid = rest[a_rest < 1.25]
+def _erf_outer(flat, ax, inner, out) -> None:
+    below = ax < 1.25
+    mid = np.flatnonzero(below & ~inner)
     if mid.size:
         s = ax[mid] - 1.0
         out[mid] = np.copysign(_ERX + _poly(s, _PA) / _poly(s, _QA), flat[mid])
-    near = rest[(a_rest >= 1.25) & (a_rest < 1 / 0.35)]
+    below_near = ax < 1 / 0.35
+    near = np.flatnonzero(below_near & ~below)
     if near.size:
         _erf_tail(flat, ax, near, out, _RA, _SA)
-    far = rest[(a_rest >= 1 / 0.35) & (a_rest < 6.0)]
+    below_far = ax < 6.0
+    far = np.flatnonzero(below_far & ~below_near)
     if far.size:
         _erf_tail(flat, ax, far, out, _RB, _SB)
-    big = rest[~(a_rest < 6.0)]  # erf rounds to +-1 from 6 on (inf included); NaN too
+    big = np.flatnonzero(~below_far)  # erf rounds to +-1 from 6 on (inf included); NaN too
     if big.size:
         out[big] = np.where(np.isnan(flat[big]), flat[big], np.copysign(1.0, flat[big]))
 
