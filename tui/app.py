@@ -251,6 +251,12 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
     def on_agent_reported(self, message: AgentReported) -> None:
         self.notify(message.text, severity=message.severity)
 
+    def notify(self, message: str, *, title: str = "", severity="information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every message here holds text from the script or the person (a prompt, a path,
+        an error naming what was typed): shown as it is, never read as markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
     def action_help(self) -> None:
         from execmode.tui.screens.help import HelpScreen
 

@@ -10,7 +10,8 @@ quit, 2 for a usage error (no such script, a malformed breakpoint), for a sessio
 cannot be read (missing, empty, a folder or a FIFO, foreign, newer, damaged: the message
 says which) and when there is no terminal to draw on (stdin or stderr redirected, as in a
 pipeline or a CI job): Textual would wait forever for a terminal's answers, so the command
-says so at once and points at the headless verbs.
+says so at once and points at the headless verbs. 1 when the UI itself crashed: Textual's
+traceback, then one line naming the crash report and the session (kept intact).
 """
 
 from __future__ import annotations
@@ -117,11 +118,12 @@ def tui_command(args) -> int:
 
     app = ExecmodeApp(launch)
     app.run()
-    if app.bridge is not None and app.bridge.session and os.path.exists(app.bridge.session):
+    session = app.bridge.session if app.bridge is not None else None
+    if session and os.path.exists(session):
         from execmode.profilers.session_dir import saved_line
 
-        print(saved_line(app.bridge.session))
-    return 0
+        print(saved_line(session))
+    return _exit_status(app, "tui", session)
 
 
 def open_command(args) -> int:
@@ -144,8 +146,48 @@ def open_command(args) -> int:
     launch.prestart()  # the row indexes are read while Textual loads (tail.EarlySnapshot)
     from execmode.tui.app import ExecmodeApp
 
-    ExecmodeApp(launch).run()
-    return 0
+    app = ExecmodeApp(launch)
+    app.run()
+    return _exit_status(app, "open", args.session)
+
+
+def _exit_status(app, verb: str, session: str | None) -> int:
+    """0 after a normal quit. A crash of the UI (Textual printed its traceback above) is
+    said again in one line with a crash report's path, and exits 1: a script or a CI job
+    that ran ``execmode tui`` must not read a crash as success. The session is intact (the
+    agent wrote it; the UI only reads it)."""
+    code = app.return_code or 0
+    if code == 0:
+        return 0
+    # Textual keeps the first unhandled exception for its test harness; it has no public
+    # accessor, and the report is worth the private read (None if it moves).
+    error = getattr(app, "_exception", None)
+    report = _write_crash_report(error, verb, session)
+    where = f"; the crash report is {report}" if report else ""
+    kept = f"; the session is kept: {session}" if session else ""
+    what = f"{type(error).__name__}: {error}" if error is not None else f"exit code {code}"
+    print(f"execmode {verb}: the TUI crashed ({what}){where}{kept}", file=sys.stderr)
+    return code
+
+
+def _write_crash_report(error, verb: str, session: str | None) -> str | None:
+    """The traceback in a file (next to the session, else in the temp folder)."""
+    import tempfile
+    import time
+    import traceback
+
+    if error is None:
+        return None
+    folder = os.path.dirname(session) if session else tempfile.gettempdir()
+    path = os.path.join(folder, f"execmode-{verb}-crash-{time.strftime('%Y%m%d-%H%M%S')}"
+                                f"-{os.getpid()}.txt")
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f"execmode {verb} crashed\nsession: {session or '-'}\n\n{text}")
+    except OSError:
+        return None
+    return path
 
 
 def has_terminal() -> bool:

@@ -1,10 +1,13 @@
-"""Numbers as people read them: durations, byte sizes, counts, short paths."""
+"""Numbers as people read them: durations, byte sizes, counts, short paths; and text
+from a script, a user, a file name or a value as it is (:func:`literal`), never markup."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+
+from rich.text import Text
 
 
 def duration(ns: float | None) -> str:
@@ -75,3 +78,10 @@ def op_names(text) -> str:
     if not isinstance(names, list):
         return str(text)
     return " ".join(str(n) for n in names)
+
+
+def literal(value) -> Text:
+    """``value`` as text shown exactly as it is: ``[/x]`` in a prompt, a slice, a search or
+    an op's name is data, never markup. Every title, label, cell and message that holds
+    text from a script or a person goes through this (or is built from ``Text``)."""
+    return value if isinstance(value, Text) else Text(str(value))

@@ -338,6 +338,7 @@ class Debugger(PauseDecisions, Inspection):
             "graph_id": plan.graph_id, "index": index, "name": step.name, "kind": step.kind,
             "backend": step.backend, "member_nodes": list(step.member_ids),
             "member_ops": list(step.member_ops),
+            "inputs": self._kernel_inputs(plan, step),
             "members": [
                 {"id": m.id, "op": m.op, "type": m.type_str(), "scope": m.scope,
                  "location": m.loc.to_json() if m.loc else None}
@@ -345,6 +346,17 @@ class Debugger(PauseDecisions, Inspection):
             ],
             "source": source[:20000] if isinstance(source, str) else None,
         }
+
+    @staticmethod
+    def _kernel_inputs(plan, step) -> list[dict]:
+        """What a kernel reads, as the ``input:N`` refs name them (inspection.py)."""
+        nodes = {n.id: n for n in plan.graph.nodes}
+        inputs = []
+        for i in step.node.node_inputs:
+            n = nodes.get(i)
+            inputs.append({"id": i, "op": (n.label or n.op) if n is not None else "?",
+                           "type": n.type_str() if n is not None else ""})
+        return inputs
 
     # --- pausing -------------------------------------------------------------------------
     def _drain(self) -> None:

@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 import queue
+import select
 import signal
 import socket
 import subprocess
@@ -273,9 +274,9 @@ class Controller:
         proc = run.proc
         pipes = [] if self.inherit_output else [("stdout", proc.stdout),
                                                 ("stderr", proc.stderr)]
-        for stream, pipe in pipes:
-            t = threading.Thread(target=self._read_output, args=(run, stream, pipe),
-                                 daemon=True, name=f"execmode-{stream}-{run.generation}")
+        if pipes:
+            t = threading.Thread(target=self._read_outputs, args=(run, pipes), daemon=True,
+                                 name=f"execmode-output-{run.generation}")
             run.output_threads.append(t)
             t.start()
         server.settimeout(0.2)
@@ -614,12 +615,38 @@ class Controller:
                 pass
         run.pending.clear()
 
-    def _read_output(self, run: _Run, stream: str, pipe) -> None:
-        for raw in iter(pipe.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
+    def _read_outputs(self, run: _Run, pipes) -> None:
+        """Both pipes in one thread, in the order the script wrote them: a thread per pipe
+        raced, and the lines a script printed just before an uncaught exception came after
+        its traceback. The script's streams are unbuffered, so what it wrote to stdout
+        before writing to stderr is already in the pipe when stderr's bytes are: whatever
+        stdout holds is read (to its end) before stderr is."""
+        order = {stream: i for i, (stream, _) in enumerate(pipes)}  # stdout first
+        open_pipes = {pipe.fileno(): [stream, pipe, b""] for stream, pipe in pipes}
+        while open_pipes:
+            ready, _, _ = select.select(list(open_pipes), [], [])
+            for fd in sorted(ready, key=lambda fd: order[open_pipes[fd][0]]):
+                while fd in open_pipes and self._read_chunk(run, open_pipes, fd):
+                    if not select.select([fd], [], [], 0)[0]:
+                        break
+
+    def _read_chunk(self, run: _Run, open_pipes: dict, fd: int) -> bool:
+        """Read what ``fd`` holds and publish its whole lines; False at its end."""
+        entry = open_pipes[fd]
+        stream, pipe, partial = entry
+        chunk = os.read(fd, 65536)
+        lines = (partial + chunk).split(b"\n")
+        entry[2] = lines.pop() if chunk else b""
+        if not chunk and lines == [b""]:
+            lines = []
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
             run.output.append((stream, line))
             self._publish(run, Event("output", {"stream": stream, "line": line}))
-        pipe.close()
+        if not chunk:
+            del open_pipes[fd]
+            pipe.close()
+        return bool(chunk)
 
     @staticmethod
     def _join(threads, timeout: float = 2.0) -> None:

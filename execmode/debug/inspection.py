@@ -75,7 +75,7 @@ class Inspection:
         """"input:0", "output", "var:loss", "node:7" -> an array."""
         kind, _, rest = ref.partition(":")
         if kind == "input":
-            return _array(self.current.get("inputs", [])[int(rest)])
+            return self._input(ref, rest)
         if kind == "output":
             if self.current.get("output") is None:
                 raise ValueError("no output yet: the op has not run (step once)")
@@ -98,11 +98,40 @@ class Inspection:
         raise ValueError(f"unknown reference {ref!r}: use input:N, output, var:NAME, node:N, "
                          "op:N")
 
-    def _recompute(self, node_id: int):
+    def _input(self, ref: str, rest: str):
+        """``input:N``: the paused op's N-th tensor input; after a kernel ran (a NaN stop),
+        the kernel's N-th input, recomputed from the segment's saved inputs (its buffer may
+        hold something else by now: memory planning reuses it)."""
+        inputs = self.current.get("inputs")
+        kernel_inputs = () if inputs else self._kernel_input_ids()
+        count = len(inputs) if inputs else len(kernel_inputs)
+        try:
+            index = int(rest)
+        except ValueError:
+            index = -1
+        if not 0 <= index < count:
+            valid = ", ".join(f"input:{i}" for i in range(count)) or "no input refs"
+            raise ValueError(f"no {ref!r} at this stop: it has {valid}; also output, "
+                             "node:N (the graph's nodes), var:NAME, op:N")
+        if inputs:
+            return _array(inputs[index])
+        return self._recompute(kernel_inputs[index], lowered=True)
+
+    def _kernel_input_ids(self) -> tuple:
+        """The node ids a paused kernel reads (its fused node's inputs), or ()."""
+        plan, index = self.current.get("plan"), self.current.get("step")
+        if plan is None or index is None:
+            return ()
+        return plan.steps[index].node.node_inputs
+
+    def _recompute(self, node_id: int, lowered: bool = False):
+        """Node ``node_id``'s value in the paused segment, interpreted from its saved
+        inputs: in the graph as traced (``node:N``, as the Graph view numbers it) or, for a
+        kernel's inputs, as lowered (a pass may have made the node a kernel reads)."""
         from ..graph.interpret import interpret
 
         plan = self._plan()
-        graph = plan.source_graph or plan.graph
+        graph = plan.graph if lowered else plan.source_graph or plan.graph
         values = interpret(graph, self.segment_inputs[id(plan)], stop_at=node_id)
         if node_id not in values:
             raise KeyError(f"node %{node_id} is not in segment {plan.graph_id}")

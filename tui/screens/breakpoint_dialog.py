@@ -66,7 +66,7 @@ class BreakpointDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="bp-dialog"):
-            yield Static(f"[b]{self.title_text}[/]  (Enter to set, Esc to cancel)")
+            yield Static(Text.assemble((self.title_text, "bold"), "  (Enter to set, Esc to cancel)"))
             yield Input(self.initial, placeholder="nan   op:matmul   train.py:42   max > 1e3",
                         id="bp-input")
             yield Static(id="bp-error")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from execmode.tui.formatting import literal
 from execmode.tui.records import SourceRef
 from execmode.tui.screens.base import ViewScreen
 from execmode.tui.screens.breakpoint_dialog import BreakpointDialog, grammar
@@ -69,8 +70,9 @@ class BreakpointsScreen(ViewScreen):
         table.clear()
         for bp in breakpoints:
             on = Text("●", style="bold red") if bp.get("enabled", True) else Text("○")
-            table.add_row(str(bp.get("id")), on, place_of(bp), bp.get("condition") or "",
-                          str(bp.get("hits", 0)), str(bp.get("ignore", 0)), note_of(bp))
+            table.add_row(str(bp.get("id")), on, literal(place_of(bp)),
+                          literal(bp.get("condition") or ""), str(bp.get("hits", 0)),
+                          str(bp.get("ignore", 0)), literal(note_of(bp)))
         if breakpoints:
             table.move_cursor(row=min(row, len(breakpoints) - 1))
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from execmode.tui import formatting as fmt
 from execmode.tui.data import SessionReader
+from execmode.tui.formatting import literal
 from execmode.tui.lines import TextLines
 from execmode.tui.records import BreakInfo, OpRow, SourceRef
 from execmode.tui.screens.base import StoreView
@@ -74,7 +75,8 @@ class BreaksScreen(StoreView):
         table.clear()
         for g in groups:
             b = g.first
-            table.add_row(b.function, b.reason, b.op, b.location.short if b.location else "?",
+            table.add_row(*map(literal, (b.function, b.reason, b.op,
+                                        b.location.short if b.location else "?")),
                           f"{b.segment_before} → {b.segment_after}", f"×{g.count}")
         if not groups:
             self.query_one("#break-detail", Static).update(

@@ -50,8 +50,8 @@ class ExpressionDialog(ModalScreen[str | None]):
         keys = "Enter to add, Esc to cancel" if self.watch_mode else \
             "Enter evaluates · ctrl+n watches it · Esc closes"
         with Vertical(id="expr-dialog"):
-            yield Static(f"[b]{title}[/] in {self.function} (frame {self.frame})  ({keys})",
-                         id="expr-title")
+            yield Static(Text.assemble((title, "bold"), f" in {self.function} (frame "
+                                       f"{self.frame})  ({keys})"), id="expr-title")
             yield Input(placeholder="opt.lr   step   loss.item()   w.grad", id="expr-input")
             yield Static(id="expr-results")
 

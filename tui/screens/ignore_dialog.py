@@ -35,10 +35,10 @@ class IgnoreCountDialog(ModalScreen[int | None]):
     def compose(self) -> ComposeResult:
         bp = self.bp
         with Vertical(id="ignore-dialog"):
-            yield Static(f"[b]Ignore count[/] of breakpoint {bp.get('id')} "
-                         f"({bp.get('spec')}): skip this many hits, then stop  "
-                         f"(hit {bp.get('hits', 0)} times so far; Enter to set, Esc to cancel)",
-                         id="ignore-title", markup=True)
+            yield Static(Text.assemble(
+                ("Ignore count", "bold"), f" of breakpoint {bp.get('id')} ({bp.get('spec')}): "
+                f"skip this many hits, then stop  (hit {bp.get('hits', 0)} times so far; "
+                "Enter to set, Esc to cancel)"), id="ignore-title")
             yield Input(str(bp.get("ignore", 0)), id="ignore-input")
             yield Static(id="ignore-error")
 

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from execmode.tui import formatting as fmt
 from execmode.tui.data import SessionReader
+from execmode.tui.formatting import literal
 from execmode.tui.ir_diff import node_locations
 from execmode.tui.records import CompileInfo, SourceRef
 from execmode.tui.screens.base import StoreView
@@ -99,7 +100,7 @@ class KernelsScreen(StoreView):
         for e in entries:
             c = e.compile
             cache = "-" if c is None or c.cache_hit is None else ("hit" if c.cache_hit else "miss")
-            table.add_row(e.graph_id, e.name, e.kind, str(len(e.member_ops)), str(e.calls),
+            table.add_row(literal(e.graph_id), literal(e.name), e.kind, str(len(e.member_ops)), str(e.calls),
                           fmt.duration(e.total_ns), fmt.duration(c.compile_ns) if c else "-",
                           cache)
         if not entries:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from execmode.tui.formatting import literal
 from execmode.tui.op_query import NO_QUERY, OpQuery, QueryError, parse
 from execmode.tui.pages import HitsFound
 from execmode.tui.widgets.row_list import RowList
@@ -147,4 +148,4 @@ class OpFilterMixin:
         note = f" · {self._note}" if self._note else ""
         if self.op_query.nonfinite and self.list_kind == "kernels":
             note = " · NaN/Inf: ops only"
-        pane.border_title = f"{name} · {shown} · {self.op_query.describe()}{note}"
+        pane.border_title = literal(f"{name} · {shown} · {self.op_query.describe()}{note}")

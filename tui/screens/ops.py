@@ -20,6 +20,7 @@ import re
 from execmode.tui import panels
 from execmode.tui.copy_text import plain
 from execmode.tui.debugger import CommandError
+from execmode.tui.formatting import literal
 from execmode.tui.keys import footer_bindings
 from execmode.tui.lines import (
     KERNEL_HEADER,
@@ -227,8 +228,8 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         if p is None or stop_key(p) != loaded.stop or loaded.frame != self.frame:
             return  # an answer about an earlier stop or another frame
         pane = self.query_one("#variables", RowList)
-        pane.border_title = f"variables · {loaded.function}" if loaded.frame == 0 else \
-            f"variables · {loaded.function} (frame {loaded.frame})"
+        pane.border_title = literal(f"variables · {loaded.function}" if loaded.frame == 0 else
+                                   f"variables · {loaded.function} (frame {loaded.frame})")
         if loaded.error:
             pane.set_source(VariableLines([], loaded.error))
             return

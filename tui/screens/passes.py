@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from execmode.tui import formatting as fmt
 from execmode.tui.data import SessionReader
+from execmode.tui.formatting import literal
 from execmode.tui.ir_diff import diff_lines, node_locations
 from execmode.tui.lines import DiffLines, TextLines
 from execmode.tui.records import PassInfo, SourceRef
@@ -121,7 +122,7 @@ class PassesScreen(StoreView):
         table = self.query_one("#pass-table", DataTable)
         table.clear()
         for p in self._passes():
-            table.add_row(str(p.index + 1), p.name, fmt.duration(p.wall_ns), str(p.node_count),
+            table.add_row(str(p.index + 1), literal(p.name), fmt.duration(p.wall_ns), str(p.node_count),
                           str(p.kernel_count), str(p.buffer_count), str(len(p.rewrites)))
         if self._passes():
             self.pass_index = min(self.pass_index, len(self._passes()) - 1)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from execmode.profilers.profiler_cost import ProfilerCost
 from execmode.tui import formatting as fmt
 from execmode.tui.data import SessionReader
+from execmode.tui.formatting import literal
 from execmode.tui.graph_measure import CompareMeasured, CompareProgress, measure_session
 from execmode.tui.records import Comparison, KernelTotal, MemoryPoint, OpTotal, SessionOverview
 from execmode.tui.screens.base import StoreView
@@ -122,7 +123,7 @@ class ProfileScreen(StoreView):
         top = self.query_one("#top-ops", DataTable)
         top.clear()
         for t in data.top_ops:
-            top.add_row(t.name, f"{t.count:,}", fmt.duration(t.total_ns),
+            top.add_row(literal(t.name), f"{t.count:,}", fmt.duration(t.total_ns),
                         fmt.duration(t.total_ns / t.count if t.count else 0), fmt.share(t.share))
         self._plot_memory(data.memory)
         self._plot_timing(data, self._comparison_rows(data))
@@ -172,7 +173,7 @@ class ProfileScreen(StoreView):
         compare.clear()
         rows = self._comparison_rows(data)
         for c in rows:
-            compare.add_row(f"{c.graph_id}/{c.kernel}", " ".join(c.eager_ops),
+            compare.add_row(literal(f"{c.graph_id}/{c.kernel}"), literal(" ".join(c.eager_ops)),
                             fmt.duration(c.eager_ns), fmt.duration(c.kernel_ns),
                             c.speedup_text(),
                             f"{fmt.size(c.eager_bytes)}/{fmt.size(c.planned_bytes)}")
@@ -191,7 +192,7 @@ class ProfileScreen(StoreView):
             compare.border_title = "eager vs graph: no jitted function has run"
         if not rows:
             for k in data.kernels[:50]:  # the kernels alone, until measured
-                compare.add_row(f"{k.graph_id}/{k.kernel}", " ".join(k.member_ops), "-",
+                compare.add_row(literal(f"{k.graph_id}/{k.kernel}"), literal(" ".join(k.member_ops)), "-",
                                 fmt.duration(k.total_ns), "-", fmt.size(k.bytes))
 
     def action_measure(self) -> None:
@@ -215,8 +216,8 @@ class ProfileScreen(StoreView):
     def on_compare_progress(self, message: CompareProgress) -> None:
         bar = self.query_one("#compare-progress", ProgressBar)
         bar.update(total=message.total, progress=message.done)
-        self.query_one("#compare-table", DataTable).border_title = \
-            f"measuring eager vs fused… {message.done + 1}/{message.total} {message.graph}"
+        self.query_one("#compare-table", DataTable).border_title = literal(
+            f"measuring eager vs fused… {message.done + 1}/{message.total} {message.graph}")
 
     def on_compare_measured(self, message: CompareMeasured) -> None:
         self.query_one("#compare-progress", ProgressBar).display = False

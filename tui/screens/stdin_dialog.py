@@ -9,6 +9,7 @@ Esc hides the line (the palette's "Type a line for the script's stdin" brings it
 
 from __future__ import annotations
 
+from execmode.tui.formatting import literal
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -39,7 +40,7 @@ class StdinDialog(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         field = self.query_one("#stdin-input", Input)
-        field.border_title = self.prompt.strip() or None
+        field.border_title = literal(self.prompt.strip()) if self.prompt.strip() else None
         field.focus()
 
     def on_input_submitted(self, message: Input.Submitted) -> None:

@@ -12,6 +12,7 @@ import re
 from execmode.tui import panels
 from execmode.tui.copy_text import plain
 from execmode.tui.debugger import CommandError
+from execmode.tui.formatting import literal
 from execmode.tui.lines import TextLines
 from execmode.tui.screens.base import ViewScreen
 from execmode.tui.state import PausedInfo
@@ -54,6 +55,9 @@ def paused_refs(p: PausedInfo) -> list[tuple[str, str]]:
     for i, s in enumerate(p.inputs):
         if "scalar" not in s:
             refs.append((f"input:{i}", str(s.get("type", ""))))
+    if not p.inputs:  # after a kernel ran (a NaN stop): what it read, recomputed on asking
+        for i, k in enumerate((p.kernel or {}).get("inputs") or ()):
+            refs.append((f"input:{i}", f"%{k.get('id')} {k.get('op')} {k.get('type', '')}"))
     if p.output is not None:
         refs.append(("output", str(p.output.get("type", ""))))
     for m in (p.kernel or {}).get("members") or ():
@@ -163,7 +167,7 @@ class TensorScreen(ViewScreen):
                               "summaries on: execmode profile --summaries)"
                               if row is not None else "", style="dim"))
             return
-        stats.border_title = f"recorded: output of #{row.seq} {row.op}"
+        stats.border_title = literal(f"recorded: output of #{row.seq} {row.op}")
         stats.update(panels.tensor_table(summary))
 
     def _show_refs(self, empty: str = "") -> None:
@@ -233,7 +237,7 @@ class TensorScreen(ViewScreen):
             return
         stats = self.query_one("#tensor-stats", Static)
         hist = self.query_one("#tensor-hist", Static)
-        stats.border_title = f"summary: {message.ref}"
+        stats.border_title = literal(f"summary: {message.ref}")
         if message.summary is None:
             stats.update(Text(message.error, style="red"))
             hist.update("")
@@ -244,7 +248,7 @@ class TensorScreen(ViewScreen):
 
     def on_slice_fetched(self, message: SliceFetched) -> None:
         out = self.query_one("#slice-output", Static)
-        self.query_one("#slice-box").border_title = f"values: {message.ref}{message.index}"
+        self.query_one("#slice-box").border_title = literal(f"values: {message.ref}{message.index}")
         if message.result is None:
             out.update(Text(message.error, style="red"))
             return
@@ -270,6 +274,9 @@ class TensorScreen(ViewScreen):
             self.inspect(value)
         elif message.input.id == "slice-input":
             self.fetch_slice(value if value.startswith("[") else f"[{value}]")
+        # Back to the list, as Esc does: the answer is on screen, and the next key (2, s,
+        # c, / again) is a command, not more text typed into the field.
+        self.action_leave_input()
 
     def copy_text(self) -> str | None:
         """``y``: the summary shown (statistics of the selected tensor)."""
