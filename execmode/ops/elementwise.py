@@ -289,7 +289,54 @@ def _where_impl(xp, c, a, b):
     # NumPy takes any condition by truthiness; execmode asks for bool, as when tracing.
     if c.dtype != np.bool_:
         raise RuleError(f"the condition must be bool, got {c.dtype}", DTypeError)
+    if xp is np:
+        out = _where_by_bits(c, a, b)
+        if out is not None:
+            return out
     return xp.where(c, a, b)
+
+
+_BITS = {4: np.uint32, 8: np.uint64}
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _where_by_bits(c, a, b):
+    """np.where(c, a, b) for float results as integer arithmetic on the operands' bits:
+    ``bits(a) * c + bits(b) * ~c`` (one term is 0 at every position, so the sum is one
+    operand's bits exactly, NaN payloads and -0.0 included; a 0.0 operand's term drops),
+    on C-contiguous arrays.
+    NumPy's where branches on every element: ~3.6 ns an element with a random condition
+    (relu's gradient, max pooling's one-hot), against ~0.2 for a multiply. None when this
+    does not apply (another dtype, operands of two dtypes, 0-d everything): np.where."""
+    rt = np.result_type(a, b)
+    if rt not in _FLOATS or (c.ndim == 0 and np.ndim(a) == 0 and np.ndim(b) == 0) \
+            or not c.flags.c_contiguous:
+        return None
+    bits = _BITS[rt.itemsize]
+    terms = []
+    for x, keep in ((a, c), (b, None)):
+        if x.__class__ is np.ndarray:
+            # C-contiguous operands (np.where's output layout follows theirs otherwise)
+            if x.dtype != rt or not x.flags.c_contiguous:
+                return None
+            if keep is None:
+                keep = ~c
+            terms.append(np.multiply(x.view(bits), keep, dtype=bits))
+        elif x.__class__ is float or (x.__class__ is int and -2**53 <= x <= 2**53):
+            with np.errstate(over="ignore"):
+                v = np.array(x, dtype=rt)  # the cast np.where makes of a Python number
+            if v.view(bits) != 0:  # +0.0 contributes no bits
+                terms.append(np.multiply(v.view(bits), c if keep is not None else ~c,
+                                         dtype=bits))
+        else:
+            return None
+    shape = np.broadcast_shapes(c.shape, np.shape(a), np.shape(b))
+    if not terms:  # where(c, 0.0, 0.0)
+        return np.zeros(shape, rt)
+    out = terms[0] if len(terms) == 1 else np.add(terms[0], terms[1])
+    if out.shape != shape:
+        out = np.broadcast_to(out, shape).copy()
+    return out.view(rt)
 
 
 def _where_rule(c, a, b, **attrs):

@@ -1,0 +1,97 @@
+"""Faster NumPy implementations of ops against the NumPy calls they replace: the same bits,
+shapes, strides and dtypes (issue 32's eager speed work)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import execmode as em
+from execmode.ops.elementwise import _where_by_bits, _where_impl
+from execmode.ops.movement import _add_rows_by_rank
+
+_SPECIALS = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.5, -2.5, 1e-45, 3e38])
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.strides == want.strides
+    assert np.array_equal(np.ascontiguousarray(got).view(np.uint8),
+                          np.ascontiguousarray(want).view(np.uint8))
+
+
+def _operand(rng, shape, dtype):
+    kind = rng.integers(0, 4)
+    if kind == 0:
+        return float(rng.choice([0.0, -0.0, 1.5, -np.inf, np.nan, 1e300, 0.1]))
+    if kind == 1:
+        return int(rng.choice([0, 1, -3, 2**40]))
+    sub = tuple(d if rng.random() < 0.7 else 1 for d in shape)
+    x = rng.choice(_SPECIALS, size=sub).astype(dtype if rng.random() < 0.9 else np.float32)
+    if x.ndim >= 2 and rng.random() < 0.3:  # a Fortran-ordered operand: np.where's layout
+        x = np.ascontiguousarray(x.swapaxes(0, 1)).swapaxes(0, 1)
+    return x
+
+
+def test_where_by_bits_is_np_where():
+    rng = np.random.default_rng(32)
+    taken = 0
+    for _ in range(3000):
+        dtype = rng.choice([np.float32, np.float64])
+        shape = tuple(rng.integers(1, 4, size=rng.integers(0, 4)))
+        a, b = _operand(rng, shape, dtype), _operand(rng, shape, dtype)
+        c = rng.random(tuple(d if rng.random() < 0.7 else 1 for d in shape)) < 0.5
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = np.where(c, a, b)
+            got = _where_by_bits(c, a, b)
+        if got is not None:
+            taken += 1
+            _same(got, want)
+        _same(_where_impl(np, c, a, b), want)
+    assert taken > 1000
+
+
+def test_relu_gradient_through_where():
+    x = np.array([[-1.0, 0.0, -0.0, 2.0, np.nan, -np.inf, np.inf]], np.float32)
+    t = em.tensor(x, requires_grad=True)
+    em.sum(em.relu(t) * em.tensor(np.arange(7, dtype=np.float32))).backward()
+    _same(t.grad.numpy(), np.where(x > 0, np.arange(7, dtype=np.float32), 0.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_add_rows_by_rank_is_np_add_at(dtype):
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        rows = int(rng.integers(1, 50))
+        inner = tuple(rng.integers(1, 4, size=rng.integers(0, 3)))
+        index = rng.integers(-rows, rows, size=tuple(rng.integers(1, 6, size=rng.integers(1, 3))))
+        g = rng.choice(_SPECIALS, size=index.shape + inner).astype(dtype)
+        want = np.zeros((rows,) + inner, dtype)
+        np.add.at(want, (index,), g)
+        got = np.zeros_like(want)
+        assert _add_rows_by_rank(got, (index,), g)
+        # The same bits, but for which NaN's payload survives where two NaNs add up
+        # (np.add.at's scalar loop keeps the first operand's, SIMD adds may not).
+        nan = np.isnan(want)
+        assert np.array_equal(nan, np.isnan(got))
+        _same(np.where(nan, 0, got), np.where(nan, 0, want))
+
+
+def test_add_rows_by_rank_leaves_the_rest_to_np_add_at():
+    out = np.zeros((4, 2), np.float32)
+    assert not _add_rows_by_rank(out, (np.array([4]),), np.ones((1, 2), np.float32))
+    assert not _add_rows_by_rank(out, (np.zeros(100, np.int64),), np.ones((100, 2), np.float32))
+    assert not _add_rows_by_rank(out, (slice(None), np.array([0])), np.ones((4, 1), np.float32))
+    assert not out.any()
+
+
+def test_embedding_gradient_adds_repeated_rows_in_order():
+    weight = em.tensor(np.zeros((5, 3), np.float32), requires_grad=True)
+    ids = np.array([[1, 3, 1], [1, 0, 3]])
+    g = np.random.default_rng(1).standard_normal((2, 3, 3)).astype(np.float32)
+    em.sum(weight[em.tensor(ids)] * em.tensor(g)).backward()
+    want = np.zeros((5, 3), np.float32)
+    np.add.at(want, (ids,), g)
+    _same(weight.grad.numpy(), want)
