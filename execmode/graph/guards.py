@@ -11,7 +11,8 @@ must still hold at the next call, or the call traces again:
 * every concrete answer a :class:`~execmode.symbolic.SymbolicScalar` gave.
 
 Modules, functions and classes are not guarded (rebinding them between calls is rare and
-checking them would cost every call). A number that changes becomes a graph input on the
+checking them would cost every call), but what the user's functions it can reach read
+is, as if the function read it itself (a helper closing over the model it runs). A number that changes becomes a graph input on the
 next trace (``JitFunction`` promotes it) instead of retracing at every new value.
 """
 
@@ -143,7 +144,12 @@ def collect(fn, statics=()) -> list[Guard]:
 
 def _guard(guards, seen, holder, name, value, label, path, depth) -> None:
     """Guard ``holder[name]`` (by value for scalars, else by identity), then walk it."""
-    if len(guards) >= MAX_GUARDS or value is _MISSING or isinstance(value, _UNGUARDED):
+    if len(guards) >= MAX_GUARDS or value is _MISSING:
+        return
+    if isinstance(value, types.FunctionType | types.MethodType):
+        _walk_function(guards, seen, value, path, depth)
+        return
+    if isinstance(value, _UNGUARDED):
         return
     if isinstance(value, _SCALARS):
         guards.append(Guard(holder, name, value, True, label))
@@ -184,6 +190,26 @@ def _walk(guards, seen, obj, path: str, depth: int) -> None:
             continue
         _guard(guards, seen, obj, key, item, f"{path}.{key}", f"{path}.{key}", depth)
     _walk_class(guards, seen, type(obj), attrs, path, depth)
+
+
+def _walk_function(guards, seen, fn, path: str, depth: int) -> None:
+    """What a helper the function can call reads, guarded as the function's own reads
+    (not the helper itself: rebinding one is rare). ``loss = fwd_bwd(x)`` where
+    ``fwd_bwd`` closes over ``model``: ``model.eval()`` between calls replayed the
+    training graph (issue 38, the independent model fuzzer). A chain of helpers costs no
+    depth (each function is walked once); the objects they read are walked as deep as the
+    function's own."""
+    if isinstance(fn, types.MethodType):
+        _walk(guards, seen, fn.__self__, path, depth + 1)
+        fn = fn.__func__
+    if id(fn) in seen or is_library_module(getattr(fn, "__module__", None)):
+        return
+    seen.add(id(fn))
+    owner = getattr(fn, "__qualname__", path)
+    for name, holder in names_read(fn).items():
+        value = read_holder(holder, name)
+        kind = "global" if isinstance(holder, dict) else f"{owner}'s closure variable"
+        _guard(guards, seen, holder, name, value, f"{kind} {name}", name, depth)
 
 
 def _walk_class(guards, seen, cls: type, attrs: dict, path: str, depth: int) -> None:

@@ -308,6 +308,77 @@ def test_a_plain_training_step_writes_no_python_state():
     assert step.trace_count == 1
 
 
+# --- state read through a helper function --------------------------------------------
+
+def _bn_model():
+    em.random.seed(0)
+    return em.nn.Sequential(em.nn.Conv2d(3, 4, 3, padding=1), em.nn.BatchNorm2d(4),
+                            em.nn.Flatten(), em.nn.Linear(4 * 4 * 4, 2))
+
+
+_helper_model = None
+
+
+def _global_fwd_bwd(x):
+    loss = _helper_model(x).square().mean()
+    loss.backward()
+    return loss
+
+
+def _helper_step_run(jit: bool, how: str):
+    global _helper_model
+    model = _helper_model = _bn_model()
+    opt = em.optim.SGD(model.parameters(), lr=0.1)
+
+    def fwd_bwd(x):
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss
+
+    class Trainer:
+        def __init__(self):
+            self.model = model
+
+        def fwd_bwd(self, x):
+            return fwd_bwd(x)
+
+    helper = {"closure": fwd_bwd, "global": _global_fwd_bwd,
+              "method": Trainer().fwd_bwd}[how]
+
+    def step(x):
+        opt.zero_grad()    # the model is read only inside the helper
+        loss = helper(x)
+        opt.step()
+        return loss
+
+    run = em.jit(step) if jit else step
+    rng = np.random.default_rng(0)
+    seen = []
+    for i in range(4):
+        if i == 2:
+            model.eval()
+        if i == 3:
+            model.train()
+        loss = run(em.tensor(rng.standard_normal((2, 3, 4, 4)).astype(np.float32)))
+        seen.append((loss.numpy(), model[1].running_mean.numpy().copy(),
+                     int(model[1].num_batches_tracked.item())))
+    return seen, run
+
+
+@pytest.mark.parametrize("how", ["closure", "global", "method"])
+def test_model_eval_read_through_a_helper_retraces(how):
+    # The independent model fuzzer: the step called fwd_bwd, which closed over the model;
+    # the guards skipped functions, so model.training went unguarded and model.eval()
+    # between calls replayed the training graph (batch statistics, running stats updated).
+    eager, _ = _helper_step_run(False, how)
+    jitted, run = _helper_step_run(True, how)
+    for (l_e, m_e, n_e), (l_j, m_j, n_j) in zip(eager, jitted):
+        np.testing.assert_allclose(l_j, l_e, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(m_j, m_e, rtol=1e-5, atol=1e-6)
+        assert n_j == n_e
+    assert any("training: True -> False" in r.reason for r in run.retraces)
+
+
 # --- reductions near the float limits ----------------------------------------------------
 
 @pytest.mark.parametrize("backend", [None, "interpreter"])
