@@ -9,6 +9,7 @@ import pytest
 import execmode as em
 from execmode.ops.elementwise import _where_by_bits, _where_impl
 from execmode.ops.movement import _add_rows_by_rank
+from execmode.ops.reductions import _short_axis_arg
 
 _SPECIALS = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.5, -2.5, 1e-45, 3e38])
 
@@ -95,3 +96,31 @@ def test_embedding_gradient_adds_repeated_rows_in_order():
     want = np.zeros((5, 3), np.float32)
     np.add.at(want, (ids,), g)
     _same(weight.grad.numpy(), want)
+
+
+def test_argmax_argmin_over_a_short_axis_are_numpys():
+    rng = np.random.default_rng(3)
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, 1.0, -2.0])
+    for _ in range(300):
+        ndim = int(rng.integers(1, 5))
+        shape = tuple(rng.integers(1, 6, size=ndim))
+        axis = int(rng.integers(0, ndim))
+        if shape[axis] < 2:
+            continue
+        values = special if rng.random() < 0.5 else np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+        a = rng.choice(values, size=shape).astype(rng.choice([np.float32, np.float64]))
+        if a.ndim >= 2 and rng.random() < 0.3:
+            a = a.swapaxes(0, -1)
+        for name, extremum in (("argmax", np.maximum), ("argmin", np.minimum)):
+            for keepdims in (False, True):
+                want = getattr(np, name)(a, axis=axis, keepdims=keepdims)
+                got = _short_axis_arg(extremum, a, axis, keepdims)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_array_equal(got, want)
+
+
+def test_max_pool_takes_the_short_axis_path():
+    x = np.random.default_rng(0).standard_normal((4, 8, 16, 16)).astype(np.float32)
+    x[0, 0, :2, :2] = np.nan
+    got = em.argmax(em.tensor(x.reshape(4, 8, 4, 64)), axis=2).numpy()
+    np.testing.assert_array_equal(got, np.argmax(x.reshape(4, 8, 4, 64), axis=2))
