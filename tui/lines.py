@@ -48,6 +48,10 @@ class PagedRows:
 
     table = "ops"
     width = None
+    # Under 100 columns the list pane is ~30 columns wide (the source pane gets the rest):
+    # the rows put the number, the op and its time first, whole, and cut only the text
+    # after them (compact_header); the subclasses' format methods read it.
+    compact = False
 
     def __init__(self, pages: PageFetcher | None, index: RowIndex = EMPTY_INDEX,
                  pending: PausedInfo | None = None, found: tuple[int, int] | None = None):
@@ -117,6 +121,15 @@ class PagedRows:
 
 OP_HEADER = f"{'#':>7}  {'op':<12} {'output':<14} {'time':>8}  {'line':<18} scope"
 KERNEL_HEADER = f"{'#':>7}  {'graph':<12} {'kernel':<8} {'kind':<8} {'time':>9}  member ops"
+COMPACT_OP_HEADER = f"{'#':>5} {'op':<9} {'time':>8} output"
+COMPACT_KERNEL_HEADER = f"{'#':>5} {'kernel':<7} {'time':>8} member ops"
+
+
+def list_header(kind: str, compact: bool) -> str:
+    """The header over the Ops view's list: ``kind`` "ops" or "kernels"."""
+    if kind == "kernels":
+        return COMPACT_KERNEL_HEADER if compact else KERNEL_HEADER
+    return COMPACT_OP_HEADER if compact else OP_HEADER
 
 
 class OpLines(PagedRows):
@@ -139,6 +152,11 @@ class OpLines(PagedRows):
         loc = p.where
         failed = p.when == "exception"
         style = "bold red" if failed else "bold yellow"
+        if self.compact:
+            text = Text(f"{number:>5}", style="bold")
+            text.append(f"{'✖' if failed else '▶'}{fmt.clip(p.op or '?', 9):<9} ", style=style)
+            text.append(f"{'(raised)' if failed else '(next)':>8}", style=style)
+            return text
         text = Text(f"{number:>7} ", style="bold")
         text.append(f"{'✖' if failed else '▶'}{fmt.clip(p.op or '?', 12):<12} ", style=style)
         text.append(f"{'(raised)' if failed else '(next)':<14} {'':>8}  ", style=style)
@@ -148,8 +166,14 @@ class OpLines(PagedRows):
         return text
 
     def format(self, number: int, row: OpRow) -> Text:
-        text = Text(f"{number:>7}  ", style="dim")
         style = "red" if row.v_nan or row.v_inf else ""
+        if self.compact:
+            text = Text(f"{number:>5} ", style="dim")
+            text.append(f"{fmt.clip(row.op, 9):<9} ", style=style or "bold")
+            text.append(f"{fmt.duration(row.dur_ns):>8} ", style="green")
+            text.append(row.output)
+            return text
+        text = Text(f"{number:>7}  ", style="dim")
         text.append(f"{fmt.clip(row.op, 12):<12} ", style=style or "bold")
         text.append(f"{fmt.clip(row.output, 14):<14} ")
         text.append(f"{fmt.duration(row.dur_ns):>8}  ", style="green")
@@ -174,6 +198,12 @@ class KernelLines(PagedRows):
 
     def format_pending(self, number: int, p: PausedInfo) -> Text:
         k = p.kernel or {}
+        if self.compact:
+            text = Text(f"{number:>5}", style="bold")
+            text.append(f"▶{fmt.clip(str(k.get('name', '?')), 7):<7} ", style="bold yellow")
+            text.append(f"{'(next)':>8} ", style="yellow")
+            text.append(" ".join(k.get("member_ops") or ()), style="dim")
+            return text
         text = Text(f"{number:>7} ", style="bold")
         text.append(f"▶{fmt.clip(str(k.get('graph_id', '?')), 12):<12} ", style="bold yellow")
         text.append(f"{fmt.clip(str(k.get('name', '?')), 8):<8} ", style="bold yellow")
@@ -184,6 +214,12 @@ class KernelLines(PagedRows):
 
     def format(self, number: int, row: KernelRow) -> Text:
         ops = fmt.op_names(row.member_ops)
+        if self.compact:
+            text = Text(f"{number:>5} ", style="dim")
+            text.append(f"{fmt.clip(row.kernel, 7):<7} ", style="bold")
+            text.append(f"{fmt.duration(row.dur_ns):>8} ", style="green")
+            text.append(ops, style="dim")
+            return text
         text = Text(f"{number:>7}  ", style="dim")
         text.append(f"{fmt.clip(row.graph_id, 12):<12} ")
         text.append(f"{fmt.clip(row.kernel, 8):<8} ", style="bold")

@@ -20,13 +20,16 @@ _PHASE_STYLE = {
 
 
 def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: bool = False,
-                input_line_shown: bool = True) -> Table:
+                input_line_shown: bool = True, width: int = 200) -> Table:
     """One line: what the script is doing (left) and the mode and op count (right).
 
     ``waiting_for_input``: the script is blocked reading stdin (the agent said so). It is
     still "running", but a person who sees only that waits for ops that never come, as at
     a terminal with no prompt in sight; so the bar says where to type instead (and, when
-    Esc hid the input line, how to bring it back)."""
+    Esc hid the input line, how to bring it back).
+
+    Under 100 columns (``width``) the right side drops the script's name and says "N ops":
+    the left side, the news of the stop, gets the room."""
     waiting = waiting_for_input and state.phase in ("starting", "running")
     icon, style = ("▶", "bold cyan") if waiting else _PHASE_STYLE.get(state.phase, ("?", ""))
     left = Text(f" {icon} ", style=style)
@@ -37,10 +40,11 @@ def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: b
     else:
         left.append_text(_status_words(state))
     right = Text()
-    if label:
+    narrow = width < 100
+    if label and not narrow:
         right.append(f"{label}  ", style="dim")
     right.append(state.mode, style="bold magenta")
-    right.append(f" │ {ops:,} op{'' if ops == 1 else 's'} recorded ")
+    right.append(f" │ {ops:,} op{'' if ops == 1 else 's'}{'' if narrow else ' recorded'} ")
     grid = Table.grid(expand=True)
     grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     grid.add_column(justify="right", no_wrap=True)

@@ -23,16 +23,15 @@ from execmode.tui.debugger import CommandError
 from execmode.tui.formatting import literal
 from execmode.tui.keys import footer_bindings
 from execmode.tui.lines import (
-    KERNEL_HEADER,
-    OP_HEADER,
     KernelLines,
     OpLines,
     SourceLines,
     TextLines,
+    list_header,
 )
 from execmode.tui.messages import PythonStateLoaded
 from execmode.tui.records import SourceRef
-from execmode.tui.screens.base import ViewScreen
+from execmode.tui.screens.base import NARROW_COLUMNS, ViewScreen
 from execmode.tui.screens.op_filter import OpFilterMixin
 from execmode.tui.state import RunState
 from execmode.tui.variables import PythonState, VariableLines, stop_key
@@ -77,13 +76,14 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         self.marked_line: int | None = None
         self._wanted_line: int | None = None
         self.frame = 0                  # the stack's frame whose values are shown
+        self.compact = False            # under 100 columns: the list's narrow columns
 
     def compose_view(self) -> ComposeResult:
         with Horizontal(id="ops-top"):
             with Vertical(id="ops-left", classes="pane"):
                 yield SearchBar(placeholder="op, scope or file:line · scope:S graph:G "
                                             "nonfinite sort:time|bytes", id="op-search")
-                yield TextPane(OP_HEADER, id="ops-header")
+                yield TextPane(list_header("ops", self.compact), id="ops-header")
                 yield RowList(OpLines(None), follow=True, id="op-list")
                 yield TextPane(id="op-detail")
             with Vertical(id="ops-right", classes="pane"):
@@ -122,10 +122,13 @@ class OpsScreen(OpFilterMixin, ViewScreen):
             paused = None  # paused after an op: it is in the store already
         found = self.found_for_list()
         if self.list_kind == "kernels":
-            return KernelLines(self.app.pages, self.app.snapshot.kernels,
-                               paused if paused and paused.mode == "graph" else None, found)
-        return OpLines(self.app.pages, self.app.snapshot.ops,
-                       paused if paused and paused.mode == "eager" else None, found)
+            lines = KernelLines(self.app.pages, self.app.snapshot.kernels,
+                                paused if paused and paused.mode == "graph" else None, found)
+        else:
+            lines = OpLines(self.app.pages, self.app.snapshot.ops,
+                            paused if paused and paused.mode == "eager" else None, found)
+        lines.compact = self.compact
+        return lines
 
     def _store_grew(self, snapshot) -> None:
         op_list = self.query_one("#op-list", RowList)
@@ -148,6 +151,10 @@ class OpsScreen(OpFilterMixin, ViewScreen):
             else panels.paused_panel(p, state)
         self.query_one("#paused", Static).update(panel)
         self.query_one("#paused-box").border_title = "session" if recorded else "paused op"
+        if p is not None and p.hunt and p.hunt.get("text"):
+            # A NaN stop's evidence (the op and line that made it) is the first thing to
+            # read: where the paused op and the Variables share a place, it is shown.
+            self.query_one("#ops-bottom").add_class("show-paused")
         self.query_one("#stack", RowList).set_source(TextLines(panels.stack_lines(p)), cursor=0)
         self.frame = 0
         self._request_python_state()
@@ -155,11 +162,11 @@ class OpsScreen(OpFilterMixin, ViewScreen):
             # A new run starts eager, with nothing recorded: no row of the old run's list
             # (nor its kernels) may stay on screen.
             self.list_kind = "ops"
-            self.query_one("#ops-header", TextPane).show(OP_HEADER)
+            self.query_one("#ops-header", TextPane).show(list_header("ops", self.compact))
             self.query_one("#op-detail", TextPane).show("")
         if p is not None and p.mode == "graph" and self.list_kind == "ops":
             self.list_kind = "kernels"
-            self.query_one("#ops-header", TextPane).show(KERNEL_HEADER)
+            self.query_one("#ops-header", TextPane).show(list_header("kernels", self.compact))
             self._found = None
             self.find()
         self.show_list(cursor=-1)  # the paused row (the last one, whatever the query)
@@ -276,8 +283,17 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         # Sharing a place needs two panes: a recorded session has no Variables pane, so
         # its session panel keeps its place at any width.
         has_variables = self.query_one("#variables").display
-        self.query_one("#ops-bottom").set_class(
-            event.size.width < self.NARROW and has_variables, "narrow")
+        shared = event.size.width < self.NARROW and has_variables
+        self.query_one("#ops-bottom").set_class(shared, "narrow")
+        self.query_one("#paused-box").border_subtitle = "v: variables" if shared else None
+        self.query_one("#variables").border_subtitle = "v: paused op" if shared else None
+        compact = event.size.width < NARROW_COLUMNS
+        if compact != self.compact:  # the list's columns follow its pane's width
+            self.compact = compact
+            self.query_one("#ops-header", TextPane).show(list_header(self.list_kind, compact))
+            op_list = self.query_one("#op-list", RowList)
+            op_list.source.compact = compact
+            op_list.refresh()
 
     def _show_row(self, index: int) -> None:
         source = self.query_one("#op-list", RowList).source
@@ -313,8 +329,7 @@ class OpsScreen(OpFilterMixin, ViewScreen):
 
     def action_toggle_list(self) -> None:
         self.list_kind = "kernels" if self.list_kind == "ops" else "ops"
-        header = KERNEL_HEADER if self.list_kind == "kernels" else OP_HEADER
-        self.query_one("#ops-header", TextPane).show(header)
+        self.query_one("#ops-header", TextPane).show(list_header(self.list_kind, self.compact))
         self.apply_query(self.op_query)  # the same query over the other list
 
     def action_inspect(self) -> None:

@@ -33,4 +33,4 @@ class StatusBar(Widget):
         app = self.app
         return status_text(app.run_state, app.snapshot.ops.count, app.session_label,
                            waiting_for_input=app.stdin_prompt is not None,
-                           input_line_shown=app.stdin_line_shown)
+                           input_line_shown=app.stdin_line_shown, width=self.size.width)
