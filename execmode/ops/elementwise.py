@@ -304,20 +304,20 @@ def _where_by_bits(c, a, b):
     """np.where(c, a, b) for float results as integer arithmetic on the operands' bits:
     ``bits(a) * c + bits(b) * ~c`` (one term is 0 at every position, so the sum is one
     operand's bits exactly, NaN payloads and -0.0 included; a 0.0 operand's term drops),
-    on C-contiguous arrays.
+    on C-contiguous arrays or broadcasts of them.
     NumPy's where branches on every element: ~3.6 ns an element with a random condition
     (relu's gradient, max pooling's one-hot), against ~0.2 for a multiply. None when this
     does not apply (another dtype, operands of two dtypes, 0-d everything): np.where."""
     rt = np.result_type(a, b)
     if rt not in _FLOATS or (c.ndim == 0 and np.ndim(a) == 0 and np.ndim(b) == 0) \
-            or not c.flags.c_contiguous:
+            or not _c_like(c):
         return None
     bits = _BITS[rt.itemsize]
     terms = []
     for x, keep in ((a, c), (b, None)):
         if x.__class__ is np.ndarray:
-            # C-contiguous operands (np.where's output layout follows theirs otherwise)
-            if x.dtype != rt or not x.flags.c_contiguous:
+            # C-ordered operands (np.where's output layout follows theirs otherwise)
+            if x.dtype != rt or not _c_like(x):
                 return None
             if keep is None:
                 keep = ~c
@@ -336,7 +336,24 @@ def _where_by_bits(c, a, b):
     out = terms[0] if len(terms) == 1 else np.add(terms[0], terms[1])
     if out.shape != shape:
         out = np.broadcast_to(out, shape).copy()
+    if not out.flags.c_contiguous:
+        return None
     return out.view(rt)
+
+
+def _c_like(x) -> bool:
+    """C-contiguous, or a broadcast of a C-contiguous array (stride 0 on the broadcast
+    axes: a sum's gradient): then np.where's output and a ufunc's are C-contiguous."""
+    if x.flags.c_contiguous:
+        return True
+    expected = x.itemsize
+    for size, stride in zip(reversed(x.shape), reversed(x.strides)):
+        if size == 1 or stride == 0:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _where_rule(c, a, b, **attrs):

@@ -31,6 +31,10 @@ def _operand(rng, shape, dtype):
     x = rng.choice(_SPECIALS, size=sub).astype(dtype if rng.random() < 0.9 else np.float32)
     if x.ndim >= 2 and rng.random() < 0.3:  # a Fortran-ordered operand: np.where's layout
         x = np.ascontiguousarray(x.swapaxes(0, 1)).swapaxes(0, 1)
+    elif rng.random() < 0.3:  # a broadcast view (stride 0), as a sum's gradient is
+        x = np.broadcast_to(x, shape)
+    elif x.ndim >= 1 and x.shape[-1] > 1 and rng.random() < 0.2:  # a strided view
+        x = np.repeat(x, 2, axis=-1)[..., ::2]
     return x
 
 
