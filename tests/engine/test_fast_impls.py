@@ -128,3 +128,31 @@ def test_max_pool_takes_the_short_axis_path():
     x[0, 0, :2, :2] = np.nan
     got = em.argmax(em.tensor(x.reshape(4, 8, 4, 64)), axis=2).numpy()
     np.testing.assert_array_equal(got, np.argmax(x.reshape(4, 8, 4, 64), axis=2))
+
+
+def _col2im_by_strided_adds(cols, size, kernel):
+    """col2im as the op computes windows that overlap: zeros, then one add per offset."""
+    n, rows, _ = cols.shape
+    kh, kw = kernel
+    c = rows // (kh * kw)
+    oh, ow = size[0] // kh, size[1] // kw
+    blocks = cols.reshape(n, c, kh, kw, oh, ow)
+    out = np.zeros((n, c) + tuple(size), cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i:i + kh * (oh - 1) + 1:kh, j:j + kw * (ow - 1) + 1:kw] += blocks[:, :, i, j]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_col2im_of_tiling_windows_is_the_strided_adds(dtype):
+    from execmode.ops.conv import _col2im_impl
+    rng = np.random.default_rng(5)
+    special = np.array([0.0, -0.0, np.nan, -np.nan, 1.5, -np.inf])
+    for _ in range(200):
+        kernel = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        size = (int(rng.integers(kernel[0], 10)), int(rng.integers(kernel[1], 10)))
+        oh, ow = size[0] // kernel[0], size[1] // kernel[1]
+        cols = rng.choice(special, size=(2, 3 * kernel[0] * kernel[1], oh * ow)).astype(dtype)
+        got = _col2im_impl(np, cols, size=size, kernel=kernel, stride=kernel, dilation=(1, 1))
+        _same(got, _col2im_by_strided_adds(cols, size, kernel))
