@@ -27,7 +27,7 @@ import threading
 from .. import dispatch, instrument, lifeline, script_runner
 from .._tensor import Tensor
 from ..source import user_frame, user_location, user_stack
-from . import stdin_requests
+from . import interrupt, stdin_requests
 from .breakpoints import BreakpointError, BreakpointSet
 from .conditions import ConditionError
 from .firing import frame_for
@@ -98,6 +98,7 @@ class Debugger(PauseDecisions, Inspection):
         self._script_thread: int | None = None   # set while the script runs
         self._in_pause = False
         self._interrupted = False
+        self.signalled = False  # interrupt.py's signal reaches the script (set by main)
 
     # --- the reader thread ---------------------------------------------------------------
     def read_commands(self) -> None:
@@ -124,6 +125,7 @@ class Debugger(PauseDecisions, Inspection):
             elif kind == "pause":
                 self.pause_requested = True
                 self._reply(msg, {})
+                self._interrupt_for_pause()
             else:
                 if kind == "quit":
                     self.quitting = True
@@ -141,7 +143,31 @@ class Debugger(PauseDecisions, Inspection):
             if self._script_thread is None or self._in_pause or self._interrupted:
                 return
             self._interrupted = True
-            _raise_in_thread(self._script_thread, _Quit)
+            # The signal ends a blocking call (sleep, read) too; its handler raises _Quit.
+            if not (self.signalled and interrupt.poke(self._script_thread)):
+                _raise_in_thread(self._script_thread, _Quit)
+
+    def _interrupt_for_pause(self) -> None:
+        """``p``: pause now, not at the next op (on_interrupt pauses in the script's own
+        Python, or leaves it to the next op's hook when execmode's code runs)."""
+        with self._interrupt_lock:
+            if self._script_thread is None or self._in_pause or not self.signalled:
+                return
+            interrupt.poke(self._script_thread)
+
+    def on_interrupt(self, signum, frame) -> None:
+        """interrupt.py's signal, in the script's thread between two bytecodes. Reads flags
+        only (no lock: the interrupted code may hold it)."""
+        if self._script_thread is None or self._in_pause:
+            return  # not running the script, or paused: the queue serves the command
+        if self.quitting:
+            raise _Quit()
+        if not self.pause_requested or frame is None or _internal(frame) or \
+                dispatch.current_tracer() is not None:
+            return  # execmode's own code (an op, a trace): the next op's hook pauses
+        self.pause_requested = False
+        self.current = {}
+        self._pause("pause", when="in", op="Python code (no op running)")
 
     def script_started(self) -> None:
         with self._interrupt_lock:
@@ -531,8 +557,10 @@ def main(argv=None) -> int:
     instrument.add_listener(debugger)
     if opts.stdin_requests:
         stdin_requests.install(debugger._send)
+    debugger.signalled = interrupt.install(debugger.on_interrupt)
     with _captured_output(debugger.recorder):
         result = run_script(opts.script, opts.args, debugger)
+    interrupt.uninstall()
     instrument.remove_listener(debugger)
     if sampler is not None:
         _fold_pyspy(debugger.recorder, sampler)
