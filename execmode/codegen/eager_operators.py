@@ -41,7 +41,9 @@ import numpy as np
 from .. import dispatch, tensor_methods
 from ..dispatch import counting_operator
 from ..ops import OPS
+from ..ops import erf as _erf
 from ..tensor_method_tables import FAST_OPERATORS
+from . import eager_erf
 from .extension_build import build_extension
 from .factory import _note
 
@@ -65,6 +67,10 @@ def load_extension():
         if hit[0] is None:
             _note(f"eager operators stay in Python: {hit[1]['reason']}")
     return hit[0]
+
+
+# erf's inner intervals in C once erf has run on a few large arrays (eager_erf.py).
+_erf.native_loader = eager_erf.load
 
 
 def extension_status() -> dict:

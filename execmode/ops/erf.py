@@ -104,13 +104,56 @@ def _erf_tail(flat, ax, where, out, num, den) -> None:
     out[where] = np.copysign(1.0 - e / a, flat[where])
 
 
+# The inner intervals (|x| < 1.25) in C, the same operations vectorised
+# (codegen/eager_erf.py): codegen sets the loader (the ops cannot import it), called after
+# a few large calls; it returns the kernels or None (then NumPy always).
+NATIVE_MIN_SIZE = 4096
+NATIVE_AFTER_CALLS = 3
+native_loader = None
+_native = None           # the kernels, or False once the loader gave none
+_until_native = NATIVE_AFTER_CALLS
+
+
+def _native_kernels():
+    global _native, _until_native
+    if _native is None:
+        if native_loader is None:
+            return None
+        _until_native -= 1
+        if _until_native > 0:
+            return None
+        try:
+            _native = native_loader() or False
+        except Exception:  # noqa: BLE001 - the NumPy version is always there
+            _native = False
+    return _native or None
+
+
+def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
+    """erf_float64's bits (rounded to ``a``'s dtype) with the inner intervals in C and the
+    rest (|x| >= 1.25, NaN) by erf_float64 on those elements."""
+    out = np.empty(a.shape, a.dtype)
+    kernels(a, out)
+    with np.errstate(all="ignore"):
+        rest = np.flatnonzero(~(np.abs(a) < 1.25).ravel())
+    if rest.size:
+        flat = out.reshape(-1)
+        flat[rest] = erf_float64(a.reshape(-1)[rest].astype(np.float64))
+    return out
+
+
 def erf_array(a: np.ndarray) -> np.ndarray:
     """erf of a NumPy array: float32 computes in float64 and rounds once; integers and
     bool give float64 (as math.erf gave them)."""
+    if a.size >= NATIVE_MIN_SIZE and (a.dtype == np.float32 or a.dtype == np.float64) \
+            and a.flags.c_contiguous:
+        kernels = _native_kernels()
+        if kernels is not None:
+            return _erf_native(kernels, a)
     if a.dtype == np.float64:
         return erf_float64(a)
     out = erf_float64(a.astype(np.float64))
     return out.astype(a.dtype) if a.dtype.kind == "f" else out
 
 
-__all__ = ["erf_array", "erf_float64"]
+__all__ = ["erf_array", "erf_float64", "native_loader"]

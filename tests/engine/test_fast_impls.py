@@ -188,3 +188,35 @@ def test_col2im_of_stride_1_windows_is_the_strided_adds(dtype):
         nan = np.isnan(want)  # which NaN's payload survives may differ (see _col2im_rows)
         assert np.array_equal(nan, np.isnan(got))
         _same(np.where(nan, 0, got), np.where(nan, 0, want))
+
+
+def test_erf_inner_intervals_in_c_are_the_numpy_versions_bits():
+    from execmode.codegen import eager_erf
+    from execmode.ops import erf as erf_module
+    kernels = eager_erf.load()
+    if kernels is None:
+        pytest.skip("no C compiler (or EXECMODE_EAGER_OPERATORS=0): erf stays in NumPy")
+    rng = np.random.default_rng(11)
+    edges = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 0.84375, -0.84375,
+                      np.nextafter(0.84375, 0), 1.25, np.nextafter(1.25, 0), -1.25, 1 / 0.35,
+                      6.0, 5e-324, -1e-300, 1e-9, 3e38])
+    for values in (rng.standard_normal(50_000), rng.uniform(-7, 7, 50_000),
+                   0.3 * rng.standard_normal(50_000), np.tile(edges, 300)):
+        for dtype in (np.float32, np.float64):
+            a = values.astype(dtype).reshape(-1, 2)
+            want = erf_module.erf_float64(a.astype(np.float64)).astype(dtype)
+            _same(erf_module._erf_native(kernels, a), want)
+
+
+def test_erf_switches_to_c_after_a_few_large_calls(monkeypatch):
+    from execmode.ops import erf as erf_module
+    calls = []
+    monkeypatch.setattr(erf_module, "native_loader", lambda: calls.append(1))
+    monkeypatch.setattr(erf_module, "_native", None)
+    monkeypatch.setattr(erf_module, "_until_native", erf_module.NATIVE_AFTER_CALLS)
+    x = np.linspace(-3, 3, erf_module.NATIVE_MIN_SIZE, dtype=np.float32)
+    erf_module.erf_array(x[:10])  # small arrays never ask
+    for _ in range(erf_module.NATIVE_AFTER_CALLS + 2):
+        erf_module.erf_array(x)
+    assert calls == [1]  # asked once; it said no (None): NumPy from then on
+    assert erf_module._native is False
