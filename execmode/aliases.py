@@ -90,8 +90,6 @@ TENSOR_HINTS = {
     "storage": "storages are internal; use x.numpy()",
     "data_ptr": "storages are internal; use x.numpy()",
     "neg": "use -x",
-    "amax": "use x.max(axis=...)",
-    "amin": "use x.min(axis=...)",
 }
 
 
@@ -141,6 +139,9 @@ log10 log2 logical_xor long lt manual_seed mm mul mv nan narrow ne neg norm norm
 outer permute pi rand rand_like randint randint_like randn_like randperm rsqrt seed
 set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state short
 std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
+arctan arctan2 atan atan2 bincount cdist cosine_similarity cumprod diag diff dist fix fmod
+lerp masked_select nan_to_num searchsorted trace tril_indices triu_indices trunc unique
+distributed linalg
 """.split())
 
 # Where each namespace's PyTorch names are listed (pytorch_names.py), and how its names

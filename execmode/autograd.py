@@ -54,7 +54,44 @@ def _topological_order(root: Tensor) -> list:
     return order
 
 
-def backward(root: Tensor, gradient=None) -> None:
+# PyTorch frees the values a node saved for its backward once backward has run through it
+# (unless retain_graph=True), and a second backward through it raises. These ops save no
+# tensor in PyTorch (their gradient needs only shapes): a second backward through them
+# works there, so it does here. multiply, divide and matmul count as saving only when both
+# operands have a gradient path: execmode's mean is a sum divided by a Python number,
+# which PyTorch's mean saves nothing for. So execmode raises in a subset of the cases
+# PyTorch raises in (x * w with a constant w is one it lets through), never elsewhere.
+_SAVES_NOTHING = frozenset((
+    "add", "subtract", "negative", "sum", "reshape", "broadcast_to", "permute_dims",
+    "concat", "pad", "copy", "cast", "to_device", "tril", "triu", "im2col", "col2im",
+    "cumsum", "getitem", "assign",
+))
+_SAVES_IF_BOTH = frozenset(("multiply", "divide", "matmul"))
+
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+def node_saves(node) -> bool:
+    """Whether PyTorch would free something of ``node`` after a backward (see above)."""
+    name = node.op.name
+    if name in _SAVES_NOTHING:
+        return False
+    if name in _SAVES_IF_BOTH:
+        return all(isinstance(x, Tensor) and x.requires_grad for x in node.inputs)
+    return True
+
+
+def _check_not_freed(item, name: str) -> None:
+    if item.freed:
+        raise BackwardError(f"backward through {name}: {SECOND_BACKWARD}")
+
+
+def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
     if gradient is None:
         if root.size != 1:
             raise BackwardError(
@@ -74,12 +111,15 @@ def backward(root: Tensor, gradient=None) -> None:
             return
         grads: dict[int, Tensor] = {id(root): gradient}
         waiting: dict[int, dict] = {}  # multi-output op -> {position: (result, gradient)}
+        ran: list = []  # the nodes (and multi-output ops) backward went through
         for t in _topological_order(root):
             if isinstance(t, MultiOutputOp):
                 got = waiting.pop(id(t), None)
                 if got is not None:
+                    _check_not_freed(t, t.name)
                     for x, gx in t.backward(got):
                         _send(x, gx, grads)
+                    ran.append(t)
                 continue
             g = grads.pop(id(t), None)
             if g is None:
@@ -90,8 +130,11 @@ def backward(root: Tensor, gradient=None) -> None:
             if isinstance(node.op, MultiOutputOp):
                 waiting.setdefault(id(node.op), {})[node.attrs["output"]] = (t, g)
                 continue
+            if node.freed:
+                _check_not_freed(node, node.op.name)
             check_not_overwritten(t, node)
             in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
+            ran.append(node)
             for x, gx in zip(node.inputs, in_grads):
                 if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
                     continue
@@ -102,6 +145,11 @@ def backward(root: Tensor, gradient=None) -> None:
                 else:
                     prev = grads.get(id(x))
                     grads[id(x)] = gx if prev is None else prev + gx
+        if not retain_graph:
+            for item in ran:
+                if item.saves_for_backward if isinstance(item, MultiOutputOp) \
+                        else node_saves(item):
+                    item.freed = True
 
 
 def _send(x, gx, grads: dict) -> None:

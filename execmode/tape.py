@@ -35,6 +35,8 @@ class MultiOutputOp:
     saves_output = False
     name = "multi-output op"
     inputs: tuple = ()
+    freed = False  # backward ran without retain_graph: its saved values are gone
+    saves_for_backward = True  # whether that frees anything (a jitted call's: its graph's)
 
     def backward(self, gradients: dict) -> list:
         raise NotImplementedError
@@ -45,7 +47,7 @@ class MultiOutputOp:
 
 
 class GradNode:
-    __slots__ = ("op", "inputs", "attrs", "saved_output", "made_at")
+    __slots__ = ("op", "inputs", "attrs", "saved_output", "made_at", "freed")
 
     def __init__(self, op, inputs, attrs, saved_output):
         self.op = op
@@ -53,6 +55,7 @@ class GradNode:
         self.attrs = attrs
         self.saved_output = saved_output
         self.made_at = _tick
+        self.freed = False  # backward ran without retain_graph (autograd.backward)
 
     def __repr__(self) -> str:
         return f"<GradNode {self.op.name}>"

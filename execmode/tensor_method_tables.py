@@ -75,7 +75,10 @@ WITH_TORCH_BODIES = (
     "cuda", "is_cuda", "get_device", "pin_memory", "add", "sub", "var", "std", "fill_",
     "copy_", "add_", "sub_", "mul_", "div_", "clamp_", "masked_fill_", "scatter_", "normal_",
     "uniform_", "mm", "bmm", "mv", "dot", "unbind", "narrow", "lerp", "lerp_", "addcmul_",
-    "addcdiv_", "clamp_min_", "clamp_max_", "index_fill_", "bernoulli_",
+    "addcdiv_", "clamp_min_", "clamp_max_", "index_fill_", "bernoulli_", "matmul", "amax",
+    "amin", "logsumexp", "norm", "isnan", "isinf", "isfinite", "nonzero", "masked_select",
+    "unique", "cumprod", "trunc", "fmod", "diag", "trace", "diff", "nan_to_num",
+    "scatter_add_", "index_add_", "atan", "atan2",
 )
 
 

@@ -113,14 +113,24 @@ class _EngineMethods:
         else:
             self._grad = value
 
-    def backward(self, gradient=None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+    def backward(self, gradient=None, retain_graph=None, create_graph=False,
+                 inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``. As in PyTorch, the
+        values the graph saved for backward are freed afterwards: a second backward
+        through it needs ``retain_graph=True`` the first time. ``create_graph`` (a
+        differentiable backward) and ``inputs`` are not supported."""
+        if create_graph:
+            raise ArgumentError("backward(create_graph=True) is not supported: execmode's "
+                                "backward is not itself differentiable")
+        if inputs is not None:
+            raise ArgumentError("backward(inputs=...) is not supported: call backward() "
+                                "and read the .grad of the tensors you want")
         if not self.requires_grad:
             raise BackwardError(
                 "backward() on a tensor that does not require grad: no input of its "
                 "computation had requires_grad=True (or it was computed under em.no_grad())"
             )
-        _backward(self, gradient)
+        _backward(self, gradient, bool(retain_graph))
 
     def _concrete(self, reason: str):
         """The array behind this tensor; a traced tensor materializes (a graph break)."""
@@ -532,6 +542,185 @@ class _PyTorchMethods:
         drawn = F._random("random_uniform", self.shape, self.dtype, self.device, False,
                           low=float(a), high=float(b))
         return F.assign(self, drawn)
+
+    # --- PyTorch's reductions, selections and elementwise spellings -----------------------
+    def matmul(self, other):
+        """``self @ other``."""
+        return F.matmul(self, other)
+
+    def amax(self, dim=(), keepdim=False):
+        """The largest value over ``dim`` (every axis when ``()``), without indices."""
+        return F.max(self, axis=None if dim in ((), None) else dim, keepdims=keepdim)
+
+    def amin(self, dim=(), keepdim=False):
+        """The smallest value over ``dim`` (every axis when ``()``), without indices."""
+        return F.min(self, axis=None if dim in ((), None) else dim, keepdims=keepdim)
+
+    def logsumexp(self, dim, keepdim=False):
+        """``log(sum(exp(x), dim))``, computed stably."""
+        return NF.logsumexp(self, dim, keepdim=keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The p-norm over ``dim`` (every element when None): 2 or "fro", 1, inf, -inf, or
+        any positive number."""
+        x = self if dtype is None else F.astype(self, dtype)
+        axis = tuple(dim) if isinstance(dim, list | tuple) else dim
+        if p in ("fro", 2, 2.0):
+            return F.sqrt(F.sum(x * x, axis=axis, keepdims=keepdim))
+        if p in (1, 1.0):
+            return F.sum(F.abs(x), axis=axis, keepdims=keepdim)
+        if p == float("inf"):
+            return F.max(F.abs(x), axis=axis, keepdims=keepdim)
+        if p == float("-inf"):
+            return F.min(F.abs(x), axis=axis, keepdims=keepdim)
+        if isinstance(p, int | float) and p > 0:
+            return F.sum(F.abs(x) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)
+        raise op_error(ArgumentError, "norm", (self,), f"p={p!r} is not supported (2, "
+                       "'fro', 1, inf, -inf or a positive number)")
+
+    def isnan(self):
+        """Where the elements are NaN."""
+        return F.isnan(self)
+
+    def isinf(self):
+        """Where the elements are +-inf."""
+        return F.isinf(self)
+
+    def isfinite(self):
+        """Where the elements are neither NaN nor +-inf."""
+        return F.isfinite(self)
+
+    def nonzero(self, *, as_tuple=False):
+        """The indices of the non-zero elements, one row each (``(N, ndim)`` int64), or
+        one index tensor per axis with ``as_tuple=True`` (the count depends on values)."""
+        return F.nonzero(self) if as_tuple else F.argwhere(self)
+
+    def masked_select(self, mask):
+        """The elements where ``mask`` (broadcast) holds, as a 1-D tensor."""
+        shape = np.broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+        return F.broadcast_to(self, shape)[F.broadcast_to(mask, shape)]
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """The distinct values, sorted (PyTorch's ``unique``; with ``return_inverse`` /
+        ``return_counts`` also the index of each element's value and each value's count).
+        Its size depends on the values: under em.jit it is a graph break."""
+        if dim is not None:
+            raise op_error(ArgumentError, "unique", (self,), "dim= is not supported; "
+                           "unique over every element is")
+        values, inverse, counts = np.unique(self.numpy(), return_inverse=True,
+                                            return_counts=True)
+        out = [F.to_device(F.tensor(values), self.device)]
+        if return_inverse:
+            out.append(F.to_device(F.tensor(inverse.reshape(self.shape).astype(np.int64)),
+                                   self.device))
+        if return_counts:
+            out.append(F.to_device(F.tensor(counts.astype(np.int64)), self.device))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def cumprod(self, dim):
+        """Running products along ``dim`` (one multiply per position: differentiable at
+        zeros too, as PyTorch's)."""
+        axis = F.normalize_axis_for("cumprod", self, dim)
+        slices = self.unbind(axis)
+        out = [slices[0]] if slices else []
+        for x in slices[1:]:
+            out.append(out[-1] * x)
+        return F.stack(out, axis=axis) if out else self
+
+    def trunc(self):
+        """Round toward zero."""
+        return F.sign(self) * F.floor(F.abs(self))
+
+    def fmod(self, other):
+        """The remainder with the sign of the dividend (C's fmod; ``remainder`` takes the
+        divisor's sign)."""
+        if not (self.dtype.kind == "f" or isinstance(other, float) or
+                isinstance(other, Tensor) and other.dtype.kind == "f"):
+            q = F.floor_divide(F.abs(self), F.abs(other))
+            return self - F.sign(self) * q * F.abs(other)
+        return self - other * (self / other).trunc()
+
+    def diag(self, diagonal=0):
+        """A 1-D tensor's square diagonal matrix, or a 2-D tensor's main diagonal."""
+        if diagonal != 0:
+            raise op_error(ArgumentError, "diag", (self,), "diagonal= other than 0 is not "
+                           "supported")
+        if self.ndim == 1:
+            n = self.shape[0]
+            return F.eye(n, dtype=self.dtype, device=self.device) * self
+        if self.ndim == 2:
+            k = min(self.shape)
+            square = self[:k, :k]
+            eye = F.eye(k, dtype=self.dtype, device=self.device)
+            return F.sum(square * eye, axis=1)
+        raise op_error(ShapeError, "diag", (self,), "expects a 1-D or 2-D tensor")
+
+    def trace(self):
+        """The sum of a matrix's main diagonal."""
+        if self.ndim != 2:
+            raise op_error(ShapeError, "trace", (self,), "expects a 2-D tensor")
+        return F.sum(self.diag())
+
+    def diff(self, n=1, dim=-1):
+        """Differences of neighbours along ``dim``, ``n`` times."""
+        axis = F.normalize_axis_for("diff", self, dim)
+        out = self
+        for _ in range(n):
+            head = (slice(None),) * axis
+            out = out[head + (slice(1, None),)] - out[head + (slice(None, -1),)]
+        return out
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """NaN -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (the dtype's largest and
+        lowest finite values by default)."""
+        info = np.finfo(np.dtype(self.dtype.name)) if self.dtype.kind == "f" else None
+        if info is None:
+            return self
+        hi = float(info.max) if posinf is None else posinf
+        lo = float(info.min) if neginf is None else neginf
+        out = F.where(F.isnan(self), F.full_like(self, nan), self)
+        out = F.where(F.logical_and(F.isinf(out), out > 0), F.full_like(self, hi), out)
+        return F.where(F.logical_and(F.isinf(out), out < 0), F.full_like(self, lo), out)
+
+    def atan(self):
+        """The arc tangent: Cephes' atanf (range reduction and a polynomial, ~1e-7), then
+        one Newton step on tan(y) = x with em's sin and cos (float64's accuracy; its
+        gradient is 1 / (1 + x^2) to rounding). Past |x| = 1e4 the first guess is kept."""
+        x = self if self.dtype.kind == "f" else F.astype(self, dtypes.float32)
+        a = F.abs(x)
+        big, mid = a > 2.414213562373095, a > 0.4142135623730950
+        base = F.where(big, F.full_like(a, np.pi / 2),
+                       F.where(mid, F.full_like(a, np.pi / 4), F.zeros_like(a)))
+        r = F.where(big, -1.0 / F.maximum(a, 1e-30),
+                    F.where(mid, (a - 1.0) / (a + 1.0), a))
+        z = r * r
+        poly = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
+                - 3.33329491539e-1) * z * r + r
+        y = F.sign(x) * (base + poly)
+        cos = F.cos(y)
+        newton = y - (F.sin(y) - x * cos) * cos
+        return F.where(a < 1e4, newton, y)
+
+    def atan2(self, other):
+        """The angle of the point (other, self): ``atan(self / other)`` put in its
+        quadrant (PyTorch's ``atan2(input, other)``; 0 at the origin)."""
+        y, x = self, other
+        safe = F.where(x == 0, F.ones_like(x), x)
+        angle = (y / safe).atan()
+        pi = F.full_like(angle, np.pi)
+        angle = F.where(x < 0, F.where(y < 0, angle - pi, angle + pi), angle)
+        on_axis = F.sign(y) * (np.pi / 2)
+        return F.where(x == 0, F.where(y == 0, F.zeros_like(angle), on_axis + 0 * angle),
+                       angle)
+
+    def scatter_add_(self, dim, index, src):
+        """``scatter_add`` written into this tensor."""
+        return F.assign(self, F.scatter_add(self, dim, index, src))
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        """``index_add`` written into this tensor."""
+        return F.assign(self, F.index_add(self, dim, index, source, alpha=alpha))
+
 
 
 def _matrix_product(name, ranks):

@@ -48,7 +48,7 @@ import numpy as np
 from .. import dispatch, tape
 from .. import functional as F
 from .._tensor import Tensor
-from ..autograd import check_not_overwritten
+from ..autograd import SECOND_BACKWARD, check_not_overwritten, node_saves
 from ..backend import device_of_array, xp_for
 from ..errors import BackwardError, describe_operand
 from ..grad_mode import no_grad
@@ -73,6 +73,10 @@ class BackwardGraph:
     checked: list              # indices into JointBackward.checks: what its nodes read
     backend: object = None
     compiled: object = None    # CompiledSegment, on first use
+    # A node on the way that a backward inside the call already went through without
+    # retain_graph (its op's name): eager raises there, so the call's backward does too.
+    freed_at: str | None = None
+    saves: bool = True         # a node on the way saves values (autograd.node_saves)
 
 
 @dataclass
@@ -166,6 +170,9 @@ class JitCall(MultiOutputOp):
                     "traced into another jitted function's graph"))
         mask = tuple(sorted(gradients))
         bg = joint.graph_for(mask)
+        if bg.freed_at is not None:
+            raise BackwardError(f"backward through {bg.freed_at}: {SECOND_BACKWARD}")
+        self.saves_for_backward = bg.saves  # whether autograd frees this node afterwards
         self._check_writes(gradients, bg)
         leaves = [gradients[k][1] for k in mask]
         for array in self.saved:
@@ -483,6 +490,7 @@ def _trace_backward(joint: JointBackward, tp: _Tape | None, mask: tuple,
     checked: set = set()
     views: dict = {}  # views of inputs made in this trace (_input_view)
     flow: list = []   # (tensor outside the call, gradient), in the order eager adds them
+    freed_at, saves = None, False
     try:
         with bw, no_grad(), named_scope("backward"):
             grads = {id(tp.outputs[k]): g for k, g in zip(mask, cotangents)}
@@ -492,6 +500,9 @@ def _trace_backward(joint: JointBackward, tp: _Tape | None, mask: tuple,
                 if g is None:
                     continue
                 node = tp.nodes[id(t)]
+                if node.freed and freed_at is None:
+                    freed_at = node.op.name
+                saves = saves or node_saves(node)
                 if first:
                     check_not_overwritten(t, node)
                 for x in (*node.inputs, node.saved_output):
@@ -537,7 +548,8 @@ def _trace_backward(joint: JointBackward, tp: _Tape | None, mask: tuple,
             src.kind, src.leaf_index, src.tensor = "arg", n_cot + j, None
     specs = [("arg", n_cot + tp.saved_of[id(s[1]._data)]) if s[0] == "const" and
              isinstance(s[1], Tensor) and id(s[1]._data) in tp.saved_of else s for s in specs]
-    return BackwardGraph(mask, segment, specs, receivers, sorted(checked), joint.backend)
+    return BackwardGraph(mask, segment, specs, receivers, sorted(checked), joint.backend,
+                         freed_at=freed_at, saves=saves)
 
 
 def _receives(x: Tensor, tp: _Tape, tracer) -> bool:

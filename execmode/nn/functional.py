@@ -42,6 +42,7 @@ from .activations import (  # noqa: F401
 from .attention import scaled_dot_product_attention  # noqa: F401
 from .batchnorm import batch_norm  # noqa: F401
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, pad  # noqa: F401
+from .distance import cosine_similarity, interpolate, pairwise_distance, unfold  # noqa: F401
 from .dropout import dropout, dropout1d, dropout2d, dropout3d  # noqa: F401
 from .logistic import sigmoid, softplus  # noqa: F401 - activations.py uses them too
 from .losses import (  # noqa: F401
@@ -280,14 +281,16 @@ def _embedding(ids, weight, padding_idx, caller):
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d",
-           "conv2d", "conv_transpose1d", "conv_transpose2d", "cross_entropy", "dropout",
+           "conv2d", "cosine_similarity", "conv_transpose1d", "conv_transpose2d", "cross_entropy", "dropout",
            "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "gelu", "glu",
-           "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "kl_div",
+           "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "interpolate",
+           "kl_div",
            "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
            "logsumexp", "max_pool1d", "max_pool2d", "mish", "mse_loss", "nll_loss",
-           "normalize", "one_hot", "pad", "prelu", "relu", "relu6", "rms_norm",
+           "normalize", "one_hot", "pad", "pairwise_distance", "prelu", "relu", "relu6", "rms_norm",
            "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
-           "softmax", "softmin", "softplus", "softsign", "tanh", "tanhshrink", "threshold"]
+           "softmax", "softmin", "softplus", "softsign", "tanh", "tanhshrink", "threshold",
+           "unfold"]
 
 
 def __getattr__(name: str):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import types
 
 from .. import api as _api
-from . import _dtypes, _functions, _random, _serialization, _tensor_type
+from . import _composites, _dtypes, _functions, _random, _serialization, _tensor_type
 from .amp import autocast, is_autocast_enabled
 
 
@@ -43,7 +43,7 @@ for _name in ("jit", "random", "Device"):
     _engine.pop(_name, None)
 
 _overrides = {}
-for _module in (_dtypes, _tensor_type, _random, _functions, _serialization):
+for _module in (_dtypes, _tensor_type, _random, _functions, _composites, _serialization):
     _overrides.update({name: getattr(_module, name) for name in _module.__all__})
 _overrides.update(compile=compile, autocast=autocast, is_autocast_enabled=is_autocast_enabled,
                   default_generator=_random.default_generator)

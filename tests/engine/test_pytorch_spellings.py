@@ -181,7 +181,7 @@ def test_pytorch_twin_of_the_spellings():
 
 @pytest.mark.parametrize("space, name, says", [
     ("nn", "Transformer", "torch.nn.Transformer is not supported"),
-    ("nn.functional", "interpolate", "torch.nn.functional.interpolate is not supported"),
+    ("nn.functional", "fold", "torch.nn.functional.fold is not supported"),
     ("optim", "SparseAdam", "torch.optim.SparseAdam is not supported"),
 ])
 def test_a_pytorch_name_nn_and_optim_lack_says_so(space, name, says):

@@ -643,7 +643,9 @@ class Generator:
             form = "({a} * w[:, 0]).sum() + (b * b).sum()"
         loss = self.add_var(form.format(a=a.name), (), "float32", {"backward"}, a,
                             rg=True)
-        self.emit(f"{loss.name}.backward()", {"backward"})
+        # retain_graph: a later backward may pass through the same history (the values
+        # a backward without it frees are PyTorch's; tests/torch_front twins that path).
+        self.emit(f"{loss.name}.backward(retain_graph=True)", {"backward"})
         self.live_grads |= {"w", "b"}
         return True
 

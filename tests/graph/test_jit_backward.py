@@ -65,15 +65,18 @@ def test_gradients_of_several_results_add_up_and_an_unused_one_adds_nothing():
 
 
 def test_a_second_backward_through_the_same_result_accumulates_as_eagerly():
-    # execmode's eager backward keeps its tape (no retain_graph needed); so does the call.
+    # As in PyTorch, a second backward needs retain_graph=True the first time; without it
+    # both raise PyTorch's error (the call's node counts as saving, as AOTAutograd's).
     results = []
     for jit in (False, True):
         model = _mlp()
         run = em.jit(model) if jit else model
         out = run(em.ones((2, 5)))
-        out.sum().backward()
+        out.sum().backward(retain_graph=True)
         out.sum().backward()
         results.append(_grads(model.parameters()))
+        with pytest.raises(em.BackwardError, match="second time"):
+            out.sum().backward()
     _assert_same(results[1], results[0])
 
 
