@@ -12,6 +12,7 @@ loss modules (the losses are the functional ones), LBFGS (it needs a closure).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from .spec import Layer, ModelSpec, Step
@@ -62,6 +63,21 @@ def generate(seed: str) -> ModelSpec:
     draw = rng.random()  # (one draw: the models of a seed keep their other choices)
     spec.jitted = "step" if draw < 0.65 else "clip_step" if draw < 0.85 else "forward"
     spec.steps = _steps(rng, spec)
+    # Drawn from a generator of their own, so that a seed's models keep every earlier
+    # choice: the step's forward and backward in a helper function; and more models that
+    # write no Python counter (a function that writes one re-runs its Python at every call,
+    # so only the others replay the graph under the guards).
+    extra = random.Random(f"{seed}/extra")
+    spec.helper = extra.random() < 0.4
+    if extra.random() < 0.4:
+        spec.counters = ()
+    if extra.random() < 0.3 and spec.steps:
+        # One signature at every step: the calls after a state change (eval(), a frozen
+        # parameter) replay a cached graph unless a guard sees the change, where varying
+        # batch sizes and accumulation counts retrace anyway and hide a missing guard.
+        first = spec.steps[0]
+        spec.steps = [dataclasses.replace(st, batch=first.batch, backwards=first.backwards)
+                      for st in spec.steps]
     return spec
 
 

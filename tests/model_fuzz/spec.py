@@ -60,6 +60,7 @@ class ModelSpec:
     zero: str = "none_start"            # how gradients are zeroed (see _zero_lines)
     counters: tuple = ()                # "instance" | "class" | "class_direct" | "dict" | "list"
     jitted: str = "step"                # "step" | "clip_step" | "forward"
+    helper: bool = False                # the step's forward + backward in a helper function
     steps: list = field(default_factory=list)
 
     def replace(self, **changes) -> ModelSpec:
@@ -71,6 +72,8 @@ class ModelSpec:
         out = {f"family:{self.family}", f"container:{self.container}",
                f"optimizer:{self.optimizer}", f"zero:{self.zero}", f"jitted:{self.jitted}"}
         out |= {f"counter:{c}" for c in self.counters}
+        if self.helper and self.jitted == "step":
+            out.add("step:helper")
         out |= {f"layer:{layer.make.split('(')[0].split('.')[-1]}"
                 for layer in [*self.layers, *self.head]}
         for key, value in self.hyper.items():
@@ -191,12 +194,14 @@ class ModelSpec:
         return out
 
     def _clip_lines(self) -> list[str]:
+        # With a helper the step reads the model nowhere else: its parameters by the list.
+        ps = "params" if self.helper and self.jitted == "step" else "model.parameters()"
         if self.clip == "norm":
-            return [f"    norm = em.nn.utils.clip_grad_norm_(model.parameters(), {self.clip_arg!r})"]
+            return [f"    norm = em.nn.utils.clip_grad_norm_({ps}, {self.clip_arg!r})"]
         if self.clip == "value":
-            return [f"    em.nn.utils.clip_grad_value_(model.parameters(), {self.clip_arg!r})"]
+            return [f"    em.nn.utils.clip_grad_value_({ps}, {self.clip_arg!r})"]
         if self.clip == "scale":
-            return ["    for p in model.parameters():", "        if p.grad is not None:",
+            return [f"    for p in {ps}:", "        if p.grad is not None:",
                     f"            p.grad *= {self.clip_arg!r}"]
         return []
 
@@ -212,12 +217,22 @@ class ModelSpec:
     def _step_function(self) -> list[str]:
         tail = ["    return norm"] if self.clip == "norm" else ["    return None"]
         if self.jitted == "step":
-            lines = ["def train_step(batches):", *self._counter_lines()]
+            # helper: the model is read inside a function the step calls (its state must
+            # be guarded as the step's own: model.eval() between calls retraces)
+            helper = ["def forward_backward(x, y, n):",
+                      f"    loss = {self._loss('model(x)', 'y')} / n",
+                      "    loss.backward()", "    return loss.detach()", "", ""]
+            lines = [*(helper if self.helper else []), "def train_step(batches):",
+                     *self._counter_lines()]
             if self.zero.endswith("start"):
                 lines += self._zero_lines()
-            lines += ["    total = 0.0", "    for x, y in batches:",
-                      f"        loss = {self._loss('model(x)', 'y')} / len(batches)",
-                      "        loss.backward()", "        total = total + loss.detach()"]
+            if self.helper:
+                lines += ["    total = 0.0", "    for x, y in batches:",
+                          "        total = total + forward_backward(x, y, len(batches))"]
+            else:
+                lines += ["    total = 0.0", "    for x, y in batches:",
+                          f"        loss = {self._loss('model(x)', 'y')} / len(batches)",
+                          "        loss.backward()", "        total = total + loss.detach()"]
             lines += self._clip_lines() + ["    opt.step()"]
             if self.zero == "model_end":
                 lines += self._zero_lines()

@@ -82,7 +82,7 @@ FEATURES = {
     "optimizer:RMSprop", "hyper:momentum", "hyper:nesterov", "hyper:weight_decay",
     "hyper:amsgrad", "hyper:centered", "param_groups", "clip:norm", "clip:value",
     "clip:scale", "zero:none_start", "zero:inplace_start", "zero:model_end", "zero:never",
-    "jitted:step", "jitted:clip_step", "jitted:forward", "accumulation", "batch_sizes", "counter:instance",
+    "jitted:step", "jitted:clip_step", "jitted:forward", "step:helper", "accumulation", "batch_sizes", "counter:instance",
     "counter:class", "counter:class_direct", "counter:dict", "counter:list",
     "event:train", "event:eval", "event:freeze", "event:unfreeze", "event:sched",
     "event:save", "event:load", "event:lr_edit", "event:counter_edit", "event:extreme",
