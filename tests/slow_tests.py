@@ -62,15 +62,20 @@ SLOW_MODULES = {
     # snapshots. The TUI's pure modules have their fast tests (test_ir_diff.py, test_cli.py).
     "tui/test_breakpoint_editing.py",
     "tui/test_breakpoints.py",
+    "tui/test_focus_and_output.py",
     "tui/test_graph_mode.py",
     "tui/test_graph_stepping.py",
     "tui/test_import_views.py",
+    "tui/test_kernel_inputs.py",
     "tui/test_key_hints.py",
     "tui/test_layout.py",
     "tui/test_lifecycle.py",
+    "tui/test_monkey.py",
+    "tui/test_narrow_screen.py",
     "tui/test_op_history.py",
     "tui/test_past_values.py",
     "tui/test_profile_measure.py",
+    "tui/test_prompt_pause.py",
     "tui/test_python_state.py",
     "tui/test_restart_safety.py",
     "tui/test_scale.py",
@@ -79,6 +84,7 @@ SLOW_MODULES = {
     "tui/test_stdin_line.py",
     "tui/test_stepping.py",
     "tui/test_tensor_small.py",
+    "tui/test_text_is_data.py",
     "tui/test_views.py",
     # import execmode and its front ends, each in a fresh interpreter (~5 s in all); the
     # import-hygiene cases of test_import_layers.py stay fast.
