@@ -102,7 +102,6 @@ TORCH_HINTS = {
     "func": "torch.func (vmap, grad, jacrev) is not supported; use backward()",
     "fx": "torch.fx is not supported; em.jit(fn).trace(*args) gives execmode's graph",
     "export": "torch.export is not supported; em.jit(fn).lower(*args) gives the optimized graph",
-    "onnx": "ONNX export is not supported",
     "quantization": "quantization is not supported",
     "sparse": "sparse tensors are not supported",
     "complex64": "complex dtypes are not supported",
@@ -141,7 +140,7 @@ set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state sh
 std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
 arctan arctan2 atan atan2 bincount cdist cosine_similarity cumprod diag diff dist fix fmod
 lerp masked_select nan_to_num searchsorted trace tril_indices triu_indices trunc unique
-distributed linalg
+distributed linalg onnx
 """.split())
 
 # Where each namespace's PyTorch names are listed (pytorch_names.py), and how its names

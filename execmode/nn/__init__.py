@@ -78,7 +78,13 @@ from .modules import (
 )
 from .normalization import GroupNorm, RMSNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = ["GELU", "MLP", "BatchNorm1d", "BatchNorm2d", "Embedding", "Flatten", "Identity",
            "IncompatibleKeys", "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList",
@@ -95,7 +101,8 @@ __all__ += ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KL
             "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss"]
 # Recurrent layers, transformer, normalization, lazy layers, more activations.
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
-            "TransformerEncoder", "TransformerEncoderLayer", "BatchNorm3d", "GroupNorm",
+            "TransformerEncoder", "TransformerEncoderLayer", "Transformer", "TransformerDecoder",
+            "TransformerDecoderLayer", "BatchNorm3d", "GroupNorm",
             "RMSNorm", "LazyLinear", "UninitializedParameter", "Unflatten"]
 __all__ += ["CELU", "ELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
             "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU6", "SiLU", "Softmax", "Softmin",

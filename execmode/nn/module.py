@@ -56,6 +56,21 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list
 
 
+class _NextableList(list):
+    """A list that is also its own iterator for ``next()``: PyTorch's ``parameters()`` is a
+    generator, and programs write ``next(model.parameters())``; execmode's callers index
+    the list and take its ``len``. ``for``/``iter()`` walk it as any list."""
+
+    _taken = 0
+
+    def __next__(self):
+        i = self._taken
+        if i >= len(self):
+            raise StopIteration
+        self._taken = i + 1
+        return self[i]
+
+
 class Module:
     """Base class of layers: subclasses set Parameters, buffers and submodules as
     attributes in ``__init__`` and define ``forward``."""
@@ -219,8 +234,9 @@ class Module:
 
     def parameters(self, recurse: bool = True) -> list[Parameter]:
         """Every parameter, each once (a tied weight under its first owner): a list rather
-        than PyTorch's generator, so it can be indexed and reused."""
-        return [p for _, p in self.named_parameters(recurse=recurse)]
+        than PyTorch's generator, so it can be indexed and reused, that ``next()`` also
+        walks as PyTorch's (``next(model.parameters()).device``)."""
+        return _NextableList(p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", recurse: bool = True
                       ) -> Iterator[tuple[str, Tensor]]:
@@ -232,7 +248,7 @@ class Module:
 
     def buffers(self, recurse: bool = True) -> list[Tensor]:
         """The registered buffers (a list, as ``parameters()``)."""
-        return [b for _, b in self.named_buffers(recurse=recurse)]
+        return _NextableList(b for _, b in self.named_buffers(recurse=recurse))
 
     def num_parameters(self) -> int:
         """How many numbers the parameters hold (a tied weight counted once)."""

@@ -22,7 +22,8 @@ from ..optim.optimizer import Optimizer
 
 
 def _refuse_objects(obj, path="") -> None:
-    if isinstance(obj, Module):
+    if isinstance(obj, Module) or isinstance(getattr(type(obj), "_orig_mod", None), property) \
+            and isinstance(obj._orig_mod, Module):  # torch.compile(model) is the model
         where = f" (at {path!r})" if path else ""
         raise ArgumentError(
             f"torch.save: a whole module{where} cannot be saved: execmode saves state, never "

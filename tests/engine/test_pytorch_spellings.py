@@ -180,7 +180,7 @@ def test_pytorch_twin_of_the_spellings():
 
 
 @pytest.mark.parametrize("space, name, says", [
-    ("nn", "Transformer", "torch.nn.Transformer is not supported"),
+    ("nn", "Bilinear", "torch.nn.Bilinear is not supported"),
     ("nn.functional", "fold", "torch.nn.functional.fold is not supported"),
     ("optim", "SparseAdam", "torch.optim.SparseAdam is not supported"),
 ])

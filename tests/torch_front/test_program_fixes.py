@@ -122,3 +122,44 @@ def test_a_lazy_model_s_first_call_may_be_compiled():
     assert jitted[0] == pytest.approx(eager[0], rel=1e-6)
     for a, b in zip(jitted[1:], eager[1:], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_transformer_matches_pytorch_s_with_its_weights():
+    real = torch_or_skip()
+    kw = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+              dim_feedforward=16, dropout=0.0)
+    real.manual_seed(0)
+    theirs, ours = real.nn.Transformer(**kw).eval(), nn.Transformer(**kw).eval()
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    ours.load_state_dict({k: torch.tensor(v.detach().numpy())
+                          for k, v in theirs.state_dict().items()})
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal((5, 2, 8)).astype(np.float32)
+    tgt = rng.standard_normal((4, 2, 8)).astype(np.float32)
+    want = theirs(real.tensor(src), real.tensor(tgt),
+                  tgt_mask=real.nn.Transformer.generate_square_subsequent_mask(4))
+    got = ours(torch.tensor(src), torch.tensor(tgt),
+               tgt_mask=nn.Transformer.generate_square_subsequent_mask(4))
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(nn.Transformer.generate_square_subsequent_mask(3).numpy(),
+                                  real.nn.Transformer.generate_square_subsequent_mask(3))
+
+
+def test_next_of_parameters_as_pytorch_s_generator():
+    model = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+    params = model.parameters()
+    assert next(params) is model[0].weight and next(params) is model[0].bias
+    assert len(model.parameters()) == 4 and model.parameters()[3] is model[1].bias
+    assert next(model.parameters()).device == model[0].weight.device
+
+
+def test_onnx_imports_and_export_refuses():
+    import execmode.torch.onnx as onnx
+
+    with pytest.raises(em.ArgumentError, match="state_dict"):
+        onnx.export(nn.Linear(2, 2), (torch.ones(1, 2),), "model.onnx")
+
+
+def test_saving_a_compiled_model_whole_says_to_save_its_state_dict(tmp_path):
+    with pytest.raises(em.ArgumentError, match="whole module"):
+        torch.save(torch.compile(nn.Linear(2, 2)), tmp_path / "m.pt")
