@@ -163,3 +163,19 @@ def test_onnx_imports_and_export_refuses():
 def test_saving_a_compiled_model_whole_says_to_save_its_state_dict(tmp_path):
     with pytest.raises(em.ArgumentError, match="whole module"):
         torch.save(torch.compile(nn.Linear(2, 2)), tmp_path / "m.pt")
+
+
+def test_summary_writer_records_scalars_as_json_lines(tmp_path):
+    import json
+
+    from execmode.torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(log_dir=tmp_path / "run") as writer:  # karpathy/makemore logs so
+        writer.add_scalar("Loss/train", torch.tensor(2.5), 10)
+        writer.add_scalars("lr", {"a": 0.1}, 10)
+        with pytest.warns(UserWarning, match="scalars and text only"):
+            writer.add_histogram("w", torch.ones(3), 10)
+        writer.flush()
+    rows = [json.loads(line) for line in (tmp_path / "run" / "scalars.jsonl").open()]
+    assert [(r["tag"], r["value"], r["step"]) for r in rows] == [
+        ("Loss/train", 2.5, 10), ("lr/a", 0.1, 10)]
