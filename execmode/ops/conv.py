@@ -172,18 +172,19 @@ def _col2im_rows(blocks, size):
     flattened image (a run of OW with a stride of W otherwise). The extra values are +0.0
     and the image starts at +0.0, so a position never holds -0.0 and x + 0.0 is x: the
     same sums in the same order, the same bits but for which NaN's payload survives where
-    two NaNs meet (NumPy's contiguous add may order the operands otherwise); 687 -> 577 us
+    two NaNs meet (NumPy's contiguous add may order the operands otherwise); 687 -> 508 us
     for the CNN's (32,144,196) columns."""
     n, c, kh, kw, oh, ow = blocks.shape
     h, w = size
-    wide = np.zeros((n, c, kh, kw, oh, w), dtype=blocks.dtype)
-    wide[..., :ow] = blocks
+    wide = np.zeros((n, c, oh, w), dtype=blocks.dtype)  # one offset's columns, widened
+    runs = wide.reshape(n, c, oh * w)
     out = np.zeros((n, c, h * w), dtype=blocks.dtype)
     for i in range(kh):
         for j in range(kw):
+            wide[..., :ow] = blocks[:, :, i, j]  # the columns past ow stay +0.0
             start = i * w + j
             stop = min(start + oh * w, h * w)  # past the image: only widened zeros
-            out[:, :, start:stop] += wide[:, :, i, j].reshape(n, c, oh * w)[:, :, :stop - start]
+            out[:, :, start:stop] += runs[:, :, :stop - start]
     return out.reshape(n, c, h, w)
 
 
