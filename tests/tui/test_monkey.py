@@ -17,6 +17,8 @@ from tui_support import run_async, script_app, session_app
 
 EVENTS = int(os.environ.get("EXECMODE_MONKEY_EVENTS", "60"))
 SEED = int(os.environ.get("EXECMODE_MONKEY_SEED", "34"))
+# ~0.4-0.6 s an event with the Pilot on a loaded machine: the long tier needs its time.
+pytestmark = pytest.mark.timeout(max(300, 2 * EVENTS))
 
 # Every key but the ones that end the app (q, ctrl+q, ctrl+c): the monkey must stay in.
 COMMAND_KEYS = [*"123456789", *"nscpbBrtiwxdvomy]![", "question_mark", "slash", "colon",
