@@ -153,8 +153,8 @@ class OpLines(PagedRows):
         failed = p.when == "exception"
         style = "bold red" if failed else "bold yellow"
         if self.compact:
-            text = Text(f"{number:>5}", style="bold")
-            text.append(f"{'✖' if failed else '▶'}{fmt.clip(p.op or '?', 9):<9} ", style=style)
+            text = Text(f"{number:>5} ", style="bold")
+            text.append(f"{'✖' if failed else '▶'}{fmt.clip(p.op or '?', 8):<8} ", style=style)
             text.append(f"{'(raised)' if failed else '(next)':>8}", style=style)
             return text
         text = Text(f"{number:>7} ", style="bold")
@@ -199,8 +199,8 @@ class KernelLines(PagedRows):
     def format_pending(self, number: int, p: PausedInfo) -> Text:
         k = p.kernel or {}
         if self.compact:
-            text = Text(f"{number:>5}", style="bold")
-            text.append(f"▶{fmt.clip(str(k.get('name', '?')), 7):<7} ", style="bold yellow")
+            text = Text(f"{number:>5} ", style="bold")
+            text.append(f"▶{fmt.clip(str(k.get('name', '?')), 6):<6} ", style="bold yellow")
             text.append(f"{'(next)':>8} ", style="yellow")
             text.append(" ".join(k.get("member_ops") or ()), style="dim")
             return text
