@@ -220,3 +220,20 @@ def test_erf_switches_to_c_after_a_few_large_calls(monkeypatch):
         erf_module.erf_array(x)
     assert calls == [1]  # asked once; it said no (None): NumPy from then on
     assert erf_module._native is False
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_pad_is_np_pad():
+    from execmode.ops.conv import _pad_impl
+    rng = np.random.default_rng(8)
+    special = np.array([0.0, -0.0, np.nan, np.inf, 1.5])
+    for _ in range(400):
+        ndim = int(rng.integers(1, 5))
+        a = rng.choice(special, size=tuple(rng.integers(0, 4, size=ndim)))
+        a = a.astype(rng.choice([np.float32, np.float64]))
+        if a.ndim >= 2 and rng.random() < 0.3:
+            a = a.swapaxes(0, 1)  # np.pad keeps an F-ordered layout: np.pad itself then
+        widths = tuple((int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in range(ndim))
+        value = [0.0, -0.0, -np.inf, np.nan, 1e300, 3, 0.1, -2][int(rng.integers(0, 8))]
+        want = np.pad(a, widths, mode="constant", constant_values=value)
+        _same(_pad_impl(np, a, widths=widths, value=value), want)
