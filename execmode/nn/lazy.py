@@ -18,7 +18,7 @@ import math
 from .. import dispatch
 from .. import functional as F
 from .. import random as em_random
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ShapeError, op_error
 from .layers import Linear
 from .module import Module, Parameter
 
