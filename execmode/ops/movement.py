@@ -264,9 +264,14 @@ def _add_rows_by_rank(out, key, g) -> bool:
     first = np.cumsum(counts) - counts  # where each row's run starts in sorted order
     rank = np.empty_like(flat)
     rank[order] = np.arange(flat.size) - first[flat[order]]
-    for k in range(most):
-        pick = np.flatnonzero(rank == k)
-        out[flat[pick]] += values[pick]
+    # Positions grouped by rank (stable: index order within a round), gathered once.
+    by_rank = np.argsort(rank, kind="stable")
+    rows, picked = flat[by_rank], values[by_rank]
+    ends = np.cumsum(np.bincount(rank, minlength=most))
+    start = 0
+    for end in ends.tolist():
+        out[rows[start:end]] += picked[start:end]
+        start = end
     return True
 
 
