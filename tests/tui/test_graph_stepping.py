@@ -30,6 +30,14 @@ async def test_s_steps_into_a_fused_kernel_and_n_over_it_at_80x24(tmp_path):
         paused = await wait.step("s")                   # into k0
         assert paused.what == "%3 relu (1/3 in kernel k0)"
         assert paused.where.lineno == 7                 # the member's line in the source pane
+        # The stack's cursor message for the new stop may come after the stop's own
+        # show_source (a race, issue 34: 6 launches in 10 showed the caller's line): frame 0
+        # is the stop itself, so the pane stays on the member's line.
+        stack = app.screen.query_one("#stack", RowList)
+        stack.post_message(RowList.CursorMoved(stack, 0))
+        await pilot.pause()
+        source = app.screen.query_one("#source", RowList)
+        assert source.source.current == 7 and source.cursor == 6
         assert "%3 relu (1/3 in kernel k0)" in static_text(app.screen.query_one("StatusBar"))
         paused = await wait.step("n")                   # the same level: the next member
         assert paused.what == "%4 multiply (2/3 in kernel k0)"

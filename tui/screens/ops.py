@@ -170,12 +170,19 @@ class OpsScreen(OpFilterMixin, ViewScreen):
             self._found = None
             self.find()
         self.show_list(cursor=-1)  # the paused row (the last one, whatever the query)
-        if p is not None and p.origin is not None:
+        if p is None or not self._show_pause_source(p):
+            if self.source_path is not None:
+                self._redraw_source()
+
+    def _show_pause_source(self, p) -> bool:
+        """The line a stop shows: a NaN's origin (marked), else the paused line."""
+        if p.origin is not None:
             self.show_source(p.origin, mark=True)  # a NaN breakpoint: where it was born
-        elif p is not None and p.where is not None:
+        elif p.where is not None:
             self.show_source(p.where)
-        elif self.source_path is not None:
-            self._redraw_source()
+        else:
+            return False
+        return True
 
     def _breakpoints_changed(self, _breakpoints) -> None:
         self._redraw_source()
@@ -187,7 +194,14 @@ class OpsScreen(OpFilterMixin, ViewScreen):
         elif message.row_list.id == "stack":
             p = self.app.run_state.paused
             if p is not None and message.index < len(p.stack):
-                self.show_source(p.stack[message.index])
+                if message.index == 0:
+                    # The innermost frame is the stop itself: its line is the paused op's
+                    # (a fused kernel's member is in the jitted function, not at the
+                    # caller's line the Python stack ends at), or a NaN's origin. This
+                    # message comes after a new stop's own show_source: it must agree.
+                    self._show_pause_source(p)
+                else:
+                    self.show_source(p.stack[message.index])
                 if message.index != self.frame:
                     self.frame = message.index
                     self._request_python_state()
