@@ -5,6 +5,8 @@ command line and the TUI, which run no tensor code, start without NumPy and the 
 Importing it loads the whole engine: the op table, Tensor's methods, nn, optim, jit.
 """
 
+import sys as _sys
+
 from . import dtypes, ops  # noqa: F401 - registers the op table
 from . import tensor_methods as _tensor_methods
 from ._tensor import Tensor
@@ -56,5 +58,26 @@ from .nn.functional import (
     softplus,
 )
 from .scope import named_scope
+
+# The Array API's constants (issue 36): Python floats, as the standard asks, and None for
+# newaxis (x[em.newaxis] inserts an axis, as x[None] does).
+e = 2.718281828459045
+pi = 3.141592653589793
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+
+_ARRAY_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+
+
+def _array_namespace(self, /, *, api_version=None):
+    """The Array API namespace of this tensor: the ``execmode`` module itself."""
+    if api_version is not None and api_version not in _ARRAY_API_VERSIONS:
+        raise ValueError(f"api_version {api_version!r} is not supported; execmode follows "
+                         + ", ".join(_ARRAY_API_VERSIONS))
+    return _sys.modules[__package__]  # the package (not imported here: no import cycle)
+
+
+Tensor.__array_namespace__ = _array_namespace
 
 bool = bool_  # noqa: A001 - em.bool, as the issue asks; the builtin is untouched elsewhere

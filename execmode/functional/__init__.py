@@ -52,16 +52,31 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .data_types import (
+    can_cast,
+    finfo,
+    iinfo,
+    isdtype,
+    result_type,
+)
 from .einsum_lowering import (
     einsum,
 )
 from .elementwise import (  # noqa: A004 - Array API names shadow builtins
     abs,
+    acos,
+    acosh,
     add,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
     ceil,
     clamp,
     clip,
     copy,
+    copysign,
     cos,
     cosh,
     divide,
@@ -73,6 +88,7 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
     floor_divide,
     greater,
     greater_equal,
+    hypot,
     isfinite,
     isinf,
     isnan,
@@ -80,6 +96,8 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
     less_equal,
     log,
     log1p,
+    log2,
+    log10,
     logaddexp,
     logical_and,
     logical_not,
@@ -88,6 +106,7 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
     minimum,
     multiply,
     negative,
+    nextafter,
     not_equal,
     pow,
     power,
@@ -95,12 +114,15 @@ from .elementwise import (  # noqa: A004 - Array API names shadow builtins
     remainder,
     round,
     sign,
+    signbit,
     sin,
     sinh,
     sqrt,
     square,
     subtract,
+    tan,
     tanh,
+    trunc,
     where,
 )
 from .gather_scatter import (
@@ -197,4 +219,9 @@ __all__ = [
     # PyTorch's and the Array API's, for PyTorch programs (execmode.torch)
     "sinh", "cosh", "flip", "roll", "meshgrid", "index_select", "repeat_interleave", "scatter",
     "addmm", "baddbmm",
+    # the Array API's elementwise functions (issue 36)
+    "tan", "acos", "asin", "atan", "acosh", "asinh", "atanh", "log2", "log10", "trunc",
+    "signbit", "atan2", "copysign", "hypot", "nextafter",
+    # the Array API's data type functions (issue 36)
+    "finfo", "iinfo", "isdtype", "result_type", "can_cast",
 ]

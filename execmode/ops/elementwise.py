@@ -372,3 +372,110 @@ register(OpDef(
     template="({0} ? {1} : {2})", nondiff_inputs=(0,),
     doc="where(cond, a, b): a where cond is true, else b.",
 ))
+
+
+# --- Array API elementwise functions (issue 36) ---------------------------------------
+# Registered without a scalar template: the kernel dialects have no helper for them yet, so
+# under em.jit each is a plan step of its own on NumPy/CuPy (fuse.fusable_elementwise
+# leaves template-less ops out of kernels), computing exactly what eager computes.
+
+_LN2 = float(np.log(2.0))
+_LN10 = float(np.log(10.0))
+
+_unary("tan", "tan", None, float_fn=True, saves_output=True,
+       vjp=lambda g, out, x, **a: (g * (1 + out * out),),
+       doc="Tangent, elementwise.")
+_unary("acos", "arccos", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (F.negative(g) / F.sqrt(1 - x * x),),
+       doc="Inverse cosine (Array API ``acos``, NumPy's arccos).")
+_unary("asin", "arcsin", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (g / F.sqrt(1 - x * x),),
+       doc="Inverse sine (Array API ``asin``, NumPy's arcsin).")
+_unary("atan", "arctan", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (g / (1 + x * x),),
+       doc="Inverse tangent (Array API ``atan``, NumPy's arctan).")
+_unary("acosh", "arccosh", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (g / F.sqrt(x * x - 1),),
+       doc="Inverse hyperbolic cosine (Array API ``acosh``).")
+_unary("asinh", "arcsinh", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (g / F.sqrt(x * x + 1),),
+       doc="Inverse hyperbolic sine (Array API ``asinh``).")
+_unary("atanh", "arctanh", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (g / (1 - x * x),),
+       doc="Inverse hyperbolic tangent (Array API ``atanh``).")
+_unary("log2", "log2", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (g / (x * _LN2),),
+       doc="Base-2 logarithm.")
+_unary("log10", "log10", None, float_fn=True,
+       vjp=lambda g, out, x, **a: (g / (x * _LN10),),
+       doc="Base-10 logarithm.")
+
+
+def _trunc_impl(xp, a):
+    # Integers are already whole and keep their dtype (the Array API's rule; np.trunc of an
+    # int gives float64); bool computes in float32 like the float functions.
+    if a.dtype.kind in "iu":
+        return a.copy()
+    return xp.trunc(_float_input(xp, a))
+
+
+register(OpDef(
+    name="trunc", kind=UNARY, impl=_trunc_impl, shape_rule=_shape_elementwise,
+    vjp=lambda g, out, x, **a: (None,), template=None,
+    doc="Round toward zero; integer dtypes are kept.",
+))
+_unary("signbit", "signbit", None,
+       doc="Whether the sign bit is set (true for -0.0 and negative NaN), as bool.")
+
+
+def _float_binary(name, fn_name, vjp=None, doc="", saves_output=False):
+    """A binary float function: ints compute in float64 and bools in float32 (as the unary
+    float functions do), so its result is always a float."""
+    fn = getattr(np, fn_name)
+
+    def impl(xp, a, b):
+        if getattr(a, "dtype", None) is not None and getattr(b, "dtype", None) is not None \
+                and a.dtype.kind not in "f" and b.dtype.kind not in "f":
+            a = _float_input(xp, a)
+            b = _float_input(xp, b)
+        return check_supported(getattr(xp, fn_name)(a, b))
+
+    register(OpDef(
+        name=name, kind=BINARY, impl=impl, shape_rule=_shape_elementwise, vjp=vjp,
+        template=None, doc=doc, saves_output=saves_output,
+    ))
+    return fn
+
+
+def _atan2_vjp(g, out, a, b):
+    def denom():
+        return a * a + b * b
+
+    return _grads(a, b, lambda: g * b / denom(), lambda: F.negative(g) * a / denom())
+
+
+def _copysign_vjp(g, out, a, b):
+    # As torch.copysign: d/da is +-1 (the sign flip), 0 where a is 0; none for b.
+    def ga():
+        flip = F.where(F.equal(F.signbit(a), F.signbit(out)), 1.0, -1.0)
+        return F.where(F.equal(a, 0), 0.0, g * flip)
+
+    return _grads(a, b, ga, None)
+
+
+def _hypot_vjp(g, out, a, b):
+    # where out == 0 (both operands 0) the gradient is 0, as in torch.hypot
+    def part(x):
+        return F.where(F.equal(out, 0), 0.0, g * x / F.where(F.equal(out, 0), 1.0, out))
+
+    return _grads(a, b, lambda: part(a), lambda: part(b))
+
+
+_float_binary("atan2", "arctan2", vjp=_atan2_vjp,
+              doc="atan2(a, b): the angle of the point (b, a), in the quadrant of its signs.")
+_float_binary("copysign", "copysign", vjp=_copysign_vjp, saves_output=True,
+              doc="The magnitude of a with the sign of b.")
+_float_binary("hypot", "hypot", vjp=_hypot_vjp, saves_output=True,
+              doc="sqrt(a**2 + b**2) without overflow or underflow in between.")
+_float_binary("nextafter", "nextafter", vjp=lambda g, out, a, b: (None, None),
+              doc="The next representable float after a, toward b.")

@@ -1,0 +1,159 @@
+"""The Array API's data type functions: ``finfo``, ``iinfo``, ``isdtype``, ``result_type``
+and ``can_cast``, over the dtypes execmode has (bool, int32, int64, float32, float64).
+
+Dtypes are NumPy's dtype objects (``em.float32 is np.dtype("float32")``), so the limits
+are NumPy's; promotion is NumPy's with Python scalars weak (NEP 50), restricted to the
+pairs the standard defines (``can_cast`` never crosses kinds: bool, integers, floats).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..dtypes import SUPPORTED, as_dtype, bool_
+from ..errors import DTypeError
+
+
+@dataclass(frozen=True)
+class finfo_object:  # noqa: N801 - the standard's name for what finfo returns
+    """Machine limits of a floating-point dtype (what :func:`finfo` returns)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class iinfo_object:  # noqa: N801
+    """Machine limits of an integer dtype (what :func:`iinfo` returns)."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: np.dtype
+
+
+def _dtype_of(name, value) -> np.dtype:
+    if isinstance(value, Tensor):
+        return value.dtype
+    try:
+        return as_dtype(value)
+    except DTypeError as e:
+        raise DTypeError(f"{name}: {e}") from None
+
+
+def finfo(type, /) -> finfo_object:  # noqa: A002 - the standard's parameter name
+    """Limits of a floating-point dtype, or of a tensor's: ``bits``, ``eps``, ``max``,
+    ``min``, ``smallest_normal`` (Python floats) and ``dtype``.
+
+    :raises DTypeError: (a TypeError) for a dtype that is not a float (``em.iinfo``
+        answers for ints).
+    """
+    dt = _dtype_of("finfo", type)
+    if dt.kind != "f":
+        raise DTypeError(f"finfo: {dt} is not a floating-point dtype (use iinfo)")
+    info = np.finfo(dt)
+    return finfo_object(bits=int(info.bits), eps=float(info.eps), max=float(info.max),
+                        min=float(info.min), smallest_normal=float(info.smallest_normal),
+                        dtype=dt)
+
+
+def iinfo(type, /) -> iinfo_object:  # noqa: A002
+    """Limits of an integer dtype, or of a tensor's: ``bits``, ``max``, ``min`` (Python
+    ints) and ``dtype``.
+
+    :raises DTypeError: (a TypeError) for a dtype that is not an integer (bool included).
+    """
+    dt = _dtype_of("iinfo", type)
+    if dt.kind not in "iu":
+        raise DTypeError(f"iinfo: {dt} is not an integer dtype (use finfo for floats)")
+    info = np.iinfo(dt)
+    return iinfo_object(bits=int(info.bits), max=int(info.max), min=int(info.min), dtype=dt)
+
+
+_KINDS = {
+    "bool": lambda dt: dt.kind == "b",
+    "signed integer": lambda dt: dt.kind == "i",
+    "unsigned integer": lambda dt: dt.kind == "u",
+    "integral": lambda dt: dt.kind in "iu",
+    "real floating": lambda dt: dt.kind == "f",
+    "complex floating": lambda dt: dt.kind == "c",
+    "numeric": lambda dt: dt.kind in "iufc",
+}
+
+
+def isdtype(dtype, kind) -> bool:
+    """Whether ``dtype`` is of ``kind``: a dtype, one of the standard's kind names
+    (``"bool"``, ``"signed integer"``, ``"unsigned integer"``, ``"integral"``,
+    ``"real floating"``, ``"complex floating"``, ``"numeric"``), or a tuple of these.
+
+    :raises DTypeError: (a TypeError) if ``dtype`` is not a dtype execmode has, or ``kind``
+        is not a dtype, a kind name or a tuple of them.
+    """
+    if not isinstance(dtype, np.dtype) or dtype not in SUPPORTED:
+        raise DTypeError(f"isdtype: expected a dtype of execmode, got {dtype!r}")
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise DTypeError(f"isdtype: unknown kind {kind!r}; expected one of "
+                             + ", ".join(repr(k) for k in _KINDS))
+        return _KINDS[kind](dtype)
+    if isinstance(kind, np.dtype):
+        return dtype == kind
+    raise DTypeError(f"isdtype: kind must be a dtype, a kind name or a tuple, got {kind!r}")
+
+
+def _family(dt: np.dtype) -> str:
+    return "b" if dt.kind == "b" else "i" if dt.kind in "iu" else dt.kind
+
+
+def result_type(*arrays_and_dtypes) -> np.dtype:
+    """The dtype the standard's promotion gives for tensors, dtypes and Python scalars
+    (scalars are weak: ``result_type(em.float32, 1.0)`` is float32).
+
+    :raises DTypeError: (a TypeError) with no tensor or dtype among the arguments, or
+        for a mix the standard leaves undefined (bool with a number, integers with floats).
+    """
+    dtypes, scalars = [], []
+    for a in arrays_and_dtypes:
+        if isinstance(a, Tensor):
+            dtypes.append(a.dtype)
+        elif isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
+            scalars.append(a)
+        else:
+            dtypes.append(_dtype_of("result_type", a))
+    if not dtypes:
+        raise DTypeError("result_type: at least one tensor or dtype is required")
+    families = {_family(d) for d in dtypes}
+    if len(families) > 1:
+        raise DTypeError("result_type: the Array API defines no promotion between "
+                        + " and ".join(str(d) for d in dict.fromkeys(dtypes)))
+    out = np.result_type(*dtypes)
+    for s in scalars:
+        family = _family(out)
+        if isinstance(s, bool) and family != "b" or (not isinstance(s, bool) and (
+                family == "b" or family == "i" and isinstance(s, (float, complex))
+                or isinstance(s, complex))):
+            raise DTypeError(f"result_type: a Python {type(s).__name__} does not promote "
+                            f"with {out}")
+    return out
+
+
+def can_cast(from_, to, /) -> bool:
+    """Whether the standard's promotion can turn ``from_`` (a dtype or a tensor) into
+    ``to`` without changing kind: bool only to bool, integers to wider-or-equal integers,
+    floats to wider-or-equal floats."""
+    src = _dtype_of("can_cast", from_)
+    dst = _dtype_of("can_cast", to)
+    if src == dst:
+        return True
+    if _family(src) != _family(dst) or src == bool_:
+        return False
+    return np.result_type(src, dst) == dst
