@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..errors import ArgumentError
+from . import plain
 from .optimizer import Optimizer, engine_flags
 
 
@@ -49,6 +50,8 @@ class Adam(Optimizer):
                 self.state[i]["max_exp_avg_sq"] = F.zeros_like(p)
 
     def _step_group(self, group: dict, indices: list[int]) -> None:
+        if plain.adam_group(self, group, indices):  # nobody watches: the same ops in place
+            return
         lr, (beta1, beta2) = self.hyper("lr", group), self.hyper("betas", group)
         eps, decay = self.hyper("eps", group), self.hyper("weight_decay", group)
         t = self.state[indices[0]]["step"]

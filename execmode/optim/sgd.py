@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..errors import ArgumentError
+from . import plain
 from .optimizer import Optimizer, engine_flags
 
 
@@ -47,6 +48,8 @@ class SGD(Optimizer):
                 self.state[i]["momentum_started"] = started
 
     def _step_group(self, group: dict, indices: list[int]) -> None:
+        if plain.sgd_group(self, group, indices):  # nobody watches: the same ops in place
+            return
         lr, momentum, decay = self.hyper("lr", group), self.hyper("momentum", group), \
             self.hyper("weight_decay", group)
         dampening = self.hyper("dampening", group)

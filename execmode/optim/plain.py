@@ -1,0 +1,254 @@
+"""The plain path of the optimizer steps: the ops' NumPy calls, made in place.
+
+An eager Adam step through the ops dispatches ~18 ops per parameter, each a fresh array,
+and ends with copies into the parameter and the moments (``F.assign``). When nobody
+watches (``dispatch.plain_arrays``: no tracer, no listener; the step runs under no_grad),
+:func:`adam_group` and :func:`sgd_group` make the same ufunc calls, with the same
+operands, in the same order, but with ``out=``: into the parameter and the state arrays
+themselves, or into two scratch buffers. Elementwise ufuncs compute each element alone, so
+the bits are the ops' (tests/engine/test_optim_plain.py compares them with the ops run
+under a listener, over several steps). Large parameters go by chunks of ``CHUNK``
+elements, so that the ~14 passes of a chunk stay in the cache.
+
+Each returns False before writing anything when it does not take the group: a tracer or
+a listener (then the debugger sees each op and the jit traces them), a GPU array, a
+hyperparameter that is not a Python number, dtypes or shapes that differ, a gradient
+that shares memory with the parameter or its state, a non-contiguous array. The
+optimizer then runs its ops. ``F.assign``'s bookkeeping (``tape.mark_modified``) is kept,
+in the ops' order. ``EXECMODE_PLAIN_OPTIM=0`` (or ``ENABLED = False``) keeps the ops.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from .. import dispatch
+from ..tape import mark_modified
+
+ENABLED = os.environ.get("EXECMODE_PLAIN_OPTIM", "1") != "0"
+CHUNK = 16384  # elements a chunk: ~14 passes over 6 arrays of 64 KiB stay in L2
+
+_NUMBER = (int, float)
+_ndarray = np.ndarray
+_scratch = threading.local()  # per thread: two flat buffers of CHUNK elements per dtype
+
+
+def _buffers(dtype):
+    cache = _scratch.__dict__.setdefault("by_dtype", {})
+    pair = cache.get(dtype)
+    if pair is None or pair[0].size != CHUNK:
+        pair = cache[dtype] = (np.empty(CHUNK, dtype), np.empty(CHUNK, dtype))
+    return pair
+
+
+def _numbers(*values) -> bool:
+    return all(v.__class__ in _NUMBER for v in values)
+
+
+def _param_arrays(p, grad, state_tensors, dtype):
+    """The flat arrays ``(param, grad, *state)`` of one parameter, or None when the plain
+    path does not take it."""
+    arrays = dispatch.plain_arrays(p, grad, *state_tensors)
+    if arrays is None:
+        return None
+    pd, gd = arrays[0], arrays[1]
+    for a in arrays:
+        if a.dtype != dtype or a.shape != pd.shape or not a.flags.c_contiguous:
+            return None
+    if not pd.flags.writeable:
+        return None
+    for a in arrays[2:]:
+        if not a.flags.writeable or np.may_share_memory(a, pd) \
+                or np.may_share_memory(a, gd):
+            return None
+    if np.may_share_memory(gd, pd):
+        return None
+    return [a.reshape(-1) for a in arrays]
+
+
+def _const(x, dtype):
+    """``x`` as a 0-d array of ``dtype``: the value the ufunc would convert the Python
+    number to (NEP 50: a Python float or small int takes the array's dtype), and ~0.25 us
+    cheaper a call. A large int stays as it is, converted by the ufunc itself."""
+    if x.__class__ is int and not -(2**24) <= x <= 2**24:
+        return x
+    return np.asarray(x, dtype=dtype)
+
+
+def _run_chunked(kernel, arrays, scratch, *args) -> None:
+    """``kernel(*arrays, s0, s1, *args)`` over the flat arrays, CHUNK elements at a time
+    (one call when they are smaller); None entries of ``arrays`` stay None."""
+    s0, s1 = scratch
+    n = arrays[0].size
+    if n <= CHUNK:
+        kernel(*arrays, s0[:n], s1[:n], *args)
+        return
+    for a in range(0, n, CHUNK):
+        b = min(a + CHUNK, n)
+        kernel(*[None if x is None else x[a:b] for x in arrays], s0[:b - a], s1[:b - a],
+               *args)
+
+
+# --- Adam / AdamW ---------------------------------------------------------------------
+
+def adam_group(opt, group: dict, indices: list[int]) -> bool:
+    """Adam's ``_step_group`` in place (see adam.py for the ops it mirrors)."""
+    if not ENABLED or not dispatch._plain:
+        return False
+    lr, betas, eps, decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+    if not (isinstance(betas, tuple) and len(betas) == 2 and _numbers(lr, eps, decay, *betas)):
+        return False
+    beta1, beta2 = betas
+    amsgrad, maximize, decoupled = bool(group["amsgrad"]), bool(group.get("maximize")), \
+        opt.decoupled
+    step = opt.state[indices[0]]["step"]
+    ts = dispatch.plain_arrays(step)
+    if ts is None:
+        return False
+    td = ts[0]
+    if td.shape != () or td.dtype.kind != "f" or not td.flags.writeable:
+        return False
+    work = []
+    for i, p in zip(indices, group["params"]):
+        g = p.grad
+        if g is None:
+            continue
+        state = opt.state[i]
+        names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad \
+            else ("exp_avg", "exp_avg_sq")
+        arrays = _param_arrays(p, g, [state[k] for k in names], td.dtype)
+        if arrays is None:
+            return False
+        work.append((p, state, arrays))
+    # Every check passed: now write. t = t + 1; bias_k = 1 - beta_k ** t (0-d, as the ops).
+    td[...] = np.add(td, 1)
+    mark_modified(step)
+    bias1 = np.subtract(1, np.power(beta1, td))
+    bias2 = np.subtract(1, np.power(beta2, td))
+    dt = td.dtype
+    shrink = _const(1 - lr * decay, dt) if decay and decoupled else None
+    add_decay = _const(decay, dt) if decay and not decoupled else None
+    consts = (_const(beta1, dt), _const(beta2, dt), _const(1 - beta1, dt),
+              _const(1 - beta2, dt), np.asarray(bias1), np.asarray(bias2), _const(lr, dt),
+              _const(eps, dt))
+    scratch = _buffers(dt)
+    for p, state, arrays in work:
+        if not amsgrad:
+            arrays.append(None)
+        _run_chunked(_adam_chunk, arrays, scratch, maximize, shrink, add_decay, *consts)
+        # F.assign's bookkeeping, in the ops' order.
+        if shrink is not None:
+            mark_modified(p)
+        mark_modified(state["exp_avg"])
+        mark_modified(state["exp_avg_sq"])
+        if amsgrad:
+            mark_modified(state["max_exp_avg_sq"])
+        mark_modified(p)
+    return True
+
+
+def _adam_chunk(p, g, m, v, mx, s0, s1, maximize, shrink, add_decay, beta1, beta2, k1, k2,
+                bias1, bias2, lr, eps):
+    if maximize:  # g = -g
+        g = np.negative(g, out=s0)
+    if shrink is not None:  # p = p * (1 - lr * decay)
+        np.multiply(p, shrink, out=p)
+    elif add_decay is not None:  # g = g + decay * p
+        g = np.add(g, np.multiply(add_decay, p, out=s1), out=s1)
+    tmp = s1 if g is s0 else s0
+    # m = beta1 * m + (1 - beta1) * g
+    np.multiply(beta1, m, out=m)
+    np.add(m, np.multiply(k1, g, out=tmp), out=m)
+    # v = beta2 * v + (1 - beta2) * g * g
+    np.multiply(beta2, v, out=v)
+    np.multiply(k2, g, out=tmp)
+    np.add(v, np.multiply(tmp, g, out=tmp), out=v)
+    if mx is not None:  # max_v = maximum(max_v, v); v = max_v
+        v = np.maximum(mx, v, out=mx)
+    # p = p - lr * (m / bias1) / (sqrt(v / bias2) + eps)
+    np.true_divide(m, bias1, out=s0)
+    np.true_divide(v, bias2, out=s1)
+    np.sqrt(s1, out=s1)
+    np.add(s1, eps, out=s1)
+    np.multiply(lr, s0, out=s0)
+    np.true_divide(s0, s1, out=s0)
+    np.subtract(p, s0, out=p)
+
+
+# --- SGD ------------------------------------------------------------------------------
+
+def sgd_group(opt, group: dict, indices: list[int]) -> bool:
+    """SGD's ``_step_group`` in place (see sgd.py for the ops it mirrors)."""
+    if not ENABLED or not dispatch._plain:
+        return False
+    lr, momentum, decay, dampening = group["lr"], group["momentum"], \
+        group["weight_decay"], group["dampening"]
+    if not _numbers(lr, momentum, decay, dampening):
+        return False
+    maximize, nesterov = bool(group.get("maximize")), bool(group["nesterov"])
+    first = group["params"][0]
+    fd = dispatch.plain_arrays(first)
+    if fd is None or fd[0].dtype.kind != "f":
+        return False
+    dtype = fd[0].dtype
+    started = None
+    if momentum and dampening:
+        started = opt.state[indices[0]]["momentum_started"]
+        sd = dispatch.plain_arrays(started)
+        if sd is None or sd[0].dtype != dtype or sd[0].shape != () \
+                or not sd[0].flags.writeable:
+            return False
+    work = []
+    for i, p in zip(indices, group["params"]):
+        g = p.grad
+        if g is None:
+            continue
+        buf = [opt.state[i]["momentum_buffer"]] if momentum else []
+        arrays = _param_arrays(p, g, buf, dtype)
+        if arrays is None:
+            return False
+        work.append((p, buf, arrays))
+    # Every check passed: now write.
+    scale = None
+    if started is not None:  # scale = 1 - dampening * started; started = 1
+        st = started._data
+        scale = np.subtract(1, np.multiply(dampening, st))
+        st[...] = np.ones_like(st)
+        mark_modified(started)
+    scratch = _buffers(dtype)
+    consts = (_const(decay, dtype) if decay else None,
+              _const(momentum, dtype) if momentum else None,
+              None if scale is None else np.asarray(scale), nesterov, _const(lr, dtype))
+    for p, buf, arrays in work:
+        if not momentum:
+            arrays.append(None)
+        _run_chunked(_sgd_chunk, arrays, scratch, maximize, *consts)
+        if momentum:
+            mark_modified(buf[0])
+        mark_modified(p)
+    return True
+
+
+def _sgd_chunk(p, g, buf, s0, s1, maximize, decay, momentum, scale, nesterov, lr):
+    if maximize:  # g = -g
+        g = np.negative(g, out=s0)
+    if decay is not None:  # g = g + decay * p
+        g = np.add(g, np.multiply(decay, p, out=s1), out=s1)
+    if momentum is not None:
+        tmp = s1 if g is s0 else s0
+        # buf = momentum * buf + (g, or scale * g with dampening)
+        np.multiply(momentum, buf, out=buf)
+        np.add(buf, g if scale is None else np.multiply(scale, g, out=tmp), out=buf)
+        if nesterov:  # g = g + momentum * buf
+            g = np.add(g, np.multiply(momentum, buf, out=tmp), out=tmp)
+        else:
+            g = buf
+    # p = p - lr * g
+    out = g if g is s0 or g is s1 else s0
+    np.subtract(p, np.multiply(lr, g, out=out), out=p)
+
+
+__all__ = ["CHUNK", "ENABLED", "adam_group", "sgd_group"]

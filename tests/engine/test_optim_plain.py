@@ -1,0 +1,198 @@
+"""The optimizers' plain path (execmode/optim/plain.py): with nobody watching, Adam, AdamW
+and SGD update the parameters' arrays in place. Over several steps it gives the bits and
+the state of the ops (run under a listener, which makes them dispatch), with weight decay,
+amsgrad, maximize, momentum, dampening, Nesterov and parameter groups; it writes in the
+ops' order; and a listener, a tracer or an argument it does not take gets the ops."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from helpers import through_the_ops
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import execmode as em
+from execmode import instrument, optim
+from execmode.optim import plain
+
+FLOATS = st.sampled_from([np.float32, np.float64])
+SIZES = st.sampled_from([(), (1,), (3,), (4, 5), (2, 3, 7), (40,)])
+
+
+def _grads(rng, params, missing=()):
+    for k, p in enumerate(params):
+        p.grad = None if k in missing else em.tensor(
+            (rng.standard_normal(p.shape) * 3).astype(p.numpy().dtype))
+
+
+def _train(make, shapes, dtype, seed, steps, through_ops, missing=()):
+    """Params after ``steps`` steps, the optimizer, and the order in which the step's
+    tensors were last written (F.assign's ticks)."""
+    rng = np.random.default_rng(seed)
+    params = [em.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)
+              for s in shapes]
+    opt = make(params)
+    for step in range(steps):
+        _grads(rng, params, missing if step % 2 else ())
+        if through_ops:
+            through_the_ops(opt.step)
+        else:
+            opt.step()
+    tensors = list(params) + [t for s in opt.state.values() for t in s.values()]
+    ticks = [getattr(t, "_written_at", 0) for t in tensors]
+    return params, opt, np.argsort(ticks, kind="stable").tolist()
+
+
+def _same_bits(a, b):
+    a, b = a.numpy(), b.numpy()
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8))
+
+
+def _check(make, shapes, dtype, seed, steps=3, missing=()):
+    fast, opt_f, order_f = _train(make, shapes, dtype, seed, steps, False, missing)
+    slow, opt_s, order_s = _train(make, shapes, dtype, seed, steps, True, missing)
+    for a, b in zip(fast, slow):
+        _same_bits(a, b)
+    sd_f, sd_s = opt_f.state_dict(), opt_s.state_dict()
+    assert sd_f["param_groups"] == sd_s["param_groups"]
+    assert sd_f["state"].keys() == sd_s["state"].keys()
+    for i in sd_f["state"]:
+        assert sd_f["state"][i].keys() == sd_s["state"][i].keys()
+        for key in sd_f["state"][i]:
+            _same_bits(sd_f["state"][i][key], sd_s["state"][i][key])
+    assert order_f == order_s
+
+
+@contextlib.contextmanager
+def _chunk(size):
+    """Parameters go by chunks of ``size`` elements (7: the small ones here too)."""
+    before, plain.CHUNK = plain.CHUNK, size
+    try:
+        yield
+    finally:
+        plain.CHUNK = before
+
+
+def _adam_kwargs():
+    return st.fixed_dictionaries({
+        "lr": st.sampled_from([1e-3, 0.1, 1, 0.5]),
+        "betas": st.sampled_from([(0.9, 0.999), (0.5, 0.9), (0, 0.99)]),
+        "eps": st.sampled_from([1e-8, 1e-3, 0.0]),
+        "weight_decay": st.sampled_from([0.0, 0.1, 1e-2]),
+        "amsgrad": st.booleans(),
+        "maximize": st.booleans(),
+    })
+
+
+@settings(max_examples=40, deadline=None)
+@given(kw=_adam_kwargs(), cls=st.sampled_from([optim.Adam, optim.AdamW]), dtype=FLOATS,
+       shapes=st.lists(SIZES, min_size=1, max_size=3), seed=st.integers(0, 2**16),
+       chunk=st.sampled_from([plain.CHUNK, 7]))
+def test_adam_gives_the_ops_bits(kw, cls, dtype, shapes, seed, chunk):
+    with _chunk(chunk):
+        _check(lambda ps: cls(ps, **kw), shapes, dtype, seed, missing=(0,))
+
+
+@settings(max_examples=40, deadline=None)
+@given(lr=st.sampled_from([0.01, 1, 0.3]), momentum=st.sampled_from([0.0, 0.9, 0.5]),
+       dampening=st.sampled_from([0.0, 0.1]), nesterov=st.booleans(),
+       weight_decay=st.sampled_from([0.0, 1e-2]), maximize=st.booleans(), dtype=FLOATS,
+       shapes=st.lists(SIZES, min_size=1, max_size=3), seed=st.integers(0, 2**16),
+       chunk=st.sampled_from([plain.CHUNK, 7]))
+def test_sgd_gives_the_ops_bits(lr, momentum, dampening, nesterov, weight_decay, maximize,
+                                dtype, shapes, seed, chunk):
+    if nesterov and (not momentum or dampening):
+        nesterov = False
+    with _chunk(chunk):
+        _check(lambda ps: optim.SGD(ps, lr=lr, momentum=momentum, dampening=dampening,
+                                    nesterov=nesterov, weight_decay=weight_decay,
+                                    maximize=maximize),
+               shapes, dtype, seed, missing=(0,))
+
+
+@pytest.mark.parametrize("cls", [optim.Adam, optim.AdamW, optim.SGD])
+def test_parameter_groups_each_take_their_hyperparameters(cls):
+    extra = {"momentum": 0.9} if cls is optim.SGD else {"amsgrad": True}
+
+    def make(ps):
+        return cls([{"params": ps[:2], "lr": 0.05, "weight_decay": 0.1},
+                    {"params": ps[2:], "lr": 0.2, **extra}], lr=0.01)
+
+    _check(make, [(3, 4), (4,), (2, 2), (5,)], np.float32, seed=3, steps=4, missing=(1,))
+
+
+def _count_steps(monkeypatch):
+    calls = []
+    for name in ("adam_group", "sgd_group"):
+        real = getattr(plain, name)
+
+        def counted(*args, _real=real):
+            taken = _real(*args)
+            calls.append(taken)
+            return taken
+
+        monkeypatch.setattr(plain, name, counted)
+    return calls
+
+
+def test_the_plain_path_runs_when_nobody_watches(monkeypatch):
+    calls = _count_steps(monkeypatch)
+    p = em.tensor(np.ones((3, 2), np.float32), requires_grad=True)
+    p.grad = em.ones((3, 2))
+    optim.Adam([p]).step()
+    assert calls == [True]
+
+
+def test_a_listener_sees_every_op_of_the_step():
+    p = em.tensor(np.ones((3, 2), np.float32), requires_grad=True)
+    opt = optim.Adam([p], weight_decay=0.1)
+    p.grad = em.ones((3, 2))
+    names = []
+
+    class Names:
+        def on_op(self, event, output):
+            names.append(event.op)
+
+    with instrument.listening(Names()):
+        opt.step()
+    assert names.count("assign") == 4  # step, exp_avg, exp_avg_sq, the parameter
+    assert "sqrt" in names and "power" in names
+
+
+@pytest.mark.parametrize("cls", [optim.Adam, optim.SGD])
+def test_a_jitted_step_traces_the_ops(cls):
+    p = em.tensor(np.linspace(-1, 1, 6, dtype=np.float32), requires_grad=True)
+    opt = cls([p], lr=0.1, **({"momentum": 0.9} if cls is optim.SGD else {}))
+
+    def step(x):
+        opt.zero_grad()
+        ((p * x) ** 2).sum().backward()
+        opt.step()
+
+    x = em.tensor(np.arange(6, dtype=np.float32))
+    f = em.jit(step)
+    f(x)
+    f(x)
+    graph = f.trace(x)
+    assert "assign" in str(graph)
+
+
+def test_what_the_plain_path_does_not_take_goes_to_the_ops(monkeypatch):
+    calls = _count_steps(monkeypatch)
+    base = em.tensor(np.ones((4, 4), np.float32), requires_grad=True)
+    p = base[:, ::2]  # not contiguous
+    p.grad = em.ones((4, 2))
+    opt = optim.Adam([p])
+    opt.step()
+    q = em.tensor(np.ones(3, np.float32), requires_grad=True)
+    q.grad = q.detach()  # the gradient shares the parameter's memory
+    optim.SGD([q], lr=0.5, momentum=0.9).step()
+    r = em.tensor(np.ones(3, np.float32), requires_grad=True)
+    r.grad = em.ones(3, dtype=em.float64)  # another dtype
+    optim.Adam([r]).step()
+    assert calls == [False, False, False]
+    np.testing.assert_allclose(q.numpy(), 0.5)
