@@ -3,7 +3,7 @@
 An eager Adam step through the ops dispatches ~18 ops per parameter, each a fresh array,
 and ends with copies into the parameter and the moments (``F.assign``). When nobody
 watches (``dispatch.plain_arrays``: no tracer, no listener; the step runs under no_grad),
-:func:`adam_group` and :func:`sgd_group` make the same ufunc calls, with the same
+:func:`adam_group`, :func:`rmsprop_group` and :func:`sgd_group` make the same ufunc calls, with the same
 operands, in the same order, but with ``out=``: into the parameter and the state arrays
 themselves, or into two scratch buffers. Elementwise ufuncs compute each element alone, so
 the bits are the ops' (tests/engine/test_optim_plain.py compares them with the ops run
@@ -178,6 +178,84 @@ def _adam_chunk(p, g, m, v, mx, s0, s1, maximize, shrink, add_decay, beta1, beta
     np.subtract(p, s0, out=p)
 
 
+# --- RMSprop --------------------------------------------------------------------------
+
+def rmsprop_group(opt, group: dict, indices: list[int]) -> bool:
+    """RMSprop's ``_step_group`` in place (see rmsprop.py for the ops it mirrors)."""
+    if not ENABLED or not dispatch._plain:
+        return False
+    lr, alpha, eps, decay, momentum = group["lr"], group["alpha"], group["eps"], \
+        group["weight_decay"], group["momentum"]
+    if not _numbers(lr, alpha, eps, decay, momentum):
+        return False
+    centered, maximize = bool(group["centered"]), bool(group.get("maximize"))
+    step = opt.state[indices[0]]["step"]
+    ts = dispatch.plain_arrays(step)
+    if ts is None:
+        return False
+    td = ts[0]
+    if td.shape != () or td.dtype.kind != "f" or not td.flags.writeable:
+        return False
+    names = ["square_avg"] + (["grad_avg"] if centered else []) \
+        + (["momentum_buffer"] if momentum else [])
+    work = []
+    for i, p in zip(indices, group["params"]):
+        g = p.grad
+        if g is None:
+            continue
+        state = opt.state[i]
+        arrays = _param_arrays(p, g, [state[k] for k in names], td.dtype)
+        if arrays is None:
+            return False
+        work.append((p, state, arrays))
+    td[...] = np.add(td, 1)  # t = t + 1 (counted, not used)
+    mark_modified(step)
+    dt = td.dtype
+    consts = (_const(decay, dt) if decay else None, _const(alpha, dt),
+              _const(1 - alpha, dt), _const(eps, dt),
+              _const(momentum, dt) if momentum else None, _const(lr, dt))
+    scratch = _buffers(dt)
+    for p, state, arrays in work:
+        sq = arrays[2]
+        ga = arrays[3] if centered else None
+        buf = arrays[-1] if momentum else None
+        _run_chunked(_rmsprop_chunk, [arrays[0], arrays[1], sq, ga, buf], scratch, maximize,
+                     *consts)
+        for k in names:
+            mark_modified(state[k])
+        mark_modified(p)
+    return True
+
+
+def _rmsprop_chunk(p, g, sq, ga, buf, s0, s1, maximize, decay, alpha, k, eps, momentum,
+                   lr):
+    if maximize:  # g = -g
+        g = np.negative(g, out=s0)
+    if decay is not None:  # g = g + decay * p
+        g = np.add(g, np.multiply(decay, p, out=s1), out=s1)
+    free = s1 if g is s0 else s0
+    # sq = alpha * sq + (1 - alpha) * g * g
+    np.multiply(alpha, sq, out=sq)
+    np.multiply(k, g, out=free)
+    np.add(sq, np.multiply(free, g, out=free), out=sq)
+    if ga is not None:  # ga = alpha * ga + (1 - alpha) * g; avg = sqrt(sq - ga * ga) + eps
+        np.multiply(alpha, ga, out=ga)
+        np.add(ga, np.multiply(k, g, out=free), out=ga)
+        avg = np.subtract(sq, np.multiply(ga, ga, out=free), out=free)
+        np.sqrt(avg, out=avg)
+    else:  # avg = sqrt(sq) + eps
+        avg = np.sqrt(sq, out=free)
+    np.add(avg, eps, out=avg)
+    if buf is not None:  # buf = momentum * buf + g / avg; p = p - lr * buf
+        np.multiply(momentum, buf, out=buf)
+        np.add(buf, np.true_divide(g, avg, out=avg), out=buf)
+        np.subtract(p, np.multiply(lr, buf, out=avg), out=p)
+    else:  # p = p - lr * g / avg
+        out = g if g is s0 or g is s1 else s1
+        np.multiply(lr, g, out=out)
+        np.subtract(p, np.true_divide(out, avg, out=out), out=p)
+
+
 # --- SGD ------------------------------------------------------------------------------
 
 def sgd_group(opt, group: dict, indices: list[int]) -> bool:
@@ -251,4 +329,4 @@ def _sgd_chunk(p, g, buf, s0, s1, maximize, decay, momentum, scale, nesterov, lr
     np.subtract(p, np.multiply(lr, g, out=out), out=p)
 
 
-__all__ = ["CHUNK", "ENABLED", "adam_group", "sgd_group"]
+__all__ = ["CHUNK", "ENABLED", "adam_group", "rmsprop_group", "sgd_group"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..errors import ArgumentError
+from . import plain
 from .optimizer import Optimizer, engine_flags
 
 
@@ -41,6 +42,8 @@ class RMSprop(Optimizer):
             self.state[i] = state
 
     def _step_group(self, group: dict, indices: list[int]) -> None:
+        if plain.rmsprop_group(self, group, indices):  # nobody watches: the ops in place
+            return
         lr, alpha, eps = self.hyper("lr", group), self.hyper("alpha", group), \
             self.hyper("eps", group)
         decay, momentum = self.hyper("weight_decay", group), self.hyper("momentum", group)

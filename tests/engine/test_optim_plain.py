@@ -1,8 +1,9 @@
-"""The optimizers' plain path (execmode/optim/plain.py): with nobody watching, Adam, AdamW
-and SGD update the parameters' arrays in place. Over several steps it gives the bits and
-the state of the ops (run under a listener, which makes them dispatch), with weight decay,
-amsgrad, maximize, momentum, dampening, Nesterov and parameter groups; it writes in the
-ops' order; and a listener, a tracer or an argument it does not take gets the ops."""
+"""The optimizers' plain path (execmode/optim/plain.py): with nobody watching, Adam,
+AdamW, RMSprop and SGD update the parameters' arrays in place. Over several steps it gives
+the bits and the state of the ops (run under a listener, which makes them dispatch), with
+weight decay, amsgrad, maximize, momentum, dampening, Nesterov, RMSprop's centering and
+parameter groups; it writes in the ops' order; and a listener, a tracer or an argument it
+does not take gets the ops."""
 
 from __future__ import annotations
 
@@ -114,9 +115,24 @@ def test_sgd_gives_the_ops_bits(lr, momentum, dampening, nesterov, weight_decay,
                shapes, dtype, seed, missing=(0,))
 
 
-@pytest.mark.parametrize("cls", [optim.Adam, optim.AdamW, optim.SGD])
+@settings(max_examples=40, deadline=None)
+@given(lr=st.sampled_from([0.01, 1]), alpha=st.sampled_from([0.99, 0.5, 0]),
+       eps=st.sampled_from([1e-8, 0.0, 0.1]), momentum=st.sampled_from([0.0, 0.9]),
+       centered=st.booleans(), weight_decay=st.sampled_from([0.0, 1e-2]),
+       maximize=st.booleans(), dtype=FLOATS, shapes=st.lists(SIZES, min_size=1, max_size=3),
+       seed=st.integers(0, 2**16), chunk=st.sampled_from([plain.CHUNK, 7]))
+def test_rmsprop_gives_the_ops_bits(lr, alpha, eps, momentum, centered, weight_decay,
+                                    maximize, dtype, shapes, seed, chunk):
+    with _chunk(chunk):
+        _check(lambda ps: optim.RMSprop(ps, lr=lr, alpha=alpha, eps=eps, momentum=momentum,
+                                        centered=centered, weight_decay=weight_decay,
+                                        maximize=maximize),
+               shapes, dtype, seed, missing=(0,))
+
+
+@pytest.mark.parametrize("cls", [optim.Adam, optim.AdamW, optim.SGD, optim.RMSprop])
 def test_parameter_groups_each_take_their_hyperparameters(cls):
-    extra = {"momentum": 0.9} if cls is optim.SGD else {"amsgrad": True}
+    extra = {"momentum": 0.9} if cls in (optim.SGD, optim.RMSprop) else {"amsgrad": True}
 
     def make(ps):
         return cls([{"params": ps[:2], "lr": 0.05, "weight_decay": 0.1},
@@ -127,7 +143,7 @@ def test_parameter_groups_each_take_their_hyperparameters(cls):
 
 def _count_steps(monkeypatch):
     calls = []
-    for name in ("adam_group", "sgd_group"):
+    for name in ("adam_group", "rmsprop_group", "sgd_group"):
         real = getattr(plain, name)
 
         def counted(*args, _real=real):
