@@ -67,7 +67,6 @@ MODULE_HINTS = {
     "amax": "use em.max(x, axis=...)",
     "amin": "use em.min(x, axis=...)",
     "rsqrt": "use 1 / em.sqrt(x)",
-    "logical_xor": "use em.not_equal on bool tensors",
     "nonzero_static": "use em.nonzero (its size depends on the values: a graph break)",
     "take": "use x.reshape(-1)[index] or em.take_along_axis",
     "zeros_": "use em.zeros_like(x) or x.zero_()",
@@ -130,16 +129,16 @@ OPTIM_HINTS: dict[str, str] = {}
 TORCH_FRONT_END_NAMES = frozenset("""
 BoolTensor DoubleTensor FloatTensor Generator IntTensor LongTensor Size accelerator
 allclose amax amin amp as_tensor autocast backends bernoulli bfloat16 bmm clone
-compile cuda default_generator detach device distributions div dot double dtype e empty
-empty_like eq finfo float float16 from_numpy ge get_default_dtype
-get_float32_matmul_precision get_rng_state gt half hstack iinfo inf inference_mode
+compile cuda default_generator detach device distributions div dot double dtype empty
+empty_like eq float float16 from_numpy ge get_default_dtype
+get_float32_matmul_precision get_rng_state gt half hstack inference_mode
 initial_seed int int16 int8 is_autocast_enabled is_floating_point is_tensor isclose le
-log10 log2 logical_xor long lt manual_seed mm mul mv nan narrow ne neg norm normal numel
-outer permute pi rand rand_like randint randint_like randn_like randperm rsqrt seed
+long lt manual_seed mm mul mv narrow ne neg norm normal numel
+outer permute rand rand_like randint randint_like randn_like randperm rsqrt seed
 set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state short
 std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
-arctan arctan2 atan atan2 bincount cdist cosine_similarity cumprod diag diff dist fix fmod
-lerp masked_select nan_to_num searchsorted trace tril_indices triu_indices trunc unique
+arctan arctan2 bincount cdist cosine_similarity cumprod diag diff dist fix fmod
+lerp masked_select nan_to_num searchsorted trace tril_indices triu_indices unique
 distributed linalg onnx
 """.split())
 

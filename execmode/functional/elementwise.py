@@ -97,6 +97,14 @@ atan2 = _binary("atan2")
 copysign = _binary("copysign")
 hypot = _binary("hypot")
 nextafter = _binary("nextafter")
+positive = _unary("positive")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+bitwise_invert = _unary("bitwise_invert")
+bitwise_left_shift = _binary("bitwise_left_shift")
+bitwise_right_shift = _binary("bitwise_right_shift")
 
 
 def where(condition, a, b) -> Tensor:

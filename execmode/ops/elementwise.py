@@ -479,3 +479,25 @@ _float_binary("hypot", "hypot", vjp=_hypot_vjp, saves_output=True,
               doc="sqrt(a**2 + b**2) without overflow or underflow in between.")
 _float_binary("nextafter", "nextafter", vjp=lambda g, out, a, b: (None, None),
               doc="The next representable float after a, toward b.")
+
+
+# Integer and boolean functions of the Array API (issue 36). and/or/xor have a C/CUDA
+# spelling that is right for bool and for ints; invert (~ on a C bool is not a logical not)
+# and the shifts (NumPy defines a shift by the bit width or more; C leaves it undefined)
+# run as NumPy steps under jit.
+_unary("positive", "positive", "{0}", vjp=lambda g, out, x, **a: (g,),
+       doc="+x: a copy of x (numeric dtypes).")
+_binary("logical_xor", "logical_xor", "((!{0}) != (!{1}))",
+        doc="Exclusive or of the operands' truth values, as bool.")
+_binary("bitwise_and", "bitwise_and", "({0} & {1})",
+        doc="Bitwise and of integer or bool operands.")
+_binary("bitwise_or", "bitwise_or", "({0} | {1})",
+        doc="Bitwise or of integer or bool operands.")
+_binary("bitwise_xor", "bitwise_xor", "({0} ^ {1})",
+        doc="Bitwise exclusive or of integer or bool operands.")
+_unary("bitwise_invert", "invert", None,
+       doc="Bitwise not of an integer operand; logical not of a bool one.")
+_binary("bitwise_left_shift", "left_shift", None,
+        doc="a << b for integer operands (a shift by the bit width or more gives 0).")
+_binary("bitwise_right_shift", "right_shift", None,
+        doc="a >> b for integer operands, arithmetic (the sign is kept).")
