@@ -129,8 +129,8 @@ OPTIM_HINTS: dict[str, str] = {}
 TORCH_FRONT_END_NAMES = frozenset("""
 BoolTensor DoubleTensor FloatTensor Generator IntTensor LongTensor Size accelerator
 allclose amax amin amp as_tensor autocast backends bernoulli bfloat16 bmm clone
-compile cuda default_generator detach device distributions div dot double dtype empty
-empty_like eq float float16 from_numpy ge get_default_dtype
+compile cuda default_generator detach device distributions div dot double dtype
+eq float float16 from_numpy ge get_default_dtype
 get_float32_matmul_precision get_rng_state gt half hstack inference_mode
 initial_seed int int16 int8 is_autocast_enabled is_floating_point is_tensor isclose le
 long lt manual_seed mm mul mv narrow ne neg norm normal numel

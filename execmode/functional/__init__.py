@@ -34,6 +34,12 @@ from .arguments import (
     _torch_axis,
     normalize_axis_for,
 )
+from .array_api import (
+    empty,
+    empty_like,
+    moveaxis,
+    vecdot,
+)
 from .creation import (
     _random,
     arange,
@@ -234,4 +240,5 @@ __all__ = [
     "bitwise_right_shift",
     # the Array API's data type functions (issue 36)
     "finfo", "iinfo", "isdtype", "result_type", "can_cast",
+    "empty", "empty_like", "moveaxis", "vecdot",
 ]

@@ -42,6 +42,8 @@ class iinfo_object:  # noqa: N801
 def _dtype_of(name, value) -> np.dtype:
     if isinstance(value, Tensor):
         return value.dtype
+    if value is None:  # np.dtype(None) is float64; the standard has no default here
+        raise DTypeError(f"{name}: expected a dtype or a tensor, got None")
     try:
         return as_dtype(value)
     except DTypeError as e:

@@ -40,6 +40,9 @@ def test_finfo_and_iinfo_refuse_the_other_kind():
         em.iinfo(em.float32)
     with pytest.raises(TypeError):
         em.iinfo(em.bool)
+    for fn in (em.finfo, em.iinfo, lambda t: em.can_cast(t, em.int64), em.result_type):
+        with pytest.raises(em.DTypeError):
+            fn(None)
 
 
 @pytest.mark.parametrize("dtype, kind, want", [

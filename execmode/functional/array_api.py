@@ -1,0 +1,69 @@
+"""Array API functions written over execmode's other functions (issue 36): ``empty``,
+``empty_like``, ``moveaxis`` and ``vecdot``. Each is a composite of primitives, so it
+traces, differentiates and fuses like the functions it is made of."""
+
+from __future__ import annotations
+
+from ..errors import ArgumentError, ShapeError, op_error
+from .arguments import _is_int, _tensor_arg, normalize_axis_for
+from .creation import zeros, zeros_like
+from .elementwise import multiply
+from .reductions import sum  # noqa: A004
+from .shape import permute_dims
+
+
+def empty(*shape, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``shape`` whose values the program must not read before writing them
+    (the standard leaves them unspecified; execmode fills zeros, so runs are
+    reproducible). ``shape`` as for :func:`zeros`: ints or one tuple."""
+    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(x, dtype=None, device=None):
+    """A tensor shaped as ``x`` (of ``x``'s dtype unless ``dtype`` is given) with
+    unspecified values (zeros, as :func:`empty`)."""
+    return zeros_like(x, dtype=dtype, device=device)
+
+
+def _axes_arg(x, name, value):
+    axes = (value,) if _is_int(value) else value
+    if not isinstance(axes, tuple | list) or not all(_is_int(a) for a in axes):
+        raise op_error(ArgumentError, "moveaxis", (x,),
+                       f"{name} must be an int or a tuple of ints, got {value!r}")
+    return [normalize_axis_for("moveaxis", x, a) for a in axes]
+
+
+def moveaxis(x, source, destination):
+    """Move the axes ``source`` (an int or a tuple) to the positions ``destination``; the
+    other axes keep their order. A view, as :func:`permute_dims` is."""
+    x = _tensor_arg("moveaxis", x)
+    src = _axes_arg(x, "source", source)
+    dst = _axes_arg(x, "destination", destination)
+    if len(src) != len(dst):
+        raise op_error(ShapeError, "moveaxis", (x,),
+                       f"source {source!r} and destination {destination!r} differ in length")
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise op_error(ShapeError, "moveaxis", (x,), "an axis is repeated")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order))
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """The dot product of ``x1`` and ``x2`` along ``axis`` (of their broadcast shape; the
+    standard asks for a negative one), the other axes broadcast: ``sum(x1 * x2, axis)``
+    for real dtypes, one fused multiply-and-sum under jit."""
+    x1 = _tensor_arg("vecdot", x1, (x1, x2))
+    x2 = _tensor_arg("vecdot", x2, (x1, x2))
+    if not _is_int(axis):
+        raise op_error(ArgumentError, "vecdot", (x1, x2), f"axis must be an int, got {axis!r}")
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise op_error(ShapeError, "vecdot", (x1, x2), "the operands must have an axis")
+    prod = multiply(x1, x2)
+    a = normalize_axis_for("vecdot", prod, axis)
+    k = a - prod.ndim  # the same axis counted from the end of each operand
+    if min(x1.ndim, x2.ndim) < -k or x1.shape[k] != x2.shape[k]:
+        raise op_error(ShapeError, "vecdot", (x1, x2),
+                       f"the operands' sizes along axis {axis} differ (or one lacks it)")
+    return sum(prod, axis=a)
