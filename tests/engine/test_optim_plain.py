@@ -20,13 +20,16 @@ from execmode import instrument, optim
 from execmode.optim import plain
 
 FLOATS = st.sampled_from([np.float32, np.float64])
-SIZES = st.sampled_from([(), (1,), (3,), (4, 5), (2, 3, 7), (40,)])
+SIZES = st.sampled_from([(), (1,), (3,), (4, 5), (2, 3, 7), (40,), (9, 3)])
 
 
 def _grads(rng, params, missing=()):
+    """Random gradients; every other one in Fortran order (as ``x @ w.T``'s gradient)."""
     for k, p in enumerate(params):
-        p.grad = None if k in missing else em.tensor(
-            (rng.standard_normal(p.shape) * 3).astype(p.numpy().dtype))
+        g = (rng.standard_normal(p.shape) * 3).astype(p.numpy().dtype)
+        if k % 2 and g.ndim >= 2:
+            g = np.asfortranarray(g)
+        p.grad = None if k in missing else em.tensor(g)
 
 
 def _train(make, shapes, dtype, seed, steps, through_ops, missing=()):
@@ -48,7 +51,7 @@ def _train(make, shapes, dtype, seed, steps, through_ops, missing=()):
 
 
 def _same_bits(a, b):
-    a, b = a.numpy(), b.numpy()
+    a, b = np.ascontiguousarray(a.numpy()), np.ascontiguousarray(b.numpy())
     assert a.dtype == b.dtype and a.shape == b.shape
     assert np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8))
 
@@ -197,13 +200,32 @@ def test_a_jitted_step_traces_the_ops(cls):
     assert "assign" in str(graph)
 
 
+def test_layouts_other_than_c_go_by_rows(monkeypatch):
+    """A transposed gradient (``x @ w.T``'s) and a strided parameter: the plain path, by
+    chunks of rows, with the ops' bits."""
+    calls = _count_steps(monkeypatch)
+    results = []
+    for through_ops in (False, True):
+        base = em.tensor(np.linspace(-2, 2, 9 * 8, dtype=np.float32).reshape(9, 8))
+        p = base[:, ::2]
+        opt = optim.Adam([p], lr=0.1, weight_decay=0.1)
+        for k in range(3):
+            p.grad = em.tensor(np.asfortranarray(np.full((9, 4), k - 0.7, np.float32)))
+            with _chunk(8):  # two rows a chunk
+                through_the_ops(opt.step) if through_ops else opt.step()
+        results.append((p, opt.state[0]["exp_avg_sq"]))
+    assert calls[:3] == [True] * 3
+    for fast, slow in zip(*results):
+        _same_bits(fast, slow)
+
+
 def test_what_the_plain_path_does_not_take_goes_to_the_ops(monkeypatch):
     calls = _count_steps(monkeypatch)
-    base = em.tensor(np.ones((4, 4), np.float32), requires_grad=True)
-    p = base[:, ::2]  # not contiguous
-    p.grad = em.ones((4, 2))
+    p = em.tensor(np.ones((2, 5), np.float32), requires_grad=True)
+    p.grad = em.tensor(np.asfortranarray(np.ones((2, 5), np.float32)))
     opt = optim.Adam([p])
-    opt.step()
+    with _chunk(4):  # a row longer than the scratch buffers, not contiguous
+        opt.step()
     q = em.tensor(np.ones(3, np.float32), requires_grad=True)
     q.grad = q.detach()  # the gradient shares the parameter's memory
     optim.SGD([q], lr=0.5, momentum=0.9).step()
