@@ -25,9 +25,9 @@ from .values import DTYPE_NAMES, ValueMaker
 
 B = "B"  # the batch dimension: 0, 1 or 5 per call with batch_sizes, else always 3
 NUMERIC = ("float32", "float64", "int64")
-EXACT_UNARY = ("abs", "negative", "square", "sign")
+EXACT_UNARY = ("abs", "negative", "square", "sign", "trunc")
 FLOAT_EXACT_UNARY = ("relu", "floor")
-INEXACT_UNARY = ("exp", "tanh", "sigmoid", "sqrt", "log", "sin")
+INEXACT_UNARY = ("exp", "tanh", "sigmoid", "sqrt", "log", "sin", "atan", "asinh")
 PASSES = ("fold_constants", "simplify", "eliminate_common_subexpressions",
           "eliminate_dead_code", "fuse", "plan_memory")
 
