@@ -88,8 +88,9 @@ def _const(x, dtype):
 
 def _grad_in_c_order(g):
     """A C-ordered copy of the gradient ``g`` in a per-thread buffer, flat. A Fortran-ordered
-    matrix (``x @ w.T``'s gradient) is copied 32 columns at a time, so that the strided
-    reads stay in L1 (the MLP's 256x784 weight: ~200 -> ~65 us)."""
+    matrix (``x @ w.T``'s gradient) is copied by blocks of columns of ~8K elements (at
+    least 32 columns), so that the strided reads stay in L1 (whole-matrix copies against
+    blocks: 256x784 ~180 -> ~70 us, 64x1568 47 -> 33 us)."""
     n = g.size
     buf = _scratch.__dict__.get("grad")
     if buf is None or buf.dtype != g.dtype or buf.size < n:
@@ -97,8 +98,9 @@ def _grad_in_c_order(g):
     flat = buf[:n]
     out = flat.reshape(g.shape)
     if g.ndim == 2 and g.flags.f_contiguous:
-        for j in range(0, g.shape[1], 32):
-            np.copyto(out[:, j:j + 32], g[:, j:j + 32])
+        width = max(32, 8192 // g.shape[0])
+        for j in range(0, g.shape[1], width):
+            np.copyto(out[:, j:j + width], g[:, j:j + width])
     else:
         np.copyto(out, g)
     return flat
