@@ -49,6 +49,14 @@ def _numbers(*values) -> bool:
     return all(v.__class__ in _NUMBER for v in values)
 
 
+def _disjoint(a, b) -> bool:
+    """Whether ``a`` and ``b`` certainly share no memory: two arrays that own their data
+    (the state zeros_like made, a fresh gradient) at once, else NumPy's bounds check."""
+    if a.base is None and b.base is None:
+        return a is not b
+    return not np.may_share_memory(a, b)
+
+
 def _param_arrays(p, grad, state_tensors, dtype):
     """The arrays ``(param, grad, *state)`` of one parameter, flat when all are
     C-contiguous (a gradient of ``x @ w.T`` is not), or None when the plain path does not
@@ -65,10 +73,9 @@ def _param_arrays(p, grad, state_tensors, dtype):
     if not pd.flags.writeable:
         return None
     for a in arrays[2:]:
-        if not a.flags.writeable or np.may_share_memory(a, pd) \
-                or np.may_share_memory(a, gd):
+        if not a.flags.writeable or not _disjoint(a, pd) or not _disjoint(a, gd):
             return None
-    if np.may_share_memory(gd, pd):
+    if not _disjoint(gd, pd):
         return None
     if contiguous:
         return [a.reshape(-1) for a in arrays]
@@ -158,14 +165,14 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
     td = ts[0]
     if td.shape != () or td.dtype.kind != "f" or not td.flags.writeable:
         return False
+    names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad \
+        else ("exp_avg", "exp_avg_sq")
     work = []
     for i, p in zip(indices, group["params"]):
         g = p.grad
         if g is None:
             continue
         state = opt.state[i]
-        names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad \
-            else ("exp_avg", "exp_avg_sq")
         arrays = _param_arrays(p, g, [state[k] for k in names], td.dtype)
         if arrays is None:
             return False
