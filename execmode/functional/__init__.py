@@ -35,6 +35,8 @@ from .arguments import (
     normalize_axis_for,
 )
 from .array_api import (
+    broadcast_arrays,
+    broadcast_shapes,
     empty,
     empty_like,
     moveaxis,
@@ -240,5 +242,5 @@ __all__ = [
     "bitwise_right_shift",
     # the Array API's data type functions (issue 36)
     "finfo", "iinfo", "isdtype", "result_type", "can_cast",
-    "empty", "empty_like", "moveaxis", "vecdot",
+    "empty", "empty_like", "moveaxis", "vecdot", "broadcast_shapes", "broadcast_arrays",
 ]

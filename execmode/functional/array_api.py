@@ -1,15 +1,17 @@
 """Array API functions written over execmode's other functions (issue 36): ``empty``,
-``empty_like``, ``moveaxis`` and ``vecdot``. Each is a composite of primitives, so it
+``empty_like``, ``moveaxis``, ``vecdot``, ``broadcast_shapes`` and ``broadcast_arrays``. Each is a composite of primitives, so it
 traces, differentiates and fuses like the functions it is made of."""
 
 from __future__ import annotations
 
 from ..errors import ArgumentError, ShapeError, op_error
+from ..ops.registry import RuleError
+from ..ops.registry import broadcast_shapes as _broadcast_shapes
 from .arguments import _is_int, _tensor_arg, normalize_axis_for
 from .creation import zeros, zeros_like
 from .elementwise import multiply
 from .reductions import sum  # noqa: A004
-from .shape import permute_dims
+from .shape import broadcast_to, permute_dims
 
 
 def empty(*shape, dtype=None, device=None, requires_grad=False):
@@ -67,3 +69,31 @@ def vecdot(x1, x2, /, *, axis=-1):
         raise op_error(ShapeError, "vecdot", (x1, x2),
                        f"the operands' sizes along axis {axis} differ (or one lacks it)")
     return sum(prod, axis=a)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that ``shapes`` (tuples of ints) broadcast to, by the standard's rules.
+
+    :raises ShapeError: (a ValueError) for shapes that do not broadcast together.
+    """
+    checked = []
+    for shape in shapes:
+        if not isinstance(shape, tuple | list) or not all(_is_int(d) and d >= 0
+                                                           for d in shape):
+            raise op_error(ArgumentError, "broadcast_shapes", (),
+                           f"a shape must be a tuple of non-negative ints, got {shape!r}")
+        checked.append(tuple(int(d) for d in shape))
+    try:
+        return tuple(_broadcast_shapes(*checked))
+    except RuleError as exc:
+        raise op_error(ShapeError, "broadcast_shapes", (), str(exc)) from None
+
+
+def broadcast_arrays(*arrays) -> list:
+    """The tensors broadcast to their common shape (views, as :func:`broadcast_to`)."""
+    tensors = [_tensor_arg("broadcast_arrays", a, arrays) for a in arrays]
+    try:
+        shape = tuple(_broadcast_shapes(*(t.shape for t in tensors)))
+    except RuleError as exc:
+        raise op_error(ShapeError, "broadcast_arrays", tensors, str(exc)) from None
+    return [broadcast_to(t, shape) for t in tensors]

@@ -71,3 +71,21 @@ def test_jit_matches_eager():
     x = em.tensor(X, dtype=em.float32)  # moved to (3, 4, 2): axis -2 has y's 4
     y = em.tensor(np.random.default_rng(2).standard_normal((4, 2)), dtype=em.float32)
     assert_close(em.jit(f)(x, y), f(x, y).numpy())
+
+
+@pytest.mark.parametrize("shapes", [((2, 1), (3,)), ((), (4, 1, 2)), ((0, 3), (1, 3)), ()])
+def test_broadcast_shapes_and_arrays_match_numpy(shapes):
+    assert em.broadcast_shapes(*shapes) == np.broadcast_shapes(*shapes)
+    arrays = [np.arange(int(np.prod(s)), dtype=np.float32).reshape(s) for s in shapes]
+    got = em.broadcast_arrays(*(em.tensor(a, dtype=em.float32) for a in arrays))
+    for g, want in zip(got, np.broadcast_arrays(*arrays)):
+        assert_close(g, want)
+
+
+def test_broadcast_errors():
+    with pytest.raises(em.ShapeError, match="broadcast_shapes"):
+        em.broadcast_shapes((2,), (3,))
+    with pytest.raises(em.ArgumentError, match="broadcast_shapes"):
+        em.broadcast_shapes((2, -1))
+    with pytest.raises(em.ShapeError, match="broadcast_arrays"):
+        em.broadcast_arrays(em.ones((2,)), em.ones((3,)))
