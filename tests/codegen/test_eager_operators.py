@@ -298,8 +298,9 @@ def _python_unary(name):
 
 
 # The unary functions whose ufunc has float32 -> float32 and float64 -> float64 loops.
-C_UNARY = ["abs", "ceil", "cos", "exp", "expm1", "floor", "log", "log1p", "negative",
-           "reciprocal", "sign", "sin", "sqrt", "square", "tanh"]
+C_UNARY = ["abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "exp",
+           "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "positive",
+           "reciprocal", "sign", "sin", "sqrt", "square", "tan", "tanh"]
 
 
 def test_the_unary_functions_with_a_float_loop_have_c_versions():
