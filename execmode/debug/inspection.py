@@ -54,6 +54,9 @@ class Inspection:
                 return {"report": differential_check(plan, self.segment_inputs[id(plan)])}
         except (KeyError, ValueError, IndexError, TypeError, ConditionError) as exc:
             return {"__error__": f"{kind}: {exc}"}
+        except Exception as exc:  # noqa: BLE001 - a fault in answering never ends the script
+            return {"__error__": f"{kind}: {type(exc).__name__}: {exc} (a fault in execmode's "
+                                 "debugger; the script is still paused)"}
         return {"__error__": f"{kind}: not available while paused"}
 
     def _user_frame(self, index):

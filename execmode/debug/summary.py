@@ -189,7 +189,9 @@ def bounded_slice(array, index_text: str, max_elements: int = 1000) -> dict:
 
     index = parse_index(index_text)
     try:
-        part = to_numpy(array[index])
+        part = array[index]
+        # One element of a NumPy array is a NumPy scalar, not an array (CuPy gives 0-d).
+        part = part if isinstance(part, np.generic) else to_numpy(part)
     except (IndexError, TypeError, ValueError) as exc:
         raise ValueError(f"index {index_text} does not fit shape {tuple(array.shape)}: {exc}") \
             from None

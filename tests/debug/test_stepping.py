@@ -86,6 +86,10 @@ def test_inspect_locals_and_slices_while_paused():
         assert y["type"] == "f32[3]" and y["max"] == 6.0 and "histogram" in y
         assert c.inspect("input:0")["min"] == 2.0
         assert c.slice("var:y", "[1:]")["values"] == [4.0, 6.0]
+        # One element of a NumPy array is a NumPy scalar: it killed the script once.
+        assert c.slice("var:y", "[2]") == {"shape": [], "values": [6.0], "truncated": False,
+                                           "text": "6."}
+        assert c.slice("var:y", "0")["values"] == [2.0]
         with pytest.raises(ControllerError, match="no tensor variable"):
             c.inspect("var:nope")
         with pytest.raises(ControllerError, match="bad index"):

@@ -55,8 +55,13 @@ def session_app(path) -> ExecmodeApp:
     return ExecmodeApp(SessionLaunch(str(path)))
 
 
+# Predicates may read plain attributes (a screen's ``inspected``) that no watcher sees.
+POLL_S = 0.05
+
+
 class Waiter:
-    """Awaits conditions on an app: re-checked whenever one of its reactives changes."""
+    """Awaits conditions on an app: re-checked whenever one of its reactives changes, and
+    every ``POLL_S``."""
 
     def __init__(self, pilot, *extra: tuple):
         self.pilot = pilot
@@ -83,8 +88,8 @@ class Waiter:
                 raise AssertionError(f"timed out waiting for {what or predicate}: "
                                      f"state {self.app.run_state}")
             self.changed.clear()
-            try:
-                await asyncio.wait_for(self.changed.wait(), remaining)
+            try:  # a reactive's change wakes it at once; a plain attribute, by the poll
+                await asyncio.wait_for(self.changed.wait(), min(remaining, POLL_S))
             except asyncio.TimeoutError:
                 pass
         await self.pilot.pause()  # let the screens' own watchers and messages run
