@@ -65,7 +65,7 @@ def _profiled(script: Path, env: dict, folder: Path, index: list) -> dict:
         summary = s.summary()
     cost = summary["profiler_cost"]
     return {"wall_ns": summary["wall_ns"], "stated_ns": cost.total_ns or 0,
-            "graph_ns": cost.graph_ns or 0, "graph_runs": cost.graph_runs,
+            "graph_ns": cost.graph_ns or 0, "graph_runs": cost.counts.graph_runs,
             "fixed_ns": (cost.start_ns or 0) + (cost.stop_ns or 0)}
 
 
