@@ -11,10 +11,13 @@ medians), on workloads small enough that the profiler's cost shows:
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
   recorder, twice: as one whole-graph C program (which reads the clock in C) and without
   one (the generated Python replay reads it). Recording adds a clock read per step it
-  times and one per run (execmode/kernel_clock.py): ``kernel_step_ns`` and
-  ``kernel_loop_step_ns`` are the difference per run over those reads, counted from the
-  plan's own clock. With per-run kernel rows (``kernel_rows``), every step runs in the
-  plan's Python loop and sends an event: ``kernel_row_ns`` is that cost per step.
+  times and one per run (execmode/kernel_clock.py), counted from the plan's own clock.
+  The compiled run also has a cost of its own, whatever its steps (the call's path while
+  a listener wants kernel times): a second program of one step separates the two, a
+  cost per run (``kernel_run_ns``) and per clock read (``kernel_step_ns``), the line
+  through the two programs' differences. ``kernel_loop_step_ns`` is the Python loop's
+  difference per clock read. With per-run kernel rows (``kernel_rows``), every step runs
+  in the plan's Python loop and sends an event: ``kernel_row_ns`` is that cost per step.
 
 A report multiplies each by what the session ran (profilers/profiler_cost.py). Negative
 differences (the noise of a fast machine) are stated as 0. ``settled`` is False when some
@@ -56,7 +59,7 @@ def _eager_workload(n: int):
     return run
 
 
-def _graph_workload(calls: int, *, python_loop: bool = False):
+def _graph_workload(calls: int, *, python_loop: bool = False, steps: int = GRAPH_STEPS):
     """(a callable making ``calls`` runs of a jitted function's plan of small compiled
     steps on 16 elements, the plan). As compiled, the plan is one whole-graph program,
     timed in C; with ``python_loop`` its program is set aside and the plan's Python loop
@@ -64,7 +67,7 @@ def _graph_workload(calls: int, *, python_loop: bool = False):
     import execmode as em
 
     def chain(x):
-        for _ in range(GRAPH_STEPS):
+        for _ in range(steps):
             x = em.exp(x - x.max())
         return x
 
@@ -115,6 +118,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
 
     with blas_left_alone():
         graph, program_plan = _graph_workload(graph_calls)
+        short, short_plan = _graph_workload(graph_calls, steps=1)
         loop, loop_plan = _graph_workload(graph_calls, python_loop=True)
     null = _NullListener()
     with tempfile.TemporaryDirectory(prefix="execmode-calibration-") as tmp:
@@ -123,7 +127,8 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         rec.start()
         instrument.remove_listener(rec)
         attached = {"none": (), "null": (null,), "recorder": (rec,),
-                    "graph": (), "graph recorded": (rec,), "loop": (), "loop recorded": (rec,)}
+                    "graph": (), "graph recorded": (rec,), "short": (), "short recorded": (rec,),
+                    "loop": (), "loop recorded": (rec,)}
 
         def before_round(name):
             for listener in instrument.listeners():
@@ -141,12 +146,14 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         try:
             spreads = measure.measure(
                 {"none": eager, "null": eager, "recorder": recorded_eager, "graph": graph,
-                 "graph recorded": graph, "loop": loop, "loop recorded": loop},
+                 "graph recorded": graph, "short": short, "short recorded": short,
+                 "loop": loop, "loop recorded": loop},
                 rounds=ROUNDS, calls=1, warmup=1, before_round=before_round)
         finally:
             before_round("none")
             rec.close()
         reads = {"graph": _clock_reads_per_run(program_plan),
+                 "short": _clock_reads_per_run(short_plan),
                  "loop": _clock_reads_per_run(loop_plan)}
     # Numbers from a crowded machine or disagreeing rounds are used for this session and
     # not kept for later ones (calibration_cache.py).
@@ -155,9 +162,14 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     per_op = {name: spreads[name].median / (2 * rounds_of_two)
               for name in ("none", "null", "recorder")}
     per_run = {name: spreads[name].median / graph_calls
-               for name in ("graph", "graph recorded", "loop", "loop recorded")}
-    per_read = {path: max(0.0, per_run[f"{path} recorded"] - per_run[path]) / reads[path]
-                for path in ("graph", "loop")}
+               for name in ("graph", "graph recorded", "short", "short recorded", "loop",
+                            "loop recorded")}
+    added = {path: max(0.0, per_run[f"{path} recorded"] - per_run[path])
+             for path in ("graph", "short", "loop")}
+    per_read = {"loop": added["loop"] / reads["loop"],
+                "graph": max(0.0, (added["graph"] - added["short"])
+                             / max(1, reads["graph"] - reads["short"]))}
+    compiled_run = max(0.0, added["short"] - per_read["graph"] * reads["short"])
     return {
         "ops": 2 * rounds_of_two,
         "rounds": ROUNDS,
@@ -172,6 +184,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         # kernel rows, per step of the plan's step-by-step loop with its event.
         **({"kernel_row_ns": round(per_read["graph"])} if kernel_rows else
            {"kernel_step_ns": round(per_read["graph"]),
+            "kernel_run_ns": round(compiled_run),
             "kernel_loop_step_ns": round(per_read["loop"])}),
         "load_average": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "settled": not unsettled,

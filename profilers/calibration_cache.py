@@ -47,7 +47,8 @@ FIELDS = {"ops": int, "rounds": int, "no_listener_ns": int, "null_listener_ns": 
           "graph_run_ns": int, "graph_steps": int, "load_average": (float, int, type(None)),
           "settled": bool, "memory": bool, "summaries": bool, "kernel_rows": bool}
 # The graph-mode fields, by the kernel_rows option: per-step costs either way.
-GRAPH_FIELDS = {False: ("kernel_step_ns", "kernel_loop_step_ns"), True: ("kernel_row_ns",)}
+GRAPH_FIELDS = {False: ("kernel_step_ns", "kernel_run_ns", "kernel_loop_step_ns"),
+                True: ("kernel_row_ns",)}
 # Modules whose code is what calibration times (their edits invalidate the stored numbers).
 MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source",
                     "execmode.profilers.recorder", "execmode.profilers.writer",

@@ -85,12 +85,15 @@ def _graph_ns(calibration: dict, c) -> int | None:
         per_row = _number(calibration.get("kernel_row_ns"))
         return round(per_row * c.kernel_rows) if per_row is not None else None
     compiled = _number(calibration.get("kernel_step_ns"))
+    compiled_run = _number(calibration.get("kernel_run_ns"))
     in_python = _number(calibration.get("kernel_loop_step_ns"))
-    if compiled is None or in_python is None:
+    if compiled is None or compiled_run is None or in_python is None:
         return None
-    reads_compiled = (c.kernel_calls - c.loop_calls) + (c.graph_runs - c.loop_runs)
+    runs_compiled = c.graph_runs - c.loop_runs
+    reads_compiled = (c.kernel_calls - c.loop_calls) + runs_compiled
     reads_python = c.loop_calls + c.loop_runs
-    return round(compiled * reads_compiled + in_python * reads_python)
+    return round(compiled * reads_compiled + compiled_run * runs_compiled
+                 + in_python * reads_python)
 
 
 def _number(value):

@@ -93,17 +93,18 @@ def test_a_view_step_allocates_nothing_and_a_new_buffer_its_bytes(tmp_path):
 
 
 def test_the_stated_cost_multiplies_the_calibration_by_the_counts():
-    calibration = {"overhead_ns": 800, "kernel_step_ns": 20, "kernel_loop_step_ns": 300,
-                   "settled": True}
+    calibration = {"overhead_ns": 800, "kernel_step_ns": 20, "kernel_run_ns": 150,
+                   "kernel_loop_step_ns": 300, "settled": True}
     meta = {"recorder_cost_ns": {"start": 5_000_000, "stop": 100_000, "events": 2_000}}
     # 1000 eager ops; 300 kernel runs (60 timed in Python) in 100 graph runs (20 in Python)
     counts = CostCounts(1000, 300, 60, 100, 20, 0)
     cost = profiler_cost(calibration, counts, meta)
     assert cost.eager_ns == 800_000 and cost.events_ns == 2_000
-    assert cost.graph_ns == 20 * (240 + 80) + 300 * (60 + 20)
+    # per clock read (compiled and in Python), plus per compiled run
+    assert cost.graph_ns == 20 * (240 + 80) + 150 * 80 + 300 * (60 + 20)
     assert cost.total_ns == 800_000 + cost.graph_ns + 2_000
     text = cost.text(10_000_000)
-    assert "8.3% of wall time" in text and "300 kernel runs in 100 graph runs" in text
+    assert "8.4% of wall time" in text and "300 kernel runs in 100 graph runs" in text
     assert "to start" in text and "busy" not in text
     rows = profiler_cost({"overhead_ns": 800, "kernel_row_ns": 3000, "kernel_rows": True},
                          CostCounts(10, 300, 0, 100, 0, 300), {})
