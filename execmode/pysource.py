@@ -17,6 +17,9 @@ ast_lock = threading.RLock()
 
 def define(source: str, filename: str, namespace: dict) -> dict:
     """Run generated ``source`` in ``namespace`` (which receives its definitions)."""
+    # Warnings raised in generated code (NumPy's float warnings) are execmode's, silenced
+    # as eager ops' are (dispatch.py's filter matches the module name).
+    namespace.setdefault("__name__", "execmode.generated")
     with ast_lock:
         code = compile(source, filename, "exec")
     exec(code, namespace)  # noqa: S102 - our own generated source

@@ -400,3 +400,18 @@ def test_unsupported_result_dtype_says_the_same_in_both_modes():
     jitted = _error_of(em.jit(em.square), flags)
     assert type(eager) is type(jitted) is em.DTypeError
     assert _without_line(eager) == _without_line(jitted)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_nan_made_in_a_numpy_step_warns_as_eagerly_does_not(backend):
+    """acosh has no C kernel: under jit it is a NumPy step, which the generated replay
+    ran as code of no module, so NumPy's "invalid value" warning escaped execmode's filter
+    on the replays while the eager op stayed silent."""
+    x = em.tensor([0.5, 2.0])
+    f = em.jit(lambda t: em.acosh(t) * 2.0, backend=backend)
+    with warnings.catch_warnings(record=True) as caught:
+        eager = em.acosh(x) * 2.0
+        results = [f(x) for _ in range(4)]  # the trace, then replays
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+    for r in results:
+        np.testing.assert_array_equal(r.numpy(), eager.numpy())
