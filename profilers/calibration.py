@@ -192,7 +192,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         "graph_steps": reads["graph"] - 1,
         # Per clock read (a timed step, or a run's end): compiled code, or Python; with
         # kernel rows, per step of the plan's step-by-step loop with its event.
-        **({"kernel_row_ns": round(per_read["graph"])} if kernel_rows else
+        **({"kernel_row_ns": round(added["graph"] / reads["graph"])} if kernel_rows else
            {"kernel_step_ns": round(per_read["graph"]),
             "kernel_run_ns": round(compiled_run),
             "kernel_loop_step_ns": round(per_read["loop"])}),
