@@ -6,8 +6,9 @@ Identity, Flatten), token ids (Embedding, MultiheadAttention with residuals, RNN
 TransformerEncoderLayer, LayerNorm, RMSNorm, Linear, Dropout, then a mean over the
 sequence), 1-d signals (Conv1d, ConvTranspose1d, BatchNorm1d, GroupNorm, MaxPool1d,
 AvgPool1d, adaptive pools, Dropout1d) and 2-d images (the same in 2-d), each ending in a
-Linear head. Not drawn: LazyLinear (jit refuses it until a dry run, by design), the
-loss modules (the losses are the functional ones), LBFGS (it needs a closure).
+Linear head. Not drawn: LazyLinear (its first call under jit makes its parameters
+eagerly, as PyTorch's dynamo does; tests/torch_front has its twins), the loss modules (the
+losses are the functional ones), LBFGS (it needs a closure).
 """
 
 from __future__ import annotations
