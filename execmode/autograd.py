@@ -136,15 +136,7 @@ def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
             in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
             ran.append(node)
             for x, gx in zip(node.inputs, in_grads):
-                if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
-                    continue
-                if gx.dtype != x.dtype:
-                    gx = F.astype(gx, x.dtype)
-                if x._grad_fn is None:
-                    _accumulate(x, gx)
-                else:
-                    prev = grads.get(id(x))
-                    grads[id(x)] = gx if prev is None else prev + gx
+                _send(x, gx, grads)
         if not retain_graph:
             for item in ran:
                 if item.saves_for_backward if isinstance(item, MultiOutputOp) \
@@ -153,7 +145,8 @@ def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
 
 
 def _send(x, gx, grads: dict) -> None:
-    """One contribution ``gx`` to ``x``'s gradient, as the walk above adds it."""
+    """One contribution ``gx`` to ``x``'s gradient: a leaf's ``.grad`` at once, an inner
+    tensor's summed in ``grads`` until its node runs."""
     if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
         return
     if gx.dtype != x.dtype:
