@@ -57,6 +57,21 @@ def _disjoint(a, b) -> bool:
     return not np.may_share_memory(a, b)
 
 
+def _group_work(opt, group, indices, names, dtype):
+    """[(param, its state, its arrays)] for the group's params with a gradient, the state
+    tensors named ``names``; None when one of them cannot take the plain path."""
+    work = []
+    for i, p in zip(indices, group["params"]):
+        if p.grad is None:
+            continue
+        state = opt.state[i]
+        arrays = _param_arrays(p, p.grad, [state[k] for k in names], dtype)
+        if arrays is None:
+            return None
+        work.append((p, state, arrays))
+    return work
+
+
 def _param_arrays(p, grad, state_tensors, dtype):
     """The arrays ``(param, grad, *state)`` of one parameter, flat when all are
     C-contiguous (a gradient of ``x @ w.T`` is not), or None when the plain path does not
@@ -167,16 +182,9 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
         return False
     names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad \
         else ("exp_avg", "exp_avg_sq")
-    work = []
-    for i, p in zip(indices, group["params"]):
-        g = p.grad
-        if g is None:
-            continue
-        state = opt.state[i]
-        arrays = _param_arrays(p, g, [state[k] for k in names], td.dtype)
-        if arrays is None:
-            return False
-        work.append((p, state, arrays))
+    work = _group_work(opt, group, indices, names, td.dtype)
+    if work is None:
+        return False
     # Every check passed: now write. t = t + 1; bias_k = 1 - beta_k ** t (0-d, as the ops).
     td[...] = np.add(td, 1)
     mark_modified(step)
@@ -252,16 +260,9 @@ def rmsprop_group(opt, group: dict, indices: list[int]) -> bool:
         return False
     names = ["square_avg"] + (["grad_avg"] if centered else []) \
         + (["momentum_buffer"] if momentum else [])
-    work = []
-    for i, p in zip(indices, group["params"]):
-        g = p.grad
-        if g is None:
-            continue
-        state = opt.state[i]
-        arrays = _param_arrays(p, g, [state[k] for k in names], td.dtype)
-        if arrays is None:
-            return False
-        work.append((p, state, arrays))
+    work = _group_work(opt, group, indices, names, td.dtype)
+    if work is None:
+        return False
     td[...] = np.add(td, 1)  # t = t + 1 (counted, not used)
     mark_modified(step)
     dt = td.dtype
