@@ -11,6 +11,9 @@
 set -uo pipefail
 out="${OUT:-/tmp}"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+# The kernel cache's default folder comes from platformdirs, which --no-deps leaves out
+# (the device image has none): a folder of this run's own instead.
+export EXECMODE_CACHE_DIR="${EXECMODE_CACHE_DIR:-$(mktemp -d /tmp/execmode-cache-XXXXXX)}"
 py="${PYTHON:-python3}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 "$py" -c "import sys, numpy, cupy; print(sys.version.split()[0], 'numpy', numpy.__version__, 'cupy', cupy.__version__)"
