@@ -7,6 +7,10 @@ The measured cost is the difference of the two medians; the stated one is the se
 median. "stated/measured" is printed, and judged against the goal (within 25%) only when
 the two walls' spreads separate: a cost smaller than the rounds' own spread is undecided.
 Kernel caches are warm (one untimed run of each first): compiling is not the profiler's.
+Every run does the same work: the examples size their timing rounds by time, so the first,
+untimed run's sizes are replayed by the others (EXECMODE_MEASURE_SIZES,
+profilers/measure_sizes.py); a recorded run would otherwise make fewer, slower calls in
+about the same wall time.
 
 The jitted MLP (scripts/jitted_mlp.py) times its own calls in both processes: the goal is
 a profiled call at most 1.3x a plain one, and the stated cost per call within 30% of the
@@ -78,7 +82,12 @@ def _run(command: list, env: dict) -> None:
 
 def compare_example(script: Path, rounds: int, env: dict, folder: Path) -> dict:
     index = [0]
-    _plain(script, env, folder)  # warm the kernel and calibration caches
+    # Examples time themselves in rounds sized by time: a recorded run would make fewer
+    # calls. Every run makes the calls of the first, untimed one (measure_sizes.py).
+    sizes = folder / f"{script.stem}-sizes.jsonl"
+    sizes.unlink(missing_ok=True)
+    env = env | {"EXECMODE_MEASURE_SIZES": str(sizes)}
+    _plain(script, env, folder)  # warm the kernel and calibration caches; sizes the rounds
     _profiled(script, env, folder, index)
     busy: dict = {}
     results = measure.run_interleaved(

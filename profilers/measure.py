@@ -39,6 +39,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from execmode.profilers import measure_sizes
+
 MIN_ROUNDS = 5
 DEFAULT_ROUNDS = 7
 # The middle half of a side's rounds may span at most this fraction of its median before
@@ -166,13 +168,21 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
     queued (a GPU stream) belongs to the round that queued it.
     """
     names = list(candidates)
-    per_round = {}
-    for name in names:
+    per_round, warmed = {}, {}
+    # A run compared with another run of the same script makes that run's calls
+    # (measure_sizes.py); None: sized here, by time.
+    sizes = measure_sizes.current()
+    written = sizes.take(names) if sizes is not None else None
+    for i, name in enumerate(names):
         fn = candidates[name]
         if before_round is not None:
             before_round(name)
-        one = _warm_up(fn, warmup, round_s, sync)
-        per_round[name] = int(calls) if calls else _calls_for(one, round_s)
+        count = written["warmup"][i] if written else None
+        one, warmed[name] = _warm_up(fn, warmup, round_s, sync, count)
+        per_round[name] = (written["calls"][i] if written else
+                           int(calls) if calls else _calls_for(one, round_s))
+    if sizes is not None and written is None:
+        sizes.put(names, [warmed[n] for n in names], [per_round[n] for n in names])
     samples: dict = {name: [] for name in names}
     runnable: dict = {name: [] for name in names}
     waited: dict = {name: [] for name in names}
@@ -201,20 +211,21 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
             for name in names}
 
 
-def _warm_up(fn, warmup: int, round_s: float, sync) -> float:
-    """Run ``fn`` at least ``warmup`` + 1 times and for about a round; the ns of the
-    median call after the first. The first is left out (a jit's first call compiles), and
-    the median, not the mean: one call stalled by another process must not size every
-    round to a single call."""
+def _warm_up(fn, warmup: int, round_s: float, sync, count: int | None = None) -> tuple:
+    """Run ``fn`` at least ``warmup`` + 1 times and for about a round (or exactly
+    ``count`` times); (the ns of the median call after the first, the calls made). The
+    first is left out (a jit's first call compiles), and the median, not the mean: one
+    call stalled by another process must not size every round to a single call."""
     times, spent = [], 0
-    while len(times) < max(int(warmup), 1) + 1 or (spent < round_s * 1e9 and len(times) < 1000):
+    while (len(times) < count if count is not None else
+           len(times) < max(int(warmup), 1) + 1 or (spent < round_s * 1e9 and len(times) < 1000)):
         t0 = _perf_ns()
         fn()
         if sync is not None:
             sync()
         times.append(_perf_ns() - t0)
         spent += times[-1]
-    return _quantile(sorted(times[1:]), 0.5)
+    return _quantile(sorted(times[1:] or times), 0.5), len(times)
 
 
 def run_interleaved(candidates: dict, *, rounds: int = DEFAULT_ROUNDS,
