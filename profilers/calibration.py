@@ -10,6 +10,12 @@ medians), on workloads small enough that the profiler's cost shows:
   only where the process has one CPU (with a second, the writer commits while the script
   runs on).
   ``overhead_ns = recorder_ns - no_listener_ns`` is what recording adds to an eager op;
+  ``op_path_ns`` is the same by the path the op takes to the recorder (OP_PATHS: a C or
+  a Python operator, a C unary function, run_eager), each path pinned in its rounds
+  (codegen/eager_operators.pin): run_eager's ops cost about twice a C operator's, and a
+  script's ops take the Python operators until they are hot. ``site_ns`` is what an op
+  adds the first time its site (op, operands, line) is seen: the ring registers it and
+  the writer formats it, once;
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
   recorder, twice: as one whole-graph C program (which reads the clock in C) and without
   one (the generated Python replay reads it). Recording adds a clock read per step it
@@ -58,6 +64,59 @@ def _eager_workload(n: int):
         for _ in range(n):
             a + b
             exp(a)
+    return run
+
+
+# Eager ops cost the recorder differently by the way they reach it, and the op ring counts
+# each way (op_ring.c's ``counted``): (entry, execmode's Python frames passed). Each is
+# measured here on the path that takes it: C operators; Python operators (before a
+# script's operators are hot); C unary functions; run_eager and Python unary functions.
+# ``native``: with the C operators and unary functions in.
+OP_PATHS = {("binary", 0): ("operator", True), ("binary", 1): ("operator", False),
+            ("general", 1): ("unary", True), ("general", 2): ("general", False)}
+
+
+def _path_workload(kind: str, n: int):
+    """A callable running ``n`` rounds of two ops of one path (OP_PATHS)."""
+    import execmode as em
+
+    a, b, x, exp, matmul = em.ones(16), em.ones(16), em.ones((2, 2)), em.exp, em.matmul
+
+    def operator():
+        for _ in range(n):
+            a + b
+            b * a
+
+    def unary():
+        for _ in range(n):
+            exp(a)
+            exp(b)
+
+    def general():  # run_eager's op and a Python unary function's
+        for _ in range(n):
+            matmul(x, x)
+            exp(a)
+    return {"operator": operator, "unary": unary, "general": general}[kind]
+
+
+SITES = 200
+
+
+def _site_workload(n: int):
+    """A callable running ``n`` operators, each on arrays of a shape no op had before: in
+    a recording, each is a new site (op, operands, line) that the ring registers and the
+    writer formats once. Its tensors are made without an op."""
+    import itertools
+
+    import numpy as np
+    from execmode.dispatch import plain_tensor
+
+    sizes = itertools.count(SITES)
+
+    def run():
+        for _ in range(n):
+            t = plain_tensor(np.ones(next(sizes), np.float32))
+            t + t
     return run
 
 
@@ -122,6 +181,14 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         graph, program_plan = _graph_workload(graph_calls)
         short, short_plan = _graph_workload(graph_calls, steps=1)
         loop, loop_plan = _graph_workload(graph_calls, python_loop=True)
+    paths = {f"{entry}{frames}": (_path_workload(kind, rounds_of_two), native)
+             for (entry, frames), (kind, native) in OP_PATHS.items()}
+    # New sites, on the Python operators' path (binary1), whose cost per op is known.
+    paths["sites"] = (_site_workload(SITES), False)
+    from execmode._tensor import Tensor
+    from execmode.codegen import eager_operators
+
+    restore_operators = eager_operators.snapshot(Tensor)
     null = _NullListener()
     # With a second CPU the recorder's writer thread commits rows while the script runs
     # on: what recording adds to the script's wall time is its own thread's work and the
@@ -137,16 +204,30 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         instrument.remove_listener(rec)
         attached = {"none": (), "null": (null,), "recorder": (rec,),
                     "graph": (), "graph recorded": (rec,), "short": (), "short recorded": (rec,),
-                    "loop": (), "loop recorded": (rec,)}
+                    "loop": (), "loop recorded": (rec,),
+                    **{f"{path} plain": () for path in paths},
+                    **{f"{path} recorded": (rec,) for path in paths}}
+        native_in = {}
 
         def before_round(name):
             for listener in instrument.listeners():
                 instrument.remove_listener(listener)
+            restore_operators()
+            path = name.split(" ")[0]
+            if path in paths:
+                native_in[path] = eager_operators.pin(Tensor, paths[path][1])
             # Rows queued by earlier rounds (kernel rows, the ring's) are written now, not
             # charged to the next recorded round.
             rec.flush()
             for listener in attached[name]:
                 instrument.add_listener(listener)
+
+        def recorded_path(run):
+            def recorded():
+                run()
+                if not writer_runs_beside:
+                    rec.flush()
+            return recorded
 
         def recorded_eager():  # the writer's commits belong to the rounds they hold rows of
             eager()
@@ -157,7 +238,9 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
             spreads = measure.measure(
                 {"none": eager, "null": eager, "recorder": recorded_eager, "graph": graph,
                  "graph recorded": graph, "short": short, "short recorded": short,
-                 "loop": loop, "loop recorded": loop},
+                 "loop": loop, "loop recorded": loop,
+                 **{f"{path} plain": run for path, (run, _) in paths.items()},
+                 **{f"{path} recorded": recorded_path(run) for path, (run, _) in paths.items()}},
                 rounds=ROUNDS, calls=1, warmup=1, before_round=before_round)
         finally:
             before_round("none")
@@ -174,6 +257,13 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     per_run = {name: spreads[name].median / graph_calls
                for name in ("graph", "graph recorded", "short", "short recorded", "loop",
                             "loop recorded")}
+    # A path whose C version could not be built here is never taken: not stated.
+    op_path_ns = {path: (max(0, round((spreads[f"{path} recorded"].median
+                                       - spreads[f"{path} plain"].median) / (2 * rounds_of_two)))
+                         if native_in.get(path, False) == native else None)
+                  for path, (_, native) in paths.items() if path != "sites"}
+    site_ns = max(0, round((spreads["sites recorded"].median - spreads["sites plain"].median)
+                           / SITES - (op_path_ns["binary1"] or 0)))
     added = {path: max(0.0, per_run[f"{path} recorded"] - per_run[path])
              for path in ("graph", "short", "loop")}
     per_read = {"loop": added["loop"] / reads["loop"],
@@ -188,6 +278,10 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         "recorder_ns": round(per_op["recorder"]),
         "instrumentation_ns": max(0, round(per_op["null"] - per_op["none"])),
         "overhead_ns": max(0, round(per_op["recorder"] - per_op["none"])),
+        # What recording adds to an op by its path (OP_PATHS' keys as "binary0" ...).
+        "op_path_ns": op_path_ns,
+        # What a new site adds (registered by the ring, formatted by the writer), per site.
+        "site_ns": site_ns,
         "graph_run_ns": round(per_run["graph"]),
         "graph_steps": reads["graph"] - 1,
         # Per clock read (a timed step, or a run's end): compiled code, or Python; with

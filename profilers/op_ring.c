@@ -150,6 +150,7 @@ typedef struct {
     unsigned long main_ident;
     /* counters */
     Py_ssize_t declined;        /* ops handed back to the Python path */
+    Py_ssize_t recorded[2][3];  /* ops recorded by [binary, general][frames skipped] */
     /* the writer's connection */
     sqlite3 *db;
     sqlite3_stmt *insert;       /* one row */
@@ -1244,6 +1245,17 @@ on_main_thread(OpRing *self)
     return PyThread_get_thread_ident() == self->main_ident;
 }
 
+/* ``result`` of record(), counting the ops recorded by entry (0: binary, 1: general) and
+ * by frames skipped (how many of execmode's Python frames the call came through: its cost
+ * differs by that, and the calibration measures each kind: profilers/calibration.py). */
+static PyObject *
+counted(OpRing *self, int entry, int skip, PyObject *result)
+{
+    if (result == Py_True)
+        self->recorded[entry][skip]++;
+    return result;
+}
+
 /* binary(name, a, b, out, t0, skip=1): the operators' path (a, out: ndarrays; b: an
  * ndarray or a Python number). bytes = out.nbytes, as that path counts them. skip: the
  * frames from the caller's out to the operator's caller (1 from the Python operator, whose
@@ -1276,8 +1288,9 @@ OpRing_binary(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
     static PyObject *no_attrs;
     if (no_attrs == NULL && (no_attrs = PyDict_New()) == NULL)
         return NULL;
-    return record(self, &k, name, inputs, 2, out, no_attrs, args[4],
-                  (int64_t)PyArray_NBYTES((PyArrayObject *)out), (int)skip);
+    return counted(self, 0, (int)skip,
+                   record(self, &k, name, inputs, 2, out, no_attrs, args[4],
+                          (int64_t)PyArray_NBYTES((PyArrayObject *)out), (int)skip));
 decline:
     self->declined++;
     Py_RETURN_FALSE;
@@ -1327,7 +1340,8 @@ OpRing_general(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
     put_array(&k, (PyArrayObject *)out);
     int64_t nbytes = PyArray_BASE((PyArrayObject *)out) == NULL
         ? (int64_t)PyArray_NBYTES((PyArrayObject *)out) : 0;
-    return record(self, &k, name, operands, n, out, attrs, args[4], nbytes, (int)skip);
+    return counted(self, 1, (int)skip,
+                   record(self, &k, name, operands, n, out, attrs, args[4], nbytes, (int)skip));
 decline:
     self->declined++;
     Py_RETURN_FALSE;
@@ -1790,9 +1804,13 @@ OpRing_write(OpRing *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 OpRing_stats(OpRing *self, PyObject *Py_UNUSED(ignored))
 {
-    return Py_BuildValue("{s:n,s:n,s:K,s:O}", "sites", self->nsites, "declined",
-                         self->declined, "capacity", (unsigned long long)self->capacity,
-                         "writer", self->db != NULL ? Py_True : Py_False);
+    Py_ssize_t (*r)[3] = self->recorded;
+    return Py_BuildValue("{s:n,s:n,s:K,s:O,s:{s:(nnn),s:(nnn)}}", "sites", self->nsites,
+                         "declined", self->declined,
+                         "capacity", (unsigned long long)self->capacity,
+                         "writer", self->db != NULL ? Py_True : Py_False,
+                         "recorded", "binary", r[0][0], r[0][1], r[0][2],
+                         "general", r[1][0], r[1][1], r[1][2]);
 }
 
 /* --- the type ----------------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 """What recording a session cost the script, stated from its calibration and its counts.
 
 The calibration (calibration.py) measured, on this machine and code, what the recorder
-adds to one eager op, to one clock read of compiled code (a step or a run's end, in a
+adds to one eager op on each of the paths an op can take to it (the op ring counts the
+session's ops by path) and to an op's first run at a new site (its sites counted too), to one clock read of compiled code (a step or a run's end, in a
 whole-graph program or the fast entry), to one clock read in Python (the plan's loops, the
 generated replay) and, with per-run kernel rows, to one step run through the plan's loop
 with its event. The session knows how many of each ran (store_queries.cost_counts). Their
@@ -72,12 +73,37 @@ class ProfilerCost:
 
 def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
     """``counts``: store_queries.CostCounts of the session."""
-    per_op = _number(calibration.get("overhead_ns"))
-    eager_ns = round(per_op * counts.ops) if per_op is not None else None
+    recorded = meta.get("recorded") or {}
+    eager_ns = _eager_ns(calibration, counts.ops, recorded.get("ring_ops"))
+    site_ns, sites = _number(calibration.get("site_ns")), _number(recorded.get("ring_sites"))
+    if eager_ns is not None and site_ns is not None and sites:
+        eager_ns += round(site_ns * sites)
     fixed = meta.get("recorder_cost_ns") or {}
     return ProfilerCost(counts, eager_ns, _graph_ns(calibration, counts),
                         _int(fixed.get("events")), _int(fixed.get("start")),
                         _int(fixed.get("stop")), calibration.get("settled") is not False)
+
+
+def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:
+    """The ring's ops at the cost of their path (calibration.OP_PATHS), the others (the
+    Python path: other threads, GPU arrays, no ring) at the costliest measured path's;
+    without counts by path (older sessions), every op at the calibration's mean."""
+    per_op = _number(calibration.get("overhead_ns"))
+    by_path = calibration.get("op_path_ns")
+    if not isinstance(ring_ops, dict) or not isinstance(by_path, dict):
+        return round(per_op * ops) if per_op is not None else None
+    measured = [v for v in map(_number, by_path.values()) if v is not None]
+    slowest = max(measured, default=per_op)
+    if slowest is None:
+        return None
+    total, counted = 0.0, 0
+    for entry, by_frames in ring_ops.items():
+        for frames, n in enumerate(by_frames):
+            if n:
+                cost = _number(by_path.get(f"{entry}{frames}"))
+                total += n * (cost if cost is not None else slowest)
+                counted += n
+    return round(total + max(0, ops - counted) * slowest)
 
 
 def _graph_ns(calibration: dict, c) -> int | None:

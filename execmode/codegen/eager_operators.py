@@ -128,6 +128,31 @@ def unary_function(ext, entry, tensor_class, flags):
         return None
 
 
+def snapshot(tensor_class):
+    """A callable that puts the operators, the unary functions and the hot count back as
+    they are now (the profiler's calibration pins each path in turn with :func:`pin`)."""
+    operators = {name: tensor_class.__dict__[name] for name in operator_names()}
+    unary = {name: entry[0] for name, entry in dispatch.UNARY_FUNCTIONS.items()}
+    emit_unary, until_hot = dispatch._emit_unary, dispatch._until_hot
+
+    def restore() -> None:
+        for name, operator in operators.items():
+            setattr(tensor_class, name, operator)
+        for name, first in unary.items():
+            dispatch.UNARY_FUNCTIONS[name][0] = first
+        dispatch._emit_unary, dispatch._until_hot = emit_unary, until_hot
+    return restore
+
+
+def pin(tensor_class, native: bool) -> bool:
+    """The C operators and unary functions (``native``) or the Python ones, kept until a
+    :func:`snapshot`'s restore: calls no longer count toward replacing them. Returns
+    whether the C ones are in (False also when they cannot be built here)."""
+    installed = install(tensor_class, native=native)
+    dispatch._until_hot = 1 << 62
+    return installed
+
+
 def reset(tensor_class) -> None:
     """The operators as the engine installs them, counting from zero again (for tests)."""
     dispatch._until_hot = dispatch.HOT_CALLS

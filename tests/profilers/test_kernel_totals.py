@@ -184,3 +184,23 @@ def test_the_json_and_csv_exports_carry_the_kernel_sums(tmp_path):
     with open(table, newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["kernel"] for r in rows] == [k["kernel"] for k in data["kernel_totals"]]
+
+
+def test_eager_ops_are_stated_by_the_path_they_took_and_their_new_sites():
+    calibration = {"overhead_ns": 400, "site_ns": 2_000,
+                   "op_path_ns": {"binary0": 300, "binary1": 400, "general1": 350,
+                                  "general2": 600}}
+    meta = {"recorded": {"ring_ops": {"binary": [10, 20, 0], "general": [0, 30, 40]},
+                         "ring_sites": 5}}
+    # 100 ops: 100 in the ring, none on the Python path
+    cost = profiler_cost(calibration, CostCounts(100, 0, 0, 0, 0, 0), meta)
+    assert cost.eager_ns == 10 * 300 + 20 * 400 + 30 * 350 + 40 * 600 + 5 * 2_000
+    # 10 more ops took the Python path (another thread): at the costliest path's cost
+    more = profiler_cost(calibration, CostCounts(110, 0, 0, 0, 0, 0), meta)
+    assert more.eager_ns == cost.eager_ns + 10 * 600
+    # a path the calibration could not measure here (no C operators) at the costliest too
+    no_c = dict(calibration, op_path_ns=dict(calibration["op_path_ns"], binary0=None))
+    assert profiler_cost(no_c, CostCounts(100, 0, 0, 0, 0, 0), meta).eager_ns \
+        == cost.eager_ns + 10 * (600 - 300)
+    # a session without counts by path (older, or no ring): every op at the mean
+    assert profiler_cost(calibration, CostCounts(100, 0, 0, 0, 0, 0), {}).eager_ns == 40_000

@@ -106,10 +106,13 @@ def _contents(path) -> dict:
     finally:
         conn.close()
     with open_session(path) as s:
-        recorded = {k: v for k, v in s.meta["recorded"].items() if k != "op_path"}
+        # Which path took the ops, and the ring's counts of them by path, differ by path.
+        recorded = {k: v for k, v in s.meta["recorded"].items()
+                    if k not in ("op_path", "ring_ops", "ring_sites")}
+        ring_counts = (s.meta["recorded"].get("ring_ops"), s.meta["recorded"].get("ring_sites"))
     return {"ops": [(seq - first, *rest) for seq, *rest in ops], "memory": memory,
             "meta": meta, "recorded": recorded, "events": events, "kernels": kernels,
-            "locations": sorted(locations)}
+            "locations": sorted(locations), "ring_counts": ring_counts}
 
 
 @contextlib.contextmanager
@@ -134,11 +137,19 @@ def test_both_paths_store_the_same_session(tmp_path, monkeypatch, ring, operator
     with _operators(operators):  # the C operators hand ops to the ring or to Python
         stats = _record(tmp_path / "ring.emsession", monkeypatch, ring=ring)
     native_ = _contents(tmp_path / "ring.emsession")
+    ring_ops, ring_sites = native_.pop("ring_counts")
+    assert python.pop("ring_counts") == (None, None)  # no ring: no counts by its paths
     assert native_ == python
     if ring == "off":
         return
     # Both paths were taken: the ring recorded most ops and declined the odd ones.
     assert stats[0]["sites"] >= 10 and stats[0]["declined"] >= 3
+    # The ring counted what it recorded, by entry and by execmode's frames passed: the
+    # operators from C pass none, from Python one; run_eager's ops two.
+    assert ring_sites == stats[0]["sites"]
+    assert stats[0]["recorded"] == {entry: tuple(n) for entry, n in ring_ops.items()}
+    assert sum(map(sum, ring_ops.values())) + stats[0]["declined"] == len(python["ops"])
+    assert ring_ops["binary"][0 if operators == "c" else 1] > 0 and ring_ops["general"][2] > 0
     ops = python["ops"]
     assert len(ops) > 30 and any(row[-1] == 1 for row in ops)  # the worker's op
     assert {row[2] for row in ops} >= {"", "block/inner", "softmax"}
