@@ -109,8 +109,7 @@ TORCH_HINTS = {
     "hub": "torch.hub (downloads) is not supported; build the model and load_state_dict",
     "multiprocessing": "torch.multiprocessing is not supported; DataLoader loads in the "
                        "main process",
-    "distributed": "execmode.torch.distributed has PyTorch's names and refuses them "
-                   "(one process only)",
+    "distributed": "execmode.torch.distributed (execmode.distributed): collectives over MPI",
 }
 
 # torch.nn / em.nn, torch.nn.functional, torch.optim names with a better answer than
@@ -118,8 +117,8 @@ TORCH_HINTS = {
 NN_HINTS = {
     "DataParallel": "in execmode.torch.nn (import execmode.torch.nn as nn): the module "
                     "itself on the one device execmode uses",
-    "DistributedDataParallel": "not supported: execmode.torch runs one process "
-                               "(execmode.torch.nn.parallel has the name, and refuses)",
+    "DistributedDataParallel": "in execmode.torch.nn (import execmode.torch.nn as nn): "
+                               "one replica per process over execmode.distributed",
 }
 FUNCTIONAL_HINTS: dict[str, str] = {}
 OPTIM_HINTS: dict[str, str] = {}
@@ -139,7 +138,7 @@ set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state sh
 std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
 arctan arctan2 bincount cdist cosine_similarity cumprod diag diff dist fix fmod
 lerp masked_select nan_to_num searchsorted trace tril_indices triu_indices unique
-distributed linalg onnx
+linalg onnx
 """.split())
 
 # Where each namespace's PyTorch names are listed (pytorch_names.py), and how its names

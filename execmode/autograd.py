@@ -13,6 +13,8 @@ pass, sits above the function API that the vjp rules call.
 
 from __future__ import annotations
 
+import threading
+
 from . import functional as F
 from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
@@ -91,6 +93,23 @@ def _check_not_freed(item, name: str) -> None:
         raise BackwardError(f"backward through {name}: {SECOND_BACKWARD}")
 
 
+class _Queued(threading.local):
+    callbacks: list | None = None  # while a backward runs in this thread: what runs after it
+
+
+_queued = _Queued()
+
+
+def queue_callback(callback) -> None:
+    """Call ``callback()`` once the backward now running in this thread has walked the
+    whole tape (PyTorch's ``Variable._execution_engine.queue_callback``).
+    DistributedDataParallel averages the gradients there."""
+    if _queued.callbacks is None:
+        raise BackwardError("queue_callback: only a backward that is running can queue a "
+                            "callback")
+    _queued.callbacks.append(callback)
+
+
 def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
     if gradient is None:
         if root.size != 1:
@@ -104,6 +123,17 @@ def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
     if gradient.shape != root.shape:
         raise BackwardError(f"gradient shape {gradient.shape} does not match {root.shape}")
 
+    outer, _queued.callbacks = _queued.callbacks, []
+    try:
+        _walk(root, gradient, retain_graph)
+        callbacks = _queued.callbacks
+    finally:
+        _queued.callbacks = outer
+    for callback in callbacks:
+        callback()
+
+
+def _walk(root: Tensor, gradient: Tensor, retain_graph: bool) -> None:
     # Backward ops are grouped under a "backward" scope, in events and in graphs.
     with no_grad(), named_scope("backward"):
         if root._grad_fn is None:  # backward on a leaf: d(x)/d(x) = 1

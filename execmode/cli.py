@@ -22,6 +22,7 @@ COMMANDS = {
     "report": "execmode.profilers.cli:register_report",
     "sessions": "execmode.profilers.sessions_cli:register_sessions",
     "explain": "execmode.jit_driver.explain_cli:add_parser",
+    "launch": "execmode.distributed.launch_cli:add_parser",
 }
 
 

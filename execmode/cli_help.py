@@ -28,16 +28,17 @@ class ExitCode(NamedTuple):
 
 EXIT_CODES = (
     ExitCode("0", "success: the command did its job and the script, if any, exited 0",
-             ("tui", "open", "run", "profile", "report", "sessions", "explain")),
-    ExitCode("N", "the script's own exit status, passed through (1 when it raised)",
-             ("run", "profile", "explain")),
+             ("tui", "open", "run", "profile", "report", "sessions", "explain", "launch")),
+    ExitCode("N", "the script's own exit status, passed through (1 when it raised); for "
+                  "launch, mpiexec's, which reports its ranks' failures",
+             ("run", "profile", "explain", "launch")),
     ExitCode("1", "the report could not be written, or (profile) the script ended before "
                   "its session was; profile gives 1 only when the script itself exited 0",
              ("profile", "report")),
     ExitCode("2", "usage error (bad option, missing script or one that cannot start, "
                   "malformed --break, unknown format, unusable session file or folder, -o in "
                   "a missing folder) or a session file that cannot be read",
-             ("tui", "open", "run", "profile", "report", "sessions", "explain")),
+             ("tui", "open", "run", "profile", "report", "sessions", "explain", "launch")),
     ExitCode("4", "stopped at a breakpoint (without --keep-going)", ("run",)),
     ExitCode("130", "interrupted by Ctrl-C", ("run", "profile", "explain")),
     ExitCode("128+N", "the script was killed by signal N, or execmode got SIGTERM (143) or "
@@ -58,6 +59,7 @@ EXAMPLES = {
     "sessions": ["execmode sessions -n 5"],
     "explain": ["execmode explain train.py --steps 2",
                 "execmode explain --on-break bake train.py"],
+    "launch": ["execmode launch -n 2 train_ddp.py --epochs 1"],
 }
 
 

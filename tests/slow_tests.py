@@ -31,6 +31,8 @@ SLOW_MODULES = {
     "codegen/test_other_openblas_core.py",
     # Fresh processes reading the thread variables (OpenBLAS reads its own when it loads).
     "codegen/test_thread_environment.py",
+    # Two ranks under execmode launch (mpiexec): one launch runs every check (~1 s).
+    "distributed/test_ranks.py",
     # The debug agent in a child process under a Controller.
     "debug/test_controller.py",   # its restart loop starts 20 agents (~20 s on a quiet box)
     "debug/test_crashes.py",
@@ -109,6 +111,9 @@ SLOW_TESTS = {
     "debug/test_breakpoint_reach.py::test_ignore_counts_and_conditions_are_edited_in_place",
     "debug/test_breakpoint_reach.py::test_restart_carries_ids_enabled_state_and_ignore_counts",
     "debug/test_breakpoint_reach.py::test_execmode_run_lists_the_breakpoints_that_never_hit",
+    # import in a fresh interpreter: the distributed names load no mpi4py.
+    "distributed/test_single_process.py::"
+    "test_importing_the_distributed_names_does_not_import_mpi4py",
     # Both build the site with mkdocs (~4 s); the README's links to it stay fast.
     "docs/test_api_reference.py::test_every_page_of_docs_is_in_the_site",
     "docs/test_api_reference.py::test_the_reference_documents_the_public_api",

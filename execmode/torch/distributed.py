@@ -1,77 +1,78 @@
-"""``torch.distributed``: execmode.torch runs one process. Programs that import the
-distributed names and use them only when launched by ``torchrun`` (nanoGPT's ``train.py``:
-``ddp = int(os.environ.get('RANK', -1)) != -1``) import and run single-process; calling
-one of them says that multi-process training is not supported.
+"""``torch.distributed``: execmode's collectives (``execmode.distributed``) under
+PyTorch's names. ``init_process_group(backend="mpi")`` (``"gloo"`` means the same; NCCL is
+not built yet) joins the processes that ``execmode launch -n N`` or ``mpiexec -n N``
+started; the collectives work in place on CPU tensors, as PyTorch's.
 
-``is_available()`` and ``is_initialized()`` answer False, as PyTorch's do on a build
-without distributed support, so code that checks first takes its single-process path.
+``is_available()`` says whether mpi4py is installed (``pip install 'execmode[distributed]'``);
+``is_initialized()`` is False until ``init_process_group``, so a program that checks first
+(or reads ``RANK``, as nanoGPT's ``train.py`` does) still runs as one process when nothing
+launched it. A name of PyTorch's that execmode has not built yet says so.
 """
 
 from __future__ import annotations
 
-from ..errors import ArgumentError
+import os
 
-_REFUSAL = ("multi-process training is not supported by execmode.torch: run the program "
-            "as a single process (without torchrun / a RANK environment variable)")
+from ..distributed import (
+    DistributedError,
+    ReduceOp,
+    Work,
+    all_gather,
+    all_gather_into_tensor,
+    all_reduce,
+    barrier,
+    broadcast,
+    destroy_process_group,
+    get_backend,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    is_available,
+    is_initialized,
+    reduce_scatter,
+    reduce_scatter_tensor,
+)
 
 
-def is_available() -> bool:
-    """False: execmode.torch has no process groups."""
-    return False
+class Backend:
+    """The backend names (``Backend.MPI`` ...); execmode runs CPU tensors over MPI."""
 
-
-def is_initialized() -> bool:
-    """False: no process group is ever initialized."""
-    return False
+    MPI, GLOO, NCCL = "mpi", "gloo", "nccl"
 
 
 def is_torchelastic_launched() -> bool:
-    """False: execmode.torch is never launched by torchrun."""
+    """Whether torchrun started this process (execmode's launcher is ``execmode launch``)."""
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
+
+
+def is_mpi_available() -> bool:
+    """Whether the MPI backend can run (mpi4py installed)."""
+    return is_available()
+
+
+def is_nccl_available() -> bool:
+    """False: NCCL (collectives on GPUs) is not built yet."""
     return False
 
 
-def get_rank(group=None) -> int:
-    """``torch.distributed.get_rank``: refused (no process group)."""
-    raise ArgumentError(f"torch.distributed.get_rank: {_REFUSAL}")
-
-
-def get_world_size(group=None) -> int:
-    """``torch.distributed.get_world_size``: refused (no process group)."""
-    raise ArgumentError(f"torch.distributed.get_world_size: {_REFUSAL}")
-
-
-def init_process_group(*args, **kwargs) -> None:
-    """``torch.distributed.init_process_group``: refused (one process only)."""
-    raise ArgumentError(f"torch.distributed.init_process_group: {_REFUSAL}")
-
-
-def destroy_process_group(*args, **kwargs) -> None:
-    """``torch.distributed.destroy_process_group``: refused (one process only)."""
-    raise ArgumentError(f"torch.distributed.destroy_process_group: {_REFUSAL}")
-
-
-def barrier(*args, **kwargs) -> None:
-    """``torch.distributed.barrier``: refused (one process only)."""
-    raise ArgumentError(f"torch.distributed.barrier: {_REFUSAL}")
-
-
-def all_reduce(*args, **kwargs) -> None:
-    """``torch.distributed.all_reduce``: refused (one process only)."""
-    raise ArgumentError(f"torch.distributed.all_reduce: {_REFUSAL}")
-
-
-class ReduceOp:
-    """The reduction names (``ReduceOp.SUM`` ...), for code that names them up front."""
-
-    SUM, PRODUCT, MIN, MAX, AVG = "sum", "product", "min", "max", "avg"
+def is_gloo_available() -> bool:
+    """Whether ``backend="gloo"`` works: it runs over MPI here."""
+    return is_available()
 
 
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    raise AttributeError(f"torch.distributed.{name}: {_REFUSAL}", name=name, obj=None)
+    raise AttributeError(f"torch.distributed.{name} is not built yet in execmode: it has "
+                         "init_process_group, the collectives all_reduce, broadcast, "
+                         "all_gather, reduce_scatter and barrier (docs/distributed.md)",
+                         name=name, obj=None)
 
 
-__all__ = ["ReduceOp", "all_reduce", "barrier", "destroy_process_group", "get_rank",
-           "get_world_size", "init_process_group", "is_available", "is_initialized",
-           "is_torchelastic_launched"]
+__all__ = ["Backend", "DistributedError", "ReduceOp", "Work", "all_gather",
+           "all_gather_into_tensor", "all_reduce", "barrier", "broadcast",
+           "destroy_process_group", "get_backend", "get_rank", "get_world_size", "group",
+           "init_process_group", "is_available", "is_gloo_available", "is_initialized",
+           "is_mpi_available", "is_nccl_available", "is_torchelastic_launched",
+           "reduce_scatter", "reduce_scatter_tensor"]

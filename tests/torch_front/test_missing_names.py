@@ -52,7 +52,7 @@ def test_reported_misleading_suggestions_are_gone():
     (torch, "set_default_tensor_type", "float32"), (torch, "stft", "not supported"),
     (em.nn, "DataParallel", "one device"), (torch.nn, "Bilinear", "not supported"),
     (torch.nn.functional, "fold", "not supported"), (torch.optim, "SparseAdam", "not supported"),
-    (torch.cuda, "Event", "not supported"), (torch.utils.data, "DistributedSampler", "not supported"),
+    (torch.cuda, "Event", "not supported"), (torch.utils.data, "IterDataPipe", "not supported"),
     (torch.distributions, "Beta", "not supported"),
 ])
 def test_missing_names_say_what_to_do(where, name, says):

@@ -1,14 +1,35 @@
 """``torch.nn.parallel``: ``DataParallel`` on one device is the module itself (PyTorch's
 ``DataParallel`` without GPUs calls the module directly); ``DistributedDataParallel``
-needs a process group, which execmode.torch does not have (``torch.distributed``), so
-building one says so. Programs that import ``DDP`` and wrap only under torchrun (nanoGPT)
-run single-process unchanged."""
+trains one replica per process over ``torch.distributed`` (``execmode.distributed``).
+
+How DistributedDataParallel averages gradients: PyTorch all-reduces each bucket as soon
+as backward has produced its gradients (per-parameter autograd hooks), overlapping the
+communication with the rest of backward. execmode's autograd has no per-parameter hooks,
+so the all-reduces run in buckets when backward has walked the whole tape (a callback
+that a node on the module's outputs queues, ``autograd.queue_callback``): the same
+averaged gradients, without the overlap. docs/distributed.md says so too.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
+from ... import dispatch
+from ..._tensor import Tensor
+from ...autograd import queue_callback
+from ...distributed.buckets import (
+    DEFAULT_BUCKET_CAP_MB,
+    average_gradients,
+    broadcast_tensors,
+    check_same_tensors,
+)
+from ...distributed.errors import DistributedError
+from ...distributed.process_group import default_group
 from ...errors import ArgumentError
+from ...grad_mode import no_grad
 from ...nn.module import Module
-from ..distributed import _REFUSAL
+from ...tape import GradNode, MultiOutputOp
 
 
 class DataParallel(Module):
@@ -26,11 +47,146 @@ class DataParallel(Module):
 
 
 class DistributedDataParallel(Module):
-    """Refused when built: ``torch.nn.parallel.DistributedDataParallel`` needs a process
-    group, and execmode.torch runs one process."""
+    """One replica of ``module`` per process, kept equal across the process group.
 
-    def __init__(self, module=None, *args, **kwargs):
-        raise ArgumentError(f"DistributedDataParallel: {_REFUSAL}; use the model itself")
+    At wrap time every rank checks that all ranks hold the same parameters and buffers
+    (names, shapes, dtypes) and takes rank 0's values (one broadcast per bucket). After
+    each backward through the module's outputs, every parameter's ``.grad`` is the mean
+    of the ranks' gradients (all-reduced in buckets of ``bucket_cap_mb``, at the end of
+    backward: see the module's docstring). ``no_sync()`` skips the averaging, so that
+    gradients accumulate locally until the next backward outside it. Buffers are taken
+    from rank 0 before each forward (``broadcast_buffers=True``, as PyTorch).
+
+    ``device_ids``, ``output_device`` and ``gradient_as_bucket_view`` are accepted (CPU
+    tensors only; the averaged gradients are views of their bucket). A parameter without
+    a gradient on a rank counts as zeros there, whatever ``find_unused_parameters`` says.
+    """
+
+    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group=None,
+                 bucket_cap_mb: float | None = None, find_unused_parameters: bool = False,
+                 check_reduction: bool = False, gradient_as_bucket_view: bool = False,
+                 static_graph: bool = False, **kwargs):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise ArgumentError(f"DistributedDataParallel: expected a Module, got "
+                                f"{type(module).__name__}")
+        pg = default_group("DistributedDataParallel", process_group)
+        state = [*module.named_parameters(), *module.named_buffers()]
+        for name, t in state:
+            if str(t.device) != "cpu":
+                raise DistributedError(
+                    f"DistributedDataParallel: {name} is on {t.device}; NCCL (collectives "
+                    "on GPUs) is not built yet, so the module must be on the CPU")
+        cap = DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
+        if not cap > 0:
+            raise ArgumentError(f"DistributedDataParallel: bucket_cap_mb must be positive, "
+                                f"got {bucket_cap_mb!r}")
+        self.module = module
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self._pg = pg
+        self._cap_bytes = int(cap * (1 << 20))
+        self._sync = True        # False inside no_sync()
+        self._queued = False     # the averaging is queued for the running backward
+        self.buckets_reduced = 0  # buckets all-reduced by the last averaging
+        check_same_tensors(pg, "DistributedDataParallel", state)
+        with no_grad():
+            broadcast_tensors(pg, [t for _, t in state], 0, self._cap_bytes)
+
+    def forward(self, *args, **kwargs):
+        """The module's forward; its outputs carry the node that averages the gradients
+        once backward through them ends."""
+        if dispatch.current_tracer() is not None:
+            raise DistributedError(
+                "DistributedDataParallel under em.jit / torch.compile: collectives in graph "
+                "mode are not built yet; compile the module inside it instead "
+                "(DDP(torch.compile(model)), as nanoGPT does)")
+        buffers = self.module.buffers()
+        if self.broadcast_buffers and buffers and self._pg.size > 1:
+            with no_grad():
+                broadcast_tensors(self._pg, buffers, 0, self._cap_bytes)
+        out = self.module(*args, **kwargs)
+        if self._sync and dispatch.grad_enabled() and self._pg.size > 1:
+            out = _through_sync(out, _GradientSync(self))
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Inside: backward accumulates gradients locally, without averaging (the next
+        backward outside averages what accumulated)."""
+        previous, self._sync = self._sync, False
+        try:
+            yield
+        finally:
+            self._sync = previous
+
+    def _average(self) -> None:
+        self._queued = False
+        self.buckets_reduced = average_gradients(self._pg, self.module.parameters(),
+                                                 self._cap_bytes)
+
+
+class _GradientSync(MultiOutputOp):
+    """The node on a forward's outputs: their gradients pass through unchanged, and the
+    first backward that reaches it queues the averaging for when that backward ends."""
+
+    name = "DistributedDataParallel"
+    saves_for_backward = False  # nothing saved: a second backward (retain_graph) works
+
+    def __init__(self, ddp: DistributedDataParallel):
+        self.ddp = ddp
+        self.inputs: tuple = ()
+
+    def backward(self, gradients: dict) -> list:
+        if not self.ddp._queued:
+            self.ddp._queued = True
+            queue_callback(self.ddp._average)
+        return [(self.inputs[k], g) for k, (_, g) in sorted(gradients.items())]
+
+
+def _through_sync(out, sync: _GradientSync):
+    """``out`` with each tensor that has a gradient path replaced by one that shares its
+    memory and leads through ``sync`` (tensors in tuples, lists and dicts; each place a
+    tensor appears is a result of its own)."""
+    sync.inputs = tuple(t for t in _tensors(out) if t.requires_grad)
+    if not sync.inputs:
+        warnings.warn("DistributedDataParallel: the module's output holds no tensor with a "
+                      "gradient path in a tensor, tuple, list or dict, so backward will not "
+                      "average the gradients", stacklevel=3)
+        return out
+    position = iter(range(len(sync.inputs)))
+
+    def swap(value):
+        if isinstance(value, Tensor):
+            if not value.requires_grad:
+                return value
+            t = Tensor.__new__(Tensor)
+            t._data, t.requires_grad = value._data, True
+            t._grad_fn = GradNode(sync, sync.inputs, {"output": next(position)}, None)
+            return t
+        if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+            return type(value)(*(swap(v) for v in value))
+        if isinstance(value, list | tuple):
+            return type(value)(swap(v) for v in value)
+        if isinstance(value, dict):
+            return type(value)((k, swap(v)) for k, v in value.items())
+        return value
+
+    return swap(out)
+
+
+def _tensors(value):
+    """The tensors in ``value``, in the order ``_through_sync`` replaces them."""
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
 
 
 __all__ = ["DataParallel", "DistributedDataParallel"]

@@ -2,7 +2,8 @@
 
 A dataset is ``__getitem__`` + ``__len__`` (``Dataset``) or ``__iter__``
 (``IterableDataset``); a sampler yields indices (``SequentialSampler``,
-``RandomSampler``, ``SubsetRandomSampler``, ``WeightedRandomSampler``) and a batch sampler
+``RandomSampler``, ``SubsetRandomSampler``, ``WeightedRandomSampler``,
+``DistributedSampler``: each rank's share, ``distributed.py``) and a batch sampler
 lists of them (``BatchSampler``); the ``DataLoader`` fetches each batch's samples and
 ``collate_fn`` (``default_collate``) stacks them into execmode tensors. Shuffles draw from
 execmode's generator (``torch.manual_seed``) or the loader's ``generator=``, so an epoch's
@@ -27,6 +28,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -37,6 +39,7 @@ from .sampler import (
 )
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
+           "DistributedSampler",
            "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset",
            "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
            "default_collate", "default_convert", "get_worker_info", "random_split"]
