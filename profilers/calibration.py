@@ -109,6 +109,7 @@ def _site_workload(n: int):
     import itertools
 
     import numpy as np
+
     from execmode.dispatch import plain_tensor
 
     sizes = itertools.count(SITES)

@@ -16,10 +16,11 @@ calibration and the benchmarks all measure through here.
 * **A verdict only when the numbers can carry one.** :func:`decide` gives a ratio when
   there are at least :data:`MIN_ROUNDS` rounds, the machine was not busier than its CPUs
   while they ran (the scheduler's account of how long this process's threads waited for
-  a CPU during each round: more than :data:`MAX_WAIT_SHARE` in most rounds means the
-  candidate had a share of a core, which can hold steady for a second and change the
-  next; where the kernel does not keep it, the tasks ready to run against the machine's
-  CPUs), each side's rounds agree (the middle half within
+  a CPU during each round, as far as other processes held it (:func:`others_share`: not
+  a framework's own threads queueing for the one CPU a benchmark pinned): more than
+  :data:`MAX_WAIT_SHARE` in most rounds means the candidate had a share of a core, which
+  can hold steady for a second and change the next; where the kernel does not keep it,
+  the tasks ready to run against the machine's CPUs), each side's rounds agree (the middle half within
   :data:`MAX_RELATIVE_IQR` of the median) and the two middle halves do not overlap;
   otherwise it says *undecided* and why. A busy machine is never an error.
 * **Goals on the median.** :func:`judge_ratio` and :func:`judge_value` say whether a goal
@@ -46,8 +47,9 @@ DEFAULT_ROUNDS = 7
 # The middle half of a side's rounds may span at most this fraction of its median before
 # the rounds are said to disagree (a contended machine: other work, spinning threads).
 MAX_RELATIVE_IQR = 0.25
-# A round whose threads waited for a CPU more than this share of its time ran on a share
-# of a core (on an idle machine: under 1%; with one more busy process than cores: ~50%).
+# A round whose threads waited for a CPU that other processes held more than this share
+# of its time ran on a share of a core (on an idle machine: under 1%; with one more busy
+# process than cores: ~50%).
 MAX_WAIT_SHARE = 0.10
 ROUND_SECONDS = 0.01
 WARMUP_CALLS = 2
@@ -85,8 +87,8 @@ class Spread:
 
     def crowding_text(self) -> str:
         if self.waited:
-            return (f"its threads waited for a CPU {_quantile(sorted(self.waited), 0.5):.0%} "
-                    "of the time, by the median round")
+            return (f"other work held the CPUs its threads waited for "
+                    f"{_quantile(sorted(self.waited), 0.5):.0%} of the time, by the median round")
         return (f"a median of {_quantile(sorted(self.runnable), 0.5):.0f} tasks were ready "
                 f"to run on {machine_cpus()} CPUs")
 
@@ -191,17 +193,17 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
             fn, n = candidates[name], per_round[name]
             if before_round is not None:
                 before_round(name)
-            wait0 = threads_waiting_ns()
+            cpu0 = threads_cpu_ns()
             t0 = _perf_ns()
             for _ in range(n):
                 fn()
             if sync is not None:
                 sync()
             elapsed = _perf_ns() - t0
-            wait1 = threads_waiting_ns()
+            cpu1 = threads_cpu_ns()
             samples[name].append(elapsed / n)
-            if wait0 is not None and wait1 is not None and elapsed > 0:
-                waited[name].append(max(0, wait1 - wait0) / elapsed)
+            if cpu0 is not None and cpu1 is not None and elapsed > 0:
+                waited[name].append(others_share(cpu0, cpu1, elapsed))
             ready = runnable_tasks()
             if ready is not None:
                 runnable[name].append(ready)
@@ -426,11 +428,11 @@ def _quantile(sorted_samples, q: float) -> float:
     return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
 
 
-def threads_waiting_ns() -> int | None:
-    """How long this process's threads have waited, ready to run, for a CPU (ns, summed
-    over its threads: /proc/self/task/*/schedstat's second field), or None where the
-    kernel does not say."""
-    total = 0
+def threads_cpu_ns() -> tuple[int, int] | None:
+    """(ran, waited): how long this process's threads have run on a CPU and waited, ready
+    to run, for one (ns, summed over its threads: /proc/self/task/*/schedstat's first two
+    fields), or None where the kernel does not say."""
+    ran = waited = 0
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
@@ -438,12 +440,39 @@ def threads_waiting_ns() -> int | None:
     for task in tasks:
         try:
             with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as f:
-                total += int(f.read().split()[1])
+                fields = f.read().split()
+            ran += int(fields[0])
+            waited += int(fields[1])
         except FileNotFoundError:  # a thread that ended meanwhile
             continue
         except (OSError, ValueError, IndexError):
             return None
-    return total
+    return ran, waited
+
+
+def threads_waiting_ns() -> int | None:
+    """How long this process's threads have waited for a CPU (ns; threads_cpu_ns)."""
+    both = threads_cpu_ns()
+    return None if both is None else both[1]
+
+
+def others_share(before: tuple, after: tuple, elapsed_ns: int) -> float:
+    """The share of ``elapsed_ns`` that other processes took from this one, as far as
+    the scheduler says (``threads_cpu_ns`` before and after): its threads' wait for a
+    CPU, but at most the part of the CPUs it may use that its own threads left unused.
+    A framework's threads queueing for the one CPU a benchmark pinned wait behind each
+    other (that is their cost), not behind another process."""
+    ran, waited = after[0] - before[0], after[1] - before[1]
+    unused = max(0.0, 1.0 - ran / (elapsed_ns * usable_cpus()))
+    return min(max(0, waited) / elapsed_ns, unused)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity), else the machine's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return machine_cpus()
 
 
 def runnable_tasks() -> int | None:

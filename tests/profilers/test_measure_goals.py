@@ -3,6 +3,11 @@ fixed samples (nothing here is timed; the numbers live in benchmarks/)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import pytest
 from execmode.profilers.measure import (
     Spread,
     decide,
@@ -73,7 +78,7 @@ def test_rounds_on_a_machine_busier_than_its_cpus_give_no_ratio():
     calm = Spread.of(TWICE.samples, 1, waited=[0.0] * 5)
     verdict = decide(crowded, calm, a_name="eager")
     assert verdict.ratio is None and verdict.kind == "busy machine"
-    assert "eager's rounds" in verdict.reason and "waited for a CPU 45%" in verdict.reason
+    assert "eager's rounds" in verdict.reason and "waited for 45%" in verdict.reason
     assert judge_ratio(crowded, calm, 10.0).state == "undecided"
     assert decide(Spread.of(STEADY.samples, 1, waited=[0.02] * 5), calm).decided
 
@@ -91,3 +96,41 @@ def test_measure_reads_how_busy_the_machine_was_after_each_round():
     runnable, waited = spreads["a"].runnable, spreads["a"].waited
     assert len(runnable) in (0, 5) and all(n >= 1 for n in runnable)  # this process runs
     assert len(waited) in (0, 5) and all(0 <= w <= 64 for w in waited)  # shares of a round
+
+
+def test_only_waits_behind_other_processes_make_a_machine_busy():
+    from execmode.profilers.measure import others_share, usable_cpus
+
+    cpus, round_ns = usable_cpus(), 1_000_000
+    # our threads kept every CPU we may use busy: their waits were behind each other
+    assert others_share((0, 0), (cpus * round_ns, 3 * round_ns), round_ns) == 0.0
+    # one thread ran a quarter of the round on one CPU and waited the rest: someone else
+    assert others_share((0, 0), (round_ns // 4, 3 * round_ns // 4), round_ns) \
+        == pytest.approx(min(0.75, 1 - 0.25 / cpus))
+
+
+PINNED = """
+import os, threading, time
+from execmode.profilers.measure import measure, threads_cpu_ns
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one CPU, for both threads
+stop = []
+def spin():
+    while not stop:
+        pass
+threading.Thread(target=spin, daemon=True).start()
+before, t0 = threads_cpu_ns(), time.perf_counter_ns()
+spreads = measure({"busy": lambda: sum(range(20000))}, rounds=5, round_s=0.02)
+raw = (threads_cpu_ns()[1] - before[1]) / (time.perf_counter_ns() - t0)
+stop.append(1)
+print(raw, sorted(spreads["busy"].waited)[2])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or not os.path.exists("/proc/self/task"),
+                    reason="needs Linux's CPU affinity and per-thread scheduler statistics")
+def test_a_program_whose_own_threads_share_a_pinned_cpu_is_not_a_busy_machine():
+    done = subprocess.run([sys.executable, "-c", PINNED], capture_output=True, text=True,
+                          timeout=120, check=True)
+    raw, others = map(float, done.stdout.split())
+    assert raw >= 0.3  # the two threads queued for the one CPU
+    assert others <= raw / 2  # but mostly behind each other, not behind another process

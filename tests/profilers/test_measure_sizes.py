@@ -4,7 +4,6 @@ chosen by time in the first run, are replayed by the next (profilers/measure_siz
 import time
 
 import pytest
-
 from execmode.profilers import measure, measure_sizes
 
 
