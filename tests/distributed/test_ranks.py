@@ -78,3 +78,27 @@ def test_check_on_every_rank(outcomes, name):
         got = results.get(name, "did not run (an earlier check ended the launch)\n"
                                 + proc.stderr[-2000:])
         assert got == "ok", f"rank {r}, {name}:\n{got}"
+
+
+RAISES = """\
+import execmode.torch as torch
+import execmode.torch.distributed as dist
+
+dist.init_process_group()
+if dist.get_rank() == 1:
+    raise ValueError("boom on rank 1")
+dist.all_reduce(torch.ones(2))  # rank 0 waits here for a rank that is gone
+"""
+
+
+def test_a_rank_that_raises_ends_every_rank(tmp_path):
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    script = tmp_path / "raises.py"
+    script.write_text(RAISES)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", str(RANKS),
+                           str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode != 0
+    assert "boom on rank 1" in proc.stderr and "rank 1 raised; ending every rank" in proc.stderr
