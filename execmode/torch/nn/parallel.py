@@ -109,6 +109,7 @@ class DistributedDataParallel(Module):
                 broadcast_tensors(self._pg, buffers, 0, self._cap_bytes)
         out = self.module(*args, **kwargs)
         if self._sync and dispatch.grad_enabled() and self._pg.size > 1:
+            self._queued = False  # a backward that failed halfway leaves it set
             out = _through_sync(out, _GradientSync(self))
         return out
 
