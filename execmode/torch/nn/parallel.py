@@ -60,14 +60,23 @@ class DistributedDataParallel(Module):
     ``device_ids``, ``output_device`` and ``gradient_as_bucket_view`` are accepted (CPU
     tensors only; the averaged gradients are views of their bucket). A parameter without
     a gradient on a rank counts as zeros there, whatever ``find_unused_parameters`` says.
+    ``init_sync=False`` skips the broadcast at wrap time; ``mixed_precision`` and
+    ``device_mesh`` are refused.
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim: int = 0,
                  broadcast_buffers: bool = True, process_group=None,
                  bucket_cap_mb: float | None = None, find_unused_parameters: bool = False,
                  check_reduction: bool = False, gradient_as_bucket_view: bool = False,
-                 static_graph: bool = False, **kwargs):
+                 static_graph: bool = False, delay_all_reduce_named_params=None,
+                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None,
+                 init_sync: bool = True):
         super().__init__()
+        for name, given in (("mixed_precision", mixed_precision), ("device_mesh", device_mesh),
+                            ("delay_all_reduce_named_params", delay_all_reduce_named_params),
+                            ("param_to_hook_all_reduce", param_to_hook_all_reduce)):
+            if given is not None:
+                raise ArgumentError(f"DistributedDataParallel({name}=...) is not supported")
         if not isinstance(module, Module):
             raise ArgumentError(f"DistributedDataParallel: expected a Module, got "
                                 f"{type(module).__name__}")
@@ -92,8 +101,9 @@ class DistributedDataParallel(Module):
         self._queued = False     # the averaging is queued for the running backward
         self.buckets_reduced = 0  # buckets all-reduced by the last averaging
         check_same_tensors(pg, "DistributedDataParallel", state)
-        with no_grad():
-            broadcast_tensors(pg, [t for _, t in state], 0, self._cap_bytes)
+        if init_sync:
+            with no_grad():
+                broadcast_tensors(pg, [t for _, t in state], 0, self._cap_bytes)
 
     def forward(self, *args, **kwargs):
         """The module's forward; its outputs carry the node that averages the gradients
