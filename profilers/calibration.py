@@ -13,7 +13,8 @@ medians), on workloads small enough that the profiler's cost shows:
   ``op_path_ns`` is the same by the path the op takes to the recorder (OP_PATHS: a C or
   a Python operator, a C unary function, run_eager), each path pinned in its rounds
   (codegen/eager_operators.pin): run_eager's ops cost about twice a C operator's, and a
-  script's ops take the Python operators until they are hot. ``site_ns`` is what an op
+  script's ops take the Python operators until they are hot; ``python`` is the path of
+  ops the ring does not take (an OpEvent each), on a recorder without one. ``site_ns`` is what an op
   adds the first time its site (op, operands, line) is seen: the ring registers it and
   the writer formats it, once;
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
@@ -186,6 +187,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
              for (entry, frames), (kind, native) in OP_PATHS.items()}
     # New sites, on the Python operators' path (binary1), whose cost per op is known.
     paths["sites"] = (_site_workload(SITES), False)
+    paths["python"] = (_path_workload("operator", rounds_of_two), False)
     from execmode._tensor import Tensor
     from execmode.codegen import eager_operators
 
@@ -203,11 +205,18 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                        summaries=summaries, calibrate=False, kernel_rows=kernel_rows)
         rec.start()
         instrument.remove_listener(rec)
+        # The Python path (an OpEvent per op: ops the ring does not take, another thread's,
+        # a GPU array's) on a recorder without a ring.
+        python_rec = Recorder(Path(tmp) / "python.emsession", memory=memory,
+                              summaries=summaries, calibrate=False, kernel_rows=kernel_rows,
+                              op_ring=False).start()
+        instrument.remove_listener(python_rec)
         attached = {"none": (), "null": (null,), "recorder": (rec,),
                     "graph": (), "graph recorded": (rec,), "short": (), "short recorded": (rec,),
                     "loop": (), "loop recorded": (rec,),
                     **{f"{path} plain": () for path in paths},
-                    **{f"{path} recorded": (rec,) for path in paths}}
+                    **{f"{path} recorded": (python_rec if path == "python" else rec,)
+                       for path in paths}}
         native_in = {}
 
         def before_round(name):
@@ -220,14 +229,15 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
             # Rows queued by earlier rounds (kernel rows, the ring's) are written now, not
             # charged to the next recorded round.
             rec.flush()
+            python_rec.flush()
             for listener in attached[name]:
                 instrument.add_listener(listener)
 
-        def recorded_path(run):
+        def recorded_path(run, recorder):
             def recorded():
                 run()
                 if not writer_runs_beside:
-                    rec.flush()
+                    recorder.flush()
             return recorded
 
         def recorded_eager():  # the writer's commits belong to the rounds they hold rows of
@@ -241,11 +251,13 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                  "graph recorded": graph, "short": short, "short recorded": short,
                  "loop": loop, "loop recorded": loop,
                  **{f"{path} plain": run for path, (run, _) in paths.items()},
-                 **{f"{path} recorded": recorded_path(run) for path, (run, _) in paths.items()}},
+                 **{f"{path} recorded": recorded_path(run, python_rec if path == "python" else rec)
+                    for path, (run, _) in paths.items()}},
                 rounds=ROUNDS, calls=1, warmup=1, before_round=before_round)
         finally:
             before_round("none")
             rec.close()
+            python_rec.close()
         reads = {"graph": _clock_reads_per_run(program_plan),
                  "short": _clock_reads_per_run(short_plan),
                  "loop": _clock_reads_per_run(loop_plan)}

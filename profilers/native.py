@@ -7,9 +7,9 @@ registered once, formatted once on the writer thread by the same code that forma
 OpEvents (rows.RowFormatter), and every later op with the same site costs a hash and a
 lookup in C. The writer thread then inserts the records through its own SQLite
 connection with the GIL released, so the script's thread goes on meanwhile. Ops the ring
-does not describe (other threads, GPU arrays, unusual scalars or attributes, a full
-ring) take the Python path as before: their rows are the same either way
-(tests/profilers/test_op_ring.py).
+does not describe (other threads, GPU arrays, unusual scalars or attributes) take the
+Python path as before: their rows are the same either way
+(tests/profilers/test_op_ring.py). On a full ring the script waits for the writer, timed.
 
 * **Built on first use, cached on disk** like the jit's fast entry (codegen/fast_entry.py):
   the extension compiles with the project's C compiler (~0.5 s, once per machine and
@@ -35,7 +35,7 @@ import threading
 EXTENSION = "_em_op_ring"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_ring.c")
 # Records the ring holds (40 bytes each): ~1/3 s of tiny ops. Half full wakes the writer;
-# full hands ops to the Python path, whose backpressure waits for the writer.
+# full makes the script wait for it (op_ring.c's wait_for_room).
 CAPACITY = 1 << 16
 
 _loaded: dict[str, tuple] = {}   # CC value -> (module or None, status)

@@ -13,9 +13,11 @@
  * far, and writes the records up to that head: through its own SQLite connection with
  * the GIL released (``write``, when SQLite's library could be found), or as Python rows
  * (``take``). Records are consumed in order; the producer never overwrites a record
- * before the writer has moved the tail past it, and returns False (the op then takes the
- * Python path) when the ring is full or the op is one the ring does not describe: another
- * thread, a non-NumPy array, a scalar or attribute of a type it does not encode.
+ * before the writer has moved the tail past it: on a full ring it waits for the writer
+ * with the GIL released (wait_for_room, timed). It returns False (the op then takes the
+ * Python path) when the op is one the ring does not describe: another thread, a
+ * non-NumPy array, a scalar or attribute of a type it does not encode; or when the
+ * writer made no room for two seconds.
  *
  * Threads: the producer runs with the GIL held (any Python thread, but only the main
  * thread's ops are accepted). The writer reads records and site texts without the GIL;
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef Py_T_OBJECT_EX
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -151,6 +154,7 @@ typedef struct {
     /* counters */
     Py_ssize_t declined;        /* ops handed back to the Python path */
     Py_ssize_t recorded[2][3];  /* ops recorded by [binary, general][frames skipped] */
+    int64_t waited_ns;          /* the script's time waiting for room (wait_for_room) */
     /* the writer's connection */
     sqlite3 *db;
     sqlite3_stmt *insert;       /* one row */
@@ -1128,13 +1132,57 @@ static PyObject *current_scope(OpRing *self);
 
 /* Record one op whose key (op, inputs, output) is in k; adds scope, line and attrs.
  * Returns Py_True (recorded), Py_False (the Python path must record it) or NULL. */
+/* A full ring: the writer is behind the script. Wait for it, the GIL released, rather
+ * than hand the op to the Python path, which costs several times an op in the ring and
+ * then waits for the writer anyway. The wait is the recording's cost and is summed
+ * (waited_ns: the report states it as measured). After WAIT_LIMIT_NS without room (a
+ * writer that stopped) the op takes the Python path, which knows how to drop rows.
+ * Returns 1 when there is room, 0 when not, -1 on error. */
+#define WAIT_LIMIT_NS 2000000000LL
+
+static int64_t
+monotonic_ns(void)  /* callable without the GIL */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int
+wait_for_room(OpRing *self, uint64_t head)
+{
+    if (self->wake != NULL) {
+        PyObject *ret = PyObject_CallNoArgs(self->wake);
+        if (ret == NULL)
+            return -1;
+        Py_DECREF(ret);
+    }
+    int64_t start = monotonic_ns(), now = start;
+    int room = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (!(room = head - __atomic_load_n(&self->tail, __ATOMIC_ACQUIRE) < self->capacity)
+           && now - start < WAIT_LIMIT_NS) {
+        struct timespec pause = {0, 20000};  /* 20 us: a batch of rows takes longer */
+        nanosleep(&pause, NULL);
+        now = monotonic_ns();
+    }
+    Py_END_ALLOW_THREADS
+    self->waited_ns += monotonic_ns() - start;
+    return room;
+}
+
 static PyObject *
 record(OpRing *self, Key *k, PyObject *name, PyObject *const *inputs, Py_ssize_t n_inputs,
        PyObject *out, PyObject *attrs, PyObject *t0_obj, int64_t nbytes, int skip)
 {
     uint64_t head = self->head;
-    if (head - __atomic_load_n(&self->tail, __ATOMIC_ACQUIRE) >= self->capacity)
-        goto decline;
+    if (head - __atomic_load_n(&self->tail, __ATOMIC_ACQUIRE) >= self->capacity) {
+        int room = wait_for_room(self, head);
+        if (room < 0)
+            return NULL;
+        if (!room)
+            goto decline;
+    }
     int64_t t1 = perf_counter_ns();
     long long t0 = PyLong_AsLongLong(t0_obj);
     if (t0 == -1 && PyErr_Occurred())
@@ -1805,8 +1853,8 @@ static PyObject *
 OpRing_stats(OpRing *self, PyObject *Py_UNUSED(ignored))
 {
     Py_ssize_t (*r)[3] = self->recorded;
-    return Py_BuildValue("{s:n,s:n,s:K,s:O,s:{s:(nnn),s:(nnn)}}", "sites", self->nsites,
-                         "declined", self->declined,
+    return Py_BuildValue("{s:n,s:n,s:L,s:K,s:O,s:{s:(nnn),s:(nnn)}}", "sites", self->nsites,
+                         "declined", self->declined, "waited_ns", (long long)self->waited_ns,
                          "capacity", (unsigned long long)self->capacity,
                          "writer", self->db != NULL ? Py_True : Py_False,
                          "recorded", "binary", r[0][0], r[0][1], r[0][2],

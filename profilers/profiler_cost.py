@@ -7,7 +7,8 @@ whole-graph program or the fast entry), to one clock read in Python (the plan's 
 generated replay) and, with per-run kernel rows, to one step run through the plan's loop
 with its event. The session knows how many of each ran (store_queries.cost_counts). Their
 products are the cost inside the recording, with the time the recorder spent encoding
-graph-mode events (rare, and milliseconds each for a graph's IR), which it measures
+graph-mode events (rare, and milliseconds each for a graph's IR) and the time ops
+waited for room in the op ring while the session writer was behind, both measured
 directly. The recorder's own start (calibration included when it was not cached) and stop
 are measured too and stated beside it, since they fall outside the recorded wall time.
 """
@@ -25,6 +26,7 @@ class ProfilerCost:
     eager_ns: int | None     # None: the calibration did not measure it (skipped, older)
     graph_ns: int | None
     events_ns: int | None    # measured: encoding trace, graph, pass, compile ... events
+    waited_ns: int | None    # measured: ops waiting for room in the op ring (writer behind)
     start_ns: int | None     # measured: the recorder's start and stop
     stop_ns: int | None
     settled: bool = True     # False: calibrated while the machine was busy
@@ -35,7 +37,8 @@ class ProfilerCost:
         (the events' measured time alone would understate it)."""
         if self.eager_ns is None and self.graph_ns is None:
             return None
-        parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns) if p is not None]
+        parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns, self.waited_ns)
+                 if p is not None]
         return sum(parts)
 
     def text(self, wall_ns: int | None) -> str:
@@ -53,6 +56,8 @@ class ProfilerCost:
             pieces.append(f"{fmt_ns(self.graph_ns)} for {what}")
         if self.events_ns:
             pieces.append(f"{fmt_ns(self.events_ns)} encoding graph-mode events")
+        if self.waited_ns:
+            pieces.append(f"{fmt_ns(self.waited_ns)} waiting for the session writer")
         text = f"about {fmt_ns(total)} ({fmt_share(share)} of wall time)"
         if pieces:
             text += ": " + ", ".join(pieces)
@@ -67,6 +72,7 @@ class ProfilerCost:
     def to_json(self) -> dict:
         return {"counts": self.counts._asdict(), "eager_ns": self.eager_ns,
                 "graph_ns": self.graph_ns, "events_ns": self.events_ns,
+                "waited_ns": self.waited_ns,
                 "start_ns": self.start_ns, "stop_ns": self.stop_ns, "settled": self.settled,
                 "total_ns": self.total_ns}
 
@@ -80,21 +86,25 @@ def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
         eager_ns += round(site_ns * sites)
     fixed = meta.get("recorder_cost_ns") or {}
     return ProfilerCost(counts, eager_ns, _graph_ns(calibration, counts),
-                        _int(fixed.get("events")), _int(fixed.get("start")),
+                        _int(fixed.get("events")), _int(recorded.get("ring_waited_ns")),
+                        _int(fixed.get("start")),
                         _int(fixed.get("stop")), calibration.get("settled") is not False)
 
 
 def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:
-    """The ring's ops at the cost of their path (calibration.OP_PATHS), the others (the
-    Python path: other threads, GPU arrays, no ring) at the costliest measured path's;
-    without counts by path (older sessions), every op at the calibration's mean."""
+    """The ring's ops at the cost of their path (calibration.OP_PATHS; a path not
+    measured here at the costliest ring path's), the others (the Python path: another
+    thread's ops, GPU arrays, no ring) at the Python path's; without counts by path
+    (older sessions, no ring), every op at the calibration's mean."""
     per_op = _number(calibration.get("overhead_ns"))
     by_path = calibration.get("op_path_ns")
     if not isinstance(ring_ops, dict) or not isinstance(by_path, dict):
         return round(per_op * ops) if per_op is not None else None
-    measured = [v for v in map(_number, by_path.values()) if v is not None]
-    slowest = max(measured, default=per_op)
-    if slowest is None:
+    measured = [_number(v) for k, v in by_path.items() if k != "python"]
+    slowest = max((v for v in measured if v is not None), default=per_op)
+    python = _number(by_path.get("python"))
+    python = python if python is not None else slowest
+    if slowest is None or python is None:
         return None
     total, counted = 0.0, 0
     for entry, by_frames in ring_ops.items():
@@ -103,7 +113,7 @@ def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:
                 cost = _number(by_path.get(f"{entry}{frames}"))
                 total += n * (cost if cost is not None else slowest)
                 counted += n
-    return round(total + max(0, ops - counted) * slowest)
+    return round(total + max(0, ops - counted) * python)
 
 
 def _graph_ns(calibration: dict, c) -> int | None:

@@ -62,8 +62,10 @@ class Recorder:
     wants_kernel_times = True
 
     def __init__(self, target, *, summaries: bool = False, memory: bool = True,
-                 calibrate: bool = True, kernel_rows: bool = False, meta: dict | None = None):
+                 calibrate: bool = True, kernel_rows: bool = False, meta: dict | None = None,
+                 op_ring: bool = True):
         init_start = time.perf_counter_ns()
+        self._use_ring = op_ring  # False: every op takes the Python path (the calibration's)
         self.options = {"summaries": bool(summaries), "memory": bool(memory),
                         "calibrate": bool(calibrate), "kernel_rows": bool(kernel_rows)}
         if isinstance(target, SessionWriter):
@@ -193,7 +195,8 @@ class Recorder:
             "op_path": self.op_path,
             # The ring's ops by entry and by frames passed: what their cost is stated from
             # (profiler_cost.py); the other ops took the Python path.
-            **({"ring_ops": ring["recorded"], "ring_sites": ring["sites"]}
+            **({"ring_ops": ring["recorded"], "ring_sites": ring["sites"],
+                "ring_waited_ns": ring["waited_ns"]}
                if (ring := self._ring.stats() if self._ring is not None else None) else {}),
         })
         if any(d.startswith("cuda") for d in devices):
@@ -241,6 +244,9 @@ class Recorder:
             return
         from execmode.profilers import native
 
+        if not self._use_ring:
+            self.op_path = "python (op_ring=False)"
+            return
         if not native.enabled():
             self.op_path = "python (EXECMODE_NATIVE_RECORDER=0)"
             return

@@ -195,9 +195,18 @@ def test_eager_ops_are_stated_by_the_path_they_took_and_their_new_sites():
     # 100 ops: 100 in the ring, none on the Python path
     cost = profiler_cost(calibration, CostCounts(100, 0, 0, 0, 0, 0), meta)
     assert cost.eager_ns == 10 * 300 + 20 * 400 + 30 * 350 + 40 * 600 + 5 * 2_000
-    # 10 more ops took the Python path (another thread): at the costliest path's cost
+    # 10 more ops took the Python path (another thread): at its cost, else the costliest
     more = profiler_cost(calibration, CostCounts(110, 0, 0, 0, 0, 0), meta)
     assert more.eager_ns == cost.eager_ns + 10 * 600
+    python = dict(calibration, op_path_ns=dict(calibration["op_path_ns"], python=3_000))
+    assert profiler_cost(python, CostCounts(110, 0, 0, 0, 0, 0), meta).eager_ns \
+        == cost.eager_ns + 10 * 3_000
+    # ops that waited for the writer: measured, stated as it is
+    waited = dict(meta, recorded=dict(meta["recorded"], ring_waited_ns=5_000_000))
+    assert profiler_cost(calibration, CostCounts(100, 0, 0, 0, 0, 0), waited).total_ns \
+        == cost.eager_ns + 5_000_000
+    assert "5 ms waiting for the session writer" in \
+        profiler_cost(calibration, CostCounts(100, 0, 0, 0, 0, 0), waited).text(10**8)
     # a path the calibration could not measure here (no C operators) at the costliest too
     no_c = dict(calibration, op_path_ns=dict(calibration["op_path_ns"], binary0=None))
     assert profiler_cost(no_c, CostCounts(100, 0, 0, 0, 0, 0), meta).eager_ns \

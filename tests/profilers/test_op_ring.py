@@ -108,7 +108,7 @@ def _contents(path) -> dict:
     with open_session(path) as s:
         # Which path took the ops, and the ring's counts of them by path, differ by path.
         recorded = {k: v for k, v in s.meta["recorded"].items()
-                    if k not in ("op_path", "ring_ops", "ring_sites")}
+                    if k not in ("op_path", "ring_ops", "ring_sites", "ring_waited_ns")}
         ring_counts = (s.meta["recorded"].get("ring_ops"), s.meta["recorded"].get("ring_sites"))
     return {"ops": [(seq - first, *rest) for seq, *rest in ops], "memory": memory,
             "meta": meta, "recorded": recorded, "events": events, "kernels": kernels,
@@ -164,7 +164,7 @@ def _contents_of(path, monkeypatch, ring):
     return _contents(path)
 
 
-def test_a_full_ring_hands_its_ops_to_the_python_path(tmp_path, monkeypatch):
+def test_a_full_ring_waits_for_the_writer_and_says_how_long(tmp_path, monkeypatch):
     monkeypatch.setattr(native, "CAPACITY", 64)
     path = tmp_path / "full.emsession"
     a = em.ones(4)
@@ -173,11 +173,15 @@ def test_a_full_ring_hands_its_ops_to_the_python_path(tmp_path, monkeypatch):
         for _ in range(2000):
             a + a
         assert rec.flush()
-        assert ring.stats()["declined"] > 0  # the writer could not keep 64 records free
+        stats = ring.stats()
+        # the writer could not keep 64 records free: the script waited, no op left the ring
+        assert stats["declined"] == 0 and stats["waited_ns"] > 0
     with open_session(path) as s:
         seqs = [o.seq for o in s.ops()]
         assert len(seqs) == 2000 and seqs == sorted(seqs) and len(set(seqs)) == 2000
         assert s.meta["recorded"]["ops"] == 2000
+        assert s.meta["recorded"]["ring_waited_ns"] == stats["waited_ns"]
+        assert s.summary()["profiler_cost"].waited_ns == stats["waited_ns"]
 
 
 def test_a_flush_commits_every_op_recorded_before_it(tmp_path):
