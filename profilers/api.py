@@ -19,6 +19,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from execmode.profilers.errors import SessionError
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.report import totals_table
 from execmode.profilers.session import Session, open_session
@@ -30,7 +31,8 @@ _counter = itertools.count()
 
 
 def profile(path: str | os.PathLike | None = None, *, summaries: bool = False,
-            memory: bool = True, calibrate: bool = True, kernel_rows: bool = False) -> Profile:
+            memory: bool = True, calibrate: bool = True, kernel_rows: bool = False,
+            overwrite: bool = False) -> Profile:
     """Record the eager ops and graph-mode events of a ``with`` block into a session.
 
     ``path``: the session file to create (default: a new file in the temp folder, kept
@@ -40,17 +42,20 @@ def profile(path: str | os.PathLike | None = None, *, summaries: bool = False,
     own cost first (once per machine and code) so reports can state it. ``kernel_rows``: a
     row per run of every compiled step (a timeline of kernels; the plans then run step
     by step in Python) instead of only each step's sums, which compiled code keeps itself.
+    ``overwrite``: replace ``path`` if it is a session already (never another file). A
+    session at a path of the caller's choosing is listed by ``execmode sessions``.
     """
     return Profile(path, summaries=summaries, memory=memory, calibrate=calibrate,
-                   kernel_rows=kernel_rows)
+                   kernel_rows=kernel_rows, overwrite=overwrite)
 
 
 class Profile:
     """A recording in progress or done; see :func:`profile`."""
 
     def __init__(self, path=None, *, summaries: bool = False, memory: bool = True,
-                 calibrate: bool = True, kernel_rows: bool = False):
+                 calibrate: bool = True, kernel_rows: bool = False, overwrite: bool = False):
         self.path = Path(path) if path is not None else _temporary_path()
+        self._chosen, self._overwrite = path is not None, overwrite
         self._options = {"summaries": summaries, "memory": memory, "calibrate": calibrate,
                          "kernel_rows": kernel_rows}
         self.recorder: Recorder | None = None
@@ -59,8 +64,20 @@ class Profile:
     def __enter__(self) -> Profile:
         if self.recorder is not None:
             raise RuntimeError("a Profile records once; make a new em.profile() for another")
+        if self._chosen:
+            from execmode.profilers.session_dir import SessionDirError, remove_session
+
+            if self._overwrite and self.path.exists():
+                try:
+                    remove_session(self.path)
+                except SessionDirError as exc:
+                    raise SessionError(str(exc)) from None
         self.recorder = Recorder(self.path, meta={"source": "em.profile"}, **self._options)
         self.recorder.start()
+        if self._chosen:  # listed by `execmode sessions` (session_dir.py)
+            from execmode.profilers.session_dir import remember
+
+            remember(self.path)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -49,6 +49,8 @@ def _profile_options(p) -> None:
     p.add_argument("--session", metavar="FILE",
                    help="the session file to create (default: a new file in the session "
                         "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the --session file if it exists (only a session file)")
     p.add_argument("--pyspy", action="store_true",
                    help="also sample the script with py-spy (user code vs dispatch vs "
                         "kernels)")
@@ -107,12 +109,10 @@ def profile_command(args) -> int:
     except _UsageError as exc:
         return _fail(exc, 2)
     try:
-        session = chosen_session_path(args.session) if args.session else \
-            new_session_path(args.script)
+        session = chosen_session_path(args.session, force=args.force) if args.session \
+            else new_session_path(args.script)
     except SessionDirError as exc:
         return _fail(exc, 2)
-    if session.exists():
-        return _fail(f"{session}: already exists; give another --session", 2)
     output = Path(args.output) if args.output else _beside(session, fmt)
 
     _say(f"recording {args.script} into {session}")

@@ -31,7 +31,8 @@ def register_sessions(subparsers) -> None:
         description="List the sessions in the session folder, newest first: date, script, ops, "
                     "size, path and status (how the script ended: finished, raised, stopped "
                     "at a breakpoint, killed, crashed, unknown, recording). The folder is "
-                    "$EXECMODE_SESSION_DIR, else ~/.cache/execmode/sessions.")
+                    "$EXECMODE_SESSION_DIR, else ~/.cache/execmode/sessions; sessions saved "
+                    "elsewhere with --session are listed too.")
     p.add_argument("--dir", metavar="DIR",
                    help="list this folder instead of the session folder")
     p.add_argument("-n", "--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
@@ -47,7 +48,7 @@ def sessions_command(args) -> int:
         print(f"execmode sessions: error: {folder}: no such folder", file=sys.stderr)
         return 2
     try:
-        paths = recent_sessions(folder)
+        paths = recent_sessions(folder if args.dir else None)  # the default: its index too
     except SessionDirError as exc:
         print(f"execmode sessions: error: {exc}", file=sys.stderr)
         return 2

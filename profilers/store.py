@@ -51,7 +51,8 @@ def create(path: str | os.PathLike, meta: dict) -> Path:
     """
     path = Path(path)
     if path.exists():
-        raise SessionError(f"{path}: a file is already there; choose another session path")
+        raise SessionError(f"{path}: a file is already there; choose another session path "
+                           "(or replace a session: --force, em.profile(..., overwrite=True))")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)

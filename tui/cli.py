@@ -42,6 +42,8 @@ def _tui_options(p) -> None:
                         "to 1 MiB, 64 MiB in all), so Enter on a past op shows its values "
                         "while the script is live; 0 keeps none")
     p.add_argument("--session", metavar="FILE", help="the session file for the first run")
+    p.add_argument("--force", action="store_true",
+                   help="replace the --session file if it exists (only a session file)")
     p.add_argument("--session-dir", metavar="DIR",
                    help="where each run's session file goes (default: the session folder, "
                         "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
@@ -100,7 +102,7 @@ def tui_command(args) -> int:
         from execmode.profilers.session_dir import SessionDirError, chosen_session_path
 
         try:
-            chosen_session_path(args.session)
+            chosen_session_path(args.session, force=args.force)
         except SessionDirError as exc:
             print(f"execmode tui: {exc}", file=sys.stderr)
             return 2

@@ -29,6 +29,8 @@ def _options(p) -> None:
     p.add_argument("--session", metavar="FILE",
                    help="the session file to record into (default: a new file in the session "
                         "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the --session file if it exists (only a session file)")
     p.add_argument("--no-session", action="store_true",
                    help="record nothing (the debugger alone)")
     p.add_argument("--summaries", action="store_true",
@@ -122,7 +124,7 @@ def _session_path(opts) -> str | None:
     from ..profilers.session_dir import chosen_session_path, new_session_path
 
     if opts.session:
-        return str(chosen_session_path(opts.session))
+        return str(chosen_session_path(opts.session, force=opts.force))
 
     return str(new_session_path(opts.script))
 

@@ -58,7 +58,48 @@ def test_session_option_puts_one_session_elsewhere(tmp_path, folder, script, ver
     result = execmode(verb, "--session", chosen, *options, script, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert chosen.exists() and f"session saved to {chosen}" in result.stderr
-    assert recent_sessions(folder) == []
+    assert recent_sessions(folder) == []  # not in the folder itself
+    # but in its index: listed, and the latest for `execmode open` / `report`
+    assert recent_sessions() == [chosen] and latest_session() == chosen
+    listing = execmode("sessions", cwd=tmp_path)
+    assert listing.returncode == 0 and str(chosen) in listing.stdout
+    chosen.unlink()  # gone: no longer listed
+    assert recent_sessions() == []
+
+
+@pytest.mark.parametrize("verb, options", [("run", []), ("profile", ["-o", "r.md"])])
+def test_an_existing_session_is_replaced_only_with_force(tmp_path, folder, script, verb,
+                                                         options):
+    chosen = tmp_path / "mine.emsession"
+    assert execmode(verb, "--session", chosen, *options, script, cwd=tmp_path).returncode == 0
+    again = execmode(verb, "--session", chosen, *options, script, cwd=tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr and "--force" in again.stderr
+    forced = execmode(verb, "--session", chosen, "--force", *options, script, cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    with open_session(chosen) as s:
+        assert s.count("op_events") == 3 and s.status == "finished"
+    notes = tmp_path / "notes.emsession"  # a file of the user's that is not a session
+    notes.write_text("keep me")
+    refused = execmode(verb, "--session", notes, "--force", *options, script, cwd=tmp_path)
+    assert refused.returncode == 2 and "not an execmode session" in refused.stderr
+    assert notes.read_text() == "keep me"
+
+
+def test_em_profile_overwrites_a_session_only_when_asked(tmp_path, folder):
+    import execmode as em
+    from execmode.profilers.errors import SessionError
+
+    chosen = tmp_path / "block.emsession"
+    with em.profile(chosen, calibrate=False):
+        em.ones(2) + 1
+    with pytest.raises(SessionError, match="overwrite=True"):
+        with em.profile(chosen, calibrate=False):
+            pass
+    with em.profile(chosen, calibrate=False, overwrite=True) as prof:
+        em.ones(2) * 3
+        em.ones(2) * 3
+    assert prof.session.count("op_events") == 4
+    assert latest_session() == chosen
 
 
 def test_run_without_a_session(tmp_path, folder, script):
