@@ -1,4 +1,4 @@
-"""Snapshot tests of every view at 80x24, 120x40 and 250x70, on a session with fixed
+"""Snapshot tests of every view at 80x24, 120x40 and 200x60, on a session with fixed
 contents (test_layout.py checks the same sizes with assertions on the regions).
 
 Update after an intended change with ``pytest tests/tui/test_snapshots.py
@@ -16,7 +16,7 @@ from fixture_session import build_session
 from textual.widgets import Input
 from tui_support import Waiter, session_app, settle
 
-SIZES = {"80x24": (80, 24), "120x40": (120, 40), "250x70": (250, 70)}
+SIZES = {"80x24": (80, 24), "120x40": (120, 40), "200x60": (200, 60)}
 
 
 @pytest.fixture(scope="module")
