@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import timing
 from execmode.profilers import measure
@@ -126,9 +127,18 @@ def compare_jitted_mlp(rounds: int, env: dict, folder: Path) -> dict:
     profiled_call = Spread.of([r["per_call_ns"] for r in runs["profiled"]], 1,
                               busy.get("profiled", ()))
     stated_call = Spread.of([r["graph_ns"] / max(r["graph_runs"], 1) for r in runs["profiled"]])
+    # The same cost measured inside each profiled process: rounds with the recorder
+    # detached and attached (scripts/jitted_mlp.py), one difference per process.
+    inside = Spread.of([r["attached_ns"] - r["detached_ns"] for r in runs["profiled"]])
     return {"plain": plain_call, "profiled": profiled_call, "stated": stated_call,
+            "inside": inside,
             "ratio": measure.judge_ratio(profiled_call, plain_call, 1.3, a_name="profiled",
                                          b_name="plain")}
+
+
+def _inside_verdict(spread: Spread) -> SimpleNamespace:
+    """The in-process differences carry a cost when their middle half is above 0."""
+    return SimpleNamespace(decided=spread.q1 > 0, kind="overlap")
 
 
 def _share(stated: float, measured: float, verdict, tolerance: float) -> str:
@@ -164,18 +174,22 @@ def main(argv=None) -> int:
                 env["EXECMODE_BENCH_CALLS"] = "500"
             mlp = compare_jitted_mlp(rounds, env, folder)
             measured = mlp["profiled"].median - mlp["plain"].median
-            verdict = measure.decide(mlp["profiled"], mlp["plain"], a_name="profiled",
-                                     b_name="plain")
             ratio = mlp["ratio"]
+            inside = mlp["inside"]
             report.table(
                 ["plain", "under execmode profile", "profiled/plain (goal <= 1.3x)",
-                 "cost per call: measured", "stated", "stated/measured (goal within 30%)"],
+                 "cost per call: between processes", "in one process", "stated",
+                 "stated/measured in one process (goal within 30%)"],
                 [[timing.time_cell(mlp["plain"]), timing.time_cell(mlp["profiled"]),
                   f"{ratio.value:.2f}x: {ratio}" if ratio.value is not None else str(ratio),
-                  f"{measured:.0f} ns", f"{mlp['stated'].median:.0f} ns",
-                  _share(mlp["stated"].median, measured, verdict, 0.30)]],
+                  f"{measured:.0f} ns", f"{inside.median:.0f} ns ({inside.q1:.0f}-{inside.q3:.0f})",
+                  f"{mlp['stated'].median:.0f} ns",
+                  _share(mlp["stated"].median, inside.median, _inside_verdict(inside), 0.30)]],
                 title=f"A jitted MLP 512-256-128-2, batch 1, per call: medians (IQR) of "
-                      f"{rounds} interleaved process pairs, timed by the script itself")
+                      f"{rounds} interleaved process pairs, timed by the script itself; "
+                      "in one process: the recorder detached and attached in alternating "
+                      "chunks of calls inside each profiled process (two processes' "
+                      "layouts differ by more than the cost)")
         default = QUICK_EXAMPLES if args.quick else sorted(
             f.stem for f in EXAMPLES.glob("*.py") if not f.name.startswith("_"))
         rows = []
