@@ -60,6 +60,9 @@ class Recorder:
     # Graph mode: each compiled step's runs summed where they run (kernel_clock.py), read
     # into the kernel_totals table; per-run kernel rows only with ``kernel_rows``.
     wants_kernel_times = True
+    # An optimizer's fused step (optim/plain.py) runs while this records, as one op per
+    # parameter: the session measures the step that runs without a recorder.
+    records_fused_steps = True
 
     def __init__(self, target, *, summaries: bool = False, memory: bool = True,
                  calibrate: bool = True, kernel_rows: bool = False, meta: dict | None = None,

@@ -10,8 +10,13 @@ the bits are the ops' (tests/engine/test_optim_plain.py compares them with the o
 under a listener, over several steps). Large parameters go by chunks of ``CHUNK``
 elements, so that the ~14 passes of a chunk stay in the cache.
 
+A recorder (a listener with ``records_fused_steps``, after ops only) does not turn this
+path off: it records each parameter's update as one op (``adam_step``, ``sgd_step`` ...,
+with the parameter, its gradient and state as inputs, allocating nothing), so a profile
+measures the step that runs without it, not ~18 ops per parameter in its place.
+
 Each returns False before writing anything when it does not take the group: a tracer or
-a listener (then the debugger sees each op and the jit traces them), a GPU array, a
+another listener (then the debugger sees each op and the jit traces them), a GPU array, a
 hyperparameter that is not a Python number, dtypes or shapes that differ, a gradient
 that shares memory with the parameter or its state, a non-contiguous array whose rows
 exceed ``CHUNK``. The
@@ -26,7 +31,9 @@ import threading
 
 import numpy as np
 
-from .. import dispatch
+from .. import dispatch, instrument
+from .._tensor import Tensor
+from ..backend import CPU
 from ..tape import mark_modified
 
 ENABLED = os.environ.get("EXECMODE_PLAIN_OPTIM", "1") != "0"
@@ -57,6 +64,53 @@ def _disjoint(a, b) -> bool:
     return not np.may_share_memory(a, b)
 
 
+def _taken() -> bool:
+    """Whether the plain path may run: nobody watches, or only recorders that take a
+    fused step as one op (a debugger, a tracer or another listener sees each op)."""
+    if not ENABLED:
+        return False
+    if dispatch._plain:
+        return True
+    return dispatch._fast_with_events and all(
+        getattr(listener, "records_fused_steps", False) for listener in instrument.listeners())
+
+
+def _arrays(*tensors):
+    """``dispatch.plain_arrays``, and the same arrays while only recorders of fused steps
+    listen (the steps run under no_grad: nothing to record for autograd)."""
+    if dispatch._plain:
+        return dispatch.plain_arrays(*tensors)
+    arrays = []
+    for t in tensors:
+        if not isinstance(t, Tensor) or t._data.__class__ is not _ndarray:
+            return None
+        if t.requires_grad and dispatch.grad_enabled():
+            return None
+        arrays.append(t._data)
+    return arrays
+
+
+class _FusedStep:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+_NO_ATTRS: dict = {}
+
+
+def _record_step(name: str, p, inputs: tuple, t0: int) -> None:
+    """Give the recorder the update of ``p`` as one op, when one listens. Its output is a
+    view of the parameter: written in place, it allocated nothing."""
+    if dispatch._plain:
+        return
+    out = p._data[...]
+    general = dispatch._native_general
+    if general is None or not general(name, inputs, _NO_ATTRS, out, t0, CPU):
+        dispatch._emit_op(_FusedStep(name), inputs, _NO_ATTRS, p, out, t0, CPU)
+
+
 def _group_work(opt, group, indices, names, dtype):
     """[(param, its state, its arrays)] for the group's params with a gradient, the state
     tensors named ``names``; None when one of them cannot take the plain path."""
@@ -68,7 +122,7 @@ def _group_work(opt, group, indices, names, dtype):
         arrays = _param_arrays(p, p.grad, [state[k] for k in names], dtype)
         if arrays is None:
             return None
-        work.append((p, state, arrays))
+        work.append((p, state, arrays, (p, p.grad, *(state[k] for k in names))))
     return work
 
 
@@ -76,7 +130,7 @@ def _param_arrays(p, grad, state_tensors, dtype):
     """The arrays ``(param, grad, *state)`` of one parameter, flat when all are
     C-contiguous (a gradient of ``x @ w.T`` is not), or None when the plain path does not
     take it."""
-    arrays = dispatch.plain_arrays(p, grad, *state_tensors)
+    arrays = _arrays(p, grad, *state_tensors)
     if arrays is None:
         return None
     pd, gd = arrays[0], arrays[1]
@@ -165,7 +219,7 @@ def _run_chunked(kernel, arrays, scratch, *args) -> None:
 
 def adam_group(opt, group: dict, indices: list[int]) -> bool:
     """Adam's ``_step_group`` in place (see adam.py for the ops it mirrors)."""
-    if not ENABLED or not dispatch._plain:
+    if not _taken():
         return False
     lr, betas, eps, decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
     if not (isinstance(betas, tuple) and len(betas) == 2 and _numbers(lr, eps, decay, *betas)):
@@ -174,7 +228,7 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
     amsgrad, maximize, decoupled = bool(group["amsgrad"]), bool(group.get("maximize")), \
         opt.decoupled
     step = opt.state[indices[0]]["step"]
-    ts = dispatch.plain_arrays(step)
+    ts = _arrays(step)
     if ts is None:
         return False
     td = ts[0]
@@ -197,10 +251,13 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
               _const(1 - beta2, dt), np.asarray(bias1), np.asarray(bias2), _const(lr, dt),
               _const(eps, dt))
     scratch = _buffers(dt)
-    for p, state, arrays in work:
+    name = "adamw_step" if decoupled else "adam_step"
+    for p, state, arrays, inputs in work:
+        t0 = dispatch._perf_ns()
         if not amsgrad:
             arrays.append(None)
         _run_chunked(_adam_chunk, arrays, scratch, maximize, shrink, add_decay, *consts)
+        _record_step(name, p, inputs, t0)
         # F.assign's bookkeeping, in the ops' order.
         if shrink is not None:
             mark_modified(p)
@@ -244,7 +301,7 @@ def _adam_chunk(p, g, m, v, mx, s0, s1, maximize, shrink, add_decay, beta1, beta
 
 def rmsprop_group(opt, group: dict, indices: list[int]) -> bool:
     """RMSprop's ``_step_group`` in place (see rmsprop.py for the ops it mirrors)."""
-    if not ENABLED or not dispatch._plain:
+    if not _taken():
         return False
     lr, alpha, eps, decay, momentum = group["lr"], group["alpha"], group["eps"], \
         group["weight_decay"], group["momentum"]
@@ -252,7 +309,7 @@ def rmsprop_group(opt, group: dict, indices: list[int]) -> bool:
         return False
     centered, maximize = bool(group["centered"]), bool(group.get("maximize"))
     step = opt.state[indices[0]]["step"]
-    ts = dispatch.plain_arrays(step)
+    ts = _arrays(step)
     if ts is None:
         return False
     td = ts[0]
@@ -270,12 +327,14 @@ def rmsprop_group(opt, group: dict, indices: list[int]) -> bool:
               _const(1 - alpha, dt), _const(eps, dt),
               _const(momentum, dt) if momentum else None, _const(lr, dt))
     scratch = _buffers(dt)
-    for p, state, arrays in work:
+    for p, state, arrays, inputs in work:
+        t0 = dispatch._perf_ns()
         sq = arrays[2]
         ga = arrays[3] if centered else None
         buf = arrays[-1] if momentum else None
         _run_chunked(_rmsprop_chunk, [arrays[0], arrays[1], sq, ga, buf], scratch, maximize,
                      *consts)
+        _record_step("rmsprop_step", p, inputs, t0)
         for k in names:
             mark_modified(state[k])
         mark_modified(p)
@@ -315,7 +374,7 @@ def _rmsprop_chunk(p, g, sq, ga, buf, s0, s1, maximize, decay, alpha, k, eps, mo
 
 def sgd_group(opt, group: dict, indices: list[int]) -> bool:
     """SGD's ``_step_group`` in place (see sgd.py for the ops it mirrors)."""
-    if not ENABLED or not dispatch._plain:
+    if not _taken():
         return False
     lr, momentum, decay, dampening = group["lr"], group["momentum"], \
         group["weight_decay"], group["dampening"]
@@ -323,14 +382,14 @@ def sgd_group(opt, group: dict, indices: list[int]) -> bool:
         return False
     maximize, nesterov = bool(group.get("maximize")), bool(group["nesterov"])
     first = group["params"][0]
-    fd = dispatch.plain_arrays(first)
+    fd = _arrays(first)
     if fd is None or fd[0].dtype.kind != "f":
         return False
     dtype = fd[0].dtype
     started = None
     if momentum and dampening:
         started = opt.state[indices[0]]["momentum_started"]
-        sd = dispatch.plain_arrays(started)
+        sd = _arrays(started)
         if sd is None or sd[0].dtype != dtype or sd[0].shape != () \
                 or not sd[0].flags.writeable:
             return False
@@ -343,7 +402,7 @@ def sgd_group(opt, group: dict, indices: list[int]) -> bool:
         arrays = _param_arrays(p, g, buf, dtype)
         if arrays is None:
             return False
-        work.append((p, buf, arrays))
+        work.append((p, buf, arrays, (p, g, *buf)))
     # Every check passed: now write.
     scale = None
     if started is not None:  # scale = 1 - dampening * started; started = 1
@@ -355,10 +414,12 @@ def sgd_group(opt, group: dict, indices: list[int]) -> bool:
     consts = (_const(decay, dtype) if decay else None,
               _const(momentum, dtype) if momentum else None,
               None if scale is None else np.asarray(scale), nesterov, _const(lr, dtype))
-    for p, buf, arrays in work:
+    for p, buf, arrays, inputs in work:
+        t0 = dispatch._perf_ns()
         if not momentum:
             arrays.append(None)
         _run_chunked(_sgd_chunk, arrays, scratch, maximize, *consts)
+        _record_step("sgd_step", p, inputs, t0)
         if momentum:
             mark_modified(buf[0])
         mark_modified(p)

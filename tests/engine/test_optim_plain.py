@@ -234,3 +234,40 @@ def test_what_the_plain_path_does_not_take_goes_to_the_ops(monkeypatch):
     optim.Adam([r]).step()
     assert calls == [False, False, False]
     np.testing.assert_allclose(q.numpy(), 0.5)
+
+
+@pytest.mark.parametrize(("cls", "name", "kwargs"), [
+    (optim.Adam, "adam_step", {}), (optim.AdamW, "adamw_step", {}),
+    (optim.SGD, "sgd_step", {"momentum": 0.9}), (optim.RMSprop, "rmsprop_step", {})])
+def test_a_recorder_records_the_fused_step_as_one_op_per_parameter(tmp_path, cls, name,
+                                                                    kwargs):
+    """Recording does not change what runs: the recorded step is the fused one (the same
+    bits as an unrecorded step), one op per parameter, allocating nothing, at the user's
+    line; a debugger or any other listener still sees every op (the test above)."""
+    rng = np.random.default_rng(5)
+    shapes = [(4, 3), (3,)]
+    values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def two_steps(recorded: bool):
+        params = [em.tensor(v.copy(), requires_grad=True) for v in values]
+        opt = cls(params, lr=0.1, **kwargs)
+        for p, g in zip(params, grads):
+            p.grad = em.tensor(g.copy())
+        opt.step()
+        if not recorded:
+            opt.step()
+            return params, None
+        with em.profile(tmp_path / f"{name}.emsession", calibrate=False) as prof:
+            opt.step()  # the user's line
+        return params, prof
+
+    plain, _ = two_steps(False)
+    params, prof = two_steps(True)
+    for a, b in zip(plain, params):
+        _same_bits(a, b)
+    ops = list(prof.session.ops())
+    assert [o.op for o in ops] == [name, name]
+    assert all(o.bytes == 0 and o.line > 0 and o.file.endswith("test_optim_plain.py")
+               for o in ops)
+    assert ops[0].inputs.startswith("f32[4,3], f32[4,3]") and ops[0].output == "f32[4,3]"
