@@ -1,5 +1,6 @@
-"""The CPU runtime: compile a graph's kernels (one translation unit, one compiler call),
-cache the library on disk, load it with ctypes, and call kernels with little overhead.
+"""The CPU runtime: render kernels into a translation unit, compile it (one compiler call)
+or find it in the disk cache, load the library with ctypes, and call kernels with little
+overhead. units.py cuts a graph's kernels into several units and compiles them at once.
 
 A :class:`CKernel` is what the plan calls: ``kernel(*args)`` with the fused node's inputs
 in ``node.inputs`` order (literal values are ignored: they are compiled in), returning the
@@ -17,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import disk_cache
+from . import disk_cache, runtime_library
 from .buffers import REGISTRY, OutputPool, arranged, data_pointer, has_strides
 from .call_path import build_call_path
 from .kernel_ir import Kernel, Param
 from .openmp_policy import prefer_passive_openmp
 from .render_c import CRenderer
 from .threads import configure_library
-from .toolchain import Toolchain, run_compiler
+from .toolchain import LONG_KERNEL_BYTES, Toolchain, run_compiler
 
 
 class CompileError(Exception):
@@ -48,24 +49,50 @@ class Library:
         return fn
 
 
-def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
-    """Render ``kernels`` into one translation unit, compile it (or find it in the disk
-    cache) and load it."""
+@dataclass
+class Unit:
+    """One translation unit on its way to a loaded Library: rendered (``render_unit``),
+    compiled or found in the disk cache (``compile_unit``, safe to run on several threads
+    at once: units.py does), then loaded (``load_unit``, on the caller's thread)."""
+
+    kernels: list
+    source: str
+    path: str
+    toolchain: Toolchain
+    long_kernels: bool = False  # toolchain.LONG_KERNEL_BYTES of C per kernel or more
+    runtime: tuple = ()         # the runtime library's helpers it calls (their names)
+    helpers: str = ""           # the prelude's helpers: those libraries' source
+    cache_hit: bool = False
+    compile_ns: int = 0
+    started_ns: int = 0
+
+
+def render_unit(kernels, toolchain: Toolchain, renderer=None) -> Unit:
     renderer = renderer or CRenderer()
-    source = renderer.translation_unit(kernels)
-    key = disk_cache.library_key(source, toolchain.identity_for(source))
-    path = disk_cache.library_path(key)
-    t0 = time.perf_counter_ns()
+    source = renderer.translation_unit(kernels, runtime=runtime_library.usable(toolchain))
+    long_kernels = bool(kernels) and \
+        (len(source) - len(renderer.prelude())) / len(kernels) >= LONG_KERNEL_BYTES
+    key = disk_cache.library_key(source, toolchain.identity_for(source, long_kernels))
+    runtime = runtime_library.used(source)
+    return Unit(list(kernels), source, disk_cache.library_path(key), toolchain, long_kernels,
+                runtime, renderer.helpers() if runtime else "")
+
+
+def compile_unit(unit: Unit) -> None:
+    """Compile ``unit`` into the cache unless a trusted build is there; loads nothing."""
+    toolchain, path, source = unit.toolchain, unit.path, unit.source
+    unit.started_ns = t0 = time.perf_counter_ns()
 
     def build(output: str) -> None:
         src_path = disk_cache.temporary_path(path[:-3] + ".c")
         try:
             with open(src_path, "w", encoding="utf-8") as f:
                 f.write(source)
-            ok, message = run_compiler(toolchain.command, toolchain.flags_for(source),
+            ok, message = run_compiler(toolchain.command,
+                                       toolchain.flags_for(source, unit.long_kernels),
                                        src_path, output)
             if not ok:
-                raise CompileError(f"{toolchain.command[0]} failed on {len(kernels)} "
+                raise CompileError(f"{toolchain.command[0]} failed on {len(unit.kernels)} "
                                    f"kernel(s):\n{message}")
             # The source next to the library, for people (never read back by execmode).
             os.replace(src_path, path[:-3] + ".c")
@@ -75,14 +102,32 @@ def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
 
     # A cached library is loaded only after its owner, mode and content hash are checked
     # (cache_trust.py); anything else is rebuilt.
-    hit = disk_cache.reuse_or_build(path, build)
-    compile_ns = time.perf_counter_ns() - t0
+    unit.cache_hit = disk_cache.reuse_or_build(path, build)
+    unit.compile_ns = time.perf_counter_ns() - t0
+
+
+def load_unit(unit: Unit) -> Library:
+    toolchain = unit.toolchain
     if toolchain.openmp:
         prefer_passive_openmp()
-    cdll = ctypes.CDLL(path)
+    if unit.runtime:  # its em_rt_* symbols resolve to these when it loads
+        try:
+            runtime_library.load(toolchain, unit.helpers, unit.runtime)
+        except runtime_library.RuntimeBuildError as exc:
+            raise CompileError(str(exc)) from exc
+    cdll = ctypes.CDLL(unit.path)
     if toolchain.openmp:
         configure_library(cdll)  # the thread count, and what a fork does (threads.py)
-    return Library(path, cdll, source, hit, compile_ns, toolchain, t0)
+    return Library(unit.path, cdll, unit.source, unit.cache_hit, unit.compile_ns, toolchain,
+                   unit.started_ns)
+
+
+def build_library(kernels, toolchain: Toolchain, renderer=None) -> Library:
+    """Render ``kernels`` into one translation unit, compile it (or find it in the disk
+    cache) and load it."""
+    unit = render_unit(kernels, toolchain, renderer)
+    compile_unit(unit)
+    return load_unit(unit)
 
 
 # --- kernels --------------------------------------------------------------------------------

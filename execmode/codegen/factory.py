@@ -1,8 +1,9 @@
 """From a lowered graph to the kernel objects its plan calls.
 
-``kernel_factory_for(graph, graph_id, backend)`` lowers every fused node, compiles all CPU
-kernels of the graph in one translation unit (one compiler call, or a disk-cache hit) and
-the CUDA ones in one CuPy module, emits a ``compile`` event per kernel, and returns the
+``kernel_factory_for(graph, graph_id, backend)`` lowers every fused node, compiles the CPU
+kernels of the graph in translation units of bounded size, in parallel (units.py; each a
+compiler call or a disk-cache hit), and the CUDA ones in one CuPy module, emits a
+``compile`` event per translation unit (its kernels as children), and returns the
 ``factory(node) -> (fn, backend_name)`` that :func:`execmode.plan.build_plan` calls.
 
 Backends: ``None`` (auto: C when a compiler works, else the interpreter; CUDA for nodes on
@@ -22,12 +23,13 @@ from execmode import instrument
 from execmode.graph.ir import FUSED, Node, make_attrs
 
 from . import matmul_policy
-from .c_runtime import CompileError, build_library, make_kernel, needs_compiling
+from .c_runtime import CompileError, make_kernel, needs_compiling
 from .interpreter import InterpretedKernel
 from .lower import Unsupported, lower_fused
 from .render_c import CRenderer
 from .status import record_fallback
 from .toolchain import NoCompiler, get_toolchain
+from .units import build_libraries
 
 BACKENDS = (None, "auto", "c", "interpreter", "numpy", "cuda")
 
@@ -139,17 +141,20 @@ def _cpu_kernels(kernels: dict, graph_id: str, backend) -> dict:
 def _compiled(kernels: dict, graph_id: str, toolchain) -> dict:
     renderer = CRenderer()
     to_compile = [k for k in kernels.values() if needs_compiling(k)]
-    library = build_library(to_compile, toolchain, renderer) if to_compile else None
-    objects = {i: make_kernel(k, library, renderer) for i, k in kernels.items()}
-    if library is not None:
-        emit_compile(graph_id, list(objects.values()), library.started_ns,
-                     library.compile_ns, library.cache_hit, "c", "c")
-    else:  # library matmuls only: nothing went to the compiler
+    # Translation units of bounded size, compiled in parallel (units.py).
+    built = build_libraries(to_compile, toolchain, renderer) if to_compile else []
+    library_of = {id(k): library for unit, library in built for k in unit}
+    objects = {i: make_kernel(k, library_of.get(id(k)), renderer) for i, k in kernels.items()}
+    for unit, library in built:
+        members = {id(k) for k in unit}
+        emit_compile(graph_id, [o for o in objects.values() if id(o.kernel) in members],
+                     library.started_ns, library.compile_ns, library.cache_hit, "c", "c")
+        if debug_level() >= 2:
+            state = "cache hit" if library.cache_hit else f"{library.compile_ns / 1e6:.0f} ms"
+            _note(f"{graph_id}: {len(unit)} C kernel(s), {state}: {library.path}")
+    if not built:  # library matmuls only: nothing went to the compiler
         now = time.perf_counter_ns()
         emit_compile(graph_id, list(objects.values()), now, 0, True, "c", "c")
-    if debug_level() >= 2 and library is not None:
-        state = "cache hit" if library.cache_hit else f"{library.compile_ns / 1e6:.0f} ms"
-        _note(f"{graph_id}: {len(to_compile)} C kernel(s), {state}: {library.path}")
     return objects
 
 

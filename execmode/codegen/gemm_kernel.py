@@ -79,7 +79,7 @@ def probe():
         return None
 
     class _Probe(CRenderer):
-        def translation_unit(self, kernels) -> str:
+        def translation_unit(self, kernels, runtime: bool = False) -> str:
             return self.prelude() + read_header("em_gemm.h") + _PROBE_ENTRIES
 
     try:

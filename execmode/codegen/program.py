@@ -323,8 +323,8 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
         program_source = read_header("em_gemm.h") + "\n" + program_source
 
     class _Renderer(CRenderer):
-        def translation_unit(self, ks) -> str:
-            return super().translation_unit(ks) + "\n" + program_source + "\n"
+        def translation_unit(self, ks, runtime: bool = False) -> str:
+            return super().translation_unit(ks, runtime) + "\n" + program_source + "\n"
 
     library = build_library(kernels, toolchain, _Renderer())
     children = [kernel_child(k, renderer.kernel(k)) for k in kernels]

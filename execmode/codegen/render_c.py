@@ -33,6 +33,7 @@ import numpy as np
 
 from execmode.dtypes import short_name
 
+from . import runtime_library
 from .kernel_ir import Apply, Cast, Const, Kernel, Load, Var, canonical, loads_of, point_cost
 from .render_reduction import ReductionRendering
 
@@ -81,10 +82,14 @@ class CRenderer(ReductionRendering):
     # --- translation units ------------------------------------------------------------------
     def prelude(self) -> str:
         """Headers and the helpers every kernel may call (once per translation unit)."""
-        headers = [read_header(self.dialect_header), read_header("em_common.h")]
+        headers = [self.helpers()]
         if self.language == "c":  # eager's float sums, for the overflow check (C only)
             headers.append(read_header("em_eager_sum.h"))
         return "\n".join([*headers, self.runtime_globals()])
+
+    def helpers(self) -> str:
+        """The dialect's types and math helpers (the runtime library's source too)."""
+        return "\n".join([read_header(self.dialect_header), read_header("em_common.h")])
 
     def runtime_globals(self) -> str:
         return "\n".join([
@@ -105,9 +110,12 @@ class CRenderer(ReductionRendering):
             "",
         ])
 
-    def translation_unit(self, kernels) -> str:
+    def translation_unit(self, kernels, runtime: bool = False) -> str:
         """The prelude and every kernel; a kernel identical to an earlier one (up to names
-        and comments) becomes a one-line alias, so the compiler sees each code once."""
+        and comments) becomes a one-line alias, so the compiler sees each code once.
+        ``runtime``: a unit with more float32 transcendentals than
+        runtime_library.INLINE_MAX calls them from the runtime library instead of
+        inlining each (C only; the caller says whether its toolchain allows it)."""
         keys = [canonical(k) for k in kernels]
         counts = Counter(keys)  # not keys.count per key: quadratic in a 1000-kernel program
         shared = {key for key, n in counts.items() if n > 1}
@@ -123,7 +131,12 @@ class CRenderer(ReductionRendering):
                 text = text.replace(f"\nvoid {k.name}(", f"\n__attribute__((noinline)) "
                                     f"void {k.name}(", 1)
             parts.append(text)
-        return self.prelude() + "\n" + "\n\n".join(parts) + "\n"
+        body = "\n\n".join(parts)
+        calls = ""
+        if runtime and self.language == "c" and \
+                runtime_library.call_sites(body) > runtime_library.INLINE_MAX:
+            calls = runtime_library.declarations(runtime_library.calls_in(body)) + "\n"
+        return self.prelude() + "\n" + calls + body + "\n"
 
     def alias(self, k: Kernel, same: Kernel) -> str:
         """``k`` computes exactly what ``same`` computes: call it."""
@@ -136,6 +149,15 @@ class CRenderer(ReductionRendering):
 
     # --- one kernel ------------------------------------------------------------------------
     def kernel(self, k: Kernel) -> str:
+        """``k``'s C. Kept per renderer: the translation unit and the kernel object that
+        shows the source both ask (rendering a 5000-op chain twice cost ~80 ms)."""
+        memo = self.__dict__.setdefault("_rendered", {})
+        kept = memo.get(id(k))
+        if kept is None or kept[0] is not k:
+            kept = memo[id(k)] = (k, self._render(k))
+        return kept[1]
+
+    def _render(self, k: Kernel) -> str:
         self.k = k
         lines = self.header_comment(k)
         lines.append(self.signature(k))

@@ -24,7 +24,13 @@ Flags, and why each is there:
 * for a translation unit of ``LARGE_UNIT_BYTES`` or more, also ``-fno-tree-pta`` where the
   compiler takes it (GCC): a 5000-op chain (500 KB of C) spent a third of GCC's 2.4 s in
   points-to analysis, which our kernels do not need (restrict pointers, ``omp simd``
-  loops); without it, 1.6 s and the same vector code at the same speed (docs/kernels.md).
+  loops); without it, 1.6 s and the same vector code at the same speed (docs/kernels.md);
+* for a unit of long kernels (``LONG_KERNEL_BYTES`` of C per kernel or more, ~64 ops),
+  also ``--param=vect-epilogues-nomask=0`` where the compiler takes it (GCC): GCC
+  otherwise compiles each long loop body a third time, as an 8-lane loop for the
+  remainder after the 16-lane one; without it the remainder (at most 15 elements of a
+  loop that does hundreds of ops per element) runs scalar, and gcc's time on a 5000-op
+  chain fell by a third (docs/performance.md, "First calls").
 
 Never ``-ffast-math``, ``-ffinite-math-only`` or ``-fno-signed-zeros``: they assume NaN,
 Inf and -0.0 away, and the debugger exists to find them.
@@ -46,6 +52,8 @@ BASE_FLAGS = ("-O3", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno",
               "-fno-trapping-math", "-fwrapv", "-ffp-contract=off", "-Wno-unknown-pragmas")
 LARGE_UNIT_BYTES = 256 * 1024
 LARGE_UNIT_FLAGS = ("-fno-tree-pta",)
+LONG_KERNEL_BYTES = 8 * 1024
+LONG_KERNEL_FLAGS = ("--param=vect-epilogues-nomask=0",)
 CANDIDATES = ("cc", "gcc", "clang")
 
 
@@ -66,17 +74,21 @@ class Toolchain:
         return "\n".join([" ".join(self.command), self.version, " ".join(self.flags),
                           cpu_identity()])
 
-    def flags_for(self, source: str) -> tuple:
-        """The flags for one translation unit: a large one compiles with fewer analyses
-        where the compiler takes the flags (asked once per process, at the first one)."""
+    def flags_for(self, source: str, long_kernels: bool = False) -> tuple:
+        """The flags for one translation unit: a large one compiles with fewer analyses,
+        one of long kernels without vectorised remainder loops, where the compiler takes
+        the flags (asked once per process, at the first one)."""
+        flags = self.flags
         if len(source) >= LARGE_UNIT_BYTES and _takes(self.command, self.flags,
                                                       LARGE_UNIT_FLAGS):
-            return self.flags + LARGE_UNIT_FLAGS
-        return self.flags
+            flags += LARGE_UNIT_FLAGS
+        if long_kernels and _takes(self.command, self.flags, LONG_KERNEL_FLAGS):
+            flags += LONG_KERNEL_FLAGS
+        return flags
 
-    def identity_for(self, source: str) -> str:
+    def identity_for(self, source: str, long_kernels: bool = False) -> str:
         """``identity`` with any flags only ``source``'s unit gets."""
-        extra = self.flags_for(source)[len(self.flags):]
+        extra = self.flags_for(source, long_kernels)[len(self.flags):]
         return self.identity + ("\n" + " ".join(extra) if extra else "")
 
     def describe(self) -> str:

@@ -22,6 +22,12 @@ from .rewrite import rewire
 
 REDUCTIONS = {"sum", "prod", "max", "min"}
 NEVER_FUSED = {"debug_print", "assign", "to_device"}
+# Ops per group at most. The C compiler's time per op grows with the function's length
+# (GCC's passes are superlinear in it: a 5000-op chain compiled 1.7x faster as 20 functions
+# of 250 ops than as one), and bounded kernels can be compiled in parallel (units.py); a
+# split costs one store and one load per element between kernels, against hundreds of
+# ops each side (docs/performance.md, "First calls").
+MAX_GROUP_OPS = 256
 
 
 def fusable_elementwise(n: Node) -> bool:
@@ -79,13 +85,17 @@ def _grow(root: Node, shape, by_id, users, outputs, taken) -> set[int]:
     producer joins when the count of its users inside the group reaches its user count
     (a counter instead of re-scanning the group until nothing changes, which was quadratic
     in the chain length). Joining only ever makes other producers eligible, so the set is
-    the same whatever the order."""
+    the same whatever the order, until the group holds ``MAX_GROUP_OPS``: then it stops,
+    in a deterministic order (inputs as listed), and what is left forms groups of its
+    own. Every member still has all its users inside, so a group keeps one output."""
     members = {root.id}
     inside: dict[int, int] = {}  # producer id -> how many of its users are members
     work = [root.id]
-    while work:
+    while work and len(members) < MAX_GROUP_OPS:
         m = work.pop()
-        for i in set(by_id[m].node_inputs):
+        for i in dict.fromkeys(by_id[m].node_inputs):
+            if len(members) >= MAX_GROUP_OPS:
+                break
             if i in members:
                 continue
             inside[i] = inside.get(i, 0) + 1

@@ -38,7 +38,7 @@ def _chain(n_ops: int, tail: str = "none"):
     return chain
 
 
-def _vectorisation_report(source: str, tmp_path) -> str:
+def _vectorisation_report(source: str, tmp_path, long_kernels: bool = False) -> str:
     """What the compiler says it vectorised (GCC and clang both write it to stderr)."""
     try:
         toolchain = get_toolchain()
@@ -49,7 +49,7 @@ def _vectorisation_report(source: str, tmp_path) -> str:
     path = os.path.join(tmp_path, "chain.c")
     with open(path, "w") as f:
         f.write(source)
-    args = [*toolchain.command, *toolchain.flags_for(source), report_flag, "-o",
+    args = [*toolchain.command, *toolchain.flags_for(source, long_kernels), report_flag, "-o",
             os.path.join(tmp_path, "chain.so"), path, "-lm"]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -57,12 +57,15 @@ def _vectorisation_report(source: str, tmp_path) -> str:
 
 
 @pytest.mark.parametrize("case", ["flat, 1000 ops", "2-D broadcast, 300 ops",
-                                  "row sum, 300 ops", "flat, 3000 ops"])
+                                  "row sum, 300 ops", "flat, 3000 ops",
+                                  "flat, 1000 ops, helpers called"])
 def test_long_chains_are_vectorised(case, tmp_path):
     """A flat elementwise kernel, one whose input broadcasts along the inner axis, and a
     reduction with the chain as its producer: every shape of loop the renderer prints.
     3000 ops make a translation unit large enough for the large-unit flags
-    (toolchain.LARGE_UNIT_BYTES: no points-to analysis), which must vectorise too."""
+    (toolchain.LARGE_UNIT_BYTES: no points-to analysis), which must vectorise too, and so
+    must a unit that calls its helpers from the runtime library (runtime_library.py: the
+    vector variants) with the long-kernel flags."""
     if case.startswith("flat"):
         x, b = np.ones(4096, np.float32), np.ones(4096, np.float32)
         fn = _chain(int(case.split()[1]))
@@ -71,12 +74,17 @@ def test_long_chains_are_vectorised(case, tmp_path):
         fn = _chain(300, "row sum" if case.startswith("row") else "none")
     graph, fused = fused_case(fn, x, b)
     kernel = lower_fused(fused, graph.node_map())
-    source = CRenderer().translation_unit([kernel])
+    called = case.endswith("helpers called")
+    source = CRenderer().translation_unit([kernel], runtime=called)
     assert "__attribute__((always_inline))" in source
+    assert ("extern float em_rt_tanh_f32(" in source) == called
     assert (len(source) >= LARGE_UNIT_BYTES) == case.endswith("3000 ops")
-    report = _vectorisation_report(source, tmp_path)
+    report = _vectorisation_report(source, tmp_path, long_kernels=called)
     vectorised = "loop vectorized" in report or "vectorized loop" in report  # gcc / clang
     assert vectorised, report or "(the compiler reported no vectorised loop)"
+    if called:  # the loop calls a vector variant (_ZGV<isa>N<lanes>v_em_rt_tanh_f32)
+        with open(os.path.join(tmp_path, "chain.so"), "rb") as f:
+            assert b"v_em_rt_tanh_f32" in f.read()
 
 
 def test_only_large_units_get_the_large_unit_flags():

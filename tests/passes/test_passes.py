@@ -252,15 +252,24 @@ def test_fuse_takes_a_shared_producer_once_all_its_users_joined():
     np.testing.assert_allclose(em.jit(f)(x).numpy(), f(x).numpy(), rtol=1e-6)
 
 
-def test_fuse_a_long_chain_into_one_kernel():
+def test_fuse_a_long_chain_into_kernels_of_bounded_size():
+    from execmode.passes.fuse import MAX_GROUP_OPS
+
     def f(x):
         for k in range(3000):
             x = x * 1.0001 if k % 2 == 0 else x + 0.5
         return x
 
     low = _lower(f, em.ones(8), passes=["fuse"])
-    (k,) = _fused(low.graph)
-    assert len(k.body) == 3000 and [n.op for n in low.graph.op_nodes] == ["fused"]
+    kernels = _fused(low.graph)
+    # Every op in exactly one kernel, each kernel at most MAX_GROUP_OPS ops and reading
+    # the one before it (one output per group), the chain's order kept.
+    assert len(kernels) == -(-3000 // MAX_GROUP_OPS)
+    assert all(len(k.body) <= MAX_GROUP_OPS for k in kernels)
+    assert sum(len(k.body) for k in kernels) == 3000
+    assert [n.op for n in low.graph.op_nodes] == ["fused"] * len(kernels)
+    for before, after in zip(kernels, kernels[1:]):
+        assert after.inputs == (before.id,)
 
 
 def test_unknown_pass_name_is_a_clear_error():

@@ -1,0 +1,87 @@
+"""A graph's kernels in translation units of bounded size, compiled in parallel.
+
+One translation unit per graph made the C compiler's time grow faster than the graph
+(GCC's passes are superlinear in a unit's functions and their length) and left every
+core but one idle while a user waited for a first call. So the kernels are cut, in graph
+order, into units of at most :data:`UNIT_WEIGHT` (ops, plus a fixed cost per kernel for
+its function, loop nest and OpenMP outlining: measured ~8 ms of gcc for a 3-op kernel
+against ~0.3 ms per op of a long chain), and the units, with any runtime-library helper
+they call that is not built yet (runtime_library.py), are compiled by a pool of at most
+the thread count kernels run on (threads.py: ``em.set_num_threads``,
+``EXECMODE_NUM_THREADS``): each worker thread waits on one compiler process.
+
+The cut depends on the kernels alone, never on the thread count, so the disk cache finds
+the same libraries whatever the count (one thread compiles the same units one after
+another). Each unit is one library with its own compile event; the kernels' bits do not
+depend on which unit holds them (tests/codegen/test_units.py).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from . import runtime_library
+from .c_runtime import CompileError, Library, compile_unit, load_unit, render_unit
+from .threads import num_threads
+
+# Weights are ops: a kernel counts its members plus KERNEL_WEIGHT. A unit of 2048 is
+# ~0.5-0.7 s of gcc here, so the ~40 ms a unit pays to start (the compiler, the prelude)
+# stays small, and a 5000-op chain already makes three units.
+KERNEL_WEIGHT = 24
+UNIT_WEIGHT = 2048
+
+
+def weight(kernel) -> int:
+    return len(kernel.member_ops) + KERNEL_WEIGHT
+
+
+def partition(kernels) -> list[list]:
+    """``kernels`` in order, cut into consecutive groups of at most UNIT_WEIGHT each (a
+    kernel heavier than that alone), balanced: as many groups as the total needs, each
+    near the total over that count."""
+    kernels = list(kernels)
+    total = sum(weight(k) for k in kernels)
+    count = max(1, -(-total // UNIT_WEIGHT))
+    target = total / count
+    groups, current, load = [], [], 0
+    for k in kernels:
+        w = weight(k)
+        if current and (load + w > UNIT_WEIGHT or load + w / 2 > target):
+            groups.append(current)
+            current, load = [], 0
+        current.append(k)
+        load += w
+    if current:
+        groups.append(current)
+    return groups
+
+
+def build_libraries(kernels, toolchain, renderer, threads: int | None = None) -> list:
+    """``[(kernels, Library)]``: ``kernels`` compiled (or found in the disk cache) as
+    partition() cuts them, on up to ``threads`` compilers at once (default: the kernels'
+    thread count), and loaded in order on this thread."""
+    units = [render_unit(group, toolchain, renderer) for group in partition(kernels)]
+    helpers = next((u.helpers for u in units if u.runtime), "")
+    runtime = [name for name in runtime_library.HELPERS if any(name in u.runtime for u in units)]
+    jobs = [(len(runtime_library.source(helpers, name)),
+             lambda name=name: _build_helper(toolchain, helpers, name)) for name in runtime]
+    jobs += [(len(u.source), lambda u=u: compile_unit(u)) for u in units]
+    jobs.sort(key=lambda job: -job[0])  # the longest first: the pool ends together
+    workers = min(threads or num_threads(), len(jobs))
+    if workers <= 1:
+        for _, job in jobs:
+            job()
+    else:
+        with ThreadPoolExecutor(max_workers=workers,
+                                thread_name_prefix="execmode-compile") as pool:
+            for future in [pool.submit(job) for _, job in jobs]:
+                future.result()  # the first failure raises here, as a sequential run would
+    libraries: list[Library] = [load_unit(u) for u in units]
+    return [(u.kernels, lib) for u, lib in zip(units, libraries)]
+
+
+def _build_helper(toolchain, helpers: str, name: str) -> None:
+    try:
+        runtime_library.ensure_built(toolchain, helpers, name)
+    except runtime_library.RuntimeBuildError as exc:  # the factory's fallback catches it
+        raise CompileError(str(exc)) from exc
