@@ -20,6 +20,10 @@ import importlib.util as _importlib_util
 import threading as _threading
 
 __version__ = "0.1.0"
+# The Python Array API standard's version this namespace follows (docs/array-api.md).
+__array_api_version__ = "2024.12"
+# The standard's one function with a dunder name: public, so the engine loads for it.
+_PUBLIC_DUNDERS = ("__array_namespace_info__",)
 
 # "absent" -> "loading" -> "loaded". Reentrant: while the engine loads, a placeholder read
 # by the loading thread itself returns at once (_tensor.py reports the misuse).
@@ -41,14 +45,15 @@ def _load_engine() -> None:
         except BaseException:
             _engine_state = "absent"  # the next name asks again, and sees the same error
             raise
-        names = [name for name in vars(api) if not name.startswith("_")]
+        names = [name for name in vars(api)
+                 if not name.startswith("_") or name in _PUBLIC_DUNDERS]
         globals().update({name: getattr(api, name) for name in names})
         __all__ = sorted(names)
         _engine_state = "loaded"
 
 
 def __getattr__(name: str):
-    if name.startswith("__") and name != "__all__":  # __path__, __wrapped__ ...: no engine
+    if name.startswith("__") and name != "__all__" and name not in _PUBLIC_DUNDERS:  # __path__, __wrapped__ ...: no engine
         raise AttributeError(f"module 'execmode' has no attribute {name!r}")
     if _importlib_util.find_spec(f"{__name__}.{name}") is not None:
         # A submodule: ``from . import instrument`` inside the package asks for it here

@@ -68,7 +68,6 @@ MODULE_HINTS = {
     "amin": "use em.min(x, axis=...)",
     "rsqrt": "use 1 / em.sqrt(x)",
     "nonzero_static": "use em.nonzero (its size depends on the values: a graph break)",
-    "take": "use x.reshape(-1)[index] or em.take_along_axis",
     "zeros_": "use em.zeros_like(x) or x.zero_()",
     # dtype names of PyTorch: em keeps the Array API's
     "long": "use em.int64 (PyTorch's torch.long; execmode.torch has that name)",
@@ -136,8 +135,8 @@ long lt manual_seed mm mul mv narrow ne neg norm normal numel
 outer permute rand rand_like randint randint_like randn_like randperm rsqrt seed
 set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state short
 std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
-arctan arctan2 bincount cdist cosine_similarity cumprod diag diff dist fix fmod
-lerp masked_select nan_to_num searchsorted trace tril_indices triu_indices unique
+arctan arctan2 bincount cdist cosine_similarity cumprod diag dist fix fmod
+lerp masked_select nan_to_num trace tril_indices triu_indices unique
 linalg onnx
 """.split())
 

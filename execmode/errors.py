@@ -34,6 +34,11 @@ class ArgumentError(ExecmodeError, TypeError):
     """A non-tensor where a tensor is needed, an unknown keyword, an attribute out of range."""
 
 
+class ArgumentValueError(ExecmodeError, ValueError):
+    """An argument of the right type whose value the op cannot honour (``copy=False`` where
+    a copy is needed): the Array API's kind for it is ValueError."""
+
+
 class GraphBreakError(ExecmodeError, RuntimeError):
     """A concrete value was needed where no graph break is allowed (e.g. inside fullgraph)."""
 

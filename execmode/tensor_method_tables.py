@@ -19,29 +19,35 @@ UNARY_NN = {"relu": "relu", "sigmoid": "sigmoid"}
 # x.method(y) -> em.<function>(x, y)
 BINARY = {
     "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "power",
-    "__matmul__": "matmul", "__and__": "logical_and", "__or__": "logical_or",
+    "__matmul__": "matmul", "__lshift__": "bitwise_left_shift",
+    "__rshift__": "bitwise_right_shift",
+    # & | ^ are bitwise on ints and logical on bools (the standard's, NumPy's and torch's)
+    "__and__": "bitwise_and", "__or__": "bitwise_or", "__xor__": "bitwise_xor",
     "__eq__": "equal", "__ne__": "not_equal", "__lt__": "less", "__le__": "less_equal",
     "__gt__": "greater", "__ge__": "greater_equal", "__getitem__": "getitem",
-    "broadcast_to": "broadcast_to", "astype": "astype", "pow": "power",
+    "broadcast_to": "broadcast_to", "pow": "power",
 }
 # y <op> x, with x on the right -> em.<function>(y, x)
 REFLECTED = {
     "__rfloordiv__": "floor_divide", "__rmod__": "remainder", "__rpow__": "power",
-    "__rmatmul__": "matmul",
+    "__rmatmul__": "matmul", "__rand__": "bitwise_and", "__ror__": "bitwise_or",
+    "__rxor__": "bitwise_xor", "__rlshift__": "bitwise_left_shift",
+    "__rrshift__": "bitwise_right_shift",
 }
 # x.method(*args, **kwargs) -> em.<function>(x, *args, **kwargs): PyTorch's dim= and
 # keepdim= reach the functions that accept them.
 FORWARDED = {
     **{name: name for name in (
         "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all",
-        "clip", "flatten", "squeeze", "expand_dims", "expand", "repeat", "clamp",
+        "clip", "flatten", "squeeze", "expand_dims", "expand", "clamp",
         "masked_fill", "cumsum", "argsort", "topk", "take_along_axis", "tril", "triu",
         "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p", "expm1", "sign",
         "floor", "ceil", "round", "maximum", "minimum", "scatter_add", "index_add",
         "gather", "flip", "roll", "sinh", "cosh", "index_select", "repeat_interleave",
-        "scatter", "addmm", "baddbmm",
+        "scatter", "addmm", "baddbmm", "astype", "to_device",
     )},
     "unsqueeze": "expand_dims",
+    "repeat": "tile",  # PyTorch's x.repeat(2, 3) tiles; em.repeat is the Array API's
     # PyTorch's comparison and arithmetic methods
     "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
     "ge": "greater_equal", "mul": "multiply", "div": "divide",

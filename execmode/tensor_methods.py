@@ -80,7 +80,7 @@ def _in_place(name, fn):
 
 def _cast(name, dtype):
     def method(self):
-        return F.astype(self, dtype)
+        return F.astype(self, dtype, copy=False)  # x.float() of a float32 x is x, as torch's
     return _named(method, name, f"``astype({dtype})`` (PyTorch's spelling).")
 
 
@@ -184,7 +184,7 @@ class _EngineMethods:
         if device is not None:
             out = F.to_device(out, device)
         if dtype is not None:
-            out = F.astype(out, dtype)
+            out = F.astype(out, dtype, copy=False)
         return F.copy(out) if force_copy and out is self else out
 
     def cpu(self) -> Tensor:
@@ -211,9 +211,8 @@ class _EngineMethods:
         F.setitem(self, index, value)
 
     def __invert__(self):
-        if self.dtype != np.bool_:
-            raise ArgumentError(f"~ is logical not and needs a bool tensor, not {self.dtype}")
-        return F.logical_not(self)
+        # bitwise not of ints, logical not of bools (bitwise_invert raises for floats)
+        return F.bitwise_invert(self)
 
     # --- shape --------------------------------------------------------------------------
     def reshape(self, *shape):
@@ -358,11 +357,11 @@ class _PyTorchMethods:
             return _torch_type_name(self.dtype, self.device)
         if isinstance(dtype, str) and dtype.startswith("torch."):
             dtype = _dtype_of_type_name(dtype)
-        return F.astype(self, dtype)
+        return F.astype(self, dtype, copy=False)
 
     def type_as(self, other):
         """Cast to ``other``'s dtype (PyTorch's ``type_as``)."""
-        return F.astype(self, other.dtype)
+        return F.astype(self, other.dtype, copy=False)
 
     def nelement(self) -> int:
         """The number of elements (PyTorch's alias of ``numel()``)."""
@@ -563,7 +562,7 @@ class _PyTorchMethods:
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The p-norm over ``dim`` (every element when None): 2 or "fro", 1, inf, -inf, or
         any positive number."""
-        x = self if dtype is None else F.astype(self, dtype)
+        x = self if dtype is None else F.astype(self, dtype, copy=False)
         axis = tuple(dim) if isinstance(dim, list | tuple) else dim
         if p in ("fro", 2, 2.0):
             return F.sqrt(F.sum(x * x, axis=axis, keepdims=keepdim))

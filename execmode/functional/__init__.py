@@ -37,10 +37,16 @@ from .arguments import (
 from .array_api import (
     broadcast_arrays,
     broadcast_shapes,
+    diff,
     empty,
     empty_like,
     moveaxis,
+    take,
+    unstack,
     vecdot,
+)
+from .array_api_info import (
+    __array_namespace_info__,
 )
 from .creation import (
     _random,
@@ -155,6 +161,7 @@ from .indexing import (
     masked_fill,
     nonzero,
     one_hot,
+    repeat,
     repeat_interleave,
     setitem,
 )
@@ -186,8 +193,17 @@ from .reductions import (  # noqa: A004 - Array API names shadow builtins
 from .scan import (
     argsort,
     cumsum,
+    cumulative_prod,
+    cumulative_sum,
+    searchsorted,
     sort,
     topk,
+)
+from .sets import (
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
 )
 from .shape import (
     broadcast_to,
@@ -200,13 +216,13 @@ from .shape import (
     flip,
     meshgrid,
     permute_dims,
-    repeat,
     reshape,
     roll,
     split,
     squeeze,
     stack,
     swapaxes,
+    tile,
     transpose,
 )
 from .state import (
@@ -243,4 +259,7 @@ __all__ = [
     # the Array API's data type functions (issue 36)
     "finfo", "iinfo", "isdtype", "result_type", "can_cast",
     "empty", "empty_like", "moveaxis", "vecdot", "broadcast_shapes", "broadcast_arrays",
+    "__array_namespace_info__", "tile", "unstack", "diff", "take", "cumulative_sum",
+    "cumulative_prod", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values",
 ]

@@ -1,17 +1,19 @@
 """Array API functions written over execmode's other functions (issue 36): ``empty``,
-``empty_like``, ``moveaxis``, ``vecdot``, ``broadcast_shapes`` and ``broadcast_arrays``. Each is a composite of primitives, so it
-traces, differentiates and fuses like the functions it is made of."""
+``empty_like``, ``moveaxis``, ``vecdot``, ``broadcast_shapes``, ``broadcast_arrays``,
+``diff``, ``take`` and ``unstack``. Each is a composite of primitives, so it traces,
+differentiates and fuses like the functions it is made of."""
 
 from __future__ import annotations
 
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops.registry import RuleError
 from ..ops.registry import broadcast_shapes as _broadcast_shapes
-from .arguments import _is_int, _tensor_arg, normalize_axis_for
+from .arguments import _int_arg, _is_int, _require_tensor, _tensor_arg, normalize_axis_for
 from .creation import zeros, zeros_like
-from .elementwise import multiply
+from .elementwise import multiply, not_equal, subtract
+from .indexing import index_select
 from .reductions import sum  # noqa: A004
-from .shape import broadcast_to, permute_dims
+from .shape import broadcast_to, concat, permute_dims
 
 
 def empty(*shape, dtype=None, device=None, requires_grad=False):
@@ -97,3 +99,51 @@ def broadcast_arrays(*arrays) -> list:
     except RuleError as exc:
         raise op_error(ShapeError, "broadcast_arrays", tensors, str(exc)) from None
     return [broadcast_to(t, shape) for t in tensors]
+
+
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+    """The ``n``-th differences of neighbours along ``axis``, ``out[i] = x[i + 1] - x[i]``,
+    after ``prepend`` and ``append`` (tensors) are joined on either end; bools give
+    ``x[i + 1] != x[i]``, as NumPy's. Slices and subtractions: one fused chain under jit."""
+    x = _tensor_arg("diff", x)
+    if x.ndim == 0:
+        raise op_error(ShapeError, "diff", (x,), "needs a tensor of rank >= 1")
+    axis = normalize_axis_for("diff", x, axis)
+    n = _int_arg("diff", "n", n, (x,))
+    if n < 0:
+        raise op_error(ArgumentError, "diff", (x,), f"n must be >= 0, got {n}")
+    parts = [_require_tensor("diff", p, (x, p)) for p in (prepend,) if p is not None]
+    parts += [x] + [_require_tensor("diff", a, (x, a)) for a in (append,) if a is not None]
+    out = concat(parts, axis=axis) if len(parts) > 1 else x
+    head = (slice(None),) * axis
+    for _ in range(n):
+        later, earlier = out[head + (slice(1, None),)], out[head + (slice(None, -1),)]
+        out = not_equal(later, earlier) if out.dtype.kind == "b" else subtract(later, earlier)
+    return out
+
+
+def take(x, indices, /, *, axis=None):
+    """The elements of ``x`` at ``indices`` (a 1-D integer tensor; negative ones count from
+    the end) along ``axis``, which a 1-D ``x`` may leave out. An index out of range raises
+    IndexError naming it, in graph mode too."""
+    x = _tensor_arg("take", x, (x, indices))
+    indices = _require_tensor("take", indices, (x, indices))
+    if axis is None:
+        if x.ndim != 1:
+            raise op_error(ArgumentError, "take", (x, indices),
+                           f"give axis= for a tensor of rank {x.ndim}")
+        axis = 0
+    if indices.ndim != 1 or indices.dtype.kind not in "iu":
+        raise op_error(ArgumentError, "take", (x, indices),
+                       "indices must be a 1-D integer tensor")
+    return index_select(x, normalize_axis_for("take", x, axis), indices)
+
+
+def unstack(x, /, *, axis=0) -> tuple:
+    """The slices of ``x`` along ``axis``, in order, each without that axis (views)."""
+    x = _tensor_arg("unstack", x)
+    if x.ndim == 0:
+        raise op_error(ShapeError, "unstack", (x,), "needs a tensor of rank >= 1")
+    axis = normalize_axis_for("unstack", x, axis)
+    head = (slice(None),) * axis
+    return tuple(x[head + (i,)] for i in range(x.shape[axis]))

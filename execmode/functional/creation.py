@@ -11,7 +11,7 @@ from .._tensor import Tensor
 from ..backend import cuda_problem, cupy_module
 from ..dispatch import apply, current_tracer
 from ..dtypes import DEFAULT_FLOAT, int64
-from ..errors import ArgumentError, DeviceError, DTypeError, op_error
+from ..errors import ArgumentError, ArgumentValueError, DeviceError, DTypeError, op_error
 from ..ops import OPS
 from .arguments import (
     _bool_arg,
@@ -74,15 +74,29 @@ def _from_cuda_array(data, dtype, device) -> Tensor:
     return constant(arr, dt, target)
 
 
-def asarray(data, dtype=None, device=None) -> Tensor:
-    """``data`` as a tensor, without a copy when it already is one of that dtype and device."""
+def asarray(data, dtype=None, device=None, copy=None) -> Tensor:
+    """``data`` as a tensor. ``copy`` as the Array API's: None copies only when it must
+    (a tensor of that dtype and device comes back as itself); True always copies; False
+    never does, and raises ``ValueError`` (ArgumentError) where it would have to: for
+    anything that is not already such a tensor."""
+    if copy is not None and not isinstance(copy, bool):
+        raise op_error(ArgumentError, "asarray", (data,), f"copy must be a bool or None, "
+                       f"got {copy!r}")
     if isinstance(data, Tensor):
         out = data
         if dtype is not None:
-            out = astype(out, dtype)
+            out = astype(out, dtype, copy=False)
         if device is not None:
             out = to_device(out, device)
+        if out is data and copy:
+            out = apply(OPS["copy"], data)
+        elif out is not data and copy is False:
+            raise op_error(ArgumentValueError, "asarray", (data,),
+                           f"copy=False, but making it {out.dtype} on {out.device} copies it")
         return out
+    if copy is False:
+        raise op_error(ArgumentValueError, "asarray", (data,),
+                       f"copy=False, but a {type(data).__name__} is copied into a tensor")
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -170,16 +184,26 @@ def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
                    mean=0.0, std=1.0)
 
 
-def astype(x, dtype) -> Tensor:
+def astype(x, dtype, copy=True, device=None) -> Tensor:
+    """``x`` as ``dtype`` (and on ``device`` when given). A new tensor unless ``copy`` is
+    False and ``x`` already has that dtype and device (the Array API's rule; NumPy's
+    ``astype`` copies by default too); the engine's own casts pass ``copy=False``."""
     x = _tensor_arg("astype", x)
     dt = _dtype_arg("astype", dtype, (x,))
-    if x.dtype == dt:
-        return x
-    return apply(OPS["cast"], x, dtype=dt)
+    out = x if x.dtype == dt else apply(OPS["cast"], x, dtype=dt)
+    if device is not None:
+        out = to_device(out, device)
+    if out is x and _bool_arg("astype", "copy", copy):
+        out = apply(OPS["copy"], x)
+    return out
 
 
-def to_device(x, device) -> Tensor:
+def to_device(x, device, /, *, stream=None) -> Tensor:
+    """``x`` on ``device`` (itself when it is there). ``stream`` is the Array API's: only
+    None is taken (execmode copies on the current CUDA stream)."""
     x = _tensor_arg("to_device", x)
+    if stream is not None:
+        raise op_error(ArgumentError, "to_device", (x,), "only stream=None is supported")
     dev = _device_arg("to_device", device, (x,))
     if x.device == dev:
         return x

@@ -23,7 +23,7 @@ from .arguments import (
     normalize_axis_for,
 )
 from .creation import arange, astype, tensor
-from .elementwise import where
+from .elementwise import copy, where
 from .shape import broadcast_to, expand_dims, reshape
 from .state import assign
 
@@ -98,6 +98,11 @@ def argwhere(x) -> Tensor:
 
 
 def nonzero(x) -> tuple:
+    """The indices of the non-zero elements, one tensor per axis (a rank >= 1 tensor: a
+    0-d one has no axis to index, as NumPy 2 says too)."""
+    x = _tensor_arg("nonzero", x)
+    if x.ndim == 0:
+        raise op_error(ShapeError, "nonzero", (x,), "needs a tensor of rank >= 1")
     rows = argwhere(x)
     return tuple(rows[:, i] for i in range(x.ndim))
 
@@ -122,7 +127,7 @@ def masked_fill(x, mask, value):
         if value.ndim != 0:
             raise op_error(ShapeError, "masked_fill", (x, mask, value),
                            "value must be a number or a 0-d tensor")
-        value = astype(value, x.dtype)
+        value = astype(value, x.dtype, copy=False)
     else:
         value = _number_arg("masked_fill", "value", value, (x, mask))
     return where(mask, value, x)
@@ -204,3 +209,17 @@ def repeat_interleave(x, repeats=None, dim=None, *, output_size=None) -> Tensor:
         raise op_error(ShapeError, "repeat_interleave", (x, counts),
                        f"output_size={output_size} but the counts add up to {positions.size}")
     return index_select(x, axis, tensor(positions, dtype=int64, device=x.device))
+
+
+def repeat(x, repeats, /, *, axis=None) -> Tensor:
+    """Each element repeated ``repeats`` times in place (the Array API's ``repeat``,
+    NumPy's; PyTorch's ``repeat_interleave``): ``[1, 2]`` -> ``[1, 1, 2, 2]``, along
+    ``axis``, or over the flattened tensor when it is None. ``repeats`` is an int, or a 1-D
+    integer tensor with one count per element of that axis (or one for all); counts decide
+    the output's size by their values, so under jit they are read (a graph break).
+    ``x.repeat(2, 3)``, PyTorch's method, tiles instead: see :func:`tile`."""
+    x = _tensor_arg("repeat", x)
+    if isinstance(repeats, Tensor) and repeats.size == 1 and repeats.ndim <= 1:
+        repeats = reshape(repeats, ())
+    out = repeat_interleave(x, repeats, axis)
+    return copy(out) if out is x else out  # a new tensor, as the standard's functions give

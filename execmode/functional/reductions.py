@@ -43,9 +43,16 @@ _ELEMENTWISE_FN = {"max": maximum, "min": minimum}
 def _reduce(name):
     op = OPS[name]
     pairs = name in ("max", "min")  # PyTorch's max(x, dim=) returns (values, indices)
+    accumulates = name in ("sum", "prod")  # these take dtype=
 
     def fn(x, *positional, axis=None, keepdims=False, **torch_keywords):
         x = _tensor_arg(name, x)
+        if accumulates and torch_keywords.get("dtype") is not None:
+            # sum(x, dtype=float64): x cast first, so the sum runs in that dtype (the
+            # Array API's and PyTorch's dtype=); None keeps the op's own rule.
+            x = astype(x, torch_keywords.pop("dtype"), copy=False)
+        elif accumulates:
+            torch_keywords.pop("dtype", None)
         if pairs and positional and isinstance(positional[0], Tensor):
             # PyTorch's max(x, other) of two tensors: the elementwise maximum.
             if len(positional) > 1 or torch_keywords or axis is not None or keepdims:
@@ -76,6 +83,8 @@ def _reduce(name):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{name} over ``axis`` (all axes when None); PyTorch's ``dim=`` and "
                   "``keepdim=`` are accepted too."
+                  + (" ``dtype=`` casts x first, so the result has that dtype."
+                     if accumulates else "")
                   + (" With ``dim=`` it returns PyTorch's (values, indices) pair; with a "
                      f"second tensor, PyTorch's ``{name}(x, other)``, the elementwise "
                      f"{_ELEMENTWISE[name]}." if pairs else ""))
@@ -164,8 +173,9 @@ def _truth_reduction(name, reduce, empty, x, axis, keepdims, torch_keywords) -> 
     if x.size == 0:
         keepdims = _bool_arg(name, "keepdims", keepdims, (x,))
         return full(reduced_shape(x.shape, _axes(name, x, axis), keepdims), empty, bool_)
-    return reduce(astype(x, bool_), axis=axis, keepdims=keepdims)
+    return reduce(astype(x, bool_, copy=False), axis=axis, keepdims=keepdims)
 
 
-def count_nonzero(x, axis=None) -> Tensor:
-    return sum(astype(not_equal(x, 0), int64), axis=axis)
+def count_nonzero(x, axis=None, keepdims=False) -> Tensor:
+    """How many elements are not zero, over ``axis`` (all axes when None), as int64."""
+    return sum(astype(not_equal(x, 0), int64), axis=axis, keepdims=keepdims)

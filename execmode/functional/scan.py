@@ -15,9 +15,10 @@ from ..dtypes import int64
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from .arguments import _UNSET, _axis_of, _bool_arg, _int_arg, _tensor_arg, normalize_axis_for
-from .creation import astype, zeros
+from .creation import astype, full, zeros
+from .elementwise import copy
 from .gather_scatter import take_along_axis
-from .shape import reshape
+from .shape import concat, reshape
 
 
 class ValuesIndices(NamedTuple):
@@ -40,8 +41,57 @@ def cumsum(x, axis=_UNSET, *, dtype=None, **kwargs):
     if x.ndim == 0:
         x = reshape(x, (1,))
     if dtype is not None:
-        x = astype(x, dtype)
+        x = astype(x, dtype, copy=False)
     return apply(OPS["cumsum"], x, axis=axis, reverse=False)
+
+
+def _cumulative(op, x, axis, dtype, include_initial):
+    """The checks and casts cumulative_sum and cumulative_prod share: ``x`` (of ``dtype``,
+    else ints and bools widened to int64, as sum does) and the normalised axis."""
+    x = _tensor_arg(op, x)
+    if x.ndim == 0:
+        raise op_error(ShapeError, op, (x,), "needs a tensor of rank >= 1")
+    if axis is None:
+        if x.ndim > 1:
+            raise op_error(ArgumentError, op, (x,), f"give axis= for a tensor of rank {x.ndim}")
+        axis = 0
+    axis = normalize_axis_for(op, x, axis)
+    _bool_arg(op, "include_initial", include_initial, (x,))
+    if dtype is None and x.dtype.kind in "bi":
+        dtype = int64
+    return (x if dtype is None else astype(x, dtype, copy=False)), axis
+
+
+def _with_initial(out, axis, value):
+    """``out`` with one slice of ``value`` before its first along ``axis``."""
+    shape = out.shape[:axis] + (1,) + out.shape[axis + 1:]
+    first = full(shape, value, dtype=out.dtype, device=out.device)
+    return concat([first, out], axis=axis)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Running sums along ``axis`` (the Array API's; optional for a 1-D tensor), with a
+    leading 0 when ``include_initial``. One cumsum op: a plan step on NumPy under jit."""
+    x, axis = _cumulative("cumulative_sum", x, axis, dtype, include_initial)
+    out = apply(OPS["cumsum"], x, axis=axis, reverse=False)
+    return _with_initial(out, axis, 0) if include_initial else out
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Running products along ``axis`` (the Array API's), with a leading 1 when
+    ``include_initial``. One multiply per position along the axis (as ``Tensor.cumprod``),
+    so the gradient is right at zeros too and the chain fuses under jit."""
+    x, axis = _cumulative("cumulative_prod", x, axis, dtype, include_initial)
+    n = x.shape[axis]
+    if n == 0:
+        out = copy(x)
+    else:
+        head = (slice(None),) * axis
+        products = [x[head + (slice(0, 1),)]]
+        for i in range(1, n):
+            products.append(products[-1] * x[head + (slice(i, i + 1),)])
+        out = concat(products, axis=axis) if n > 1 else copy(products[0])
+    return _with_initial(out, axis, 1) if include_initial else out
 
 
 def argsort(x, axis=_UNSET, descending=False, stable=True, **kwargs):
@@ -84,3 +134,21 @@ def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's nam
     index = (slice(None),) * axis + (slice(0, k),)
     indices = order[index]
     return ValuesIndices(take_along_axis(x, indices, axis=axis), indices)
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """Where each value of ``x2`` goes in the sorted 1-D ``x1`` to keep it sorted: the first
+    such index (``side="left"``) or the last (``"right"``), as int64. ``sorter`` (indices
+    that sort ``x1``) is read through first. One op, NumPy's search: a plan step under jit
+    (no kernel template), so graph mode gives eager's indices."""
+    x1 = _tensor_arg("searchsorted", x1, (x1, x2))
+    x2 = _tensor_arg("searchsorted", x2, (x1, x2))
+    if side not in ("left", "right"):
+        raise op_error(ArgumentError, "searchsorted", (x1, x2),
+                       f"side must be 'left' or 'right', got {side!r}")
+    if x1.ndim != 1:
+        raise op_error(ShapeError, "searchsorted", (x1, x2),
+                       f"the sorted sequence must be 1-D, got rank {x1.ndim}")
+    if sorter is not None:
+        x1 = take_along_axis(x1, _tensor_arg("searchsorted", sorter, (x1, x2, sorter)), axis=0)
+    return apply(OPS["searchsorted"], x1, x2, side=side)

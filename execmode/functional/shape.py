@@ -153,11 +153,13 @@ def broadcast_to(x, shape) -> Tensor:
 
 
 def concat(tensors, axis=0, **torch_keywords) -> Tensor:
-    """Join tensors along an existing axis (``em.cat`` and ``dim=`` are PyTorch's
-    spellings)."""
+    """Join tensors along an existing axis, or flattened when ``axis`` is None (``em.cat``
+    and ``dim=`` are PyTorch's spellings)."""
     tensors = _tensor_list_arg("concat", tensors)
     if torch_keywords:
         axis = _one_axis_keyword("concat", tensors[0], axis, torch_keywords, default=0)
+    elif axis is None:  # the Array API's: the tensors flattened, then joined
+        tensors, axis = [reshape(t, (-1,)) for t in tensors], 0
     if tensors[0].ndim == 0:
         raise op_error(ShapeError, "concat", tuple(tensors),
                        "cannot concatenate rank-0 tensors (use stack)")
@@ -252,22 +254,24 @@ def expand(x, *sizes):
     return broadcast_to(x, shape)
 
 
-def repeat(x, *repeats):
-    """PyTorch's ``Tensor.repeat`` (NumPy's ``tile``): the tensor tiled ``repeats`` times
-    along each axis (leading repeats add axes). A copy, built as broadcast + reshape."""
-    x = _tensor_arg("repeat", x)
-    if len(repeats) == 1 and isinstance(repeats[0], tuple | list):
-        repeats = tuple(repeats[0])
-    if not all(_is_int(r) and r >= 0 for r in repeats) or len(repeats) < x.ndim:
-        raise op_error(ArgumentError, "repeat", (x,),
-                       f"repeats {tuple(repeats)} must be non-negative ints, at least one "
-                       f"per axis of shape {tuple(x.shape)}")
-    shape = (1,) * (len(repeats) - x.ndim) + tuple(x.shape)
+def tile(x, *repetitions):
+    """The tensor tiled ``repetitions`` times along each axis (the Array API's ``tile``,
+    NumPy's; PyTorch's ``Tensor.repeat``, which installs as ``x.repeat(2, 3)``). One tuple
+    or ints; fewer repetitions than axes repeat the last axes, more add leading axes. A
+    copy, built as broadcast + reshape, so it traces and differentiates as those do."""
+    x = _tensor_arg("tile", x)
+    if len(repetitions) == 1 and isinstance(repetitions[0], tuple | list):
+        repetitions = tuple(repetitions[0])
+    if not all(_is_int(r) and r >= 0 for r in repetitions):
+        raise op_error(ArgumentError, "tile", (x,),
+                       f"repetitions {tuple(repetitions)} must be non-negative ints")
+    reps = (1,) * (x.ndim - len(repetitions)) + tuple(int(r) for r in repetitions)
+    shape = (1,) * (len(reps) - x.ndim) + tuple(x.shape)
     # (d0, d1) -> (1, d0, 1, d1) -> (r0, d0, r1, d1) -> (r0 * d0, r1 * d1)
     spread = tuple(v for d in shape for v in (1, d))
-    tiled = tuple(v for r, d in zip(repeats, shape) for v in (int(r), d))
+    tiled = tuple(v for r, d in zip(reps, shape) for v in (r, d))
     out = broadcast_to(reshape(x, spread), tiled)
-    return copy(reshape(out, tuple(r * d for r, d in zip(repeats, shape))))
+    return copy(reshape(out, tuple(r * d for r, d in zip(reps, shape))))
 
 
 def _axes_or_dims(op, x, axis, dims):

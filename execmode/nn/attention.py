@@ -130,7 +130,7 @@ def apply_mask(op, scores, mask, operands):
     if mask.dtype.kind != "f":
         raise op_error(DTypeError, op, operands,
                        f"attn_mask must be bool or floating, got {mask.dtype}")
-    return scores + F.astype(mask, scores.dtype)  # the scores' precision, as PyTorch keeps
+    return scores + F.astype(mask, scores.dtype, copy=False)  # the scores' precision, as PyTorch keeps
 
 
 def _check_shapes(op, q, k, v, operands):

@@ -62,7 +62,7 @@ class Embedding(Module):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = padding_idx
         if _weight is not None:
-            weight = F.astype(_weight, dtype) if dtype is not None else _weight
+            weight = F.astype(_weight, dtype, copy=False) if dtype is not None else _weight
         else:
             weight = em_random.normal((num_embeddings, embedding_dim), dtype=dtype,
                                       device=device)

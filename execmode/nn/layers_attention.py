@@ -144,4 +144,4 @@ def _additive(mask, like):
     """A float mask: bool True (not allowed) becomes -inf, False 0; floats as they are."""
     if mask.dtype.kind == "b":
         return F.where(mask, -math.inf, F.zeros((), dtype=like.dtype, device=like.device))
-    return F.astype(mask, like.dtype)
+    return F.astype(mask, like.dtype, copy=False)

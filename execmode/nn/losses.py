@@ -266,7 +266,7 @@ def binary_cross_entropy_with_logits(logits, target, weight=None, reduction: str
     if logits.dtype.kind != "f":
         raise op_error(ArgumentError, op, (logits, target),
                        f"logits must be floating point, got {logits.dtype}")
-    target = F.astype(target, logits.dtype)
+    target = F.astype(target, logits.dtype, copy=False)
     # softplus(-x) = max(-x, 0) + log1p(exp(-|x|)): exp never overflows.
     softplus_neg = F.maximum(F.negative(logits), 0) + F.log1p(F.exp(F.negative(F.abs(logits))))
     if pos_weight is not None:
@@ -294,7 +294,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):  
     if p.dtype.kind != "f":
         raise op_error(ArgumentError, op, (p, target),
                        f"input must be floating point (probabilities), got {p.dtype}")
-    target = F.astype(target, p.dtype)
+    target = F.astype(target, p.dtype, copy=False)
     log_p = F.maximum(F.log(p), -100.0)
     log_q = F.maximum(F.log(1 - p), -100.0)
     loss = F.negative(target * log_p + (1 - target) * log_q)

@@ -356,7 +356,7 @@ class Module:
                 if device is not None:
                     moved = F.to_device(moved, device)
                 if dtype is not None and t.dtype.kind == "f":
-                    moved = F.astype(moved, dtype)
+                    moved = F.astype(moved, dtype, copy=False)
                 if moved is not t:
                     t._data = moved._data
                     t._grad = None  # a gradient on the old device or dtype is stale

@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     reductions,
     sampling,
     scan,
+    sets,
     state,
     triangular,
 )

@@ -335,7 +335,7 @@ def _data_dependent_rule(*avals, **attrs):
 def _boolean_mask_impl(xp, a, m):
     if a.shape[:m.ndim] != m.shape:
         raise RuleError(f"a mask of shape {m.shape} does not match the leading dimensions of "
-                        f"a tensor of shape {a.shape}")
+                        f"a tensor of shape {a.shape}", IndexingError)  # NumPy's kind too
     return a[m]
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..backend import Device
 from ..dtypes import SUPPORTED, type_text
-from ..errors import ArgumentError, DTypeError, ShapeError, value_text
+from ..errors import ArgumentError, DTypeError, IndexingError, ShapeError, value_text
 
 # Op kinds. Fusion and codegen look only at these.
 UNARY = "unary"
@@ -161,7 +161,9 @@ def normalize_axis(axis: int, ndim: int) -> int:
         raise RuleError(f"axis must be an int, got {value_text(axis)}", ArgumentError)
     # A rank-0 tensor accepts axis 0 and -1, as in PyTorch.
     if not -max(ndim, 1) <= axis < max(ndim, 1):
-        raise RuleError(f"axis {axis} is out of range for a tensor of rank {ndim}")
+        # IndexingError: a ShapeError and an IndexError, as NumPy's AxisError is both
+        raise RuleError(f"axis {axis} is out of range for a tensor of rank {ndim}",
+                        IndexingError)
     return int(axis) % ndim if ndim else 0
 
 

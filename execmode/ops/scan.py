@@ -75,3 +75,28 @@ register(OpDef(
     dtype_rule=_argsort_dtype,
     doc="Indices that sort along an axis (stable; NaN sorts as the largest value).",
 ))
+
+
+def _searchsorted_rule(x1, x2, *, side):
+    if len(x1.shape) != 1:
+        raise RuleError(f"the sorted sequence must be 1-D, got shape {tuple(x1.shape)}")
+    return tuple(x2.shape)
+
+
+def _searchsorted_dtype(dtypes, attrs):
+    if dtypes[0].kind not in "biuf" or dtypes[1].kind not in "biuf":
+        raise RuleError(f"cannot search {dtypes[1]} in {dtypes[0]}", DTypeError)
+    return np.dtype(np.int64)
+
+
+def _searchsorted_impl(xp, x1, x2, *, side):
+    # NumPy's own search (NaN sorts last, as in sort); int64 indices on every platform
+    return xp.searchsorted(x1, x2, side=side).astype(np.int64, copy=False)
+
+
+register(OpDef(
+    name="searchsorted", kind=OPAQUE, impl=_searchsorted_impl, shape_rule=_searchsorted_rule,
+    dtype_rule=_searchsorted_dtype, nondiff_inputs=(0, 1),
+    doc="Where each value of x2 goes in the sorted 1-D x1 (the first place, or the last "
+        "with side='right').",
+))

@@ -41,14 +41,14 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     triangle (PyTorch's ``tril_indices``)."""
     rows, cols = np.tril_indices(row, offset, col)
     out = em.tensor(np.stack([rows, cols]).astype(np.int64), device=device)
-    return out if dtype is None else em.astype(out, dtype)
+    return out if dtype is None else em.astype(out, dtype, copy=False)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, N) int64 indices of a ``row`` x ``col`` matrix's upper triangle."""
     rows, cols = np.triu_indices(row, offset, col)
     out = em.tensor(np.stack([rows, cols]).astype(np.int64), device=device)
-    return out if dtype is None else em.astype(out, dtype)
+    return out if dtype is None else em.astype(out, dtype, copy=False)
 
 
 def cdist(x1, x2, p=2.0):

@@ -282,7 +282,10 @@ class Generator:
         if pair is None:
             return False
         a, b, shape = pair
-        op = self.rng.choice(("+", "-", "*", "/", "maximum", "minimum"))
+        ops = ("+", "-", "*", "/", "maximum", "minimum")
+        if a.dtype == b.dtype == "int64":
+            ops += ("&", "|", "^")  # bitwise on ints (issue 36); fused as C's & | ^
+        op = self.rng.choice(ops)
         dtype = promote(a.dtype, b.dtype)
         if op == "/":
             dtype = promote(dtype, "float64") if dtype == "int64" else dtype

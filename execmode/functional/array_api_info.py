@@ -1,0 +1,67 @@
+"""The Array API's inspection namespace, ``em.__array_namespace_info__()``: which devices,
+dtypes and capabilities this execmode has. It answers from the engine's own tables
+(``dtypes.py``, the backend), so it stays true when a dtype or a device is added."""
+
+from __future__ import annotations
+
+from ..backend import cuda_is_available
+from ..dtypes import DEFAULT_FLOAT, bool_, float32, float64, int32, int64
+from ..errors import ArgumentError, op_error
+
+# The dtypes by the standard's kind names; execmode has no unsigned, small or complex ones
+# yet (docs/array-api.md), so those kinds are empty.
+_KINDS = {
+    "bool": {"bool": bool_},
+    "signed integer": {"int32": int32, "int64": int64},
+    "unsigned integer": {},
+    "real floating": {"float32": float32, "float64": float64},
+    "complex floating": {},
+}
+_KINDS["integral"] = {**_KINDS["signed integer"], **_KINDS["unsigned integer"]}
+_KINDS["numeric"] = {**_KINDS["integral"], **_KINDS["real floating"],
+                     **_KINDS["complex floating"]}
+
+
+class ArrayNamespaceInfo:
+    """What ``__array_namespace_info__()`` returns (the standard's ``Info`` object)."""
+
+    def capabilities(self) -> dict:
+        # Boolean masks and nonzero work eagerly, and under jit as graph breaks.
+        return {"boolean indexing": True, "data-dependent shapes": True,
+                "max dimensions": None}
+
+    def default_device(self) -> str:
+        return "cpu"
+
+    def devices(self) -> list:
+        # "cuda" only where CuPy finds a GPU (asking does not import CuPy's kernels).
+        return ["cpu", "cuda"] if cuda_is_available() else ["cpu"]
+
+    def default_dtypes(self, *, device=None) -> dict:
+        self._check_device(device)
+        # float32 as PyTorch (and em.tensor) make floats; int64 for ints and indices
+        return {"real floating": DEFAULT_FLOAT, "integral": int64, "indexing": int64}
+
+    def dtypes(self, *, device=None, kind=None) -> dict:
+        """The dtypes of ``kind`` (a kind name, a tuple of them, or None for all) by name."""
+        self._check_device(device)
+        if kind is None:
+            return {**_KINDS["bool"], **_KINDS["numeric"]}
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        out = {}
+        for k in kinds:
+            if k not in _KINDS:
+                raise op_error(ArgumentError, "__array_namespace_info__().dtypes", (),
+                               f"unknown kind {k!r}; the kinds are {', '.join(_KINDS)}")
+            out.update(_KINDS[k])
+        return out
+
+    def _check_device(self, device) -> None:
+        if device is not None and str(device).split(":")[0] not in self.devices():
+            raise op_error(ArgumentError, "__array_namespace_info__", (),
+                           f"unknown device {device!r}; the devices are {self.devices()}")
+
+
+def __array_namespace_info__() -> ArrayNamespaceInfo:
+    """The Array API's inspection namespace: devices, default dtypes, dtypes, capabilities."""
+    return ArrayNamespaceInfo()
