@@ -76,7 +76,8 @@ def register_report(subparsers) -> None:
                     "from a session file recorded by execmode profile, run or tui, or em.profile().")
     p.add_argument("session", nargs="?", metavar="SESSION",
                    help="the .emsession file (default: the latest in the session folder, "
-                        "as for execmode open)")
+                        "as for execmode open), or the run folder of execmode launch "
+                        "--profile (its ranks merged into one Chrome trace)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the report to write, in an existing folder (default: the "
                         "session's name, format suffix)")
@@ -206,6 +207,8 @@ def report_command(args) -> int:
             return 2
         args.session = latest
     session = Path(args.session)
+    if session.is_dir():
+        return _report_ranks(session, args)
     output = Path(args.output) if args.output else _beside(session, fmt)
     try:
         text = _write_report(session, output, fmt, table=args.table, top=10)
@@ -225,6 +228,45 @@ def report_command(args) -> int:
         return _fail(f"could not write the report {output}: {exc}", 1)
     if args.summary:
         print(text)
+    return 0
+
+
+def _report_ranks(folder: Path, args) -> int:
+    """A run folder of rank sessions (execmode launch --profile): one Chrome trace of
+    every rank, a process each (profilers/ranks.py), and a line per rank."""
+    from contextlib import ExitStack
+
+    from execmode.profilers.errors import SessionError
+    from execmode.profilers.exporters import format_for_path
+    from execmode.profilers.exporters.chrome import export_chrome_ranks
+    from execmode.profilers.ranks import rank_sessions
+    from execmode.profilers.session import open_session
+
+    ranks = rank_sessions(folder)
+    if not ranks:
+        return _fail(f"{folder}: a folder without rank sessions (rank0.emsession ...); give "
+                     "a session file, or a run folder of execmode launch --profile", 2)
+    fmt = args.format or (format_for_path(args.output) if args.output else "chrome")
+    if fmt != "chrome":
+        return _fail(f"{folder}: a run of {len(ranks)} ranks merges into a Chrome trace "
+                     f"(--format chrome); for {fmt}, report one rank: {ranks[0][1]}", 2)
+    output = Path(args.output) if args.output else \
+        folder.with_name(folder.name + ".trace.json")
+    try:
+        with ExitStack() as stack:
+            sessions = [(rank, stack.enter_context(open_session(path)))
+                        for rank, path in ranks]
+            export_chrome_ranks(sessions, output, progress=_progress("merging the ranks"))
+            lines = [f"rank {rank}: {s.count('op_events'):,} ops, "
+                     f"{s.count('kernels'):,} kernel rows, {s.end.text()} ({s.path.name})"
+                     for rank, s in sessions]
+    except SessionError as exc:
+        return _fail(exc, 2)
+    except OSError as exc:
+        return _fail(f"could not write the trace {output}: {exc}", 1)
+    if args.summary:
+        print("\n".join(lines))
+    _say(f"{len(ranks)} ranks in one trace: {output} (open it in https://ui.perfetto.dev)")
     return 0
 
 

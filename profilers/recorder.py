@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from execmode.profilers.kernel_totals import KernelTotals
 from execmode.profilers.machine import gpu_info, machine_info
 from execmode.profilers.memory import MemoryTracker
+from execmode.profilers.ranks import rank_of_process
 from execmode.profilers.rows import event_row
 from execmode.profilers.writer import (
     ComparisonRow,
@@ -114,6 +115,8 @@ class Recorder:
             "machine": machine_info(threads=True),
             "options": self.options,
             "pyspy": {"status": "off"},
+            # Which rank of a distributed run this is, when a launcher said (ranks.py).
+            **({"rank": rank} if (rank := rank_of_process()) is not None else {}),
             **(extra or {}),
         }
 

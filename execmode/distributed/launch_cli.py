@@ -24,6 +24,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("-n", "--nproc", type=int, required=True, metavar="N",
                    help="how many processes (ranks) to start; more than the machine's cores "
                         "is allowed (oversubscribed)")
+    p.add_argument("--profile", action="store_true",
+                   help="record every rank (rank0.emsession ... in one run folder in the "
+                        "session folder); execmode report FOLDER merges them into one "
+                        "Chrome trace, a process per rank")
+    p.add_argument("--session-dir", metavar="DIR",
+                   help="with --profile: make the run folder in DIR instead")
     p.add_argument("--mpiexec", metavar="PATH",
                    help="the mpiexec to run (default: the one beside this Python, else the "
                         "first on PATH)")
@@ -62,6 +68,19 @@ def launch_command(opts) -> int:
     env = dict(os.environ)
     # MPICH runs more processes than cores as asked; Open MPI needs to be told.
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    if opts.profile:
+        from execmode.profilers.ranks import RANKS_DIR_ENV, new_run_folder
+
+        try:
+            folder = new_run_folder(opts.script, opts.session_dir)
+        except OSError as e:
+            print(f"execmode launch: cannot make the run folder: {e}", file=sys.stderr)
+            return 2
+        env[RANKS_DIR_ENV] = str(folder)
+        print(f"execmode launch: recording {opts.nproc} ranks into {folder} (one trace of "
+              f"them all: execmode report {folder})", file=sys.stderr)
+    elif opts.session_dir:
+        opts.parser.error("--session-dir goes with --profile")
     sys.stdout.flush()
     sys.stderr.flush()
     try:

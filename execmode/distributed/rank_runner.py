@@ -1,7 +1,8 @@
 """One rank of ``execmode launch``: ``python -m execmode.distributed.rank_runner SCRIPT
 ARGS`` under mpiexec. It sets torchrun's variables from the MPI launcher's (MPICH's
 ``PMI_*``, Open MPI's ``OMPI_COMM_WORLD_*``), runs the script as ``__main__``
-(``script_runner``), and if the script raised while MPI was up, aborts the whole job
+(``script_runner``; with ``--profile``, recorded into the run folder as
+``rankN.emsession``), and if the script raised while MPI was up, aborts the whole job
 (``MPI_Abort``, as ``python -m mpi4py`` does) so the other ranks do not wait for it in a
 collective."""
 
@@ -29,6 +30,20 @@ def torchrun_variables(environ) -> dict[str, str]:
     return {}
 
 
+def _run(script: str, args: list[str], rank: str):
+    """Run the script; under ``execmode launch --profile`` (``EXECMODE_RANKS_DIR``), with
+    a recorder writing this rank's session into the run folder (profilers/ranks.py)."""
+    folder = os.environ.get("EXECMODE_RANKS_DIR")
+    if not folder:
+        from ..script_runner import run_script
+
+        return run_script(script, args)
+    from execmode.profilers.ranks import rank_session_path
+    from execmode.profilers.runner import record_script
+
+    return record_script(script, args, session=rank_session_path(folder, int(rank)))
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m execmode.distributed.rank_runner SCRIPT [ARGS...] (under "
@@ -42,9 +57,7 @@ def main(argv: list[str]) -> int:
         found = {"RANK": str(world.Get_rank()), "WORLD_SIZE": str(world.Get_size()),
                  "LOCAL_RANK": str(world.Get_rank()), "LOCAL_WORLD_SIZE": str(world.Get_size())}
     os.environ.update(found)
-    from ..script_runner import run_script
-
-    ended = run_script(argv[0], argv[1:])
+    ended = _run(argv[0], argv[1:], found["RANK"])
     if ended.kind == "exception" and "mpi4py.MPI" in sys.modules:
         mpi = sys.modules["mpi4py.MPI"]
         if mpi.Is_initialized() and not mpi.Is_finalized():

@@ -8,6 +8,11 @@ track per device; "M" metadata events name the process and the tracks; one globa
 instant at the end says how the script ended (also in ``otherData``: ``status``, ``end``).
 Times are microseconds from the session start, as the format wants.
 
+The sessions of a distributed run (one per rank, in one folder: ``execmode launch
+--profile``) go into one trace, one process per rank ("rank 0: train.py" ...), their
+times on one clock: microseconds from the earliest rank's start (the ranks' clocks are
+the host's monotonic clock, which every process on one host shares).
+
 The file is written as the rows stream by, so a 1M-op session never sits in memory.
 """
 
@@ -34,39 +39,69 @@ _INSTANT_KINDS = {"graph_break", "retrace", "mark", "memory_plan"}
 
 def export_chrome(session: Session, out: Path, *, progress=None) -> Path:
     """Write ``session`` as a Chrome trace JSON object to ``out``."""
-    t0 = session.t0_ns
-    total = session.count("op_events") + session.count("kernels")
-    tick = Progress(progress, total)
-    script = session.meta.get("script") or "recording"
-    end = session.end
-    other = {"script": script, "session": str(session.path),
-             "status": end.text(), "end": end.to_json(),
-             "calibration": session.meta.get("calibration"),
-             "pyspy": session.meta.get("pyspy"),
-             "samples_by_category": session.category_totals()}
+    tick = Progress(progress, _rows(session))
     with output_file(out) as f:
         f.write('{"displayTimeUnit": "ns", "otherData": ')
-        f.write(json.dumps(other, default=str))
+        f.write(json.dumps(_other_data(session), default=str))
         f.write(', "traceEvents": [\n')
-        writer = _EventWriter(f)
-        for event in metadata_events(script, session.meta.get("threads") or {}):
-            writer.write(event)
-        for op in session.ops():
-            writer.write(op_event(op, t0))
-            tick.step()
-        for k in session.kernels():
-            writer.write(kernel_event(k, t0))
-            tick.step()
-        for ev in session.events():
-            writer.write(other_event(ev, t0))
-        for m in session.memory():
-            writer.write({"name": f"memory {m.device}", "ph": "C", "ts": _us(m.ts_ns - t0),
-                          "pid": PID, "tid": 0,
-                          "args": {"live_bytes": m.live_bytes, "peak_bytes": m.peak_bytes}})
-        writer.write(end_event(end, max(0, session.end_ns() - t0)))
+        _write_session(_EventWriter(f), session, PID, session.t0_ns, "", tick)
         f.write("\n]}\n")
     tick.finish()
     return out
+
+
+def export_chrome_ranks(sessions: list, out: Path, *, progress=None) -> Path:
+    """Write the sessions of a distributed run (``(rank, Session)`` pairs) as one Chrome
+    trace: a process per rank, every time from the earliest start."""
+    tick = Progress(progress, sum(_rows(s) for _, s in sessions))
+    base = min(s.t0_ns for _, s in sessions)
+    with output_file(out) as f:
+        f.write('{"displayTimeUnit": "ns", "otherData": ')
+        other = {"ranks": {str(rank): _other_data(s) for rank, s in sessions}}
+        f.write(json.dumps(other, default=str))
+        f.write(', "traceEvents": [\n')
+        writer = _EventWriter(f)
+        for rank, session in sessions:
+            _write_session(writer, session, PID + rank, base, f"rank {rank}: ", tick)
+        f.write("\n]}\n")
+    tick.finish()
+    return out
+
+
+def _rows(session: Session) -> int:
+    return session.count("op_events") + session.count("kernels")
+
+
+def _other_data(session: Session) -> dict:
+    end = session.end
+    return {"script": session.meta.get("script") or "recording", "session": str(session.path),
+            "status": end.text(), "end": end.to_json(),
+            "calibration": session.meta.get("calibration"),
+            "pyspy": session.meta.get("pyspy"),
+            "samples_by_category": session.category_totals()}
+
+
+def _write_session(writer, session: Session, pid: int, t0: int, prefix: str, tick) -> None:
+    """One session's events as process ``pid``, times from ``t0``."""
+    script = session.meta.get("script") or "recording"
+    for event in metadata_events(script, session.meta.get("threads") or {}, pid=pid,
+                                 prefix=prefix):
+        writer.write(event)
+    for op in session.ops():
+        writer.write(op_event(op, t0, pid))
+        tick.step()
+    for k in session.kernels():
+        writer.write(kernel_event(k, t0, pid))
+        tick.step()
+    for ev in session.events():
+        writer.write(other_event(ev, t0, pid))
+    for m in session.memory():
+        writer.write({"name": f"memory {m.device}", "ph": "C", "ts": _us(m.ts_ns - t0),
+                      "pid": pid, "tid": 0,
+                      "args": {"live_bytes": m.live_bytes, "peak_bytes": m.peak_bytes}})
+    # One rank's end is its own process's ("p"), not a line across every rank.
+    writer.write(end_event(session.end, max(0, session.end_ns() - t0), pid,
+                           "p" if prefix else "g"))
 
 
 class _EventWriter:
@@ -81,31 +116,34 @@ class _EventWriter:
         self._f.write(json.dumps(event, separators=(",", ":"), default=str))
 
 
-def metadata_events(script: str, threads: dict | None = None) -> list[dict]:
+def metadata_events(script: str, threads: dict | None = None, *, pid: int = PID,
+                    prefix: str = "") -> list[dict]:
     """Names and order of the process and its tracks; ``threads`` is meta "threads"
     ({"1": "Thread-1 (worker)"})."""
-    events = [{"name": "process_name", "ph": "M", "ts": 0, "pid": PID, "tid": 0,
-               "args": {"name": f"execmode: {script}"}}]
+    events = [{"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0,
+               "args": {"name": f"{prefix}execmode: {script}"}},
+              {"name": "process_sort_index", "ph": "M", "ts": 0, "pid": pid, "tid": 0,
+               "args": {"sort_index": pid}}]
     tracks = dict(TRACKS)
     for number, name in (threads or {}).items():
         if str(number).isdigit():
             tracks[THREAD_TRACKS + int(number)] = f"eager ops: {name}"
     for tid, name in tracks.items():
-        events.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": tid,
+        events.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": pid, "tid": tid,
                        "args": {"name": name}})
-        events.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": PID,
+        events.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid,
                        "tid": tid, "args": {"sort_index": tid}})
     return events
 
 
-def end_event(end, at_ns: int) -> dict:
+def end_event(end, at_ns: int, pid: int = PID, scope: str = "g") -> dict:
     """How the script ended (profilers/session_end.py), as an instant across every track
     at the end of the recording: "stopped at breakpoint 1 (nan) after kernel k7 ..."."""
-    return {"name": f"end: {end.text()}", "cat": "end", "ph": "i", "s": "g",
-            "ts": _us(at_ns), "pid": PID, "tid": PYTHON, "args": end.to_json()}
+    return {"name": f"end: {end.text()}", "cat": "end", "ph": "i", "s": scope,
+            "ts": _us(at_ns), "pid": pid, "tid": PYTHON, "args": end.to_json()}
 
 
-def op_event(op, t0: int) -> dict:
+def op_event(op, t0: int, pid: int = PID) -> dict:
     args = {"seq": op.seq, "inputs": op.inputs, "output": op.output, "bytes": op.bytes,
             "device": op.device}
     if op.scope:
@@ -120,7 +158,7 @@ def op_event(op, t0: int) -> dict:
                            "mean": op.v_mean, "std": op.v_std, "nan": op.v_nan,
                            "inf": op.v_inf}
     return {"name": op.op, "cat": "op", "ph": "X", "ts": _us(op.start_ns - t0),
-            "dur": _us(op.dur_ns), "pid": PID,
+            "dur": _us(op.dur_ns), "pid": pid,
             "tid": EAGER if op.thread is None else THREAD_TRACKS + op.thread, "args": args}
 
 
@@ -132,7 +170,7 @@ def _stat(value):
     return value
 
 
-def kernel_event(k, t0: int) -> dict:
+def kernel_event(k, t0: int, pid: int = PID) -> dict:
     # "seq" (an op's number) and "id" (a kernel run's) are the numbers the TUI and the
     # session show (docs/session-store.md, "How ops and kernels are numbered").
     args = {"id": k.id, "graph_id": k.graph_id, "step_kind": k.step_kind,
@@ -144,10 +182,10 @@ def kernel_event(k, t0: int) -> dict:
     if k.file:
         args["source"] = source_text(k.file, k.line)
     return {"name": k.kernel, "cat": "kernel", "ph": "X", "ts": _us(k.start_ns - t0),
-            "dur": _us(k.dur_ns), "pid": PID, "tid": KERNELS, "args": args}
+            "dur": _us(k.dur_ns), "pid": pid, "tid": KERNELS, "args": args}
 
 
-def other_event(ev, t0: int) -> dict:
+def other_event(ev, t0: int, pid: int = PID) -> dict:
     d = ev.data
     tid = COMPILE if ev.kind == "compile" else PYTHON
     name = _event_name(ev.kind, d)
@@ -155,7 +193,7 @@ def other_event(ev, t0: int) -> dict:
     if isinstance(args.get("kernels"), list):  # a compile's children, without their source
         args["kernels"] = [{k: v for k, v in child.items() if k != "source"}
                            for child in args["kernels"] if isinstance(child, dict)]
-    base = {"name": name, "cat": ev.kind, "pid": PID, "tid": tid, "ts": _us(ev.start_ns - t0),
+    base = {"name": name, "cat": ev.kind, "pid": pid, "tid": tid, "ts": _us(ev.start_ns - t0),
             "args": args}
     if ev.kind in _INSTANT_KINDS or ev.end_ns <= ev.start_ns:
         return {**base, "ph": "i", "s": "t", "dur": 0}

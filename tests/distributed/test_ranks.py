@@ -102,3 +102,77 @@ def test_a_rank_that_raises_ends_every_rank(tmp_path):
                            str(script)], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode != 0
     assert "boom on rank 1" in proc.stderr and "rank 1 raised; ending every rank" in proc.stderr
+
+
+PROFILED = """\
+import execmode as em
+import execmode.torch.distributed as dist
+
+dist.init_process_group()
+rank = dist.get_rank()
+f = em.jit(lambda x: em.exp(x * 0.5).sum())
+x = em.ones(64) * (rank + 1)
+for _ in range(3):
+    total = em.tensor([float(f(x).item())])
+    dist.all_reduce(total)
+print(f"rank {rank}: {total.item():.4f}")
+"""
+
+
+def test_a_profiled_launch_records_each_rank_and_merges_them_in_one_trace(tmp_path):
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    script = tmp_path / "profiled.py"
+    script.write_text(PROFILED)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1",
+           "EXECMODE_SESSION_DIR": str(tmp_path / "sessions")}
+    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", str(RANKS),
+                           "--profile", "--session-dir", str(runs), str(script)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (folder,) = runs.iterdir()
+    assert f"execmode report {folder}" in proc.stderr
+    from execmode.profilers.ranks import rank_sessions
+    from execmode.profilers.session import open_session
+
+    sessions = rank_sessions(folder)
+    assert [r for r, _ in sessions] == list(range(RANKS))
+    for r, path in sessions:
+        with open_session(path) as s:
+            assert s.meta["rank"] == {"rank": r, "world_size": RANKS, "local_rank": r}
+            assert s.count("op_events") > 0 and s.status == "finished"
+    report = subprocess.run([sys.executable, "-m", "execmode", "report", str(folder),
+                             "--summary"], capture_output=True, text=True, timeout=120,
+                            env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert all(f"rank {r}: " in report.stdout for r in range(RANKS))
+    trace = json.loads(folder.with_name(folder.name + ".trace.json").read_text())
+    events = trace["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert sorted(names) == [1 + r for r in range(RANKS)]
+    assert all(names[1 + r].startswith(f"rank {r}: ") for r in range(RANKS))
+    for r in range(RANKS):  # every rank's ops and its jit's compile, on the one clock
+        mine = [e for e in events if e["pid"] == 1 + r and e.get("ph") == "X"]
+        assert any(e["cat"] == "op" for e in mine) and any(e["cat"] == "compile" for e in mine)
+        assert min(e["ts"] for e in mine) >= 0
+    # complete events nest or follow each other on each track
+    tracks: dict = {}
+    for e in events:
+        if e.get("ph") == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in tracks.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends: list = []
+        for start, end in spans:
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1]
+            open_ends.append(end)
+    # a folder that is not a run is refused with the reason
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = subprocess.run([sys.executable, "-m", "execmode", "report", str(empty)],
+                             capture_output=True, text=True, timeout=60, env=env)
+    assert refused.returncode == 2 and "without rank sessions" in refused.stderr

@@ -1,0 +1,62 @@
+"""The sessions of a distributed run: one per rank, in one folder.
+
+``execmode launch -n N --profile SCRIPT`` records every rank (``rank0.emsession``,
+``rank1.emsession`` ... in a run folder, execmode/distributed/rank_runner.py), and each
+session's meta says which rank it was (``rank``: rank, world size, local rank, from
+torchrun's variables or the MPI launcher's). ``execmode report FOLDER`` merges them into
+one Chrome trace, a process per rank (exporters/chrome.py's ``export_chrome_ranks``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+from execmode.profilers.store import SESSION_SUFFIX
+
+RANKS_DIR_ENV = "EXECMODE_RANKS_DIR"  # set by execmode launch --profile for its ranks
+_RANK_FILE = re.compile(rf"rank(\d+){re.escape(SESSION_SUFFIX)}")
+
+
+def rank_of_process(environ=None) -> dict | None:
+    """``{"rank", "world_size", "local_rank"}`` of this process when a launcher said
+    (torchrun's RANK/WORLD_SIZE, or MPICH's or Open MPI's variables), else None."""
+    from execmode.distributed.rank_runner import torchrun_variables
+
+    env = os.environ if environ is None else environ
+    found = {k: env[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if k in env} \
+        if "RANK" in env and "WORLD_SIZE" in env else torchrun_variables(env)
+    try:
+        rank, size = int(found["RANK"]), int(found["WORLD_SIZE"])
+        local = int(found.get("LOCAL_RANK", rank))
+    except (KeyError, ValueError):
+        return None
+    return {"rank": rank, "world_size": size, "local_rank": local}
+
+
+def rank_session_path(folder: str | os.PathLike, rank: int) -> Path:
+    return Path(folder) / f"rank{int(rank)}{SESSION_SUFFIX}"
+
+
+def rank_sessions(folder: str | os.PathLike) -> list[tuple[int, Path]]:
+    """``(rank, path)`` of the rank sessions in ``folder``, by rank."""
+    found = []
+    for path in Path(folder).iterdir():
+        match = _RANK_FILE.fullmatch(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def new_run_folder(script: str, directory: str | os.PathLike | None = None) -> Path:
+    """A fresh ``SCRIPT-DATE-TIME-PID-ranks`` folder in ``directory`` (default: the
+    session folder), created."""
+    from execmode.profilers.session_dir import session_dir
+
+    parent = Path(directory) if directory is not None else session_dir()
+    stem = Path(script).stem or "script"
+    folder = parent / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-ranks"
+    folder.mkdir(parents=True, exist_ok=False)
+    return folder
