@@ -239,7 +239,7 @@ def _report_ranks(folder: Path, args) -> int:
     from execmode.profilers.errors import SessionError
     from execmode.profilers.exporters import format_for_path
     from execmode.profilers.exporters.chrome import export_chrome_ranks
-    from execmode.profilers.ranks import rank_sessions
+    from execmode.profilers.ranks import collective_waits, rank_sessions, straggler_line
     from execmode.profilers.session import open_session
 
     ranks = rank_sessions(folder)
@@ -257,15 +257,18 @@ def _report_ranks(folder: Path, args) -> int:
             sessions = [(rank, stack.enter_context(open_session(path)))
                         for rank, path in ranks]
             export_chrome_ranks(sessions, output, progress=_progress("merging the ranks"))
-            lines = [f"rank {rank}: {s.count('op_events'):,} ops, "
-                     f"{s.count('kernels'):,} kernel rows, {s.end.text()} ({s.path.name})"
+            waits = {rank: collective_waits(s) for rank, s in sessions}
+            lines = [f"rank {rank}: {s.count('op_events'):,} ops, {waits[rank].calls} "
+                     f"collectives ({waits[rank].waited_ns / 1e6:.1f} ms waiting for the "
+                     f"other ranks), {s.end.text()} ({s.path.name})"
                      for rank, s in sessions]
+            straggler = straggler_line(waits)
     except SessionError as exc:
         return _fail(exc, 2)
     except OSError as exc:
         return _fail(f"could not write the trace {output}: {exc}", 1)
     if args.summary:
-        print("\n".join(lines))
+        print("\n".join(lines + ([straggler] if straggler else [])))
     _say(f"{len(ranks)} ranks in one trace: {output} (open it in https://ui.perfetto.dev)")
     return 0
 

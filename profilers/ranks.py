@@ -13,6 +13,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from execmode.profilers.store import SESSION_SUFFIX
 
@@ -60,3 +61,47 @@ def new_run_folder(script: str, directory: str | os.PathLike | None = None) -> P
     folder = parent / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-ranks"
     folder.mkdir(parents=True, exist_ok=False)
     return folder
+
+
+# The collectives' op names (execmode/distributed/collectives.py records them as ops).
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+               "reduce_scatter", "reduce_scatter_tensor", "barrier")
+_WAITED = re.compile(r"(?:^|, )waited_us=([0-9.]+)")
+
+
+class CollectiveWaits(NamedTuple):
+    calls: int        # collectives the rank ran
+    waited_ns: int    # of their time, waiting for the other ranks to arrive
+    total_ns: int     # their time in all
+
+
+def collective_waits(session) -> CollectiveWaits:
+    """How long a rank's collectives took, and how much of it the rank waited for the
+    others (their header exchange: ``waited_us`` in each op's attrs)."""
+    marks = ",".join("?" * len(COLLECTIVES))
+    rows = session._query(f"SELECT dur_ns, attrs FROM op_events WHERE op IN ({marks})",
+                          COLLECTIVES)
+    waited = 0
+    for _, attrs in rows:
+        match = _WAITED.search(attrs or "")
+        if match:
+            waited += int(float(match.group(1)) * 1000)
+    return CollectiveWaits(len(rows), waited, sum(int(d or 0) for d, _ in rows))
+
+
+def straggler_line(waits: dict) -> str | None:
+    """Who the ranks waited for: ``waits`` is {rank: CollectiveWaits}; None without
+    collectives. The rank that waited least arrived last at most collectives."""
+    ranked = {r: w for r, w in waits.items() if w.calls}
+    if len(ranked) < 2:
+        return None
+    last = min(ranked, key=lambda r: ranked[r].waited_ns)
+    others = [w.waited_ns for r, w in ranked.items() if r != last]
+    spread = _ms(min(others)) if min(others) == max(others) else \
+        f"{_ms(min(others))} to {_ms(max(others))}"
+    return (f"the ranks waited for rank {last}: the others waited {spread} in their "
+            f"collectives, rank {last} {_ms(ranked[last].waited_ns)}")
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:.1f} ms"

@@ -10,17 +10,26 @@ moves through mpi4py's buffer methods (``Allreduce``, ``Bcast``, ``Allgather``,
 is contiguous (one copy otherwise).
 
 Collectives write tensors' memory directly, outside autograd, as PyTorch's do; the write
-counts as an in-place update for autograd (``tape.mark_modified``). They are not yet ops
-with events or graph nodes (docs/distributed.md says what is not built yet).
+counts as an in-place update for autograd (``tape.mark_modified``). A recorder sees each
+one as an op (``all_reduce`` ...) after it completes, from its start to its end, with
+``waited_us`` (the header exchange: where a rank waits for the last one to arrive) and
+``moved_bytes`` (what the data exchange sent) in its attrs: in a merged trace of the
+ranks (``execmode launch --profile``), the rank that waited least is the one the others
+waited for. They are not yet graph nodes, and a debugger does not stop before them
+(docs/distributed.md says what is not built yet).
 """
 
 from __future__ import annotations
 
 import enum
+import threading
+import time
 
 import numpy as np
 
+from .. import dispatch
 from .._tensor import Tensor
+from ..backend import CPU
 from ..dtypes import SUPPORTED, type_text
 from ..errors import ArgumentError, DTypeError, ExecmodeError, ShapeError, describe_operand
 from ..tape import mark_modified
@@ -57,6 +66,9 @@ class Work:
 
 
 _MAX_DIMS = 16
+# When this thread's last header exchange began and ended (perf_counter_ns): a
+# collective's event runs from the first, and the wait is the difference.
+_exchange = threading.local()
 _CODES = {dtype: code for code, dtype in enumerate(SUPPORTED)}
 _UNSUPPORTED = -1
 
@@ -129,7 +141,9 @@ def _agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
     else:
         mine[0] = 1
     every = np.empty((pg.size, mine.size), np.int64)
+    _exchange.began = time.perf_counter_ns()
     pg.comm.Allgather(mine, every)
+    _exchange.ended = time.perf_counter_ns()
     failed = [r for r in range(pg.size) if every[r, 0]]
     if failed:
         if problem is not None:
@@ -163,8 +177,33 @@ def _write(t: Tensor, data: np.ndarray, result: np.ndarray) -> None:
     mark_modified(t)
 
 
-def _finish(async_op: bool):
+def _finish(async_op: bool, caller: str | None = None, pg=None, inputs: tuple = (),
+            out: np.ndarray | None = None, moved: int = 0, **attrs):
+    """What the collective returns; first, when a listener records ops, its event."""
+    if caller is not None and dispatch._listening:
+        _record(caller, pg, inputs, out, moved, attrs)
     return Work() if async_op else None
+
+
+class _Collective:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _record(caller: str, pg, inputs: tuple, out, moved: int, attrs: dict) -> None:
+    """The collective as an op for the listeners (after it, as an op event). Its output is
+    a view of the array it wrote (or of the first input): in place, no new buffer."""
+    began = getattr(_exchange, "began", None)
+    ended = getattr(_exchange, "ended", None)
+    if began is None or ended is None:
+        return
+    attrs = {**attrs, "ranks": pg.size, "waited_us": round((ended - began) / 1000, 1),
+             "moved_bytes": int(moved)}
+    array = out if out is not None else np.empty(0, np.float32)
+    holder = next((t for t in inputs if isinstance(t, Tensor)), None)
+    dispatch._emit_op(_Collective(caller), inputs, attrs, holder, array[...], began, CPU)
 
 
 def _contiguous(data: np.ndarray) -> np.ndarray:
@@ -195,7 +234,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     if op is ReduceOp.AVG:
         np.divide(work, pg.size, out=work)
     _write(tensor, data, work)
-    return _finish(async_op)
+    return _finish(async_op, caller, pg, (tensor,), data, work.nbytes, op=op.value)
 
 
 def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
@@ -225,7 +264,7 @@ def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
     pg.comm.Bcast(_buffer(work), root=root)
     if pg.rank != root:
         _write(tensor, data, work)
-    return _finish(async_op)
+    return _finish(async_op, caller, pg, (tensor,), data, work.nbytes, src=root)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
@@ -246,7 +285,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     pg.comm.Allgather(_buffer(np.ascontiguousarray(data)), _buffer(gathered))
     for out, part in zip(tensor_list, gathered):
         _write(out, out._data, part)
-    return _finish(async_op)
+    return _finish(async_op, caller, pg, (tensor,), gathered, gathered.nbytes)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
@@ -268,7 +307,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     work = _contiguous(out)
     pg.comm.Allgather(_buffer(np.ascontiguousarray(data)), _buffer(work))
     _write(output_tensor, out, work)
-    return _finish(async_op)
+    return _finish(async_op, caller, pg, (input_tensor,), out, work.nbytes)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -319,13 +358,16 @@ def _reduce_scatter(caller, pg, output, out, send, op, async_op):
     if op is ReduceOp.AVG:
         np.divide(work, pg.size, out=work)
     _write(output, out, work)
-    return _finish(async_op)
+    return _finish(async_op, caller, pg, (output,), out, send.nbytes, op=op.value)
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
     """Wait until every rank has reached this call."""
-    default_group("barrier", group).comm.Barrier()
-    return _finish(async_op)
+    pg = default_group("barrier", group)
+    _exchange.began = time.perf_counter_ns()
+    pg.comm.Barrier()
+    _exchange.ended = time.perf_counter_ns()
+    return _finish(async_op, "barrier", pg)
 
 
 # --- argument checks that run before the header exchange -------------------------------

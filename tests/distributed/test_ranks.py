@@ -105,6 +105,7 @@ def test_a_rank_that_raises_ends_every_rank(tmp_path):
 
 
 PROFILED = """\
+import time
 import execmode as em
 import execmode.torch.distributed as dist
 
@@ -113,6 +114,8 @@ rank = dist.get_rank()
 f = em.jit(lambda x: em.exp(x * 0.5).sum())
 x = em.ones(64) * (rank + 1)
 for _ in range(3):
+    if rank == 1:
+        time.sleep(0.05)  # the straggler: rank 0 waits for it at each all_reduce
     total = em.tensor([float(f(x).item())])
     dist.all_reduce(total)
 print(f"rank {rank}: {total.item():.4f}")
@@ -148,6 +151,10 @@ def test_a_profiled_launch_records_each_rank_and_merges_them_in_one_trace(tmp_pa
                             env=env)
     assert report.returncode == 0, report.stderr[-3000:]
     assert all(f"rank {r}: " in report.stdout for r in range(RANKS))
+    # each collective is an op of its rank, with its wait for the others: rank 0 waited
+    # about 3 x 50 ms for the sleeping rank 1, which the summary names
+    assert "rank 0: " in report.stdout and "3 collectives" in report.stdout
+    assert "the ranks waited for rank 1" in report.stdout
     trace = json.loads(folder.with_name(folder.name + ".trace.json").read_text())
     events = trace["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
@@ -157,6 +164,9 @@ def test_a_profiled_launch_records_each_rank_and_merges_them_in_one_trace(tmp_pa
         mine = [e for e in events if e["pid"] == 1 + r and e.get("ph") == "X"]
         assert any(e["cat"] == "op" for e in mine) and any(e["cat"] == "compile" for e in mine)
         assert min(e["ts"] for e in mine) >= 0
+        reduces = [e for e in mine if e["name"] == "all_reduce"]
+        assert len(reduces) == 3 and all("waited_us=" in e["args"]["attrs"] and
+                                         "moved_bytes=4" in e["args"]["attrs"] for e in reduces)
     # complete events nest or follow each other on each track
     tracks: dict = {}
     for e in events:
