@@ -142,7 +142,7 @@ def _agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
         mine[0] = 1
     every = np.empty((pg.size, mine.size), np.int64)
     _exchange.began = time.perf_counter_ns()
-    pg.comm.Allgather(mine, every)
+    _gather_headers(pg, caller, mine, every)
     _exchange.ended = time.perf_counter_ns()
     failed = [r for r in range(pg.size) if every[r, 0]]
     if failed:
@@ -151,6 +151,39 @@ def _agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
         raise DistributedError(f"{caller}: rank(s) {failed} gave wrong arguments (their "
                                "own error says which); no data was exchanged")
     return [(tuple(int(d) for d in h[4:4 + h[3]]), SUPPORTED[h[1]], int(h[2])) for h in every]
+
+
+# Tags of the header messages: the collective's number in the group (every rank numbers
+# its collectives alike), modulo what every MPI allows (32767 at least).
+_TAG_SPAN = 32000
+
+
+def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> None:
+    """An allgather of the headers, point to point: each rank sends its own to every other
+    and receives theirs, waiting at most the group's timeout. A rank that has not sent
+    by then is named: it never arrived at this collective (stuck, or in another one)."""
+    pg.sequence += 1
+    tag = pg.sequence % _TAG_SPAN
+    comm, me = pg.comm, pg.rank
+    every[me] = mine
+    others = [r for r in range(pg.size) if r != me]
+    receives = [comm.Irecv(every[r], source=r, tag=tag) for r in others]
+    sends = [comm.Isend(mine, dest=r, tag=tag) for r in others]
+    mpi = _mpi.load()
+    deadline = time.monotonic() + pg.timeout_s
+    polls = 0
+    while not mpi.Request.Testall(receives):
+        polls += 1
+        if polls > 2000:  # past the first ~ms: a rank is late; poll without a busy core
+            if time.monotonic() > deadline:
+                missing = [r for r, req in zip(others, receives) if not req.Test()]
+                raise DistributedError(
+                    f"{caller}: rank(s) {missing} did not arrive within {pg.timeout_s:g} s "
+                    f"(collective #{pg.sequence} of rank {me}: they are stuck, or in "
+                    "another collective); raise the timeout with init_process_group("
+                    "timeout=...) or EXECMODE_COLLECTIVE_TIMEOUT")
+            time.sleep(0.0005)
+    mpi.Request.Waitall(sends)
 
 
 def _same_everywhere(caller: str, headers: list[tuple], what: str = "tensor",
@@ -364,8 +397,9 @@ def _reduce_scatter(caller, pg, output, out, send, op, async_op):
 def barrier(group=None, async_op: bool = False, device_ids=None):
     """Wait until every rank has reached this call."""
     pg = default_group("barrier", group)
+    mark = np.zeros(1, np.int64)
     _exchange.began = time.perf_counter_ns()
-    pg.comm.Barrier()
+    _gather_headers(pg, "barrier", mark, np.empty((pg.size, 1), np.int64))
     _exchange.ended = time.perf_counter_ns()
     return _finish(async_op, "barrier", pg)
 

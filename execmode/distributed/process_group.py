@@ -32,6 +32,8 @@ class ProcessGroup:
     rank: int
     size: int
     backend: str
+    timeout_s: float = 1800.0   # how long a collective waits for every rank to arrive
+    sequence: int = 0           # collectives started: every rank counts them alike
 
     def __repr__(self) -> str:
         return f"<ProcessGroup backend={self.backend} rank={self.rank} size={self.size}>"
@@ -66,8 +68,10 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
     same here). ``"nccl"`` (GPU collectives) is not built yet and says so. The rank and
     world size come from MPI; ``RANK``/``WORLD_SIZE`` (or ``rank=``/``world_size=``), when
     given, must describe the same processes, and then decide the ranks' order.
-    ``init_method``, ``timeout`` and ``store`` are accepted and unused: MPI's launcher
-    already connected the processes.
+    ``timeout`` (a ``datetime.timedelta`` or seconds; default 30 minutes, as PyTorch's,
+    or ``EXECMODE_COLLECTIVE_TIMEOUT`` seconds) is how long a collective waits for every
+    rank to arrive before it raises, naming the ranks that did not. ``init_method`` and
+    ``store`` are accepted and unused: MPI's launcher already connected the processes.
     """
     global _default
     if _default is not None:
@@ -103,8 +107,28 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
         raise DistributedError(f"init_process_group: the processes asked for ranks {keys} "
                                f"(in MPI's order): each of 0..{world.Get_size() - 1} once")
     comm = world.Split(0, key)
-    _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size(), name)
+    _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size(), name,
+                            _timeout_seconds(timeout))
     _GROUP.WORLD = _default
+
+
+def _timeout_seconds(timeout) -> float:
+    """``timeout=`` (a timedelta or seconds), else EXECMODE_COLLECTIVE_TIMEOUT, else 30
+    minutes."""
+    if timeout is None:
+        text = os.environ.get("EXECMODE_COLLECTIVE_TIMEOUT", "").strip()
+        if not text:
+            return 1800.0
+        try:
+            timeout = float(text)
+        except ValueError:
+            raise ArgumentError(f"EXECMODE_COLLECTIVE_TIMEOUT={text!r}: seconds, a "
+                                "number") from None
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise ArgumentError(f"init_process_group: timeout must be a positive timedelta or "
+                            f"number of seconds, got {timeout!r}")
+    return float(seconds)
 
 
 def _number(keyword: str, given: int, variable: str) -> int | None:

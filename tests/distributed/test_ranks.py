@@ -186,3 +186,30 @@ def test_a_profiled_launch_records_each_rank_and_merges_them_in_one_trace(tmp_pa
     refused = subprocess.run([sys.executable, "-m", "execmode", "report", str(empty)],
                              capture_output=True, text=True, timeout=60, env=env)
     assert refused.returncode == 2 and "without rank sessions" in refused.stderr
+
+
+LATE = """\
+import time
+import execmode.torch as torch
+import execmode.torch.distributed as dist
+
+dist.init_process_group()
+if dist.get_rank() == 1:
+    time.sleep(30)  # never arrives in time: rank 0 must not wait for it forever
+dist.all_reduce(torch.ones(2))
+"""
+
+
+def test_a_rank_that_never_arrives_is_named_when_the_collective_times_out(tmp_path):
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    script = tmp_path / "late.py"
+    script.write_text(LATE)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1",
+           "EXECMODE_COLLECTIVE_TIMEOUT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", str(RANKS),
+                           str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode != 0
+    assert "all_reduce: rank(s) [1] did not arrive within 1 s" in proc.stderr
+    assert "rank 0 raised; ending every rank" in proc.stderr  # the late rank ended too

@@ -106,3 +106,22 @@ def test_sampler_shuffles_by_seed_and_epoch():
     assert sorted(order(0) + order(1)) == list(range(20))
     with pytest.raises(TypeError, match=r"rank should be in the interval \[0, 1\]"):
         DistributedSampler(range(4), num_replicas=2, rank=2)
+
+
+def test_the_collective_timeout_comes_from_timeout_or_the_environment(monkeypatch):
+    from datetime import timedelta
+
+    from execmode.distributed.process_group import _timeout_seconds
+    from execmode.errors import ArgumentError
+
+    monkeypatch.delenv("EXECMODE_COLLECTIVE_TIMEOUT", raising=False)
+    assert _timeout_seconds(None) == 1800.0  # PyTorch's 30 minutes
+    assert _timeout_seconds(timedelta(seconds=90)) == 90.0 and _timeout_seconds(2.5) == 2.5
+    monkeypatch.setenv("EXECMODE_COLLECTIVE_TIMEOUT", "7")
+    assert _timeout_seconds(None) == 7.0
+    for bad in (0, -1, "soon", True):
+        with pytest.raises(ArgumentError, match="timeout"):
+            _timeout_seconds(bad)
+    monkeypatch.setenv("EXECMODE_COLLECTIVE_TIMEOUT", "soon")
+    with pytest.raises(ArgumentError, match="EXECMODE_COLLECTIVE_TIMEOUT"):
+        _timeout_seconds(None)
