@@ -10,7 +10,7 @@ Shapes (a size counts the traced ops):
 * ``chain``: ``x * 1.0001 + 0.5 ...``, one fused kernel (what made fuse quadratic);
 * ``chain_tanh``: the same with a third of the ops ``tanh`` (bench_peers.py's
   ``chain_1000_steady``, issue 16's "1000-op fused kernel"): transcendentals are where
-  the C compiler's time grows;
+  the C compiler's time grew (bench_first_call.py has issue 35's rows);
 * ``wide``: a ladder of small matmuls whose values die together and are reused together
   (what made memory planning quadratic).
 
@@ -89,12 +89,12 @@ def make_wide(n_ops: int):
 
 SHAPES = {"chain": (make_chain, (256,)), "chain_tanh": (make_chain_tanh, (256,)),
           "wide": (make_wide, (4, 4))}
-# Sizes per shape (full, quick). gcc's time on a tanh chain's one kernel grows faster than
-# the ops (measured at load ~6: 300 ops 1.8 s, 600 ops 10 s, 1000 ops 21 s), and the wide
-# ladder's C compile takes ~7 s at 1000 ops: larger sizes of those two would take an hour
-# of rounds. --sizes asks for any.
+# Sizes per shape (full, quick). A tanh chain's kernels call the runtime library's tanh
+# and stay under fuse.MAX_GROUP_OPS ops, so its compile grows with the ops (it took 21 s at
+# 1000 ops when every tanh was inlined into one kernel); the wide ladder's C compile takes
+# ~3 s at 1000 ops. --sizes asks for any.
 SIZES = {"chain": ([100, 1000, 10000], [100, 1000]),
-         "chain_tanh": ([100, 1000], [30, 300]),
+         "chain_tanh": ([100, 1000, 10000], [100, 1000]),
          "wide": ([100, 1000], [40, 400])}
 
 
