@@ -3,7 +3,10 @@ averaged across ranks, each in buckets of flat memory (one MPI call per bucket r
 than per tensor), as DistributedDataParallel does.
 
 Buckets hold tensors of one dtype, in reverse order of the parameters (the order
-backward produces gradients in), up to ``bucket_cap_mb`` each. Nothing here is pickled:
+backward produces gradients in), up to ``bucket_cap_mb`` each. They move through the
+collectives (collectives.py), so each bucket waits for the other ranks at most the
+group's timeout and is an op for a recorder (``all_reduce``, ``broadcast``, at the line
+that wrapped the model or ran backward). Nothing here is pickled:
 what the ranks compare (which parameters have gradients, the models' shapes) travels as
 integer arrays, and a mismatch's description as UTF-8 text.
 """
@@ -17,11 +20,19 @@ import numpy as np
 from .._tensor import Tensor
 from ..dtypes import type_text
 from ..tape import mark_modified
-from . import _mpi
+from .collectives import ReduceOp, all_reduce, broadcast
 from .errors import DistributedError
 from .process_group import ProcessGroup
 
 DEFAULT_BUCKET_CAP_MB = 25  # PyTorch's default
+
+
+def _tensor(array: np.ndarray) -> Tensor:
+    """A tensor on ``array`` (no op: the collectives write into it)."""
+    t = Tensor.__new__(Tensor)
+    t._data = array
+    t.requires_grad = False
+    return t
 
 
 def buckets(tensors: list, cap_bytes: int) -> list[list]:
@@ -82,8 +93,7 @@ def broadcast_tensors(pg: ProcessGroup, tensors: list, src: int = 0,
     for bucket in buckets(tensors, cap_bytes):
         flat = np.concatenate([t._data.reshape(-1) for t in bucket]) if pg.rank == src \
             else np.empty(sum(t._data.size for t in bucket), bucket[0]._data.dtype)
-        buffer = flat.view(np.uint8) if flat.dtype == np.bool_ else flat
-        pg.comm.Bcast(buffer, root=src)
+        broadcast(_tensor(flat), src=src, group=pg)
         if pg.rank != src:
             offset = 0
             for t in bucket:
@@ -103,10 +113,9 @@ def average_gradients(pg: ProcessGroup, parameters: list,
     Which is which costs one small Allreduce of a flag per parameter. The averaged
     gradients are views of each bucket's flat buffer (PyTorch's
     ``gradient_as_bucket_view``)."""
-    mpi = _mpi.load()
     params = [p for p in parameters if p.requires_grad]
-    has_grad = np.array([p.grad is not None for p in params], np.uint8)
-    pg.comm.Allreduce(mpi.IN_PLACE, has_grad, op=mpi.MAX)
+    has_grad = np.array([p.grad is not None for p in params], np.bool_)
+    all_reduce(_tensor(has_grad), op=ReduceOp.MAX, group=pg)  # any rank has one
     used = [p for p, flag in zip(params, has_grad) if flag]
     made = buckets(list(reversed(used)), cap_bytes)
     for bucket in made:
@@ -120,8 +129,7 @@ def average_gradients(pg: ProcessGroup, parameters: list,
             else:
                 flat[offset:offset + n] = p.grad.numpy().reshape(-1)
             offset += n
-        pg.comm.Allreduce(mpi.IN_PLACE, flat, op=mpi.SUM)
-        np.divide(flat, pg.size, out=flat)  # gradients are floating-point
+        all_reduce(_tensor(flat), op=ReduceOp.AVG, group=pg)  # gradients are floating-point
         offset = 0
         for p in bucket:
             n = p._data.size
