@@ -44,7 +44,7 @@ FORWARDED = {
         "split", "chunk", "logaddexp", "square", "sin", "cos", "log1p", "expm1", "sign",
         "floor", "ceil", "round", "maximum", "minimum", "scatter_add", "index_add",
         "gather", "flip", "roll", "sinh", "cosh", "index_select", "repeat_interleave",
-        "scatter", "addmm", "baddbmm", "astype", "to_device",
+        "scatter", "addmm", "baddbmm", "astype",
     )},
     "unsqueeze": "expand_dims",
     "repeat": "tile",  # PyTorch's x.repeat(2, 3) tiles; em.repeat is the Array API's
@@ -70,7 +70,8 @@ FAST_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv":
 WITH_BODIES = (
     "grad", "backward", "_concrete", "detach", "to", "cpu", "zero_", "__iadd__",
     "__isub__", "__imul__", "__itruediv__", "__setitem__", "__invert__", "reshape", "view",
-    "transpose", "permute", "T", "mT", "t", "contiguous", "expand_as", "dim", "numel",
+    "transpose", "permute", "T", "mT", "t", "to_device", "__dlpack__", "__dlpack_device__",
+    "__complex__", "contiguous", "expand_as", "dim", "numel",
     "clamp_min", "clamp_max", "sort", "where", "softmax", "log_softmax",
 )
 # PyTorch's methods with bodies of their own (tensor_methods._PyTorchMethods): in-place

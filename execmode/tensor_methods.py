@@ -255,6 +255,28 @@ class _EngineMethods:
                            "t() needs rank <= 2; use transpose(dim0, dim1) or mT")
         return F.permute_dims(self, None) if self.ndim == 2 else self
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The array behind the tensor, exported through DLPack (NumPy's or CuPy's own
+        ``__dlpack__``: it shares the memory). A traced tensor is read first (a graph
+        break)."""
+        asked = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
+                 "copy": copy}
+        data = self._concrete("__dlpack__")
+        return data.__dlpack__(**{k: v for k, v in asked.items() if v is not None})
+
+    def __dlpack_device__(self):
+        """(device type, device id) in DLPack's numbering: (1, 0) for the CPU."""
+        return self._concrete("__dlpack_device__").__dlpack_device__()
+
+    def __complex__(self) -> complex:
+        """The single value as a Python complex (a one-element tensor, as float())."""
+        return complex(self.item())
+
+    def to_device(self, device, /, *, stream=None):
+        """The Array API's ``x.to_device(device)``: ``x`` on ``device`` (itself when it is
+        there); only ``stream=None`` is taken."""
+        return F.to_device(self, device, stream=stream)
+
     def contiguous(self):
         """As PyTorch's: the tensor itself when its layout is C-contiguous, else a
         contiguous copy (``x.t().contiguous()``), so a write to the result reaches ``x``

@@ -37,10 +37,13 @@ from .arguments import (
 from .array_api import (
     broadcast_arrays,
     broadcast_shapes,
+    conj,
     diff,
     empty,
     empty_like,
+    imag,
     moveaxis,
+    real,
     take,
     unstack,
     vecdot,
@@ -54,6 +57,7 @@ from .creation import (
     asarray,
     astype,
     eye,
+    from_dlpack,
     full,
     full_like,
     linspace,
@@ -261,5 +265,5 @@ __all__ = [
     "empty", "empty_like", "moveaxis", "vecdot", "broadcast_shapes", "broadcast_arrays",
     "__array_namespace_info__", "tile", "unstack", "diff", "take", "cumulative_sum",
     "cumulative_prod", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
-    "unique_values",
+    "unique_values", "conj", "real", "imag", "from_dlpack",
 ]

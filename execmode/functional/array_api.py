@@ -10,17 +10,17 @@ from ..ops.registry import RuleError
 from ..ops.registry import broadcast_shapes as _broadcast_shapes
 from .arguments import _int_arg, _is_int, _require_tensor, _tensor_arg, normalize_axis_for
 from .creation import zeros, zeros_like
-from .elementwise import multiply, not_equal, subtract
+from .elementwise import copy, multiply, not_equal, subtract
 from .indexing import index_select
 from .reductions import sum  # noqa: A004
 from .shape import broadcast_to, concat, permute_dims
 
 
-def empty(*shape, dtype=None, device=None, requires_grad=False):
+def empty(shape, *more, dtype=None, device=None, requires_grad=False):
     """A tensor of ``shape`` whose values the program must not read before writing them
     (the standard leaves them unspecified; execmode fills zeros, so runs are
     reproducible). ``shape`` as for :func:`zeros`: ints or one tuple."""
-    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(shape, *more, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty_like(x, dtype=None, device=None):
@@ -70,7 +70,8 @@ def vecdot(x1, x2, /, *, axis=-1):
     if min(x1.ndim, x2.ndim) < -k or x1.shape[k] != x2.shape[k]:
         raise op_error(ShapeError, "vecdot", (x1, x2),
                        f"the operands' sizes along axis {axis} differ (or one lacks it)")
-    return sum(prod, axis=a)
+    # ints keep their dtype (the standard's); sum alone would widen int32 to int64
+    return sum(prod, axis=a, dtype=prod.dtype if prod.dtype.kind in "iu" else None)
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -147,3 +148,21 @@ def unstack(x, /, *, axis=0) -> tuple:
     axis = normalize_axis_for("unstack", x, axis)
     head = (slice(None),) * axis
     return tuple(x[head + (i,)] for i in range(x.shape[axis]))
+
+
+# The standard's complex-number functions, on the dtypes execmode has (all real): as
+# NumPy's on real arrays, a real number is its own conjugate and real part, and has no
+# imaginary part. Complex dtypes are not there yet (docs/array-api.md).
+def conj(x, /):
+    """The complex conjugate: for a real tensor, a copy of it."""
+    return copy(_tensor_arg("conj", x))
+
+
+def real(x, /):
+    """The real part: for a real tensor, a copy of it."""
+    return copy(_tensor_arg("real", x))
+
+
+def imag(x, /):
+    """The imaginary part: for a real tensor, zeros of its shape and dtype."""
+    return zeros_like(_tensor_arg("imag", x))

@@ -100,6 +100,38 @@ def asarray(data, dtype=None, device=None, copy=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
+def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
+    """A tensor over the memory of ``x``, any object with ``__dlpack__`` (a NumPy array, a
+    torch tensor, a CuPy array, another execmode tensor): shared unless ``copy`` is True
+    or ``device`` asks for another place (then copied there; ``copy=False`` then raises)."""
+    if not hasattr(x, "__dlpack__"):
+        raise op_error(ArgumentError, "from_dlpack", (x,),
+                       f"a {type(x).__name__} has no __dlpack__")
+    on_gpu = hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] != 1  # 1: CPU
+    if on_gpu:
+        cp = cupy_module()
+        if cp is None:
+            raise op_error(DeviceError, "from_dlpack", (x,),
+                           f"this {type(x).__name__} is in GPU memory: {cuda_problem()}")
+        arr = cp.from_dlpack(x)
+        here = f"cuda:{arr.device.id}"
+    else:
+        arr, here = np.from_dlpack(x), "cpu"
+    target = here if device is None else _device_arg("from_dlpack", device)
+    if copy is False and target != here:
+        raise op_error(ArgumentValueError, "from_dlpack", (x,),
+                       f"copy=False, but the data is on {here}, not {target}")
+    dt = _dtype_arg("from_dlpack", arr.dtype, (x,))  # a dtype execmode has, or DTypeError
+    if target != here or copy or current_tracer() is not None:
+        # a copy: asked for, on another device, or a literal of the traced graph
+        out = constant(arr.copy() if copy else arr, dt, here)
+        return out if target == here else to_device(out, target)
+    shared = Tensor.__new__(Tensor)  # the array itself, as torch.from_numpy shares it
+    shared._data = arr
+    shared.requires_grad = False
+    return shared
+
+
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     shape = _shape_arg((shape,))
     fill_value = _number_arg("full", "fill_value", fill_value)
@@ -109,13 +141,17 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Ten
     return _finish(t, requires_grad, "full")
 
 
-def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return full(_shape_arg(shape, "zeros"), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
+def zeros(shape, *more, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` (one tuple, the Array API's, or ints, PyTorch's) filled with
+    zeros, float32 unless ``dtype`` says otherwise."""
+    return full(_shape_arg((shape, *more), "zeros"), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
                 requires_grad=requires_grad)
 
 
-def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return full(_shape_arg(shape, "ones"), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
+def ones(shape, *more, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` (one tuple, the Array API's, or ints, PyTorch's) filled with
+    ones, float32 unless ``dtype`` says otherwise."""
+    return full(_shape_arg((shape, *more), "ones"), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
                 requires_grad=requires_grad)
 
 

@@ -149,13 +149,15 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
 
 
 def can_cast(from_, to, /) -> bool:
-    """Whether the standard's promotion can turn ``from_`` (a dtype or a tensor) into
-    ``to`` without changing kind: bool only to bool, integers to wider-or-equal integers,
-    floats to wider-or-equal floats."""
+    """Whether ``from_`` (a dtype or a tensor) casts to ``to`` without losing values by
+    the standard's promotion: integers to wider-or-equal integers, floats to wider-or-equal
+    floats, and bool to any dtype (True and False are 1 and 0 in each; the standard's
+    promotion table joins bool with every dtype, as NumPy's safe casting does). Other
+    cross-kind casts are False (the standard leaves them undefined)."""
     src = _dtype_of("can_cast", from_)
     dst = _dtype_of("can_cast", to)
-    if src == dst:
+    if src == dst or src == bool_:
         return True
-    if _family(src) != _family(dst) or src == bool_:
+    if _family(src) != _family(dst):
         return False
     return np.result_type(src, dst) == dst

@@ -21,25 +21,41 @@ from .arguments import (
     normalize_axis_for,
 )
 from .creation import arange
+from .elementwise import add, less, where
 from .shape import reshape
 
 
 def take_along_axis(x, indices, axis=_UNSET, **kwargs):
-    """``x`` read at ``indices`` along ``axis`` (default -1; ``dim=`` too). Array API name;
-    ``em.gather`` is PyTorch's spelling. On other axes the index may be smaller than ``x``;
-    an index outside [0, size) is an error that names it (in graph mode too)."""
-    x = _tensor_arg("take_along_axis", x, (x, indices))
-    indices = _require_tensor("take_along_axis", indices, (x, indices))
+    """``x`` read at ``indices`` along ``axis`` (default -1; ``dim=`` too). Array API name:
+    a negative index counts from the end, as the standard's. On other axes the index may be
+    smaller than ``x``; an index outside [-size, size) is an error that names it (in graph
+    mode too). ``em.gather`` is PyTorch's spelling, which refuses negative indices."""
+    x, indices, axis = _take_args("take_along_axis", x, indices, axis, kwargs)
+    if indices.dtype.kind == "i":
+        # wrapped here, so the op keeps one rule (PyTorch's, [0, size)) for gather too
+        indices = where(less(indices, 0), add(indices, x.shape[axis]), indices)
+    return apply(OPS["take_along_axis"], x, indices, axis=axis)
+
+
+def _take_args(op, x, indices, axis, kwargs):
+    x = _tensor_arg(op, x, (x, indices))
+    indices = _require_tensor(op, indices, (x, indices))
     if x.ndim == 0:
-        raise op_error(ShapeError, "take_along_axis", (x, indices),
-                       "needs a tensor of rank >= 1")
-    axis = _axis_of("take_along_axis", x, axis, kwargs)
+        raise op_error(ShapeError, op, (x, indices), "needs a tensor of rank >= 1")
+    return x, indices, _axis_of(op, x, axis, kwargs)
+
+
+def gather_along(x, indices, axis):
+    """take_along_axis for indices known to be in [0, size) (argmax's, argsort's, checked
+    labels): the op alone, as PyTorch's gather."""
+    x, indices, axis = _take_args("take_along_axis", x, indices, axis, {})
     return apply(OPS["take_along_axis"], x, indices, axis=axis)
 
 
 def gather(x, dim, index):
-    """PyTorch's ``gather(input, dim, index)``: ``take_along_axis(x, index, axis=dim)``."""
-    return take_along_axis(x, index, axis=dim)
+    """PyTorch's ``gather(input, dim, index)``: ``x`` read at ``index`` along ``dim``; an
+    index outside [0, size) is an error, as in PyTorch."""
+    return gather_along(x, index, dim)
 
 
 def scatter_add(x, dim, index, src):

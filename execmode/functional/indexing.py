@@ -28,6 +28,10 @@ from .shape import broadcast_to, expand_dims, reshape
 from .state import assign
 
 
+def _is_index_tensor(v) -> bool:
+    return isinstance(v, Tensor) and v.ndim == 0 and v.dtype.kind in "iu"
+
+
 def _normalize_index(x, index, op="getitem"):
     """Split a user's index into a static description and its integer index tensors.
 
@@ -43,7 +47,10 @@ def _normalize_index(x, index, op="getitem"):
         if isinstance(item, int | np.integer):
             items.append(("int", int(item)))
         elif isinstance(item, slice):
-            bounds = (item.start, item.stop, item.step)
+            # a 0-d integer tensor is a bound too (NumPy takes anything with __index__);
+            # its value is read, so under jit it is a graph break
+            bounds = tuple(int(v) if _is_index_tensor(v) else v
+                           for v in (item.start, item.stop, item.step))
             if not builtins.all(v is None or _is_int(v) for v in bounds):
                 raise op_error(ArgumentError, op, (x,),
                                f"slice bounds must be ints or None, got {item!r}")

@@ -20,7 +20,7 @@ from ..ops.registry import RuleError
 from .arguments import _axes, _bool_arg, _number_arg, _rule_error, _tensor_arg, _torch_axis
 from .creation import astype, full
 from .elementwise import maximum, minimum, not_equal, sqrt
-from .gather_scatter import take_along_axis
+from .gather_scatter import gather_along
 from .scan import ValuesIndices
 from .shape import squeeze
 
@@ -30,7 +30,7 @@ def _values_and_indices(name, x, axis, keepdims):
     to the returned index alone (a tie of 2, 2 gives [1, 0], not [0.5, 0.5])."""
     arg = argmax if name == "max" else argmin
     indices = arg(x, axis=axis, keepdims=True)
-    values = take_along_axis(x, indices, axis=axis)
+    values = gather_along(x, indices, axis)
     if not keepdims:
         values, indices = squeeze(values, axis=axis), squeeze(indices, axis=axis)
     return ValuesIndices(values, indices)
@@ -45,14 +45,16 @@ def _reduce(name):
     pairs = name in ("max", "min")  # PyTorch's max(x, dim=) returns (values, indices)
     accumulates = name in ("sum", "prod")  # these take dtype=
 
-    def fn(x, *positional, axis=None, keepdims=False, **torch_keywords):
+    def fn(x, *positional, axis=None, keepdims=False, dtype=None, **torch_keywords):
         x = _tensor_arg(name, x)
-        if accumulates and torch_keywords.get("dtype") is not None:
-            # sum(x, dtype=float64): x cast first, so the sum runs in that dtype (the
-            # Array API's and PyTorch's dtype=); None keeps the op's own rule.
-            x = astype(x, torch_keywords.pop("dtype"), copy=False)
-        elif accumulates:
-            torch_keywords.pop("dtype", None)
+        if dtype is not None:
+            if not accumulates:
+                raise op_error(ArgumentError, name, (x,), f"{name} takes no dtype=")
+            # sum(x, dtype=float64): x cast first, so the sum runs in that dtype, and the
+            # result cast too (int32 sums come out of the op as int64)
+            out = fn(astype(x, dtype, copy=False), *positional, axis=axis, keepdims=keepdims,
+                     **torch_keywords)
+            return astype(out, dtype, copy=False)
         if pairs and positional and isinstance(positional[0], Tensor):
             # PyTorch's max(x, other) of two tensors: the elementwise maximum.
             if len(positional) > 1 or torch_keywords or axis is not None or keepdims:

@@ -17,7 +17,7 @@ from ..ops import OPS
 from .arguments import _UNSET, _axis_of, _bool_arg, _int_arg, _tensor_arg, normalize_axis_for
 from .creation import astype, full, zeros
 from .elementwise import copy
-from .gather_scatter import take_along_axis
+from .gather_scatter import gather_along, take_along_axis
 from .shape import concat, reshape
 
 
@@ -113,7 +113,7 @@ def sort(x, axis=_UNSET, descending=False, stable=True, **kwargs):
     x = _tensor_arg("sort", x)
     axis = _axis_of("sort", x, axis, kwargs)
     indices = argsort(x, axis=axis, descending=descending, stable=stable)
-    values = take_along_axis(x, indices, axis=axis) if x.ndim else x
+    values = gather_along(x, indices, axis) if x.ndim else x
     return ValuesIndices(values, indices) if torch_style else values
 
 
@@ -133,7 +133,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's nam
         return ValuesIndices(x, order)
     index = (slice(None),) * axis + (slice(0, k),)
     indices = order[index]
-    return ValuesIndices(take_along_axis(x, indices, axis=axis), indices)
+    return ValuesIndices(gather_along(x, indices, axis), indices)
 
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None):

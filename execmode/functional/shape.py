@@ -12,7 +12,7 @@ import math
 
 from .._tensor import Tensor
 from ..dispatch import apply
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ArgumentValueError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.movement import resolve_shape
 from ..ops.registry import RuleError, normalize_axes, normalize_axis
@@ -29,16 +29,30 @@ from .arguments import (
 )
 from .elementwise import copy
 
+_copy = copy  # the function, under a name that reshape's copy= parameter does not shadow
 
-def reshape(x, shape) -> Tensor:
+
+def reshape(x, shape, copy=None) -> Tensor:
+    """``x`` with ``shape`` (one -1 is inferred): a view where the layout allows it.
+    ``copy`` as the Array API's: True always copies; False never does, and raises
+    ``ValueError`` for a tensor whose layout is not C-contiguous (a view cannot be had)."""
     x = _tensor_arg("reshape", x)
     try:
         shape = resolve_shape(_shape_like(shape), x.size)
     except RuleError as exc:
         raise _rule_error("reshape", (x,), exc) from None
-    if shape == x.shape:
-        return x
-    return apply(OPS["reshape"], x, shape=shape)
+    if copy is False and not _c_contiguous(x):
+        raise op_error(ArgumentValueError, "reshape", (x,),
+                       "copy=False, but this layout can only be reshaped by a copy")
+    out = x if shape == x.shape else apply(OPS["reshape"], x, shape=shape)
+    return _copy(out) if copy else out
+
+
+def _c_contiguous(x) -> bool:
+    # the array's own flags eagerly; the traced value's layout proxy under jit
+    data = x._data
+    flags = getattr(getattr(data, "proxy", data), "flags", None)
+    return flags is None or bool(flags.c_contiguous)
 
 
 def permute_dims(x, axes=None) -> Tensor:

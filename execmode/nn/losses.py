@@ -128,7 +128,7 @@ def _class_losses(op, logp, target, weight, ignore_index, label_smoothing):
     keep = F.apply(OPS["check_labels"], target, num_classes=classes,
                    ignore_index=int(ignore_index), caller=op)
     safe = F.where(keep, target, 0)
-    picked = F.take_along_axis(logp, F.expand_dims(safe, -1), axis=1)
+    picked = F.gather(logp, 1, F.expand_dims(safe, -1))  # labels checked: in range
     nll = F.negative(F.reshape(picked, (-1,)))
     w = F.astype(keep, logp.dtype)
     if weight is not None:

@@ -98,3 +98,61 @@ def test_invert_is_bitwise_on_ints_and_logical_on_bools():
     check_op(lambda a, b: a ^ b, np.logical_xor, BOOLS, BOOLS[::-1].copy())
     with pytest.raises(em.DTypeError, match="bitwise_and"):
         em.tensor([1.0]) & em.tensor([1.0])
+
+
+def test_creation_takes_one_shape_tuple_or_ints():
+    for fn in (em.zeros, em.ones, em.empty):
+        assert fn((2, 3)).shape == fn(2, 3).shape == fn(shape=(2, 3)).shape == (2, 3)
+    assert em.zeros(()).shape == ()
+
+
+def test_reshape_copy():
+    x = em.tensor(INTS)
+    view = em.reshape(x, (3, 2), copy=False)
+    copied = em.reshape(x, (3, 2), copy=True)
+    x[0, 0] = 100
+    assert view[0, 0].item() == 100 and copied[0, 0].item() == 5
+    with pytest.raises(ValueError, match="copy=False"):
+        em.reshape(x.T, (6,), copy=False)
+
+
+def test_dlpack_both_ways_shares_memory():
+    a = np.arange(4.0)
+    t = em.from_dlpack(a)
+    a[0] = 9.0
+    assert t.tolist() == [9.0, 1.0, 2.0, 3.0]
+    assert em.from_dlpack(a, copy=True).tolist() == t.tolist()
+    back = np.from_dlpack(t)  # Tensor.__dlpack__
+    back[1] = -1.0
+    assert t.tolist() == [9.0, -1.0, 2.0, 3.0] and t.__dlpack_device__() == (1, 0)
+    with pytest.raises(em.DTypeError, match="uint8"):
+        em.from_dlpack(np.zeros(2, np.uint8))
+
+
+def test_complex_functions_on_real_tensors_are_numpys():
+    x = em.tensor(INTS)
+    check_op(em.conj, np.conj, INTS)
+    check_op(em.real, np.real, INTS)
+    check_op(em.imag, np.imag, INTS)
+    assert em.conj(x) is not x and complex(em.tensor(2.5)) == 2.5 + 0j
+
+
+def test_take_along_axis_counts_negative_indices_from_the_end_and_gather_refuses_them():
+    idx = np.array([[-1, 0], [1, -3]])
+    check_op(lambda t: em.take_along_axis(t, em.tensor(idx), axis=1),
+             lambda a: np.take_along_axis(a, idx, axis=1), INTS)
+    with pytest.raises(IndexError, match="out of range"):
+        em.gather(em.tensor(INTS), 1, em.tensor(idx))
+
+
+def test_small_conformance_fixes():
+    ints = em.tensor(INTS.astype(np.int32))
+    assert em.vecdot(ints, ints).dtype == em.int32  # the operands' dtype, not sum's int64
+    assert em.tensor(INTS)[0, em.tensor(1):em.tensor(3)].tolist() == [-3, 12]
+    assert em.can_cast(em.bool, em.float64) and not em.can_cast(em.int64, em.int32)
+    assert em.sum(em.tensor(INTS), dtype=em.int32).dtype == em.int32
+    with pytest.raises(IndexError):
+        em.expand_dims(em.tensor(INTS), axis=5)
+    with pytest.raises(ValueError, match="nonzero"):
+        em.nonzero(em.tensor(1.0))
+    assert em.concat([em.tensor(INTS), em.tensor([1])], axis=None).shape == (7,)
