@@ -113,10 +113,12 @@ class CRenderer(ReductionRendering):
     def translation_unit(self, kernels, runtime: bool = False) -> str:
         """The prelude and every kernel; a kernel identical to an earlier one (up to names
         and comments) becomes a one-line alias, so the compiler sees each code once.
-        ``runtime``: a unit with more float32 transcendentals than
+        ``runtime``: a kernel with more float32 transcendentals than
         runtime_library.INLINE_MAX calls them from the runtime library instead of
-        inlining each (C only; the caller says whether its toolchain allows it)."""
+        inlining each; smaller kernels keep them inlined (C only; the caller says
+        whether its toolchain allows it)."""
         keys = [canonical(k) for k in kernels]
+        called: set = set()  # runtime-library helpers some kernel calls
         counts = Counter(keys)  # not keys.count per key: quadratic in a 1000-kernel program
         shared = {key for key, n in counts.items() if n > 1}
         parts, seen = [], {}
@@ -130,13 +132,15 @@ class CRenderer(ReductionRendering):
                 # Called by its aliases: inlining it into each would compile it again.
                 text = text.replace(f"\nvoid {k.name}(", f"\n__attribute__((noinline)) "
                                     f"void {k.name}(", 1)
+            if runtime and self.language == "c" and \
+                    runtime_library.call_sites(text) > runtime_library.INLINE_MAX:
+                names = runtime_library.calls_in(text)
+                called.update(names)
+                text = runtime_library.redirected(text, names)
             parts.append(text)
-        body = "\n\n".join(parts)
-        calls = ""
-        if runtime and self.language == "c" and \
-                runtime_library.call_sites(body) > runtime_library.INLINE_MAX:
-            calls = runtime_library.declarations(runtime_library.calls_in(body)) + "\n"
-        return self.prelude() + "\n" + calls + body + "\n"
+        declared = [name for name in runtime_library.HELPERS if name in called]
+        calls = runtime_library.declarations(declared) + "\n" if declared else ""
+        return self.prelude() + "\n" + calls + "\n\n".join(parts) + "\n"
 
     def alias(self, k: Kernel, same: Kernel) -> str:
         """``k`` computes exactly what ``same`` computes: call it."""

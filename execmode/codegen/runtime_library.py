@@ -6,16 +6,18 @@ they vectorise with it. Inlined into a long fused chain they are most of what th
 compiler works on: a 5000-op chain with 1,250 ``tanh`` was 520 KB of C and ~25 s of gcc
 at -O3, ~28 ms per inlined ``tanh`` (docs/performance.md, "First calls").
 
-So a translation unit that would inline more than :data:`INLINE_MAX` of them calls them
-from this library instead: the same source (the prelude itself), compiled once per
-machine and compiler, one small library per helper (``runtime-tanh-<key>.so`` in the
-kernel cache), with ``omp declare simd`` so that each helper also exists as vector
-functions (``_ZGVeN16v_em_rt_tanh_f32`` ...) that a vectorised kernel loop calls 16 lanes
-at a time. The helpers are declared
-``const`` (they read no memory): GCC refuses to if-convert a loop holding any other call,
-and a select (``relu``) beside a call would leave the loop scalar, 10x slower. The bits
-are the prelude's: one source, one set of flags, the same IEEE operations in every
-variant (tests/codegen/test_runtime_library.py).
+So a kernel that would inline more than :data:`INLINE_MAX` of them calls them from this
+library instead: the same source (the prelude itself), compiled once per machine and
+compiler, one small library per helper (``runtime-tanh-<key>.so`` in the kernel cache),
+with ``omp declare simd`` so that each helper also exists as vector functions
+(``_ZGVeN16v_em_rt_tanh_f32`` ...) that a vectorised kernel loop calls 16 lanes at a time.
+A shorter kernel keeps inlining, whatever its neighbours in the unit do: a 16M-element
+``tanh(x * a + b) * 0.5 + relu(x)`` ran ~10-20% slower calling than inlined, where the
+kernels of a tanh chain (64 per kernel) ran no slower. The helpers are declared ``const``
+(they read no memory): GCC refuses to if-convert a loop holding any other call, and a
+select (``relu``) beside a call left that loop scalar, 10x slower. The bits are the
+prelude's: one source, one set of flags, the same IEEE operations in every variant
+(tests/codegen/test_runtime_library.py).
 
 A kernel library that calls the helpers does not link against them: the helpers it uses are
 loaded first (after the cache's trust checks, with ``RTLD_GLOBAL``) and the kernel's
@@ -39,9 +41,9 @@ from .toolchain import Toolchain, run_compiler
 # The prelude's float32 helpers that cost the compiler most when inlined (each a
 # polynomial, tanh and erf an exp too). float64 ones already call libm.
 HELPERS = ("exp", "log", "tanh", "erf", "expm1", "log1p")
-# Calls a translation unit may inline (each ~20-30 ms of gcc -O3 here): above this many
-# the unit calls the library. Measured with benchmarks/bench_compile_scaling.py; a kernel
-# that large does enough arithmetic per element that a vector call costs little beside it.
+# Calls a kernel may inline (each ~20-30 ms of gcc -O3 here): above this many the kernel
+# calls the library; a kernel that large does enough arithmetic per element that a vector
+# call costs little beside it (benchmarks/bench_first_call.py's steady rows).
 INLINE_MAX = 8
 MARK = "/* execmode runtime library: "
 
@@ -66,15 +68,21 @@ def used(source: str) -> tuple:
 
 
 def declarations(names) -> str:
-    """What a translation unit that calls the library adds after the prelude: each helper
-    it calls declared as a vector-callable ``const`` function, and the prelude's name
-    redirected to it (the prelude's own inline copies above stay, unused)."""
-    lines = [f"{MARK}the float32 helpers below are calls (runtime_library.py) */"]
+    """What a translation unit whose kernels call the library adds after the prelude:
+    each helper they call declared as a vector-callable ``const`` function."""
+    lines = [f"{MARK}float32 helpers that long kernels call (runtime_library.py) */"]
     for name in names:
         lines += ["#pragma omp declare simd notinbranch",
-                  f"extern float em_rt_{name}_f32(float x) __attribute__((const));",
-                  f"#define em_{name}_f32 em_rt_{name}_f32"]
+                  f"extern float em_rt_{name}_f32(float x) __attribute__((const));"]
     return "\n".join(lines) + "\n"
+
+
+def redirected(kernel_text: str, names) -> str:
+    """One kernel's C with the prelude's names of ``names`` meaning the library's, for
+    this kernel only: kernels before and after it keep inlining theirs."""
+    define = [f"#define em_{name}_f32 em_rt_{name}_f32" for name in names]
+    undef = [f"#undef em_{name}_f32" for name in names]
+    return "\n".join(define + [kernel_text] + undef)
 
 
 def export(name: str) -> str:

@@ -5,7 +5,7 @@ One translation unit per graph made the C compiler's time grow faster than the g
 core but one idle while a user waited for a first call. So the kernels are cut, in graph
 order, into units of at most :data:`UNIT_WEIGHT` (ops, plus a fixed cost per kernel for
 its function, loop nest and OpenMP outlining: measured ~8 ms of gcc for a 3-op kernel
-against ~0.3 ms per op of a long chain), and the units, with any runtime-library helper
+against ~0.3 ms per op of a long chain, and more for each transcendental it inlines), and the units, with any runtime-library helper
 they call that is not built yet (runtime_library.py), are compiled by a pool of at most
 the thread count kernels run on (threads.py: ``em.set_num_threads``,
 ``EXECMODE_NUM_THREADS``): each worker thread waits on one compiler process.
@@ -24,15 +24,20 @@ from . import runtime_library
 from .c_runtime import CompileError, Library, compile_unit, load_unit, render_unit
 from .threads import num_threads
 
-# Weights are ops: a kernel counts its members plus KERNEL_WEIGHT. A unit of 2048 is
-# ~0.5-0.7 s of gcc here, so the ~40 ms a unit pays to start (the compiler, the prelude)
-# stays small, and a 5000-op chain already makes three units.
+# Weights are ops: a kernel counts its members, plus KERNEL_WEIGHT, plus
+# INLINED_CALL_WEIGHT per float32 transcendental it inlines (runtime_library.INLINE_MAX:
+# ~20-30 ms of gcc each, as much as ~80 ops of a chain). A unit of 2048 is ~0.5-0.7 s of
+# gcc here, so the ~40 ms a unit pays to start (the compiler, the prelude) stays small,
+# and a 5000-op chain already makes three units.
 KERNEL_WEIGHT = 24
+INLINED_CALL_WEIGHT = 64
 UNIT_WEIGHT = 2048
 
 
 def weight(kernel) -> int:
-    return len(kernel.member_ops) + KERNEL_WEIGHT
+    calls = sum(op in runtime_library.HELPERS for op in kernel.member_ops)
+    inlined = calls if calls <= runtime_library.INLINE_MAX else 0
+    return len(kernel.member_ops) + KERNEL_WEIGHT + INLINED_CALL_WEIGHT * inlined
 
 
 def partition(kernels) -> list[list]:

@@ -66,12 +66,20 @@ def test_a_long_kernel_calls_the_library_and_gets_the_inlined_bits(toolchain, mo
     np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
 
 
-def test_a_short_kernel_inlines_its_helpers(toolchain):
+def test_a_short_kernel_inlines_its_helpers_beside_a_long_one(toolchain):
     x = _special_values(64)
-    graph, fused = fused_case(lambda x: em.tanh(x) * em.exp(x), x)
-    kernel = lower_fused(fused, graph.node_map(), graph_id="runtime")
-    source = CRenderer().translation_unit([kernel], runtime=True)
-    assert runtime_library.MARK not in source
+    graph, fused = fused_case(lambda x: em.tanh(x) * em.exp(x), x, label="short")
+    short = lower_fused(fused, graph.node_map(), graph_id="runtime")
+    assert runtime_library.MARK not in CRenderer().translation_unit([short], runtime=True)
+    graph, fused = fused_case(_every_helper_twice, x, label="long")
+    long = lower_fused(fused, graph.node_map(), graph_id="runtime")
+    source = CRenderer().translation_unit([long, short], runtime=True)
+    # The long kernel's names mean the library's from just before it to just after it.
+    redirect = source.index("#define em_tanh_f32 em_rt_tanh_f32")
+    undo = source.index("#undef em_tanh_f32")
+    assert redirect < source.index(f"void {long.name}(") < undo
+    assert undo < source.index(f"void {short.name}(")
+    assert source.count("#define em_tanh_f32 em_rt_tanh_f32") == 1
 
 
 def test_built_once_reused_and_rebuilt_when_its_source_changes(toolchain, tmp_path,

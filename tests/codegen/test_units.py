@@ -42,14 +42,15 @@ def test_partition_keeps_order_and_bounds_every_unit():
     groups = units.partition(many)
     assert [k for g in groups for k in g] == many
     total = sum(units.weight(k) for k in many)
-    assert len(groups) == -(-total // units.UNIT_WEIGHT)
+    # As few units as the bound allows, give or take the one a balanced cut may add.
+    assert -(-total // units.UNIT_WEIGHT) <= len(groups) <= -(-total // units.UNIT_WEIGHT) + 1
     assert all(sum(units.weight(k) for k in g) <= units.UNIT_WEIGHT for g in groups)
     assert units.partition(kernels) == [kernels]
 
 
 def test_parallel_compile_gives_the_sequential_libraries(toolchain, tmp_path, monkeypatch):
-    monkeypatch.setattr(units, "UNIT_WEIGHT", 2 * (3 + units.KERNEL_WEIGHT))
     x, cases, kernels = _small_kernels(6)
+    monkeypatch.setattr(units, "UNIT_WEIGHT", 2 * units.weight(kernels[0]))
     results = {}
     for threads in (1, 2):
         # An empty cache each: both compile every unit, neither reads the other's.
