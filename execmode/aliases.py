@@ -137,7 +137,7 @@ set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state sh
 std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
 arctan arctan2 bincount cdist cosine_similarity cumprod diag dist fix fmod
 lerp masked_select nan_to_num trace tril_indices triu_indices unique
-linalg onnx
+onnx
 """.split())
 
 # Where each namespace's PyTorch names are listed (pytorch_names.py), and how its names

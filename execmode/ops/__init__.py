@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     conv,
     creation,
+    decompositions,
     elementwise,
     gather,
     linalg,
