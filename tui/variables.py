@@ -1,8 +1,10 @@
 """The Variables pane's model: Python values of a paused frame, watches, what changed.
 
 The agent describes values (execmode/debug/pyvalues.py); this module decides what the
-pane shows: the watch expressions first, then the frame's locals, then its globals (one
-row that opens, as pudb's), containers and objects opened by path. A value whose text
+pane shows: the watch expressions first; at a stop inside a jitted function, its Python
+names with their values at this call (graph/py_names.py: a view no other debugger has,
+since the function itself ran only when it was traced); then the frame's locals, then
+its globals (one row that opens, as pudb's), containers and objects opened by path. A value whose text
 differs from the previous stop's (same frame, same path) is marked changed, as pudb
 marks it. :meth:`VariablesModel.fetch` talks to the agent and runs in a worker thread;
 everything else is pure and runs in the UI thread.
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-WATCH, LOCALS, GLOBALS = "watch", "locals", "globals"
+WATCH, LOCALS, GLOBALS, JIT = "watch", "locals", "globals", "jit"
 
 _KIND_STYLE = {"tensor": "cyan", "array": "cyan", "number": "green", "bool": "green",
                "str": "yellow", "bytes": "yellow", "none": "dim", "error": "red",
@@ -25,7 +27,7 @@ _KIND_STYLE = {"tensor": "cyan", "array": "cyan", "number": "green", "bool": "gr
 class VariableRow:
     """One line of the pane."""
 
-    scope: str                   # watch | locals | globals | header
+    scope: str                   # watch | jit | locals | globals | header | jit-header
     path: tuple[str, ...]        # labels from the scope's root (a watch: its expression)
     name: str
     kind: str
@@ -50,6 +52,7 @@ class PythonState:
     watches: tuple[dict, ...] = ()
     scopes: dict = field(default_factory=dict)   # (scope, path) -> tuple of agent rows
     error: str = ""
+    jit: dict | None = None       # inside a jitted function: {"function", "rows"}
 
 
 def stop_key(paused) -> tuple:
@@ -74,10 +77,13 @@ class VariablesModel:
         return frozenset(self.expanded), tuple(self.watches)
 
     @staticmethod
-    def fetch(call, request, stop: tuple, frame: int, function: str) -> PythonState:
-        """Ask the agent (``call`` is the bridge's) for everything the pane shows."""
+    def fetch(call, request, stop: tuple, frame: int, function: str,
+              in_jit: bool = False) -> PythonState:
+        """Ask the agent (``call`` is the bridge's) for everything the pane shows;
+        ``in_jit``: a graph-mode stop, whose jitted function's names come first."""
         expanded, watches = request
         results = tuple(call("evaluate", expr, frame) for expr in watches)
+        jit = call("jit_variables") if in_jit and frame == 0 else None
         scopes: dict = {}
         roots = [LOCALS] if function == "<module>" else [LOCALS, GLOBALS]
         for scope in roots:
@@ -91,7 +97,7 @@ class VariablesModel:
                                                            list(path)))
                     except Exception:  # noqa: BLE001 - gone since (a new stop): stays shut
                         continue
-        return PythonState(stop, frame, function, results, scopes)
+        return PythonState(stop, frame, function, results, scopes, jit=jit)
 
     # --- the UI side -------------------------------------------------------------------
     def rows(self, state: PythonState) -> list[VariableRow]:
@@ -105,6 +111,8 @@ class VariablesModel:
             out.append(VariableRow(WATCH, (result["expr"],), result["expr"],
                                    result.get("kind", "error"), result.get("text", ""),
                                    changed=self._changed(key, result.get("text", ""))))
+        if state.jit and state.jit.get("rows"):
+            self._add_jit(out, state)
         for scope in (LOCALS, GLOBALS):
             rows = state.scopes.get((scope, ()))
             if scope == GLOBALS and state.function == "<module>":
@@ -117,6 +125,19 @@ class VariablesModel:
                 continue
             self._add(out, state, scope, (), rows)
         return out
+
+    def _add_jit(self, out, state) -> None:
+        graph = state.jit.get("function") or "em.jit"
+        top = str(graph).split("#")[0]
+        out.append(VariableRow("jit-header", (JIT,), f"inside em.jit · {graph}", "header",
+                               "the names at trace time, values at this call"))
+        for row in state.jit["rows"]:
+            name = row["name"] if row.get("function") == top else \
+                f"{row['name']} ({row.get('function')})"
+            key = (state.function, JIT, (row.get("function"), row["name"]))
+            out.append(VariableRow(JIT, (name,), name, row.get("kind", "tensor"),
+                                   row.get("text", ""),
+                                   changed=self._changed(key, row.get("text", ""))))
 
     def _add(self, out, state, scope, path, rows) -> None:
         for row in rows:
@@ -183,6 +204,10 @@ class VariableLines:
 
 
 def format_row(row: VariableRow) -> Text:
+    if row.scope == "jit-header":
+        text = Text(row.name, style="bold magenta")
+        text.append(f"  {row.text}", style="dim")
+        return text
     if row.scope == "header":
         text = Text(("▾ " if row.expanded else "▸ ") + row.name, style="bold")
         if row.text:

@@ -501,6 +501,11 @@ class Controller:
     def recompute(self, node: int) -> dict:
         return self.request({"type": "recompute", "node": node})["summary"]
 
+    def jit_variables(self) -> dict:
+        """At a stop inside a jitted function: its Python names with their values at this
+        call ({"function", "rows"}; rows empty elsewhere), graph/py_names.py."""
+        return self.request({"type": "jit_variables"})["jit"]
+
     def hunt(self) -> dict:
         return self.request({"type": "hunt"})["report"]
 

@@ -15,7 +15,7 @@ from ..source import user_stack
 from .conditions import ConditionError
 from .hunt import differential_check, hunt
 from .pyvalues import evaluate, user_frames, variables
-from .summary import bounded_slice, summarize
+from .summary import bounded_slice, format_summary, summarize
 
 
 class Inspection:
@@ -45,6 +45,8 @@ class Inspection:
                                                int(msg.get("max_elements", 1000)))}
             if kind == "recompute":
                 return {"summary": summarize(self._recompute(msg["node"]), histogram=True)}
+            if kind == "jit_variables":
+                return {"jit": self._jit_variables()}
             if kind == "hunt":
                 plan = self._plan()
                 return {"report": hunt(plan, self.segment_inputs[id(plan)],
@@ -87,6 +89,9 @@ class Inspection:
             for name, value in self._frame_tensors():
                 if name == rest:
                     return _array(value)
+            node = self._jit_name(rest)  # inside a jitted function: its traced names
+            if node is not None:
+                return self._recompute(node)
             raise KeyError(f"no tensor variable {rest!r} in the paused frames")
         if kind == "node":
             return self._recompute(int(rest.lstrip("%")))
@@ -140,6 +145,45 @@ class Inspection:
             raise KeyError(f"node %{node_id} is not in segment {plan.graph_id}")
         return values[node_id]
 
+    def _jit_names(self) -> dict[str, int]:
+        """``"function:name" -> node`` of the jitted segment this stop is in, or {}."""
+        from ..graph.py_names import names_of
+
+        plan = self.current.get("plan")
+        if plan is None or id(plan) not in self.segment_inputs:
+            return {}
+        graph = plan.source_graph or plan.graph
+        present = {n.id for n in graph.nodes}
+        return {k: v for k, v in names_of(graph).items() if v in present}
+
+    def _jit_name(self, name: str) -> int | None:
+        names = self._jit_names()
+        if name in names:
+            return names[name]
+        matches = [node for key, node in names.items() if key.partition(":")[2] == name]
+        return matches[-1] if matches else None
+
+    def _jit_variables(self) -> dict:
+        """The jitted function's Python names at this stop, each with its node's value at
+        this call, recomputed from the segment's saved inputs (names whose node a pass
+        fused away too): rows as the Variables pane shows them."""
+        names = self._jit_names()
+        if not names:
+            return {"function": None, "rows": []}
+        rows = []
+        for key, node in names.items():
+            function, _, name = key.partition(":")
+            try:
+                text, kind = f"%{node}  {format_summary(summarize(self._recompute(node)))}", \
+                    "tensor"
+            except Exception as exc:  # noqa: BLE001 - one name that cannot be shown
+                text, kind = f"%{node}: cannot recompute ({type(exc).__name__}: {exc})", \
+                    "error"
+            rows.append({"name": name, "function": function, "node": node, "kind": kind,
+                         "text": text})
+        plan = self.current.get("plan")
+        return {"function": plan.graph_id if plan is not None else None, "rows": rows}
+
     def _frame_tensors(self):
         f = getattr(self, "paused_frame", None)
         while f is not None:
@@ -169,3 +213,4 @@ def _internal(frame) -> bool:
 
 def _array(x):
     return x._data if isinstance(x, Tensor) else x
+

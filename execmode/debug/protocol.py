@@ -58,6 +58,7 @@ COMMANDS = {
     "variables": {"frame": int, "scope": str, "path": list},
     "evaluate": {"expr": str},
     "recompute": {"node": int},
+    "jit_variables": {},
     "hunt": {}, "differential_check": {},
 }
 EVENTS = {"hello", "paused", "running", "graph_break", "finished", "reply", "error", "output",

@@ -29,6 +29,7 @@ from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import SourceLocation, user_location
 from ..symbolic import SymbolicScalar, is_number
 from .ir import ASSIGN, INPUT, Graph, Literal, Node, make_attrs
+from .py_names import note_names
 from .verify import VERIFIED, verify
 from .views import (
     ViewStep,
@@ -510,6 +511,8 @@ class Tracer:
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op.name, refs, make_attrs(attrs), tuple(aval.shape),
                                aval.dtype, str(aval.device), _scope._state.current, user_location()))
+        if instrument._before_op:  # a debugger: the names it shows inside the jit
+            note_names(self, self._builder.graph)
         t = self._result(op, inputs, attrs, node_id, aval)
         if dispatch.grad_enabled() and op.vjp is not None:
             for x in inputs:

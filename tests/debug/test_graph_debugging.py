@@ -95,3 +95,40 @@ def test_planted_difference_is_attributed_to_the_node_and_the_pass(tmp_path):
         assert first["op"] == "multiply" and first["location"]["lineno"] == 17
         assert report["pass"] == "sloppy"
         assert np.isclose(first["max_abs_error"], 0.01 * (np.tanh(1.0) + 1.0), rtol=1e-3)
+
+
+def test_a_stop_inside_a_jitted_function_shows_its_python_names_with_this_calls_values(
+        tmp_path):
+    """The Variables pane inside em.jit (graph/py_names.py): at a NaN stop after a kernel,
+    the jitted function's names (and a helper's), each its node's value at this call,
+    recomputed (a name whose node was fused away too); var:NAME reads them."""
+    script = tmp_path / "names.py"
+    script.write_text(
+        "import execmode as em\n"
+        "def scaled(t):\n"
+        "    doubled = t * 2.0\n"
+        "    return doubled - 1.0\n"
+        "@em.jit\n"
+        "def step(x):\n"
+        "    h = em.exp(x)\n"
+        "    centered = scaled(h)\n"
+        "    bad = em.log(centered - centered)\n"
+        "    return (bad * h).sum()\n"
+        "x = em.tensor([[0.0, 1.0], [2.0, 3.0]])\n"
+        "for _ in range(2):\n"
+        "    step(x)\n")
+    with Controller(str(script), breakpoints=["inf"], start_paused=False) as c:
+        ev = c.wait_until_stopped()
+        assert ev["mode"] == "graph"
+        jit = c.jit_variables()
+        rows = {(r["function"], r["name"]): r for r in jit["rows"]}
+        assert {("step", "x"), ("step", "h"), ("step", "centered"), ("step", "bad"),
+                ("scaled", "t"), ("scaled", "doubled")} <= set(rows)
+        assert all(r["kind"] == "tensor" for r in rows.values())
+        assert rows[("step", "h")]["text"].startswith("%") and "f32[2,2]" in \
+            rows[("step", "h")]["text"]
+        assert "Inf=4" in rows[("step", "bad")]["text"]  # log(0) everywhere
+        h = np.exp(np.array([[0.0, 1.0], [2.0, 3.0]], np.float32))
+        assert c.inspect("var:h")["max"] == float(h.max())
+        assert c.inspect("var:centered")["min"] == float((h * 2.0 - 1.0).min())
+        assert c.inspect("var:doubled")["max"] == float((h * 2.0).max())

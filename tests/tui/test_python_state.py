@@ -162,3 +162,39 @@ async def test_a_breakpoint_on_python_values_typed_in_the_dialog(tmp_path):
         assert paused.reason.endswith("opt.lr < 0.2") and paused.when == "before"
         rows = by_name(app)
         assert rows["step"].text == "2"
+
+
+JITTED = """\
+import execmode as em
+
+@em.jit
+def step(x):
+    h = em.exp(x)
+    centered = h * 2.0 - 1.0
+    bad = em.log(centered - centered)
+    return (bad * h).sum()
+
+x = em.tensor([[0.0, 1.0], [2.0, 3.0]])
+step(x)
+"""
+
+
+@run_async
+async def test_a_stop_inside_em_jit_shows_the_functions_names_with_their_values(tmp_path):
+    script = tmp_path / "jitted.py"
+    script.write_text(JITTED)
+    app = script_app(str(script), tmp_path, breakpoints=["inf"], start_paused=False)
+    async with app.run_test(size=SMALL) as pilot:
+        wait = Waiter(pilot)
+        paused = await wait.paused()
+        assert paused.mode == "graph"
+        await wait.until(lambda: any(r.scope == "jit" for r in pane_rows(app)),
+                         what="the jitted function's names")
+        rows = by_name(app)
+        header = next(r for r in pane_rows(app) if r.scope == "jit-header")
+        assert header.name.startswith("inside em.jit")
+        assert rows["h"].scope == "jit" and "f32[2,2]" in rows["h"].text
+        assert "Inf=4" in rows["bad"].text
+        # they come before the caller's own frame (the module: x, step)
+        names = [r.name for r in pane_rows(app)]
+        assert names.index("bad") < names.index("x", names.index("bad"))

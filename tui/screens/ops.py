@@ -235,7 +235,8 @@ class OpsScreen(OpFilterMixin, ViewScreen):
 
         def fetch() -> None:
             try:
-                loaded = model.fetch(bridge.call, request, stop, frame, function)
+                loaded = model.fetch(bridge.call, request, stop, frame, function,
+                                     in_jit=p.mode == "graph")
             except CommandError as exc:
                 loaded = PythonState(stop, frame, function, error=str(exc))
             self.post_message(PythonStateLoaded(loaded))
