@@ -84,3 +84,9 @@ def test_fft_frequencies_and_shifts():
     check_op(em.fft.fftshift, np.fft.fftshift, RECT)
     check_op(lambda t: em.fft.ifftshift(t, axes=(0, 2)),
              lambda a: np.fft.ifftshift(a, axes=(0, 2)), RECT)
+
+
+def test_a_backward_through_a_lapack_call_says_it_has_no_gradient_yet():
+    x = em.tensor(SPD[0], requires_grad=True)
+    with pytest.raises(em.BackwardError, match="linalg.det has no gradient"):
+        L.det(x).backward()
