@@ -67,20 +67,23 @@ def test_session_option_puts_one_session_elsewhere(tmp_path, folder, script, ver
     assert recent_sessions() == []
 
 
-@pytest.mark.parametrize("verb, options", [("run", []), ("profile", ["-o", "r.md"])])
-def test_an_existing_session_is_replaced_only_with_force(tmp_path, folder, script, verb,
-                                                         options):
+def test_an_existing_session_is_replaced_only_with_force(tmp_path, folder, script):
     chosen = tmp_path / "mine.emsession"
-    assert execmode(verb, "--session", chosen, *options, script, cwd=tmp_path).returncode == 0
-    again = execmode(verb, "--session", chosen, *options, script, cwd=tmp_path)
+    assert execmode("profile", "--session", chosen, "-o", "r.md", script,
+                    cwd=tmp_path).returncode == 0
+    with open_session(chosen) as s:
+        first = s.meta["t0_ns"]
+    again = execmode("run", "--session", chosen, script, cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr and "--force" in again.stderr
-    forced = execmode(verb, "--session", chosen, "--force", *options, script, cwd=tmp_path)
+    forced = execmode("run", "--session", chosen, "--force", script, cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     with open_session(chosen) as s:
         assert s.count("op_events") == 3 and s.status == "finished"
+        assert s.meta["t0_ns"] != first  # a new recording in its place
     notes = tmp_path / "notes.emsession"  # a file of the user's that is not a session
     notes.write_text("keep me")
-    refused = execmode(verb, "--session", notes, "--force", *options, script, cwd=tmp_path)
+    refused = execmode("profile", "--session", notes, "--force", "-o", "r.md", script,
+                       cwd=tmp_path)
     assert refused.returncode == 2 and "not an execmode session" in refused.stderr
     assert notes.read_text() == "keep me"
 
