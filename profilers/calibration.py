@@ -253,7 +253,8 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                  **{f"{path} plain": run for path, (run, _) in paths.items()},
                  **{f"{path} recorded": recorded_path(run, python_rec if path == "python" else rec)
                     for path, (run, _) in paths.items()}},
-                rounds=ROUNDS, calls=1, warmup=1, before_round=before_round)
+                rounds=ROUNDS, calls=1, warmup=1, before_round=before_round,
+                replay_sizes=False)
         finally:
             before_round("none")
             rec.close()

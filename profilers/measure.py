@@ -157,7 +157,8 @@ class Verdict:
 
 def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = ROUND_SECONDS,
             warmup: int = WARMUP_CALLS, calls: int | None = None,
-            after_round=None, before_round=None, sync=None) -> dict:
+            after_round=None, before_round=None, sync=None,
+            replay_sizes: bool = True) -> dict:
     """Time each ``candidates[name]()`` over ``rounds`` interleaved rounds; returns
     ``{name: Spread}``.
 
@@ -167,13 +168,15 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
     ``before_round(name)`` runs before each candidate's warm-up and round, outside the
     timing: a setting the candidate needs (a thread count, which operators are installed).
     ``sync()`` runs at the end of each round *inside* its timing: work the calls only
-    queued (a GPU stream) belongs to the round that queued it.
+    queued (a GPU stream) belongs to the round that queued it. ``replay_sizes=False``
+    leaves EXECMODE_MEASURE_SIZES alone (measure_sizes.py): the profiler's calibration,
+    which runs in some processes of a comparison and not in others.
     """
     names = list(candidates)
     per_round, warmed = {}, {}
     # A run compared with another run of the same script makes that run's calls
     # (measure_sizes.py); None: sized here, by time.
-    sizes = measure_sizes.current()
+    sizes = measure_sizes.current() if replay_sizes else None
     written = sizes.take(names) if sizes is not None else None
     for i, name in enumerate(names):
         fn = candidates[name]

@@ -58,3 +58,17 @@ def test_a_run_that_measures_other_candidates_is_refused(tmp_path, monkeypatch):
     measure.measure({"a": fn}, rounds=5, round_s=0.001)
     with pytest.raises(measure_sizes.SizesDiffer, match="more often"):
         measure.measure({"a": fn}, rounds=5, round_s=0.001)
+
+
+def test_the_calibration_neither_writes_nor_replays_sizes(tmp_path, monkeypatch):
+    """It runs in the recorded process of a comparison only (the first time, uncached):
+    its measure() call must not shift the script's written sizes."""
+    path = tmp_path / "sizes.jsonl"
+    _fresh_run(monkeypatch, path)
+    fn, _ = _counting(0.0)
+    measure.measure({"a": fn}, rounds=5, round_s=0.001, replay_sizes=False)
+    assert not path.exists()
+    measure.measure({"a": fn}, rounds=5, round_s=0.001)
+    _fresh_run(monkeypatch, path)
+    measure.measure({"other": fn}, rounds=5, round_s=0.001, replay_sizes=False)
+    measure.measure({"a": fn}, rounds=5, round_s=0.001)  # replays the first line
