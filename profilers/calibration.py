@@ -14,9 +14,9 @@ medians), on workloads small enough that the profiler's cost shows:
   a Python operator, a C unary function, run_eager), each path pinned in its rounds
   (codegen/eager_operators.pin): run_eager's ops cost about twice a C operator's, and a
   script's ops take the Python operators until they are hot; ``python`` is the path of
-  ops the ring does not take (an OpEvent each), on a recorder without one. ``site_ns`` is what an op
-  adds the first time its site (op, operands, line) is seen: the ring registers it and
-  the writer formats it, once;
+  ops the ring does not take (an OpEvent each), on a recorder without one. ``site_ns``
+  is what an op adds the first time its site (op, operands, line) is seen: the ring
+  registers it and the writer formats it, once;
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
   recorder, twice: as one whole-graph C program (which reads the clock in C) and without
   one (the generated Python replay reads it). Recording adds a clock read per step it

@@ -2,10 +2,10 @@
 
 The calibration (calibration.py) measured, on this machine and code, what the recorder
 adds to one eager op on each of the paths an op can take to it (the op ring counts the
-session's ops by path) and to an op's first run at a new site (its sites counted too), to one clock read of compiled code (a step or a run's end, in a
-whole-graph program or the fast entry), to one clock read in Python (the plan's loops, the
-generated replay) and, with per-run kernel rows, to one step run through the plan's loop
-with its event. The session knows how many of each ran (store_queries.cost_counts). Their
+session's ops by path), to an op's first run at a new site (the sites counted too), to
+one clock read of compiled code (a step or a run's end, in a whole-graph program or the
+fast entry), to one clock read in Python (the plan's loops, the generated replay) and,
+with per-run kernel rows, to one step run through the plan's loop with its event. The session knows how many of each ran (store_queries.cost_counts). Their
 products are the cost inside the recording, with the time the recorder spent encoding
 graph-mode events (rare, and milliseconds each for a graph's IR) and the time ops
 waited for room in the op ring while the session writer was behind, both measured
