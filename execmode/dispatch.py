@@ -185,7 +185,7 @@ def run_eager(op, inputs, attrs):
     except ExecmodeError:
         raise
     except Exception as exc:
-        raise explain_failure(op, inputs, attrs, exc) from None
+        out = _after_failure(op, inputs, attrs, exc, xp, arrays, device)
     if out.__class__ is not _ndarray and isinstance(out, _np_generic):
         out = np.asarray(out)
     t = _new(Tensor)
@@ -200,6 +200,25 @@ def run_eager(op, inputs, attrs):
                        or not _native_general(op.name, inputs, attrs, out, t0, device)):
         _emit_op(op, inputs, attrs, t, out, t0, device)
     return t
+
+
+def _after_failure(op, inputs, attrs, exc, xp, arrays, device):
+    """The result of an op whose impl raised ``exc``: under ``np.seterr(all="raise")`` the
+    op again with NumPy's floating-point errors ignored (Inf/NaN, as the C operators and
+    the kernels give them: every path alike, docs/architecture.md "Paths"); else raises
+    the op's error naming operands and line."""
+    if isinstance(exc, FloatingPointError):
+        try:
+            with np.errstate(all="ignore"):
+                if device is CPU or device is _gpu_device:
+                    return op.impl(xp, *arrays, **attrs)
+                with xp.cuda.Device(device.index):
+                    return op.impl(xp, *arrays, **attrs)
+        except ExecmodeError:
+            raise
+        except Exception as again:
+            exc = again
+    raise explain_failure(op, inputs, attrs, exc) from None
 
 
 def plain_arrays(*tensors):
@@ -470,7 +489,7 @@ def emit_operator_event(name, sd, od, out, t, t0, depth=2):
     """The OpEvent of a Python operator's op (``sd <name> od`` gave ``out``, wrapped as
     ``t``) to the listeners. ``depth``: the frames from here out to the operator's caller,
     usually the user's own line. The C operators build the same event in C
-    (eager_operators.c, build_event): change one, change both (tests/codegen/
+    (eager_operators.c, new_event): change one, change both (tests/codegen/
     test_eager_operators.py compares them)."""
     t1 = _perf_ns()
     f = _getframe(depth)

@@ -15,6 +15,11 @@ Tiers (markers in pyproject.toml): ``pytest`` runs everything but the fuzzers' l
 ``pytest -m "not slow"`` is the ~1 minute tier for every change (``slow`` is set on child
 process and end-to-end modules by ``tests/slow_tests.py``); ``pytest -m fuzz`` the program
 fuzzer's long tier, ``pytest -m model_fuzz`` the model fuzzer's.
+
+Execution paths (execmode/jit_driver/paths.py): every test module starts on the paths the
+environment asks for (``EXECMODE_EAGER_PATH``, ``EXECMODE_JIT_REPLAY``: run the suite
+with ``EXECMODE_EAGER_PATH=c`` to take the C operators everywhere), and what a test
+changes is put back after it; the ``eager_path`` fixture runs a test on both eager paths.
 """
 
 from __future__ import annotations
@@ -95,6 +100,78 @@ def pytest_collection_modifyitems(config, items):
             dropped = {id(item) for item in slow}
             config.hook.pytest_deselected(items=slow)
             items[:] = [item for item in items if id(item) not in dropped]
+
+
+# --- execution paths (execmode/jit_driver/paths.py) -------------------------------------
+# Which path an op takes must not depend on the tests before it: the eager operators turn
+# C after dispatch.HOT_CALLS plain calls anywhere in the process, and a test may pin a
+# path and not put it back. Each module starts on the paths the environment asks for
+# (EXECMODE_EAGER_PATH, EXECMODE_JIT_REPLAY; default auto, counting from zero), before its
+# own fixtures run; each test then starts from the state the module's fixtures set, and
+# what the test changes (the hot count included) is put back after it.
+
+def _engine_paths():
+    """jit_driver/paths.py once the engine is loaded, else None (nothing to pin yet)."""
+    if "execmode.api" not in sys.modules:
+        return None
+    from execmode.jit_driver import paths
+    return paths
+
+
+def _apply_default_paths(paths) -> None:
+    defaults = paths.defaults()
+    paths.set_eager(defaults["eager"])
+    if paths.current()["replay"] != defaults["replay"]:
+        paths.set_replay(defaults["replay"])
+
+
+_module_seen = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Before the fixtures of the module's first test (a module fixture may pin a path).
+    module = getattr(item, "module", None)
+    if module is not _module_seen[0]:
+        _module_seen[0] = module
+        paths = _engine_paths()
+        if paths is not None:
+            _apply_default_paths(paths)
+
+
+@pytest.fixture(autouse=True)
+def _execution_paths():
+    paths = _engine_paths()
+    if paths is None:
+        yield
+        paths = _engine_paths()
+        if paths is not None:  # the test loaded the engine: start the next one afresh
+            _apply_default_paths(paths)
+        return
+    from execmode._tensor import Tensor
+    from execmode.codegen import eager_operators
+
+    restore = eager_operators.snapshot(Tensor)
+    replay = paths.current()["replay"]
+    yield
+    restore()
+    if paths.current()["replay"] != replay:
+        paths.set_replay(replay)
+
+
+@pytest.fixture(params=["python", "c"])
+def eager_path(request):
+    """The test once on the Python eager operators and unary functions, once on the C ones
+    (skipped where they cannot be built): a module opts in with
+    ``pytestmark = pytest.mark.usefixtures("eager_path")``."""
+    import execmode  # noqa: F401
+    from execmode import api  # noqa: F401 - the engine, so that its paths exist
+    from execmode.jit_driver import paths
+
+    if request.param == "c" and not paths.eager_c_available():
+        pytest.skip("the C eager operators cannot be built here")
+    paths.set_eager(request.param)
+    return request.param
 
 
 @pytest.fixture(autouse=True)

@@ -29,16 +29,23 @@ C).
   NumPy's would be silenced (dispatch.py filters them for execmode's own frames), and the
   C path raises none. Errors, other dtypes, broadcasting, a debugger running before ops,
   traces and autograd are the Python operator's.
-* ``EXECMODE_EAGER_OPERATORS=0`` keeps the Python operators (for comparisons).
+* **Forcing a path** (docs/architecture.md, "Paths"): ``EXECMODE_EAGER_PATH=python|c|auto``,
+  read once at import, pins the Python operators and unary functions, or the C ones from
+  the first call (built at import), or leaves the choice to the hot count (``auto``, the
+  default). :func:`use_path` does the same from a test (jit_driver/paths.py ``pinned``).
+  The older ``EXECMODE_EAGER_OPERATORS=0`` means ``python`` where ``EXECMODE_EAGER_PATH``
+  is unset.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
 from .. import dispatch, tensor_methods
+from .._tensor import Tensor
 from ..dispatch import counting_operator
 from ..ops import OPS
 from ..ops import erf as _erf
@@ -56,6 +63,22 @@ _loaded: dict[str, tuple] = {}
 
 def enabled() -> bool:
     return os.environ.get("EXECMODE_EAGER_OPERATORS", "1").strip() not in ("0", "off", "no")
+
+
+PATHS = ("python", "c", "auto")
+
+
+def path_from_env() -> str:
+    """``EXECMODE_EAGER_PATH`` (python, c or auto); unset: ``auto``, or ``python`` under
+    ``EXECMODE_EAGER_OPERATORS=0``. Another value warns and means ``auto``."""
+    text = os.environ.get("EXECMODE_EAGER_PATH", "").strip().lower()
+    if not text:
+        return "auto" if enabled() else "python"
+    if text not in PATHS:
+        warnings.warn(f"execmode: EXECMODE_EAGER_PATH={text!r} is not one of "
+                      f"{', '.join(PATHS)}; using auto", UserWarning, stacklevel=2)
+        return "auto"
+    return text
 
 
 def load_extension():
@@ -131,6 +154,7 @@ def unary_function(ext, entry, tensor_class, flags):
 def snapshot(tensor_class):
     """A callable that puts the operators, the unary functions and the hot count back as
     they are now (the profiler's calibration pins each path in turn with :func:`pin`)."""
+    tensor_methods.install(tensor_class)  # the engine's operators, not its placeholders
     operators = {name: tensor_class.__dict__[name] for name in operator_names()}
     unary = {name: entry[0] for name, entry in dispatch.UNARY_FUNCTIONS.items()}
     emit_unary, until_hot = dispatch._emit_unary, dispatch._until_hot
@@ -155,8 +179,42 @@ def pin(tensor_class, native: bool) -> bool:
 
 def reset(tensor_class) -> None:
     """The operators as the engine installs them, counting from zero again (for tests)."""
+    tensor_methods.install(tensor_class)
     dispatch._until_hot = dispatch.HOT_CALLS
     for entry in dispatch.UNARY_FUNCTIONS.values():
         entry[0] = None
     for name in operator_names():
         setattr(tensor_class, name, counting_operator(python_operator(tensor_class.__dict__[name])))
+
+
+def use_path(tensor_class, path: str) -> str:
+    """Put the eager operators and unary functions on ``path``: ``python`` or ``c`` pinned
+    (calls stop counting), ``auto`` counting from zero again. Returns the path the calls
+    now take ("python" or "c"; "python" when ``c`` cannot be built here: it warns)."""
+    if path not in PATHS:
+        raise ValueError(f"eager path must be one of {', '.join(PATHS)}, got {path!r}")
+    if path == "auto":
+        reset(tensor_class)
+        return "python"
+    if pin(tensor_class, native=path == "c") or path == "python":
+        return path
+    warnings.warn("execmode: the C eager operators cannot be built here "
+                  f"({extension_status()['reason']}); eager ops stay in Python",
+                  UserWarning, stacklevel=2)
+    return "python"
+
+
+def current_path(tensor_class) -> str:
+    """"c" when the C operators are installed on ``tensor_class``, else "python"."""
+    return "c" if type(tensor_class.__dict__["__add__"]).__name__ == "Operator" else "python"
+
+
+def pinned_path() -> bool:
+    """Whether the calls stopped counting (a pinned path, not the hot count's choice)."""
+    return dispatch._until_hot > dispatch.HOT_CALLS
+
+
+# EXECMODE_EAGER_PATH, read once: a forced path is in before the first op.
+ENV_PATH = path_from_env()
+if ENV_PATH != "auto":
+    use_path(Tensor, ENV_PATH)

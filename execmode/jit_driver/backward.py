@@ -56,6 +56,7 @@ from ..graph.trace import TracedValue, Tracer
 from ..graph.views import replay
 from ..scope import named_scope
 from ..tape import GradNode, MultiOutputOp
+from .float_errors import run_plan
 
 _CANNOT = ("backward() through the result of an em.jit function: {why}. Call backward() "
            "inside the jitted function (a whole training step is one graph), or compute "
@@ -180,7 +181,7 @@ class JitCall(MultiOutputOp):
             t._data, t.requires_grad = array, False
             leaves.append(t)
         arrays = [src.read(leaves) for src in bg.segment.sources]
-        outputs = bg.compiled.plan.run(arrays)
+        outputs = run_plan(bg.compiled.plan, arrays)
         grads = joint.rebuild(bg.specs, leaves, outputs)
         return [(self.inputs[i], g) for i, g in zip(bg.receivers, grads)]
 

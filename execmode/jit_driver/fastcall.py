@@ -14,11 +14,19 @@ When the plan is one compiled C function (a whole-graph program or a single fuse
 kernel) and the extension builds, ``build_fast_call`` returns the C fast entry instead
 (codegen/fast_entry.py): the same checks and results in C, with this Python replay kept
 as its fallback for layouts only C checks (``entry.python``).
+
+``EXECMODE_JIT_REPLAY`` (read once at import; jit_driver/paths.py pins it in a block)
+forces the replay tier: ``general`` (``JitFunction._call`` at every call: no fast
+replay), ``generated`` (this Python replay, never the C entry), ``native`` or ``auto``
+(the default: the C entry where the plan qualifies and the extension builds, else the
+Python replay). ``EXECMODE_FAST_ENTRY=0`` still turns the C entry off.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 
 import numpy as np
 
@@ -30,6 +38,32 @@ from ..plan import allocated_bytes
 from ..pysource import define
 
 MISS = object()
+
+REPLAYS = ("general", "generated", "native", "auto")
+
+
+def replay_from_env() -> str:
+    """``EXECMODE_JIT_REPLAY`` (one of REPLAYS; unset: auto). Another value warns."""
+    text = os.environ.get("EXECMODE_JIT_REPLAY", "").strip().lower() or "auto"
+    if text not in REPLAYS:
+        warnings.warn(f"execmode: EXECMODE_JIT_REPLAY={text!r} is not one of "
+                      f"{', '.join(REPLAYS)}; using auto", UserWarning, stacklevel=2)
+        return "auto"
+    return text
+
+
+ENV_REPLAY = replay_from_env()
+_replay = ENV_REPLAY  # the tier build_fast_call builds (paths.py changes it)
+
+
+def set_replay(tier: str) -> str:
+    """Build ``tier``'s replays from now on; returns the previous tier. (Functions jitted
+    before keep theirs: jit_driver/paths.py rebuilds them.)"""
+    global _replay
+    if tier not in REPLAYS:
+        raise ValueError(f"jit replay must be one of {', '.join(REPLAYS)}, got {tier!r}")
+    previous, _replay = _replay, tier
+    return previous
 
 
 def _wrap(array):
@@ -57,9 +91,11 @@ def _positional_items(structure):
 def build_fast_call(cf, jit_module):
     """A callable ``fast(*args)`` replaying ``cf`` (or None when cf does not qualify): the
     C fast entry (codegen/fast_entry.py) when the plan is one compiled C function and the
-    extension builds, else the generated Python replay."""
+    extension builds, else the generated Python replay; ``_replay`` may force a tier."""
+    if _replay == "general":
+        return None
     python = _python_replay(cf, jit_module)
-    if python is None or not cf.segments[0].compiled.plan.steps:
+    if python is None or _replay == "generated" or not cf.segments[0].compiled.plan.steps:
         return python
     from ..codegen import fast_entry
 

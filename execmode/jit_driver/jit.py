@@ -37,6 +37,7 @@ from ..tape import GradNode
 from . import backward as backward_mod
 from . import cache_policy
 from .fastcall import MISS, build_fast_call
+from .float_errors import run_plan
 from .module import is_module, state_roots
 
 _jit_disabled = False
@@ -271,7 +272,7 @@ class ConcreteFunction:
         segment = self.segments[0]
         compiled = segment.compiled
         arrays = [src.read(leaves) for src in segment.sources]
-        outputs = compiled.plan.run(arrays)
+        outputs = run_plan(compiled.plan, arrays)
         results = build_results(self.result_specs, leaves, outputs)
         for ref, j in self.grad_writes:
             resolve(ref, leaves)._grad = None if j is None else results[j]
@@ -451,6 +452,8 @@ class JitFunction:
     # Another jitted function read as a global is guarded by identity; its caches are its
     # own business, not state of the caller's trace (graph/guards.py).
     _em_guard_identity_only = True
+    # The replay tier changed since _fast was built (paths.py): _call rebuilds it.
+    _fast_stale = False
 
     def __init__(self, fn, passes=None, fullgraph: bool = False, backend: str | None = None,
                  on_break: str = "split", *,
@@ -555,6 +558,8 @@ class JitFunction:
         if _jit_disabled or dispatch.current_tracer() is not None:
             # Disabled, or called inside another trace: inline the Python.
             return self.fn(*args, **kwargs)
+        if self._fast_stale:
+            self._rebuild_fast()
         leaves, structure = pytree.flatten((args, kwargs))
         signature = self._signature(structure, leaves)
         entries = self._cache.get(signature.key)
@@ -605,6 +610,14 @@ class JitFunction:
         # The newest signature gets the generated replay (a loop over shapes alternates).
         self._fast = build_fast_call(cf, sys.modules[__name__])
         return result
+
+    def _rebuild_fast(self) -> None:
+        """The newest signature's fast replay again, for the tier now forced (paths.py)."""
+        self._fast_stale = False
+        signature = getattr(self, "_latest_signature", None)
+        entries = self._cache.get(signature.key) if signature is not None else None
+        if entries:
+            self._fast = build_fast_call(entries[-1], sys.modules[__name__])
 
     def _run_eagerly(self, args, kwargs, reason: str):
         """Past the cache_size_limit: a new signature runs the Python as it is."""
@@ -857,7 +870,7 @@ class JitFunction:
     def _run_segment(self, segment: Segment, arrays: list, backend=None) -> list:
         compiled = self.compile_segment(segment.graph, backend)
         segment.compiled = compiled
-        return compiled.plan.run(arrays)
+        return run_plan(compiled.plan, arrays)
 
     def compile_segment(self, graph: Graph, backend=None) -> CompiledSegment:
         backend = backend or self.backend

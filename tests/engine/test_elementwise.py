@@ -127,6 +127,7 @@ def check_against(em_fn, np_fn, *args):
 
 # --- unary ------------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("eager_path")  # Python and C operators (conftest.py)
 @pytest.mark.parametrize("name", sorted(FLOAT_FUNCTIONS))
 @given(data=st.data(), dtype=dtypes(), shape=shapes(min_side=0))
 def test_float_function_matches_numpy(name, data, dtype, shape):
@@ -192,6 +193,7 @@ def test_binary_matches_numpy(name, data, dtype_a, dtype_b, shape_pair, scalar, 
     check_against(getattr(em, name), BINARY_FUNCTIONS[name], a, b)
 
 
+@pytest.mark.usefixtures("eager_path")  # Python and C operators (conftest.py)
 def test_weak_python_scalars_keep_the_tensor_dtype():
     x = em.ones(3, dtype=em.float32)
     assert (x * 0.5).dtype == em.float32
@@ -229,6 +231,7 @@ def test_integer_division_by_zero_gives_numpys_values():
     assert (em.tensor([1, 2]) // 0).tolist() == want.tolist()
 
 
+@pytest.mark.usefixtures("eager_path")  # Python and C operators (conftest.py)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_float_division_by_zero_and_nan_propagation(dtype):
     x = em.tensor([1.0, -1.0, 0.0, math.nan], dtype=dtype)

@@ -69,8 +69,9 @@ def test_plain_matmul_leaves_errors_promotion_and_the_tape_to_the_op():
         a @ b
     with pytest.raises(em.ShapeError, match="batch dimensions"):
         em.ones((2, 3, 4)) @ em.ones((3, 4, 2))
-    with np.errstate(all="raise"), pytest.raises(em.ExecmodeError, match=r"^matmul\("):
-        em.tensor(np.array([[np.inf, 0.0]], np.float32)) @ em.tensor(np.zeros((2, 2), np.float32))
+    with np.errstate(all="raise"):  # inf * 0: NaN on every path, as the op gives it
+        out = em.tensor(np.array([[np.inf, 0.0]], np.float32)) @ em.tensor(np.zeros((2, 2), np.float32))
+    assert np.isnan(out.numpy()).all()
     mixed = em.ones((2, 3)) @ em.ones((3, 2), dtype=em.float64)
     assert mixed.dtype == em.float64
     w = em.nn.Parameter(em.ones((3, 2)))

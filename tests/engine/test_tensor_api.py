@@ -32,6 +32,7 @@ COMPARISONS = {
 NUMERIC = (em.float32, em.float64, em.int32, em.int64)
 
 
+@pytest.mark.usefixtures("eager_path")  # Python and C operators (conftest.py)
 @pytest.mark.parametrize("symbol", sorted({**ARITHMETIC, **COMPARISONS}))
 @given(data=st.data(), shape_pair=broadcastable_shapes(2), dtype_a=dtypes(NUMERIC),
        dtype_b=dtypes(NUMERIC), scalar=st.sampled_from([None, 2, 0.5, -3, 1.5]))
@@ -79,12 +80,14 @@ def test_logical_operators_on_bool_tensors():
         ~em.tensor([1.0])
 
 
+@pytest.mark.usefixtures("eager_path")  # Python and C operators (conftest.py)
 def test_numpy_scalars_on_the_left_defer_to_the_tensor():
     x = em.tensor([1.0, 2.0])
     out = np.float32(2) * x
     assert isinstance(out, em.Tensor) and out.tolist() == [2.0, 4.0]
 
 
+@pytest.mark.usefixtures("eager_path")  # Python and C operators (conftest.py)
 def test_in_place_operators_write_into_the_same_tensor():
     x = em.tensor([1.0, 2.0])
     alias = x

@@ -63,6 +63,9 @@ class Campaign:
     tag_counts: dict = field(default_factory=dict)
     calls_run: int = 0          # calls that returned, eagerly
     eager_errors: dict = field(default_factory=dict)   # exception type -> programs
+    # Every how many programs also run the path matrix (check.py; 0: never): the fast
+    # tier takes every other one to stay short, the slow tier every one.
+    matrix_every: int = 1
 
     def program_seed(self, i: int) -> str:
         return f"{self.seed}-{i}"
@@ -77,7 +80,8 @@ class Campaign:
             program = generate(seed, self.features)
             for tag in program.tags():
                 self.tag_counts[tag] = self.tag_counts.get(tag, 0) + 1
-            mismatches, eager = check_runs(program)
+            matrix = self.matrix_every > 0 and i % self.matrix_every == 0
+            mismatches, eager = check_runs(program, matrix=matrix)
             self.programs_run += 1
             for obs in eager.calls:
                 err = obs.exception or obs.before_error

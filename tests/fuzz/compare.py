@@ -58,7 +58,10 @@ class Mismatch:
 
     @property
     def key(self) -> tuple:
-        """What the minimizer keeps and the report groups by."""
+        """What the minimizer keeps and the report groups by (a path matrix mismatch by
+        its two paths too: ``run`` is "jit/generated vs jit/native" there)."""
+        if " vs " in self.run:
+            return (self.check, f"{self.category} [{self.run}]")
         return (self.check, self.category)
 
     def __str__(self) -> str:
@@ -100,16 +103,19 @@ def _fmt(x) -> str:
     return repr(x.item() if isinstance(x, np.generic) else x)
 
 
-def _first_differences(e: np.ndarray, j: np.ndarray, bad: np.ndarray, n: int = 3) -> str:
+def _first_differences(e: np.ndarray, j: np.ndarray, bad: np.ndarray, n: int = 3,
+                       names=("eager", "jit")) -> str:
+    E, J = names
     idx = np.argwhere(bad)[:n]
-    parts = [f"[{','.join(map(str, i))}] eager {_fmt(e[tuple(i)])} jit {_fmt(j[tuple(i)])}"
+    parts = [f"[{','.join(map(str, i))}] {E} {_fmt(e[tuple(i)])} {J} {_fmt(j[tuple(i)])}"
              for i in idx]
     more = int(bad.sum()) - len(idx)
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def compare_values(e: np.ndarray, j: np.ndarray, exact: bool):
-    """None, or (check, detail) for two arrays of equal shape and dtype."""
+def compare_values(e: np.ndarray, j: np.ndarray, exact: bool, names=("eager", "jit")):
+    """None, or (check, detail) for two arrays of equal shape and dtype (``names``: the
+    two runs', for the detail)."""
     if e.dtype.kind not in "fc":
         if np.array_equal(e, j):
             return None
@@ -122,13 +128,13 @@ def compare_values(e: np.ndarray, j: np.ndarray, exact: bool):
             bad = np.abs(ef - jf) > RTOL * np.abs(ef) + 1
             if not bad.any():
                 return None
-        return "values", _first_differences(e, j, bad)
+        return "values", _first_differences(e, j, bad, names=names)
     en, jn = np.isnan(e), np.isnan(j)
     ev, jv = np.where(en, 0, e), np.where(jn, 0, j)
     if np.array_equal(en, jn) and np.array_equal(ev, jv):
         sb = np.signbit(ev) != np.signbit(jv)
         if sb.any():
-            return "signed_zero", _first_differences(e, j, sb)
+            return "signed_zero", _first_differences(e, j, sb, names=names)
         return None
     if not exact and np.array_equal(en, jn):
         rtol, atol = RTOL, ATOL
@@ -143,11 +149,12 @@ def compare_values(e: np.ndarray, j: np.ndarray, exact: bool):
         bad = ~(close | ~finite) | (np.isinf(ev) != np.isinf(jv))
     else:
         bad = (en != jn) | (~en & (ev != jv))
-    return "values", _first_differences(e, j, bad)
+    return "values", _first_differences(e, j, bad, names=names)
 
 
 def _compare_tensor(path: str, e: TensorObs, j: TensorObs, exact: bool, out: list, call: int,
-                    run: str, checks: dict) -> None:
+                    run: str, checks: dict, names=("eager", "jit")) -> None:
+    E, J = names
     def add(check, detail):
         if check == "requires_grad" and not checks["requires_grad"]:
             return
@@ -160,18 +167,18 @@ def _compare_tensor(path: str, e: TensorObs, j: TensorObs, exact: bool, out: lis
         out.append(Mismatch(call, check, path, detail, category(path, call), run))
 
     if (e.unreadable is None) != (j.unreadable is None):
-        add("unreadable", f"eager: {e.unreadable or 'readable'}; jit: {j.unreadable or 'readable'}")
+        add("unreadable", f"{E}: {e.unreadable or 'readable'}; {J}: {j.unreadable or 'readable'}")
         return
     if e.shape != j.shape:
-        add("shape", f"eager {e.shape} jit {j.shape}")
+        add("shape", f"{E} {e.shape} {J} {j.shape}")
         return
     if e.dtype != j.dtype:
-        add("dtype", f"eager {e.dtype} jit {j.dtype}")
+        add("dtype", f"{E} {e.dtype} {J} {j.dtype}")
         return
     if e.requires_grad != j.requires_grad:
-        add("requires_grad", f"eager {e.requires_grad} jit {j.requires_grad}")
+        add("requires_grad", f"{E} {e.requires_grad} {J} {j.requires_grad}")
     if e.values is not None and j.values is not None:
-        diff = compare_values(e.values, j.values, exact)
+        diff = compare_values(e.values, j.values, exact, names)
         if diff is not None:
             add(*diff)
 
@@ -184,19 +191,23 @@ def _pairs(groups) -> set:
     return out
 
 
-def compare_runs(program, eager, other, checks: dict | None = None) -> list:
+def compare_runs(program, eager, other, checks: dict | None = None, *,
+                 names=("eager", "jit"), exact: bool | None = None) -> list:
     """Every difference between ``other`` (a jitted run) and ``eager`` that ``checks``
-    (features.CHECKS by default) asks for."""
+    (features.CHECKS by default) asks for. The path matrix (check.py) compares two runs of
+    one mode on two paths with it: ``names`` are then the two paths' (reference first),
+    ``exact`` True (the same kernels on both sides: bit for bit)."""
+    E, J = names
     checks = dict(CHECKS if checks is None else checks)
     if not program.zero_sign_exact:
         checks["signed_zero"] = False
     run = other.label or other.mode
     out: list[Mismatch] = []
-    exact = program.exact
+    exact = program.exact if exact is None else exact
     if eager.setup_error or other.setup_error:
         e, j = eager.setup_error, other.setup_error
         if (e is None) != (j is None) or e.type != j.type:
-            out.append(Mismatch(0, "setup", "", f"eager: {e}; jit: {j}", "setup", run))
+            out.append(Mismatch(0, "setup", "", f"{E}: {e}; {J}: {j}", "setup", run))
         return out
     for k in range(max(len(eager.calls), len(other.calls))):
         if k >= len(eager.calls) or k >= len(other.calls):
@@ -208,7 +219,7 @@ def compare_runs(program, eager, other, checks: dict | None = None) -> list:
         if ec.before_error or jc.before_error:
             e, j = ec.before_error, jc.before_error
             if (e is None) != (j is None) or e.type != j.type:
-                out.append(Mismatch(call, "exception", "", f"before the call: eager {e}; jit {j}",
+                out.append(Mismatch(call, "exception", "", f"before the call: {E} {e}; {J} {j}",
                                     "between calls", run))
             break
         if ec.exception or jc.exception:
@@ -219,33 +230,33 @@ def compare_runs(program, eager, other, checks: dict | None = None) -> list:
                 if not checks["jit_result_backward"] and j.type == "BackwardError" and \
                         "through the result of an em.jit function" in j.message:
                     break  # the documented limitation (features.CHECKS)
-                out.append(Mismatch(call, "exception", "", f"jit raised {j}; eager returned",
+                out.append(Mismatch(call, "exception", "", f"{J} raised {j}; {E} returned",
                                     "jit only", run))
             elif j is None:
-                out.append(Mismatch(call, "exception", "", f"eager raised {e}; jit returned",
+                out.append(Mismatch(call, "exception", "", f"{E} raised {e}; {J} returned",
                                     "eager only", run))
             elif e.type != j.type:
-                out.append(Mismatch(call, "exception", "", f"eager raised {e}; jit raised {j}",
+                out.append(Mismatch(call, "exception", "", f"{E} raised {e}; {J} raised {j}",
                                     "type", run))
             break
         if ec.output_paths != jc.output_paths:
             out.append(Mismatch(call, "structure", f"out{call}",
-                                f"eager {ec.output_paths} jit {jc.output_paths}", "output", run))
+                                f"{E} {ec.output_paths} {J} {jc.output_paths}", "output", run))
         for path in sorted(set(ec.items) | set(jc.items)):
             e, j = ec.items.get(path), jc.items.get(path)
             if e is None or j is None:
                 what = "missing" if j is None else "extra"
-                detail = (f"jit has no {path}" if j is None else f"eager has no {path}")
+                detail = (f"{J} has no {path}" if j is None else f"{E} has no {path}")
                 if path.endswith(".grad") and not checks["grads"]:
                     continue
                 out.append(Mismatch(call, "grad" if path.endswith(".grad") else "structure",
                                     path, detail + f" ({what})", category(path, call), run))
                 continue
             if isinstance(e, TensorObs) and isinstance(j, TensorObs):
-                _compare_tensor(path, e, j, exact, out, call, run, checks)
+                _compare_tensor(path, e, j, exact, out, call, run, checks, names)
             elif e != j:
-                out.append(Mismatch(call, "python", path, f"eager {e[1] if isinstance(e, tuple) else e}"
-                                    f" jit {j[1] if isinstance(j, tuple) else j}",
+                out.append(Mismatch(call, "python", path, f"{E} {e[1] if isinstance(e, tuple) else e}"
+                                    f" {J} {j[1] if isinstance(j, tuple) else j}",
                                     category(path, call), run))
         common = set(ec.items) & set(jc.items)
         e_same, j_same = _pairs(ec.identity), _pairs(jc.identity)
@@ -253,8 +264,8 @@ def compare_runs(program, eager, other, checks: dict | None = None) -> list:
             if not pair <= common or not checks["identity"]:
                 continue
             a, b = sorted(pair)
-            detail = (f"eager: {a} is {b}; jit: distinct objects" if pair in e_same else
-                      f"jit: {a} is {b}; eager: distinct objects")
+            detail = (f"{E}: {a} is {b}; {J}: distinct objects" if pair in e_same else
+                      f"{J}: {a} is {b}; {E}: distinct objects")
             out.append(Mismatch(call, "identity", f"{a} / {b}", detail,
                                 _pair_category(pair, call), run))
         for pair in sorted(ec.aliasing ^ jc.aliasing, key=sorted):
@@ -265,8 +276,8 @@ def compare_runs(program, eager, other, checks: dict | None = None) -> list:
                     and _ROOT.match(a).group() == _ROOT.match(b).group()
                     and re.fullmatch(r"out\d+", _ROOT.match(a).group())):
                 continue  # two outputs of one call
-            detail = (f"eager: {a} shares memory with {b}; jit: not" if pair in ec.aliasing
-                      else f"jit: {a} shares memory with {b}; eager: not")
+            detail = (f"{E}: {a} shares memory with {b}; {J}: not" if pair in ec.aliasing
+                      else f"{J}: {a} shares memory with {b}; {E}: not")
             out.append(Mismatch(call, "aliasing", f"{a} / {b}", detail,
                                 _pair_category(pair, call), run))
     return out

@@ -10,6 +10,9 @@ With the program's ``listener`` option both modes run with an instrument listene
 attached; with ``threads``, two jitted instances and one eager instance of the program run
 at once in three threads, each against its own namespace, and each is compared with the
 sequential eager run.
+
+Each run may pin execution paths (``pins``: jit_driver/paths.py ``pinned``'s keywords):
+check.py runs one program on every eager path and every jit replay tier.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 
 import execmode as em
 from execmode import instrument
+from execmode.jit_driver import paths
 from execmode.pysource import ast_lock
 
 from .observe import CallObs, ErrorObs, error_obs, observe
@@ -52,6 +56,9 @@ class RunResult:
     calls: list = field(default_factory=list)      # CallObs
     setup_error: ErrorObs | None = None
     label: str = ""
+    # The kinds of fast replay F had before its calls (its _fast's class names: "NoneType",
+    # "function" for the generated replay, "FastEntry"): which replay tiers the calls met.
+    fast_kinds: set = field(default_factory=set)
 
 
 # CPython 3.11's compile() is not thread-safe (its AST recursion-depth counter is shared:
@@ -76,8 +83,13 @@ def default_jit(f, program: Program):
     return em.jit(f, **kwargs)
 
 
-def run_mode(program: Program, mode: str, jit=default_jit, barrier=None) -> RunResult:
-    """Execute ``program`` once: ``mode`` is "eager" or "jit"."""
+def run_mode(program: Program, mode: str, jit=default_jit, barrier=None,
+             pins: dict | None = None) -> RunResult:
+    """Execute ``program`` once: ``mode`` is "eager" or "jit"; ``pins`` the paths forced
+    meanwhile (paths.pinned's keywords; None: as they are)."""
+    if pins:
+        with paths.pinned(**pins):
+            return run_mode(program, mode, jit, barrier)
     result = RunResult(mode)
     ns = {"__name__": f"fuzz_{mode}"}
     try:
@@ -101,6 +113,7 @@ def run_mode(program: Program, mode: str, jit=default_jit, barrier=None) -> RunR
                 result.calls.append(obs)
                 return result
         exception = None
+        result.fast_kinds.add(type(getattr(ns["F"], "_fast", None)).__name__)
         try:
             out = eval(_compile(f"F({', '.join(call.args)})", f"call {k}", "eval"), ns)  # noqa: S307
         except Exception as exc:  # noqa: BLE001
@@ -126,13 +139,23 @@ class _Null:
         return False
 
 
-def run_both(program: Program, jit=default_jit) -> tuple[RunResult, list]:
-    """The eager run and the jitted run(s) to compare with it."""
+def run_both(program: Program, jit=default_jit, pins: dict | None = None
+             ) -> tuple[RunResult, list]:
+    """The eager run and the jitted run(s) to compare with it (on the paths ``pins``
+    forces)."""
     with _listening(program):
-        eager = run_mode(program, "eager")
+        eager = run_mode(program, "eager", pins=pins)
         if not program.threads:
-            return eager, [run_mode(program, "jit", jit)]
-        return eager, _run_threads(program, jit)
+            return eager, [run_mode(program, "jit", jit, pins=pins)]
+        with paths.pinned(**(pins or {})):
+            return eager, _run_threads(program, jit)
+
+
+def run_on(program: Program, mode: str, pins: dict, jit=default_jit) -> RunResult:
+    """One more run of ``program`` in ``mode`` on the paths ``pins`` forces (the path
+    matrix: check.py compares it with the same mode on other paths)."""
+    with _listening(program):
+        return run_mode(program, mode, jit, pins=pins)
 
 
 def _run_threads(program: Program, jit) -> list:

@@ -1,6 +1,8 @@
 """The differential fuzzer in the test suite: eager against em.jit on random programs.
 
-* ``test_fast_tier``: a few hundred programs from a fixed seed, in the default run (CI).
+* ``test_fast_tier``: a few hundred programs from a fixed seed, in the default run (CI);
+  every other one also through the path matrix (every eager path and jit replay tier
+  against the others, fuzz/check.py).
 * ``test_slow_tier``: >= 10,000 programs, only with ``pytest -m fuzz``; the seed is
   ``EXECMODE_FUZZ_SEED`` or a fresh one, printed with any failure.
 * The rest tests the fuzzer itself: generation is deterministic and respects the feature
@@ -48,7 +50,7 @@ def _fail(camp: Campaign, how_to_rerun: str) -> None:
 
 def test_fast_tier():
     seed = seed_from_env(FAST_SEED)
-    camp = Campaign(seed, FAST_PROGRAMS).run(stop_after=10)
+    camp = Campaign(seed, FAST_PROGRAMS, matrix_every=2).run(stop_after=10)
     if camp.failures:
         _fail(camp, f"EXECMODE_FUZZ_SEED={seed} python -m pytest tests/fuzz -k fast_tier")
 
@@ -115,6 +117,57 @@ g0 += 1.0
 x2 = em.tensor([1.0, 2.0, 3.0])
 out2 = F(x2)
 """)
+
+
+TWO_CALLS = """
+import execmode as em
+
+# --- setup ---
+g0 = em.tensor([1.0, -2.0, 0.5])
+
+# --- function ---
+def f(x):
+    y = x * 2.0 + g0
+    return y
+
+F = em.jit(f)
+# --- call 1 ---
+x1 = em.tensor([0.25, 0.5, 0.75])
+out1 = F(x1)
+# --- call 2 ---
+x2 = em.tensor([1.0, 2.0, 3.0])
+out2 = F(x2)
+"""
+
+
+@pytest.mark.parametrize("wrong, pair", [
+    ({"eager": "c"}, "eager/c vs eager/python"),
+    ({"replay": "generated"}, "jit/generated vs jit/native"),
+    ({"replay": "general"}, "jit/general vs jit/native"),
+])
+def test_the_path_matrix_names_the_two_paths(monkeypatch, wrong, pair):
+    # A path that computes x * 2.5: the matrix runs the program on it and names the pair.
+    import fuzz.check as fuzz_check
+    from execmode.jit_driver import paths
+
+    if not paths.eager_c_available():
+        pytest.skip("the C paths cannot be built here")
+    real = fuzz_check.run_on
+
+    def one_path_wrong(program, mode, pins, jit=fuzz_check.default_jit):
+        if all(pins.get(k) == v for k, v in wrong.items()):
+            program = parse(program.render().replace("x * 2.0", "x * 2.5"))
+        return real(program, mode, pins, jit)
+
+    monkeypatch.setattr(fuzz_check, "run_on", one_path_wrong)
+    mismatches = check_source(TWO_CALLS)
+    assert mismatches and all(m.run == pair for m in mismatches), mismatches
+    assert {m.key for m in mismatches} <= {("values", f"output [{pair}]"),
+                                           ("values", f"earlier output [{pair}]")}
+    other, reference = pair.split(" vs ")
+    assert f"[{pair}]" in str(mismatches[0])
+    assert mismatches[0].detail.startswith(f"[0] {reference} ") and f" {other} " in \
+        mismatches[0].detail
 
 
 # Planted bugs: stand-ins for em.jit that get one thing wrong, each of which the comparator
