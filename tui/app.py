@@ -100,6 +100,13 @@ class ExecmodeApp(DebuggerCommands, SharingCommands, App):
         self._reveal: SourceRef | None = None
 
     @property
+    def rank_label(self) -> str:
+        """"rank 1/2" in a run folder of ranks (execmode open FOLDER), else ""."""
+        rank = self.launch.rank_of(self.launch.path) \
+            if isinstance(self.launch, SessionLaunch) else None
+        return "" if rank is None else f"rank {rank}/{len(self.launch.ranks)}"
+
+    @property
     def session_label(self) -> str:
         if isinstance(self.launch, SessionLaunch):
             return self.launch.path.rsplit("/", 1)[-1]

@@ -79,7 +79,8 @@ def register_open(subparsers) -> None:
                     "profile and output. Everything but stepping. Without SESSION, the "
                     "latest one in the session folder (see execmode sessions).")
     p.add_argument("session", nargs="?", metavar="SESSION",
-                   help="the .emsession file (default: the latest in the session folder)")
+                   help="the .emsession file (default: the latest in the session folder), "
+                        "or the run folder of execmode launch --profile (R: the next rank)")
     p.set_defaults(handler=open_command)
 
 
@@ -136,6 +137,16 @@ def open_command(args) -> int:
         args.session = _latest_session()
         if args.session is None:
             return 2
+    ranks = ()
+    if os.path.isdir(args.session):  # a run folder of execmode launch --profile
+        from execmode.profilers.ranks import rank_sessions
+
+        ranks = tuple(str(path) for _, path in rank_sessions(args.session))
+        if not ranks:
+            print(f"execmode open: error: {args.session}: a folder without rank sessions "
+                  "(rank0.emsession ...); give a session file", file=sys.stderr)
+            return 2
+        args.session = ranks[0]
     try:
         with SessionReader(args.session) as reader:
             reader.meta()
@@ -144,7 +155,7 @@ def open_command(args) -> int:
         return 2
     if not has_terminal():
         return _no_terminal("open")
-    launch = SessionLaunch(args.session)
+    launch = SessionLaunch(args.session, ranks=ranks)
     launch.prestart()  # the row indexes are read while Textual loads (tail.EarlySnapshot)
     from execmode.tui.app import ExecmodeApp
 

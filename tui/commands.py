@@ -65,6 +65,21 @@ class DebuggerCommands:
         if bridge is not None:
             self._control(lambda: bridge.call("pause"), "pause")
 
+    def action_next_rank(self) -> None:
+        """A run folder of ranks (execmode open FOLDER): show the next rank's session."""
+        launch = self.launch
+        ranks = getattr(launch, "ranks", ())
+        if len(ranks) < 2:
+            self.notify("one session: R goes through the ranks of a run folder (execmode "
+                        "launch --profile, then execmode open FOLDER)", severity="warning")
+            return
+        rank = launch.rank_of(launch.path)
+        launch.path = ranks[((rank or 0) + 1) % len(ranks)]
+        self.sources.clear()
+        self._open_recorded(launch.path)
+        self.notify(f"rank {launch.rank_of(launch.path)} of {len(ranks)}: "
+                    f"{launch.path.rsplit('/', 1)[-1]}", timeout=4)
+
     def action_restart(self) -> None:
         if self.bridge is None:
             self.notify("a recorded session cannot be restarted", severity="warning")

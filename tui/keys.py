@@ -32,6 +32,7 @@ DEBUGGER_KEYS = (
     Key("e", "export", "Export…", False),
     Key("y", "copy", "Copy row", False),
     Key("ctrl+s", "screenshot_view", "Screenshot", False),
+    Key("R", "next_rank", "Next rank", False),
     Key("question_mark", "help", "Help"),
     Key("q", "quit", "Quit"),
 )

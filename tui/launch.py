@@ -161,11 +161,18 @@ class EarlyStart:
 
 @dataclass
 class SessionLaunch:
-    """``execmode open SESSION``: a recorded run, post-mortem."""
+    """``execmode open SESSION``: a recorded run, post-mortem. Opened on a run folder of
+    ``execmode launch --profile``, ``ranks`` holds every rank's session and ``path`` the
+    one shown (``R`` goes to the next)."""
 
     path: str
     # The first snapshot, read in a thread while Textual loads (prestart; tail.py).
     early: Any = field(default=None, repr=False, compare=False)
+    ranks: tuple = ()
+
+    def rank_of(self, path: str) -> int | None:
+        """The rank of ``path`` among ``ranks`` (their order is the ranks')."""
+        return self.ranks.index(path) if path in self.ranks else None
 
     def prestart(self) -> None:
         """Start reading the session's row indexes now, before the TUI's imports."""

@@ -20,7 +20,7 @@ _PHASE_STYLE = {
 
 
 def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: bool = False,
-                input_line_shown: bool = True, width: int = 200) -> Table:
+                input_line_shown: bool = True, width: int = 200, rank: str = "") -> Table:
     """One line: what the script is doing (left) and the mode and op count (right).
 
     ``waiting_for_input``: the script is blocked reading stdin (the agent said so). It is
@@ -29,7 +29,8 @@ def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: b
     Esc hid the input line, how to bring it back).
 
     Under 100 columns (``width``) the right side drops the script's name and says "N ops":
-    the left side, the news of the stop, gets the room."""
+    the left side, the news of the stop, gets the room; ``rank`` ("rank 1/2", a run of
+    ranks) stays at any width."""
     waiting = waiting_for_input and state.phase in ("starting", "running")
     icon, style = ("▶", "bold cyan") if waiting else _PHASE_STYLE.get(state.phase, ("?", ""))
     left = Text(f" {icon} ", style=style)
@@ -43,6 +44,8 @@ def status_text(state: RunState, ops: int, label: str = "", waiting_for_input: b
     narrow = width < 100
     if label and not narrow:
         right.append(f"{label}  ", style="dim")
+    if rank:
+        right.append(f"{rank}  ", style="bold")
     right.append(state.mode, style="bold magenta")
     right.append(f" │ {ops:,} op{'' if ops == 1 else 's'}{'' if narrow else ' recorded'} ")
     grid = Table.grid(expand=True)

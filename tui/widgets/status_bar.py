@@ -21,6 +21,7 @@ class StatusBar(Widget):
     def on_mount(self) -> None:
         self.watch(self.app, "run_state", self._changed, init=False)
         self.watch(self.app, "snapshot", self._changed, init=False)
+        self.watch(self.app, "session_path", self._changed, init=False)  # another rank
         # Set while the script waits in input(), cleared when the line is sent or the run
         # ends or restarts (app.py, commands.py): the bar follows it.
         self.watch(self.app, "stdin_prompt", self._changed, init=False)
@@ -33,4 +34,5 @@ class StatusBar(Widget):
         app = self.app
         return status_text(app.run_state, app.snapshot.ops.count, app.session_label,
                            waiting_for_input=app.stdin_prompt is not None,
-                           input_line_shown=app.stdin_line_shown, width=self.size.width)
+                           input_line_shown=app.stdin_line_shown, width=self.size.width,
+                           rank=app.rank_label)
