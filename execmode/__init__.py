@@ -53,7 +53,8 @@ def _load_engine() -> None:
 
 
 def __getattr__(name: str):
-    if name.startswith("__") and name != "__all__" and name not in _PUBLIC_DUNDERS:  # __path__, __wrapped__ ...: no engine
+    # __path__, __wrapped__ ...: no engine (the standard's public dunders excepted)
+    if name.startswith("__") and name != "__all__" and name not in _PUBLIC_DUNDERS:
         raise AttributeError(f"module 'execmode' has no attribute {name!r}")
     if _importlib_util.find_spec(f"{__name__}.{name}") is not None:
         # A submodule: ``from . import instrument`` inside the package asks for it here

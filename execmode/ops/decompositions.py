@@ -115,7 +115,8 @@ def _pinv_impl(xp, a, *, rtol):
 register(OpDef(name="linalg_pinv", kind=OPAQUE, impl=_pinv_impl,
                shape_rule=lambda x, *, rtol: (
                    _matrices("pinv", x)[:-2] + (x.shape[-1], x.shape[-2])),
-               dtype_rule=_float_dtype("pinv"), vjp=_no_vjp("pinv"), doc="The Moore-Penrose pseudo-inverse."))
+               dtype_rule=_float_dtype("pinv"), vjp=_no_vjp("pinv"),
+               doc="The Moore-Penrose pseudo-inverse."))
 
 
 # --- several results: one op per part ------------------------------------------------------
@@ -169,7 +170,8 @@ register(OpDef(name="linalg_eigh", kind=OPAQUE, impl=_eigh_impl, shape_rule=_eig
                dtype_rule=_float_dtype("eigh"), vjp=_no_vjp("eigh"),
                doc="One part of each symmetric matrix's eigendecomposition."))
 register(OpDef(name="linalg_qr", kind=OPAQUE, impl=_qr_impl, shape_rule=_qr_rule,
-               dtype_rule=_float_dtype("qr"), vjp=_no_vjp("qr"), doc="One factor (Q or R) of the QR decomposition."))
+               dtype_rule=_float_dtype("qr"), vjp=_no_vjp("qr"),
+               doc="One factor (Q or R) of the QR decomposition."))
 register(OpDef(name="linalg_svd", kind=OPAQUE, impl=_svd_impl, shape_rule=_svd_rule,
                dtype_rule=_float_dtype("svd"), vjp=_no_vjp("svd"),
                doc="One part (U, S or Vh) of the singular value decomposition."))
