@@ -79,11 +79,12 @@ def _array(caller: str, t, what: str = "tensor") -> np.ndarray:
     """``t``'s NumPy array, or why a collective cannot use it."""
     if not isinstance(t, Tensor):
         raise ArgumentError(f"{caller}: {what} must be a Tensor, got {type(t).__name__}")
-    if t.is_traced:
-        raise DistributedError(
-            f"{caller}: collectives inside em.jit / torch.compile (graph mode) are not built "
-            "yet; call it outside the compiled function")
     data = t._data
+    if t.is_traced:
+        # Graph mode: the graph breaks here (the reason names the collective), the
+        # segment before it runs, and the collective runs on its concrete values between
+        # the segments, as eagerly. Collectives are not graph nodes yet.
+        data = data.materialize(t, f"dist.{caller} (a collective)")
     if data.__class__ is not np.ndarray:
         raise DistributedError(
             f"{caller}: {what} {describe_operand(t)} is not a CPU tensor; NCCL (collectives "

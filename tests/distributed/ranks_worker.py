@@ -205,13 +205,19 @@ def a_bad_argument_on_one_rank_fails_every_rank():
 
 
 @check
-def collectives_under_jit_say_graph_mode_is_not_built():
+def collectives_under_jit_break_the_graph():
     def step(x):
-        dist.all_reduce(x)
-        return x * 2
+        y = x * (RANK + 1)
+        dist.all_reduce(y)  # the graph breaks here: the collective runs between segments
+        return y * 2
 
-    said = raises(dist.DistributedError, lambda: em.jit(step)(torch.ones(3)))
-    assert "graph mode" in said
+    jitted = em.jit(step)
+    for _ in range(3):  # the first call traces, the others replay the segments
+        got = jitted(torch.ones(3))
+        assert np.array_equal(got.numpy(), step(torch.ones(3)).numpy())
+        assert got.numpy().tolist() == [2.0 * sum(range(1, WORLD + 1))] * 3
+    (brk,) = jitted.concrete_functions[-1].breaks
+    assert "dist.all_reduce (a collective)" in brk.reason
 
 
 # --- DistributedDataParallel --------------------------------------------------------------
