@@ -155,8 +155,34 @@ def _agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
 
 
 # Tags of the header messages: the collective's number in the group (every rank numbers
-# its collectives alike), modulo what every MPI allows (32767 at least).
+# its collectives alike), modulo what every MPI allows (32767 at least). A stop (a rank
+# that hit a NaN under --break nan: stop_on_nan.py) has a tag of its own.
 _TAG_SPAN = 32000
+_STOP_TAG = 32767
+
+
+def announce_stop(message: str) -> None:
+    """Tell every other rank of the default group why this one stops: they raise with
+    ``message`` in the collective they wait in (or their next). Nothing when no group."""
+    from .process_group import _default as pg
+
+    if pg is None:
+        return
+    data = np.frombuffer(message.encode(), np.uint8).copy()
+    _exchange.stop_sends = [pg.comm.Isend(data, dest=r, tag=_STOP_TAG)
+                            for r in range(pg.size) if r != pg.rank]
+    _exchange.stop_data = data  # kept alive until the sends complete
+
+
+def _stopped(pg) -> str | None:
+    """Another rank's stop message, if one came."""
+    mpi = _mpi.load()
+    status = mpi.Status()
+    if not pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=_STOP_TAG, status=status):
+        return None
+    data = np.empty(status.Get_count(mpi.BYTE), np.uint8)
+    pg.comm.Recv(data, source=status.Get_source(), tag=_STOP_TAG)
+    return data.tobytes().decode(errors="replace")
 
 
 def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> None:
@@ -175,6 +201,10 @@ def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> Non
     polls = 0
     while not mpi.Request.Testall(receives):
         polls += 1
+        if polls % 64 == 0:
+            stop = _stopped(pg)
+            if stop is not None:
+                raise DistributedError(f"{caller}: stopped on rank {me}, since {stop}")
         if polls > 2000:  # past the first ~ms: a rank is late; poll without a busy core
             if time.monotonic() > deadline:
                 missing = [r for r, req in zip(others, receives) if not req.Test()]

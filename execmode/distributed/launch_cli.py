@@ -30,6 +30,10 @@ def add_parser(subparsers) -> None:
                         "Chrome trace, a process per rank")
     p.add_argument("--session-dir", metavar="DIR",
                    help="with --profile: make the run folder in DIR instead")
+    p.add_argument("--break", dest="break_on", choices=("nan", "inf"),
+                   help="the first rank whose op or kernel makes a NaN (or an Inf) stops, "
+                        "naming its rank, the op and the line; the others stop at their "
+                        "next collective, saying why")
     p.add_argument("--mpiexec", metavar="PATH",
                    help="the mpiexec to run (default: the one beside this Python, else the "
                         "first on PATH)")
@@ -68,6 +72,8 @@ def launch_command(opts) -> int:
     env = dict(os.environ)
     # MPICH runs more processes than cores as asked; Open MPI needs to be told.
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    if opts.break_on:
+        env["EXECMODE_RANK_BREAK"] = opts.break_on
     if opts.profile:
         from execmode.profilers.ranks import RANKS_DIR_ENV, new_run_folder
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 # (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) as each launcher names them.
 _LAUNCHERS = (
@@ -33,6 +34,12 @@ def torchrun_variables(environ) -> dict[str, str]:
 def _run(script: str, args: list[str], rank: str):
     """Run the script; under ``execmode launch --profile`` (``EXECMODE_RANKS_DIR``), with
     a recorder writing this rank's session into the run folder (profilers/ranks.py)."""
+    condition = os.environ.get("EXECMODE_RANK_BREAK")
+    if condition:  # --break nan: the first rank to make one stops every rank (stop_on_nan.py)
+        from .. import instrument
+        from .stop_on_nan import NaNWatch
+
+        instrument.add_listener(NaNWatch(condition, int(rank)))
     folder = os.environ.get("EXECMODE_RANKS_DIR")
     if not folder:
         from ..script_runner import run_script
@@ -63,6 +70,8 @@ def main(argv: list[str]) -> int:
         if mpi.Is_initialized() and not mpi.Is_finalized():
             print(f"execmode launch: rank {found['RANK']} raised; ending every rank",
                   file=sys.stderr, flush=True)
+            if os.environ.get("EXECMODE_RANK_BREAK"):
+                time.sleep(1.0)  # the others say, in their collective, why they stop
             mpi.COMM_WORLD.Abort(ended.code)
     return ended.code
 

@@ -214,3 +214,41 @@ def test_a_rank_that_never_arrives_is_named_when_the_collective_times_out(tmp_pa
     assert proc.returncode != 0, said
     assert "all_reduce: rank(s) [1] did not arrive within 1 s" in proc.stderr, said
     assert "rank 0 raised; ending every rank" in proc.stderr, said  # the late rank ended
+
+
+NAN_ON_ONE_RANK = """\
+import execmode as em
+import execmode.torch.distributed as dist
+
+dist.init_process_group()
+rank = dist.get_rank()
+broken = em.jit(lambda t: em.log(t - t) * 0.0) if {jit} else (lambda t: em.log(t - t) * 0.0)
+x = em.ones(4)
+for step in range(5):
+    y = x * 2.0
+    if rank == 1 and step == 2:
+        y = broken(y)   # 0 * -inf: a NaN on rank 1 only
+    dist.all_reduce(y)
+print("never reached on a stopped rank", rank)
+"""
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_break_nan_stops_the_rank_that_made_it_and_the_others_at_their_collective(
+        tmp_path, jit):
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    script = tmp_path / "nan.py"
+    script.write_text(NAN_ON_ONE_RANK.format(jit=jit))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", str(RANKS),
+                           "--break", "nan", str(script)], capture_output=True, text=True,
+                          timeout=60, env=env)
+    said = proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert proc.returncode != 0 and "never reached" not in proc.stdout, said
+    made = "kernel k0 (subtract log multiply)" if jit else "multiply made a NaN"
+    line = f"rank 1: breakpoint nan: {made}"
+    # the op's own line: inside `broken`, line 6
+    assert f"StoppedOnNaN: {line}" in proc.stderr and f"{script}:6" in proc.stderr, said
+    assert f"all_reduce: stopped on rank 0, since {line}" in proc.stderr, said
