@@ -60,6 +60,7 @@ BENCHES = [
     Bench("dispatch", "bench_dispatch.py", minutes=0.3),
     Bench("recording", "bench_recording.py", minutes=3),
     Bench("profiler-cost", "bench_profiler_cost.py", minutes=12),
+    Bench("distributed", "bench_distributed.py", minutes=1),
     Bench("threads", "bench_threads.py", minutes=1),
     Bench("threads-sweep", "bench_threads.py", ("--sweep",), minutes=3),
     Bench("fp-contract", "bench_fp_contract.py", minutes=1),
