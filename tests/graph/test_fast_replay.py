@@ -5,10 +5,19 @@ as the general path."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers import assert_close
 
 import execmode as em
+from execmode.jit_driver import paths
 from execmode.jit_driver.fastcall import MISS
+
+
+@pytest.fixture(autouse=True)
+def _fast_replays():
+    # These tests read the fast replays: built whatever EXECMODE_JIT_REPLAY forces.
+    with paths.pinned(replay="auto"):
+        yield
 
 
 def _t(*values):
