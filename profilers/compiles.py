@@ -57,6 +57,20 @@ def compiles(events) -> list[Compile]:
     return out
 
 
+def wall_ns(builds: list[Compile]) -> int:
+    """The time during which at least one compile ran: translation units compiled in
+    parallel (codegen/units.py) overlap, and their summed times would overstate the wait."""
+    total, end = 0, None
+    for b in sorted(builds, key=lambda b: b.start_ns):
+        if end is None or b.start_ns >= end:
+            total += b.end_ns - b.start_ns
+            end = b.end_ns
+        elif b.end_ns > end:
+            total += b.end_ns - end
+            end = b.end_ns
+    return total
+
+
 def _child(d: dict) -> CompiledKernel:
     return CompiledKernel(str(d.get("kernel") or ""), str(d.get("source") or ""),
                           _list(d.get("member_nodes")), _list(d.get("member_ops")))

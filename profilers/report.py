@@ -11,7 +11,7 @@ import linecache
 import os
 from dataclasses import dataclass, field
 
-from execmode.profilers.compiles import compiles
+from execmode.profilers.compiles import compiles, wall_ns
 from execmode.profilers.session import Session
 from execmode.profilers.session_end import SessionEnd
 from execmode.profilers.stacks import CATEGORIES
@@ -233,12 +233,16 @@ def _graph_tables(session: Session, report: Report) -> None:
     if builds:
         hits = sum(1 for c in builds if c.cache_hit)
         total = sum(c.compile_ns for c in builds)
+        wall = wall_ns(builds)
+        # Units compiled in parallel: their sum is the compiler's work, not the wait.
+        waited = f"; {fmt_ns(wall)} of wall time, units compiled in parallel" \
+            if wall < 0.9 * total else ""
         rows = [[c.graph_id, c.what, _cut(", ".join(k.kernel for k in c.kernels), 50),
                  c.language, fmt_ns(c.compile_ns), "yes" if c.cache_hit else "no"]
                 for c in builds[:MAX_ROWS]]
         report.tables.append(Table(
             "compiles", f"Compiles ({len(builds)}, {hits} from the cache, "
-                        f"{fmt_ns(total)} in all, each counted once)",
+                        f"{fmt_ns(total)} in all, each counted once{waited})",
             ["graph", "unit", "kernels", "language", "compile time", "cache hit"], rows,
             "llllrl", _cut_note(len(builds))))
     plans = session.events("memory_plan")

@@ -1,8 +1,9 @@
 """Chrome trace event JSON, for Perfetto (ui.perfetto.dev) and chrome://tracing.
 
 One process (the script) with four named tracks: eager ops, graph kernels, compile and
-python (tracing, passes, graph breaks, retraces, marks), and one more eager-ops track per
-other thread of the script that ran ops. Ops and kernels are complete
+python (tracing, passes, graph breaks, retraces, marks), one more compile track per
+translation unit compiled at the same time as another (so that slices nest), and one
+more eager-ops track per other thread of the script that ran ops. Ops and kernels are complete
 ("X") events with their shapes and source line in ``args``; memory is a counter ("C")
 track per device; "M" metadata events name the process and the tracks; one global
 instant at the end says how the script ended (also in ``otherData``: ``status``, ``end``).
@@ -34,6 +35,9 @@ TRACKS = {  # tid -> track name, in display order
 }
 EAGER, KERNELS, COMPILE, PYTHON = 1, 2, 3, 4
 THREAD_TRACKS = 100  # + the thread's number in the session: eager ops of another thread
+# Translation units compiled at the same time (codegen/units.py's pool) overlap: each gets
+# a track of its own, COMPILE_LANES + 1, + 2 ... beside "compile", so that slices nest.
+COMPILE_LANES = 30
 _INSTANT_KINDS = {"graph_break", "retrace", "mark", "memory_plan"}
 
 
@@ -93,8 +97,14 @@ def _write_session(writer, session: Session, pid: int, t0: int, prefix: str, tic
     for k in session.kernels():
         writer.write(kernel_event(k, t0, pid))
         tick.step()
+    compiles = []
     for ev in session.events():
-        writer.write(other_event(ev, t0, pid))
+        if ev.kind == "compile":
+            compiles.append(ev)
+        else:
+            writer.write(other_event(ev, t0, pid))
+    for event in compile_events(compiles, t0, pid):
+        writer.write(event)
     for m in session.memory():
         writer.write({"name": f"memory {m.device}", "ph": "C", "ts": _us(m.ts_ns - t0),
                       "pid": pid, "tid": 0,
@@ -114,6 +124,31 @@ class _EventWriter:
             self._f.write(",\n")
         self._first = False
         self._f.write(json.dumps(event, separators=(",", ":"), default=str))
+
+
+def compile_events(compiles: list, t0: int, pid: int = PID) -> list[dict]:
+    """The compile events, each on the first compile track free at its start (the
+    first of parallel compiles on "compile", the others on "compile (in parallel N)"
+    tracks, named here): a track's slices never overlap."""
+    out, lanes = [], []  # lanes: the end of each track's last slice
+    for ev in sorted(compiles, key=lambda e: (e.start_ns, e.end_ns)):
+        lane = next((i for i, end in enumerate(lanes) if end <= ev.start_ns), None)
+        if lane is None:
+            lanes.append(ev.end_ns)
+            lane = len(lanes) - 1
+        else:
+            lanes[lane] = ev.end_ns
+        event = other_event(ev, t0, pid)
+        if lane:
+            event["tid"] = COMPILE_LANES + lane
+        out.append(event)
+    for lane in range(1, len(lanes)):
+        out.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": pid,
+                    "tid": COMPILE_LANES + lane,
+                    "args": {"name": f"compile (in parallel {lane + 1})"}})
+        out.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid,
+                    "tid": COMPILE_LANES + lane, "args": {"sort_index": COMPILE + lane}})
+    return out
 
 
 def metadata_events(script: str, threads: dict | None = None, *, pid: int = PID,

@@ -212,3 +212,33 @@ def test_exports_are_pure_functions_of_the_session(fixed, tmp_path, fmt):
     with open_session(fixed) as s:  # a Session or a path: the same bytes
         second = export(s, tmp_path / f"b{suffix_for(fmt)}", fmt).read_bytes()
     assert first == second
+
+
+def test_compiles_that_ran_at_the_same_time_get_a_track_each():
+    """Translation units compiled in parallel overlap in time: on one track their slices
+    would not nest (Perfetto draws them wrong), so each takes the first free track."""
+    from execmode.profilers.exporters.chrome import COMPILE, COMPILE_LANES, compile_events
+    from execmode.profilers.store_rows import EventRow
+
+    def unit(n, start, end):
+        return EventRow(n, "compile", start, end, "f#0:0", {"graph_id": "f#0:0", "kernels": []})
+
+    events = compile_events([unit(1, 100, 900), unit(2, 150, 700), unit(3, 800, 950),
+                             unit(4, 960, 990)], t0=0)
+    slices = {e["ts"]: e["tid"] for e in events if e.get("ph") == "X"}
+    # 1 and 2 overlap: two tracks; 3 starts after 2 ended (on 2's track); 4 after all
+    assert slices == {0.1: COMPILE, 0.15: COMPILE_LANES + 1, 0.8: COMPILE_LANES + 1,
+                      0.96: COMPILE}
+    names = [e["args"]["name"] for e in events if e["name"] == "thread_name"]
+    assert names == ["compile (in parallel 2)"]
+
+
+def test_parallel_compiles_count_their_wall_time_once():
+    from execmode.profilers.compiles import Compile, wall_ns
+
+    def unit(start, end):
+        return Compile("f#0:0", "kernels", "c", "c", end - start, False, start, end, [])
+
+    # two units at once (100-900, 150-700), then one alone (1000-1100)
+    assert wall_ns([unit(100, 900), unit(150, 700), unit(1000, 1100)]) == 900
+    assert wall_ns([unit(0, 10), unit(5, 20)]) == 20 and wall_ns([]) == 0
