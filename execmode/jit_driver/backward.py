@@ -98,6 +98,9 @@ class JointBackward:
     n_results: int = 0
     backend: object = None
     refusal: str | None = None
+    # Outputs whose own backward eager would refuse (an op on their way read a value
+    # overwritten later), by index: a backward through the others still runs.
+    refusals: dict = field(default_factory=dict)
     graphs: dict = field(default_factory=dict)   # mask -> BackwardGraph
     tape: object = None        # _Tape, kept to trace the graph of other masks
     # Why each call must re-run the Python (a history that changes per call), or "".
@@ -165,6 +168,9 @@ class JitCall(MultiOutputOp):
         joint = self.joint
         if joint.refusal is not None:
             raise BackwardError(joint.refusal)
+        for k in sorted(gradients):
+            if k in joint.refusals:
+                raise BackwardError(joint.refusals[k])
         if dispatch.current_tracer() is not None:
             raise BackwardError(_CANNOT.format(
                 why="the ops that made it ran in a compiled graph, whose backward cannot be "
@@ -288,9 +294,23 @@ def prepare(jitted, rebuild, tracer: Tracer, out_leaves: list, n_results: int,
     _list_checks(joint, tp, tracer, out_leaves)
     try:
         bg = _trace_backward(joint, tp, tuple(range(len(outputs))), tracer)
-    except BackwardError as exc:  # eager's backward would refuse: so does the call
-        joint.refusal = str(exc)
-        return joint
+    except BackwardError as exc:  # eager's backward would refuse: so does the call ...
+        # ... through the outputs whose own way reads an overwritten value (g0 += v0;
+        # v0 *= 0.5 refuses g0's backward, not v0's: slow tier, program 1858958899-8911).
+        joint.refusals = _refused_outputs(tp)
+        good = tuple(k for k in range(len(outputs)) if k not in joint.refusals)
+        if not joint.refusals or not good:
+            joint.refusal, joint.refusals = str(exc), {}
+            return joint
+        try:
+            bg = _trace_backward(joint, tp, good, tracer)
+        except BackwardError as again:
+            joint.refusal, joint.refusals = str(again), {}
+            return joint
+        except Exception as again:  # noqa: BLE001 - as below
+            joint.refusal, joint.refusals = _CANNOT.format(
+                why=f"its backward could not be traced ({type(again).__name__}: {again})"), {}
+            return joint
     except Exception as exc:  # noqa: BLE001 - the forward is fine; its backward is not
         joint.refusal = _CANNOT.format(
             why=f"its backward could not be traced ({type(exc).__name__}: {exc})")
@@ -326,6 +346,20 @@ def _interior(t, tracer, began) -> bool:
     return isinstance(t, Tensor) and t._grad_fn is not None and \
         t._data.__class__ is TracedValue and t._data.tracer is tracer and \
         t._grad_fn.made_at >= began
+
+
+def _refused_outputs(tp) -> dict:
+    """Output index -> eager's refusal, for the outputs from which a node is reached whose
+    inputs were overwritten after it used them (autograd.check_not_overwritten)."""
+    refused = {}
+    for k, out in enumerate(tp.outputs):
+        for t in _order([out], lambda x: id(x) in tp.nodes, lambda x: tp.nodes[id(x)]):
+            try:
+                check_not_overwritten(t, tp.nodes[id(t)])
+            except BackwardError as exc:
+                refused[k] = str(exc)
+                break
+    return refused
 
 
 def _order(outputs, is_interior, node_of) -> list:

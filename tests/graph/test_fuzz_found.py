@@ -198,3 +198,56 @@ out2 = F(x2)
 (out2 * out2).sum().backward()
 out3 = F(x2)
 """)
+
+
+# Found by the path-matrix campaign of issue 33 (slow tier, seed 1858958899, 10,000
+# programs): program 8911, minimized by hand.
+OVERWRITE_AFTER_USE = """
+import execmode as em
+
+# --- setup ---
+g0 = em.tensor([0.0, 0.0], dtype=em.float32)
+w = em.tensor([1.0, 2.0], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x):
+    global g0
+    v0 = (x * w).sum()
+    g0 += v0
+    v0 *= 0.5
+    return v0
+
+F = em.jit(f)
+# --- call 1 ---
+x1 = em.tensor([1.0, 1.0], dtype=em.float32)
+out1 = F(x1)
+
+# --- call 2 ---
+(out1 * out1).backward()
+x2 = em.tensor([1.0, 1.0], dtype=em.float32)
+out2 = F(x2)
+"""
+
+
+def test_an_overwrite_refuses_only_the_backward_that_reaches_it():
+    # g0 += v0 reads v0, which v0 *= 0.5 then overwrites: eager refuses a backward through
+    # g0, not one through the returned v0. The call refused both (BackwardError).
+    assert_agrees(OVERWRITE_AFTER_USE)
+
+    def run(wrap):
+        w = em.tensor([1.0, 2.0], requires_grad=True)
+        g0 = em.tensor([0.0, 0.0])
+
+        def f(x):
+            v0 = (x * w).sum()
+            g0.add_(v0)
+            v0.mul_(0.5)
+            return v0
+
+        out = wrap(f)(em.tensor([1.0, 1.0]))
+        (out * out).backward()
+        with pytest.raises(em.BackwardError, match="overwritten in place"):
+            g0.sum().backward()
+        return w.grad.numpy()
+
+    np.testing.assert_array_equal(run(em.jit), run(lambda f: f))
