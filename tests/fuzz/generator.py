@@ -387,6 +387,26 @@ class Generator:
                          {"matmul", "views"}, a)
         return True
 
+    def st_array_api(self) -> bool:
+        """An Array API function along one axis (issue 36): cumulative_sum (a NumPy plan
+        step under jit), flip, roll (slices and concat) or diff (on an axis of size >= 2)."""
+        if not self.on("array_api"):
+            return False
+        a = self.pick(lambda v: self.numeric(v) and len(v.shape) >= 1)
+        if a is None:
+            return False
+        axis = self.rng.randrange(len(a.shape))
+        op = self.rng.choice(("cumulative_sum", "flip", "roll", "diff"))
+        shape = a.shape
+        if op == "diff":
+            if not isinstance(shape[axis], int) or shape[axis] < 2:
+                return False
+            shape = shape[:axis] + (shape[axis] - 1,) + shape[axis + 1:]
+        extra = ", 1" if op == "roll" else ""
+        self.add_var(f"em.{op}({a.name}{extra}, axis={axis})", shape, a.dtype,
+                     {"array_api"}, a)
+        return True
+
     def st_where(self) -> bool:
         if not self.on("where"):
             return False
@@ -696,7 +716,7 @@ class Generator:
         ("st_reduce", 3), ("st_matmul", 2), ("st_where", 2), ("st_cast", 1.5),
         ("st_identity", 1.5), ("st_clone", 0.5), ("st_stack", 0.5), ("st_index_tensor", 1),
         ("st_view", 3), ("st_inplace", 5), ("st_backward", 2), ("st_grad_edit", 1),
-        ("st_optimizer", 1), ("st_param_update", 1),
+        ("st_optimizer", 1), ("st_param_update", 1), ("st_array_api", 1),
     )
 
     def make_body(self) -> None:
