@@ -1,7 +1,7 @@
 """The differential fuzzer in the test suite: eager against em.jit on random programs.
 
 * ``test_fast_tier``: a few hundred programs from a fixed seed, in the default run (CI);
-  every other one also through the path matrix (every eager path and jit replay tier
+  every fourth one also through the path matrix (every eager path and jit replay tier
   against the others, fuzz/check.py).
 * ``test_slow_tier``: >= 10,000 programs, only with ``pytest -m fuzz``; the seed is
   ``EXECMODE_FUZZ_SEED`` or a fresh one, printed with any failure.
@@ -50,7 +50,7 @@ def _fail(camp: Campaign, how_to_rerun: str) -> None:
 
 def test_fast_tier():
     seed = seed_from_env(FAST_SEED)
-    camp = Campaign(seed, FAST_PROGRAMS, matrix_every=2).run(stop_after=10)
+    camp = Campaign(seed, FAST_PROGRAMS, matrix_every=4).run(stop_after=10)
     if camp.failures:
         _fail(camp, f"EXECMODE_FUZZ_SEED={seed} python -m pytest tests/fuzz -k fast_tier")
 
