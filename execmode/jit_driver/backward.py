@@ -595,5 +595,12 @@ def _receives(x: Tensor, tp: _Tape, tracer) -> bool:
         return True
     if tracer is None:
         return False
-    return x._data.__class__ is not TracedValue or id(x) in tracer.stand_in_of or \
-        x._grad_fn is not None
+    if x._data.__class__ is not TracedValue or id(x) in tracer.stand_in_of or \
+            x._grad_fn is not None:
+        return True
+    # A captured leaf the call wrote in place (an optimizer's step, under no_grad: a leaf
+    # that requires grad takes no other in-place write) holds a traced value now, but is
+    # still the leaf, as eagerly: what the call computed from it after the write gives
+    # it gradients.
+    return x.requires_grad and any(src.tensor is x for src in tracer._builder.sources
+                                   if src.kind == "capture")
