@@ -297,7 +297,7 @@ def prepare(jitted, rebuild, tracer: Tracer, out_leaves: list, n_results: int,
     except BackwardError as exc:  # eager's backward would refuse: so does the call ...
         # ... through the outputs whose own way reads an overwritten value (g0 += v0;
         # v0 *= 0.5 refuses g0's backward, not v0's: slow tier, program 1858958899-8911).
-        joint.refusals = _refused_outputs(tp)
+        joint.refusals = _refused_outputs(joint, tp, tracer)
         good = tuple(k for k in range(len(outputs)) if k not in joint.refusals)
         if not joint.refusals or not good:
             joint.refusal, joint.refusals = str(exc), {}
@@ -348,9 +348,12 @@ def _interior(t, tracer, began) -> bool:
         t._grad_fn.made_at >= began
 
 
-def _refused_outputs(tp) -> dict:
-    """Output index -> eager's refusal, for the outputs from which a node is reached whose
-    inputs were overwritten after it used them (autograd.check_not_overwritten)."""
+def _refused_outputs(joint, tp, tracer) -> dict:
+    """Output index -> eager's refusal, for the outputs whose own backward reaches a node
+    whose inputs were overwritten after it used them (autograd.check_not_overwritten).
+    An output whose history reaches such a node is traced alone: eager's walk stops where
+    no gradient flows (em.sign's), so only a walk with the rules says whether it gets
+    there."""
     refused = {}
     for k, out in enumerate(tp.outputs):
         for t in _order([out], lambda x: id(x) in tp.nodes, lambda x: tp.nodes[id(x)]):
@@ -359,6 +362,13 @@ def _refused_outputs(tp) -> dict:
             except BackwardError as exc:
                 refused[k] = str(exc)
                 break
+    for k in list(refused):
+        try:
+            _trace_backward(joint, tp, (k,), tracer)
+        except BackwardError as exc:
+            refused[k] = str(exc)
+        else:
+            del refused[k]
     return refused
 
 

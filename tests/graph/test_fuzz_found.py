@@ -284,9 +284,9 @@ def test_an_outside_backward_reaches_the_parameters_a_jitted_step_updated_in_pla
         np.testing.assert_allclose(jb, eb, rtol=1e-5)
 
 
-# The same class, open (issue 33 rerun of seed 1858958899, program 9397, minimized): the
-# refusal is decided by which nodes an output's history reaches, while eager's walk stops
-# where no gradient flows (em.sign's), so jit still refuses this backward.
+# The same class (issue 33 rerun of seed 1858958899, program 9397, minimized): eager's walk
+# stops where no gradient flows (em.sign's), so reaching the node is not enough: the
+# output's backward is traced alone to decide.
 OVERWRITE_BEHIND_SIGN = """
 import execmode as em
 
@@ -315,7 +315,5 @@ out2 = F()
 """
 
 
-@pytest.mark.xfail(strict=True, reason="open: jit refuses a backward whose gradient stops "
-                   "(em.sign) before the overwritten value; eager does not reach it")
 def test_an_overwrite_behind_a_zero_gradient_refuses_nothing():
     assert_agrees(OVERWRITE_BEHIND_SIGN)
