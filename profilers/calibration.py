@@ -31,8 +31,8 @@ medians), on workloads small enough that the profiler's cost shows:
 A report multiplies each by what the session ran (profilers/profiler_cost.py). Negative
 differences (the noise of a fast machine) are stated as 0. ``settled`` is False when some
 rounds ran on a machine busier than its CPUs or disagreed: such numbers serve the session
-at hand and are not cached. Takes ~0.3 s, once per machine
-and code (calibration_cache.py).
+at hand and are not cached. Takes ~2 s on the 2-core dev VM (more on a busy machine),
+once per machine and code (calibration_cache.py).
 """
 
 from __future__ import annotations
