@@ -244,8 +244,8 @@ def _report_ranks(folder: Path, args) -> int:
 
     ranks = rank_sessions(folder)
     if not ranks:
-        return _fail(f"{folder}: a folder without rank sessions (rank0.emsession ...); give "
-                     "a session file, or a run folder of execmode launch --profile", 2)
+        return _fail(f"{folder}: is a folder without rank sessions (rank0.emsession ...); "
+                     "give a session file, or a run folder of execmode launch --profile", 2)
     fmt = args.format or (format_for_path(args.output) if args.output else "chrome")
     if fmt != "chrome":
         return _fail(f"{folder}: a run of {len(ranks)} ranks merges into a Chrome trace "

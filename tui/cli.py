@@ -143,7 +143,7 @@ def open_command(args) -> int:
 
         ranks = tuple(str(path) for _, path in rank_sessions(args.session))
         if not ranks:
-            print(f"execmode open: error: {args.session}: a folder without rank sessions "
+            print(f"execmode open: error: {args.session}: is a folder without rank sessions "
                   "(rank0.emsession ...); give a session file", file=sys.stderr)
             return 2
         args.session = ranks[0]
