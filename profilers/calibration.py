@@ -30,9 +30,10 @@ medians), on workloads small enough that the profiler's cost shows:
 
 A report multiplies each by what the session ran (profilers/profiler_cost.py). Negative
 differences (the noise of a fast machine) are stated as 0. ``settled`` is False when some
-rounds ran on a machine busier than its CPUs or disagreed: such numbers serve the session
-at hand and are not cached. Takes ~2 s on the 2-core dev VM (more on a busy machine),
-once per machine and code (calibration_cache.py).
+rounds ran on a machine busier than its CPUs (``crowded`` names them): such numbers serve
+the session at hand and are not cached; rounds that disagree on a quiet machine
+(``disagreeing``) are the workload's own, and kept. Takes ~2 s on the 2-core dev VM
+(more on a busy machine), once per machine and code (calibration_cache.py).
 """
 
 from __future__ import annotations
@@ -262,10 +263,14 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         reads = {"graph": _clock_reads_per_run(program_plan),
                  "short": _clock_reads_per_run(short_plan),
                  "loop": _clock_reads_per_run(loop_plan)}
-    # Numbers from a crowded machine or disagreeing rounds are used for this session and
-    # not kept for later ones (calibration_cache.py).
-    unsettled = [name for name, spread in spreads.items()
-                 if spread.crowded or spread.relative_iqr > measure.MAX_RELATIVE_IQR]
+    # Numbers from a crowded machine are used for this session and not kept for later
+    # ones (calibration_cache.py): a quieter moment measures them again. Rounds that
+    # disagree on a quiet machine are the workload's own (with kernel rows, every step's
+    # event meets the writer thread): measuring again would not settle them, and every
+    # debugger start would pay the calibration again; they are kept, and named.
+    unsettled = [name for name, spread in spreads.items() if spread.crowded]
+    disagreeing = [name for name, spread in spreads.items()
+                   if spread.relative_iqr > measure.MAX_RELATIVE_IQR]
     per_op = {name: spreads[name].median / (2 * rounds_of_two)
               for name in ("none", "null", "recorder")}
     per_run = {name: spreads[name].median / graph_calls
@@ -306,6 +311,8 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
             "kernel_loop_step_ns": round(per_read["loop"])}),
         "load_average": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "settled": not unsettled,
+        "crowded": unsettled,         # the workloads measured on a machine busier than its CPUs
+        "disagreeing": disagreeing,   # those whose rounds spread more than MAX_RELATIVE_IQR
         "memory": memory,
         "summaries": summaries,
         "kernel_rows": kernel_rows,

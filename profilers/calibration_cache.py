@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import stat
 import sys
 import tempfile
+import time
 
 from execmode.profilers.calibration import measure_overhead
 
@@ -46,7 +48,8 @@ FIELDS = {"ops": int, "rounds": int, "no_listener_ns": int, "null_listener_ns": 
           "recorder_ns": int, "instrumentation_ns": int, "overhead_ns": int, "op_path_ns": dict,
           "site_ns": int,
           "graph_run_ns": int, "graph_steps": int, "load_average": (float, int, type(None)),
-          "settled": bool, "memory": bool, "summaries": bool, "kernel_rows": bool}
+          "settled": bool, "crowded": list, "disagreeing": list, "memory": bool,
+          "summaries": bool, "kernel_rows": bool}
 # The graph-mode fields, by the kernel_rows option: per-step costs either way.
 GRAPH_FIELDS = {False: ("kernel_step_ns", "kernel_run_ns", "kernel_loop_step_ns"),
                 True: ("kernel_row_ns",)}
@@ -80,13 +83,25 @@ def cached_overhead(*, memory: bool = True, summaries: bool = False,
     path = _path(key)
     if path is not None and not os.environ.get("EXECMODE_RECALIBRATE"):
         stored = read(path, key)
-        if stored is not None:
+        if stored is not None and (stored.get("settled", True) or _age_s(path) < UNSETTLED_S):
             return stored
     result = measure(**options)
-    # Unsettled numbers (a busy machine) serve this recording only: the next measures again.
-    if path is not None and "skipped" not in result and result.get("settled", True):
+    # Unsettled numbers (a busy machine) are kept for UNSETTLED_S only, and say so: the
+    # first recording after that measures again. Measuring at every start instead cost
+    # each debugger start ~2.5 s (its controller keeps the machine busy while it waits).
+    if path is not None and "skipped" not in result:
         write(path, key, result)
     return result
+
+
+UNSETTLED_S = 3600.0
+
+
+def _age_s(path: str) -> float:
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return math.inf
 
 
 def cache_key(memory: bool, summaries: bool, kernel_rows: bool = False) -> dict:

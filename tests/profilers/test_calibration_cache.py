@@ -17,7 +17,8 @@ RESULT = {"ops": 2000, "rounds": 7, "no_listener_ns": 1000, "null_listener_ns": 
           "op_path_ns": {"binary0": 300, "binary1": 400, "general1": 350, "general2": 600},
           "site_ns": 2000, "graph_run_ns": 800, "graph_steps": 6, "kernel_step_ns": 30, "kernel_run_ns": 150,
           "kernel_loop_step_ns": 300, "load_average": 0.5,
-          "settled": True, "memory": True, "summaries": False, "kernel_rows": False}
+          "settled": True, "crowded": [], "disagreeing": [], "memory": True,
+          "summaries": False, "kernel_rows": False}
 
 
 class _Measure:
@@ -134,9 +135,15 @@ def test_a_skipped_calibration_is_not_stored(private_cache):
     assert _stored_files(private_cache) == []
 
 
-def test_numbers_from_a_busy_machine_serve_once_and_are_not_kept(private_cache):
+def test_numbers_from_a_busy_machine_are_kept_for_an_hour_only(private_cache, monkeypatch):
     measure = _Measure(dict(RESULT, settled=False))
     first = cc.cached_overhead(measure=measure)
-    assert first["settled"] is False and not _stored_files(private_cache)
+    assert first["settled"] is False and len(_stored_files(private_cache)) == 1
+    assert cc.cached_overhead(measure=measure)["settled"] is False
+    assert measure.calls == 1  # kept, and said to be rough (settled False)
+    monkeypatch.setattr(cc, "UNSETTLED_S", 0.0)  # an hour later: measured again
     cc.cached_overhead(measure=measure)
-    assert measure.calls == 2  # measured again: nothing was kept
+    assert measure.calls == 2
+    settled = _Measure(dict(RESULT, settled=True))
+    cc.cached_overhead(measure=settled)  # a quiet machine's numbers replace them
+    assert cc.cached_overhead(measure=settled)["settled"] is True and settled.calls == 1
