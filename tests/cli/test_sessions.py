@@ -89,8 +89,9 @@ def test_an_existing_session_is_replaced_only_with_force(tmp_path, folder, scrip
 
 
 def test_em_profile_overwrites_a_session_only_when_asked(tmp_path, folder):
-    import execmode as em
     from execmode.profilers.errors import SessionError
+
+    import execmode as em
 
     chosen = tmp_path / "block.emsession"
     with em.profile(chosen, calibrate=False):
