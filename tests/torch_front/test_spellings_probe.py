@@ -11,10 +11,7 @@ from torch_front.spellings_probe import CASES, check
 
 import execmode.torch as ours
 
-KNOWN_FAILING = {
-    "torch.linalg.inv": "execmode has no matrix inverse or solver op (torch.linalg has the "
-                        "norms only); refused with that message",
-}
+KNOWN_FAILING: dict[str, str] = {}
 
 
 def test_the_probe_is_large_and_its_failures_few():
