@@ -26,7 +26,12 @@ def extension():
     module = fast_entry.load_extension()
     if module is None:
         pytest.skip(f"no fast-entry extension here: {fast_entry.extension_status()['reason']}")
-    return module
+    # These tests read the C entry the jitted call takes, whatever EXECMODE_JIT_REPLAY
+    # the suite runs under (jit_driver/paths.py).
+    from execmode.jit_driver import paths
+
+    with paths.pinned(replay="auto"):
+        yield module
 
 
 def _is_c_entry(fast) -> bool:
@@ -344,7 +349,9 @@ print(json.dumps({"values": values, "entry": type(f._fast).__name__, "ok": statu
 
 
 def _run(cache_dir, **extra):
-    env = dict(os.environ, EXECMODE_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT, **extra)
+    # The child takes the C entry it reports on, whatever replay the suite runs under.
+    env = dict(os.environ, EXECMODE_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT,
+               EXECMODE_JIT_REPLAY="auto", **extra)
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                           env=env, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr

@@ -17,7 +17,12 @@ def extension():
     module = ufunc_loop.load_extension()
     if module is None:
         pytest.skip("no C compiler or Python headers: the ufunc loop extension is not built")
-    return module
+    # These tests read the C entry the jitted call takes, whatever EXECMODE_JIT_REPLAY
+    # the suite runs under (jit_driver/paths.py).
+    from execmode.jit_driver import paths
+
+    with paths.pinned(replay="auto"):
+        yield module
 
 
 UFUNCS = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum, np.power,
