@@ -221,13 +221,23 @@ def _after_failure(op, inputs, attrs, exc, xp, arrays, device):
     raise explain_failure(op, inputs, attrs, exc) from None
 
 
-def plain_arrays(*tensors):
+def fused_path_open() -> bool:
+    """Whether a fused plain path (an optimizer's in-place step) may run: nobody watches,
+    or only recorders that take a fused call as one op (``records_fused_steps``): a
+    debugger, a tracer or another listener sees each op."""
+    return _plain or (_fast_with_events and all(
+        getattr(listener, "records_fused_steps", False) for listener in instrument.listeners()))
+
+
+def plain_arrays(*tensors, fused: bool = False):
     """The NumPy arrays of ``tensors`` when a composite may compute on them directly,
-    without apply for each of its ops: no tracer and no listener (nobody sees those ops),
-    every one a Tensor on a NumPy array, and autograd would not record (none requires
-    grad, or grad mode is off in this thread). Else None: the composite runs its ops.
-    The composite must make the NumPy calls its ops make, so that the bits are the ops'."""
-    if not _plain:
+    without apply for each of its ops: no tracer and no listener (nobody sees those ops;
+    with ``fused``, :func:`fused_path_open`: the caller records its call as one op,
+    emit_after), every one a Tensor on a NumPy array, and autograd would not record
+    (none requires grad, or grad mode is off in this thread). Else None: the composite
+    runs its ops. The composite must make the NumPy calls its ops make, so that the bits
+    are the ops'."""
+    if not (_plain or fused and fused_path_open()):
         return None
     arrays = []
     grad = False
@@ -242,6 +252,27 @@ def plain_arrays(*tensors):
     if grad and (_grad_enabled or _thread.grad):
         return None
     return arrays
+
+
+class _Named:
+    """What _emit_op reads of an op it did not dispatch: its name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def emit_after(name: str, inputs: tuple, attrs: dict, t, out, t0: int, ring: bool = True):
+    """Give the listeners an op that ran outside dispatch (a fused optimizer step, a
+    collective) as run_eager gives its own: the recorder's ring when ``ring`` and it takes
+    the op, else an OpEvent. ``out`` is the array the event describes: a view (of the
+    tensor written in place) allocates nothing. Attrs that change at every call (a
+    collective's wait) keep ``ring`` False: each would be a new site of the ring."""
+    if ring and _native_general is not None and \
+            _native_general(name, inputs, attrs, out, t0, CPU):
+        return
+    _emit_op(_Named(name), inputs, attrs, t, out, t0, CPU)
 
 
 def plain_tensor(out) -> Tensor:

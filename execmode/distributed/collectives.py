@@ -29,7 +29,6 @@ import numpy as np
 
 from .. import dispatch
 from .._tensor import Tensor
-from ..backend import CPU
 from ..dtypes import SUPPORTED, type_text
 from ..errors import ArgumentError, DTypeError, ExecmodeError, ShapeError, describe_operand
 from ..tape import mark_modified
@@ -249,13 +248,6 @@ def _finish(async_op: bool, caller: str | None = None, pg=None, inputs: tuple = 
     return Work() if async_op else None
 
 
-class _Collective:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-
 def _record(caller: str, pg, inputs: tuple, out, moved: int, attrs: dict) -> None:
     """The collective as an op for the listeners (after it, as an op event). Its output is
     a view of the array it wrote (or of the first input): in place, no new buffer."""
@@ -267,7 +259,7 @@ def _record(caller: str, pg, inputs: tuple, out, moved: int, attrs: dict) -> Non
              "moved_bytes": int(moved)}
     array = out if out is not None else np.empty(0, np.float32)
     holder = next((t for t in inputs if isinstance(t, Tensor)), None)
-    dispatch._emit_op(_Collective(caller), inputs, attrs, holder, array[...], began, CPU)
+    dispatch.emit_after(caller, inputs, attrs, holder, array[...], began, ring=False)
 
 
 def _contiguous(data: np.ndarray) -> np.ndarray:

@@ -31,9 +31,7 @@ import threading
 
 import numpy as np
 
-from .. import dispatch, instrument
-from .._tensor import Tensor
-from ..backend import CPU
+from .. import dispatch
 from ..tape import mark_modified
 
 ENABLED = os.environ.get("EXECMODE_PLAIN_OPTIM", "1") != "0"
@@ -64,51 +62,14 @@ def _disjoint(a, b) -> bool:
     return not np.may_share_memory(a, b)
 
 
-def _taken() -> bool:
-    """Whether the plain path may run: nobody watches, or only recorders that take a
-    fused step as one op (a debugger, a tracer or another listener sees each op)."""
-    if not ENABLED:
-        return False
-    if dispatch._plain:
-        return True
-    return dispatch._fast_with_events and all(
-        getattr(listener, "records_fused_steps", False) for listener in instrument.listeners())
-
-
-def _arrays(*tensors):
-    """``dispatch.plain_arrays``, and the same arrays while only recorders of fused steps
-    listen (the steps run under no_grad: nothing to record for autograd)."""
-    if dispatch._plain:
-        return dispatch.plain_arrays(*tensors)
-    arrays = []
-    for t in tensors:
-        if not isinstance(t, Tensor) or t._data.__class__ is not _ndarray:
-            return None
-        if t.requires_grad and dispatch.grad_enabled():
-            return None
-        arrays.append(t._data)
-    return arrays
-
-
-class _FusedStep:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-
 _NO_ATTRS: dict = {}
 
 
 def _record_step(name: str, p, inputs: tuple, t0: int) -> None:
-    """Give the recorder the update of ``p`` as one op, when one listens. Its output is a
+    """Give a recorder the update of ``p`` as one op, when one listens. Its output is a
     view of the parameter: written in place, it allocated nothing."""
-    if dispatch._plain:
-        return
-    out = p._data[...]
-    general = dispatch._native_general
-    if general is None or not general(name, inputs, _NO_ATTRS, out, t0, CPU):
-        dispatch._emit_op(_FusedStep(name), inputs, _NO_ATTRS, p, out, t0, CPU)
+    if not dispatch._plain:
+        dispatch.emit_after(name, inputs, _NO_ATTRS, p, p._data[...], t0)
 
 
 def _group_work(opt, group, indices, names, dtype):
@@ -130,7 +91,7 @@ def _param_arrays(p, grad, state_tensors, dtype):
     """The arrays ``(param, grad, *state)`` of one parameter, flat when all are
     C-contiguous (a gradient of ``x @ w.T`` is not), or None when the plain path does not
     take it."""
-    arrays = _arrays(p, grad, *state_tensors)
+    arrays = dispatch.plain_arrays(p, grad, *state_tensors, fused=True)
     if arrays is None:
         return None
     pd, gd = arrays[0], arrays[1]
@@ -219,7 +180,7 @@ def _run_chunked(kernel, arrays, scratch, *args) -> None:
 
 def adam_group(opt, group: dict, indices: list[int]) -> bool:
     """Adam's ``_step_group`` in place (see adam.py for the ops it mirrors)."""
-    if not _taken():
+    if not ENABLED or not dispatch.fused_path_open():
         return False
     lr, betas, eps, decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
     if not (isinstance(betas, tuple) and len(betas) == 2 and _numbers(lr, eps, decay, *betas)):
@@ -228,7 +189,7 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
     amsgrad, maximize, decoupled = bool(group["amsgrad"]), bool(group.get("maximize")), \
         opt.decoupled
     step = opt.state[indices[0]]["step"]
-    ts = _arrays(step)
+    ts = dispatch.plain_arrays(step, fused=True)
     if ts is None:
         return False
     td = ts[0]
@@ -301,7 +262,7 @@ def _adam_chunk(p, g, m, v, mx, s0, s1, maximize, shrink, add_decay, beta1, beta
 
 def rmsprop_group(opt, group: dict, indices: list[int]) -> bool:
     """RMSprop's ``_step_group`` in place (see rmsprop.py for the ops it mirrors)."""
-    if not _taken():
+    if not ENABLED or not dispatch.fused_path_open():
         return False
     lr, alpha, eps, decay, momentum = group["lr"], group["alpha"], group["eps"], \
         group["weight_decay"], group["momentum"]
@@ -309,7 +270,7 @@ def rmsprop_group(opt, group: dict, indices: list[int]) -> bool:
         return False
     centered, maximize = bool(group["centered"]), bool(group.get("maximize"))
     step = opt.state[indices[0]]["step"]
-    ts = _arrays(step)
+    ts = dispatch.plain_arrays(step, fused=True)
     if ts is None:
         return False
     td = ts[0]
@@ -374,7 +335,7 @@ def _rmsprop_chunk(p, g, sq, ga, buf, s0, s1, maximize, decay, alpha, k, eps, mo
 
 def sgd_group(opt, group: dict, indices: list[int]) -> bool:
     """SGD's ``_step_group`` in place (see sgd.py for the ops it mirrors)."""
-    if not _taken():
+    if not ENABLED or not dispatch.fused_path_open():
         return False
     lr, momentum, decay, dampening = group["lr"], group["momentum"], \
         group["weight_decay"], group["dampening"]
@@ -382,14 +343,14 @@ def sgd_group(opt, group: dict, indices: list[int]) -> bool:
         return False
     maximize, nesterov = bool(group.get("maximize")), bool(group["nesterov"])
     first = group["params"][0]
-    fd = _arrays(first)
+    fd = dispatch.plain_arrays(first, fused=True)
     if fd is None or fd[0].dtype.kind != "f":
         return False
     dtype = fd[0].dtype
     started = None
     if momentum and dampening:
         started = opt.state[indices[0]]["momentum_started"]
-        sd = _arrays(started)
+        sd = dispatch.plain_arrays(started, fused=True)
         if sd is None or sd[0].dtype != dtype or sd[0].shape != () \
                 or not sd[0].flags.writeable:
             return False
