@@ -235,20 +235,16 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                 instrument.add_listener(listener)
 
         def recorded_path(run, recorder):
+            # The writer's commits belong to the rounds they hold rows of.
             def recorded():
                 run()
                 if not writer_runs_beside:
                     recorder.flush()
             return recorded
 
-        def recorded_eager():  # the writer's commits belong to the rounds they hold rows of
-            eager()
-            if not writer_runs_beside:
-                rec.flush()
-
         try:
             spreads = measure.measure(
-                {"none": eager, "null": eager, "recorder": recorded_eager, "graph": graph,
+                {"none": eager, "null": eager, "recorder": recorded_path(eager, rec), "graph": graph,
                  "graph recorded": graph, "short": short, "short recorded": short,
                  "loop": loop, "loop recorded": loop,
                  **{f"{path} plain": run for path, (run, _) in paths.items()},
