@@ -173,7 +173,7 @@ def _train_step_variants(optimizer: str, quick):
     training step on four copies of one model; the replay's plan has its program taken
     away, so it steps through the plan in Python as em.jit did before programs wrote
     assigns and called BLAS."""
-    import execmode.jit_driver.jit as jit_module
+    import execmode.jit_driver.compiled_segment as compiled_segment
 
     rng = np.random.default_rng(4)
     x_np = rng.standard_normal((64, 512)).astype(np.float32)
@@ -191,18 +191,18 @@ def _train_step_variants(optimizer: str, quick):
     program_model, program_step = make()
     replay_model, replay_step = make()
     program_jit, replay_jit = em.jit(program_step), em.jit(replay_step)
-    original = jit_module.compile_graph
+    original = compiled_segment.compile_graph
 
     def without_program(lowered, graph_id, backend=None):
         plan = original(lowered, graph_id, backend)
         plan.program = None
         return plan
 
-    jit_module.compile_graph = without_program
+    compiled_segment.compile_graph = without_program
     try:
         replay_jit(x, y)
     finally:
-        jit_module.compile_graph = original
+        compiled_segment.compile_graph = original
     program_jit(x, y)
     plan = next(iter(program_jit._segments.values())).plan
     state = {"plan": plan, "model": program_model}

@@ -85,12 +85,12 @@ class JointBackward:
     """What one traced signature needs to differentiate its results."""
 
     jitted: object             # the JitFunction (compiles the backward graph like a segment)
-    rebuild: object            # jit.build_results: tensors from a plan's outputs and specs
+    rebuild: object            # results.build_results: tensors from a plan's outputs and specs
     graph_id: str              # "f#0:0/backward"
     # Each differentiable output's tensor at a call: ("result", index among the results)
-    # or ("ref", the argument or capture the function wrote with a history: jit.resolve).
+    # or ("ref", the argument or capture the function wrote with a history: results.resolve).
     results: list
-    inputs: list               # refs of the tensors gradients flow into (jit.resolve)
+    inputs: list               # refs of the tensors gradients flow into (results.resolve)
     # The tensors visible outside the call that its nodes read (eager checks them for
     # overwrites): ("ref", an argument or capture) or ("result", a returned value).
     checks: list = field(default_factory=list)
@@ -221,7 +221,7 @@ class JitCall(MultiOutputOp):
 
 
 def _resolve(ref, leaves) -> Tensor:
-    """A tensor reference of a trace (jit.resolve): ("arg", i) is the call's i-th leaf."""
+    """A tensor reference of a trace (results.resolve): ("arg", i) is the call's i-th leaf."""
     return leaves[ref[1]] if isinstance(ref, tuple) else ref
 
 

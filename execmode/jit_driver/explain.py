@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph.trace import GraphBreak
-from .jit import JitFunction, forget
+from .jit import JitFunction
+from .registry import forget
 
 
 @dataclass

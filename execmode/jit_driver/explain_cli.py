@@ -25,7 +25,8 @@ def explain_command(opts) -> int:
     parse_script_command(opts.parser, opts, {}, lambda p: None)
     require_script(opts.parser, opts)
     from ..script_runner import run_script
-    from .jit import all_jit_functions, keep_jit_functions, override_on_break
+    from .jit import override_on_break
+    from .registry import all_jit_functions, keep_jit_functions
 
     # The script's own failure is printed and still explained: what ran, ran under jit.
     # Every em.jit the script made is reported, also those it dropped before the end.

@@ -36,6 +36,9 @@ from ..backend import as_device, cuda_device_count, cupy_module
 from ..graph import pytree
 from ..plan import allocated_bytes
 from ..pysource import define
+from .concrete import distinct_grads
+from .results import JIT_RESULT, wrap_result
+from .signature import memory_owner
 
 MISS = object()
 
@@ -134,7 +137,7 @@ def _python_replay(cf, jit_module):
         plan._allocate_buffers()  # the steps below bind the pooled buffers as constants
     ns: dict = {"MISS": MISS, "Tensor": Tensor, "ndarray": np.ndarray, "_wrap": _wrap,
                 "_new": object.__new__, "_dispatch": dispatch, "_instrument": instrument,
-                "_jit": jit_module}
+                "_jit": jit_module, "_wrap_result": wrap_result, "JIT_RESULT": JIT_RESULT}
     # Another argument count is a miss, not a TypeError: a parameter with a default may
     # be left out or given (missing ones arrive as MISS, which fails the checks below).
     args = "".join(f"a{i}=MISS, " for i in range(len(items)))
@@ -214,7 +217,7 @@ def _python_replay(cf, jit_module):
         elif kind == "non_leaf":
             lines.append(f"    if {x}._grad_fn is None:")
         elif kind == "is_arg_memory":
-            ns["_owner"] = jit_module.memory_owner
+            ns["_owner"] = memory_owner
             lines.append(f"    if _owner({x}._data) is not _owner(d{expected}):")
         elif kind == "not_arg_memory":
             lines.append(f"    c = {x}._data")
@@ -226,8 +229,7 @@ def _python_replay(cf, jit_module):
             lines.append(f"    if c.__class__ is not GK{k} or c.shape != GS{k} or "
                          f"c.dtype != GD{k}:")
         elif kind == "grads_apart":
-            ns["_distinct_grads"], ns[f"GR{k}"], ns[f"GN{k}"] = (jit_module.distinct_grads,
-                                                                 *expected)
+            ns["_distinct_grads"], ns[f"GR{k}"], ns[f"GN{k}"] = (distinct_grads, *expected)
             leaves = "".join(f"a{leaf_position[i]}, " for i in range(leaf))
             lines.append(f"    if _distinct_grads(GR{k}, ({leaves})) != GN{k}:")
         else:  # grad_none
@@ -337,8 +339,8 @@ def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict,
             lines.append(f"    r{k} = _new(Tensor)")
             lines.append(f"    r{k}._data = {outputs[value]}")
             lines.append(f"    r{k}.requires_grad = False")
-        elif kind == "out_rg":  # eager's result would require grad (jit.JIT_RESULT)
-            lines.append(f"    r{k} = _jit._wrap({outputs[value]}, True)")
+        elif kind == "out_rg":  # eager's result would require grad (results.JIT_RESULT)
+            lines.append(f"    r{k} = _wrap_result({outputs[value]}, True)")
         elif kind == "arg":
             lines.append(f"    r{k} = a{leaf_position[value]}")
         else:
@@ -348,7 +350,7 @@ def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict,
     for k, (tensor, requires_grad, took_history) in enumerate(cf.flag_writes):
         ns[f"FW{k}"] = tensor  # a capture whose autograd flags the function sets
         lines.append(f"    FW{k}.requires_grad = {requires_grad}")
-        lines.append(f"    FW{k}._grad_fn = {'_jit.JIT_RESULT' if took_history else 'None'}")
+        lines.append(f"    FW{k}._grad_fn = {'JIT_RESULT' if took_history else 'None'}")
     for k, (owner, index) in enumerate(cf.grad_writes):
         value = "None" if index is None else results[index]
         lines.append(f"    {ref(owner, f'G{k}')}._grad = {value}")

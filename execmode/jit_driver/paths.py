@@ -32,7 +32,7 @@ import os
 from .._tensor import Tensor
 from ..codegen import eager_operators
 from . import fastcall
-from .jit import all_jit_functions
+from .registry import all_jit_functions
 
 RECORDER_PATHS = ("python", "c", "auto")
 _RECORDER_ENV = "EXECMODE_NATIVE_RECORDER"

@@ -184,7 +184,7 @@ def test_mlp_train_step_is_one_program_call(optimizer, dtype, monkeypatch):
     model, opt, step = _train_step(optimizer, dtype)
     jitted = em.jit(step)
     # The plan replay of the same graphs (before programs took assigns and BLAS).
-    import execmode.jit_driver.jit as jit_module
+    import execmode.jit_driver.compiled_segment as compiled_segment
 
     replay_model, replay_opt, replay_step = _train_step(optimizer, dtype)
     replayed = em.jit(replay_step)
@@ -193,7 +193,8 @@ def test_mlp_train_step_is_one_program_call(optimizer, dtype, monkeypatch):
         want = eager_step(x, y)
         got = jitted(x, y)
         with monkeypatch.context() as patched:
-            patched.setattr(jit_module, "compile_graph", _without_program(jit_module))
+            patched.setattr(compiled_segment, "compile_graph",
+                             _without_program(compiled_segment))
             replayed(x, y)
         if k == 0:
             plan = _plan(jitted)
@@ -258,8 +259,8 @@ def test_the_weight_gradients_reach_the_update_contiguous(monkeypatch):
         np.testing.assert_allclose(turned, without, rtol=1e-5, atol=1e-6)
 
 
-def _without_program(jit_module):
-    original = jit_module.compile_graph
+def _without_program(compiled_segment):
+    original = compiled_segment.compile_graph
 
     def compile_graph(lowered, graph_id, backend=None):
         plan = original(lowered, graph_id, backend)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import execmode as em
-from execmode.jit_driver.jit import all_jit_functions, keep_jit_functions
+from execmode.jit_driver.registry import all_jit_functions, keep_jit_functions
 
 
 def _same(a, b):

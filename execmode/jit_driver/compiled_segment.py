@@ -1,0 +1,98 @@
+"""A traced segment lowered through the passes and compiled into a plan.
+
+``lower_graph`` runs the pass pipeline, ``compile_graph`` turns the lowered graph into a
+plan of compiled kernels (a whole-graph C program where the plan qualifies), and
+``compile_segment`` does both, timed, and tells listeners what it made (the graph, each
+pass, the memory plan). A jitted function caches the result by structural hash, so a
+segment met again (a function with breaks re-runs its Python) compiles once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .. import instrument
+from ..graph.ir import Graph
+
+
+@dataclass
+class CompiledSegment:
+    """A segment lowered through the passes and turned into a plan; shared by every
+    structurally equal segment."""
+
+    graph: Graph          # as traced (the first time)
+    lowered: Graph
+    record: object        # the per-pass record
+    plan: object
+    structural_hash: str
+    compile_ns: int
+
+
+def lower_graph(graph: Graph, passes=None):
+    from ..passes.manager import run_passes
+
+    return run_passes(graph, passes)
+
+
+def compile_graph(lowered: Graph, graph_id: str, backend=None):
+    from ..codegen import kernel_factory_for
+    from ..plan import build_plan
+
+    factory = kernel_factory_for(lowered, graph_id, backend)
+    plan = build_plan(lowered, graph_id, factory)
+    if backend in (None, "c") and len(plan.steps) > 1:
+        # Graphs of many small steps (matpow) and training steps run as one C function
+        # when nobody listens; it calls the kernels the plan compiled.
+        from ..codegen.program import program_or_reason
+
+        plan.program, plan.program_reason = program_or_reason(
+            lowered, graph_id, getattr(factory, "kernels", None), plan.clock)
+    return plan
+
+
+def compile_segment(function: str, graph: Graph, structural_hash: str, passes,
+                    backend) -> CompiledSegment:
+    """Lower and compile ``graph`` (a segment of the jitted ``function``), timed."""
+    t0 = time.perf_counter_ns()
+    lowered, record = lower_graph(graph, passes)
+    plan = compile_graph(lowered, graph.name, backend)
+    plan.source_graph, plan.record = graph, record
+    compiled = CompiledSegment(graph, lowered, record, plan, structural_hash,
+                               time.perf_counter_ns() - t0)
+    if instrument._on_event:
+        emit_compiled(function, graph, compiled, t0)
+    return compiled
+
+
+def emit_compiled(function: str, graph: Graph, compiled: CompiledSegment, t0: int) -> None:
+    """Tell listeners what a compile produced: the graph, each pass, the memory plan.
+
+    Building them (the IR as text and JSON, before and after every pass) is work done
+    only for listeners: the graph event says how long it took (``emit_ns``), so a
+    recorder can state it as its own cost."""
+    from ..graph.ir import format_graph
+
+    end = built = time.perf_counter_ns()
+    events = [instrument.Event("graph", {
+        "function": function, "graph_id": graph.name, "ir_text": format_graph(graph),
+        "ir_json": graph.to_json(), "lowered_text": format_graph(compiled.lowered),
+        "lowered_json": compiled.lowered.to_json(), "structural_hash": compiled.structural_hash,
+        "compile_ns": compiled.compile_ns, "steps": [
+            {"name": s.name, "kind": s.kind, "backend": s.backend, "members": list(s.member_ids),
+             "ops": list(s.member_ops), "buffer": s.buffer} for s in compiled.plan.steps],
+    }, t0, end)]
+    record = compiled.record
+    if record is not None:
+        for index, result in enumerate(record.results):
+            data = result.to_json(index)
+            data["graph_id"] = graph.name
+            start = result.start_ns or t0
+            events.append(instrument.Event("pass", data, start, start + result.wall_ns))
+        mem = record.memory
+        if mem is not None:
+            events.append(instrument.Event("memory_plan", dict(
+                mem.to_json(), graph_id=graph.name, buffers=len(mem.buffers)), t0, end))
+    events[0].data["emit_ns"] = time.perf_counter_ns() - built
+    for event in events:
+        instrument.emit(event)

@@ -1,0 +1,177 @@
+"""One traced signature of a jitted function: its segments, its guards and its replay.
+
+A ``ConcreteFunction`` is what a trace left for later calls with the same signature: the
+segments and graph breaks, the guards on the state the trace read (tensor guards as
+``(tensor ref, kind, expected)``, Python guards from graph/guards.py, symbolic numbers'
+answers), and how a call rebuilds its results (results.py). ``guards_hold`` says why a
+guard fails, in a sentence that becomes the retrace's reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .._tensor import Tensor
+from ..graph import guards as guards_mod
+from ..graph import pytree
+from ..graph.guards import same_value
+from ..graph.ir import Graph
+from ..graph.trace import GraphBreak, Segment
+from .float_errors import run_plan
+from .results import apply_flag_writes, build_results, resolve
+from .signature import Signature, memory_owner
+
+
+@dataclass
+class ConcreteFunction:
+    """One traced signature: its segments, breaks and (without breaks) the replay plan."""
+
+    signature: Signature
+    segments: list[Segment]
+    breaks: list[GraphBreak]
+    guards: list                     # [(tensor ref, "grad_none" | "strides" | ...)]
+    out_structure: object = None
+    # How each result is rebuilt (trace.result_spec): the returned leaves, then the grads.
+    result_specs: list = field(default_factory=list)
+    n_out: int = 0
+    grad_writes: list = field(default_factory=list)   # [(owner ref, result index | None)]
+    calls: int = 0
+    baked: list = field(default_factory=list)  # on_break="bake": values frozen at trace time
+    python_guards: list = field(default_factory=list)  # guards.Guard: globals, attributes
+    scalar_guards: list = field(default_factory=list)  # (read, answer, label): symbolic.py
+    # Python state the function itself writes (self.step += 1): a replay would skip the
+    # write, so such a function re-runs its Python at every call, as one with breaks does.
+    python_writes: list = field(default_factory=list)
+    failed_guard: object = None        # the guards.Guard that failed last (for promotion)
+    _python_check: object = None       # guards.compile_check of the two lists above
+    # Arguments and captures whose autograd flags the function changes (x[...] = w * 2
+    # makes x take w's history, as eagerly): (ref, requires_grad, took a history) set at
+    # every replay.
+    flag_writes: list = field(default_factory=list)
+    # The backward of the results eager would hand back differentiable (backward.py):
+    # each call gives them one shared autograd node.
+    joint: object = None
+
+    @property
+    def has_breaks(self) -> bool:
+        return bool(self.breaks) or bool(self.python_writes)
+
+    @property
+    def graphs(self) -> list[Graph]:
+        return [s.graph for s in self.segments]
+
+    def python_state_holds(self) -> bool:
+        """The globals, attributes and symbolic numbers' answers are as traced (the fast
+        replays ask this; the general path asks guards_hold, which says why not)."""
+        if self.python_writes:
+            return True
+        check = self._python_check
+        if check is None:
+            check = self._python_check = guards_mod.compile_check(self.python_guards,
+                                                                  self.scalar_guards)
+        return check()
+
+    def guards_hold(self, leaves) -> str | None:
+        """None if every guard holds for this call's arguments, else why not."""
+        self.failed_guard = None
+        if not self.python_writes:  # (a function that writes them re-runs Python anyway)
+            for guard in self.python_guards:
+                reason = guard.failure()
+                if reason is not None:
+                    self.failed_guard = guard
+                    return reason
+        for read, answer, label in self.scalar_guards:
+            try:
+                now = read()
+            except Exception as exc:  # noqa: BLE001 - the attribute is gone or no number
+                return f"{label}: {type(exc).__name__} when read again"
+            if not same_value(now, answer):
+                return f"{label} was {answer!r} when traced, now {now!r}"
+        for ref, kind, expected in self.guards:
+            tensor = resolve(ref, leaves)
+            if kind == "grad_none" and (tensor._grad is None) != expected:
+                state = "None" if expected else "a tensor"
+                now = "a tensor" if expected else "None"
+                return f".grad of {_short(tensor)} was {state} when traced, now {now}"
+            if kind == "is_arg_memory" and \
+                    memory_owner(tensor._data) is not memory_owner(leaves[expected]._data):
+                return (f"captured {_short(tensor)} was the memory of argument {expected} "
+                        "when traced, now it is not")
+            if kind == "not_arg_memory" and any(
+                    memory_owner(tensor._data) is memory_owner(t._data) for t in leaves):
+                return (f"captured {_short(tensor)} is now also passed as an argument "
+                        "(the graph writes inputs, so that sharing matters)")
+            if kind == "grad_type":
+                reason = _grad_type_failure(tensor, expected)
+                if reason is not None:
+                    return reason
+            if kind == "grads_apart" and distinct_grads(expected[0], leaves) != expected[1]:
+                return ("the .grad tensors share memory differently from when traced (the "
+                        "graph writes them in place: p1.grad is p2.grad, or not)")
+            if kind == "non_leaf" and tensor._grad_fn is None:
+                return f"{_short(tensor)} had a history (not a leaf) when traced, now it is a leaf"
+            if kind == "strides" and tensor._data.strides != expected:
+                return (f"memory layout of {_short(tensor)}: strides {expected} when traced, "
+                        f"now {tensor._data.strides} (a reshape of it is a view or a copy "
+                        "depending on them)")
+        return None
+
+    def replay(self, leaves):
+        segment = self.segments[0]
+        compiled = segment.compiled
+        arrays = [src.read(leaves) for src in segment.sources]
+        outputs = run_plan(compiled.plan, arrays)
+        results = build_results(self.result_specs, leaves, outputs)
+        for ref, j in self.grad_writes:
+            resolve(ref, leaves)._grad = None if j is None else results[j]
+        apply_flag_writes(self.flag_writes, leaves)
+        if self.joint is not None:  # (after the flags: written arguments are outputs too)
+            self.joint.attach(results, leaves, outputs)
+        return pytree.unflatten(self.out_structure, results[:self.n_out])
+
+    @property
+    def out_spec(self) -> list | None:
+        """The results in the fast replays' terms (("out", k), ("arg", i), ("const", x)),
+        or None when a result is a view or repeats another (the general replay does it)."""
+        simple, seen = [], set()
+        for spec in self.result_specs:
+            if spec[0] == "out" and not spec[2] and spec[1] not in seen:
+                seen.add(spec[1])
+                simple.append(("out_rg" if spec[3] else "out", spec[1]))
+            elif spec[0] in ("arg", "const"):
+                simple.append(spec)
+            else:
+                return None
+        return simple
+
+
+def _grad_type_failure(tensor: Tensor, expected) -> str | None:
+    """Why ``tensor``'s .grad is not of the type the trace read (None: it is). The
+    grad_none guard before this one has already checked it is a tensor."""
+    kind, shape, dtype = expected
+    data = tensor._grad._data
+    if type(data) is not kind or data.shape != shape or data.dtype != dtype:
+        return (f".grad of {_short(tensor)} was a {kind.__name__} {dtype}{list(shape)} "
+                f"when traced, now a {type(data).__name__} {data.dtype}{list(data.shape)}")
+    return None
+
+
+def distinct_grads(refs, leaves) -> int:
+    """How many memories the .grad tensors of ``refs`` live in (a guard compares it with
+    the trace's count when the graph writes grads in place: two that became one memory,
+    ``p1.grad is p2.grad``, would each be written once where eager writes it twice).
+    Grads sharing a parameter's or optimizer state's memory are not looked for."""
+    return distinct_memories([resolve(ref, leaves)._grad for ref in refs])
+
+
+def distinct_memories(grads) -> int:
+    owners = set()
+    for grad in grads:
+        data = grad._data
+        base = data.base
+        owners.add(id(data if base is None else base))
+    return len(owners)
+
+
+def _short(t: Tensor) -> str:
+    return f"tensor {t.dtype}{list(t.shape)}"
