@@ -48,6 +48,8 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 
+from . import toolchain_record
+
 BASE_FLAGS = ("-O3", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno",
               "-fno-trapping-math", "-fwrapv", "-ffp-contract=off", "-Wno-unknown-pragmas")
 LARGE_UNIT_BYTES = 256 * 1024
@@ -77,7 +79,7 @@ class Toolchain:
     def flags_for(self, source: str, long_kernels: bool = False) -> tuple:
         """The flags for one translation unit: a large one compiles with fewer analyses,
         one of long kernels without vectorised remainder loops, where the compiler takes
-        the flags (asked once per process, at the first one)."""
+        the flags (asked at the first one, and remembered)."""
         flags = self.flags
         if len(source) >= LARGE_UNIT_BYTES and _takes(self.command, self.flags,
                                                       LARGE_UNIT_FLAGS):
@@ -118,7 +120,8 @@ def find_compiler() -> tuple:
 
 
 def get_toolchain() -> Toolchain:
-    """The toolchain for the current CC (probed once per CC value and process)."""
+    """The toolchain for the current CC: probed once per compiler and machine, and
+    remembered on disk (toolchain_record.py)."""
     return _probe(os.environ.get("CC", "").strip())
 
 
@@ -131,11 +134,24 @@ def compiler() -> tuple:
 @cache
 def _compiler(cc_env: str) -> tuple:
     command = find_compiler()
-    return command, _version(command)
+    remembered = _remembered(cc_env, command)
+    return command, remembered["version"] if remembered else _version(command)
 
 
 @cache
 def _probe(cc_env: str) -> Toolchain:
+    command = find_compiler()
+    remembered = _remembered(cc_env, command)
+    if remembered:
+        return Toolchain(command, remembered["version"], tuple(remembered["flags"]),
+                         remembered["openmp"], remembered["native"],
+                         tuple(remembered["notes"]))
+    toolchain = _probe_flags(cc_env)
+    _remember(cc_env, toolchain, {})
+    return toolchain
+
+
+def _probe_flags(cc_env: str) -> Toolchain:
     command, version = _compiler(cc_env)
     notes = []
     # Try the best flag set first, then drop what this compiler or machine refuses.
@@ -176,7 +192,35 @@ void probe(const float *restrict x, float *restrict y, long n) {
 def _takes(command, flags, extra) -> bool:
     """Whether ``command`` builds the probe with ``flags + extra`` without a word (clang
     only warns of a GCC optimisation flag)."""
-    return try_compile(command, flags + extra, warnings_fail=True)[0]
+    cc_env = os.environ.get("CC", "").strip()
+    toolchain = _probe(cc_env)
+    remembered = _remembered(cc_env, command) or {}
+    asked = " ".join(extra)
+    if toolchain.command == command and toolchain.flags == flags and \
+            asked in remembered.get("takes", {}):
+        return remembered["takes"][asked]
+    takes = try_compile(command, flags + extra, warnings_fail=True)[0]
+    if toolchain.command == command and toolchain.flags == flags:
+        _remember(cc_env, toolchain, {**remembered.get("takes", {}), asked: takes})
+    return takes
+
+
+# What a remembered probe depends on besides the compiler's files and the CPU.
+_ATTEMPTS = hashlib.sha256((" ".join(BASE_FLAGS) + _PROBE_SOURCE).encode()).hexdigest()
+
+
+def _remembered(cc_env: str, command: tuple) -> dict | None:
+    record_key = toolchain_record.key(cc_env, command, _ATTEMPTS)
+    return toolchain_record.load(record_key) if record_key else None
+
+
+def _remember(cc_env: str, toolchain: Toolchain, takes: dict) -> None:
+    record_key = toolchain_record.key(cc_env, toolchain.command, _ATTEMPTS)
+    if record_key:
+        toolchain_record.store(record_key, {
+            "version": toolchain.version, "flags": list(toolchain.flags),
+            "openmp": toolchain.openmp, "native": toolchain.native,
+            "notes": list(toolchain.notes), "takes": takes})
 
 
 def try_compile(command, flags, warnings_fail: bool = False) -> tuple:
