@@ -52,7 +52,8 @@ from ..autograd import SECOND_BACKWARD, check_not_overwritten, node_saves
 from ..backend import device_of_array, xp_for
 from ..errors import BackwardError, describe_operand
 from ..grad_mode import no_grad
-from ..graph.trace import TracedValue, Tracer
+from ..graph.trace import Tracer
+from ..graph.traced_value import TracedValue
 from ..graph.views import replay
 from ..scope import named_scope
 from ..tape import GradNode, MultiOutputOp
@@ -68,7 +69,7 @@ class BackwardGraph:
     """The backward graph for one set of results that got a gradient (``mask``)."""
 
     mask: tuple
-    segment: object            # trace.Segment: graph and input sources
+    segment: object            # segments.Segment: graph and input sources
     specs: list                # how each gradient is rebuilt (trace.result_spec)
     receivers: list            # per gradient: the index of the input it flows into
     checked: list              # indices into JointBackward.checks: what its nodes read

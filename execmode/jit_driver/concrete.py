@@ -16,7 +16,7 @@ from ..graph import guards as guards_mod
 from ..graph import pytree
 from ..graph.guards import same_value
 from ..graph.ir import Graph
-from ..graph.trace import GraphBreak, Segment
+from ..graph.segments import GraphBreak, Segment
 from .float_errors import run_plan
 from .results import apply_flag_writes, build_results, resolve
 from .signature import Signature, memory_owner

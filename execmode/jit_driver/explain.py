@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph.trace import GraphBreak
+from ..graph.segments import GraphBreak
 from .jit import JitFunction
 from .registry import forget
 

@@ -28,7 +28,7 @@ from .. import dispatch, instrument
 from ..errors import ArgumentError
 from ..graph import pytree
 from ..graph.ir import Graph
-from ..graph.trace import Segment
+from ..graph.segments import Segment
 from . import cache_policy, registry
 from .compiled_segment import CompiledSegment, compile_segment
 from .compiled_segment import compile_graph as compile_graph  # profilers/graph_compare.py

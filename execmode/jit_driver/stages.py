@@ -6,7 +6,7 @@ pass did), ``.compile()`` -> :class:`Compiled` (the executable plan).
 from __future__ import annotations
 
 from ..graph.ir import Graph
-from ..graph.trace import GraphBreak
+from ..graph.segments import GraphBreak
 from .compiled_segment import compile_graph, lower_graph
 from .concrete import ConcreteFunction
 
