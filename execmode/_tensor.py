@@ -27,7 +27,7 @@ from .dtypes import type_text
 from .errors import ArgumentError, op_error
 from .tensor_method_tables import installed_names
 
-SCALAR_TYPES = frozenset({int, float, bool})
+SCALAR_TYPES = frozenset({int, float, bool, complex})
 _ndarray = np.ndarray
 
 

@@ -130,11 +130,11 @@ allclose amax amin amp as_tensor autocast backends bernoulli bfloat16 bmm clone
 compile cuda default_generator detach device distributions div dot double dtype
 eq float float16 from_numpy ge get_default_dtype
 get_float32_matmul_precision get_rng_state gt half hstack inference_mode
-initial_seed int int16 int8 is_autocast_enabled is_floating_point is_tensor isclose le
+initial_seed int is_autocast_enabled is_floating_point is_tensor isclose le
 long lt manual_seed mm mul mv narrow ne neg norm normal numel
 outer permute rand rand_like randint randint_like randn_like randperm rsqrt seed
 set_default_dtype set_float32_matmul_precision set_grad_enabled set_rng_state short
-std_mean sub swapdims t take_along_dim true_divide uint8 unbind unsqueeze utils var_mean vstack
+std_mean sub swapdims t take_along_dim true_divide unbind unsqueeze utils var_mean vstack
 arctan arctan2 bincount cdist cosine_similarity cumprod diag dist fix fmod
 lerp masked_select nan_to_num trace tril_indices triu_indices unique
 onnx

@@ -26,7 +26,21 @@ from .backend import Device, cuda_is_available
 from .checkpoint import load, save
 from .codegen.threads import get_num_threads, set_num_threads
 from .debug import breakpoint  # noqa: A004
-from .dtypes import bool_, float32, float64, int32, int64
+from .dtypes import (
+    bool_,
+    complex64,
+    complex128,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from .errors import (
     ArgumentError,
     BackwardError,

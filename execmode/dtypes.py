@@ -2,7 +2,9 @@
 
 ``em.float32 is np.dtype("float32")``, so tensors, NumPy arrays and CuPy arrays speak the same
 dtype language and promotion follows NumPy's rules (NEP 50 in NumPy 2: Python scalars are
-*weak*, so ``x * 0.5`` stays float32 when ``x`` is float32).
+*weak*, so ``x * 0.5`` stays float32 when ``x`` is float32). The dtypes are the Array API
+standard's: bool, the signed and unsigned integers of 8 to 64 bits, float32/float64 and
+complex64/complex128 (no half precision).
 """
 
 from __future__ import annotations
@@ -16,13 +18,30 @@ float64 = np.dtype("float64")
 int32 = np.dtype("int32")
 int64 = np.dtype("int64")
 bool_ = np.dtype("bool")
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
+uint8 = np.dtype("uint8")
+uint16 = np.dtype("uint16")
+uint32 = np.dtype("uint32")
+uint64 = np.dtype("uint64")
+complex64 = np.dtype("complex64")
+complex128 = np.dtype("complex128")
 
-SUPPORTED = (float32, float64, int32, int64, bool_)
+# The first five keep their positions: distributed/collectives.py numbers dtypes by them.
+SUPPORTED = (float32, float64, int32, int64, bool_, int8, int16, uint8, uint16, uint32,
+             uint64, complex64, complex128)
+# The dtypes the generated C/CUDA kernels have types and helpers for. Ops on the others
+# (small and unsigned integers, complex) run on NumPy/CuPy under jit, with the reason in
+# the pass record (passes/fuse.py, kernel_dtype_refusal).
+KERNEL_DTYPES = frozenset((float32, float64, int32, int64, bool_))
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
+DEFAULT_COMPLEX = complex64  # the complex of the default float, as the standard asks
 
 # Short names used in the graph IR's text form ("f32[64,512]"), as in jaxprs.
-SHORT_NAMES = {float32: "f32", float64: "f64", int32: "i32", int64: "i64", bool_: "bool"}
+SHORT_NAMES = {float32: "f32", float64: "f64", int32: "i32", int64: "i64", bool_: "bool",
+               int8: "i8", int16: "i16", uint8: "u8", uint16: "u16", uint32: "u32",
+               uint64: "u64", complex64: "c64", complex128: "c128"}
 _FROM_SHORT = {v: k for k, v in SHORT_NAMES.items()}
 
 _ALIASES = {
@@ -31,6 +50,10 @@ _ALIASES = {
     "int": int64, "int64": int64, "i64": int64, "long": int64,
     "int32": int32, "i32": int32,
     "bool": bool_,
+    "int8": int8, "int16": int16, "short": int16,
+    "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    "complex64": complex64, "cfloat": complex64, "complex128": complex128,
+    "cdouble": complex128,
 }
 
 
@@ -48,6 +71,8 @@ def as_dtype(value) -> np.dtype:
         dt = int64
     elif value is bool:
         dt = bool_
+    elif value is complex:
+        dt = DEFAULT_COMPLEX
     else:
         refusal = getattr(value, "execmode_refusal", None)  # execmode.torch's bfloat16
         if refusal is not None:
@@ -99,6 +124,10 @@ def is_floating(dt: np.dtype) -> bool:
     return dt.kind == "f"
 
 
+def is_complex(dt: np.dtype) -> bool:
+    return dt.kind == "c"
+
+
 def result_type(*operands) -> np.dtype:
     """NumPy's promotion with weak Python scalars; operands are dtypes or Python scalars."""
     return np.result_type(*operands)
@@ -109,7 +138,7 @@ def default_dtype_for(data) -> np.dtype:
 
     Data that has a supported dtype already (a NumPy array or scalar) keeps it, as in
     ``torch.tensor``; Python numbers and lists of them give float32 for floats (like
-    PyTorch), int64 for ints and bool for bools.
+    PyTorch), complex64 for complex numbers, int64 for ints and bool for bools.
     """
     dt = getattr(data, "dtype", None)
     if isinstance(dt, np.dtype) and dt in SUPPORTED:
@@ -119,6 +148,8 @@ def default_dtype_for(data) -> np.dtype:
         return float32
     if arr.dtype.kind in "iu":
         return int64
+    if arr.dtype.kind == "c":
+        return DEFAULT_COMPLEX
     if arr.dtype.kind == "b":
         return bool_
     raise DTypeError(f"cannot make a tensor from data of dtype {arr.dtype}")

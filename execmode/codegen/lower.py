@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from execmode.dtypes import short_name, type_text
+from execmode.dtypes import KERNEL_DTYPES, short_name, type_text
 from execmode.graph.ir import FUSED, INPUT, Literal, Node
 from execmode.ops import OPS
 from execmode.ops.registry import ELEMENTWISE_KINDS
@@ -175,6 +175,9 @@ class _Lowering:
             strides = arrival_strides(inp, producers)
             if strides is not None:
                 describe += " (a permuted view, read in place)"
+            if src.dtype not in KERNEL_DTYPES:  # fuse keeps such ops out; said again here
+                raise Unsupported(f"input %{inp} is {short_name(src.dtype)}: the kernels "
+                                  "have no such type")
             param = Param(name, np.dtype(src.dtype), tuple(src.shape), position, describe,
                           strides)
             self.params.append(param)

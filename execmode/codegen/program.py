@@ -43,6 +43,7 @@ import ctypes
 import numpy as np
 
 from execmode import kernel_clock as clock_module
+from execmode.dtypes import KERNEL_DTYPES, short_name
 from execmode.graph.ir import ASSIGN, FUSED, INPUT, Node, make_attrs
 from execmode.kernel_clock import StepClock
 from execmode.ops import OPS
@@ -200,6 +201,9 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
     for node in graph.nodes:
         if str(node.device) != "cpu":
             raise _Refused(f"%{node.id} ({node.op}) is on {node.device}: programs are C")
+        if node.dtype not in KERNEL_DTYPES:
+            raise _Refused(f"%{node.id} ({node.op}) is {short_name(node.dtype)}: the C "
+                           "kernels have no such type")
         if node.op == INPUT:
             buffer_of[node.id] = new_buffer(node)
             continue
@@ -399,6 +403,9 @@ def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shape
     dtype = np.dtype(mm.dtype)
     if np.dtype(a.dtype) != dtype or np.dtype(b.dtype) != dtype:
         raise _Refused(f"%{mm.id} matmul of mixed dtypes (NumPy casts first)")
+    if dtype not in (np.float32, np.float64):
+        raise _Refused(f"%{mm.id} matmul of {short_name(dtype)}: BLAS multiplies float32 "
+                       "and float64")
     letter = "s" if dtype == np.float32 else "d"
     fn = {}
     for routine in blas_mod.ROUTINES:
@@ -469,7 +476,7 @@ def _lower(node: Node, producers, graph_id):
         wrapper = Node(node.id, FUSED, node.inputs, make_attrs({"kind": "matmul_epilogue"}),
                        node.shape, node.dtype, node.device, node.scope, node.loc, (node,),
                        f"mm{node.id}")
-    elif op is not None and (fusable_elementwise(node) or node.op in REDUCTIONS):
+    elif op is not None and (fusable_elementwise(node, producers) or node.op in REDUCTIONS):
         # A single op the fusion passes left alone (a copy that keeps two outputs apart,
         # a relu between two matmuls, a bias gradient's sum) is a one-member kernel.
         if node.op in REDUCTIONS:

@@ -5,7 +5,9 @@ differentiates and fuses like the functions it is made of."""
 
 from __future__ import annotations
 
+from ..dispatch import apply as _apply
 from ..errors import ArgumentError, ShapeError, op_error
+from ..ops import OPS
 from ..ops.registry import RuleError
 from ..ops.registry import broadcast_shapes as _broadcast_shapes
 from .arguments import _int_arg, _is_int, _require_tensor, _tensor_arg, normalize_axis_for
@@ -150,19 +152,22 @@ def unstack(x, /, *, axis=0) -> tuple:
     return tuple(x[head + (i,)] for i in range(x.shape[axis]))
 
 
-# The standard's complex-number functions, on the dtypes execmode has (all real): as
-# NumPy's on real arrays, a real number is its own conjugate and real part, and has no
-# imaginary part. Complex dtypes are not there yet (docs/array-api.md).
+# The standard's complex-number functions. Of a complex tensor each is an op
+# (ops/complex_parts.py); of a real one, as NumPy's, a real number is its own conjugate and
+# real part and has no imaginary part, and those composites differentiate.
 def conj(x, /):
     """The complex conjugate: for a real tensor, a copy of it."""
-    return copy(_tensor_arg("conj", x))
+    x = _tensor_arg("conj", x)
+    return _apply(OPS["conj"], x) if x.dtype.kind == "c" else copy(x)
 
 
 def real(x, /):
-    """The real part: for a real tensor, a copy of it."""
-    return copy(_tensor_arg("real", x))
+    """The real part (of a complex64 tensor, float32): for a real tensor, a copy of it."""
+    x = _tensor_arg("real", x)
+    return _apply(OPS["real"], x) if x.dtype.kind == "c" else copy(x)
 
 
 def imag(x, /):
     """The imaginary part: for a real tensor, zeros of its shape and dtype."""
-    return zeros_like(_tensor_arg("imag", x))
+    x = _tensor_arg("imag", x)
+    return _apply(OPS["imag"], x) if x.dtype.kind == "c" else zeros_like(x)

@@ -5,17 +5,33 @@ dtypes and capabilities this execmode has. It answers from the engine's own tabl
 from __future__ import annotations
 
 from ..backend import cuda_is_available
-from ..dtypes import DEFAULT_FLOAT, bool_, float32, float64, int32, int64
+from ..dtypes import (
+    DEFAULT_COMPLEX,
+    DEFAULT_FLOAT,
+    bool_,
+    complex64,
+    complex128,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from ..errors import ArgumentError, op_error
 
-# The dtypes by the standard's kind names; execmode has no unsigned, small or complex ones
-# yet (docs/array-api.md), so those kinds are empty.
+# The dtypes by the standard's kind names.
 _KINDS = {
     "bool": {"bool": bool_},
-    "signed integer": {"int32": int32, "int64": int64},
-    "unsigned integer": {},
+    "signed integer": {"int8": int8, "int16": int16, "int32": int32, "int64": int64},
+    "unsigned integer": {"uint8": uint8, "uint16": uint16, "uint32": uint32,
+                         "uint64": uint64},
     "real floating": {"float32": float32, "float64": float64},
-    "complex floating": {},
+    "complex floating": {"complex64": complex64, "complex128": complex128},
 }
 _KINDS["integral"] = {**_KINDS["signed integer"], **_KINDS["unsigned integer"]}
 _KINDS["numeric"] = {**_KINDS["integral"], **_KINDS["real floating"],
@@ -39,8 +55,10 @@ class ArrayNamespaceInfo:
 
     def default_dtypes(self, *, device=None) -> dict:
         self._check_device(device)
-        # float32 as PyTorch (and em.tensor) make floats; int64 for ints and indices
-        return {"real floating": DEFAULT_FLOAT, "integral": int64, "indexing": int64}
+        # float32 as PyTorch (and em.tensor) make floats, and its complex; int64 for ints
+        # and indices
+        return {"real floating": DEFAULT_FLOAT, "complex floating": DEFAULT_COMPLEX,
+                "integral": int64, "indexing": int64}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         """The dtypes of ``kind`` (a kind name, a tuple of them, or None for all) by name."""

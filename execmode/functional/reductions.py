@@ -102,13 +102,13 @@ argmin = _reduce("argmin")
 
 
 def mean(x, axis=None, keepdims=False, **torch_keywords) -> Tensor:
-    """Arithmetic mean; integer and bool inputs give float64 (as NumPy). ``dim=`` and
-    ``keepdim=`` are accepted too."""
+    """Arithmetic mean; integer and bool inputs give float64 (as NumPy), complex ones
+    their own dtype. ``dim=`` and ``keepdim=`` are accepted too."""
     x = _tensor_arg("mean", x)
     if torch_keywords:
         axis, keepdims = _torch_axis("mean", x, axis, keepdims, torch_keywords)
     axes = _axes("mean", x, axis)
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         x = astype(x, float64)
     count = math.prod(x.shape[i] for i in axes)
     # An empty mean is 0/0 = NaN, as in NumPy.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..dispatch import apply
-from ..dtypes import int64
+from ..dtypes import int64, uint64
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from .arguments import _UNSET, _axis_of, _bool_arg, _int_arg, _tensor_arg, normalize_axis_for
@@ -47,7 +47,8 @@ def cumsum(x, axis=_UNSET, *, dtype=None, **kwargs):
 
 def _cumulative(op, x, axis, dtype, include_initial):
     """The checks and casts cumulative_sum and cumulative_prod share: ``x`` (of ``dtype``,
-    else ints and bools widened to int64, as sum does) and the normalised axis."""
+    else ints and bools widened to int64, unsigned ints to uint64, as sum does) and the
+    normalised axis."""
     x = _tensor_arg(op, x)
     if x.ndim == 0:
         raise op_error(ShapeError, op, (x,), "needs a tensor of rank >= 1")
@@ -59,6 +60,8 @@ def _cumulative(op, x, axis, dtype, include_initial):
     _bool_arg(op, "include_initial", include_initial, (x,))
     if dtype is None and x.dtype.kind in "bi":
         dtype = int64
+    elif dtype is None and x.dtype.kind == "u":
+        dtype = uint64
     return (x if dtype is None else astype(x, dtype, copy=False)), axis
 
 

@@ -286,7 +286,12 @@ def format_graph(g: Graph, fused_bodies: bool = True) -> str:
 
 def _encode_value(v):
     if isinstance(v, np.ndarray):
+        if v.dtype.kind == "c":  # JSON has no complex numbers: [real, imag] pairs
+            return {"__array__": np.stack([v.real, v.imag], axis=-1).tolist(),
+                    "dtype": short_name(v.dtype), "shape": list(v.shape)}
         return {"__array__": v.tolist(), "dtype": short_name(v.dtype), "shape": list(v.shape)}
+    if isinstance(v, complex):
+        return {"__complex__": [_encode_value(v.real), _encode_value(v.imag)]}
     if isinstance(v, np.dtype):
         return {"__dtype__": short_name(v)}
     if isinstance(v, tuple):
@@ -299,7 +304,17 @@ def _encode_value(v):
 def _decode_value(v):
     if isinstance(v, dict):
         if "__array__" in v:
-            return np.array(v["__array__"], dtype=from_short_name(v["dtype"])).reshape(v["shape"])
+            dtype = from_short_name(v["dtype"])
+            if dtype.kind == "c":
+                pairs = np.array(v["__array__"], dtype=np.float64).reshape(
+                    (*v["shape"], 2))
+                out = np.empty(tuple(v["shape"]), dtype)
+                out.real, out.imag = pairs[..., 0], pairs[..., 1]  # inf parts stay apart
+                return out
+            return np.array(v["__array__"], dtype=dtype).reshape(v["shape"])
+        if "__complex__" in v:
+            real, imag = (_decode_value(x) for x in v["__complex__"])
+            return complex(real, imag)
         if "__dtype__" in v:
             return from_short_name(v["__dtype__"])
         if "__tuple__" in v:

@@ -1,10 +1,12 @@
 """The op table. Importing this package registers every primitive op in ``OPS``."""
 
 from . import (  # noqa: F401
+    complex_parts,
     conv,
     creation,
     decompositions,
     elementwise,
+    fft,
     gather,
     linalg,
     movement,

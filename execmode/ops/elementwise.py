@@ -61,14 +61,14 @@ def _float_input(xp, a):
 
 
 def check_supported(out):
-    """Refuse a NumPy result of a dtype execmode lacks (``bool // bool`` gives int8).
+    """Refuse a NumPy result of a dtype execmode lacks (half precision, float16).
 
     The traced path refuses these when it probes the dtype; eager refuses them here, so that
-    both modes agree. Every unsupported dtype reachable from supported inputs is narrower
-    than 4 bytes (int8, float16), which keeps the check to two attribute reads.
+    both modes agree. The only unsupported dtype reachable from supported inputs is
+    float16, which keeps the check to two attribute reads.
     """
     dt = out.dtype
-    if dt.itemsize < 4 and dt.kind != "b":
+    if dt.itemsize < 4 and dt.kind == "f":
         raise RuleError(
             f"NumPy's result dtype {dt} is not supported by execmode; convert the operands "
             "with astype(em.int64) or astype(em.float32) first", DTypeError)

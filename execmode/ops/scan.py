@@ -22,9 +22,15 @@ def _axis_rule(name):
     return rule
 
 
+def _sum_dtype(dt):
+    # bool and the narrower signed ints sum in int64, unsigned ints in uint64, as np.sum
+    # does and the standard asks (torch.cumsum has no unsigned ints).
+    return np.dtype(np.int64) if dt.kind in "bi" else np.dtype(np.uint64) \
+        if dt.kind == "u" else None
+
+
 def _cumsum_impl(xp, a, *, axis, reverse):
-    # bool and int32 sum in int64, as np.sum and torch.cumsum do.
-    dtype = np.int64 if a.dtype.kind in "biu" else None
+    dtype = _sum_dtype(a.dtype)
     if not reverse:
         return xp.cumsum(a, axis=axis, dtype=dtype)
     flipped = xp.flip(a, axis=axis)
@@ -33,7 +39,7 @@ def _cumsum_impl(xp, a, *, axis, reverse):
 
 def _cumsum_dtype(dtypes, attrs):
     # Said here rather than probed: the probe's rank-1 dummy has no axis 1.
-    return np.dtype(np.int64) if dtypes[0].kind in "biu" else dtypes[0]
+    return _sum_dtype(dtypes[0]) or dtypes[0]
 
 
 register(OpDef(

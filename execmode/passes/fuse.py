@@ -15,6 +15,9 @@ group, which would change what is summed.
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..dtypes import KERNEL_DTYPES, short_name
 from ..graph.ir import FUSED, Graph, Literal, Node, make_attrs
 from ..ops import OPS
 from .record import Rewrite
@@ -30,11 +33,26 @@ NEVER_FUSED = {"debug_print", "assign", "to_device"}
 MAX_GROUP_OPS = 256
 
 
-def fusable_elementwise(n: Node) -> bool:
-    """An elementwise op a kernel can compute as eager does (program.py asks it too)."""
+def fusable_elementwise(n: Node, by_id: dict) -> bool:
+    """An elementwise op a kernel can compute as eager does (program.py asks it too);
+    ``by_id`` maps the graph's node ids to nodes (for the operands' dtypes)."""
     op = OPS.get(n.op)
     return op is not None and op.is_elementwise and op.template is not None \
-        and n.op not in NEVER_FUSED and not _raises_on_values(n)
+        and n.op not in NEVER_FUSED and not _raises_on_values(n) \
+        and kernel_dtype_refusal(n, by_id) is None
+
+
+def kernel_dtype_refusal(n: Node, by_id: dict) -> str | None:
+    """Why ``n`` cannot be in a generated kernel because of a dtype (its own or an
+    operand's that the C/CUDA renderers have no type for: complex, the small and unsigned
+    integers), or None. Such an op runs as a plan step on NumPy/CuPy, as eagerly."""
+    dtypes = [n.dtype] + [by_id[i].dtype for i in n.node_inputs if i in by_id]
+    dtypes += [np.result_type(type(i.value)) for i in n.inputs if isinstance(i, Literal)]
+    for dt in dtypes:
+        if dt not in KERNEL_DTYPES:
+            return (f"kept %{n.id} ({n.op}) out of fusion: the C/CUDA kernels have no "
+                    f"{short_name(dt)} type; it runs on NumPy as eagerly")
+    return None
 
 
 def _raises_on_values(n: Node) -> bool:
@@ -54,13 +72,19 @@ def fuse(graph: Graph):
     outputs = set(graph.outputs)
     taken: set[int] = set()
     groups: list[tuple[str, list[Node]]] = []
+    kept_out: list[Rewrite] = []  # the ops a dtype keeps out of kernels, and why
     for n in reversed(graph.nodes):
         if n.id in taken:
+            continue
+        op = OPS.get(n.op)
+        if (n.op in REDUCTIONS or op is not None and op.is_elementwise and op.template) \
+                and (refusal := kernel_dtype_refusal(n, by_id)) is not None:
+            kept_out.append(Rewrite(refusal, (n.id,), "fuse"))
             continue
         if n.op in REDUCTIONS:
             kind, shape = "reduction", by_id[n.inputs[0]].shape if isinstance(
                 n.inputs[0], int) else None
-        elif fusable_elementwise(n):
+        elif fusable_elementwise(n, by_id):
             kind, shape = "elementwise", n.shape
         else:
             continue
@@ -74,9 +98,11 @@ def fuse(graph: Graph):
             continue
         taken |= members
         groups.append((kind, sorted((by_id[m] for m in members), key=lambda x: order[x.id])))
+    kept_out.reverse()  # in graph order
     if not groups:
-        return graph, [], {}, {}
-    return _rewrite(graph, groups, order)
+        return graph, kept_out, {}, {}
+    graph, rewrites, merged, fused_of = _rewrite(graph, groups, order)
+    return graph, kept_out + rewrites, merged, fused_of
 
 
 def _grow(root: Node, shape, by_id, users, outputs, taken) -> set[int]:
@@ -102,7 +128,8 @@ def _grow(root: Node, shape, by_id, users, outputs, taken) -> set[int]:
             if inside[i] < len(users[i]) or i in taken or i in outputs:
                 continue
             p = by_id[i]
-            if p.shape != shape or p.device != root.device or not fusable_elementwise(p):
+            if p.shape != shape or p.device != root.device or \
+                    not fusable_elementwise(p, by_id):
                 continue
             members.add(i)
             work.append(i)

@@ -4,9 +4,9 @@ int32 (as in PyTorch), ``torch.double`` float64, ``torch.bool``.
 They are NumPy's dtype objects, as execmode's are (``torch.float32 is em.float32``).
 ``torch.float16``/``torch.half`` and ``torch.bfloat16`` exist so that programs that name
 them (``{"float16": torch.float16, ...}``, ``autocast(dtype=torch.bfloat16)``) run, but a
-tensor of either is refused with the dtypes that work: execmode stores and computes
-float32, float64, int32, int64 and bool. Under ``torch.autocast`` the computation stays in
-float32 (``amp.py``). uint8, int8 and int16 are refused the same way.
+tensor of either is refused with the dtypes that work: execmode has no half precision.
+Under ``torch.autocast`` the computation stays in float32 (``amp.py``). uint8, int8 and
+int16 are execmode's own (the Array API's small integers).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ class UnsupportedDType:
         self.itemsize = itemsize
         self.is_floating_point = True
         self.execmode_refusal = (
-            f"torch.{name} is not supported: execmode stores and computes float32, float64, "
-            "int32, int64 and bool; use torch.float32 (torch.autocast keeps float32)")
+            f"torch.{name} is not supported: execmode has no half precision; use "
+            "torch.float32 (torch.autocast keeps float32)")
 
     def __repr__(self) -> str:
         return f"torch.{self.name}"

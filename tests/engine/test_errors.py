@@ -120,11 +120,9 @@ def test_bad_dtypes():
     expect_error(em.DTypeError, lambda: -FLAGS, op="negative", operands=["bool[2]@cpu"])
     expect_error(em.DTypeError, lambda: em.where(A, A, A), op="where",
                  operands=["f32[2,3]@cpu"], mentions=["bool"])
-    expect_error(em.DTypeError, lambda: FLAGS // FLAGS, op="floor_divide",
-                 operands=["bool[2]@cpu"], mentions=["int8"])
     expect_error(em.DTypeError, lambda: A.astype("float16"), op="astype",
                  operands=["f32[2,3]@cpu"], mentions=["float16"])
-    expect_error(em.DTypeError, lambda: em.zeros(2, dtype="complex64"), op="full")
+    expect_error(em.DTypeError, lambda: em.zeros(2, dtype="float16"), op="full")
     expect_error(em.DTypeError, lambda: em.tensor([1], dtype="int7"), op="tensor")
     expect_error(em.DTypeError, lambda: em.tensor("text"), op="tensor", mentions=["<U4"])
     expect_error(em.DTypeError, lambda: A[em.tensor([0.5])], op="getitem",

@@ -392,14 +392,24 @@ def test_integer_power_with_a_negative_exponent_raises_as_eager(backend):
     assert any(n.op == "fused" for n in lowered.nodes)
 
 
-def test_unsupported_result_dtype_says_the_same_in_both_modes():
-    """Eager: ``square`` of bool would be int8, which execmode lacks: DTypeError with
-    NumPy's reason. The traced rule said the same under an extra "unsupported dtypes:"."""
+def test_unsupported_dtypes_say_the_same_in_both_modes():
+    """Eager: ``subtract`` of bools is refused by NumPy: DTypeError with NumPy's reason.
+    The traced rule said the same under an extra "unsupported dtypes:"."""
     flags = em.tensor([True, False])
-    eager = _error_of(em.square, flags)
-    jitted = _error_of(em.jit(em.square), flags)
+    eager = _error_of(em.subtract, flags, flags)
+    jitted = _error_of(em.jit(em.subtract), flags, flags)
     assert type(eager) is type(jitted) is em.DTypeError
     assert _without_line(eager) == _without_line(jitted)
+
+
+def test_square_of_bool_is_int8_in_both_modes():
+    """NumPy squares bools in int8, which execmode has since issue 36 (it refused it
+    before); the jit keeps the op out of its kernels (no int8 type) and agrees."""
+    flags = em.tensor([True, False])
+    eager = em.square(flags)
+    jitted = em.jit(em.square)(flags)
+    assert eager.dtype == jitted.dtype == em.int8
+    np.testing.assert_array_equal(jitted.numpy(), eager.numpy())
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -92,8 +92,8 @@ def test_default_collate_types_and_structure():
     assert batch[3].dtype == em.bool and batch[4] == ["a", "a", "a"]
     with pytest.raises(em.ArgumentError, match="shape"):
         data.default_collate([torch.zeros(2), torch.zeros(3)])
-    images = data.default_collate([np.full((2, 2), 255, np.uint8)] * 3)  # widened, as em.tensor
-    assert images.dtype == em.int64 and images.shape == (3, 2, 2) and images.max().item() == 255
+    images = data.default_collate([np.full((2, 2), 255, np.uint8)] * 3)  # kept, as PyTorch's
+    assert images.dtype == em.uint8 and images.shape == (3, 2, 2) and images.max().item() == 255
     grads = data.default_collate([torch.ones(2, requires_grad=True)] * 2)
     assert grads.requires_grad  # stacked through the ops, gradients flow
 

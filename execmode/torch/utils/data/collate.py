@@ -40,7 +40,7 @@ def _stack(tensors):
 
 def _array(array: np.ndarray):
     """A new tensor holding ``array`` (a fresh one, so no copy): dtypes execmode lacks are
-    widened as ``em.tensor`` widens them (uint8/int16 -> int64, float16 -> float32)."""
+    widened as ``em.tensor`` widens them (float16 -> float32)."""
     if array.dtype in SUPPORTED:
         return from_numpy(array)
     return em.tensor(array)
