@@ -5,6 +5,10 @@ in a private temporary directory (mode 0700, removed once the agent has connecte
 forwards the child's stdout/stderr, and turns agent messages and the child's exit into
 events. The TUI, ``execmode run`` and the tests all drive scripts through it. A crash of
 the script never takes the controller down.
+
+Its parts: agent_commands.py (the commands and their replies), output_pipes.py (the
+script's output, line by line), run_events.py (the events, how the script ended, the
+error type).
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import itertools
 import json
 import os
 import queue
-import select
 import signal
 import socket
 import subprocess
@@ -23,54 +26,15 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .. import lifeline
+from .agent_commands import GONE, AgentCommands, Pending
+from .output_pipes import read_lines
 from .protocol import PROTOCOL_VERSION, Channel, ProtocolError
-
-
-class ControllerError(Exception):
-    """The script could not be started, or the agent stopped answering."""
-
-
-@dataclass
-class ExitInfo:
-    """How the script ended."""
-
-    status: str  # ok | exit | exception | quit | terminated | killed | crashed | vanished
-    code: int | None       # exit code (or -signal)
-    description: str
-    traceback: str | None = None
-    # The agent's breakpoints as the run ended, each with a note saying why it never hit.
-    breakpoints: list | None = None
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Event:
-    type: str
-    data: dict = field(default_factory=dict)
-
-    def __getitem__(self, key):
-        return self.data[key]
-
-    def get(self, key, default=None):
-        return self.data.get(key, default)
-
+from .run_events import ControllerError, Event, ExitInfo, describe_exit
 
 OUTPUT_LINES_KEPT = 10_000  # a run's last output lines the controller keeps (``output``)
-_GONE = "the agent is gone (the script ended or closed the connection)"
-
-
-@dataclass
-class _Pending:
-    """A command waiting for its reply."""
-
-    replies: queue.Queue
-    resumes: bool          # step/next/continue: its reply means the script runs again
 
 
 class _Spawned(NamedTuple):
@@ -97,14 +61,14 @@ class _Run:
             maxlen=OUTPUT_LINES_KEPT)
         self.reader: threading.Thread | None = None
         self.output_threads: list[threading.Thread] = []
-        self.pending: dict[int, _Pending] = {}
+        self.pending: dict[int, Pending] = {}
         self.send_lock = threading.Lock()   # one command on the socket at a time
         self.finished_msg: dict | None = None
         self.gone = False                   # the channel closed: no reply can come
         self.retired = False                # stopped and joined: publishes nothing more
 
 
-class Controller:
+class Controller(AgentCommands):
     """Drive one run of a script under the agent; ``restart()`` runs it again.
 
     ``state`` and ``paused`` move forward only on the reader thread, in the order the agent
@@ -391,148 +355,6 @@ class Controller:
         self.close()
         return False
 
-    # --- commands ----------------------------------------------------------------------
-    def send(self, msg: dict) -> int:
-        """Send a command without waiting; its reply is taken in (not an event)."""
-        return self._send(msg, resumes=False)[0]
-
-    def _send(self, msg: dict, resumes: bool) -> tuple[int, _Run, _Pending]:
-        with self._lock:
-            run = self._run
-            if run is None or run.channel is None:
-                raise ControllerError("the agent is not connected")
-            if run.gone or run.retired or run.channel.closed:
-                raise ControllerError(_GONE)
-            msg_id = next(self._ids)
-            pending = run.pending[msg_id] = _Pending(queue.Queue(maxsize=1), resumes)
-        try:
-            with run.send_lock:
-                run.channel.send(dict(msg, id=msg_id))
-        except (OSError, ProtocolError) as exc:
-            with self._lock:
-                run.pending.pop(msg_id, None)
-            if isinstance(exc, ProtocolError):
-                raise ControllerError(str(exc)) from None
-            raise ControllerError(f"{_GONE}: {exc}") from None
-        return msg_id, run, pending
-
-    def request(self, msg: dict, timeout: float = 30.0) -> dict:
-        """Send a command and wait for its reply (raises ControllerError on an error, or
-        as soon as the agent is gone)."""
-        return self._request(msg, timeout, resumes=False)
-
-    def _request(self, msg: dict, timeout: float, resumes: bool) -> dict:
-        msg_id, run, pending = self._send(msg, resumes)
-        try:
-            reply = pending.replies.get(timeout=timeout)
-        except queue.Empty:
-            raise ControllerError(f"no reply to {msg['type']} within {timeout} s") from None
-        finally:
-            with self._lock:
-                run.pending.pop(msg_id, None)
-        if reply.get("type") == "error":
-            raise ControllerError(reply.get("message", "error"))
-        return reply
-
-    def _resume(self, kind: str) -> None:
-        # The reader thread marks the run "running" when this reply arrives, before it
-        # reads what the agent sends next (the next pause): never after it.
-        self._request({"type": kind}, 30.0, resumes=True)
-
-    def step(self) -> None:
-        self._resume("step")
-
-    def next(self) -> None:
-        self._resume("next")
-
-    def cont(self) -> None:
-        self._resume("continue")
-
-    def pause(self) -> None:
-        self.request({"type": "pause"})
-
-    def set_breakpoint(self, spec: str, ignore: int = 0) -> dict:
-        return self.request({"type": "set_breakpoint", "spec": spec, "ignore": ignore})[
-            "breakpoint"]
-
-    def clear_breakpoint(self, bp: int) -> list:
-        return self.request({"type": "clear_breakpoint", "bp": bp})["breakpoints"]
-
-    def enable_breakpoint(self, bp: int, enabled: bool = True) -> list:
-        return self.request({"type": "enable_breakpoint", "bp": bp,
-                             "enabled": enabled})["breakpoints"]
-
-    def update_breakpoint(self, bp: int, spec: str | None = None,
-                          ignore: int | None = None) -> list:
-        """A new spec (its condition) and/or ignore count; the id and enabled state stay."""
-        msg = {"type": "update_breakpoint", "bp": bp}
-        if spec is not None:
-            msg["spec"] = spec
-        if ignore is not None:
-            msg["ignore"] = ignore
-        return self.request(msg)["breakpoints"]
-
-    def breakpoints(self) -> list:
-        return self.request({"type": "list_breakpoints"})["breakpoints"]
-
-    def inspect(self, ref: str, histogram: bool = True) -> dict:
-        return self.request({"type": "inspect", "ref": ref, "histogram": histogram})["summary"]
-
-    def slice(self, ref: str, index: str) -> dict:
-        return self.request({"type": "slice", "ref": ref, "index": index})["slice"]
-
-    def stack(self) -> list:
-        return self.request({"type": "stack"})["stack"]
-
-    def locals(self) -> list:
-        return self.request({"type": "locals"})["tensors"]
-
-    def variables(self, frame: int = 0, scope: str = "locals", path=()) -> list:
-        """Python values of a paused frame (0: innermost): rows of name, kind, text; a
-        ``path`` of row names expands containers and objects."""
-        return self.request({"type": "variables", "frame": frame, "scope": scope,
-                             "path": list(path)})["variables"]
-
-    def evaluate(self, expr: str, frame: int = 0) -> dict:
-        """``expr`` evaluated in a paused frame: {ok, text, kind, type}; an error is the
-        result (ok false), never the script's end."""
-        return self.request({"type": "evaluate", "expr": expr, "frame": frame})["result"]
-
-    def recompute(self, node: int) -> dict:
-        return self.request({"type": "recompute", "node": node})["summary"]
-
-    def jit_variables(self) -> dict:
-        """At a stop inside a jitted function: its Python names with their values at this
-        call ({"function", "rows"}; rows empty elsewhere), graph/py_names.py."""
-        return self.request({"type": "jit_variables"})["jit"]
-
-    def hunt(self) -> dict:
-        return self.request({"type": "hunt"})["report"]
-
-    def differential_check(self) -> dict:
-        return self.request({"type": "differential_check"})["report"]
-
-    def send_stdin(self, text: str) -> None:
-        """Write ``text`` to the script's stdin (``stdin_pipe``: the TUI's input line)."""
-        pipe = self._stdin()
-        try:
-            pipe.write(text.encode("utf-8"))
-            pipe.flush()
-        except (OSError, ValueError) as exc:
-            raise ControllerError(f"the script's stdin is closed: {exc}") from None
-
-    def close_stdin(self) -> None:
-        """End of file on the script's stdin (ctrl+d in the input line)."""
-        with contextlib.suppress(OSError):
-            self._stdin().close()
-
-    def _stdin(self):
-        with self._lock:
-            run = self._run
-        if run is None or run.proc is None or run.proc.stdin is None:
-            raise ControllerError("the script's stdin is not a pipe (stdin_pipe=False)")
-        return run.proc.stdin
-
     # --- events ------------------------------------------------------------------------
     def wait_for(self, *types: str, timeout: float = 60.0) -> Event:
         """The next event of one of ``types`` (others are taken from ``events`` and
@@ -615,43 +437,17 @@ class Controller:
     def _fail_pending(self, run: _Run) -> None:
         for pending in run.pending.values():
             try:
-                pending.replies.put_nowait({"type": "error", "message": _GONE})
+                pending.replies.put_nowait({"type": "error", "message": GONE})
             except queue.Full:
                 pass
         run.pending.clear()
 
     def _read_outputs(self, run: _Run, pipes) -> None:
-        """Both pipes in one thread, in the order the script wrote them: a thread per pipe
-        raced, and the lines a script printed just before an uncaught exception came after
-        its traceback. The script's streams are unbuffered, so what it wrote to stdout
-        before writing to stderr is already in the pipe when stderr's bytes are: whatever
-        stdout holds is read (to its end) before stderr is."""
-        order = {stream: i for i, (stream, _) in enumerate(pipes)}  # stdout first
-        open_pipes = {pipe.fileno(): [stream, pipe, b""] for stream, pipe in pipes}
-        while open_pipes:
-            ready, _, _ = select.select(list(open_pipes), [], [])
-            for fd in sorted(ready, key=lambda fd: order[open_pipes[fd][0]]):
-                while fd in open_pipes and self._read_chunk(run, open_pipes, fd):
-                    if not select.select([fd], [], [], 0)[0]:
-                        break
-
-    def _read_chunk(self, run: _Run, open_pipes: dict, fd: int) -> bool:
-        """Read what ``fd`` holds and publish its whole lines; False at its end."""
-        entry = open_pipes[fd]
-        stream, pipe, partial = entry
-        chunk = os.read(fd, 65536)
-        lines = (partial + chunk).split(b"\n")
-        entry[2] = lines.pop() if chunk else b""
-        if not chunk and lines == [b""]:
-            lines = []
-        for raw in lines:
-            line = raw.decode("utf-8", "replace")
+        def on_line(stream: str, line: str) -> None:
             run.output.append((stream, line))
             self._publish(run, Event("output", {"stream": stream, "line": line}))
-        if not chunk:
-            del open_pipes[fd]
-            pipe.close()
-        return bool(chunk)
+
+        read_lines(pipes, on_line)
 
     @staticmethod
     def _join(threads, timeout: float = 2.0) -> None:
@@ -685,27 +481,3 @@ def _remove_private_dir(path: str) -> None:
         os.rmdir(path)
     except OSError:
         pass  # never hide why start() failed; the directory is private anyway
-
-
-def describe_exit(code: int, finished: dict | None) -> ExitInfo:
-    """What ended the script: its own report if it sent one, else the process's status."""
-    if finished is not None:
-        status = finished.get("status", "ok")
-        text = {
-            "ok": "finished normally",
-            "exit": f"exited with sys.exit({finished.get('code')})",
-            "exception": "raised an exception",
-            "quit": "stopped by the debugger",
-            "terminated": f"was stopped by a signal (exit code {finished.get('code')})",
-            "interrupted": "was interrupted (KeyboardInterrupt)",
-        }.get(status, status)
-        return ExitInfo(status, finished.get("code"), text, finished.get("traceback"),
-                        finished.get("breakpoints"))
-    if code < 0:
-        sig = -code
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
-            return ExitInfo("killed", code, f"was killed by signal {name}")
-        return ExitInfo("crashed", code, f"crashed with signal {name}")
-    return ExitInfo("vanished", code, f"exited with code {code} without reporting "
-                                      "(os._exit, or the interpreter died)")

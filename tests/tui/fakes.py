@@ -6,7 +6,7 @@ every run, so here the "agent" pauses at a fixed op of the demo session's script
 
 from __future__ import annotations
 
-from execmode.debug.controller import Event
+from execmode.debug.run_events import Event
 
 
 def _summary(type_, shape, lo, hi, mean, std, nan=0):

@@ -13,7 +13,8 @@ from execmode.tui.messages import ScriptStarted
 from fakes import PausedController
 from tui_support import SCRIPTS, SIZE, Waiter, run_async, static_text
 
-from execmode.debug.controller import ControllerError, Event
+from execmode.debug.controller import ControllerError
+from execmode.debug.run_events import Event
 
 
 class GatedController(PausedController):

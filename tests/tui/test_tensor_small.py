@@ -11,7 +11,7 @@ from fakes import X_SUMMARY, PausedController
 from fixture_session import build_session
 from tui_support import SIZE, Waiter, run_async, settle
 
-from execmode.debug.controller import Event
+from execmode.debug.run_events import Event
 
 
 def _app(tmp_path) -> ExecmodeApp:
