@@ -59,14 +59,15 @@ def moveaxis(x, source, destination):
 def vecdot(x1, x2, /, *, axis=-1):
     """The dot product of ``x1`` and ``x2`` along ``axis`` (of their broadcast shape; the
     standard asks for a negative one), the other axes broadcast: ``sum(x1 * x2, axis)``
-    for real dtypes, one fused multiply-and-sum under jit."""
+    for real dtypes, one fused multiply-and-sum under jit; ``x1`` conjugated when complex,
+    as the standard defines it."""
     x1 = _tensor_arg("vecdot", x1, (x1, x2))
     x2 = _tensor_arg("vecdot", x2, (x1, x2))
     if not _is_int(axis):
         raise op_error(ArgumentError, "vecdot", (x1, x2), f"axis must be an int, got {axis!r}")
     if x1.ndim == 0 or x2.ndim == 0:
         raise op_error(ShapeError, "vecdot", (x1, x2), "the operands must have an axis")
-    prod = multiply(x1, x2)
+    prod = multiply(conj(x1) if x1.dtype.kind == "c" else x1, x2)
     a = normalize_axis_for("vecdot", prod, axis)
     k = a - prod.ndim  # the same axis counted from the end of each operand
     if min(x1.ndim, x2.ndim) < -k or x1.shape[k] != x2.shape[k]:

@@ -134,7 +134,10 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     shape = _shape_arg((shape,))
-    fill_value = _number_arg("full", "fill_value", fill_value)
+    if isinstance(fill_value, complex | np.complexfloating):  # complex64 without a dtype
+        fill_value = complex(fill_value)
+    else:
+        fill_value = _number_arg("full", "fill_value", fill_value)
     dt = _dtype_arg("full", dtype) if dtype is not None else _dtype_of_data("full", fill_value)
     t = apply(OPS["full"], shape=shape, value=fill_value, dtype=dt,
               device=_device_arg("full", device))

@@ -155,13 +155,19 @@ def logaddexp(a, b):
 def sinh(x) -> Tensor:
     """Hyperbolic sine, (expm1(x) - expm1(-x)) / 2: accurate near 0 (no cancellation), one
     fused kernel under jit; its gradient is cosh. It overflows to inf about ln 2 before
-    the true value would (|x| > 88.7 in float32, > 709.8 in float64)."""
+    the true value would (|x| > 88.7 in float32, > 709.8 in float64). Of a complex
+    tensor, NumPy's sinh (the standard's special cases of infinities and NaNs)."""
     x = _tensor_arg("sinh", x)
+    if x.dtype.kind == "c":
+        return apply(OPS["sinh"], x)
     return (expm1(x) - expm1(negative(x))) * 0.5
 
 
 def cosh(x) -> Tensor:
     """Hyperbolic cosine, (exp(x) + exp(-x)) / 2 (one fused kernel under jit); its
-    gradient is sinh. Overflows to inf about ln 2 before the true value would."""
+    gradient is sinh. Overflows to inf about ln 2 before the true value would. Of a
+    complex tensor, NumPy's cosh."""
     x = _tensor_arg("cosh", x)
+    if x.dtype.kind == "c":
+        return apply(OPS["cosh"], x)
     return (exp(x) + exp(negative(x))) * 0.5

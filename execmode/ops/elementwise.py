@@ -403,6 +403,12 @@ _unary("asinh", "arcsinh", None, float_fn=True,
 _unary("atanh", "arctanh", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / (1 - x * x),),
        doc="Inverse hyperbolic tangent (Array API ``atanh``).")
+# sinh and cosh of real tensors are composites of exp (functional/elementwise.py), which
+# fuse; these are NumPy's, for complex tensors, whose infinities the composites get wrong.
+_unary("sinh", "sinh", None, float_fn=True, vjp=lambda g, out, x, **a: (g * F.cosh(x),),
+       doc="Hyperbolic sine (NumPy's; em.sinh of a real tensor is a composite).")
+_unary("cosh", "cosh", None, float_fn=True, vjp=lambda g, out, x, **a: (g * F.sinh(x),),
+       doc="Hyperbolic cosine (NumPy's; em.cosh of a real tensor is a composite).")
 _unary("log2", "log2", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / (x * _LN2),),
        doc="Base-2 logarithm.")

@@ -108,7 +108,12 @@ def _no_gradient(name):
 
 
 def _register(name, takes, gives, halves, n_axes):
+    dtype_rule = _dtype_rule(name, takes, gives)
+
     def impl(xp, a, **attrs):
+        # NumPy transforms ints too; the standard and the traced rule do not, so eager
+        # refuses them as well
+        dtype_rule((a.dtype,), attrs)
         fn = getattr(xp.fft, name)
         if n_axes:
             s, axes = attrs["s"], attrs["axes"]
@@ -120,7 +125,7 @@ def _register(name, takes, gives, halves, n_axes):
     register(OpDef(
         name=f"fft_{name}", kind=OPAQUE, impl=impl,
         shape_rule=(_n_axes_rule if n_axes else _one_axis_rule)(name, halves),
-        dtype_rule=_dtype_rule(name, takes, gives), vjp=_no_gradient(name),
+        dtype_rule=dtype_rule, vjp=_no_gradient(name),
         doc=f"numpy.fft.{name} (cupy.fft.{name} on a GPU)."))
 
 
