@@ -11,6 +11,7 @@ only (a real-time signal beside lifeline.py's); elsewhere the pause waits for th
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import sys
 import threading
@@ -40,3 +41,11 @@ def poke(thread_id: int) -> bool:
 def uninstall() -> None:
     if SIGNAL is not None and threading.current_thread() is threading.main_thread():
         signal.signal(SIGNAL, signal.SIG_DFL)
+
+
+def raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> None:
+    """Raise ``exc_type`` in another thread at its next bytecode boundary; None withdraws
+    one that has not been raised yet (CPython's PyThreadState_SetAsyncExc). Unlike the
+    signal it does not end a blocking call, but it reaches any thread on any platform."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc_type) if exc_type else None)

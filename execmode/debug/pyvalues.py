@@ -18,13 +18,13 @@ hooks are detached meanwhile, so ops it runs are neither recorded nor paused at.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import threading
 import types
 
 from .. import instrument
 from .._tensor import Tensor
 from ..source import is_internal_file
+from .interrupt import raise_in_thread
 from .summary import format_summary, summarize
 
 MAX_TEXT = 200            # characters of a value's text
@@ -294,11 +294,6 @@ def hooks_detached():
             instrument.add_listener(listener)
 
 
-def _raise_in_thread(thread_id: int, exc_type) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread_id), ctypes.py_object(exc_type) if exc_type else None)
-
-
 def _with_time_limit(fn, timeout: float):
     """``fn()`` in this thread, interrupted after ``timeout`` s at a bytecode boundary (a
     long NumPy call ends first). The timer's exception is withdrawn if ``fn`` finished
@@ -311,7 +306,7 @@ def _with_time_limit(fn, timeout: float):
         with lock:
             if not state["done"]:
                 state["fired"] = True
-                _raise_in_thread(thread, EvaluationTimeout)
+                raise_in_thread(thread, EvaluationTimeout)
 
     timer = threading.Timer(timeout, fire)
     timer.daemon = True
@@ -322,5 +317,5 @@ def _with_time_limit(fn, timeout: float):
         with lock:
             state["done"] = True
             if state["fired"]:
-                _raise_in_thread(thread, None)
+                raise_in_thread(thread, None)
         timer.cancel()
