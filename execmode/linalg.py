@@ -7,7 +7,8 @@ differentiate as those do: ``matmul``, ``matrix_transpose``, ``tensordot``, ``ve
 (``ops/decompositions.py``): ``det``, ``inv``, ``solve``, ``cholesky``, ``eigh``,
 ``eigvalsh``, ``qr``, ``svd``, ``svdvals``, ``pinv``, ``slogdet``, ``matrix_rank``,
 ``matrix_power``: one op each (per result), a NumPy/CuPy plan step under jit, without
-gradients yet. Everything takes floating-point stacks of matrices in the last two axes.
+gradients yet. Everything takes floating-point (real or complex) stacks of matrices in the
+last two axes.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class SlogdetResult(NamedTuple):
 
 def _op(name, x, *more, **attrs):
     x = _tensor_arg(name, x, (x, *more))
-    if any(t.dtype.kind != "f" for t in (x, *more)):
+    if any(t.dtype.kind not in "fc" for t in (x, *more)):
         # said here, for eager and jit alike (NumPy's LAPACK would take ints as float64)
         raise op_error(DTypeError, name, (x, *more), "needs floating-point tensors")
     return _apply(_OPS[f"linalg_{name}"], x, *more, **attrs)

@@ -35,12 +35,23 @@ def _matrices(name, x, square=False):
     return shape
 
 
+# The results that are real for complex matrices too: eigenvalues of a Hermitian matrix,
+# singular values, the log of |det|.
+_REAL_RESULTS = {("eigvalsh", None), ("eigh", "eigenvalues"), ("svd", "S"),
+                 ("slogdet", "logabsdet")}
+
+
 def _float_dtype(name, int_result=False):
     def rule(dtypes, attrs):
-        if dtypes[0].kind != "f" or any(d.kind != "f" for d in dtypes):
+        if any(d.kind not in "fc" for d in dtypes):
             raise RuleError(f"{name} needs floating-point operands, got "
                             + ", ".join(str(d) for d in dtypes), DTypeError)
-        return np.dtype(np.int64) if int_result else np.result_type(*dtypes)
+        if int_result:
+            return np.dtype(np.int64)
+        dt = np.result_type(*dtypes)
+        if (name, attrs.get("part")) in _REAL_RESULTS:
+            dt = np.dtype(dt.type(0).real.dtype)
+        return dt
     return rule
 
 

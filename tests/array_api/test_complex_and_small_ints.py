@@ -241,3 +241,20 @@ def test_jit_agrees_with_eager_on_complex_and_small_ints_and_says_why(replay):
                for s in sentences)
     assert any(s.startswith("fused") for s in sentences)  # the float32 part still fuses
     record.results[-1].to_json(0)  # complex literals and constants serialise
+
+
+def test_linalg_of_complex_matrices_is_numpys_with_real_parts_real():
+    rng = np.random.default_rng(36)
+    a = (rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))).astype(np.complex64)
+    hermitian = (a @ a.conj().T + 3 * np.eye(3)).astype(np.complex64)
+    x, h = em.asarray(a), em.asarray(hermitian)
+    _same(em.linalg.det(x), np.linalg.det(a))
+    _same(em.linalg.inv(x), np.linalg.inv(a))
+    _same(em.linalg.svdvals(x), np.linalg.svd(a, compute_uv=False))  # float32
+    _same(em.linalg.eigvalsh(h), np.linalg.eigvalsh(hermitian))      # float32
+    sign, logabsdet = em.linalg.slogdet(x)
+    assert sign.dtype == em.complex64 and logabsdet.dtype == em.float32
+    traced = em.jit(lambda m: em.linalg.svdvals(m) * 2.0)(x)
+    np.testing.assert_array_equal(traced.numpy(), (em.linalg.svdvals(x) * 2.0).numpy())
+    with pytest.raises(em.DTypeError, match="floating-point"):
+        em.linalg.det(em.asarray(np.eye(2, dtype=np.int8)))
