@@ -259,7 +259,7 @@ def test_an_outside_backward_reaches_the_parameters_a_jitted_step_updated_in_pla
     # through that result. Eagerly the leaves w and b get gradients (the step wrote into
     # them in place, they stay the leaves); through the jitted call b.grad stayed None:
     # the backward graph counted a captured leaf holding a traced value (after the write)
-    # as a tensor of the call (jit_driver/backward.py, _receives).
+    # as a tensor of the call (jit_driver/backward_trace.py, _receives).
     def run(jit: bool):
         buf = em.tensor([-3.0, -2.0, 2.25, -2.25])
         w = em.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 4, requires_grad=True)

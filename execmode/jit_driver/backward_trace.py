@@ -1,0 +1,271 @@
+"""Tracing the backward graph of a jitted call's results (backward.py says the design).
+
+``trace_backward`` walks the traced tape from the outputs in a mask, as autograd.backward
+walks eager's tape (the same vjp rules, order and checks), under a tracer of its own: the
+gradients are its arguments, the forward values the rules read are saved inputs, and a
+view of an argument or capture is made again from the input itself. The
+:class:`BackwardTape` keeps what the first trace decided (saved values, inputs, checks),
+so that the traces of other masks reuse it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import functional as F
+from .._tensor import Tensor
+from ..autograd import check_not_overwritten, node_saves
+from ..backend import device_of_array, xp_for
+from ..errors import BackwardError
+from ..grad_mode import no_grad
+from ..graph.trace import Tracer
+from ..graph.traced_value import TracedValue
+from ..scope import named_scope
+
+CANNOT = ("backward() through the result of an em.jit function: {why}. Call backward() "
+           "inside the jitted function (a whole training step is one graph), or compute "
+           "this result eagerly")
+
+
+@dataclass
+class BackwardGraph:
+    """The backward graph for one set of results that got a gradient (``mask``)."""
+
+    mask: tuple
+    segment: object            # segments.Segment: graph and input sources
+    specs: list                # how each gradient is rebuilt (trace.result_spec)
+    receivers: list            # per gradient: the index of the input it flows into
+    checked: list              # indices into JointBackward.checks: what its nodes read
+    backend: object = None
+    compiled: object = None    # CompiledSegment, on first use
+    # A node on the way that a backward inside the call already went through without
+    # retain_graph (its op's name): eager raises there, so the call's backward does too.
+    freed_at: str | None = None
+    saves: bool = True         # a node on the way saves values (autograd.node_saves)
+
+
+@dataclass
+class BackwardTape:
+    """The traced tape of one trace, kept after it to trace the graph of other masks
+    (its tensors are poisoned by then: everything is keyed by the tensor objects)."""
+
+    outputs: list              # the differentiable outputs (traced tensors), by position
+    # id(traced tensor with a node of this trace) -> that node (a written capture's own
+    # node changes after the call: it becomes one of the call's outputs)
+    nodes: dict
+    labels: dict               # input labels of the backward trace
+    placeholders: dict = field(default_factory=dict)  # id(tensor) -> its placeholder
+    by_value: dict = field(default_factory=dict)      # id(traced value) -> array
+    forward: dict = field(default_factory=dict)       # id(array) -> a forward tensor
+    saved_of: dict = field(default_factory=dict)      # id(array) -> saved index
+    inputs_of: dict = field(default_factory=dict)     # id(input tensor) -> input index
+    boundary: list = field(default_factory=list)      # the input tensors, in order
+    check_index: dict = field(default_factory=dict)   # id(tensor) -> joint.checks index
+    # id(forward view of an argument or capture) -> (the input's forward tensor, steps)
+    input_views: dict = field(default_factory=dict)
+    name: str = ""
+    signature: str = ""
+
+
+def autograd_order(outputs, is_interior, node_of) -> list:
+    """The interior tensors reachable from ``outputs``, each after its consumers (as
+    autograd's order, from several roots); ``node_of(t)``: t's node."""
+    order, visited = [], set()
+    stack = [(t, False) for t in reversed(outputs)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if id(t) in visited:
+            continue
+        visited.add(id(t))
+        stack.append((t, True))
+        for x in reversed(node_of(t).inputs):
+            if id(x) not in visited and is_interior(x):
+                stack.append((x, False))
+    order.reverse()
+    return order
+
+
+def _operand(x, tp: BackwardTape, first: bool, tracer=None, views=None):
+    """A vjp operand in the backward trace: a forward value becomes a saved input (a
+    capture of the backward trace, so only what a rule reads becomes an input, on memory
+    of no size); captured tensors stay themselves (read by reference, as eagerly). A view
+    of an argument or a capture (``w.T`` in a linear layer) is the view op again, in the
+    backward graph, of the input itself: the kernels read it in place, where a saved
+    transposed view would be copied into their layout at every backward."""
+    if not isinstance(x, Tensor):
+        return x
+    recipe = tp.input_views.get(id(x))
+    if recipe is not None:
+        return _input_view(x, recipe, tp, views)
+    hit = tp.placeholders.get(id(x))
+    if hit is not None or not first:
+        return x if hit is None else hit
+    d = x._data
+    if d.__class__ is not TracedValue:
+        return x
+    base = _input_base(d, tracer) if d.view else None
+    if base is not None:
+        tp.input_views[id(x)] = (base, d.view)
+        return _input_view(x, tp.input_views[id(x)], tp, views)
+    array = tp.by_value.get(id(d))  # tensors sharing a value (a saved output) share it
+    if array is None:
+        xp = xp_for(d.em_device)
+        array = tp.by_value[id(d)] = xp.broadcast_to(xp.zeros((), dtype=d.dtype), d.shape)
+        tp.forward[id(array)] = x
+    # A tensor of its own, with the forward tensor's flags (vjp rules read requires_grad);
+    # the backward trace makes one input per array.
+    hit = object.__new__(Tensor)
+    hit._data, hit.requires_grad = array, x.requires_grad
+    tp.labels[id(hit)] = f"saved %{d.node_id}"
+    tp.placeholders[id(x)] = hit
+    return hit
+
+
+def _input_base(d: TracedValue, tracer):
+    """The forward tensor holding the whole argument or capture that ``d`` views (the
+    capture itself, or the argument's stand-in), or None."""
+    source = d.storage.source
+    if source is None or tracer is None:
+        return None
+    if source.kind == "capture" and source.tensor is not None and \
+            source.tensor._data.__class__ is not TracedValue:
+        return source.tensor
+    if source.kind == "arg":
+        for t in tracer.user_stand_in.values():
+            e = t._data
+            if e.__class__ is TracedValue and e.storage is d.storage and not e.view:
+                return t
+    return None
+
+
+def _input_view(x: Tensor, recipe: tuple, tp: BackwardTape, views: dict) -> Tensor:
+    """``x`` (a view of an input) made in the backward trace from the input, once per
+    trace; with ``x``'s flags (vjp rules read requires_grad)."""
+    hit = views.get(id(x))
+    if hit is None:
+        from .. import dispatch as _dispatch
+        from ..ops import OPS
+
+        base, steps = recipe
+        hit = _operand(base, tp, True)
+        for step in steps:
+            hit = _dispatch.apply(OPS[step.op], hit, **step.kwargs)
+        hit.requires_grad = x.requires_grad
+        views[id(x)] = hit
+    return hit
+
+
+def _cotangent_example(t: Tensor) -> Tensor:
+    """A real tensor of output ``t``'s type, from which the backward trace makes the
+    stand-in of its gradient (``t`` is traced, or after the trace real or poisoned)."""
+    d = t._data
+    device = getattr(d, "em_device", None) or device_of_array(d)
+    xp = xp_for(device)
+    e = object.__new__(Tensor)
+    e._data = xp.zeros(d.shape, dtype=d.dtype)
+    e.requires_grad = False
+    return e
+
+
+def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
+                    tracer=None) -> BackwardGraph:
+    """Trace the backward graph for the outputs in ``mask``: autograd.backward's walk,
+    from several roots, under a tracer of its own. With ``tracer`` (the forward's, still
+    tracing) this is the first trace, for every output: it decides the saved values and
+    the inputs, and checks what eager checks; the traces of other masks reuse them."""
+    if tp is None:
+        raise BackwardError(CANNOT.format(why="its backward could not be traced"))
+    first = tracer is not None
+    name = joint.graph_id if len(mask) == len(tp.outputs) else \
+        f"{joint.graph_id}[{','.join(map(str, mask))}]"
+    bw = Tracer(tp.name, None, None, True, execute=False, signature=tp.signature,
+                graph_prefix=name)
+    bw.capture_labels = tp.labels
+    bw._builder.graph.name = name  # one graph, no segments: no ":0"
+    cotangents = [bw.stand_in(_cotangent_example(tp.outputs[k]), i, f"d_output{k}")
+                  for i, k in enumerate(mask)]
+    checked: set = set()
+    views: dict = {}  # views of inputs made in this trace (_input_view)
+    flow: list = []   # (tensor outside the call, gradient), in the order eager adds them
+    freed_at, saves = None, False
+    try:
+        with bw, no_grad(), named_scope("backward"):
+            grads = {id(tp.outputs[k]): g for k, g in zip(mask, cotangents)}
+            for t in autograd_order([tp.outputs[k] for k in mask], lambda x: id(x) in tp.nodes,
+                            lambda x: tp.nodes[id(x)]):
+                g = grads.pop(id(t), None)
+                if g is None:
+                    continue
+                node = tp.nodes[id(t)]
+                if node.freed and freed_at is None:
+                    freed_at = node.op.name
+                saves = saves or node_saves(node)
+                if first:
+                    check_not_overwritten(t, node)
+                for x in (*node.inputs, node.saved_output):
+                    index = tp.check_index.get(id(x))
+                    if index is not None:
+                        checked.add(index)
+                args = [_operand(x, tp, first, tracer, views) for x in node.inputs]
+                saved = _operand(node.saved_output, tp, first, tracer, views)
+                in_grads = node.op.vjp(g, saved, *args, **node.attrs)
+                for x, gx in zip(node.inputs, in_grads):
+                    if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
+                        continue
+                    if gx.dtype != x.dtype:
+                        gx = F.astype(gx, x.dtype)
+                    if id(x) in tp.nodes:
+                        prev = grads.get(id(x))
+                        grads[id(x)] = gx if prev is None else prev + gx
+                    elif _receives(x, tp, tracer):
+                        flow.append((x, gx))
+            segment, specs = bw.finish([gx for _, gx in flow])
+    except BaseException:
+        bw.abort()
+        raise
+    receivers = []
+    for x, _ in flow:
+        index = tp.inputs_of.get(id(x))
+        if index is None:
+            index = tp.inputs_of[id(x)] = len(tp.boundary)
+            tp.boundary.append(x)
+        receivers.append(index)
+    # The placeholders the rules read are the saved values: the backward graph takes them
+    # as arguments after the gradients.
+    n_cot = len(mask)
+    for src in segment.sources:
+        key = id(src.tensor._data) if src.kind == "capture" else None
+        if key in tp.forward:
+            j = tp.saved_of.get(key)
+            if j is None:
+                if not first:
+                    raise BackwardError(CANNOT.format(
+                        why="its backward reads a value the forward did not save"))
+                j = tp.saved_of[key] = len(tp.saved_of)
+            src.kind, src.leaf_index, src.tensor = "arg", n_cot + j, None
+    specs = [("arg", n_cot + tp.saved_of[id(s[1]._data)]) if s[0] == "const" and
+             isinstance(s[1], Tensor) and id(s[1]._data) in tp.saved_of else s for s in specs]
+    return BackwardGraph(mask, segment, specs, receivers, sorted(checked), joint.backend,
+                         freed_at=freed_at, saves=saves)
+
+
+def _receives(x: Tensor, tp: BackwardTape, tracer) -> bool:
+    """Does ``x`` (not of the traced tape) take a gradient out of the call: an argument,
+    a captured tensor, a value from before a graph break, a tensor with the caller's
+    history? A leaf made inside the function does not (its .grad is never seen)."""
+    if id(x) in tp.inputs_of:
+        return True
+    if tracer is None:
+        return False
+    if x._data.__class__ is not TracedValue or id(x) in tracer.stand_in_of or \
+            x._grad_fn is not None:
+        return True
+    # A captured leaf the call wrote in place (an optimizer's step, under no_grad: a leaf
+    # that requires grad takes no other in-place write) holds a traced value now, but is
+    # still the leaf, as eagerly: what the call computed from it after the write gives
+    # it gradients.
+    return x.requires_grad and any(src.tensor is x for src in tracer._builder.sources
+                                   if src.kind == "capture")

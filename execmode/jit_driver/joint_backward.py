@@ -1,0 +1,163 @@
+"""A jitted call's backward at run time: the results' shared autograd node.
+
+:class:`JointBackward` is what one traced signature needs to differentiate its results;
+``attach`` gives each call's differentiable results one shared :class:`JitCall` (a
+``tape.MultiOutputOp``), whose backward runs the compiled backward graph for the results
+that got a gradient, with eager's refusals (backward.py says the design).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import dispatch, tape
+from .._tensor import Tensor
+from ..autograd import SECOND_BACKWARD
+from ..errors import BackwardError, describe_operand
+from ..graph.views import replay
+from ..tape import GradNode, MultiOutputOp
+from .backward_trace import CANNOT, BackwardGraph, trace_backward
+from .float_errors import run_plan
+from .results import resolve
+
+
+@dataclass
+class JointBackward:
+    """What one traced signature needs to differentiate its results."""
+
+    jitted: object             # the JitFunction (compiles the backward graph like a segment)
+    rebuild: object            # results.build_results: tensors from a plan's outputs and specs
+    graph_id: str              # "f#0:0/backward"
+    # Each differentiable output's tensor at a call: ("result", index among the results)
+    # or ("ref", the argument or capture the function wrote with a history: results.resolve).
+    results: list
+    inputs: list               # refs of the tensors gradients flow into (results.resolve)
+    # The tensors visible outside the call that its nodes read (eager checks them for
+    # overwrites): ("ref", an argument or capture) or ("result", a returned value).
+    checks: list = field(default_factory=list)
+    saved_specs: list = field(default_factory=list)
+    n_results: int = 0
+    backend: object = None
+    refusal: str | None = None
+    # Outputs whose own backward eager would refuse (an op on their way read a value
+    # overwritten later), by index: a backward through the others still runs.
+    refusals: dict = field(default_factory=dict)
+    graphs: dict = field(default_factory=dict)   # mask -> BackwardGraph
+    tape: object = None        # BackwardTape, kept to trace the graph of other masks
+    # Why each call must re-run the Python (a history that changes per call), or "".
+    per_call: str = ""
+    saved_tensors: list = field(default_factory=list)    # while tracing: the saved values
+
+    # --- at every call ----------------------------------------------------------------
+    def attach(self, results: list, leaves, outputs) -> None:
+        """Give this call's differentiable results their shared node."""
+        saved = [] if self.refusal else self.saved_arrays(results, leaves, outputs)
+        inputs = tuple(resolve(ref, leaves) for ref in self.inputs)
+        checked = [results[r] if kind == "result" else resolve(r, leaves)
+                   for kind, r in self.checks]
+        call = JitCall(self, inputs, saved, checked)
+        for k, (kind, r) in enumerate(self.results):
+            t = results[r] if kind == "result" else resolve(r, leaves)
+            t.requires_grad = True
+            t._grad_fn = GradNode(call, inputs, {"output": k}, None)
+
+    def saved_arrays(self, results, leaves, outputs) -> list:
+        saved: list = []
+        for spec in self.saved_specs:
+            kind = spec[0]
+            if kind == "out":
+                array = outputs[spec[1]]
+                saved.append(replay(spec[2], array) if spec[2] else array)
+            elif kind == "same":
+                j = spec[1]
+                saved.append(results[j]._data if j < self.n_results
+                             else saved[j - self.n_results])
+            elif kind == "arg":
+                saved.append(leaves[spec[1]]._data)
+            elif kind == "view":
+                saved.append(replay(spec[2], spec[1].read(leaves)))
+            elif kind == "grad":
+                saved.append(resolve(spec[1], leaves)._grad._data)
+            else:  # a capture the function wrote: its array after the call
+                saved.append(spec[1]._data)
+        return saved
+
+    # --- at backward ------------------------------------------------------------------
+    def graph_for(self, mask: tuple) -> BackwardGraph:
+        bg = self.graphs.get(mask)
+        if bg is None:
+            bg = self.graphs[mask] = trace_backward(self, self.tape, mask)
+        if bg.compiled is None:
+            bg.compiled = self.jitted.compile_segment(bg.segment.graph, bg.backend)
+        return bg
+
+
+class JitCall(MultiOutputOp):
+    """One call's results' shared autograd node: its backward runs the backward graph."""
+
+    __slots__ = ("joint", "inputs", "saved", "checked", "made_at")
+
+    def __init__(self, joint: JointBackward, inputs: tuple, saved: list, checked: list):
+        self.joint, self.inputs, self.saved, self.checked = joint, inputs, saved, checked
+        self.made_at = tape._tick
+
+    @property
+    def name(self) -> str:
+        return f"em.jit({self.joint.jitted.name})"
+
+    def backward(self, gradients: dict) -> list:
+        joint = self.joint
+        if joint.refusal is not None:
+            raise BackwardError(joint.refusal)
+        for k in sorted(gradients):
+            if k in joint.refusals:
+                raise BackwardError(joint.refusals[k])
+        if dispatch.current_tracer() is not None:
+            raise BackwardError(CANNOT.format(
+                why="the ops that made it ran in a compiled graph, whose backward cannot be "
+                    "traced into another jitted function's graph"))
+        mask = tuple(sorted(gradients))
+        bg = joint.graph_for(mask)
+        if bg.freed_at is not None:
+            raise BackwardError(f"backward through {bg.freed_at}: {SECOND_BACKWARD}")
+        self.saves_for_backward = bg.saves  # whether autograd frees this node afterwards
+        self._check_writes(gradients, bg)
+        leaves = [gradients[k][1] for k in mask]
+        for array in self.saved:
+            t = object.__new__(Tensor)
+            t._data, t.requires_grad = array, False
+            leaves.append(t)
+        arrays = [src.read(leaves) for src in bg.segment.sources]
+        outputs = run_plan(bg.compiled.plan, arrays)
+        grads = joint.rebuild(bg.specs, leaves, outputs)
+        return [(self.inputs[i], g) for i, g in zip(bg.receivers, grads)]
+
+    def _check_writes(self, gradients: dict, bg: BackwardGraph) -> None:
+        """Eager refuses a backward through values overwritten in place after an op used
+        them; so does the call, for what its nodes on the way read from outside and what
+        it returns."""
+        stale = [self.checked[i] for i in bg.checked
+                 if getattr(self.checked[i], "_written_at", 0) > self.made_at]
+        for result, _ in gradients.values():
+            if getattr(result, "_written_at", 0) > self.made_at and any(
+                    np.may_share_memory(result._data, s) for s in self.saved
+                    if isinstance(s, np.ndarray) and isinstance(result._data, np.ndarray)):
+                stale.append(result)
+        if stale:
+            raise BackwardError(
+                f"backward through {self.name}: {describe_operand(stale[0])} was overwritten "
+                f"in place (assign, setitem or an augmented assignment such as -=) after "
+                f"the call used it, so its gradient cannot be computed; update it out of "
+                "place, or call backward() before the in-place update")
+
+    def output_overwritten(self, target: Tensor) -> None:
+        """``target`` (a result of this call) is about to be overwritten with autograd
+        recording (``y += 1``): keep the values the backward reads from its memory, as
+        eager keeps an op's saved output (functional/state.py)."""
+        data = target._data
+        for i, s in enumerate(self.saved):
+            if isinstance(s, np.ndarray) and isinstance(data, np.ndarray) and \
+                    np.may_share_memory(s, data):
+                self.saved[i] = s.copy()
