@@ -12,9 +12,10 @@ failure (``pytest --hypothesis-seed=N NODEID`` replays that run) next to the
 database (``.hypothesis/``) replays it first on the next run.
 
 Tiers (markers in pyproject.toml): ``pytest`` runs everything but the fuzzers' long tiers;
-``pytest -m "not slow"`` is the ~1 minute tier for every change (``slow`` is set on child
-process and end-to-end modules by ``tests/slow_tests.py``); ``pytest -m fuzz`` the program
-fuzzer's long tier, ``pytest -m model_fuzz`` the model fuzzer's.
+``pytest -m "not slow"`` is the ~1 minute tier for every change (``slow`` is marked where
+the tests are: ``pytestmark = pytest.mark.slow`` in a module of child processes or
+end-to-end runs, ``@pytest.mark.slow`` on such a test in a fast module); ``pytest -m fuzz``
+the program fuzzer's long tier, ``pytest -m model_fuzz`` the model fuzzer's.
 
 Execution paths (execmode/jit_driver/paths.py): every test module starts on the paths the
 environment asks for (``EXECMODE_EAGER_PATH``, ``EXECMODE_JIT_REPLAY``: run the suite
@@ -37,8 +38,6 @@ from hypothesis import HealthCheck, settings
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
-
-from slow_tests import mark_slow_tests  # noqa: E402  (found through the path set above)
 
 _IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -85,9 +84,7 @@ def pytest_runtest_makereport(item, call):
                                 f"'{item.nodeid}' replays this run (or @seed({seed}))"))
 
 
-@pytest.hookimpl(tryfirst=True)  # marked before -m selects by marker
 def pytest_collection_modifyitems(config, items):
-    mark_slow_tests(items)
     # The fuzzers' long tiers (>= 10,000 programs, >= 2,000 models) run only when asked for:
     # `pytest -m fuzz`, `pytest -m model_fuzz` (or any -m expression naming the marker as
     # a word). The default run keeps their fast tiers.

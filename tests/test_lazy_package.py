@@ -20,6 +20,9 @@ import pytest
 import execmode
 import execmode.api as api
 
+# Slow tier: import execmode and its front ends, each in a fresh interpreter.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ("numpy", "execmode._tensor", "execmode.api", "execmode.dispatch")
 

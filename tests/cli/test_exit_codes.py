@@ -16,6 +16,9 @@ import pytest
 from execmode.cli import build_parser
 from execmode.cli_help import EXAMPLES, EXIT_CODES, exit_codes_for
 
+# Slow tier: CLI verbs run as subprocesses.
+pytestmark = pytest.mark.slow
+
 ENDS = """\
 import os, signal, sys
 import execmode as em

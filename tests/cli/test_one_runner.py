@@ -10,6 +10,9 @@ import sys
 
 import pytest
 
+# Slow tier: CLI verbs run as subprocesses.
+pytestmark = pytest.mark.slow
+
 SCRIPT = '''
 import os, sys
 import execmode as em

@@ -13,6 +13,9 @@ import pytest
 from execmode.cli import build_parser
 from execmode.cli_args import parse_script_command
 
+# Slow tier: CLI verbs run as subprocesses.
+pytestmark = pytest.mark.slow
+
 ARGV_SCRIPT = """\
 import json, sys
 print("ARGV " + json.dumps(sys.argv[1:]))

@@ -14,6 +14,9 @@ from execmode.profilers.errors import SessionError
 
 import execmode as em
 
+# Slow tier: CLI verbs run as subprocesses.
+pytestmark = pytest.mark.slow
+
 
 def execmode(*args, cwd):
     return subprocess.run([sys.executable, "-m", "execmode", *map(str, args)], cwd=cwd,

@@ -18,6 +18,9 @@ import pytest
 from execmode.profilers.exporters import export
 from execmode.profilers.session import open_session
 
+# Slow tier: CLI verbs run as subprocesses (how scripts end: finished, raised, breakpoint, signals).
+pytestmark = pytest.mark.slow
+
 ENDS = """\
 import os
 import sys

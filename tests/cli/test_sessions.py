@@ -13,6 +13,9 @@ from execmode.profilers.session_dir import latest_session, recent_sessions, sess
 
 from execmode.cli import main
 
+# Slow tier: CLI verbs run as subprocesses.
+pytestmark = pytest.mark.slow
+
 OPS_SCRIPT = """\
 import execmode as em
 x = em.ones(3)

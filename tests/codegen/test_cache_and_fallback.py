@@ -57,6 +57,8 @@ def _expected():
     return np.tanh(x * np.float32(2)) + np.exp(x) * np.float32(0.5)
 
 
+# Slow tier: a second process.
+@pytest.mark.slow
 def test_second_process_hits_the_disk_cache(tmp_path):
     first = _run(tmp_path)
     second = _run(tmp_path)
@@ -67,6 +69,8 @@ def test_second_process_hits_the_disk_cache(tmp_path):
     assert len(libraries) == 1
 
 
+# Slow tier: two processes compiling.
+@pytest.mark.slow
 def test_two_processes_compiling_at_once(tmp_path):
     """Each writes a temporary file and renames it into place: both succeed, one library
     remains, no temporary file is left behind."""

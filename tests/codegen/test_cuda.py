@@ -50,6 +50,8 @@ def _kernels():
     return kernels
 
 
+# Slow tier: nvcc compiles the source.
+@pytest.mark.slow
 def test_cuda_source_compiles_with_nvcc(tmp_path):
     nvcc = nvcc_path()
     if nvcc is None:

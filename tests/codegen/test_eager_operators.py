@@ -630,6 +630,8 @@ print(json.dumps({"value": a.numpy().tolist(), "ok": status["ok"], "reason": sta
 """
 
 
+# Slow tier: a fresh process without a compiler.
+@pytest.mark.slow
 def test_without_a_compiler_the_python_operators_do_the_work(tmp_path):
     env = dict(os.environ, EXECMODE_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT, CC="/nonexistent/cc")
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,

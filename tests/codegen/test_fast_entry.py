@@ -358,6 +358,8 @@ def _run(cache_dir, **extra):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# Slow tier: a second process.
+@pytest.mark.slow
 def test_a_second_process_finds_the_extension_in_the_disk_cache(tmp_path):
     first = _run(tmp_path)
     second = _run(tmp_path)

@@ -22,6 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Slow tier: the bit-level matmul tests again in a child pytest, OpenBLAS's core type flipped.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Only the tests whose outcome depends on the bits of NumPy's matmul: a short child run.

@@ -17,6 +17,9 @@ import pytest
 from execmode.codegen import blas, blas_workers, threads
 from execmode.codegen.toolchain import NoCompiler, get_toolchain
 
+# Slow tier: fresh processes reading the thread variables (OpenBLAS reads its own when it loads).
+pytestmark = pytest.mark.slow
+
 THREAD_VARIABLES = (threads.ENV, threads.OPENMP_ENV, *threads.BLAS_ENVS, blas_workers.ENV,
                     "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 TEAM_ON = {blas_workers.ENV: "1"}

@@ -536,6 +536,8 @@ def _run(script, env_extra, cache_dir, timeout=180):
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
+# Slow tier: fresh processes, EXECMODE_NUM_THREADS end to end.
+@pytest.mark.slow
 def test_jitted_results_are_the_same_bytes_at_1_2_and_4_threads(tmp_path):
     _toolchain_or_skip()
     digests = {}
@@ -546,6 +548,8 @@ def test_jitted_results_are_the_same_bytes_at_1_2_and_4_threads(tmp_path):
     assert digests["1"] == digests["2"] == digests["4"], digests
 
 
+# Slow tier: a fresh process.
+@pytest.mark.slow
 def test_an_invalid_thread_count_stops_the_first_compiled_kernel(tmp_path):
     _toolchain_or_skip()
     script = ("import numpy as np, execmode as em\n"
@@ -586,6 +590,8 @@ _FORK_SCRIPT = textwrap.dedent("""
 """)
 
 
+# Slow tier: a fork after threads ran, in a fresh process.
+@pytest.mark.slow
 @pytest.mark.parametrize("before", ["threads-ran", "nothing-ran"])
 def test_fork_after_threaded_kernels_does_not_hang(tmp_path, before):
     """libgomp's pool does not survive fork(): without the guard the child's first

@@ -56,6 +56,8 @@ def _vectorisation_report(source: str, tmp_path, long_kernels: bool = False) -> 
     return proc.stdout + proc.stderr
 
 
+# Slow tier: compiles long chains.
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["flat, 1000 ops", "2-D broadcast, 300 ops",
                                   "row sum, 300 ops", "flat, 3000 ops",
                                   "flat, 1000 ops, helpers called"])

@@ -17,6 +17,8 @@ def by_spec(breakpoints):
     return {bp["spec"]: bp for bp in breakpoints}
 
 
+# Slow tier: the debug agent in a child process under a Controller.
+@pytest.mark.slow
 def test_breakpoints_that_never_hit_come_back_with_their_reason(scripts):
     specs = ["line:train.py:42", "scoped.py:6", "scope:mlp/fc1", "op:matmul",
              "min < -5", "scope:mlp", "op:multiply if max > 1e3"]
@@ -40,6 +42,8 @@ def test_breakpoints_that_never_hit_come_back_with_their_reason(scripts):
     assert notes["scope:mlp"] is None and notes["op:multiply if max > 1e3"] is None
 
 
+# Slow tier: the debug agent in a child process under a Controller.
+@pytest.mark.slow
 def test_a_breakpoint_on_a_line_that_ran_no_op_yet_is_pending(scripts):
     with Controller(scripts("scoped.py")) as c:
         c.wait_for("paused")
@@ -55,6 +59,8 @@ def test_a_breakpoint_on_a_line_that_ran_no_op_yet_is_pending(scripts):
         assert listed["scope:mlp/fc1"]["note"].startswith("pending")
 
 
+# Slow tier: the debug agent in a child process under a Controller.
+@pytest.mark.slow
 def test_ignore_counts_and_conditions_are_edited_in_place(scripts):
     with Controller(scripts("scoped.py")) as c:
         c.wait_for("paused")
@@ -75,6 +81,8 @@ def test_ignore_counts_and_conditions_are_edited_in_place(scripts):
         assert end["note"] == "hit 1 of the 1 hits its ignore count skips"
 
 
+# Slow tier: the debug agent in a child process under a Controller.
+@pytest.mark.slow
 def test_restart_carries_ids_enabled_state_and_ignore_counts(scripts):
     c = Controller(scripts("scoped.py"), breakpoints=[
         {"id": 4, "spec": "op:exp", "enabled": False, "ignore": 0},
@@ -129,6 +137,8 @@ def test_carried_breakpoint_json_is_parsed_as_data_and_checked(text, why):
         BreakpointSet().restore(text)
 
 
+# Slow tier: execmode run in a subprocess.
+@pytest.mark.slow
 def test_execmode_run_lists_the_breakpoints_that_never_hit(scripts, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "execmode", "run", "--no-session", "--keep-going",

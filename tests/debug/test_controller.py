@@ -15,6 +15,10 @@ import pytest
 
 from execmode.debug.controller import Controller, ControllerError
 
+# Slow tier: the debug agent in a child process under a Controller (its restart loop starts 20
+# agents).
+pytestmark = pytest.mark.slow
+
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 LOOP = os.path.join(SCRIPTS, "loop.py")       # 1 + 400 ops, paused at the first
 SPIN = os.path.join(SCRIPTS, "spin.py")       # one op, then plain Python for argv[1] s

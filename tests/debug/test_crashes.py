@@ -14,6 +14,9 @@ import pytest
 from execmode.debug.controller import Controller, ControllerError
 from execmode.debug.protocol import Channel
 
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 CRASH = os.path.join(SCRIPTS, "crash.py")
 

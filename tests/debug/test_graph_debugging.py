@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 from execmode.debug.controller import Controller
+
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from execmode.debug.controller import Controller
+
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
 
 GRAPH_MODE = os.path.join(os.path.dirname(__file__), "..", "tui", "scripts", "graph_mode.py")
 

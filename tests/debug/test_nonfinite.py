@@ -7,10 +7,14 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from execmode.debug.controller import Controller
 from execmode.debug.protocol import encode
 from execmode.debug.summary import TensorStats, format_summary, summarize
+
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 

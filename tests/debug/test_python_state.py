@@ -9,6 +9,9 @@ import pytest
 
 from execmode.debug.controller import Controller, ControllerError
 
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
+
 STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts",
                      "python_state.py")
 

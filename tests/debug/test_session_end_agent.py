@@ -12,6 +12,9 @@ from execmode.profilers.session import open_session
 
 from execmode.debug.controller import Controller
 
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 STEPS = os.path.join(SCRIPTS, "steps.py")
 CRASH = os.path.join(SCRIPTS, "crash.py")

@@ -8,6 +8,9 @@ import pytest
 
 from execmode.debug.controller import Controller, ControllerError
 
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 
 

@@ -9,6 +9,9 @@ import pytest
 
 from execmode.debug.controller import Controller
 
+# Slow tier: the debug agent in a child process under a Controller.
+pytestmark = pytest.mark.slow
+
 ASK = 'name = input("name? ")\nprint("hello", name)\n'
 DOES_NOT_COMPILE = "import execmode as em\nx = em.ones(3)\ny = (x +\nprint(y)\n"
 

@@ -17,6 +17,9 @@ import pytest
 
 from execmode.distributed.launch_cli import find_mpiexec
 
+# Slow tier: two ranks under execmode launch (mpiexec); one launch runs every check.
+pytestmark = pytest.mark.slow
+
 WORKER = Path(__file__).with_name("ranks_worker.py")
 RANKS = 2
 CHECKS = [

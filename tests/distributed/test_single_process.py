@@ -19,6 +19,8 @@ from execmode.torch import distributed as dist
 from execmode.torch.utils.data import DistributedSampler
 
 
+# Slow tier: a fresh interpreter.
+@pytest.mark.slow
 def test_importing_the_distributed_names_does_not_import_mpi4py():
     code = ("import sys, execmode.distributed, execmode.torch.distributed as d\n"
             "from execmode.torch.nn.parallel import DistributedDataParallel\n"

@@ -42,6 +42,8 @@ def site(tmp_path_factory):
     return out
 
 
+# Slow tier: builds the site with mkdocs.
+@pytest.mark.slow
 @pytest.mark.parametrize("page, names", [
     ("jit", ["execmode.jit_driver.jit.jit", "execmode.jit_driver.explain.explain"]),
     ("tensor", ["execmode._tensor.Tensor", "execmode.functional.matmul"]),
@@ -60,6 +62,8 @@ def test_the_reference_documents_the_public_api(site, page, names):
         assert f'id="{name}"' in html, name
 
 
+# Slow tier: builds the site with mkdocs.
+@pytest.mark.slow
 def test_every_page_of_docs_is_in_the_site(site):
     # mkdocs only says INFO for a page left out of the nav: check it here.
     nav = (ROOT / "mkdocs.yml").read_text()

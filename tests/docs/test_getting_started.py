@@ -20,6 +20,9 @@ import pytest
 
 from execmode.cli import build_parser
 
+# Slow tier: the getting-started page runs whole.
+pytestmark = pytest.mark.slow
+
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "getting-started.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 SETUP = ("pip install", "python -m venv")

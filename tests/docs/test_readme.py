@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Slow tier: the README runs whole.
+pytestmark = pytest.mark.slow
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCKS = [body for lang, body in re.findall(r"^```(\w+)\n(.*?)^```", README.read_text(),
                                             re.S | re.M) if lang == "python"]

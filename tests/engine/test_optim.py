@@ -325,10 +325,11 @@ def _lbfgs(lib, line_search, jit=False, steps=3):
     return losses, w.detach().numpy().copy(), opt
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
 def test_lbfgs_under_jit_breaks_its_graph_and_gives_eagers_numbers(line_search):
-    # Slow tier (tests/slow_tests.py): every decision is a graph break, and each segment
-    # compiles its kernels (~8 s on a cold kernel cache).
+    # Slow tier: every decision is a graph break, and each segment compiles its kernels
+    # (seconds on a cold kernel cache).
     losses, w, _ = _lbfgs(em, line_search)
     jitted, w_jit, _ = _lbfgs(em, line_search, jit=True)
     np.testing.assert_allclose(jitted, losses, rtol=1e-12)

@@ -13,6 +13,9 @@ from collections import defaultdict
 
 import pytest
 
+# Slow tier: every example script, in quick mode, each in its own interpreter.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "examples")
 SCRIPTS = sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".py") and not f.startswith("_"))

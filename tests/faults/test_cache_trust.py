@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from fault_helpers import c_compiler, run_python
 
-pytestmark = pytest.mark.skipif(c_compiler() is None, reason="needs a C compiler")
+# Slow tier: faults injected into real processes.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(c_compiler() is None, reason="needs a C compiler")]
 
 SCRIPT = """
 import json, os

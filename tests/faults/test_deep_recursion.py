@@ -16,6 +16,9 @@ from fault_helpers import SCRIPTS, run_execmode
 
 from execmode.debug.conditions import MAX_DEPTH
 
+# Slow tier: faults injected into real processes.
+pytestmark = pytest.mark.slow
+
 SCRIPT = os.path.join(SCRIPTS, "deep_op.py")
 PLAIN_OUTPUT = "ok [3.0, 3.0, 3.0] 1000"
 

@@ -18,6 +18,9 @@ import pytest
 from execmode.profilers.session import open_session
 from fault_helpers import SCRIPTS, child_env, run_execmode
 
+# Slow tier: faults injected into real processes.
+pytestmark = pytest.mark.slow
+
 MANY_OPS = os.path.join(SCRIPTS, "many_ops.py")
 FILLS_THE_DISK = os.path.join(SCRIPTS, "fills_the_disk.py")
 

@@ -209,6 +209,8 @@ def test_a_good_condition_evaluates_on_any_tensor(array):
         np.isfinite(array).all()) if array.size else False)
 
 
+# Slow tier: execmode run in a subprocess.
+@pytest.mark.slow
 def test_the_run_command_refuses_a_bad_condition_before_any_op():
     script = os.path.join(SCRIPTS, "waits_for_continue.py")
     result = run_execmode("run", "--break", '-op == "add"', script, timeout=60)
@@ -218,6 +220,8 @@ def test_the_run_command_refuses_a_bad_condition_before_any_op():
     assert "Traceback" not in result.stderr
 
 
+# Slow tier: execmode run in a subprocess.
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"),
                     reason="limits the address space with RLIMIT_AS and reads /proc")
 def test_a_condition_that_fails_while_evaluating_disables_its_breakpoint():

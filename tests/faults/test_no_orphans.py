@@ -20,6 +20,9 @@ from fault_helpers import ROOT, SCRIPTS, start_cli, wait_gone
 from execmode.debug.controller import Controller
 from execmode.lifeline import GRACE_S
 
+# Slow tier: faults injected into real processes.
+pytestmark = pytest.mark.slow
+
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the parent-death signal (prctl) is Linux only")
 # Measured 36-124 ms here; the bound is the guarantee itself: a script that does not end

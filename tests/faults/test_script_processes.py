@@ -14,6 +14,9 @@ import pytest
 from execmode.profilers.session import open_session
 from fault_helpers import ROOT, SCRIPTS, child_env, run_execmode
 
+# Slow tier: faults injected into real processes.
+pytestmark = pytest.mark.slow
+
 SCRIPT = os.path.join(SCRIPTS, "processes.py")
 OPS_PER_WORK = 22  # processes.work(): tensor, 10 x (mul, add), sum
 

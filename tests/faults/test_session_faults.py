@@ -23,6 +23,9 @@ from execmode.profilers.session import open_session
 from execmode.tui.data import SessionReader, SessionUnreadable
 from fault_helpers import run_execmode, start_cli, wait_gone
 
+# Slow tier: faults injected into real processes.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 HANG_LIMIT_S = 30  # a FIFO used to block report and open forever
 

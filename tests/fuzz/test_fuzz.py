@@ -48,6 +48,8 @@ def _fail(camp: Campaign, how_to_rerun: str) -> None:
     pytest.fail("\n".join(lines), pytrace=False)
 
 
+# Slow tier: 400 random programs, eager against jit, on every path.
+@pytest.mark.slow
 def test_fast_tier():
     seed = seed_from_env(FAST_SEED)
     camp = Campaign(seed, FAST_PROGRAMS, matrix_every=4).run(stop_after=10)

@@ -175,6 +175,8 @@ def test_on_break_must_be_known():
         em.jit(_if_bool, on_break="ignore")
 
 
+# Slow tier: execmode explain in a subprocess.
+@pytest.mark.slow
 def test_explain_command_reports_breaks_and_retraces(tmp_path):
     import subprocess
     import sys

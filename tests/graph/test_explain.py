@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import execmode as em
 
@@ -75,6 +76,8 @@ def _explain(tmp_path, *options):
                           capture_output=True, text=True, timeout=120)
 
 
+# Slow tier: execmode explain in a subprocess.
+@pytest.mark.slow
 def test_the_command_bakes_like_the_api(tmp_path):
     done = _explain(tmp_path, "--on-break", "bake")
     assert done.returncode == 0, done.stderr
@@ -84,6 +87,8 @@ def test_the_command_bakes_like_the_api(tmp_path):
     assert "1 break(s)" in split.stdout and "baked" not in split.stdout
 
 
+# Slow tier: execmode explain in a subprocess.
+@pytest.mark.slow
 def test_an_unknown_on_break_is_a_usage_error(tmp_path):
     done = _explain(tmp_path, "--on-break", "ignore")
     assert done.returncode == 2

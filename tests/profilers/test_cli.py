@@ -10,6 +10,9 @@ import pytest
 from execmode.profilers.session import open_session
 from profiler_fixtures import SCRIPTS, run_python, write_fixed_session
 
+# Slow tier: the profiler's CLI in subprocesses.
+pytestmark = pytest.mark.slow
+
 
 def execmode(*args, cwd=None, **kwargs):
     return run_python("-m", "execmode", *args, cwd=cwd, **kwargs)

@@ -11,10 +11,14 @@ import subprocess
 import sys
 import time
 
+import pytest
 from execmode.profilers.exporters import export
 from execmode.profilers.report import build_report
 from execmode.profilers.session import open_session
 from profiler_fixtures import SCRIPTS, run_python
+
+# Slow tier: live sessions across processes.
+pytestmark = pytest.mark.slow
 
 
 def _wait_for(predicate, timeout: float):

@@ -11,6 +11,9 @@ import pytest
 from execmode.profilers.session import open_session
 from profiler_fixtures import SCRIPTS
 
+# Slow tier: scripts that print a lot, run under the profiler and the debugger.
+pytestmark = pytest.mark.slow
+
 SPEW = SCRIPTS / "spew.py"
 
 

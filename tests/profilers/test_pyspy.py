@@ -143,6 +143,8 @@ def _pyspy_can_attach() -> str | None:
     return why_not
 
 
+# Slow tier: py-spy samples a real run.
+@pytest.mark.slow
 def test_real_samples_are_folded_into_the_session(tmp_path):
     why_not = _pyspy_can_attach()
     if why_not:
@@ -162,6 +164,8 @@ def test_real_samples_are_folded_into_the_session(tmp_path):
                    for k in totals)
 
 
+# Slow tier: py-spy refused on a real run.
+@pytest.mark.slow
 def test_refused_py_spy_leaves_the_run_going(tmp_path):
     # A real refusal: py-spy run as user "nobody" against a process owned by root.
     setpriv = shutil.which("setpriv")

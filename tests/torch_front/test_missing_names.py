@@ -25,6 +25,8 @@ def _traceback_line(code: str) -> str:
     return done.stderr.strip().splitlines()[-1]
 
 
+# Slow tier: a fresh interpreter.
+@pytest.mark.slow
 def test_reported_misleading_suggestions_are_gone():
     # as printed (slow tier: two child processes; the fast tests check obj is None)
     code = ("import execmode as em, execmode.torch as torch\n"

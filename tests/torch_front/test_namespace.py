@@ -19,6 +19,8 @@ A = RNG.standard_normal((3, 4)).astype(np.float32)
 B = RNG.standard_normal((2, 3, 4)).astype(np.float32)
 
 
+# Slow tier: a fresh interpreter.
+@pytest.mark.slow
 def test_importing_the_front_end_loads_nothing_until_a_name_is_used():
     code = ("import sys, execmode.torch as torch; assert 'numpy' not in sys.modules; "
             "torch.zeros(1); assert 'execmode.api' in sys.modules; "

@@ -3,7 +3,11 @@ breakpoint's condition and note."""
 
 from __future__ import annotations
 
+import pytest
 from tui_support import SIZE, Waiter, run_async, script_app, static_text, table_cells
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 def by_spec(app) -> dict:

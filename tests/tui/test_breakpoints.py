@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from execmode.tui.app import ExecmodeApp
 from execmode.tui.launch import ScriptLaunch
 from execmode.tui.widgets.row_list import RowList
 from tui_support import SIZE, Waiter, run_async, script_app, static_text, table_cells
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

@@ -3,7 +3,11 @@ order in which the script wrote stdout and stderr."""
 
 from __future__ import annotations
 
+import pytest
 from tui_support import Waiter, press_view, run_async, script_app, settle
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

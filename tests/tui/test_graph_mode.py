@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.widgets.row_list import RowList
 from tui_support import SIZE, Waiter, row_texts, run_async, script_app, settle
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

@@ -3,8 +3,12 @@ on screen."""
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.widgets.row_list import RowList
 from tui_support import Waiter, run_async, script_app, static_text
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 def paused_row_visible(app) -> bool:

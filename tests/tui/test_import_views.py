@@ -7,6 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 
 # A fresh interpreter: in the test process another test may have imported them already.

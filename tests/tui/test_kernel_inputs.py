@@ -3,7 +3,11 @@ Tensor view lists (``input:N``), and a bad ref says which ones this stop has."""
 
 from __future__ import annotations
 
+import pytest
 from tui_support import Waiter, press_view, run_async, script_app, settle, text_of
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

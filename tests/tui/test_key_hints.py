@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.widgets.key_hints import KeyHints
 from fixture_session import build_session
 from tui_support import SIZE, Waiter, run_async, session_app, settle, static_text
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

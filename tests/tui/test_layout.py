@@ -13,6 +13,9 @@ from fakes import PausedController
 from fixture_session import build_session
 from tui_support import Waiter, run_async, session_app, settle, static_text
 
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
+
 SIZES = [(80, 24), (120, 40), (250, 70)]
 # The pane of each view that holds the most text: it must grow with the terminal.
 MAIN_PANE = {"ops": "#op-list", "tensor": "#slice-box", "graph": "#ir", "breaks": "#between",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.app import ExecmodeApp
 from execmode.tui.launch import ScriptLaunch
 from execmode.tui.widgets.row_list import RowList
@@ -14,6 +15,9 @@ from tui_support import (
     script_app,
     static_text,
 )
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

@@ -18,8 +18,9 @@ from tui_support import run_async, script_app, session_app
 
 EVENTS = int(os.environ.get("EXECMODE_MONKEY_EVENTS", "40"))
 SEED = int(os.environ.get("EXECMODE_MONKEY_SEED", "34"))
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
 # ~0.4-0.6 s an event with the Pilot on a loaded machine: the long tier needs its time.
-pytestmark = pytest.mark.timeout(max(300, 2 * EVENTS))
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(max(300, 2 * EVENTS))]
 
 # Every key but the ones that end the app (q, ctrl+q, ctrl+c): the monkey must stay in.
 COMMAND_KEYS = [*"123456789", *"nscpbBrRtiwxdvomy]![", "question_mark", "slash", "colon",

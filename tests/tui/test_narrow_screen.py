@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from execmode.tui.lines import SourceLines
 from tui_support import Waiter, run_async, script_app, settle, static_text, text_of
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 GUTTER = 8  # SourceLines: breakpoint dot, paused mark, line number, space
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.views import VIEWS
 from execmode.tui.widgets.row_list import RowList
 from fixture_session import build_session
 from tui_support import SIZE, Waiter, run_async, session_app
 
 
+# Slow tier: the TUI driven by the Pilot.
+@pytest.mark.slow
 @run_async
 async def test_views_open_by_number_palette_and_mouse(tmp_path):
     app = session_app(build_session(tmp_path))

@@ -6,10 +6,14 @@ the screen: a search that returned the wrong rows or the wrong order fails here.
 
 from __future__ import annotations
 
+import pytest
 from big_session import build_big_session
 from execmode.tui.widgets.row_list import RowList
 from execmode.tui.widgets.search_bar import SearchBar
 from tui_support import SIZE, Waiter, record_session, run_async, script_app, session_app
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 OPS = 6_000
 NAN_EVERY = 250

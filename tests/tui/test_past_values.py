@@ -3,8 +3,12 @@ opens the Tensor view on the copies the agent kept (execmode/debug/value_ring.py
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.widgets.row_list import RowList
 from tui_support import SIZE, Waiter, run_async, script_app, settle, static_text
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

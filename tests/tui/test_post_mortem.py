@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.app import ExecmodeApp
 from execmode.tui.cli import main as cli_main
 from fixture_session import build_session
@@ -18,6 +19,8 @@ from tui_support import (
 )
 
 
+# Slow tier: the TUI driven by the Pilot.
+@pytest.mark.slow
 @run_async
 async def test_a_recorded_session_opens_post_mortem(tmp_path):
     session = record_session("graph_mode.py", tmp_path / "run.emsession")
@@ -64,6 +67,8 @@ def test_the_open_command_refuses_a_missing_or_foreign_file(tmp_path, capsys):
     assert "empty" in capsys.readouterr().err
 
 
+# Slow tier: the TUI driven by the Pilot.
+@pytest.mark.slow
 @run_async
 async def test_execmode_open_reads_the_row_index_before_the_app_starts(tmp_path):
     # `execmode open` starts reading the session's row indexes while Textual loads

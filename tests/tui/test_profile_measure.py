@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
 from execmode.tui.screens.profile import MEASURED_TITLE
 from textual.widgets import DataTable
 from tui_support import (
@@ -19,6 +20,9 @@ from tui_support import (
     session_app,
     table_cells,
 )
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 def _recorded_steps(path) -> set[tuple[str, str]]:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from tui_support import Waiter, run_async, script_app
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 SLEEP_LINE = 8  # tests/tui/scripts/sleeps.py: time.sleep(60)
 

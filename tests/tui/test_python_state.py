@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from execmode.tui.screens.expression_dialog import ExpressionDialog
 from execmode.tui.widgets.row_list import RowList
 from tui_support import Waiter, run_async, script_app, settle, static_text
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 SMALL = (80, 24)
 # The script the agent-level tests of the same features drive (tests/debug), shared.

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui import next_run_breakpoints as next_run
 from execmode.tui.screens.breakpoints import note_of
 from tui_support import SIZE, Waiter, press_view, run_async, script_app, table_cells
 
 from execmode.debug.controller import carried_breakpoint
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

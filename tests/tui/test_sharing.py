@@ -20,6 +20,9 @@ from tui_support import (
     settle,
 )
 
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):

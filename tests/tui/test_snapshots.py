@@ -16,6 +16,9 @@ from fixture_session import build_session
 from textual.widgets import Input
 from tui_support import Waiter, session_app, settle
 
+# Slow tier: the TUI's snapshots, driven by the Pilot.
+pytestmark = pytest.mark.slow
+
 SIZES = {"80x24": (80, 24), "120x40": (120, 40), "200x60": (200, 60)}
 
 

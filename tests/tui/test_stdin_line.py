@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.screens.stdin_dialog import StdinDialog
 from tui_support import SIZE, Waiter, run_async, script_app, static_text
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async

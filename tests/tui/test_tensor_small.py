@@ -4,6 +4,7 @@ gives way and the value pane shrinks; stopped after an op, its output is shown f
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui import panels
 from execmode.tui.app import ExecmodeApp
 from execmode.tui.launch import ScriptLaunch
@@ -12,6 +13,9 @@ from fixture_session import build_session
 from tui_support import SIZE, Waiter, run_async, settle
 
 from execmode.debug.run_events import Event
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 def _app(tmp_path) -> ExecmodeApp:

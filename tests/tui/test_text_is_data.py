@@ -10,9 +10,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 from execmode.tui.screens.stdin_dialog import StdinDialog
 from execmode.tui.widgets.search_bar import SearchBar
 from tui_support import SCRIPTS, Waiter, press_view, run_async, script_app, settle
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 # Each of these crashed Rich's markup parser somewhere before (issue 34).
 NASTY = ("[/x]", "[bold]", "[/", "[", "a[/b]c", "[red]x[/red]", "\\[/x]")

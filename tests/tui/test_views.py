@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.data import SessionReader
 from execmode.tui.widgets.row_list import RowList
 from tui_support import (
@@ -14,6 +15,9 @@ from tui_support import (
     static_text,
     table_cells,
 )
+
+# Slow tier: the TUI driven by the Pilot, against a live agent or a recorded session.
+pytestmark = pytest.mark.slow
 
 
 @run_async
