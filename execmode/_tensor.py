@@ -1,9 +1,10 @@
 """The Tensor: an n-dimensional array on a device, with autograd.
 
 Eagerly, ``_data`` is a NumPy or CuPy array. While a function is traced by ``em.jit``,
-``_data`` is a :class:`~execmode.graph.trace.TracedValue` that knows only shape, dtype and
-device; asking such a tensor for a concrete value (``bool``, ``item``, ``numpy``, ``print``)
-breaks the graph. Operators go through ``execmode.dispatch``, so both modes share them.
+``_data`` is a :class:`~execmode.graph.traced_value.TracedValue` that knows only shape,
+dtype and device; asking such a tensor for a concrete value (``bool``, ``item``,
+``numpy``, ``print``) breaks the graph. Operators go through ``execmode.dispatch``, so both
+modes share them.
 
 The module is ``_tensor.py``, as PyTorch's is, because ``em.tensor`` is the function that
 makes a tensor: a submodule called ``tensor`` would bind itself on the package as

@@ -28,7 +28,7 @@ before the script runs. A condition has at most ``MAX_LENGTH`` characters and
 ``MAX_DEPTH`` levels of nesting: it is evaluated after every op, inside the script's own
 stack. At run time a value may still be missing (``min`` of an empty tensor,
 ``shape[3]`` of a matrix): a comparison with it is false. Should evaluation fail anyway,
-the agent disables that breakpoint, says so, and the script runs on (agent.py).
+the agent disables that breakpoint, says so, and the script runs on (firing.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ slice, recompute, hunt and differential_check, and the references they resolve
 
 A mixin of the agent's ``Debugger``: it reads what the pause left (``current``,
 ``paused_frame``, ``segment_inputs``, ``last_plan``) and never resumes the script; the
-channel and the pause loop that call :meth:`Inspection._inspect` stay in agent.py.
+channel and the pause loop that call :meth:`Inspection._inspect` stay in debugger.py.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class Inspection:
         return out
 
 
-# _internal and _array serve agent.py too (the pause event, post mortem).
+# _internal and _array serve debugger.py and agent.py too (the pause event, post mortem).
 def _internal(frame) -> bool:
     from ..source import is_internal_file
 

@@ -1,9 +1,9 @@
 """Pause decisions: whether the script stops before an op or a kernel, and why.
 
-The agent's hooks (agent.py) ask here at every op and kernel; what they do with a stop
-(report it, serve commands) stays with the channel in agent.py. The pdb-like rule of
-``next`` is its own class, :class:`NextRule`, so that it can be tested with real frames and
-no socket (tests/debug/test_stops.py).
+The debugger's hooks (script_hooks.py) ask here at every op and kernel; what they do with
+a stop (report it, serve commands) stays with the channel in debugger.py. The pdb-like
+rule of ``next`` is its own class, :class:`NextRule`, so that it can be tested with real
+frames and no socket (tests/debug/test_stops.py).
 """
 
 from __future__ import annotations

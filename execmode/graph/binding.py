@@ -286,7 +286,8 @@ class Binding:
                      else self._ref(x) for x in symbolic or inputs)
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op.name, refs, make_attrs(attrs), tuple(aval.shape),
-                               aval.dtype, str(aval.device), _scope._state.current, user_location()))
+                               aval.dtype, str(aval.device), _scope._state.current,
+                               user_location()))
         if instrument._before_op:  # a debugger: the names it shows inside the jit
             note_names(self, self._builder.graph)
         t = self._result(op, inputs, attrs, node_id, aval)

@@ -38,7 +38,7 @@ _UNGUARDED = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, t
               types.MethodType, types.CodeType, OpDef)
 MAX_DEPTH = 3
 # A cap on the values one trace guards (each costs ~30 ns per replay); reaching it is
-# said once (jit.py), since later changes past it would go unseen.
+# said once (jit_driver/trace_call.py), since later changes past it would go unseen.
 MAX_GUARDS = 2048
 
 

@@ -1,6 +1,6 @@
 """The tensors a jitted call hands back and the state it leaves, rebuilt as eager's.
 
-A trace describes each result by a spec (graph/trace.py's ``result_spec``): a graph output,
+A trace describes each result by a spec (graph/segments.py's ``result_spec``): a graph output,
 the caller's own argument or capture, a view of one, a ``.grad``. Every replay tier builds
 the same objects from those specs: fresh tensors for graph outputs, the caller's objects
 where eager returns them, NumPy views where eager returns views (so aliasing matches), and

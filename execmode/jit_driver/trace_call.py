@@ -241,8 +241,9 @@ def _uninstall_dynamic(installed) -> list[str]:
 
 def _capture_flag_guards(tracer) -> list:
     """A guard on each capture's requires_grad as the trace began: the results'
-    requires_grad and the gradients that flow into captures depend on it, and it changes between calls (the
-    function's own write ``g *= w`` gives g a history; a user freezes a layer).
+    requires_grad and the gradients that flow into captures depend on it, and it changes
+    between calls (the function's own write ``g *= w`` gives g a history; a user freezes a
+    layer).
     Python guards, so the compiled check (and the C entry) test them at every replay
     (fuzz 1795535866-9082)."""
     out, seen = [], set()
