@@ -170,7 +170,8 @@ def cross(x1, x2, /, *, axis=-1):
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 - the standard's
     """The ``ord``-norm of the vectors along ``axis`` (every element when None): any
-    positive number, inf, -inf, or 0 (how many are not zero)."""
+    number (a negative one as NumPy's: a zero element makes it 0), inf, -inf, or 0 (how
+    many are not zero). Of complex vectors, real."""
     x = _tensor_arg("vector_norm", x)
     a = _em.abs(x)
     if ord == math.inf:
@@ -178,12 +179,12 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 - the 
     if ord == -math.inf:
         return _em.min(a, axis=axis, keepdims=keepdims)
     if ord == 0:
-        return _em.astype(_em.count_nonzero(x, axis=axis, keepdims=keepdims), x.dtype)
+        return _em.astype(_em.count_nonzero(x, axis=axis, keepdims=keepdims), a.dtype)
     if ord == 1:
         return _em.sum(a, axis=axis, keepdims=keepdims)
     if ord == 2:
         return _em.sqrt(_em.sum(a * a, axis=axis, keepdims=keepdims))
-    if not isinstance(ord, int | float) or ord < 0:
+    if not isinstance(ord, int | float) or isinstance(ord, bool):
         raise op_error(ArgumentError, "vector_norm", (x,), f"unsupported ord {ord!r}")
     return _em.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 

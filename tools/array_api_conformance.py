@@ -10,8 +10,9 @@ with its ``array-api`` submodule (``git submodule update --init``) and its requi
 
 Each module runs in its own pytest process in the checkout, one after the other (the
 runs are CPU-bound), with the flags docs/array-api.md gives: ``--max-examples``, the
-``linalg`` and ``fft`` extensions disabled, the complex dtypes skipped while execmode has
-none, ``--continue-on-collection-errors`` (so a test module that cannot load is counted,
+``linalg`` and ``fft`` extensions disabled (``--extensions`` runs them too), every dtype
+drawn (``--skip-dtypes`` leaves some out), ``--continue-on-collection-errors`` (so a test
+module that cannot load is counted,
 not the end of the run) and the API version pinned for both modules (the suite would
 otherwise test NumPy at its ``__array_api_version__`` and a module without one at the
 newest). The counts come from the run's JSON report (pytest-json-report, one of the
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODULES = ("execmode", "numpy")
 # NumPy 2.4's __array_api_version__, and the version docs/array-api.md describes
 DEFAULT_VERSION = "2024.12"
-DEFAULT_SKIP_DTYPES = "complex64,complex128"
+DEFAULT_SKIP_DTYPES = ""  # complex64 and complex128 included, since execmode has them
 OUTCOMES = ("passed", "failed", "skipped", "error")
 
 
@@ -82,10 +83,12 @@ def check_plugins() -> None:
             "suite's checkout (hypothesis, ndindex, pytest-json-report)") from None
 
 
-def pytest_command(report: Path, max_examples: int, extra: list[str]) -> list[str]:
+def pytest_command(report: Path, max_examples: int, extra: list[str],
+                   extensions: bool = False) -> list[str]:
     """The one command line both modules run (only the environment differs)."""
+    disabled = [] if extensions else ["--disable-extension", "linalg", "fft"]
     return [sys.executable, "-m", "pytest", "array_api_tests",
-            f"--max-examples={max_examples}", "--disable-extension", "linalg", "fft",
+            f"--max-examples={max_examples}", *disabled,
             "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors",
             "--json-report", f"--json-report-file={report}", *extra]
 
@@ -115,7 +118,8 @@ def counts_from_report(module: str, report: dict, seconds: float = 0.0) -> Count
 def run_module(suite: Path, module: str, args) -> Counts:
     with tempfile.TemporaryDirectory(prefix="array-api-") as tmp:
         report_path = Path(tmp) / "report.json"
-        cmd = pytest_command(report_path, args.max_examples, args.pytest_args)
+        cmd = pytest_command(report_path, args.max_examples, args.pytest_args,
+                             args.extensions)
         print(f"running the suite against {module} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=suite, env=module_env(module, args.version,
@@ -182,6 +186,8 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-dtypes", default=DEFAULT_SKIP_DTYPES,
                         help=f"dtypes the suite leaves out (default {DEFAULT_SKIP_DTYPES}; "
                              "'' for none)")
+    parser.add_argument("--extensions", action="store_true",
+                        help="run the linalg and fft extensions' tests too (off by default)")
     parser.add_argument("--timeout", type=float, default=3600,
                         help="seconds one module's run may take (default 3600)")
     parser.add_argument("--log-dir", help="keep each run's pytest output there")
@@ -200,7 +206,8 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     print(f"array-api-tests {suite_commit(suite)}, API {args.version}, "
-          f"--max-examples={args.max_examples}, linalg and fft disabled, "
+          f"--max-examples={args.max_examples}, linalg and fft "
+          f"{'enabled' if args.extensions else 'disabled'}, "
           f"skipped dtypes: {args.skip_dtypes or 'none'}\n")
     print(table(results))
     return 0

@@ -58,7 +58,7 @@ def test_composites_match_numpy_with_gradients():
     check_op(L.cross, np.cross, B, B[::-1].copy())
     check_op(lambda t: L.diagonal(t, offset=1), lambda a: np.diagonal(a, 1, -2, -1), RECT)
     check_op(lambda t: L.trace(t, offset=-1), lambda a: np.trace(a, -1, -2, -1), RECT)
-    for ord_ in (2, 1, math.inf, -math.inf, 0, 3):
+    for ord_ in (2, 1, math.inf, -math.inf, 0, 3, -1, -2.5):
         check_op(lambda t, o=ord_: L.vector_norm(t, axis=-1, ord=o),
                  lambda a, o=ord_: np.linalg.norm(a, ord=o, axis=-1), RECT)
     for ord_ in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
