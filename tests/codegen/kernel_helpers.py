@@ -13,6 +13,7 @@ import os
 import shutil
 
 import numpy as np
+import pytest
 from helpers import arrays, broadcastable_shapes, dtypes
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ import execmode as em
 from execmode.codegen.c_runtime import build_library, make_kernel, needs_compiling
 from execmode.codegen.interpreter import InterpretedKernel
 from execmode.codegen.lower import lower_fused
-from execmode.codegen.toolchain import get_toolchain
+from execmode.codegen.toolchain import NoCompiler, get_toolchain
 from execmode.graph.ir import FUSED, INPUT, Graph, Literal, Node, make_attrs
 
 REDUCTIONS = ("sum", "prod", "max", "min")
@@ -102,6 +103,27 @@ def nvcc_path():
     if found:
         return found
     return "/usr/local/bin/nvcc" if os.path.exists("/usr/local/bin/nvcc") else None
+
+
+def openmp_toolchain_or_skip():
+    """The C toolchain, or a skip saying why threaded kernels cannot be tested here."""
+    try:
+        tc = get_toolchain()
+    except NoCompiler as exc:
+        pytest.skip(f"no C compiler: {exc}")
+    if not tc.openmp:
+        pytest.skip("the compiler has no OpenMP: kernels are single-threaded")
+    return tc
+
+
+def blas_thread_control_or_skip():
+    """NumPy's BLAS thread control, or a skip saying why there is none."""
+    from execmode.codegen import blas
+
+    control = blas.thread_control()
+    if control is None:
+        pytest.skip(f"NumPy's BLAS has no thread control here: {blas.thread_control_reason()}")
+    return control
 
 
 # --- random elementwise programs ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Threaded kernels: the thread count never changes a bit, the count's sources are read
 in order and strictly, the BLAS follows it, and a fork after threaded kernels ran cannot
 hang the child (threads.py). The environment read by child processes, and OpenBLAS's own
-variables: test_thread_environment.py."""
+variables: test_thread_environment.py; OpenBLAS's jobs on the kernels' team:
+test_blas_workers.py."""
 
 from __future__ import annotations
 
@@ -13,23 +14,21 @@ import textwrap
 
 import numpy as np
 import pytest
-from kernel_helpers import BINARY, UNARY, call_args, compile_cases, fused_case
+from kernel_helpers import (
+    BINARY,
+    UNARY,
+    blas_thread_control_or_skip,
+    call_args,
+    compile_cases,
+    fused_case,
+    openmp_toolchain_or_skip,
+)
 
 import execmode as em
 from execmode.codegen import blas_workers, disk_cache, threads
 from execmode.codegen.kernel_ir import point_cost
 from execmode.codegen.render_c import CRenderer
-from execmode.codegen.toolchain import NoCompiler, Toolchain, get_toolchain
-
-
-def _toolchain_or_skip():
-    try:
-        tc = get_toolchain()
-    except NoCompiler as exc:
-        pytest.skip(f"no C compiler: {exc}")
-    if not tc.openmp:
-        pytest.skip("the compiler has no OpenMP: kernels are single-threaded")
-    return tc
+from execmode.codegen.toolchain import Toolchain
 
 
 @pytest.fixture
@@ -84,7 +83,7 @@ def _kernels_and_args():
 
 
 def test_big_kernels_are_parallel_and_small_ones_are_not():
-    tc = _toolchain_or_skip()
+    tc = openmp_toolchain_or_skip()
     kernels, _ = _kernels_and_args()
     for name, kernel in zip(CASES, kernels):
         if name == "prod":  # a float product multiplies in order, as NumPy (eager_sum.py)
@@ -100,7 +99,7 @@ def test_big_kernels_are_parallel_and_small_ones_are_not():
 def test_the_threshold_counts_work_not_points():
     """(x + a) * 0.5 costs 4 per point (two loads, two ops): parallel from
     parallel_min_work / 4 points; a tanh chain, far sooner."""
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     edge = CRenderer.parallel_min_work // 4
     cheap = lambda x, a: (x + a) * 0.5  # noqa: E731
     below, at = (np.ones(n, np.float32) for n in (edge - 1, edge))
@@ -114,7 +113,7 @@ def test_the_threshold_counts_work_not_points():
 
 
 def test_thread_count_does_not_change_a_bit(restore_threads):
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     kernels, args = _kernels_and_args()
     results = {}
     for n in (1, 2, 4, 3, 1):
@@ -156,7 +155,7 @@ def _op_cases():
 
 
 def test_every_elementwise_op_gives_the_same_bits_at_any_thread_count(restore_threads):
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     built, names, args = [], [], []
     with np.errstate(all="ignore"):
         for name, fn, arrays in _op_cases():
@@ -182,7 +181,7 @@ def test_split_reduction_is_the_fixed_chunk_order():
     """The 64 chunks combined in order, whatever the thread count: recomputed in NumPy
     (float32 in float64 chunk by chunk; within a chunk the vector lanes reassociate, so
     compare to the last bits a float64 sum of 49K values can differ in)."""
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     x = _big_inputs()[0]
     (kernel,) = compile_cases([fused_case(lambda x: em.sum(x), x)])
     assert "partial[64]" in kernel.source
@@ -280,7 +279,7 @@ def test_invalid_values_name_the_variable(monkeypatch, bad):
 
 
 def test_backend_status_reports_an_invalid_thread_count(monkeypatch):
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     monkeypatch.setenv("EXECMODE_NUM_THREADS", "many")
     with pytest.raises(ValueError, match="EXECMODE_NUM_THREADS"):
         em.codegen.backend_status(check_gpu=False)
@@ -299,17 +298,8 @@ def test_set_num_threads_takes_any_integer_type(restore_threads):
     assert em.get_num_threads() == 1 and type(em.get_num_threads()) is int
 
 
-def _blas_or_skip():
-    from execmode.codegen import blas
-
-    control = blas.thread_control()
-    if control is None:
-        pytest.skip(f"NumPy's BLAS has no thread control here: {blas.thread_control_reason()}")
-    return control
-
-
 def test_the_blas_follows_the_count(no_thread_variables, restore_threads):
-    control = _blas_or_skip()
+    control = blas_thread_control_or_skip()
     for n in (1, 2, 1, 3):
         em.set_num_threads(n)
         assert control.get() == n  # OpenBLAS's own answer
@@ -322,7 +312,7 @@ def test_the_blas_follows_the_count(no_thread_variables, restore_threads):
 
 
 def test_the_settings_line(no_thread_variables, restore_threads):
-    _blas_or_skip()
+    blas_thread_control_or_skip()
     threads.set_num_threads(None)  # the BLAS has execmode's count (reading never gives it)
     settings = threads.thread_settings()
     assert set(settings) >= {"threads", "source", "blas_threads", "blas_source",
@@ -360,8 +350,8 @@ def test_a_jitted_training_step_gives_the_same_bits_at_1_and_2_threads(restore_t
     The BLAS is held at one thread: OpenBLAS's own bits may depend on its count (its
     Haswell sgemm here rounded ~20% of a 64x512 @ 512x256 product's elements differently
     at 1 and 2 threads; its SkylakeX sgemm did not); execmode's kernels must not."""
-    _toolchain_or_skip()
-    control = _blas_or_skip()
+    openmp_toolchain_or_skip()
+    control = blas_thread_control_or_skip()
     from helpers import mse_train_step
 
     rng = np.random.default_rng(31)
@@ -378,116 +368,6 @@ def test_a_jitted_training_step_gives_the_same_bits_at_1_and_2_threads(restore_t
         weights = [p.numpy().tobytes() for p in model.parameters()]
         results[n] = (losses, weights)
     assert results[1] == results[2]
-
-
-# --- OpenBLAS's jobs on the kernels' team (blas_workers.py) --------------------------------
-
-def _team_or_skip():
-    """The team is opt-in (EXECMODE_BLAS_CALLBACK=1, or use_team(True) in a process)."""
-    _blas_or_skip()
-    threads.set_num_threads(None)  # the BLAS gets its count
-    blas_workers.use_team(True)
-    status = blas_workers.status()
-    if status != blas_workers.TEAM:
-        pytest.skip(f"OpenBLAS's jobs do not run on execmode's team here: {status}")
-
-
-@pytest.fixture
-def team_back():
-    """Whoever ran OpenBLAS's jobs before the test runs them after it."""
-    was = blas_workers.using_team()
-    yield
-    blas_workers.force_new_threads(False)
-    blas_workers.use_team(was)
-    threads.set_num_threads(None)
-
-
-def _products() -> dict:
-    """Products OpenBLAS splits into jobs at 2+ threads: gemm in both precisions and
-    orientations, syrk (a matrix times its transpose), gemv."""
-    rng = np.random.default_rng(42)
-    a = rng.standard_normal((64, 512), dtype=np.float32)
-    b = rng.standard_normal((512, 256), dtype=np.float32)
-    c = rng.standard_normal((600, 700))
-    d = rng.standard_normal((700, 500))
-    g = rng.standard_normal((1000, 1000))  # 600x700 is below OpenBLAS's gemv threshold
-    v = rng.standard_normal(1000)
-    return {"sgemm": lambda: a @ b, "sgemm of transposes": lambda: b.T @ a.T,
-            "dgemm": lambda: c @ d, "ssyrk": lambda: a @ a.T, "dgemv": lambda: g @ v}
-
-
-def _bits(products: dict) -> dict:
-    return {name: fn().tobytes() for name, fn in products.items()}
-
-
-@pytest.mark.parametrize("count", [2, 3])
-def test_openblas_jobs_on_the_team_give_openblas_own_bits(team_back, count):
-    """The same jobs on other threads: the bits of OpenBLAS's own threads at the same
-    count, on the team and on the fallback's fresh threads alike."""
-    _team_or_skip()
-    em.set_num_threads(count)
-    products = _products()
-    before = blas_workers.calls()
-    team = _bits(products)
-    on_team = blas_workers.calls()
-    assert on_team[0] >= before[0] + len(products)  # every product went through the team
-    blas_workers.force_new_threads(True)
-    fresh = _bits(products)
-    blas_workers.force_new_threads(False)
-    assert blas_workers.calls()[1] >= on_team[1] + len(products)
-    blas_workers.use_team(False)
-    em.set_num_threads(count)  # a later count does not switch it back on
-    assert blas_workers.status().startswith("OpenBLAS's own threads (switched off")
-    assert threads.thread_settings()["blas_workers"] == blas_workers.status()
-    off = blas_workers.calls()
-    own = _bits(products)
-    assert blas_workers.calls() == off  # OpenBLAS's own threads ran them
-    assert team == own
-    assert fresh == own
-    blas_workers.use_team(True)
-    assert threads.thread_settings()["blas_workers"] == blas_workers.TEAM
-
-
-def test_reading_the_settings_changes_nothing(team_back):
-    """thread_settings() and its text say what runs; they never give the BLAS a count nor
-    hand its jobs to the team (a profiled or compared script runs as it runs unmeasured).
-    Fresh processes, where nothing synced the BLAS yet: test_thread_environment.py."""
-    control = _blas_or_skip()
-    blas_workers.use_team(False)
-    control.set(1)  # not execmode's count: a sync would change it
-    before = (blas_workers.status(), control.get(), threads._State.blas_synced)
-    from execmode.profilers.machine import machine_info
-    from execmode.profilers.measure import context, context_line
-
-    threads.thread_settings(), threads.thread_settings_text(), context(), context_line()
-    machine_info(threads=True)
-    assert (blas_workers.status(), control.get(), threads._State.blas_synced) == before
-    assert threads.thread_settings()["blas_threads"] == 1
-
-
-def test_a_jitted_training_step_gives_the_same_bits_on_the_team_and_off_it(team_back):
-    """A program's matmuls call OpenBLAS from C, and its kernels run on the team between
-    them: the step's losses and weights are the bits of OpenBLAS's own threads."""
-    _toolchain_or_skip()
-    _team_or_skip()
-    from helpers import mse_train_step
-
-    em.set_num_threads(2)
-    rng = np.random.default_rng(31)
-    x = em.tensor(rng.standard_normal((2048, 256), dtype=np.float32))
-    y = em.tensor(rng.standard_normal((2048, 8), dtype=np.float32))
-    results, calls = {}, {}
-    for on in (True, False):
-        blas_workers.use_team(on)
-        em.random.seed(0)
-        model = em.nn.Sequential(em.nn.Linear(256, 128), em.nn.ReLU(), em.nn.Linear(128, 8))
-        step = em.jit(mse_train_step(model, em.optim.SGD(model.parameters(), lr=0.01)))
-        before = blas_workers.calls()[0]
-        losses = [step(x, y).numpy().tobytes() for _ in range(3)]
-        calls[on] = blas_workers.calls()[0] - before
-        results[on] = (losses, [p.numpy().tobytes() for p in model.parameters()])
-    assert calls[True] > 0 and calls[False] == 0
-    assert results[True] == results[False]
 
 
 def test_the_cache_key_has_the_flags_and_not_the_thread_count():
@@ -539,7 +419,7 @@ def _run(script, env_extra, cache_dir, timeout=180):
 # Slow tier: fresh processes, EXECMODE_NUM_THREADS end to end.
 @pytest.mark.slow
 def test_jitted_results_are_the_same_bytes_at_1_2_and_4_threads(tmp_path):
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     digests = {}
     for n in ("1", "2", "4"):
         proc = _run(_JIT_SCRIPT, {"EXECMODE_NUM_THREADS": n}, tmp_path)
@@ -551,7 +431,7 @@ def test_jitted_results_are_the_same_bytes_at_1_2_and_4_threads(tmp_path):
 # Slow tier: a fresh process.
 @pytest.mark.slow
 def test_an_invalid_thread_count_stops_the_first_compiled_kernel(tmp_path):
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     script = ("import numpy as np, execmode as em\n"
               "em.jit(lambda x: em.exp(x) + 1.0)(em.tensor(np.ones(4, np.float32)))\n")
     proc = _run(script, {"EXECMODE_NUM_THREADS": "lots"}, tmp_path)
@@ -597,7 +477,7 @@ def test_fork_after_threaded_kernels_does_not_hang(tmp_path, before):
     """libgomp's pool does not survive fork(): without the guard the child's first
     parallel kernel waited forever. The child runs on one thread, or keeps its threads
     when none ran before the fork."""
-    _toolchain_or_skip()
+    openmp_toolchain_or_skip()
     script = _FORK_SCRIPT.replace("sys.argv[1]", repr(before))
     try:
         proc = _run(script, {"EXECMODE_NUM_THREADS": "2"}, tmp_path, timeout=90)
