@@ -8,7 +8,6 @@ per op when nobody listens.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import threading
 import time
@@ -20,11 +19,11 @@ from . import host_memory, instrument
 from . import scope as _scope
 from ._tensor import SCALAR_TYPES, Tensor
 from .backend import CPU, as_device, cuda_device_count, device_of_array, xp_for
-from .errors import ArgumentError, BackwardError, DeviceError, ExecmodeError, op_error
+from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
 from .source import _locations, user_location
-from .tape import GradNode
+from .tape import GradNode, without_complex_gradient
 
 # NumPy warns (divide by zero in log, invalid value in sqrt, ...) from inside execmode's
 # implementations, pointing at our lines. Like PyTorch, the engine returns Inf/NaN quietly;
@@ -509,27 +508,10 @@ def record_grad(op, inputs, attrs, out_tensor):
         saved.requires_grad = False
     if out_tensor.dtype.kind == "c" or any(
             isinstance(x, Tensor) and x.dtype.kind == "c" for x in inputs):
-        op = _without_complex_gradient(op)
+        op = without_complex_gradient(op)
     out_tensor._grad_fn = GradNode(op, inputs, attrs, saved)
     out_tensor.requires_grad = True
     return saved
-
-
-_complex_refusals: dict = {}
-
-
-def _without_complex_gradient(op):
-    """``op`` with a vjp that raises: execmode builds no complex gradients, and a real vjp
-    rule applied to complex values would be silently wrong. The node keeps the op's name,
-    so eager autograd and the jit's backward both say which op it was."""
-    refusal = _complex_refusals.get(op.name)
-    if refusal is None:
-        def vjp(g, out, *inputs, **attrs):
-            raise BackwardError(
-                f"{op.name}: no gradient through complex values (execmode builds none); "
-                "detach the complex tensor, or compute it under em.no_grad()")
-        refusal = _complex_refusals[op.name] = dataclasses.replace(op, vjp=vjp)
-    return refusal
 
 
 _tuple_new = tuple.__new__

@@ -7,6 +7,10 @@ and autograd.py walks them backward.
 
 from __future__ import annotations
 
+import dataclasses
+
+from .errors import BackwardError
+
 # In-place writes (assign, setitem, ``w -= lr * g``) stamp the tensor they write with a
 # tick of this clock, and every GradNode keeps the tick at which it was made. A node whose
 # inputs or saved output were overwritten after it was made would compute its vjp from
@@ -59,3 +63,21 @@ class GradNode:
 
     def __repr__(self) -> str:
         return f"<GradNode {self.op.name}>"
+
+
+_complex_refusals: dict = {}
+
+
+def without_complex_gradient(op):
+    """``op`` with a vjp that raises, for a node with a complex input or output: execmode
+    builds no complex gradients, and a real vjp rule applied to complex values would be
+    silently wrong. The node keeps the op's name, so eager autograd and the jit's backward
+    (both call ``node.op.vjp``) say which op it was."""
+    refusal = _complex_refusals.get(op.name)
+    if refusal is None:
+        def vjp(g, out, *inputs, **attrs):
+            raise BackwardError(
+                f"{op.name}: no gradient through complex values (execmode builds none); "
+                "detach the complex tensor, or compute it under em.no_grad()")
+        refusal = _complex_refusals[op.name] = dataclasses.replace(op, vjp=vjp)
+    return refusal
