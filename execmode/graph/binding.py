@@ -3,9 +3,10 @@
 Arguments get traced stand-ins; tensors from outside (weights, an optimizer's state, a
 ``.grad``) become captured inputs, read by reference at every call, one input per array
 however many tensors share it; Python numbers promoted by the jit (symbolic.py) become 0-d
-inputs. Every op dispatch hands the tracer (``bind``) becomes a node, checked by the op's
-shape and dtype rules with the user's line in the error, and its result a traced tensor: a
-view of its input's storage where eager NumPy returns a view, else a storage of its own.
+inputs. Every op that dispatch hands the tracer (``bind``) becomes a node, checked by the
+op's shape and dtype rules with the user's line in the error, and its result a traced
+tensor: a view of its input's storage where eager NumPy returns a view, else a storage of
+its own.
 """
 
 from __future__ import annotations
