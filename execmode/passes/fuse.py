@@ -45,13 +45,14 @@ def fusable_elementwise(n: Node, by_id: dict) -> bool:
 def kernel_dtype_refusal(n: Node, by_id: dict) -> str | None:
     """Why ``n`` cannot be in a generated kernel because of a dtype (its own or an
     operand's that the C/CUDA renderers have no type for: complex, the small and unsigned
-    integers), or None. Such an op runs as a plan step on NumPy/CuPy, as eagerly."""
+    integers), or None. Such an op runs as a plan step on NumPy (CuPy), as eagerly."""
     dtypes = [n.dtype] + [by_id[i].dtype for i in n.node_inputs if i in by_id]
     dtypes += [np.result_type(type(i.value)) for i in n.inputs if isinstance(i, Literal)]
     for dt in dtypes:
         if dt not in KERNEL_DTYPES:
+            library = "NumPy" if str(n.device) == "cpu" else "CuPy"
             return (f"kept %{n.id} ({n.op}) out of fusion: the C/CUDA kernels have no "
-                    f"{short_name(dt)} type; it runs on NumPy as eagerly")
+                    f"{short_name(dt)} type; it runs on {library} as eagerly")
     return None
 
 
