@@ -42,7 +42,9 @@ def cumsum(x, axis=_UNSET, *, dtype=None, **kwargs):
         x = reshape(x, (1,))
     if dtype is not None:
         x = astype(x, dtype, copy=False)
-    return apply(OPS["cumsum"], x, axis=axis, reverse=False)
+    out = apply(OPS["cumsum"], x, axis=axis, reverse=False)
+    # dtype=int32 asked for: the op's int64 sums, wrapped back (as NumPy's in int32)
+    return astype(out, x.dtype) if dtype is not None and out.dtype != x.dtype else out
 
 
 def _cumulative(op, x, axis, dtype, include_initial):
@@ -77,6 +79,8 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     leading 0 when ``include_initial``. One cumsum op: a plan step on NumPy under jit."""
     x, axis = _cumulative("cumulative_sum", x, axis, dtype, include_initial)
     out = apply(OPS["cumsum"], x, axis=axis, reverse=False)
+    if out.dtype != x.dtype:  # dtype=int8 asked for: the op's int64 sums, wrapped back
+        out = astype(out, x.dtype)
     return _with_initial(out, axis, 0) if include_initial else out
 
 

@@ -258,3 +258,12 @@ def test_linalg_of_complex_matrices_is_numpys_with_real_parts_real():
     np.testing.assert_array_equal(traced.numpy(), (em.linalg.svdvals(x) * 2.0).numpy())
     with pytest.raises(em.DTypeError, match="floating-point"):
         em.linalg.det(em.asarray(np.eye(2, dtype=np.int8)))
+
+
+def test_cumulative_sum_in_an_asked_small_dtype_wraps_as_numpys():
+    a = np.array([200, 100, 50], np.uint8)
+    _same(em.cumulative_sum(em.asarray(a), dtype=em.uint8), np.cumulative_sum(a, dtype=np.uint8))
+    b = np.array([100, 100, -50], np.int8)
+    _same(em.cumulative_sum(em.asarray(b), dtype=em.int8), np.cumulative_sum(b, dtype=np.int8))
+    _same(em.cumulative_sum(em.asarray(a)), np.cumulative_sum(a))  # uint64 by default
+    assert em.cumsum(em.asarray([1, 2, 3]), dtype=em.int32).dtype == em.int32
