@@ -19,7 +19,7 @@ from . import host_memory, instrument
 from . import scope as _scope
 from ._tensor import SCALAR_TYPES, Tensor
 from .backend import CPU, as_device, cuda_device_count, device_of_array, xp_for
-from .errors import ArgumentError, DeviceError, ExecmodeError, op_error
+from .errors import ArgumentError, DeviceError, ExecmodeError, op_error, unforeseen_failure_class
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
 from .ops.registry import Aval, RuleError, infer_aval
 from .source import _locations, user_location
@@ -624,7 +624,8 @@ def explain_failure(op, inputs, attrs, exc) -> ExecmodeError:
     except Exception:  # a rule that itself fails must not hide the original error
         pass
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return op_error(ExecmodeError, op.name, inputs, f"{type(exc).__name__}: {text}")
+    return op_error(unforeseen_failure_class(exc), op.name, inputs,
+                    f"{type(exc).__name__}: {text}")
 
 
 # On a machine with one GPU, once a CUDA op has run: CuPy's ndarray, the device and CuPy.

@@ -70,6 +70,14 @@ def value_text(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def unforeseen_failure_class(exc: Exception) -> type:
+    """The class of the error an op raises for an exception its rules did not foresee
+    (dispatch.explain_failure eagerly, graph/interpret.node_error for a graph step): a
+    Python int a small dtype cannot hold (``uint8 + 300``, NumPy's OverflowError) is a
+    value the op cannot take; anything else is a plain ExecmodeError."""
+    return ArgumentValueError if isinstance(exc, OverflowError) else ExecmodeError
+
+
 def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:
     """Build the standard message: ``matmul(f32[3,4]@cpu, f32[5,6]@cpu): <problem>\n  at file:line``."""
     loc = location if location is not None else user_location()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ExecmodeError, op_error
+from ..errors import ExecmodeError, op_error, unforeseen_failure_class
 from ..ops import rng
 from ..ops.registry import Aval, RuleError
 from .ir import ASSIGN, FUSED, INPUT, Graph, Node, format_node
@@ -137,4 +137,5 @@ def node_error(node, operands, exc: Exception) -> ExecmodeError:
     # Worded as dispatch.explain_failure words an error that the op's rule did not foresee.
     text = str(exc).strip()
     problem = f"{type(exc).__name__}: {text.splitlines()[0] if text else type(exc).__name__}"
-    return op_error(ExecmodeError, node.op, operands, problem, location=node.loc)
+    return op_error(unforeseen_failure_class(exc), node.op, operands, problem,
+                    location=node.loc)

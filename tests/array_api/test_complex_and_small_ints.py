@@ -267,3 +267,11 @@ def test_cumulative_sum_in_an_asked_small_dtype_wraps_as_numpys():
     _same(em.cumulative_sum(em.asarray(b), dtype=em.int8), np.cumulative_sum(b, dtype=np.int8))
     _same(em.cumulative_sum(em.asarray(a)), np.cumulative_sum(a))  # uint64 by default
     assert em.cumsum(em.asarray([1, 2, 3]), dtype=em.int32).dtype == em.int32
+
+
+def test_a_python_int_a_small_dtype_cannot_hold_is_a_value_error_in_both_modes():
+    x = em.asarray([1, 2], dtype=em.uint8)
+    with pytest.raises(ValueError, match=r"add\(u8\[2\]@cpu, 300 .*out of bounds for uint8"):
+        x + 300
+    with pytest.raises(ValueError, match=r"add\(u8\[2\]@cpu, 300 .*out of bounds for uint8"):
+        em.jit(lambda t: t + 300)(x)
