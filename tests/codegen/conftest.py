@@ -28,3 +28,23 @@ def kernel_cache_dir(tmp_path_factory):
     else:
         os.environ["EXECMODE_CACHE_DIR"] = previous
 
+
+@pytest.fixture(scope="module")
+def c_operators():
+    """The C operators on Tensor for the module that asks (``pytestmark =
+    pytest.mark.usefixtures("c_operators")``); the class as it was afterwards."""
+    import numpy as np
+
+    import execmode as em
+    from execmode._tensor import Tensor
+    from execmode.codegen import eager_operators
+
+    em.tensor(0.0)  # the engine loaded: its operators, not _tensor.py's placeholders, saved
+    before = {name: Tensor.__dict__[name] for name in eager_operators.operator_names()}
+    if not eager_operators.install(Tensor, native=True):
+        pytest.skip(f"no eager-operator extension: {eager_operators.extension_status()['reason']}")
+    np_errors = np.seterr(all="ignore")  # the expected values (1/0, inf - inf) would warn
+    yield
+    np.seterr(**np_errors)
+    for name, value in before.items():
+        setattr(Tensor, name, value)
