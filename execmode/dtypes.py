@@ -124,10 +124,6 @@ def is_floating(dt: np.dtype) -> bool:
     return dt.kind == "f"
 
 
-def is_complex(dt: np.dtype) -> bool:
-    return dt.kind == "c"
-
-
 def result_type(*operands) -> np.dtype:
     """NumPy's promotion with weak Python scalars; operands are dtypes or Python scalars."""
     return np.result_type(*operands)
