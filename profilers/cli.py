@@ -239,8 +239,10 @@ def _report_ranks(folder: Path, args) -> int:
     from execmode.profilers.errors import SessionError
     from execmode.profilers.exporters import format_for_path
     from execmode.profilers.exporters.chrome import export_chrome_ranks
+    from execmode.profilers.rank_compare import rank_ops, rank_ops_table
     from execmode.profilers.ranks import collective_waits, rank_sessions, straggler_line
     from execmode.profilers.session import open_session
+    from execmode.profilers.tables import render_table
 
     ranks = rank_sessions(folder)
     if not ranks:
@@ -263,12 +265,14 @@ def _report_ranks(folder: Path, args) -> int:
                      f"other ranks), {s.end.text()} ({s.path.name})"
                      for rank, s in sessions]
             straggler = straggler_line(waits)
+            by_rank = rank_ops_table(rank_ops(sessions, limit=10), [r for r, _ in sessions])
     except SessionError as exc:
         return _fail(exc, 2)
     except OSError as exc:
         return _fail(f"could not write the trace {output}: {exc}", 1)
     if args.summary:
         print("\n".join(lines + ([straggler] if straggler else [])))
+        print("\n" + render_table(by_rank))
     _say(f"{len(ranks)} ranks in one trace: {output} (open it in https://ui.perfetto.dev)")
     return 0
 

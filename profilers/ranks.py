@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from execmode.profilers import store_queries
 from execmode.profilers.store import SESSION_SUFFIX
 
 RANKS_DIR_ENV = "EXECMODE_RANKS_DIR"  # set by execmode launch --profile for its ranks
@@ -78,15 +79,15 @@ class CollectiveWaits(NamedTuple):
 def collective_waits(session) -> CollectiveWaits:
     """How long a rank's collectives took, and how much of it the rank waited for the
     others (their header exchange: ``waited_us`` in each op's attrs)."""
-    marks = ",".join("?" * len(COLLECTIVES))
-    rows = session._query(f"SELECT dur_ns, attrs FROM op_events WHERE op IN ({marks})",
-                          COLLECTIVES)
-    waited = 0
-    for _, attrs in rows:
-        match = _WAITED.search(attrs or "")
-        if match:
-            waited += int(float(match.group(1)) * 1000)
-    return CollectiveWaits(len(rows), waited, sum(int(d or 0) for d, _ in rows))
+    rows = store_queries.op_spans(session._query, COLLECTIVES)
+    return CollectiveWaits(len(rows), sum(waited_ns(attrs) for _, _, attrs in rows),
+                           sum(int(d or 0) for _, d, _ in rows))
+
+
+def waited_ns(attrs: str | None) -> int:
+    """A collective's wait for the other ranks, from its attrs (0 when not stated)."""
+    match = _WAITED.search(attrs or "")
+    return int(float(match.group(1)) * 1000) if match else 0
 
 
 def straggler_line(waits: dict) -> str | None:

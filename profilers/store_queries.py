@@ -260,3 +260,30 @@ def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:
               for k, n, total, lo, hi, b in rows]
     totals.sort(key=SORT_KEYS[sort_by])
     return totals[:limit] if limit is not None else totals
+
+
+def op_spans(run: Run, names: Sequence[str]) -> list[tuple]:
+    """``(start_ns, dur_ns, attrs)`` of the ops named ``names`` (a rank's collectives), in
+    the order they started."""
+    marks = ",".join("?" * len(names))
+    return run(f"SELECT start_ns, dur_ns, attrs FROM op_events WHERE op IN ({marks}) "
+               "ORDER BY start_ns", tuple(names))
+
+
+def busy_by_slice(run: Run, t0_ns: int, width_ns: int, skip: Sequence[str]) -> tuple:
+    """The time of eager ops (but those named ``skip``) and kernel rows, in slices of
+    ``width_ns`` from ``t0_ns``: ``({slice: ns of rows no longer than a slice, summed
+    where they start}, [(start_ns, dur_ns) of the longer rows, to be spread])``."""
+    marks = ",".join("?" * len(skip))
+    not_skipped = f" AND op NOT IN ({marks})" if skip else ""
+    short = run(f"SELECT (start_ns - ?) / ?, SUM(dur_ns) FROM op_events WHERE dur_ns <= ?"
+                f"{not_skipped} GROUP BY 1 UNION ALL SELECT (start_ns - ?) / ?, SUM(dur_ns) "
+                "FROM kernels WHERE dur_ns <= ? GROUP BY 1",
+                (t0_ns, width_ns, width_ns, *skip, t0_ns, width_ns, width_ns))
+    by_slice: dict = {}
+    for index, ns in short:
+        by_slice[int(index)] = by_slice.get(int(index), 0) + int(ns or 0)
+    long = run(f"SELECT start_ns, dur_ns FROM op_events WHERE dur_ns > ?{not_skipped} "
+               "UNION ALL SELECT start_ns, dur_ns FROM kernels WHERE dur_ns > ?",
+               (width_ns, *skip, width_ns))
+    return by_slice, [(int(s), int(d)) for s, d in long]

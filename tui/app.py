@@ -53,7 +53,8 @@ from execmode.debug.reach import never_hit_lines
 # after responsive.tcss, and its rules would win over the size rules). Parsed once per theme
 # (stylesheet.py).
 STYLESHEETS = ["app.tcss", "screens/dialogs.tcss", *(f"screens/{name}.tcss" for name in (
-    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints")),
+    "ops", "tensor", "graph", "breaks", "passes", "kernels", "profile", "breakpoints",
+    "ranks")),
     "screens/responsive.tcss"]  # last: its size rules win over the views' own
 
 

@@ -1,4 +1,6 @@
-"""The nine views: their names (the app's modes), keys and titles, in one table."""
+"""The views: their names (the app's modes), keys and titles, in one table. Ranks is
+there for a run folder of ranks only (``only_ranks``): the view bar leaves it out
+elsewhere, and its key says what it is for."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ class View(NamedTuple):
     key: str         # the key that opens it
     title: str
     about: str       # one line for the help screen and the command palette
+    only_ranks: bool = False  # shown in the view bar for a run folder of ranks only
 
 
 VIEWS = (
@@ -22,5 +25,7 @@ VIEWS = (
     View("profile", "7", "Profile", "eager vs graph, top ops, memory, timing, py-spy"),
     View("breakpoints", "8", "Breakpoints", "add, enable, disable, delete; hit counts"),
     View("output", "9", "Output", "the script's stdout and stderr"),
+    View("ranks", "0", "Ranks", "a run folder's ranks side by side: one timeline, op times, "
+         "who they waited for", only_ranks=True),
 )
 VIEW_BY_NAME = {v.name: v for v in VIEWS}

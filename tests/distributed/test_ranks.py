@@ -140,7 +140,7 @@ def test_a_profiled_launch_records_each_rank_and_merges_them_in_one_trace(tmp_pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     (folder,) = runs.iterdir()
     assert f"execmode report {folder}" in proc.stderr
-    from execmode.profilers.ranks import rank_sessions
+    from execmode.profilers.ranks import collective_waits, rank_sessions
     from execmode.profilers.session import open_session
 
     sessions = rank_sessions(folder)
@@ -158,6 +158,22 @@ def test_a_profiled_launch_records_each_rank_and_merges_them_in_one_trace(tmp_pa
     # about 3 x 50 ms for the sleeping rank 1, which the summary names
     assert "rank 0: " in report.stdout and "3 collectives" in report.stdout
     assert "the ranks waited for rank 1" in report.stdout
+    # the ops side by side: all_reduce in both ranks' columns, rank 0's the longer
+    table = report.stdout[report.stdout.index("Ops and kernels per rank"):].splitlines()
+    assert table[1].split() == ["op", "calls", "rank", "0", "rank", "1", "slowest/fastest"]
+    assert any(line.split()[:2] == ["all_reduce", "3"] for line in table[3:])
+    # one timeline of both ranks (the TUI's Ranks view): rank 0 waited at the collectives
+    from execmode.profilers.rank_compare import WAITING, rank_timeline, timeline_cells
+
+    with open_session(sessions[0][1]) as s0, open_session(sessions[1][1]) as s1:
+        timeline = rank_timeline([(0, s0), (1, s1)])
+        waits = [collective_waits(s) for s in (s0, s1)]
+    lane0, lane1 = timeline.lanes
+    assert lane0.totals[WAITING] == waits[0].waited_ns >= 100_000_000  # ~3 x 50 ms
+    assert lane1.totals[WAITING] == waits[1].waited_ns < lane0.totals[WAITING]
+    for lane in timeline.lanes:  # no slice holds more than its width
+        assert all(sum(cell) <= timeline.width_ns for cell in lane.slices)
+    assert WAITING in timeline_cells(lane0, timeline.width_ns, 80)
     trace = json.loads(folder.with_name(folder.name + ".trace.json").read_text())
     events = trace["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}

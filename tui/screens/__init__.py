@@ -1,7 +1,7 @@
 """One screen per view (each an app mode), plus the dialogs.
 
 A view's module is not imported with the app: the launch shows the Ops view only, and the
-other eight bring plotext, DataTable and their own widgets (about a tenth of the TUI's
+others bring plotext, DataTable and their own widgets (about a tenth of the TUI's
 imports, measured; docs/tui.md, "Measured"). A worker imports them once the first screen
 is up (``import_views``), so that a view's first opening pays only for its compose.
 """
@@ -24,6 +24,7 @@ SCREEN_CLASSES = {
     "profile": ("profile", "ProfileScreen"),
     "breakpoints": ("breakpoints", "BreakpointsScreen"),
     "output": ("output", "OutputScreen"),
+    "ranks": ("ranks", "RanksScreen"),
 }
 
 
