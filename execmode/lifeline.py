@@ -72,6 +72,21 @@ def child_env(env: dict | None = None) -> dict:
     return out
 
 
+def launcher_fds(env: dict | None = None) -> tuple:
+    """The file descriptors a process launcher handed this process, which the script's
+    process needs to reach it: MPICH's Hydra (``mpiexec``) gives each rank its PMI
+    connection as ``PMI_FD``, and a child started with the default ``close_fds`` could not
+    initialise MPI (``PMI_Init returned -1``). Open MPI and Slurm pass addresses in the
+    environment instead, which the child inherits anyway."""
+    value = (os.environ if env is None else env).get("PMI_FD", "")
+    try:
+        fd = int(value)
+        os.fstat(fd)
+    except (ValueError, OSError):
+        return ()
+    return (fd,)
+
+
 def interrupt_came_from_terminal() -> bool:
     """True when a SIGINT to this process was most likely the terminal's Ctrl-C, which the
     terminal sends to the whole foreground process group (the child already has it: sending

@@ -111,12 +111,14 @@ def profile_command(args) -> int:
         return _fail(exc, 2)
     try:
         session = chosen_session_path(args.session, force=args.force) if args.session \
-            else new_session_path(args.script)
+            else _rank_session_path(args.script) or new_session_path(args.script)
     except SessionDirError as exc:
         return _fail(exc, 2)
     output = Path(args.output) if args.output else _beside(session, fmt)
 
     _say(f"recording {args.script} into {session}")
+    if session.name == "rank0.emsession" and not args.session:  # the ranks' shared folder
+        _say(f"every rank: execmode report {session.parent} / execmode open {session.parent}")
     returncode, stopped_by = _run_child(args, session, script_args)
     code = 128 - returncode if returncode < 0 else returncode  # a signal N: 128+N, as a shell
     if stopped_by is not None:
@@ -145,6 +147,26 @@ def profile_command(args) -> int:
     return code
 
 
+def _rank_session_path(script: str) -> Path | None:
+    """Under a launcher of several ranks (``mpiexec -n N execmode profile SCRIPT``, torchrun):
+    this rank's session in the run folder the ranks share, so that ``execmode report`` and
+    ``open`` merge them as they do ``execmode launch --profile``'s. None for one process."""
+    from execmode.profilers.ranks import (
+        launcher_run_folder,
+        rank_of_process,
+        rank_session_path,
+    )
+    from execmode.profilers.session_dir import SessionDirError
+
+    rank = rank_of_process()
+    if rank is None or rank["world_size"] < 2:
+        return None
+    try:
+        return rank_session_path(launcher_run_folder(script), rank["rank"])
+    except OSError as exc:
+        raise SessionDirError(f"cannot make the ranks' run folder: {exc}") from None
+
+
 def _run_child(args, session: Path, script_args: list[str]) -> tuple[int, int | None]:
     """(Popen's return code of the runner, the SIGTERM/SIGHUP that stopped it or None)."""
     cmd = [sys.executable, "-m", "execmode.profilers.runner", "--session", str(session)]
@@ -159,7 +181,8 @@ def _run_child(args, session: Path, script_args: list[str]) -> tuple[int, int | 
         if args.native:
             cmd.append("--native")
     cmd += ["--", args.script, *script_args]
-    return _wait_forwarding_signals(lambda: subprocess.Popen(cmd, env=lifeline.child_env()))
+    return _wait_forwarding_signals(lambda: subprocess.Popen(
+        cmd, env=lifeline.child_env(), pass_fds=lifeline.launcher_fds()))
 
 
 def _wait_forwarding_signals(start) -> tuple[int, int | None]:

@@ -64,6 +64,36 @@ def new_run_folder(script: str, directory: str | os.PathLike | None = None) -> P
     return folder
 
 
+def launcher_run_folder(script: str, directory: str | os.PathLike | None = None) -> Path:
+    """The run folder that every rank started by one launcher on this host shares, created
+    if missing (``mpiexec -n N execmode profile SCRIPT``: each rank's ``execmode profile``
+    records into it, as ``execmode launch --profile``'s ranks do). Named from the launcher
+    process that started the ranks (their common parent: MPICH's proxy, Open MPI's daemon,
+    torchrun's agent): its pid and its start time, which no other process shares."""
+    from execmode.profilers.session_dir import session_dir
+
+    parent = Path(directory) if directory is not None else session_dir()
+    launcher = os.getppid()
+    started = _process_start(launcher)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started)) if started else "0"
+    stem = Path(script).stem or "script"
+    folder = parent / f"{stem}-{stamp}-{launcher}-ranks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _process_start(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), from /proc; None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
 # The collectives' op names (execmode/distributed/collectives.py records them as ops).
 COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
                "reduce_scatter", "reduce_scatter_tensor", "barrier")
