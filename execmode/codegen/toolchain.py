@@ -210,12 +210,13 @@ _ATTEMPTS = hashlib.sha256((" ".join(BASE_FLAGS) + _PROBE_SOURCE).encode()).hexd
 
 
 def _remembered(cc_env: str, command: tuple) -> dict | None:
-    record_key = toolchain_record.key(cc_env, command, _ATTEMPTS)
+    record_key = toolchain_record.key(cc_env, command, _ATTEMPTS, cpu_identity())
     return toolchain_record.load(record_key) if record_key else None
 
 
 def _remember(cc_env: str, toolchain: Toolchain, takes: dict) -> None:
-    record_key = toolchain_record.key(cc_env, toolchain.command, _ATTEMPTS)
+    record_key = toolchain_record.key(cc_env, toolchain.command, _ATTEMPTS,
+                                          cpu_identity())
     if record_key:
         toolchain_record.store(record_key, {
             "version": toolchain.version, "flags": list(toolchain.flags),

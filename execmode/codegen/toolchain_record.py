@@ -27,12 +27,11 @@ _MAX_BYTES = 256 * 1024
 _MAX_ENTRIES = 32
 
 
-def key(cc_env: str, command: tuple, attempts: str) -> str | None:
-    """The record's key for this compiler command on this machine, or None when a
-    program of ``command`` cannot be stat'ed (then nothing is remembered)."""
-    from .toolchain import cpu_identity
-
-    parts = [str(RECORD_VERSION), cc_env, " ".join(command), attempts, cpu_identity()]
+def key(cc_env: str, command: tuple, attempts: str, cpu: str) -> str | None:
+    """The record's key for this compiler command on this machine (``cpu``: its
+    identity), or None when a program of ``command`` cannot be stat'ed (then nothing is
+    remembered)."""
+    parts = [str(RECORD_VERSION), cc_env, " ".join(command), attempts, cpu]
     # The driver and any program it is given (CC="ccache gcc") decide what compiles.
     for word in command:
         if word.startswith("-"):

@@ -83,7 +83,8 @@ def test_a_damaged_record_is_ignored(logged_cc, damage):
     wrapper, log = logged_cc
     first = toolchain.get_toolchain()
     record = os.path.join(os.environ["EXECMODE_CACHE_DIR"], "toolchain", "probe.json")
-    key = toolchain_record.key(os.environ["CC"], first.command, toolchain._ATTEMPTS)
+    key = toolchain_record.key(os.environ["CC"], first.command, toolchain._ATTEMPTS,
+                               toolchain.cpu_identity())
     with open(record, "w") as f:
         f.write(damage.replace("KEY", key))
     _forget_this_process()
@@ -104,6 +105,6 @@ def test_a_failing_compiler_is_not_remembered(tmp_path, monkeypatch):
         with pytest.raises(toolchain.NoCompiler):
             toolchain.get_toolchain()
         assert toolchain_record.load(toolchain_record.key(
-            str(broken), (str(broken),), toolchain._ATTEMPTS)) is None
+            str(broken), (str(broken),), toolchain._ATTEMPTS, toolchain.cpu_identity())) is None
     finally:
         _forget_this_process()
