@@ -61,7 +61,7 @@ def measure_graph(ir_json: dict, repeat: int = REPEAT,
                   rounds: int = measure.MIN_ROUNDS) -> list[ComparisonRow]:
     """Rows of eager-vs-compiled time for one recorded graph (random inputs): medians of
     ``rounds`` interleaved rounds of ``repeat`` runs each (measure.py's protocol)."""
-    from execmode.jit_driver.jit import compile_graph, lower_graph
+    from execmode.jit_driver.compiled_segment import compile_graph, lower_graph
 
     try:
         graph = Graph.from_json(ir_json)

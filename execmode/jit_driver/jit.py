@@ -31,8 +31,6 @@ from ..graph.ir import Graph
 from ..graph.segments import Segment
 from . import cache_policy, registry
 from .compiled_segment import CompiledSegment, compile_segment
-from .compiled_segment import compile_graph as compile_graph  # profilers/graph_compare.py
-from .compiled_segment import lower_graph as lower_graph  # imports these two from here
 from .concrete import ConcreteFunction
 from .fastcall import MISS, build_fast_call
 from .float_errors import run_plan
