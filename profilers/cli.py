@@ -148,21 +148,11 @@ def profile_command(args) -> int:
 
 
 def _rank_session_path(script: str) -> Path | None:
-    """Under a launcher of several ranks (``mpiexec -n N execmode profile SCRIPT``, torchrun):
-    this rank's session in the run folder the ranks share, so that ``execmode report`` and
-    ``open`` merge them as they do ``execmode launch --profile``'s. None for one process."""
-    from execmode.profilers.ranks import (
-        launcher_run_folder,
-        rank_of_process,
-        rank_session_path,
-    )
+    from execmode.profilers.ranks import launcher_rank_session
     from execmode.profilers.session_dir import SessionDirError
 
-    rank = rank_of_process()
-    if rank is None or rank["world_size"] < 2:
-        return None
     try:
-        return rank_session_path(launcher_run_folder(script), rank["rank"])
+        return launcher_rank_session(script)
     except OSError as exc:
         raise SessionDirError(f"cannot make the ranks' run folder: {exc}") from None
 

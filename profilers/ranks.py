@@ -82,6 +82,17 @@ def launcher_run_folder(script: str, directory: str | os.PathLike | None = None)
     return folder
 
 
+def launcher_rank_session(script: str) -> Path | None:
+    """Under a launcher of several ranks (``mpiexec -n N execmode profile|run SCRIPT``,
+    torchrun): this rank's session in the run folder the ranks share, so that ``execmode
+    report`` and ``open`` merge them as they do ``execmode launch --profile``'s; None for
+    one process. Raises OSError when the folder cannot be made."""
+    rank = rank_of_process()
+    if rank is None or rank["world_size"] < 2:
+        return None
+    return rank_session_path(launcher_run_folder(script), rank["rank"])
+
+
 def _process_start(pid: int) -> float | None:
     """When process ``pid`` started (seconds since the epoch), from /proc; None elsewhere."""
     try:

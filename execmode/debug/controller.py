@@ -183,8 +183,10 @@ class Controller(AgentCommands):
             stdin = subprocess.PIPE if self.stdin_pipe else \
                 None if self.inherit_stdin else subprocess.DEVNULL
             piped = None if self.inherit_output else subprocess.PIPE
+            # pass_fds: a rank's connection to its MPI launcher (lifeline.launcher_fds).
             run.proc = subprocess.Popen(cmd, cwd=self.cwd, env=env, stdin=stdin,
-                                        stdout=piped, stderr=piped)
+                                        stdout=piped, stderr=piped,
+                                        pass_fds=lifeline.launcher_fds())
         except OSError:
             server.close()
             _remove_private_dir(tmp)

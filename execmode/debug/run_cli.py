@@ -121,12 +121,16 @@ def _say_breakpoint_notes(specs) -> None:
 def _session_path(opts) -> str | None:
     if opts.no_session:
         return None
-    from ..profilers.session_dir import chosen_session_path, new_session_path
+    from ..profilers.ranks import launcher_rank_session
+    from ..profilers.session_dir import SessionDirError, chosen_session_path, new_session_path
 
     if opts.session:
         return str(chosen_session_path(opts.session, force=opts.force))
-
-    return str(new_session_path(opts.script))
+    try:  # one of several ranks (mpiexec -n N execmode run): the ranks' run folder
+        ranked = launcher_rank_session(opts.script)
+    except OSError as exc:
+        raise SessionDirError(f"cannot make the ranks' run folder: {exc}") from None
+    return str(ranked or new_session_path(opts.script))
 
 
 class _Stopped(BaseException):

@@ -207,10 +207,11 @@ def test_a_profiled_launch_records_each_rank_and_merges_them_in_one_trace(tmp_pa
     assert refused.returncode == 2 and "without rank sessions" in refused.stderr
 
 
-def test_mpiexec_runs_execmode_profile_on_each_rank_into_one_run_folder(tmp_path):
-    """``mpiexec -n 2 execmode profile SCRIPT``: each rank's profile starts the script in a
-    child process, which must still reach MPICH's launcher (its PMI_FD), and records into
-    the run folder the ranks share, which report merges."""
+@pytest.mark.parametrize("verb", ["profile", "run"])
+def test_mpiexec_runs_execmode_on_each_rank_into_one_run_folder(tmp_path, verb):
+    """``mpiexec -n 2 execmode profile|run SCRIPT``: each rank's execmode starts the script
+    in a child process, which must still reach MPICH's launcher (its PMI_FD), and records
+    into the run folder the ranks share, which report merges."""
     missing = _missing()
     if missing:
         pytest.skip(missing)
@@ -219,12 +220,12 @@ def test_mpiexec_runs_execmode_profile_on_each_rank_into_one_run_folder(tmp_path
     env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1",
            "EXECMODE_SESSION_DIR": str(tmp_path / "sessions")}
     proc = subprocess.run([find_mpiexec(), "-n", str(RANKS), sys.executable, "-m", "execmode",
-                           "profile", str(script)], capture_output=True, text=True,
+                           verb, str(script)], capture_output=True, text=True,
                           timeout=120, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (folder,) = (tmp_path / "sessions").iterdir()
     assert folder.name.startswith("profiled-") and folder.name.endswith("-ranks")
-    assert f"execmode report {folder}" in proc.stderr
+    assert verb == "run" or f"execmode report {folder}" in proc.stderr
     from execmode.profilers.ranks import rank_sessions
     from execmode.profilers.session import open_session
 
