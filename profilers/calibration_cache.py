@@ -63,9 +63,10 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     "execmode.plan", "execmode.kernel_clock", "execmode.codegen.program",
                     "execmode.codegen.fast_entry", "execmode.profilers.kernel_totals",
                     "execmode.profilers.calibration")
-# C sources beside them (the op ring: native.py), stamped the same way.
-MEASURED_SOURCES = (("execmode.profilers", "op_ring.c"), ("execmode.codegen", "em_clock.h"),
-                    ("execmode.codegen", "fast_entry.c"))
+# The C they run (execmode/native: the op ring, the operators, the fast entry, their shared
+# header; the kernel clock is codegen's), stamped the same way.
+MEASURED_SOURCES = (("execmode.native", "op_ring.c"), ("execmode.native", "eager_operators.c"),
+                    ("execmode.native", "fast_entry.c"), ("execmode.codegen", "em_clock.h"))
 
 
 def cached_overhead(*, memory: bool = True, summaries: bool = False,

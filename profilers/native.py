@@ -32,8 +32,10 @@ import sqlite3  # noqa: F401 - loads the SQLite library that sqlite_library() fi
 import sys
 import threading
 
+from execmode.native import source_path
+
 EXTENSION = "_em_op_ring"
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_ring.c")
+SOURCE = source_path("op_ring.c")
 # Records the ring holds (40 bytes each): ~1/3 s of tiny ops. Half full wakes the writer;
 # full makes the script wait for it (op_ring.c's wait_for_room).
 CAPACITY = 1 << 16

@@ -55,11 +55,12 @@ import ctypes
 import os
 import re
 
+from ..native import source_path
 from . import disk_cache
 from .cache_trust import UnsafeCacheError
 
 ENV = "EXECMODE_BLAS_CALLBACK"
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "blas_workers.c")
+SOURCE = source_path("blas_workers.c")
 FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-pthread", "-fopenmp")
 TEAM = "execmode's OpenMP team"
 # The team is opt-in: with it, back-to-back BLAS calls each wake a sleeping worker, which

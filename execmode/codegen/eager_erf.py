@@ -14,10 +14,11 @@ from __future__ import annotations
 import ctypes
 import os
 
+from ..native import source_path
 from . import disk_cache
 from .toolchain import NoCompiler, get_toolchain, run_compiler
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "eager_erf.c")
+SOURCE = source_path("eager_erf.c")
 
 
 class _Kernels:

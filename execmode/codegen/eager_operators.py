@@ -47,6 +47,7 @@ import numpy as np
 from .. import dispatch, tensor_methods
 from .._tensor import Tensor
 from ..dispatch import counting_operator
+from ..native import source_path
 from ..ops import OPS
 from ..ops import erf as _erf
 from ..tensor_method_tables import FAST_OPERATORS
@@ -55,7 +56,7 @@ from .extension_build import build_extension
 from .factory import _note
 
 EXTENSION = "_em_eager_operators"
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "eager_operators.c")
+SOURCE = source_path("eager_operators.c")
 
 # CC value -> (module or None, status dict): one build attempt per compiler and process.
 _loaded: dict[str, tuple] = {}

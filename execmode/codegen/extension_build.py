@@ -1,10 +1,10 @@
-"""Building a small CPython extension from a C source next to the code that uses it.
+"""Building a small CPython extension from a C source of execmode/native.
 
-The jit's fast entry (fast_entry.c) and the recorder's op ring (profilers/op_ring.c) are
-built the same way: on first use, with the project's C compiler, into the kernel cache's
+The eager operators, the jit's fast entry and the recorder's op ring are built the same
+way: on first use, with the project's C compiler, into the kernel cache's
 ``extensions`` folder, keyed by the source, compiler, flags, CPU and the Python/NumPy ABI,
 and loaded only after the cache's owner, mode and content-hash checks (cache_trust.py).
-Both are optional: anything missing (a compiler, Python or NumPy headers, a working build)
+Each is optional: anything missing (a compiler, Python or NumPy headers, a working build)
 gives None and a status that says why.
 """
 
@@ -30,6 +30,9 @@ FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing",
          "-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION")
 
 
+HEADERS = os.path.dirname(os.path.abspath(__file__))
+
+
 class _BuildFailed(Exception):
     pass
 
@@ -41,17 +44,23 @@ def python_abi() -> str:
                      getattr(sys, "abiflags", ""), f"numpy {np.__version__}"])
 
 
-def _with_local_headers(source: str, folder: str) -> str:
-    """``#include "x.h"`` lines of a header beside the source replaced by its text: the
-    source is compiled from the cache folder, and its cache key must change with them."""
+def _with_local_headers(source: str, folders: tuple, seen: set | None = None) -> str:
+    """``#include "x.h"`` lines replaced by the text of x.h from the first of ``folders``
+    that has it, recursively and once each (as an include guard would): the source is
+    compiled from the cache folder, and its cache key must change with its headers."""
+    seen = set() if seen is None else seen
     lines = []
     for line in source.splitlines():
         stripped = line.strip()
         if stripped.startswith('#include "') and stripped.endswith('"'):
-            header = os.path.join(folder, stripped[len('#include "'):-1])
-            if os.path.exists(header):
-                with open(header, encoding="utf-8") as f:
-                    lines.append(f.read())
+            name = stripped[len('#include "'):-1]
+            header = next((os.path.join(folder, name) for folder in folders
+                           if os.path.exists(os.path.join(folder, name))), None)
+            if header is not None:
+                if header not in seen:
+                    seen.add(header)
+                    with open(header, encoding="utf-8") as f:
+                        lines.append(_with_local_headers(f.read(), folders, seen))
                 continue
         lines.append(line)
     return "\n".join(lines) + "\n"
@@ -78,7 +87,8 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
         status["reason"] = f"no NumPy headers in {np_include!r}"
         return None, status
     with open(source_path, encoding="utf-8") as f:
-        source = _with_local_headers(f.read(), os.path.dirname(source_path))
+        # The kernel clock (em_clock.h) is codegen's: generated programs include it too.
+        source = _with_local_headers(f.read(), (os.path.dirname(source_path), HEADERS))
     flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
     identity = "\n".join([" ".join(command), version, " ".join(flags),
                           cpu_identity(), python_abi()])

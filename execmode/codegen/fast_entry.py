@@ -37,13 +37,14 @@ import os
 
 import numpy as np
 
+from ..native import source_path
 from .buffers import data_pointer
 from .extension_build import build_extension
 from .factory import _note, debug_level
 from .ufunc_loop import direct_loop
 
 EXTENSION = "_em_fast_entry"
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_entry.c")
+SOURCE = source_path("fast_entry.c")
 # Kernels writing at least this many output bytes run with the GIL released (ctypes
 # always releases it; for smaller ones the release costs more than it could give back).
 RELEASE_GIL_BYTES = 1 << 16

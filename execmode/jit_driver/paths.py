@@ -8,11 +8,11 @@ what       paths                                       switch (read once at impo
 =========  ==========================================  ===================================
 eager      ``python`` operators and unary functions    ``EXECMODE_EAGER_PATH=python|c|auto``
            (dispatch.make_operator ...), ``c``
-           (codegen/eager_operators.c); ``auto``: C
+           (native/eager_operators.c); ``auto``: C
            after dispatch.HOT_CALLS plain calls
 jit        ``general`` (``JitFunction._call``),        ``EXECMODE_JIT_REPLAY=general|
            ``generated`` (fastcall._python_replay),    generated|native|auto``
-           ``native`` (codegen/fast_entry.c where the
+           ``native`` (native/fast_entry.c where the
            plan qualifies); ``auto`` = native
 recorder   ``python`` (an OpEvent per op), ``c`` (the  ``EXECMODE_NATIVE_RECORDER=0|1``
            op ring, profilers/native.py)               (read when a recording starts)
