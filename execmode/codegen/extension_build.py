@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 import sysconfig
 import time
@@ -31,6 +32,7 @@ FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing",
 
 
 HEADERS = os.path.dirname(os.path.abspath(__file__))
+_LOCAL_INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
 
 
 class _BuildFailed(Exception):
@@ -51,9 +53,9 @@ def _with_local_headers(source: str, folders: tuple, seen: set | None = None) ->
     seen = set() if seen is None else seen
     lines = []
     for line in source.splitlines():
-        stripped = line.strip()
-        if stripped.startswith('#include "') and stripped.endswith('"'):
-            name = stripped[len('#include "'):-1]
+        included = _LOCAL_INCLUDE.match(line)
+        if included:
+            name = included.group(1)
             header = next((os.path.join(folder, name) for folder in folders
                            if os.path.exists(os.path.join(folder, name))), None)
             if header is not None:

@@ -31,11 +31,11 @@
 #include <structmember.h>
 #include <fenv.h>
 #include <stdint.h>
-#include <time.h>
 #include <string.h>
 
 #include <numpy/arrayobject.h>
 #include <numpy/ufuncobject.h>
+#include "em_native.h"
 
 /* NumPy releases the GIL for loops over more elements than this (NPY_BEGIN_THREADS
  * _THRESHOLDED); so do we. */
@@ -65,7 +65,7 @@ static PyObject *str_grad_enabled, *str_thread, *str_grad;
 static PyObject *str_fast_with_events, *str_native_binary, *str_native_general, *str_impl;
 /* dispatch's names an OpEvent is built from (new_event) */
 static PyObject *str_on_op, *str_OpEvent, *str_seq, *str_no_attrs, *str_eager, *str_cpu;
-static PyObject *str_scope, *str_state, *str_current, *str_locations, *str_user_location;
+static PyObject *str_scope, *str_state, *str_locations, *str_user_location;
 static PyObject *zero;           /* 0: the op ring's frame skip from here */
 
 /* Whether autograd records in this thread, as dispatch.grad_enabled() answers: its
@@ -90,12 +90,6 @@ grad_mode_on(Operator *self)
     return result;
 }
 
-static inline PyObject *
-slot(PyObject *obj, Py_ssize_t offset)
-{
-    return *(PyObject **)((char *)obj + offset);
-}
-
 /* The operand's array when it is one this path takes, else NULL (borrowed). A tensor
  * that requires grad sets *wants_grad: the call is taken only while grad mode is off. */
 static inline PyArrayObject *
@@ -103,12 +97,12 @@ plain_array(Operator *self, PyObject *tensor, int *wants_grad)
 {
     if (!PyObject_TypeCheck(tensor, self->tensor_type))
         return NULL;
-    PyObject *rg = slot(tensor, self->off_requires_grad);
+    PyObject *rg = em_slot(tensor, self->off_requires_grad);
     if (rg == Py_True)
         *wants_grad = 1;
     else if (rg != Py_False)
         return NULL;
-    PyObject *data = slot(tensor, self->off_data);
+    PyObject *data = em_slot(tensor, self->off_data);
     if (data == NULL || Py_TYPE(data) != &PyArray_Type)
         return NULL;
     PyArrayObject *a = (PyArrayObject *)data;
@@ -189,15 +183,6 @@ same_type_loop(PyUFuncObject *u, char type, PyUFuncGenericFunction *loop, void *
     return -1;
 }
 
-static inline int64_t
-perf_counter_ns(void)
-{
-    /* time.perf_counter_ns's clock, so that t0 and t1 compare with every other event's */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* (shape, dtype, device): an array operand as OpEvent describes it (dispatch's
  * `(x.shape, x.dtype, CPU)`). The last description made is kept and handed out again
  * for an array of the same shape and dtype (tuples are immutable: equal is the same):
@@ -258,19 +243,15 @@ dispatch_name(PyObject *name)
 /* The objects of dispatch an event is built from, looked up once (strong references):
  * none is ever rebound (dispatch mutates `_on_op` and source `_locations` in place). */
 static struct {
-    PyObject *on_op, *event_type, *seq, *no_attrs, *eager, *cpu, *scope_state, *locations,
-        *user_location;
+    PyObject *on_op, *event_type, *seq, *no_attrs, *eager, *cpu, *locations, *user_location;
+    EmScope scope;   /* scope._state (em_scope_current) */
 } parts;
 
-/* When called on the main thread: its ident, and its dict of the scope thread-local
- * `state` (current_scope). Elsewhere nothing: every thread then asks the thread-local. */
 static PyObject *getframe;   /* sys._getframe (user_line) */
-static unsigned long main_ident;
-static PyObject *main_scope_dict;
-static PyObject *scope_default;   /* the thread-local class's `current` ("") */
 
-static int
-main_thread_scope(PyObject *state)
+/* threading.main_thread().ident, or (unsigned long)-1 with an error set. */
+static unsigned long
+main_thread_ident(void)
 {
     PyObject *threading = PyImport_ImportModule("threading");
     PyObject *main = threading == NULL ? NULL
@@ -279,27 +260,10 @@ main_thread_scope(PyObject *state)
     Py_XDECREF(threading);
     Py_XDECREF(main);
     if (ident == NULL)
-        return -1;
+        return (unsigned long)-1;
     unsigned long value = PyLong_AsUnsignedLong(ident);
     Py_DECREF(ident);
-    if (value == (unsigned long)-1 && PyErr_Occurred())
-        return -1;
-    if (PyThread_get_thread_ident() != value)
-        return 0;
-    PyObject *d = PyObject_GetAttrString(state, "__dict__");
-    if (d == NULL)
-        return -1;
-    PyObject *fallback = PyObject_GetAttr((PyObject *)Py_TYPE(state), str_current);
-    if (fallback == NULL || !PyDict_CheckExact(d) || !PyUnicode_CheckExact(fallback)) {
-        Py_DECREF(d);
-        Py_XDECREF(fallback);
-        PyErr_Clear();
-        return 0;
-    }
-    main_ident = value;
-    main_scope_dict = d;
-    scope_default = fallback;
-    return 0;
+    return value;
 }
 
 static int
@@ -328,6 +292,11 @@ event_parts(void)
         PyErr_SetString(PyExc_TypeError, "dispatch's OpEvent, _on_op or _locations changed kind");
         return -1;
     }
+    if (em_check_op_event_layout(found[0]) < 0)
+        return -1;
+    unsigned long main_ident = main_thread_ident();
+    if (main_ident == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
     PyObject *state = PyObject_GetAttr(found[7], str_state);   /* scope._state */
     if (state == NULL)
         return -1;
@@ -335,10 +304,11 @@ event_parts(void)
         getframe = PySys_GetObject("_getframe");   /* borrowed from sys: keep our own */
         Py_XINCREF(getframe);
     }
-    if (getframe == NULL || main_thread_scope(state) < 0) {
+    int failed = getframe == NULL || em_scope_init(&parts.scope, state, main_ident) < 0;
+    Py_DECREF(state);
+    if (failed) {
         if (getframe == NULL && !PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "sys._getframe is missing");
-        Py_DECREF(state);
         return -1;
     }
     for (int i = 0; i < 7; ++i)
@@ -351,7 +321,6 @@ event_parts(void)
     parts.cpu = found[4];
     parts.locations = found[5];
     parts.user_location = found[6];
-    parts.scope_state = state;
     parts.on_op = on_op;
     return 0;
 }
@@ -443,24 +412,6 @@ done:
     return location;
 }
 
-/* scope._state.current, as the calling thread sees it. On the main thread, from its own
- * dict of that thread-local (asked for once: the same dict for the thread's life), one
- * lookup; it holds `current` once a scope was opened there, else the class's default
- * (read once) answers, as attribute lookup would. Other threads ask the thread-local. */
-static PyObject *
-current_scope(void)
-{
-    if (main_scope_dict != NULL && PyThread_get_thread_ident() == main_ident) {
-        PyObject *scope = PyDict_GetItemWithError(main_scope_dict, str_current);
-        if (scope == NULL && PyErr_Occurred())
-            return NULL;
-        scope = scope != NULL ? scope : scope_default;
-        Py_INCREF(scope);
-        return scope;
-    }
-    return PyObject_GetAttr(parts.scope_state, str_current);
-}
-
 /* An event no listener kept, refilled for the next op. A tuple nobody else holds can be
  * refilled unseen (zip and enumerate refill their result tuples so): what allocating
  * and freeing an OpEvent per op cost. Held while its listeners run, so a listener that
@@ -482,35 +433,35 @@ static PyObject *
 new_event(PyObject *name, PyObject *inputs, PyArrayObject *out, int64_t t0,
           Py_ssize_t nbytes, int skip)
 {
-    int64_t t1 = perf_counter_ns();
-    PyObject *items[11] = {NULL};
+    int64_t t1 = em_clock_ns();
+    PyObject *items[EM_EVENT_FIELDS] = {NULL};
     PyObject *event = NULL;
-    items[3] = inputs;
+    items[EM_EVENT_INPUTS] = inputs;
     if (inputs == NULL)
         goto done;
     /* each item after the last one made: none is asked for with an error pending */
-    if ((items[0] = PyIter_Next(parts.seq)) == NULL) {
+    if ((items[EM_EVENT_SEQ] = PyIter_Next(parts.seq)) == NULL) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "dispatch._seq is exhausted");
         goto done;
     }
     Py_INCREF(name);
-    items[1] = name;
+    items[EM_EVENT_OP] = name;
     Py_INCREF(parts.no_attrs);
-    items[2] = parts.no_attrs;
+    items[EM_EVENT_ATTRS] = parts.no_attrs;
     Py_INCREF(parts.eager);
-    items[10] = parts.eager;
-    if ((items[4] = describe(out, parts.cpu)) == NULL
-            || (items[5] = PyLong_FromLongLong(t0)) == NULL
-            || (items[6] = PyLong_FromLongLong(t1)) == NULL
-            || (items[7] = PyLong_FromSsize_t(nbytes)) == NULL
-            || (items[8] = current_scope()) == NULL
-            || (items[9] = user_line(skip)) == NULL)
+    items[EM_EVENT_MODE] = parts.eager;
+    if ((items[EM_EVENT_OUTPUT] = describe(out, parts.cpu)) == NULL
+            || (items[EM_EVENT_START_NS] = PyLong_FromLongLong(t0)) == NULL
+            || (items[EM_EVENT_END_NS] = PyLong_FromLongLong(t1)) == NULL
+            || (items[EM_EVENT_BYTES_ALLOCATED] = PyLong_FromSsize_t(nbytes)) == NULL
+            || (items[EM_EVENT_SCOPE] = em_scope_current(&parts.scope)) == NULL
+            || (items[EM_EVENT_LOCATION] = user_line(skip)) == NULL)
         goto done;
     if (spare_event != NULL && Py_REFCNT(spare_event) == 1) {
         event = spare_event;   /* our reference moves to the caller */
         spare_event = NULL;
-        for (int i = 0; i < 11; ++i) {
+        for (int i = 0; i < EM_EVENT_FIELDS; ++i) {
             PyObject *old = PyTuple_GET_ITEM(event, i);
             PyTuple_SET_ITEM(event, i, items[i]);
             items[i] = old;   /* released below */
@@ -520,16 +471,16 @@ new_event(PyObject *name, PyObject *inputs, PyArrayObject *out, int64_t t0,
         Py_CLEAR(spare_event);
         PyTypeObject *event_type = (PyTypeObject *)parts.event_type;
         /* tuple.__new__(OpEvent, items), as dispatch does */
-        event = event_type->tp_alloc(event_type, 11);
+        event = event_type->tp_alloc(event_type, EM_EVENT_FIELDS);
         if (event != NULL) {
-            for (int i = 0; i < 11; ++i) {
+            for (int i = 0; i < EM_EVENT_FIELDS; ++i) {
                 PyTuple_SET_ITEM(event, i, items[i]);
                 items[i] = NULL;
             }
         }
     }
 done:
-    for (int i = 0; i < 11; ++i)
+    for (int i = 0; i < EM_EVENT_FIELDS; ++i)
         Py_XDECREF(items[i]);
     return event;
 }
@@ -832,7 +783,7 @@ op_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
     if (recorded)
         return recorded < 0 ? NULL : fallback(self, args, nargsf, kwnames);
 
-    int64_t t0 = listening ? perf_counter_ns() : 0;
+    int64_t t0 = listening ? em_clock_ns() : 0;
     int which = type == NPY_DOUBLE;
     PyObject *out = PyArray_SimpleNew(PyArray_NDIM(shape_of), PyArray_DIMS(shape_of), type);
     if (out == NULL)
@@ -896,7 +847,7 @@ unary_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObj
     if (recorded)
         return recorded < 0 ? NULL : fallback(self, args, nargsf, kwnames);
 
-    int64_t t0 = listening ? perf_counter_ns() : 0;
+    int64_t t0 = listening ? em_clock_ns() : 0;
     int type = PyArray_TYPE(a);
     npy_intp itemsize = PyArray_ITEMSIZE(a);
     PyObject *out = PyArray_SimpleNew(PyArray_NDIM(a), PyArray_DIMS(a), type);
@@ -919,17 +870,6 @@ unary_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObj
 }
 
 /* --- construction ------------------------------------------------------------------- */
-
-static Py_ssize_t
-member_offset(PyObject *descr)
-{
-    /* A __slots__ member of the Tensor class: the offset of its pointer in the object. */
-    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
-        PyErr_SetString(PyExc_TypeError, "expected a __slots__ member descriptor");
-        return -1;
-    }
-    return ((PyMemberDescrObject *)descr)->d_member->offset;
-}
 
 static PyObject *
 op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -957,8 +897,8 @@ op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     PyObject *data_descr = PyObject_GetAttrString(tensor_type, "_data");
     PyObject *rg_descr = data_descr == NULL ? NULL
         : PyObject_GetAttrString(tensor_type, "requires_grad");
-    Py_ssize_t off_data = data_descr == NULL ? -1 : member_offset(data_descr);
-    Py_ssize_t off_rg = (rg_descr == NULL || off_data < 0) ? -1 : member_offset(rg_descr);
+    Py_ssize_t off_data = data_descr == NULL ? -1 : em_member_offset(data_descr);
+    Py_ssize_t off_rg = (rg_descr == NULL || off_data < 0) ? -1 : em_member_offset(rg_descr);
     Py_XDECREF(data_descr);
     Py_XDECREF(rg_descr);
     if (off_rg < 0)
@@ -1292,7 +1232,6 @@ PyInit__em_eager_operators(void)
     str_cpu = PyUnicode_InternFromString("CPU");
     str_scope = PyUnicode_InternFromString("_scope");
     str_state = PyUnicode_InternFromString("_state");
-    str_current = PyUnicode_InternFromString("current");
     str_locations = PyUnicode_InternFromString("_locations");
     str_user_location = PyUnicode_InternFromString("user_location");
     zero = PyLong_FromLong(0);
@@ -1301,7 +1240,7 @@ PyInit__em_eager_operators(void)
             || str_native_general == NULL || str_impl == NULL
             || str_on_op == NULL || str_OpEvent == NULL || str_seq == NULL
             || str_no_attrs == NULL || str_eager == NULL || str_cpu == NULL
-            || str_scope == NULL || str_state == NULL || str_current == NULL
+            || str_scope == NULL || str_state == NULL || em_native_init() < 0
             || str_locations == NULL || str_user_location == NULL || zero == NULL
             || PyType_Ready(&OperatorType) < 0 || PyType_Ready(&LoopType) < 0)
         return NULL;

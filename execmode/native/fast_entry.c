@@ -20,11 +20,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <numpy/arrayobject.h>
-#include <time.h>
-
-#ifndef Py_T_OBJECT_EX
-#define Py_T_OBJECT_EX T_OBJECT_EX
-#endif
+#include "em_native.h"
 
 #define FE_MAX_DIMS 32
 #define FE_MAX_ITEMS 64    /* arguments, inputs, outputs, results (more: the Python replay) */
@@ -100,9 +96,7 @@ typedef struct {
 
 static PyObject *k_tracing, *k_grad_enabled, *k_jit_disabled;
 
-/* --- the kernel clock (execmode/kernel_clock.py): the programs' own helpers ------------- */
-
-#include "em_clock.h"
+/* --- the kernel clock (execmode/kernel_clock.py): em_clock.h, the programs' own helpers -- */
 
 #define CLOCK_HEADER 5   /* kernel_clock.HEADER: on, whole runs' calls, ns, min, max */
 
@@ -174,12 +168,6 @@ strides_match(PyArrayObject *a, const Layout *l)
         if (l->dims[d] > 1 && strides[d] != l->strides[d])
             return 0;
     return 1;
-}
-
-static inline PyObject *
-slot(PyObject *obj, Py_ssize_t offset)
-{
-    return *(PyObject **)((char *)obj + offset);
 }
 
 /* --- the call ----------------------------------------------------------------------- */
@@ -258,11 +246,11 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         }
         if (Py_TYPE(a) != self->tensor_type)
             return miss(self);
-        PyObject *d = slot(a, self->off_data);
+        PyObject *d = em_slot(a, self->off_data);
         if (d == NULL || !PyArray_CheckExact(d)
                 || PyArray_DESCR((PyArrayObject *)d) != pos->layout.descr
                 || !shape_matches((PyArrayObject *)d, &pos->layout)
-                || slot(a, self->off_requires_grad) != pos->requires_grad)
+                || em_slot(a, self->off_requires_grad) != pos->requires_grad)
             return miss(self);
         leaf_data[pos->leaf] = d;
     }
@@ -280,7 +268,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
             }
         }
         else {
-            d = slot(in->capture, self->off_data);
+            d = em_slot(in->capture, self->off_data);
             if (d == NULL || !PyArray_CheckExact(d)
                     || !shape_matches((PyArrayObject *)d, &in->layout)
                     || (self->call == NULL && !strides_match((PyArrayObject *)d, &in->layout))
@@ -431,18 +419,6 @@ read_layout(PyObject *shape, PyObject *strides, PyObject *dtype, Layout *l)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-static Py_ssize_t
-member_offset(PyObject *descr)
-{
-    /* A __slots__ member of the Tensor class: the offset of its pointer in the object. */
-    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)
-            || ((PyMemberDescrObject *)descr)->d_member->type != Py_T_OBJECT_EX) {
-        PyErr_SetString(PyExc_TypeError, "expected a __slots__ member descriptor");
-        return -1;
-    }
-    return ((PyMemberDescrObject *)descr)->d_member->offset;
-}
-
 static int
 check_count(Py_ssize_t n, const char *what)
 {
@@ -538,8 +514,8 @@ fe_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     /* The array is in args, which refs holds. */
     self->clock = clock == Py_None ? NULL : (long long *)PyArray_DATA((PyArrayObject *)clock);
     self->release_gil = release_gil && n_block <= FE_STACK_BLOCK && self->call == NULL;
-    self->off_data = member_offset(data_descr);
-    self->off_requires_grad = self->off_data < 0 ? -1 : member_offset(rg_descr);
+    self->off_data = em_member_offset(data_descr);
+    self->off_requires_grad = self->off_data < 0 ? -1 : em_member_offset(rg_descr);
     if ((self->fn == NULL && self->call == NULL) || self->off_requires_grad < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "no entry point and no callable step");

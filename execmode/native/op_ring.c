@@ -32,6 +32,7 @@
 #include <frameobject.h>
 #include <structmember.h>
 #include <numpy/arrayobject.h>
+#include "em_native.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,10 +40,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-
-#ifndef Py_T_OBJECT_EX
-#define Py_T_OBJECT_EX T_OBJECT_EX
-#endif
 
 #define KEY_WORDS 512           /* a site key longer than this: the Python path */
 #define MAX_PTRS 64             /* objects whose addresses one key holds */
@@ -138,10 +135,7 @@ typedef struct {
     /* what the producer reads and calls */
     PyObject *seq;              /* instrument's itertools.count */
     long long seq_base;         /* subtracted: a record holds the op's number in its session */
-    PyObject *scope_state;      /* scope._state (thread-local); its "current" is the path */
-    PyObject *scope_dict;       /* the main thread's dict of scope_state (read on its first
-                                 * op: a thread-local's per-thread dict is one object for
-                                 * the thread's life), or NULL */
+    EmScope scope;              /* scope._state, read on the main thread (em_native.h) */
     PyObject *is_internal;      /* source.is_internal_file(filename) */
     PyObject *location_of;      /* source.location_of(frame) */
     PyObject *cpu;              /* backend.CPU */
@@ -161,7 +155,6 @@ typedef struct {
     sqlite3_stmt *insert_many;  /* ROWS_PER_STEP rows */
 } OpRing;
 
-static PyObject *str_current;
 
 /* --- small helpers ---------------------------------------------------------------- */
 
@@ -407,18 +400,6 @@ user_frame(OpRing *self, int skip, PyFrameObject **frame, PyObject **code_out, i
     *frame = NULL;
     *code_out = NULL;
     return 0;
-}
-
-static int64_t
-perf_counter_ns(void)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    PyTime_t t;
-    (void)PyTime_PerfCounterRaw(&t);
-    return (int64_t)t;
-#else
-    return (int64_t)_PyTime_GetPerfCounter();
-#endif
 }
 
 /* --- sites -------------------------------------------------------------------------- */
@@ -821,7 +802,7 @@ wrapper_free(void *ctx, void *ptr, size_t size)
          * failure cannot be raised from here: it is reported as unraisable. */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
-        if (memory_sample(m, perf_counter_ns()) < 0)
+        if (memory_sample(m, em_clock_ns()) < 0)
             PyErr_WriteUnraisable(m->sample);
         PyErr_Restore(type, value, tb);
     }
@@ -895,7 +876,7 @@ memory_freed(PyObject *self, PyObject *ref)
     PyObject *held = m->objects.slots[i].ref;
     table_remove(&m->objects, i);
     m->live -= ((TrackedRef *)ref)->nbytes;
-    int rc = memory_sample(m, perf_counter_ns());
+    int rc = memory_sample(m, em_clock_ns());
     Py_DECREF(held);  /* the caller holds ref too */
     if (rc < 0)
         return NULL;
@@ -1128,8 +1109,6 @@ static PyTypeObject CpuMemoryType = {
 
 /* --- the producer ------------------------------------------------------------------- */
 
-static PyObject *current_scope(OpRing *self);
-
 /* Record one op whose key (op, inputs, output) is in k; adds scope, line and attrs.
  * Returns Py_True (recorded), Py_False (the Python path must record it) or NULL. */
 /* A full ring: the writer is behind the script. Wait for it, the GIL released, rather
@@ -1140,14 +1119,6 @@ static PyObject *current_scope(OpRing *self);
  * Returns 1 when there is room, 0 when not, -1 on error. */
 #define WAIT_LIMIT_NS 2000000000LL
 
-static int64_t
-monotonic_ns(void)  /* callable without the GIL */
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int
 wait_for_room(OpRing *self, uint64_t head)
 {
@@ -1157,17 +1128,17 @@ wait_for_room(OpRing *self, uint64_t head)
             return -1;
         Py_DECREF(ret);
     }
-    int64_t start = monotonic_ns(), now = start;
+    int64_t start = em_clock_ns(), now = start;
     int room = 0;
     Py_BEGIN_ALLOW_THREADS
     while (!(room = head - __atomic_load_n(&self->tail, __ATOMIC_ACQUIRE) < self->capacity)
            && now - start < WAIT_LIMIT_NS) {
         struct timespec pause = {0, 20000};  /* 20 us: a batch of rows takes longer */
         nanosleep(&pause, NULL);
-        now = monotonic_ns();
+        now = em_clock_ns();
     }
     Py_END_ALLOW_THREADS
-    self->waited_ns += monotonic_ns() - start;
+    self->waited_ns += em_clock_ns() - start;
     return room;
 }
 
@@ -1183,11 +1154,11 @@ record(OpRing *self, Key *k, PyObject *name, PyObject *const *inputs, Py_ssize_t
         if (!room)
             goto decline;
     }
-    int64_t t1 = perf_counter_ns();
+    int64_t t1 = em_clock_ns();
     long long t0 = PyLong_AsLongLong(t0_obj);
     if (t0 == -1 && PyErr_Occurred())
         return NULL;
-    PyObject *scope = current_scope(self);
+    PyObject *scope = em_scope_current(&self->scope);
     if (scope == NULL)
         return NULL;
     if (!PyUnicode_CheckExact(scope)) {
@@ -1260,31 +1231,6 @@ done:
 decline:
     self->declined++;
     Py_RETURN_FALSE;
-}
-
-/* scope._state.current of the main thread: its per-thread dict's entry, else the class
- * default (an attribute lookup on a thread-local finds the thread's dict first). */
-static PyObject *
-current_scope(OpRing *self)
-{
-    if (self->scope_dict == NULL) {
-        PyObject *d = PyObject_GetAttrString(self->scope_state, "__dict__");
-        if (d == NULL)
-            return NULL;
-        if (!PyDict_CheckExact(d)) {
-            Py_DECREF(d);
-            return PyObject_GetAttr(self->scope_state, str_current);
-        }
-        self->scope_dict = d;
-    }
-    PyObject *scope = PyDict_GetItemWithError(self->scope_dict, str_current);
-    if (scope != NULL) {
-        Py_INCREF(scope);
-        return scope;
-    }
-    if (PyErr_Occurred())
-        return NULL;
-    return PyObject_GetAttr(self->scope_state, str_current);
 }
 
 static int
@@ -1863,18 +1809,6 @@ OpRing_stats(OpRing *self, PyObject *Py_UNUSED(ignored))
 
 /* --- the type ----------------------------------------------------------------------- */
 
-static Py_ssize_t
-member_offset(PyObject *descr)
-{
-    /* A __slots__ member of the Tensor class: the offset of its pointer in the object. */
-    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)
-            || ((PyMemberDescrObject *)descr)->d_member->type != Py_T_OBJECT_EX) {
-        PyErr_SetString(PyExc_TypeError, "expected a __slots__ member descriptor");
-        return -1;
-    }
-    return ((PyMemberDescrObject *)descr)->d_member->offset;
-}
-
 static int
 OpRing_init(OpRing *self, PyObject *args, PyObject *kwargs)
 {
@@ -1907,7 +1841,7 @@ OpRing_init(OpRing *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "tensor_type must be a type");
         return -1;
     }
-    self->off_data = member_offset(data_slot);
+    self->off_data = em_member_offset(data_slot);
     if (self->off_data < 0)
         return -1;
     self->records = PyMem_Calloc((size_t)capacity, sizeof(Record));
@@ -1920,10 +1854,11 @@ OpRing_init(OpRing *self, PyObject *args, PyObject *kwargs)
     self->capacity = (uint64_t)capacity;
     self->mask = (uint64_t)capacity - 1;
     self->main_ident = main_ident;
+    if (em_scope_init(&self->scope, scope_state, main_ident) < 0)
+        return -1;
     self->seq_base = seq_base;
 #define KEEP(field, value) Py_INCREF(value); self->field = value
     KEEP(seq, seq);
-    KEEP(scope_state, scope_state);
     KEEP(is_internal, is_internal);
     KEEP(location_of, location_of);
     KEEP(cpu, cpu);
@@ -1961,8 +1896,7 @@ OpRing_dealloc(OpRing *self)
     PyMem_Free(self->table);
     PyMem_Free(self->records);
     Py_XDECREF(self->seq);
-    Py_XDECREF(self->scope_state);
-    Py_XDECREF(self->scope_dict);
+    em_scope_clear(&self->scope);
     Py_XDECREF(self->is_internal);
     Py_XDECREF(self->location_of);
     Py_XDECREF(self->cpu);
@@ -2021,9 +1955,8 @@ PyInit__em_op_ring(void)
     if (PyType_Ready(&OpRingType) < 0 || PyType_Ready(&TrackedRefType) < 0
             || PyType_Ready(&CpuMemoryType) < 0)
         return NULL;
-    str_current = PyUnicode_InternFromString("current");
     getframe = PySys_GetObject("_getframe");  /* borrowed from sys: keep our own */
-    if (str_current == NULL || getframe == NULL)
+    if (em_native_init() < 0 || getframe == NULL)
         return NULL;
     Py_INCREF(getframe);
     for (int i = 0; i < 3; ++i)
