@@ -50,10 +50,25 @@ def kernel_dtype_refusal(n: Node, by_id: dict) -> str | None:
     dtypes += [np.result_type(type(i.value)) for i in n.inputs if isinstance(i, Literal)]
     for dt in dtypes:
         if dt not in KERNEL_DTYPES:
-            library = "NumPy" if str(n.device) == "cpu" else "CuPy"
             return (f"kept %{n.id} ({n.op}) out of fusion: the C/CUDA kernels have no "
-                    f"{short_name(dt)} type; it runs on {library} as eagerly")
+                    f"{short_name(dt)} type; it runs on {_library(n)} as eagerly")
     return None
+
+
+def _kept_out_reason(n: Node, op, by_id: dict) -> str | None:
+    """The pass record's sentence for an elementwise op or a reduction that stays a plan
+    step of its own: no scalar template in the kernel dialects (tan, acosh, the shifts
+    ...), or a dtype the kernels lack. None for the ops that may join a kernel."""
+    if op is None or n.op in NEVER_FUSED or not (op.is_elementwise or n.op in REDUCTIONS):
+        return None
+    if op.is_elementwise and op.template is None:
+        return (f"kept %{n.id} ({n.op}) out of fusion: the C/CUDA kernels have no helper "
+                f"for it; it runs on {_library(n)} as eagerly")
+    return kernel_dtype_refusal(n, by_id)
+
+
+def _library(n: Node) -> str:
+    return "NumPy" if str(n.device) == "cpu" else "CuPy"
 
 
 def _raises_on_values(n: Node) -> bool:
@@ -73,14 +88,13 @@ def fuse(graph: Graph):
     outputs = set(graph.outputs)
     taken: set[int] = set()
     groups: list[tuple[str, list[Node]]] = []
-    kept_out: list[Rewrite] = []  # the ops a dtype keeps out of kernels, and why
+    kept_out: list[Rewrite] = []  # the ops kept out of kernels, and why
     for n in reversed(graph.nodes):
         if n.id in taken:
             continue
-        op = OPS.get(n.op)
-        if (n.op in REDUCTIONS or op is not None and op.is_elementwise and op.template) \
-                and (refusal := kernel_dtype_refusal(n, by_id)) is not None:
-            kept_out.append(Rewrite(refusal, (n.id,), "fuse"))
+        reason = _kept_out_reason(n, OPS.get(n.op), by_id)
+        if reason is not None:
+            kept_out.append(Rewrite(reason, (n.id,), "fuse"))
             continue
         if n.op in REDUCTIONS:
             kind, shape = "reduction", by_id[n.inputs[0]].shape if isinstance(

@@ -275,3 +275,11 @@ def test_a_python_int_a_small_dtype_cannot_hold_is_a_value_error_in_both_modes()
         x + 300
     with pytest.raises(ValueError, match=r"add\(u8\[2\]@cpu, 300 .*out of bounds for uint8"):
         em.jit(lambda t: t + 300)(x)
+
+
+def test_ops_without_a_kernel_helper_say_so_in_the_pass_record():
+    low = em.jit(lambda x: em.acosh(x) * 2.0 + 1.0).lower(em.full((3,), 2.0))
+    sentences = [r.sentence for r in low.record.result("fuse").rewrites]
+    assert sentences[0].startswith("kept %1 (acosh) out of fusion: the C/CUDA kernels have "
+                                   "no helper for it; it runs on NumPy as eagerly")
+    assert sentences[1].startswith("fused")
