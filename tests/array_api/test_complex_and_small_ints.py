@@ -283,3 +283,12 @@ def test_ops_without_a_kernel_helper_say_so_in_the_pass_record():
     assert sentences[0].startswith("kept %1 (acosh) out of fusion: the C/CUDA kernels have "
                                    "no helper for it; it runs on NumPy as eagerly")
     assert sentences[1].startswith("fused")
+
+
+def test_an_empty_bool_mask_of_another_shape_selects_nothing_as_numpys():
+    # the standard leaves a mask that does not fit unspecified; NumPy takes an empty one
+    for shape, mask_shape in (((0, 1), (0, 0)), ((1,), (0,)), ((2, 3), (2, 0))):
+        a, m = np.ones(shape, np.float32), np.zeros(mask_shape, bool)
+        _same(em.asarray(a)[em.asarray(m)], a[m])
+    with pytest.raises(IndexError, match="does not match the leading dimensions"):
+        em.zeros((3,))[em.asarray([True, False])]
