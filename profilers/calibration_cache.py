@@ -65,8 +65,10 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     "execmode.profilers.calibration")
 # The C they run (execmode/native: the op ring, the operators, the fast entry, their shared
 # header; the kernel clock is codegen's), stamped the same way.
-MEASURED_SOURCES = (("execmode.native", "op_ring.c"), ("execmode.native", "eager_operators.c"),
-                    ("execmode.native", "fast_entry.c"), ("execmode.codegen", "em_clock.h"))
+MEASURED_SOURCES = tuple(("execmode.native", name) for name in (
+    "em_native.h", "eager_operators.c", "fast_entry.c", "op_ring.c", "op_ring_sqlite.h",
+    "op_ring_records.h", "op_ring_sites.h", "cpu_memory.h", "op_ring_producer.h",
+    "op_ring_writer.h")) + (("execmode.codegen", "em_clock.h"),)
 
 
 def cached_overhead(*, memory: bool = True, summaries: bool = False,

@@ -147,3 +147,11 @@ def test_numbers_from_a_busy_machine_are_kept_for_an_hour_only(private_cache, mo
     settled = _Measure(dict(RESULT, settled=True))
     cc.cached_overhead(measure=settled)  # a quiet machine's numbers replace them
     assert cc.cached_overhead(measure=settled)["settled"] is True and settled.calls == 1
+
+
+def test_every_measured_source_is_stamped():
+    """A C file renamed or moved without MEASURED_SOURCES would be stamped as missing, and
+    its edits would no longer invalidate the stored calibration."""
+    stamped = {entry[0]: entry[1] for entry in cc._code_stamp()}
+    for _, name in cc.MEASURED_SOURCES:
+        assert stamped[name] is not None, f"{name} is not where MEASURED_SOURCES says"
