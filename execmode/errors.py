@@ -73,9 +73,13 @@ def value_text(value, limit: int = 80) -> str:
 def unforeseen_failure_class(exc: Exception) -> type:
     """The class of the error an op raises for an exception its rules did not foresee
     (dispatch.explain_failure eagerly, graph/interpret.node_error for a graph step): a
-    Python int a small dtype cannot hold (``uint8 + 300``, NumPy's OverflowError) is a
-    value the op cannot take; anything else is a plain ExecmodeError."""
-    return ArgumentValueError if isinstance(exc, OverflowError) else ExecmodeError
+    value the op cannot take (NumPy's ValueError: ints to negative int powers; its
+    OverflowError: a Python int a small dtype cannot hold, ``uint8 + 300``) is an
+    ArgumentValueError, a ValueError as the standard's kind; anything else a plain
+    ExecmodeError."""
+    if isinstance(exc, ValueError | OverflowError):
+        return ArgumentValueError
+    return ExecmodeError
 
 
 def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:

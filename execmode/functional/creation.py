@@ -10,7 +10,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend import cuda_problem, cupy_module
 from ..dispatch import apply, current_tracer
-from ..dtypes import DEFAULT_FLOAT, int64
+from ..dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, int64
 from ..errors import ArgumentError, ArgumentValueError, DeviceError, DTypeError, op_error
 from ..ops import OPS
 from .arguments import (
@@ -50,6 +50,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     try:
         dt = _dtype_arg("tensor", dtype) if dtype is not None else _dtype_of_data("tensor", data)
         value = np.array(data, dtype=dt)
+    except OverflowError as exc:  # em.asarray([-1], dtype=em.uint8)
+        raise op_error(ArgumentValueError, "tensor", (data,), f"{exc}") from None
     except (ValueError, TypeError) as exc:
         if isinstance(exc, DTypeError):
             raise
@@ -189,16 +191,23 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
                  device=_device_arg("arange", device))
 
 
+def _linspace_end(name: str, value):
+    if isinstance(value, complex | np.complexfloating):  # the standard's complex linspace
+        return complex(value)
+    return float(_number_arg("linspace", name, value))
+
+
 def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None) -> Tensor:
-    start = float(_number_arg("linspace", "start", start))
-    stop = float(_number_arg("linspace", "stop", stop))
+    start = _linspace_end("start", start)
+    stop = _linspace_end("stop", stop)
+    if dtype is None:
+        dtype = DEFAULT_COMPLEX if complex in (type(start), type(stop)) else DEFAULT_FLOAT
     num = _int_arg("linspace", "num", num)
     if num < 0:
         raise op_error(ArgumentError, "linspace", (), f"num must be >= 0, got {num}")
     return apply(OPS["linspace"], start=start, stop=stop, num=num,
                  endpoint=_bool_arg("linspace", "endpoint", endpoint),
-                 dtype=_dtype_arg("linspace", dtype or DEFAULT_FLOAT),
-                 device=_device_arg("linspace", device))
+                 dtype=_dtype_arg("linspace", dtype), device=_device_arg("linspace", device))
 
 
 def eye(n, m=None, k=0, dtype=None, device=None) -> Tensor:

@@ -292,3 +292,15 @@ def test_an_empty_bool_mask_of_another_shape_selects_nothing_as_numpys():
         _same(em.asarray(a)[em.asarray(m)], a[m])
     with pytest.raises(IndexError, match="does not match the leading dimensions"):
         em.zeros((3,))[em.asarray([True, False])]
+
+
+def test_values_a_dtype_cannot_take_are_value_errors_naming_the_op():
+    with pytest.raises(ValueError, match=r"tensor\(.*out of bounds for uint8"):
+        em.asarray([-1], dtype=em.uint8)
+    with pytest.raises(ValueError, match=r"power\(i8\[3\]@cpu.*negative integer powers"):
+        em.asarray([1, 2, 3], dtype=em.int8) ** -1
+
+
+def test_linspace_between_complex_numbers():
+    _same(em.linspace(0, 1j, 3), np.linspace(0, 1j, 3, dtype=np.complex64))
+    _same(em.linspace(1 + 1j, 2, 4, dtype=em.complex128), np.linspace(1 + 1j, 2, 4))
