@@ -1,4 +1,4 @@
-"""The recorder's per-op path in C: an op ring (``op_ring.c``) instead of an OpEvent per op.
+"""The recorder's per-op path in C: an op ring (native/op_ring.c) instead of an OpEvent per op.
 
 With a recorder as the only op listener, dispatch hands each eager op to the recorder's
 ``OpRing``, which writes five integers into a preallocated buffer (seq, site, start,

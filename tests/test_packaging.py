@@ -7,6 +7,7 @@ the wheel, and ``import tui`` works in a checkout but not once installed.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import subprocess
@@ -50,6 +51,24 @@ def test_tui_and_profilers_are_mapped_to_their_folders():
     package_dir = _pyproject()["tool"]["setuptools"]["package-dir"]
     assert package_dir["execmode.tui"] == "tui"
     assert package_dir["execmode.profilers"] == "profilers"
+
+
+def test_every_c_file_ships_as_package_data():
+    """The C extensions compile on first use from the installed sources: a .c or .h file no
+    package-data pattern matches is missing from the wheel, and its extension cannot build."""
+    data = _pyproject()["tool"]["setuptools"]["package-data"]
+    missing = []
+    for top, dotted in INSTALLED_AS.items():
+        for path in (ROOT / top).rglob("*.[ch]"):
+            folder = path.parent
+            while not (folder / "__init__.py").exists():
+                folder = folder.parent
+            rel = folder.relative_to(ROOT / top)
+            package = ".".join((dotted,) + rel.parts)
+            name = path.relative_to(folder).as_posix()
+            if not any(fnmatch.fnmatch(name, p) for p in data.get(package, [])):
+                missing.append(f"{package}: {name}")
+    assert not missing, f"C sources no package-data pattern ships: {missing}"
 
 
 def _ruff():
