@@ -37,7 +37,7 @@ class Step:
     """One unit of execution. ``args`` are slot numbers or Literals."""
 
     name: str
-    kind: str                  # "op" | "library" | "fused"
+    kind: str                  # "op" | "library" | "fused" | "kernel" | "collective"
     node: Node
     args: tuple
     out: int
@@ -99,6 +99,9 @@ class Plan:
     # The run sums of each step while the kernel clock runs (kernel_clock.StepClock),
     # shared with the program, which writes its array from C.
     clock: object = None
+    # Steps that talk to the other ranks ("%5 all_reduce"): they must run once per call,
+    # so such a plan runs its steps from Python, never retried (fastcall, float_errors).
+    collectives: tuple = ()
     _buffers_ready: bool = False
 
     @property
@@ -349,7 +352,8 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
                         getattr(kernel, "run_into", None) or _copy_into(kernel),
                         member_ids=(n.id,), member_ops=(n.op,), backend=backend)
         else:
-            kind = "library" if n.op == "matmul" else "op"
+            kind = "library" if n.op == "matmul" else "collective" if OPS[n.op].collective \
+                else "op"
             operand_dtypes = tuple(dtype_of[i] for i in n.inputs if isinstance(i, int))
             step = Step(n.op, kind, n, args, slot_of[n.id], op_function(n, None, operand_dtypes),
                         _single_op_into(n),
@@ -364,6 +368,8 @@ def build_plan(graph: Graph, graph_id: str = "", kernel_factory=None) -> Plan:
     plan = Plan(graph, steps, len(slot_of), input_slots,
                 [slot_of[i] for i in graph.outputs], assigns, graph_id, copy_outputs,
                 copy_assigns, memory_plan)
+    plan.collectives = tuple(f"%{s.node.id} {s.node.op}" for s in steps
+                             if s.kind == "collective")
     plan.clock = kernel_clock.StepClock(graph_id, len(steps),
                                         tuple(StepDescription.of(s) for s in steps))
     for index, step in enumerate(steps):

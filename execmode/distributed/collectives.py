@@ -15,39 +15,32 @@ one as an op (``all_reduce`` ...) after it completes, from its start to its end,
 ``waited_us`` (the header exchange: where a rank waits for the last one to arrive) and
 ``moved_bytes`` (what the data exchange sent) in its attrs: in a merged trace of the
 ranks (``execmode launch --profile``), the rank that waited least is the one the others
-waited for. They are not yet graph nodes, and a debugger does not stop before them
-(docs/distributed.md says what is not built yet).
+waited for. A debugger does not stop before them (docs/distributed.md says what is not
+built yet).
+
+Inside ``em.jit`` a collective on CPU tensors becomes graph nodes (graph_ops.py): the
+argument checks run at trace time on the tensors' shapes and dtypes, and the exchange runs
+at every call of the plan. Where it cannot be a node (``async_op=True``, a GPU tensor) or
+this rank's arguments are wrong (every rank must hear of it in the exchange, now), the
+graph breaks there, with the reason, and the collective runs eagerly between segments.
 """
 
 from __future__ import annotations
-
-import enum
-import threading
-import time
 
 import numpy as np
 
 from .. import dispatch
 from .._tensor import Tensor
-from ..dtypes import SUPPORTED, type_text
-from ..errors import ArgumentError, DTypeError, ExecmodeError, ShapeError, describe_operand
+from ..dtypes import type_text
+from ..errors import ArgumentError, ExecmodeError, ShapeError, describe_operand
 from ..tape import mark_modified
-from . import _mpi
+from . import exchange, graph_ops
 from .errors import DistributedError
-from .process_group import ProcessGroup, default_group
+from .exchange import ReduceOp
+from .process_group import default_group
 
-
-class ReduceOp(enum.Enum):
-    """How ``all_reduce`` and ``reduce_scatter`` combine the ranks' values."""
-
-    SUM = "sum"
-    AVG = "avg"
-    PRODUCT = "product"
-    MIN = "min"
-    MAX = "max"
-
-    def __repr__(self) -> str:
-        return f"ReduceOp.{self.name}"
+__all__ = ["ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_reduce",
+           "barrier", "broadcast", "reduce_scatter", "reduce_scatter_tensor"]
 
 
 class Work:
@@ -64,26 +57,16 @@ class Work:
         return True
 
 
-_MAX_DIMS = 16
-# When this thread's last header exchange began and ended (perf_counter_ns): a
-# collective's event runs from the first, and the wait is the difference.
-_exchange = threading.local()
-_CODES = {dtype: code for code, dtype in enumerate(SUPPORTED)}
-_UNSUPPORTED = -1
-
-
 # --- arguments ------------------------------------------------------------------------
 
 def _array(caller: str, t, what: str = "tensor") -> np.ndarray:
-    """``t``'s NumPy array, or why a collective cannot use it."""
+    """``t``'s NumPy array, or why a collective cannot use it. A traced tensor (graph
+    mode: _in_graph) has no values yet: the checks read its shape and dtype."""
     if not isinstance(t, Tensor):
         raise ArgumentError(f"{caller}: {what} must be a Tensor, got {type(t).__name__}")
-    data = t._data
     if t.is_traced:
-        # Graph mode: the graph breaks here (the reason names the collective), the
-        # segment before it runs, and the collective runs on its concrete values between
-        # the segments, as eagerly. Collectives are not graph nodes yet.
-        data = data.materialize(t, f"dist.{caller} (a collective)")
+        return graph_ops.stand_in(t)
+    data = t._data
     if data.__class__ is not np.ndarray:
         raise DistributedError(
             f"{caller}: {what} {describe_operand(t)} is not a CPU tensor; NCCL (collectives "
@@ -91,146 +74,39 @@ def _array(caller: str, t, what: str = "tensor") -> np.ndarray:
     return data
 
 
+def _in_graph(caller: str, tensors, async_op: bool) -> bool:
+    """Whether this call is traced by ``em.jit`` and becomes graph nodes. Where it cannot
+    (graph_ops.refusal), its traced tensors break the graph here with the reason, and the
+    collective runs eagerly between the segments."""
+    if dispatch.current_tracer() is None:
+        return False
+    why = graph_ops.refusal(tensors, async_op)
+    if why is None:
+        return True
+    _materialize(caller, tensors, why)
+    return False
+
+
+def _materialize(caller: str, tensors, why: str) -> None:
+    for t in tensors:
+        if isinstance(t, Tensor) and t.is_traced:
+            t._data.materialize(t, f"dist.{caller} {why} (a collective)")
+
+
+def _eager_after_all(caller: str, tensors, check) -> Exception | None:
+    """This rank's arguments are wrong under the trace: every rank must hear of it in the
+    collective's header exchange, so the graph breaks and the checks run again eagerly
+    (the error is raised after the exchange, as eagerly)."""
+    _materialize(caller, tensors, "with wrong arguments on this rank, which every rank "
+                                  "must hear of now")
+    return _problem(check)
+
+
 def _writable(caller: str, t: Tensor, data: np.ndarray, what: str = "tensor") -> None:
     if not data.flags.writeable:
         raise ArgumentError(f"{caller}: {what} {describe_operand(t)} is read-only (a "
                             "broadcast view?): the result is written into it; pass a tensor "
                             "with memory of its own (.clone())")
-
-
-def _reduce_op(caller: str, op, dtype: np.dtype):
-    """The MPI op for ``op`` on ``dtype`` (bools combine as any / all)."""
-    try:
-        op = op if isinstance(op, ReduceOp) else ReduceOp(str(op).lower())
-    except ValueError:
-        names = ", ".join(f"ReduceOp.{o.name}" for o in ReduceOp)
-        raise ArgumentError(f"{caller}: op must be one of {names}, got {op!r}") from None
-    if op is ReduceOp.AVG and dtype.kind != "f":
-        raise DTypeError(f"{caller}: ReduceOp.AVG needs a floating-point tensor, got "
-                         f"{type_text((), dtype)[:-2]}; use SUM and divide")
-    mpi = _mpi.load()
-    if dtype == np.bool_:
-        return op, (mpi.MAX if op in (ReduceOp.SUM, ReduceOp.MAX) else mpi.MIN)
-    table = {ReduceOp.SUM: mpi.SUM, ReduceOp.AVG: mpi.SUM, ReduceOp.PRODUCT: mpi.PROD,
-             ReduceOp.MIN: mpi.MIN, ReduceOp.MAX: mpi.MAX}
-    return op, table[op]
-
-
-def _buffer(array: np.ndarray) -> np.ndarray:
-    """The array as MPI moves it (bools as bytes: MPI's logical type has no MAX/MIN)."""
-    return array.view(np.uint8) if array.dtype == np.bool_ else array
-
-
-# --- the header every collective exchanges first --------------------------------------
-
-def _agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
-           root: int = -1) -> list[tuple]:
-    """Every rank's ``(shape, dtype, root)``, exchanged in one small Allgather.
-
-    A rank with ``problem`` (its own arguments are wrong) raises it; the others raise an
-    error naming that rank, so no rank goes on to a data exchange the others skip."""
-    if problem is None and data.ndim > _MAX_DIMS:
-        problem = ShapeError(f"{caller}: {data.ndim} dimensions; collectives take at most "
-                             f"{_MAX_DIMS}")
-    if problem is None and data.dtype not in _CODES:
-        problem = DTypeError(f"{caller}: dtype {data.dtype} is not one of execmode's")
-    mine = np.full(4 + _MAX_DIMS, -1, np.int64)
-    if problem is None:
-        mine[:4] = (0, _CODES[data.dtype], root, data.ndim)
-        mine[4:4 + data.ndim] = data.shape
-    else:
-        mine[0] = 1
-    every = np.empty((pg.size, mine.size), np.int64)
-    _exchange.began = time.perf_counter_ns()
-    _gather_headers(pg, caller, mine, every)
-    _exchange.ended = time.perf_counter_ns()
-    failed = [r for r in range(pg.size) if every[r, 0]]
-    if failed:
-        if problem is not None:
-            raise problem
-        raise DistributedError(f"{caller}: rank(s) {failed} gave wrong arguments (their "
-                               "own error says which); no data was exchanged")
-    return [(tuple(int(d) for d in h[4:4 + h[3]]), SUPPORTED[h[1]], int(h[2])) for h in every]
-
-
-# Tags of the header messages: the collective's number in the group (every rank numbers
-# its collectives alike), modulo what every MPI allows (32767 at least). A stop (a rank
-# that hit a NaN under --break nan: stop_on_nan.py) has a tag of its own.
-_TAG_SPAN = 32000
-_STOP_TAG = 32767
-
-
-def announce_stop(message: str) -> None:
-    """Tell every other rank of the default group why this one stops: they raise with
-    ``message`` in the collective they wait in (or their next). Nothing when no group."""
-    from .process_group import _default as pg
-
-    if pg is None:
-        return
-    data = np.frombuffer(message.encode(), np.uint8).copy()
-    _exchange.stop_sends = [pg.comm.Isend(data, dest=r, tag=_STOP_TAG)
-                            for r in range(pg.size) if r != pg.rank]
-    _exchange.stop_data = data  # kept alive until the sends complete
-
-
-def _stopped(pg) -> str | None:
-    """Another rank's stop message, if one came."""
-    mpi = _mpi.load()
-    status = mpi.Status()
-    if not pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=_STOP_TAG, status=status):
-        return None
-    data = np.empty(status.Get_count(mpi.BYTE), np.uint8)
-    pg.comm.Recv(data, source=status.Get_source(), tag=_STOP_TAG)
-    return data.tobytes().decode(errors="replace")
-
-
-def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> None:
-    """An allgather of the headers, point to point: each rank sends its own to every other
-    and receives theirs, waiting at most the group's timeout. A rank that has not sent
-    by then is named: it never arrived at this collective (stuck, or in another one)."""
-    pg.sequence += 1
-    tag = pg.sequence % _TAG_SPAN
-    comm, me = pg.comm, pg.rank
-    every[me] = mine
-    others = [r for r in range(pg.size) if r != me]
-    receives = [comm.Irecv(every[r], source=r, tag=tag) for r in others]
-    sends = [comm.Isend(mine, dest=r, tag=tag) for r in others]
-    mpi = _mpi.load()
-    deadline = time.monotonic() + pg.timeout_s
-    polls = 0
-    while not mpi.Request.Testall(receives):
-        polls += 1
-        if polls % 64 == 0:
-            stop = _stopped(pg)
-            if stop is not None:
-                raise DistributedError(f"{caller}: stopped on rank {me}, since {stop}")
-        if polls > 2000:  # past the first ~ms: a rank is late; poll without a busy core
-            if time.monotonic() > deadline:
-                missing = [r for r, req in zip(others, receives) if not req.Test()]
-                raise DistributedError(
-                    f"{caller}: rank(s) {missing} did not arrive within {pg.timeout_s:g} s "
-                    f"(collective #{pg.sequence} of rank {me}: they are stuck, or in "
-                    "another collective); raise the timeout with init_process_group("
-                    "timeout=...) or EXECMODE_COLLECTIVE_TIMEOUT")
-            time.sleep(0.0005)
-    mpi.Request.Waitall(sends)
-
-
-def _same_everywhere(caller: str, headers: list[tuple], what: str = "tensor",
-                     source: int | None = None) -> None:
-    """Every rank's shape and dtype must be rank 0's (the ``source``'s for a broadcast);
-    the error names that rank's and each one that differs (the first eight)."""
-    reference = 0 if source is None else source
-    differ = [r for r, h in enumerate(headers) if h[:2] != headers[reference][:2]]
-    if not differ:
-        return
-    shown = [reference] + differ
-    text = ", ".join(f"rank {r} has {type_text(*headers[r][:2])}" for r in shown[:9])
-    if len(shown) > 9:
-        text += f" (and {len(shown) - 9} more ranks differ)"
-    rule = ("every rank must pass the same shape and dtype" if source is None else
-            f"every rank must pass the shape and dtype of the source, rank {source}")
-    raise ShapeError(f"{caller}: the ranks' {what}s differ: {text}; {rule}")
 
 
 def _write(t: Tensor, data: np.ndarray, result: np.ndarray) -> None:
@@ -244,22 +120,8 @@ def _finish(async_op: bool, caller: str | None = None, pg=None, inputs: tuple = 
             out: np.ndarray | None = None, moved: int = 0, **attrs):
     """What the collective returns; first, when a listener records ops, its event."""
     if caller is not None and dispatch._listening:
-        _record(caller, pg, inputs, out, moved, attrs)
+        exchange.record(caller, pg, inputs, out, moved, attrs)
     return Work() if async_op else None
-
-
-def _record(caller: str, pg, inputs: tuple, out, moved: int, attrs: dict) -> None:
-    """The collective as an op for the listeners (after it, as an op event). Its output is
-    a view of the array it wrote (or of the first input): in place, no new buffer."""
-    began = getattr(_exchange, "began", None)
-    ended = getattr(_exchange, "ended", None)
-    if began is None or ended is None:
-        return
-    attrs = {**attrs, "ranks": pg.size, "waited_us": round((ended - began) / 1000, 1),
-             "moved_bytes": int(moved)}
-    array = out if out is not None else np.empty(0, np.float32)
-    holder = next((t for t in inputs if isinstance(t, Tensor)), None)
-    dispatch.emit_after(caller, inputs, attrs, holder, array[...], began, ring=False)
 
 
 def _contiguous(data: np.ndarray) -> np.ndarray:
@@ -280,15 +142,19 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         nonlocal data
         data = _array(caller, tensor)
         _writable(caller, tensor, data)
-        _reduce_op(caller, op, data.dtype)
+        exchange.reduce_op(caller, op, data.dtype)
 
+    graph = _in_graph(caller, (tensor,), async_op)
     problem = _problem(check)
-    _same_everywhere(caller, _agree(pg, caller, data, problem))
-    op, mpi_op = _reduce_op(caller, op, data.dtype)
+    if graph and problem is None:
+        op, _ = exchange.reduce_op(caller, op, data.dtype)
+        graph_ops.write(tensor, graph_ops.node(caller, tensor, reduce_op=op.value))
+        return _finish(async_op)
+    if graph:
+        problem = _eager_after_all(caller, (tensor,), check)
+    exchange.same_everywhere(caller, exchange.agree(pg, caller, data, problem))
     work = data if data.flags.c_contiguous else np.ascontiguousarray(data)
-    pg.comm.Allreduce(_mpi.load().IN_PLACE, _buffer(work), op=mpi_op)
-    if op is ReduceOp.AVG:
-        np.divide(work, pg.size, out=work)
+    op = exchange.all_reduce_into(pg, caller, work, op)
     _write(tensor, data, work)
     return _finish(async_op, caller, pg, (tensor,), data, work.nbytes, op=op.value)
 
@@ -308,16 +174,19 @@ def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
         data = _array(caller, tensor)
         _writable(caller, tensor, data)
 
+    graph = _in_graph(caller, (tensor,), async_op)
     problem = _problem(check)
-    headers = _agree(pg, caller, data, problem, root=-1 if problem else int(src))
-    roots = sorted({h[2] for h in headers})
-    if len(roots) > 1:
-        raise ArgumentError(f"{caller}: the ranks named different sources: "
-                            + ", ".join(f"rank {r} src={h[2]}" for r, h in enumerate(headers)))
-    root = roots[0]
-    _same_everywhere(caller, headers, source=root)
+    if graph and problem is None:
+        received = graph_ops.node(caller, tensor, src=int(src))
+        if pg.rank != src:  # the source keeps its tensor as it is, as eagerly
+            graph_ops.write(tensor, received)
+        return _finish(async_op)
+    if graph:
+        problem = _eager_after_all(caller, (tensor,), check)
+    headers = exchange.agree(pg, caller, data, problem, root=-1 if problem else int(src))
+    root = exchange.broadcast_root(caller, headers)
     work = data if data.flags.c_contiguous else np.ascontiguousarray(data)
-    pg.comm.Bcast(_buffer(work), root=root)
+    pg.comm.Bcast(exchange.mpi_buffer(work), root=root)
     if pg.rank != root:
         _write(tensor, data, work)
     return _finish(async_op, caller, pg, (tensor,), data, work.nbytes, src=root)
@@ -335,10 +204,20 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
         data = _array(caller, tensor)
         _output_list(caller, "tensor_list", tensor_list, pg.size, data)
 
+    tensors = (tensor, *_listed(tensor_list))
+    graph = _in_graph(caller, tensors, async_op)
     problem = _problem(check)
-    _same_everywhere(caller, _agree(pg, caller, data, problem))
+    if graph and problem is None:
+        gathered = graph_ops.node(caller, tensor, ranks=pg.size)
+        for rank, out in enumerate(tensor_list):
+            graph_ops.write(out, gathered[rank])
+        return _finish(async_op)
+    if graph:
+        problem = _eager_after_all(caller, tensors, check)
+    exchange.same_everywhere(caller, exchange.agree(pg, caller, data, problem))
     gathered = np.empty((pg.size, *data.shape), data.dtype)
-    pg.comm.Allgather(_buffer(np.ascontiguousarray(data)), _buffer(gathered))
+    pg.comm.Allgather(exchange.mpi_buffer(np.ascontiguousarray(data)),
+                      exchange.mpi_buffer(gathered))
     for out, part in zip(tensor_list, gathered):
         _write(out, out._data, part)
     return _finish(async_op, caller, pg, (tensor,), gathered, gathered.nbytes)
@@ -358,10 +237,20 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         _writable(caller, output_tensor, out, "output_tensor")
         _sized(caller, output_tensor, out, input_tensor, data, pg.size, "output_tensor")
 
+    tensors = (output_tensor, input_tensor)
+    graph = _in_graph(caller, tensors, async_op)
     problem = _problem(check)
-    _same_everywhere(caller, _agree(pg, caller, data, problem), "input_tensor")
+    if graph and problem is None:
+        graph_ops.write(output_tensor, graph_ops.node(caller, input_tensor,
+                                                      shape=tuple(output_tensor.shape)))
+        return _finish(async_op)
+    if graph:
+        problem = _eager_after_all(caller, tensors, check)
+    exchange.same_everywhere(caller, exchange.agree(pg, caller, data, problem),
+                             "input_tensor")
     work = _contiguous(out)
-    pg.comm.Allgather(_buffer(np.ascontiguousarray(data)), _buffer(work))
+    pg.comm.Allgather(exchange.mpi_buffer(np.ascontiguousarray(data)),
+                      exchange.mpi_buffer(work))
     _write(output_tensor, out, work)
     return _finish(async_op, caller, pg, (input_tensor,), out, work.nbytes)
 
@@ -378,10 +267,18 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
         out = _array(caller, output, "output")
         _writable(caller, output, out, "output")
         _input_list(caller, input_list, pg.size, out)
-        _reduce_op(caller, op, out.dtype)
+        exchange.reduce_op(caller, op, out.dtype)
 
+    tensors = (output, *_listed(input_list))
+    graph = _in_graph(caller, tensors, async_op)
     problem = _problem(check)
-    _same_everywhere(caller, _agree(pg, caller, out, problem), "output")
+    if graph and problem is None:
+        op, _ = exchange.reduce_op(caller, op, out.dtype)
+        graph_ops.write(output, graph_ops.node(caller, *input_list, reduce_op=op.value))
+        return _finish(async_op)
+    if graph:
+        problem = _eager_after_all(caller, tensors, check)
+    exchange.same_everywhere(caller, exchange.agree(pg, caller, out, problem), "output")
     send = np.stack([t._data for t in input_list])
     return _reduce_scatter(caller, pg, output, out, send, op, async_op)
 
@@ -400,19 +297,25 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None,  # noqa: A
         data = _array(caller, input, "input")
         _writable(caller, output, out, "output")
         _sized(caller, input, data, output, out, pg.size, "input")
-        _reduce_op(caller, op, out.dtype)
+        exchange.reduce_op(caller, op, out.dtype)
 
+    tensors = (output, input)
+    graph = _in_graph(caller, tensors, async_op)
     problem = _problem(check)
-    _same_everywhere(caller, _agree(pg, caller, out, problem), "output")
+    if graph and problem is None:
+        op, _ = exchange.reduce_op(caller, op, out.dtype)
+        graph_ops.write(output, graph_ops.node(caller, input, shape=tuple(output.shape),
+                                               reduce_op=op.value))
+        return _finish(async_op)
+    if graph:
+        problem = _eager_after_all(caller, tensors, check)
+    exchange.same_everywhere(caller, exchange.agree(pg, caller, out, problem), "output")
     return _reduce_scatter(caller, pg, output, out, np.ascontiguousarray(data), op, async_op)
 
 
 def _reduce_scatter(caller, pg, output, out, send, op, async_op):
-    op, mpi_op = _reduce_op(caller, op, out.dtype)
     work = _contiguous(out)
-    pg.comm.Reduce_scatter_block(_buffer(send), _buffer(work), op=mpi_op)
-    if op is ReduceOp.AVG:
-        np.divide(work, pg.size, out=work)
+    op = exchange.reduce_scatter_into(pg, caller, send, work, op)
     _write(output, out, work)
     return _finish(async_op, caller, pg, (output,), out, send.nbytes, op=op.value)
 
@@ -420,11 +323,16 @@ def _reduce_scatter(caller, pg, output, out, send, op, async_op):
 def barrier(group=None, async_op: bool = False, device_ids=None):
     """Wait until every rank has reached this call."""
     pg = default_group("barrier", group)
-    mark = np.zeros(1, np.int64)
-    _exchange.began = time.perf_counter_ns()
-    _gather_headers(pg, "barrier", mark, np.empty((pg.size, 1), np.int64))
-    _exchange.ended = time.perf_counter_ns()
+    if _in_graph("barrier", (), async_op):
+        graph_ops.node("barrier", device="cpu")
+        return _finish(async_op)
+    exchange.barrier(pg)
     return _finish(async_op, "barrier", pg)
+
+
+def _listed(tensors) -> tuple:
+    """The tensors of a list argument (nothing if it is not a list: its check says so)."""
+    return tuple(tensors) if isinstance(tensors, list | tuple) else ()
 
 
 # --- argument checks that run before the header exchange -------------------------------

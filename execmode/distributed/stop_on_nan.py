@@ -53,7 +53,7 @@ class NaNWatch:
                        members[-1].loc or user_location())
 
     def _stop(self, what: str, where) -> None:
-        from .collectives import announce_stop
+        from .exchange import announce_stop
 
         self.fired = True
         at = f" at {where.filename}:{where.lineno}" if where is not None else ""

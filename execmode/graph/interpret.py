@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExecmodeError, op_error, unforeseen_failure_class
-from ..ops import rng
+from ..ops import OPS, rng
 from ..ops.registry import Aval, RuleError
 from .ir import ASSIGN, FUSED, INPUT, Graph, Node, format_node
 from .op_call import op_function
@@ -99,8 +99,18 @@ class Interpreter:
         """The function computing ``node`` (graph/op_call.py), built once per node."""
         hit = self._functions.get(node.id)
         if hit is None or hit[0] is not node:
-            hit = self._functions[node.id] = (node, op_function(node, self.xp))
+            op = OPS.get(node.op)
+            fn = _refuse_collective if op is not None and op.collective else \
+                op_function(node, self.xp)
+            hit = self._functions[node.id] = (node, fn)
         return hit[1]
+
+
+def _refuse_collective(*operands):
+    # Every use of the interpreter is a re-run on this rank alone (the debugger's values,
+    # a bake, the profiler's op-by-op timing), which the other ranks would not join.
+    raise ExecmodeError("a collective cannot be re-run op by op on one rank: the other "
+                        "ranks would not take part (it ran once, in the plan's own step)")
 
 
 def node_failure(node: Node, operands, exc: Exception) -> Exception:

@@ -18,7 +18,7 @@ from .. import dispatch, instrument
 from .. import scope as _scope
 from .._tensor import Tensor
 from ..errors import GraphBreakError
-from ..ops.registry import Aval
+from ..ops.registry import OPS, Aval
 from ..source import SourceLocation, user_location
 from .ir import ASSIGN, INPUT, Graph, Node, make_attrs
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
@@ -258,8 +258,9 @@ class Segmenting:
         from .op_call import may_raise
 
         b = self._builder
-        if not any(may_raise(n) for n in b.graph.nodes):
-            return None
+        if not any(may_raise(n) for n in b.graph.nodes) or any(
+                n.op in OPS and OPS[n.op].collective for n in b.graph.nodes):
+            return None  # (collectives never run op by op: graph/interpret.py)
         try:
             Interpreter(b.graph).run(*b.captured_arrays)
         except Exception as exc:  # noqa: BLE001 - the interpreter words it as eager does

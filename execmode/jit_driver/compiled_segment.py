@@ -41,7 +41,11 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
 
     factory = kernel_factory_for(lowered, graph_id, backend)
     plan = build_plan(lowered, graph_id, factory)
-    if backend in (None, "c") and len(plan.steps) > 1:
+    if plan.collectives:
+        plan.program_reason = (f"{', '.join(plan.collectives)}: collectives run from Python "
+                               "(MPI) once per call, so the plan runs step by step on the "
+                               "general replay (no C program, no generated replay)")
+    elif backend in (None, "c") and len(plan.steps) > 1:
         # Graphs of many small steps (matpow) and training steps run as one C function
         # when nobody listens; it calls the kernels the plan compiled.
         from ..codegen.program import program_or_reason

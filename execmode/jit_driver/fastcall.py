@@ -133,6 +133,10 @@ def _python_replay(cf, jit_module):
         return None  # views among the results, or breaks: the general replay
     segment = cf.segments[0]
     plan = segment.compiled.plan
+    if plan.collectives:
+        # This replay answers a failed step with MISS and the general path runs the plan
+        # again: a collective would then run twice on this rank only (plan.program_reason).
+        return None
     if plan.program is None and not plan._buffers_ready:
         plan._allocate_buffers()  # the steps below bind the pooled buffers as constants
     ns: dict = {"MISS": MISS, "Tensor": Tensor, "ndarray": np.ndarray, "_wrap": _wrap,

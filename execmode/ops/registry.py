@@ -75,6 +75,11 @@ class OpDef:
     # Input *values* can make the op raise (an index out of range): graph mode keeps it even
     # when nothing reads its result, so it raises where eager does (passes/dce.py).
     may_raise: bool = False
+    # Talks to other processes (an MPI collective): impure as above, and run exactly once
+    # per call, in program order, on every rank. Nothing may re-run it on one rank (the
+    # interpreter refuses; replays that retry a failed plan skip such plans), since the
+    # other ranks would not take part (execmode/distributed/graph_ops.py).
+    collective: bool = False
     doc: str = ""
     _dtype_cache: dict = field(default_factory=dict, repr=False)
 

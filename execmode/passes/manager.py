@@ -18,6 +18,7 @@ from ..errors import ArgumentError
 from ..graph.verify import VERIFIED, verify
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .effects import check_effects_kept
 from .fold import fold_constants
 from .fuse import fuse
 from .memplan import plan_memory
@@ -106,6 +107,7 @@ def _separate_outputs(traced, current, record, checked):
 def _append(record, name, before, after, rewrites, merged, fused, start_ns, checked):
     wall_ns = time.perf_counter_ns() - start_ns  # verification is not the pass's time
     verify(after, name, checked)
+    check_effects_kept(before, after, name)
     mem = after.meta.get("memory_plan")
     record.results.append(PassResult(
         name=name, graph=after, rewrites=rewrites, wall_ns=wall_ns,

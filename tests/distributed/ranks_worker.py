@@ -20,6 +20,8 @@ import execmode as em
 import execmode.torch as torch
 import execmode.torch.distributed as dist
 import execmode.torch.nn.functional as F
+from execmode.graph.ir import format_graph
+from execmode.jit_driver import paths
 from execmode.torch.nn.parallel import DistributedDataParallel as DDP
 from execmode.torch.utils.data import DataLoader
 from execmode.torch.utils.data.distributed import DistributedSampler
@@ -204,20 +206,126 @@ def a_bad_argument_on_one_rank_fails_every_rank():
     assert x.item() == WORLD
 
 
+def lowered_ops(jitted) -> list[str]:
+    """The ops of the (only) graph of ``jitted``'s newest signature, after the passes."""
+    (segment,) = jitted.concrete_functions[-1].segments
+    return [n.op for n in segment.compiled.lowered.nodes]
+
+
 @check
-def collectives_under_jit_break_the_graph():
+def collectives_under_jit_are_graph_nodes():
     def step(x):
         y = x * (RANK + 1)
-        dist.all_reduce(y)  # the graph breaks here: the collective runs between segments
+        dist.all_reduce(y)  # a node; its write into y is an assign, as any in-place op
+        return y * 2
+
+    for tier in ("general", "generated", "native"):
+        with paths.pinned(replay=tier):
+            jitted = em.jit(step)
+            for _ in range(3):  # the first call traces, the others replay the plan
+                got = jitted(torch.ones(3))
+                assert got.numpy().tolist() == [2.0 * sum(range(1, WORLD + 1))] * 3
+            assert jitted.trace_count == 1 and not jitted.concrete_functions[-1].breaks
+            assert jitted._fast is None, tier  # no generated replay: it retries failures
+    (segment,) = jitted.concrete_functions[-1].segments
+    assert "all_reduce[reduce_op='sum']" in format_graph(segment.graph)
+    plan = segment.compiled.plan
+    assert [s.kind for s in plan.steps if s.node.op == "all_reduce"] == ["collective"]
+    assert plan.program is None and "all_reduce: collectives run from Python" in \
+        plan.program_reason
+    for op in dist.ReduceOp:
+        x = torch.tensor(value(RANK, (4, 3), np.float32))
+        eager = x.clone()
+        dist.all_reduce(eager, op=op)
+        f = em.jit(lambda t, op=op: (dist.all_reduce(t, op=op), t)[1])
+        same = f(x)
+        assert same is x and np.array_equal(x.numpy(), eager.numpy()), op  # bit for bit
+        assert lowered_ops(f).count("all_reduce") == 1
+
+
+@check
+def collectives_under_jit_equal_eager_and_write_captures():
+    def many(x):
+        b = x * 1.0
+        dist.broadcast(b, src=1)
+        parts = [torch.zeros_like(x) for _ in range(WORLD)]
+        dist.all_gather(parts, x)
+        into = torch.zeros(WORLD * x.shape[0], x.shape[1])
+        dist.all_gather_into_tensor(into, x)
+        scattered = torch.zeros(1, x.shape[1])
+        dist.reduce_scatter(scattered, [x[r:r + 1] * 1.0 for r in range(WORLD)],
+                            op=dist.ReduceOp.MAX)
+        half = torch.zeros(x.shape[0] // WORLD, x.shape[1])
+        dist.reduce_scatter_tensor(half, x * 1.0, op=dist.ReduceOp.AVG)
+        dist.barrier()
+        return b, *parts, into, scattered, half
+
+    x = torch.tensor(value(RANK, (WORLD, 3), np.float32))
+    want = many(x)
+    jitted = em.jit(many)
+    for _ in range(2):
+        got = jitted(x)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert np.array_equal(g.numpy(), w.numpy())
+    assert np.array_equal(want[0].numpy(), value(1, (WORLD, 3), np.float32))
+    ops = lowered_ops(jitted)
+    collectives = [o for o in ops if o in ("broadcast", "all_gather", "all_gather_into_tensor",
+                                           "reduce_scatter", "reduce_scatter_tensor",
+                                           "barrier")]
+    assert collectives == ["broadcast", "all_gather", "all_gather_into_tensor",
+                           "reduce_scatter", "reduce_scatter_tensor", "barrier"], ops
+    # a captured tensor written by the collective gets its values back at every call
+    w = torch.ones(3)
+
+    @em.jit
+    def accumulate(x):
+        dist.all_reduce(w)
+        return x + w
+
+    for call in range(1, 4):
+        assert accumulate(torch.zeros(3)).numpy().tolist() == [float(WORLD ** call)] * 3
+        assert w.numpy().tolist() == [float(WORLD ** call)] * 3
+    # an unused collective and two identical ones survive DCE and CSE
+    def unused_and_twice(x):
+        lost = x * 1.0
+        dist.all_reduce(lost)
+        a, b = x * 1.0, x * 1.0
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+        return a + b
+
+    f = em.jit(unused_and_twice)
+    assert f(torch.ones(2)).numpy().tolist() == [2.0 * WORLD] * 2
+    assert lowered_ops(f).count("all_reduce") == 3
+
+
+@check
+def collectives_under_jit_that_cannot_be_nodes_break_the_graph():
+    def step(x):
+        y = x * (RANK + 1)
+        dist.all_reduce(y, async_op=True).wait()  # a Work handle: the graph breaks here
         return y * 2
 
     jitted = em.jit(step)
-    for _ in range(3):  # the first call traces, the others replay the segments
-        got = jitted(torch.ones(3))
-        assert np.array_equal(got.numpy(), step(torch.ones(3)).numpy())
-        assert got.numpy().tolist() == [2.0 * sum(range(1, WORLD + 1))] * 3
+    for _ in range(2):
+        assert jitted(torch.ones(3)).numpy().tolist() == [2.0 * sum(range(1, WORLD + 1))] * 3
     (brk,) = jitted.concrete_functions[-1].breaks
-    assert "dist.all_reduce (a collective)" in brk.reason
+    assert "dist.all_reduce with async_op=True" in brk.reason, brk.reason
+    # wrong arguments on one rank under jit: every rank raises, as eagerly, and all stay
+    # in step (rank 1 breaks the graph and raises after the exchange; rank 0's node hears
+    # of it in the same exchange)
+    bad = em.jit(lambda t: (dist.all_reduce(
+        t, op=dist.ReduceOp.AVG if RANK == 1 else dist.ReduceOp.SUM), t)[1])
+    if RANK == 1:
+        said = raises(em.DTypeError, lambda: bad(torch.ones(2, dtype=torch.int64)))
+        assert "AVG" in said
+    else:
+        said = raises(dist.DistributedError, lambda: bad(torch.ones(2, dtype=torch.int64)))
+        assert "rank(s) [1] gave wrong arguments" in said, said
+    x = torch.ones(1)
+    dist.all_reduce(x)
+    assert x.item() == WORLD
 
 
 # --- DistributedDataParallel --------------------------------------------------------------
