@@ -42,6 +42,7 @@ def explain_command(opts) -> int:
 
 
 def format_report(functions) -> str:
+    from ..ops import OPS
     from .explain import backward_lines
 
     lines = ["", "execmode explain", "================"]
@@ -57,6 +58,13 @@ def format_report(functions) -> str:
             lines.append(f"  {cf.signature}: {len(graphs)} graph(s), {len(cf.breaks)} "
                          f"break(s), ops per graph "
                          + ", ".join(str(len(g.op_nodes)) for g in graphs))
+            for g in graphs:
+                collectives = [f"%{n.id} {n.op}" for n in g.nodes
+                               if n.op in OPS and OPS[n.op].collective]
+                if collectives:  # (graph_ops.py: never merged, dropped or reordered)
+                    lines.append(f"    collectives in {g.name}, in the order every rank runs "
+                                 f"them (the general replay runs its steps): "
+                                 f"{', '.join(collectives)}")
             for b in cf.breaks:
                 lines.append(f"    break: {b.reason} (op {b.op})")
                 lines.append(f"      at {b.filename}:{b.lineno} in {b.function}")

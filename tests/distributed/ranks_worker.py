@@ -20,8 +20,10 @@ import execmode as em
 import execmode.torch as torch
 import execmode.torch.distributed as dist
 import execmode.torch.nn.functional as F
+from execmode import instrument
 from execmode.graph.ir import format_graph
 from execmode.jit_driver import paths
+from execmode.jit_driver.explain_cli import format_report
 from execmode.torch.nn.parallel import DistributedDataParallel as DDP
 from execmode.torch.utils.data import DataLoader
 from execmode.torch.utils.data.distributed import DistributedSampler
@@ -212,6 +214,11 @@ def lowered_ops(jitted) -> list[str]:
     return [n.op for n in segment.compiled.lowered.nodes]
 
 
+def reduced_node(segment) -> int:
+    (node,) = [n for n in segment.graph.nodes if n.op == "all_reduce"]
+    return node.id
+
+
 @check
 def collectives_under_jit_are_graph_nodes():
     def step(x):
@@ -233,6 +240,25 @@ def collectives_under_jit_are_graph_nodes():
     assert [s.kind for s in plan.steps if s.node.op == "all_reduce"] == ["collective"]
     assert plan.program is None and "all_reduce: collectives run from Python" in \
         plan.program_reason
+
+    class Seen:  # a recorder's view: the step's kernel event and the collective's op event
+        ops, kernels = [], []
+
+        def on_op(self, event, output=None):
+            self.ops.append(event)
+
+        def on_kernel(self, event):
+            self.kernels.append(event)
+
+    with instrument.listening(Seen()) as seen:
+        jitted(torch.ones(3))
+    (reduced,) = [e for e in seen.ops if e.op == "all_reduce"]
+    assert reduced.attrs["moved_bytes"] == 12 and reduced.attrs["waited_us"] >= 0
+    assert [e.data["step_kind"] for e in seen.kernels
+            if e.data["kernel"] == "all_reduce"] == ["collective"]
+    said = format_report([jitted])  # execmode explain's text
+    assert f"collectives in {segment.graph.name}, in the order every rank runs them" in said
+    assert f"%{reduced_node(segment)} all_reduce" in said, said
     for op in dist.ReduceOp:
         x = torch.tensor(value(RANK, (4, 3), np.float32))
         eager = x.clone()

@@ -110,8 +110,9 @@ class DistributedDataParallel(Module):
         once backward through them ends."""
         if dispatch.current_tracer() is not None:
             raise DistributedError(
-                "DistributedDataParallel under em.jit / torch.compile: collectives in graph "
-                "mode are not built yet; compile the module inside it instead "
+                "DistributedDataParallel under em.jit / torch.compile: a DDP step in graph "
+                "mode is not built yet (its gradient buckets are all-reduced when an eager "
+                "backward ends); compile the module inside it instead "
                 "(DDP(torch.compile(model)), as nanoGPT does)")
         buffers = self.module.buffers()
         if self.broadcast_buffers and buffers and self._pg.size > 1:
