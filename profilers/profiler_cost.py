@@ -5,12 +5,16 @@ adds to one eager op on each of the paths an op can take to it (the op ring coun
 session's ops by path), to an op's first run at a new site (the sites counted too), to
 one clock read of compiled code (a step or a run's end, in a whole-graph program or the
 fast entry), to one clock read in Python (the plan's loops, the generated replay) and,
-with per-run kernel rows, to one step run through the plan's loop with its event. The session knows how many of each ran (store_queries.cost_counts). Their
-products are the cost inside the recording, with the time the recorder spent encoding
-graph-mode events (rare, and milliseconds each for a graph's IR) and the time ops
-waited for room in the op ring while the session writer was behind, both measured
-directly. The recorder's own start (calibration included when it was not cached) and stop
-are measured too and stated beside it, since they fall outside the recorded wall time.
+with per-run kernel rows, to one step run through the plan's loop with its event. The
+session knows how many of each ran (store_queries.cost_counts). Their products are the
+cost inside the recording, with what was measured directly: the time the recorder spent
+encoding graph-mode events (rare, and milliseconds each for a graph's IR), the time ops
+waited for room in the op ring while the session writer was behind, and, for plans timed
+in Python at every run, what the timing did between their steps (a run's time less its
+steps': the calibration's small steps cost the timing less than a real graph's, whose
+steps allocate and touch more). The recorder's own start (calibration included when it
+was not cached) and stop are measured too and stated beside it, since they fall outside
+the recorded wall time.
 """
 
 from __future__ import annotations
@@ -127,9 +131,11 @@ def _graph_ns(calibration: dict, c) -> int | None:
         return None
     runs_compiled = c.graph_runs - c.loop_runs
     reads_compiled = (c.kernel_calls - c.loop_calls) + runs_compiled
-    reads_python = c.loop_calls + c.loop_runs
+    # Plans timed in Python at every run measured their timing's work between steps
+    # (store_queries.cost_counts): stated as measured, the calibration for the rest.
+    reads_python = (c.loop_calls - c.gap_calls) + (c.loop_runs - c.gap_runs)
     return round(compiled * reads_compiled + compiled_run * runs_compiled
-                 + in_python * reads_python)
+                 + in_python * max(0, reads_python) + c.loop_gap_ns)
 
 
 def _number(value):

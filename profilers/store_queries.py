@@ -239,8 +239,15 @@ def cost_counts(run: Run) -> CostCounts:
                             "FROM kernel_totals", ())[0]
     runs, loop_runs = run("SELECT COALESCE(SUM(runs), 0), COALESCE(SUM(loop_runs), 0) "
                           "FROM graph_runs", ())[0]
+    # Plans whose every run was timed in Python: a run's time less its steps' is the
+    # timing's own work between the steps (plan._run_timed, the generated replay).
+    gap, gap_runs, gap_calls = run(
+        "SELECT COALESCE(SUM(g.total_ns - s.steps), 0), COALESCE(SUM(g.runs), 0), "
+        "COALESCE(SUM(s.calls), 0) FROM graph_runs AS g JOIN (SELECT clock, "
+        "SUM(total_ns) AS steps, SUM(calls) AS calls FROM kernel_totals GROUP BY clock) "
+        "AS s ON s.clock = g.clock WHERE g.runs > 0 AND g.loop_runs = g.runs", ())[0]
     return CostCounts(ops, int(calls), int(loop_calls), int(runs), int(loop_runs),
-                      kernel_rows)
+                      kernel_rows, max(0, int(gap)), int(gap_runs), int(gap_calls))
 
 
 class CostCounts(NamedTuple):
@@ -250,6 +257,9 @@ class CostCounts(NamedTuple):
     graph_runs: int        # compiled plans run
     loop_runs: int         # of those, timed in Python
     kernel_rows: int       # per-run kernel rows written (only with --kernel-rows)
+    loop_gap_ns: int = 0   # measured: the Python timing's work between steps, in the
+    gap_runs: int = 0      # runs (and steps) of plans timed in Python at every run
+    gap_calls: int = 0
 
 
 def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:

@@ -8,6 +8,7 @@ import gc
 
 import numpy as np
 import pytest
+from execmode.profilers import store_queries
 from execmode.profilers.kernel_totals import KernelTotals
 from execmode.profilers.profiler_cost import profiler_cost
 from execmode.profilers.recorder import Recorder
@@ -106,6 +107,10 @@ def test_the_stated_cost_multiplies_the_calibration_by_the_counts():
     text = cost.text(10_000_000)
     assert "8.4% of wall time" in text and "300 kernel runs in 100 graph runs" in text
     assert "to start" in text and "busy" not in text
+    # plans timed in Python at every run state their measured timing work instead
+    gapped = profiler_cost(calibration, CostCounts(1000, 300, 60, 100, 20, 0, 50_000, 20, 60),
+                           meta)
+    assert gapped.graph_ns == 20 * (240 + 80) + 150 * 80 + 50_000
     rows = profiler_cost({"overhead_ns": 800, "kernel_row_ns": 3000, "kernel_rows": True},
                          CostCounts(10, 300, 0, 100, 0, 300), {})
     assert rows.graph_ns == 900_000  # per kernel row, not per clock read
@@ -113,6 +118,29 @@ def test_the_stated_cost_multiplies_the_calibration_by_the_counts():
     unsettled = profiler_cost(dict(calibration, settled=False), CostCounts(1, 0, 0, 0, 0, 0),
                               {})
     assert "busy" in unsettled.text(1000)
+
+
+def test_a_plan_timed_in_python_states_the_timing_it_measured(tmp_path):
+    """A graph without a whole-graph program (``pad`` has no C lowering) is timed step by
+    step in Python: its runs' time less its steps' is what the timing did between them,
+    which the session counts and the stated cost takes as measured."""
+    step = em.jit(lambda x: em.exp(em.nn.functional.pad(x, (1, 1))) * 2.0 + 1.0)
+    x = em.ones((4, 8))
+    step(x)
+    path = tmp_path / "s.emsession"
+    with Recorder(path, calibrate=False):
+        for _ in range(40):
+            step(x)
+    with open_session(path) as s:
+        runs, loop_runs, total = s._query("SELECT runs, loop_runs, total_ns FROM graph_runs")[0]
+        steps = s._query("SELECT SUM(total_ns), SUM(calls) FROM kernel_totals")[0]
+        counts = store_queries.cost_counts(s._query)
+    assert runs == loop_runs == 40  # every run in Python
+    assert counts.gap_runs == 40 and counts.gap_calls == steps[1]
+    assert counts.loop_gap_ns == total - steps[0] > 0
+    calibration = {"overhead_ns": 0, "kernel_step_ns": 0, "kernel_run_ns": 0,
+                   "kernel_loop_step_ns": 10**6}  # absurd: it must not be used here
+    assert profiler_cost(calibration, counts, {}).graph_ns == counts.loop_gap_ns
 
 
 def test_runs_of_a_plan_freed_while_recording_are_kept(tmp_path):
