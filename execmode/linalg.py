@@ -116,15 +116,32 @@ def slogdet(x, /) -> SlogdetResult:
     return SlogdetResult(*(_op("slogdet", x, part=p) for p in ("sign", "logabsdet")))
 
 
+def _rtol_attr(rtol):
+    """``rtol`` as an op attribute: a number, or a tensor's values as nested tuples (one
+    cutoff per matrix; reading them is a graph break under jit, as repeat's counts)."""
+    if rtol is None or not isinstance(rtol, _em.Tensor):
+        return None if rtol is None else float(rtol)
+    values = rtol.tolist()
+    if not isinstance(values, list):
+        return float(values)
+
+    def nested(v):
+        return tuple(nested(x) for x in v) if isinstance(v, list) else float(v)
+
+    return nested(values)
+
+
 def pinv(x, /, *, rtol=None):
-    """The Moore-Penrose pseudo-inverse; singular values below ``rtol`` times the largest
-    count as zero (default: max(M, N) times the dtype's eps)."""
-    return _op("pinv", x, rtol=None if rtol is None else float(rtol))
+    """The Moore-Penrose pseudo-inverse; singular values below ``rtol`` (a number, or a
+    tensor of one per matrix) times the largest count as zero (default: max(M, N) times
+    the dtype's eps)."""
+    return _op("pinv", x, rtol=_rtol_attr(rtol))
 
 
 def matrix_rank(x, /, *, rtol=None):
-    """How many singular values are above ``rtol`` times the largest (int64)."""
-    return _op("matrix_rank", x, rtol=None if rtol is None else float(rtol))
+    """How many singular values are above ``rtol`` (a number, or a tensor of one per
+    matrix) times the largest (int64)."""
+    return _op("matrix_rank", x, rtol=_rtol_attr(rtol))
 
 
 # --- composites ------------------------------------------------------------------------------

@@ -105,10 +105,20 @@ def _rank_rule(x, *, rtol):
     return _matrices("matrix_rank", x)[:-2]
 
 
+def _rtol(xp, a, rtol):
+    """The relative cutoff: max(M, N) * eps by default, or ``rtol``: a number, or nested
+    tuples (a tensor's values, one per matrix of the stack, broadcast against it)."""
+    if rtol is None:
+        m, n = a.shape[-2:]
+        return max(m, n) * np.finfo(a.dtype).eps
+    return rtol if isinstance(rtol, float) else xp.asarray(rtol, dtype=np.float64)
+
+
 def _rank_impl(xp, a, *, rtol):
     s = xp.linalg.svd(a, compute_uv=False)
-    m, n = a.shape[-2:]
-    tol = (max(m, n) * np.finfo(a.dtype).eps if rtol is None else rtol)
+    tol = _rtol(xp, a, rtol)
+    if getattr(tol, "ndim", 0):
+        tol = tol[..., None]  # one cutoff per matrix, against its singular values
     return (s > tol * s.max(axis=-1, keepdims=True)).sum(axis=-1).astype(np.int64)
 
 
@@ -118,9 +128,7 @@ register(OpDef(name="linalg_matrix_rank", kind=OPAQUE, impl=_rank_impl,
 
 
 def _pinv_impl(xp, a, *, rtol):
-    m, n = a.shape[-2:]
-    tol = max(m, n) * np.finfo(a.dtype).eps if rtol is None else rtol
-    return xp.linalg.pinv(a, rtol=tol)
+    return xp.linalg.pinv(a, rtol=_rtol(xp, a, rtol))
 
 
 register(OpDef(name="linalg_pinv", kind=OPAQUE, impl=_pinv_impl,

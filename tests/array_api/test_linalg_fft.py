@@ -68,6 +68,18 @@ def test_composites_match_numpy_with_gradients():
     check_grad(lambda t: L.trace(t) + L.vector_norm(t), RECT)
 
 
+def test_a_tensor_rtol_gives_one_cutoff_per_matrix():
+    a = RNG.standard_normal((3, 4, 4))
+    a[1, :, 0] = 0.0  # a rank-3 matrix in the stack
+    rtol = np.array([1e-3, 0.5, 1e-3])
+    x = em.tensor(a, dtype=em.float64)
+    assert_close(L.pinv(x, rtol=em.tensor(rtol, dtype=em.float64)), np.linalg.pinv(a, rtol=rtol))
+    want = np.linalg.matrix_rank(a, rtol=rtol).tolist()
+    assert L.matrix_rank(x, rtol=em.tensor(rtol, dtype=em.float64)).tolist() == want
+    jitted = em.jit(lambda m, r: L.matrix_rank(m, rtol=r))  # the cutoffs read: a break
+    assert jitted(x, em.tensor(rtol, dtype=em.float64)).tolist() == want
+
+
 def test_errors_name_the_function():
     with pytest.raises(em.DTypeError, match="inv"):
         L.inv(em.tensor([[1, 2], [3, 4]]))
