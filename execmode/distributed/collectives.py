@@ -76,8 +76,8 @@ def _array(caller: str, t, what: str = "tensor") -> np.ndarray:
 
 def _in_graph(caller: str, tensors, async_op: bool) -> bool:
     """Whether this call is traced by ``em.jit`` and becomes graph nodes. Where it cannot
-    (graph_ops.refusal), its traced tensors break the graph here with the reason, and the
-    collective runs eagerly between the segments."""
+    (graph_ops.refusal), the graph breaks here with the reason, and the collective runs
+    eagerly between the segments."""
     if dispatch.current_tracer() is None:
         return False
     why = graph_ops.refusal(tensors, async_op)
@@ -88,9 +88,11 @@ def _in_graph(caller: str, tensors, async_op: bool) -> bool:
 
 
 def _materialize(caller: str, tensors, why: str) -> None:
-    for t in tensors:
-        if isinstance(t, Tensor) and t.is_traced:
-            t._data.materialize(t, f"dist.{caller} {why} (a collective)")
+    """Break the graph here: the traced tensors get their values, and the collective runs
+    eagerly between the segments (at every call: a function with breaks re-runs its
+    Python), on captures as well as on values traced."""
+    dispatch.current_tracer().break_graph(
+        f"dist.{caller} {why}: it runs between segments (a collective)", caller)
 
 
 def _eager_after_all(caller: str, tensors, check) -> Exception | None:

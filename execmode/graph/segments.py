@@ -126,6 +126,11 @@ class Segmenting:
         self._graph_break(f"{reason} needs a concrete value", op)
         return tensor._data
 
+    def break_graph(self, reason: str, op: str) -> None:
+        """End the segment here although Python reads no value: an effect that graph mode
+        cannot hold runs between the segments (a collective with async_op=True)."""
+        self._graph_break(reason, op)
+
     def flush_written(self, reason: str) -> None:
         """Python reads an array that this segment wrote (through another tensor): end the
         segment so the write lands in the array first."""

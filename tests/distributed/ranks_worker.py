@@ -338,6 +338,10 @@ def collectives_under_jit_that_cannot_be_nodes_break_the_graph():
         assert jitted(torch.ones(3)).numpy().tolist() == [2.0 * sum(range(1, WORLD + 1))] * 3
     (brk,) = jitted.concrete_functions[-1].breaks
     assert "dist.all_reduce with async_op=True" in brk.reason, brk.reason
+    w = torch.ones(3)  # a capture (no traced value): the graph breaks all the same
+    captured = em.jit(lambda x: (dist.all_reduce(w, async_op=True), x + w)[1])
+    for call in range(1, 4):
+        assert captured(torch.zeros(3)).numpy().tolist() == [float(WORLD ** call)] * 3
     # wrong arguments on one rank under jit: every rank raises, as eagerly, and all stay
     # in step (rank 1 breaks the graph and raises after the exchange; rank 0's node hears
     # of it in the same exchange)
