@@ -108,3 +108,14 @@ def test_histogram_counts_the_finite_values():
 ])
 def test_type_text(shape, dtype, device, text):
     assert type_text(shape, dtype, device) == text
+
+
+def test_complex_values_are_read_by_magnitude():
+    z = np.array([3 + 4j, complex(math.nan, 1.0), complex(0.0, math.inf), 1j], np.complex64)
+    s = stats.value_stats(z)
+    assert (s.min, s.max, s.nan, s.inf) == (1.0, math.inf, 1, 1)
+    assert s.mean == pytest.approx(3.0)  # of the finite magnitudes 5 and 1
+    assert stats.nan_count(z) == 1 and stats.inf_count(z) == 1
+    assert stats.finite_sum(z) == pytest.approx(6.0)
+    assert sum(stats.histogram(z)["counts"]) == 2
+    assert summarize(z) is not None  # the debugger's summary of a complex tensor
