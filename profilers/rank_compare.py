@@ -2,9 +2,10 @@
 each rank's op totals in columns (the TUI's Ranks view; ``execmode report FOLDER
 --summary``).
 
-The timeline cuts the run's wall time into equal slices and says, per rank and slice,
-how long the rank computed (eager ops and kernel rows), waited in a collective for the
-other ranks to arrive, and moved bytes in one: a collective's ``waited_us`` (its header
+The timeline spans the ranks' ops (from the first op of any rank to the last one's end),
+cut into equal slices, and says per rank and slice how long the rank computed (eager ops
+and kernel rows), waited in a collective for the other ranks to arrive, and moved bytes
+in one: a collective's ``waited_us`` (its header
 exchange, execmode/distributed/collectives.py) is its start, the rest is the transfer.
 The rest of a slice is Python between ops, or the rank not started or already done.
 """
@@ -27,10 +28,11 @@ class RankLane(NamedTuple):
 
 
 class RankTimeline(NamedTuple):
-    t0_ns: int
-    t1_ns: int
+    t0_ns: int          # the first op of any rank (the imports before it are nobody's)
+    t1_ns: int          # the last op's end
     width_ns: int       # of one slice
     lanes: tuple        # RankLane per rank, in rank order
+    start_ns: int = 0   # the earliest rank's session start, what times are counted from
 
 
 class RankOps(NamedTuple):
@@ -49,11 +51,17 @@ class RankOps(NamedTuple):
 
 def rank_timeline(sessions: list, slices: int = 400) -> RankTimeline:
     """``sessions``: ``(rank, Session)`` pairs of one run folder."""
-    t0 = min(s.t0_ns for _, s in sessions)
-    t1 = max(max(s.end_ns(), s.t0_ns) for _, s in sessions)
+    start = min(s.t0_ns for _, s in sessions)
+    extents = [store_queries.ops_extent(s._query) for _, s in sessions]
+    firsts = [first for first, _ in extents if first is not None]
+    lasts = [last for _, last in extents if last is not None]
+    # The span of the ops: a run's imports and start-up fill most of its wall time and
+    # would squeeze the steps into a few columns.
+    t0 = min(firsts) if firsts else start
+    t1 = max(lasts) if lasts else max(max(s.end_ns(), s.t0_ns) for _, s in sessions)
     width = max(1, -(-(t1 - t0) // slices))
     lanes = tuple(_lane(rank, s._query, t0, width, slices) for rank, s in sessions)
-    return RankTimeline(t0, t1, width, lanes)
+    return RankTimeline(t0, max(t1, t0 + 1), width, lanes, start)
 
 
 def _lane(rank: int, run, t0: int, width: int, slices: int) -> RankLane:

@@ -280,6 +280,13 @@ def op_spans(run: Run, names: Sequence[str]) -> list[tuple]:
                "ORDER BY start_ns", tuple(names))
 
 
+def ops_extent(run: Run) -> tuple:
+    """``(first start, last end)`` of the eager ops and kernel rows, or ``(None, None)``."""
+    return tuple(run("SELECT MIN(s), MAX(e) FROM (SELECT MIN(start_ns) AS s, "
+                     "MAX(start_ns + dur_ns) AS e FROM op_events UNION ALL "
+                     "SELECT MIN(start_ns), MAX(start_ns + dur_ns) FROM kernels)", ())[0])
+
+
 def busy_by_slice(run: Run, t0_ns: int, width_ns: int, skip: Sequence[str]) -> tuple:
     """The time of eager ops (but those named ``skip``) and kernel rows, in slices of
     ``width_ns`` from ``t0_ns``: ``({slice: ns of rows no longer than a slice, summed

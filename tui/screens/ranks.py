@@ -78,9 +78,11 @@ def timeline_text(timeline: RankTimeline, width: int) -> Text:
     """The lanes in ``width`` columns, a time axis above them and the legend below."""
     label = max(len(f"r{lane.rank} ") for lane in timeline.lanes)
     columns = max(10, width - label)
-    span = fmt.duration(timeline.t1_ns - timeline.t0_ns)
-    text = Text(" " * label + "0", style="dim")
-    text.append(span.rjust(columns - 1), style="dim")
+    # Times from the earliest rank's start: the lanes begin at the first op.
+    first = fmt.duration(timeline.t0_ns - timeline.start_ns)
+    last = fmt.duration(timeline.t1_ns - timeline.start_ns)
+    text = Text(" " * label + first, style="dim")
+    text.append(last.rjust(columns - len(first)), style="dim")
     for lane in timeline.lanes:
         text.append("\n" + f"r{lane.rank}".ljust(label), style="bold")
         for kind in timeline_cells(lane, timeline.width_ns, columns):
