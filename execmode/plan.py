@@ -25,6 +25,7 @@ import numpy as np
 
 from . import instrument, kernel_clock
 from .backend import as_device, xp_for
+from .errors import ExecmodeError
 from .graph.interpret import node_failure
 from .graph.ir import ASSIGN, FUSED, INPUT, Graph, Literal, Node
 from .graph.op_call import op_function
@@ -224,6 +225,10 @@ class Plan:
     def run_collect(self, inputs: list) -> list:
         """Run every step and return a copy of each step's output (assigns not applied):
         for comparing a compiled plan with the op-by-op meaning of its graph."""
+        if self.collectives:
+            raise ExecmodeError(f"{', '.join(self.collectives)}: a plan with collectives "
+                                "runs once per call; running it again on one rank would "
+                                "leave the other ranks out")
         if not self._buffers_ready:
             self._allocate_buffers()
         values = [None] * self.n_slots

@@ -49,14 +49,19 @@ def first_nonfinite(graph: Graph, values: dict) -> dict | None:
 
 def hunt(plan, inputs: list, kernel_index: int | None = None) -> dict:
     """Locate the origin of a NaN/Inf in the segment ``plan`` runs, from its inputs."""
-    traced = plan.source_graph or plan.graph
-    values = interpret(traced, inputs)
-    origin = first_nonfinite(traced, values)
-    report = {"kernel": None, "found_op_by_op": origin is not None, "origin": origin}
+    report = {"kernel": None, "found_op_by_op": False, "origin": None}
     if kernel_index is not None:
         step = plan.steps[kernel_index]
         report["kernel"] = {"name": step.name, "members": list(step.member_ids),
                             "ops": list(step.member_ops), "backend": step.backend}
+    if plan.collectives:  # a re-run would run them again on this rank alone
+        report["text"] = (f"not re-run op by op: the segment's collectives "
+                          f"({', '.join(plan.collectives)}) run once per call")
+        return report
+    traced = plan.source_graph or plan.graph
+    values = interpret(traced, inputs)
+    origin = first_nonfinite(traced, values)
+    report["found_op_by_op"], report["origin"] = origin is not None, origin
     if origin is not None:
         report["text"] = origin["text"]
         return report

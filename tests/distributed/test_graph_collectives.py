@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from execmode.debug.hunt import hunt
 from execmode.distributed import graph_ops  # registers the collective ops
 from execmode.errors import ExecmodeError
 from execmode.graph.interpret import Interpreter
@@ -124,3 +125,13 @@ def test_the_interpreter_never_reruns_a_collective_on_one_rank():
     g = _graph([_reduce(1, 0), _node(2, "exp", (1,))], [2])
     with pytest.raises(ExecmodeError, match="cannot be re-run op by op on one rank"):
         Interpreter(g).run(np.ones(4, np.float32))
+
+
+def test_the_debuggers_reruns_leave_collectives_alone():
+    g = _graph([_reduce(1, 0), _node(2, "exp", (1,))], [2])
+    plan = compile_graph(run_passes(g)[0], "g")
+    x = np.full(4, np.nan, np.float32)
+    report = hunt(plan, [x], 0)  # a NaN breakpoint's hunt: no op-by-op re-run
+    assert "not re-run op by op" in report["text"] and "%1 all_reduce" in report["text"]
+    with pytest.raises(ExecmodeError, match="a plan with collectives runs once per call"):
+        plan.run_collect([x])
