@@ -5,33 +5,23 @@ dtypes and capabilities this execmode has. It answers from the engine's own tabl
 from __future__ import annotations
 
 from ..backend import cuda_is_available
-from ..dtypes import (
-    DEFAULT_COMPLEX,
-    DEFAULT_FLOAT,
-    bool_,
-    complex64,
-    complex128,
-    float32,
-    float64,
-    int8,
-    int16,
-    int32,
-    int64,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-)
+from ..dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, SUPPORTED, int64
 from ..errors import ArgumentError, op_error
 
-# The dtypes by the standard's kind names.
+
+def _of_kind(kind: str) -> dict:
+    """The dtypes of one NumPy kind letter by name, narrowest first."""
+    return {dt.name: dt for dt in sorted(SUPPORTED, key=lambda d: d.itemsize)
+            if dt.kind == kind}
+
+
+# The dtypes by the standard's kind names, from dtypes.SUPPORTED.
 _KINDS = {
-    "bool": {"bool": bool_},
-    "signed integer": {"int8": int8, "int16": int16, "int32": int32, "int64": int64},
-    "unsigned integer": {"uint8": uint8, "uint16": uint16, "uint32": uint32,
-                         "uint64": uint64},
-    "real floating": {"float32": float32, "float64": float64},
-    "complex floating": {"complex64": complex64, "complex128": complex128},
+    "bool": _of_kind("b"),
+    "signed integer": _of_kind("i"),
+    "unsigned integer": _of_kind("u"),
+    "real floating": _of_kind("f"),
+    "complex floating": _of_kind("c"),
 }
 _KINDS["integral"] = {**_KINDS["signed integer"], **_KINDS["unsigned integer"]}
 _KINDS["numeric"] = {**_KINDS["integral"], **_KINDS["real floating"],
