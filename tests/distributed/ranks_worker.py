@@ -358,6 +358,38 @@ def collectives_under_jit_that_cannot_be_nodes_break_the_graph():
     assert x.item() == WORLD
 
 
+@check
+def a_jitted_step_averaging_gradients_is_one_graph():
+    def make():
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 2)
+        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        for p in model.parameters():  # DDP's averaging, by hand
+            dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
+        opt.step()
+        return loss
+
+    x = torch.tensor(value(RANK, (8, 4), np.float32))
+    y = torch.tensor(value(RANK + 10, (8, 2), np.float32))
+    (m1, o1), (m2, o2) = make(), make()
+    jitted = em.jit(lambda x, y: step(m2, o2, x, y))
+    for _ in range(4):
+        np.testing.assert_allclose(step(m1, o1, x, y).item(), jitted(x, y).item(), rtol=1e-5)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5)
+    assert jitted.trace_count == 1 and not jitted.concrete_functions[-1].breaks
+    assert lowered_ops(jitted).count("all_reduce") == 2
+    everyone = [torch.zeros(2, 4) for _ in range(WORLD)]
+    dist.all_gather(everyone, m2.weight.detach())  # the ranks' replicas stayed equal
+    assert all(np.array_equal(e.numpy(), everyone[0].numpy()) for e in everyone)
+
+
 # --- DistributedDataParallel --------------------------------------------------------------
 
 def make_model(seed: int):

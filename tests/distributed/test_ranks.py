@@ -35,6 +35,7 @@ CHECKS = [
     "collectives_under_jit_are_graph_nodes",
     "collectives_under_jit_equal_eager_and_write_captures",
     "collectives_under_jit_that_cannot_be_nodes_break_the_graph",
+    "a_jitted_step_averaging_gradients_is_one_graph",
     "ddp_trains_as_one_process_on_the_whole_batch",
     "ddp_no_sync_accumulates_locally_then_averages",
     "ddp_unused_parameters_and_buffers",
