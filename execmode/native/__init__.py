@@ -16,7 +16,8 @@ its own ctypes loader; this package imports nothing):
   must match instrument.OpEvent's fields: the C checks it before building an event, and
   tests/codegen/test_native_contract.py checks the header against the class).
 * ``eager_operators.c`` (``_em_eager_operators``): Tensor's ``+ - * /`` and 22 unary
-  functions; codegen/eager_operators.py loads it, dispatch's paths install it.
+  functions; codegen/eager_operators.py builds and installs it once dispatch says the
+  operators are hot (api.py hands dispatch that hook) or jit_driver/paths.py pins it.
 * ``eager_erf.c`` (ctypes): erf's inner intervals for large eager inputs; loaded beside the
   operators (codegen/eager_erf.py), called by ops/erf.py.
 * ``fast_entry.c`` (``_em_fast_entry``): a jitted call's replay; the jit driver builds one
@@ -26,22 +27,16 @@ its own ctypes loader; this package imports nothing):
 * ``blas_workers.c`` (ctypes, opt-in): OpenBLAS's parallel jobs on the kernels' OpenMP
   team (codegen/blas_workers.py).
 
-The Python state the C reads, and where it is owned (the C reads these by name from the
-owner's module dict, handed to it when an extension object is made; renaming one of them
-is a change to this contract):
-
-* dispatch.py: ``_plain`` (no tracer or listener: the operators may take the call),
-  ``_tracing`` (threads tracing), ``_grad_enabled`` / ``_thread.grad`` (grad mode),
-  ``_fast_with_events``, ``_native_binary``, ``_native_general`` (how an op with a
-  listener is handed over), ``_on_op`` (the op listeners), ``_seq`` (the op counter),
-  ``_NO_ATTRS``, ``_EAGER``, ``CPU``, ``OpEvent`` (the event built), ``_scope`` (scope.py,
-  whose ``_state.current`` is the scope), ``_locations`` and ``user_location`` (source.py:
-  the user's line); an OpDef's ``impl`` (ops/).
-* jit_driver/jit.py: ``_jit_disabled``; a JitFunction's ``_fast`` and ``_call``;
-  instrument.py's hook lists (held, filled in place).
-* The op ring reads nothing by name: the recorder passes it what it reads (the op counter,
-  the scope thread-local, the internal-code test, the location function, the Tensor type
-  and its ``_data`` slot).
+The Python state the C reads is declared below, once: MODULE_STATE (names the C looks up
+in its owners' module dicts, handed to it when an extension object is made) and
+OBJECT_ATTRIBUTES (attributes of objects it is handed). Renaming one of them is a change
+to this contract: tests/codegen/test_native_contract.py checks that every declared name
+exists and that the C interns no name this table leaves out. Besides those, the fast
+entry holds instrument.py's kernel hook lists (``_on_kernel``, ``_before_kernel``,
+``_after_kernel``: instrument fills them in place, never rebinds them), and the op ring
+reads nothing by name: the recorder passes it what it reads (the op counter, the scope
+thread-local, the internal-code test, the location function, the Tensor type and its
+``_data`` slot).
 """
 
 from __future__ import annotations
@@ -49,6 +44,34 @@ from __future__ import annotations
 import os
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
+
+MODULE_STATE = {
+    "execmode.dispatch": (
+        "_plain",              # no tracer, no listener: the operators may take the call
+        "_tracing",            # how many threads trace
+        "_grad_enabled",       # grad mode on in every thread (else _thread.grad)
+        "_thread",             # the thread-local grad mode
+        "_fast_with_events",   # listeners that want events after ops only (the recorder)
+        "_native_binary",      # the op ring's entry for an operator's op, or None
+        "_native_general",     # the op ring's entry for any eager op, or None
+        "_on_op",              # the op listeners (a list, filled in place)
+        "_seq",                # the op counter
+        "_NO_ATTRS", "_EAGER", "CPU", "OpEvent",   # what an OpEvent is built from
+        "_scope",              # scope.py, whose _state.current is the scope path
+        "_locations", "user_location",             # source.py: the user's line
+    ),
+    "execmode.jit_driver.jit": (
+        "_jit_disabled",       # em.disable_jit()
+    ),
+}
+OBJECT_ATTRIBUTES = (
+    "impl",      # an OpDef's eager implementation (ops/), read per call
+    "grad",      # dispatch._thread.grad
+    "_state",    # scope._state, the thread-local
+    "current",   # scope._state.current
+    "_fast",     # a JitFunction's fast replay
+    "_call",     # a JitFunction's general path
+)
 
 
 def source_path(name: str) -> str:

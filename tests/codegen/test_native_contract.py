@@ -1,13 +1,15 @@
-"""execmode/native's shared header is the one declaration of what the C files share.
+"""execmode/native's declarations are the ones the C and Python both follow.
 
 The C builds an OpEvent by position (em_native.h's EM_OP_EVENT_FIELDS): the header's list
 must be instrument.OpEvent's fields in order. The C checks it at run time before its first
-event; this checks it without a compiler. And the helpers the header declares once (a
-slot's offset, the clock, the current scope) stay declared once.
+event; this checks it without a compiler. The helpers the header declares once (a slot's
+offset, the clock, the current scope) stay declared once. And the Python names the C
+reads are the ones native.MODULE_STATE and OBJECT_ATTRIBUTES declare, and exist.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -56,3 +58,39 @@ def test_no_file_defines_the_shared_helpers_again(path):
     if "PyMODINIT_FUNC" in text or path.suffix == ".h":
         # the clock is em_clock.h's, through em_native.h
         assert "clock_gettime" not in text, path.name
+
+
+def _interned_names() -> set[str]:
+    """Every name the C interns to look up (PyUnicode_InternFromString("...")."""
+    names = set()
+    for path in NATIVE.glob("*.[ch]"):
+        names.update(re.findall(r'PyUnicode_InternFromString\("([^"]+)"\)',
+                                path.read_text(encoding="utf-8")))
+    return names
+
+
+def test_the_c_reads_only_the_declared_names():
+    declared = {n for names in native.MODULE_STATE.values() for n in names}
+    declared |= set(native.OBJECT_ATTRIBUTES)
+    interned = _interned_names()
+    assert interned - declared == set(), "C reads names native/__init__.py does not declare"
+    assert declared - interned == set(), "declared names no C file reads any more"
+
+
+@pytest.mark.parametrize("module", sorted(native.MODULE_STATE))
+def test_every_declared_module_name_exists(module):
+    owner = importlib.import_module(module)
+    missing = [n for n in native.MODULE_STATE[module] if not hasattr(owner, n)]
+    assert not missing, f"{module} no longer has {missing}, which the C reads"
+
+
+def test_the_declared_attributes_exist_where_the_c_reads_them():
+    from execmode import dispatch
+    from execmode.jit_driver.jit import JitFunction
+    from execmode.ops import OPS
+
+    assert hasattr(dispatch._thread, "grad")
+    assert isinstance(dispatch._scope._state.current, str)
+    assert all(hasattr(op, "impl") for op in OPS.values())
+    jitted = JitFunction(lambda x: x)
+    assert callable(jitted._call) and hasattr(jitted, "_fast")
