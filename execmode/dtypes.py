@@ -27,7 +27,7 @@ uint64 = np.dtype("uint64")
 complex64 = np.dtype("complex64")
 complex128 = np.dtype("complex128")
 
-# The first five keep their positions: distributed/collectives.py numbers dtypes by them.
+# The first five keep their positions: distributed/exchange.py numbers dtypes by them.
 SUPPORTED = (float32, float64, int32, int64, bool_, int8, int16, uint8, uint16, uint32,
              uint64, complex64, complex128)
 # The dtypes the generated C/CUDA kernels have types and helpers for. Ops on the others

@@ -5,8 +5,8 @@ each rank's op totals in columns (the TUI's Ranks view; ``execmode report FOLDER
 The timeline spans the ranks' ops (from the first op of any rank to the last one's end),
 cut into equal slices, and says per rank and slice how long the rank computed (eager ops
 and kernel rows), waited in a collective for the other ranks to arrive, and moved bytes
-in one: a collective's ``waited_us`` (its header
-exchange, execmode/distributed/collectives.py) is its start, the rest is the transfer.
+in one: a collective's ``waited_us`` (its header exchange, execmode/distributed/
+exchange.py) is its start, the rest is the transfer.
 The rest of a slice is Python between ops, or the rank not started or already done.
 """
 

@@ -105,7 +105,7 @@ def _process_start(pid: int) -> float | None:
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
-# The collectives' op names (execmode/distributed/collectives.py records them as ops).
+# The collectives' op names (execmode/distributed/exchange.py records them as ops).
 COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
                "reduce_scatter", "reduce_scatter_tensor", "barrier")
 _WAITED = re.compile(r"(?:^|, )waited_us=([0-9.]+)")
