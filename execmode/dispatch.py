@@ -506,9 +506,15 @@ def record_grad(op, inputs, attrs, out_tensor):
         saved = _new(Tensor)
         saved._data = out_tensor._data
         saved.requires_grad = False
-    if out_tensor.dtype.kind == "c" or any(
-            isinstance(x, Tensor) and x.dtype.kind == "c" for x in inputs):
+    # No complex gradients: a node with a complex value refuses at backward. Read from
+    # _data in a plain loop: this runs for every recorded op.
+    if out_tensor._data.dtype.kind == "c":
         op = without_complex_gradient(op)
+    else:
+        for x in inputs:
+            if isinstance(x, Tensor) and x._data.dtype.kind == "c":
+                op = without_complex_gradient(op)
+                break
     out_tensor._grad_fn = GradNode(op, inputs, attrs, saved)
     out_tensor.requires_grad = True
     return saved
