@@ -146,7 +146,8 @@ def _walk(root: Tensor, gradient: Tensor, retain_graph: bool) -> None:
             if isinstance(t, MultiOutputOp):
                 got = waiting.pop(id(t), None)
                 if got is not None:
-                    _check_not_freed(t, t.name)
+                    if t.freed and t.reads_saved(got):
+                        raise BackwardError(f"backward through {t.name}: {SECOND_BACKWARD}")
                     for x, gx in t.backward(got):
                         _send(x, gx, grads)
                     ran.append(t)

@@ -45,6 +45,12 @@ class MultiOutputOp:
     def backward(self, gradients: dict) -> list:
         raise NotImplementedError
 
+    def reads_saved(self, positions) -> bool:
+        """Whether a backward from the results at ``positions`` reads saved values (after
+        ``freed``, one that does is refused). A jitted call's answers per set of results:
+        its node is one for many ops, and eager frees each op's values apart."""
+        return self.saves_for_backward
+
     def output_overwritten(self, target) -> None:
         """``target``, one of the results, is about to be overwritten with autograd
         recording (``y += 1``): keep what backward reads from its memory."""

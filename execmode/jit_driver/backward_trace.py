@@ -42,6 +42,9 @@ class BackwardGraph:
     # retain_graph (its op's name): eager raises there, so the call's backward does too.
     freed_at: str | None = None
     saves: bool = True         # a node on the way saves values (autograd.node_saves)
+    # Those nodes (ids of the traced tape's): a later backward of another mask is refused
+    # only if it needs one that this one freed, as eager frees each op's values apart.
+    saving_nodes: frozenset = frozenset()
 
 
 @dataclass
@@ -190,7 +193,7 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
     checked: set = set()
     views: dict = {}  # views of inputs made in this trace (_input_view)
     flow: list = []   # (tensor outside the call, gradient), in the order eager adds them
-    freed_at, saves = None, False
+    freed_at, saving = None, set()
     try:
         with bw, no_grad(), named_scope("backward"):
             grads = {id(tp.outputs[k]): g for k, g in zip(mask, cotangents)}
@@ -202,7 +205,8 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
                 node = tp.nodes[id(t)]
                 if node.freed and freed_at is None:
                     freed_at = node.op.name
-                saves = saves or node_saves(node)
+                if node_saves(node):
+                    saving.add(id(node))
                 if first:
                     check_not_overwritten(t, node)
                 for x in (*node.inputs, node.saved_output):
@@ -249,7 +253,8 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
     specs = [("arg", n_cot + tp.saved_of[id(s[1]._data)]) if s[0] == "const" and
              isinstance(s[1], Tensor) and id(s[1]._data) in tp.saved_of else s for s in specs]
     return BackwardGraph(mask, segment, specs, receivers, sorted(checked), joint.backend,
-                         freed_at=freed_at, saves=saves)
+                         freed_at=freed_at, saves=bool(saving),
+                         saving_nodes=frozenset(saving))
 
 
 def _receives(x: Tensor, tp: BackwardTape, tracer) -> bool:

@@ -97,11 +97,24 @@ class JointBackward:
 class JitCall(MultiOutputOp):
     """One call's results' shared autograd node: its backward runs the backward graph."""
 
-    __slots__ = ("joint", "inputs", "saved", "checked", "made_at")
+    __slots__ = ("joint", "inputs", "saved", "checked", "made_at", "freed_nodes", "_running")
 
     def __init__(self, joint: JointBackward, inputs: tuple, saved: list, checked: list):
         self.joint, self.inputs, self.saved, self.checked = joint, inputs, saved, checked
         self.made_at = tape._tick
+        self.freed_nodes: frozenset = frozenset()  # the tape nodes whose values are freed
+        self._running: frozenset = frozenset()     # the last backward's saving nodes
+
+    @property
+    def freed(self) -> bool:
+        return bool(self.freed_nodes)
+
+    @freed.setter
+    def freed(self, value: bool) -> None:
+        # autograd marks the call freed after a backward without retain_graph: what that
+        # backward's graph saved is gone, the rest of the call's ops keep theirs.
+        if value:
+            self.freed_nodes |= self._running
 
     @property
     def name(self) -> str:
@@ -123,6 +136,7 @@ class JitCall(MultiOutputOp):
         if bg.freed_at is not None:
             raise BackwardError(f"backward through {bg.freed_at}: {SECOND_BACKWARD}")
         self.saves_for_backward = bg.saves  # whether autograd frees this node afterwards
+        self._running = bg.saving_nodes
         self._check_writes(gradients, bg)
         leaves = [gradients[k][1] for k in mask]
         for array in self.saved:
@@ -133,6 +147,10 @@ class JitCall(MultiOutputOp):
         outputs = run_plan(bg.compiled.plan, arrays)
         grads = joint.rebuild(bg.specs, leaves, outputs)
         return [(self.inputs[i], g) for i, g in zip(bg.receivers, grads)]
+
+    def reads_saved(self, positions) -> bool:
+        return self.joint.refusal is None and bool(
+            self.joint.graph_for(tuple(sorted(positions))).saving_nodes & self.freed_nodes)
 
     def _check_writes(self, gradients: dict, bg: BackwardGraph) -> None:
         """Eager refuses a backward through values overwritten in place after an op used

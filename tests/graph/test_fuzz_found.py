@@ -317,3 +317,30 @@ out2 = F()
 
 def test_an_overwrite_behind_a_zero_gradient_refuses_nothing():
     assert_agrees(OVERWRITE_BEHIND_SIGN)
+
+
+def test_a_backward_frees_only_what_its_results_reached_in_a_jitted_call():
+    # Seed 112826, program 3386: a jitted call writes b into a captured g1 and returns
+    # sigmoid(x). A backward through one call's sigmoid freed the whole call's node; the
+    # next call's g1 has that call's g1 in its history, so a backward through it walked
+    # into the freed node and raised "backward through the graph a second time", where
+    # eager frees each op's values apart and the copy from b had freed nothing.
+    def run(jit):
+        g1 = em.zeros(4, 3)
+        b = em.tensor([1.25, -2.0, 0.5], requires_grad=True)
+
+        def f(x):
+            g1[...] = b
+            return g1, em.sigmoid(x), x
+
+        step = em.jit(f) if jit else f
+        first = step(em.ones(2, 4, requires_grad=True))
+        (first[1].sum() + first[2].sum()).backward()
+        second = step(em.ones(2, 4, requires_grad=True))
+        (second[0].sum() + second[2].sum()).backward()
+        again = (first[1].sum() + first[2].sum())
+        with pytest.raises(em.errors.BackwardError, match="a second time"):
+            again.backward()  # what the first backward freed stays freed
+        return b.grad.numpy()
+
+    np.testing.assert_array_equal(run(True), run(False))
