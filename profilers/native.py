@@ -60,7 +60,8 @@ def load():
 
 
 def status() -> dict:
-    """``{"ok", "reason", "path", "cache_hit", "compile_ns"}`` for the current CC."""
+    """extension_build's status (``ok``, ``reason``, ``machine_lacks`` ...) for the current
+    CC."""
     load()
     return dict(_loaded[os.environ.get("CC", "").strip()][1])
 

@@ -98,7 +98,8 @@ _erf.native_loader = eager_erf.load
 
 
 def extension_status() -> dict:
-    """``{"ok", "reason", "path", "cache_hit", "compile_ns"}`` for the current CC."""
+    """extension_build's status (``ok``, ``reason``, ``machine_lacks`` ...) for the current
+    CC."""
     load_extension()
     return dict(_loaded[os.environ.get("CC", "").strip()][1])
 

@@ -70,23 +70,29 @@ def _with_local_headers(source: str, folders: tuple, seen: set | None = None) ->
 
 def build_extension(name: str, source_path: str, stem: str) -> tuple:
     """``(module, status)``: the extension ``name`` built from ``source_path`` (cached as
-    ``<stem>-<key>``), or ``(None, status)``; ``status`` is ``{"ok", "reason", "path",
-    "cache_hit", "compile_ns"}``."""
-    status = {"ok": False, "reason": "", "path": "", "cache_hit": False, "compile_ns": 0}
+    ``<stem>-<key>``), or ``(None, status)``; ``status`` is ``{"ok", "reason",
+    "machine_lacks", "path", "cache_hit", "compile_ns"}``. ``machine_lacks`` names what a
+    build needs and this machine does not have (a C compiler, headers, a usable cache
+    folder), so that a caller or a test tells it from a build that failed ("")."""
+    status = {"ok": False, "reason": "", "machine_lacks": "", "path": "", "cache_hit": False,
+              "compile_ns": 0}
     try:
         # Not get_toolchain(): its probe compiles a test kernel (~50 ms at every recording
         # start), and an extension uses its own FLAGS, not the kernels'.
         command, version = compiler()
     except NoCompiler as exc:
         status["reason"] = f"no C compiler: {exc}"
+        status["machine_lacks"] = "a C compiler"
         return None, status
     py_include = sysconfig.get_paths().get("include") or ""
     np_include = np.get_include()
     if not os.path.exists(os.path.join(py_include, "Python.h")):
         status["reason"] = f"no Python headers (Python.h not in {py_include!r})"
+        status["machine_lacks"] = "Python's headers"
         return None, status
     if not os.path.exists(os.path.join(np_include, "numpy", "arrayobject.h")):
         status["reason"] = f"no NumPy headers in {np_include!r}"
+        status["machine_lacks"] = "NumPy's headers"
         return None, status
     with open(source_path, encoding="utf-8") as f:
         # The kernel clock (em_clock.h) is codegen's: generated programs include it too.
@@ -100,6 +106,7 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
         path = disk_cache.library_path(f"{stem}-{key}", suffix, folder="extensions")
     except UnsafeCacheError as exc:  # the extension is optional: say why and go without
         status["reason"] = str(exc)
+        status["machine_lacks"] = "a cache folder it may trust"
         return None, status
     status["path"] = path
     t0 = time.perf_counter_ns()
@@ -120,6 +127,8 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
         status["cache_hit"] = disk_cache.reuse_or_build(path, build)
     except (_BuildFailed, OSError) as exc:  # OSError: the cache folder cannot be written
         status["reason"] = str(exc)
+        if not isinstance(exc, _BuildFailed):
+            status["machine_lacks"] = "a writable cache folder"
         return None, status
     status["compile_ns"] = time.perf_counter_ns() - t0
     try:

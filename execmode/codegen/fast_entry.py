@@ -67,8 +67,8 @@ def load_extension():
 
 
 def extension_status() -> dict:
-    """How the extension was obtained for the current CC: ``{"ok", "reason", "path",
-    "cache_hit", "compile_ns"}`` (``ok`` False with the reason when it is unavailable)."""
+    """How the extension was obtained for the current CC: extension_build's status (``ok``
+    False with the reason, and ``machine_lacks``, when it is unavailable)."""
     load_extension()
     return dict(_loaded[os.environ.get("CC", "").strip()][1])
 

@@ -3,8 +3,9 @@
 The C builds an OpEvent by position (em_native.h's EM_OP_EVENT_FIELDS): the header's list
 must be instrument.OpEvent's fields in order. The C checks it at run time before its first
 event; this checks it without a compiler. The helpers the header declares once (a slot's
-offset, the clock, the current scope) stay declared once. And the Python names the C
-reads are the ones native.MODULE_STATE and OBJECT_ATTRIBUTES declare, and exist.
+offset, the clock, the current scope) stay declared once. The Python names the C reads
+are the ones native.MODULE_STATE and OBJECT_ATTRIBUTES declare, and exist. And every
+extension builds wherever the machine has what a build needs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import re
 from pathlib import Path
 
 import pytest
+from execmode.profilers import native as op_ring
 
 from execmode import native
+from execmode.codegen import eager_operators, fast_entry
 from execmode.instrument import OpEvent
 
 NATIVE = Path(native.FOLDER)
@@ -94,3 +97,17 @@ def test_the_declared_attributes_exist_where_the_c_reads_them():
     assert all(hasattr(op, "impl") for op in OPS.values())
     jitted = JitFunction(lambda x: x)
     assert callable(jitted._call) and hasattr(jitted, "_fast")
+
+
+BUILD_STATUS = {"eager_operators": eager_operators.extension_status,
+                "fast_entry": fast_entry.extension_status, "op_ring": op_ring.status}
+
+
+@pytest.mark.parametrize("extension", sorted(BUILD_STATUS))
+def test_each_extension_builds_where_the_machine_has_what_it_needs(extension):
+    """The tests of each extension skip where it is unavailable; only a machine without a
+    compiler, headers or a cache folder may skip here: a C error fails."""
+    status = BUILD_STATUS[extension]()
+    if status["machine_lacks"]:
+        pytest.skip(f"{extension} needs {status['machine_lacks']}: {status['reason']}")
+    assert status["ok"], f"{extension} did not build: {status['reason']}"
