@@ -1,14 +1,16 @@
 """execmode's hand-written C, in one place, and the contract between it and Python.
 
-Each C file here is a cache of a decision Python made: Python decides what the fast path
-may do, the C only looks up and calls, and every call it does not take goes back to the
-Python version (which stays the reference: jit_driver/paths.py forces each path, and the
-tests compare them). The generated kernels' headers (em_common.h, em_dialect_*.h,
-em_eager_sum.h, em_gemm.h) and the kernel clock (em_clock.h, which generated programs and
-the fast entry share) belong to codegen, not here.
+The three CPython extensions (the eager operators, the jit's fast entry, the op ring) are
+caches of decisions Python made: Python decides what the fast path may do, the C only
+looks up and calls, and every call it does not take goes back to the Python version
+(which stays the reference: jit_driver/paths.py forces each path, and the tests compare
+them); erf's inner intervals and the BLAS workers are plain C libraries loaded with
+ctypes. The generated kernels' headers (em_common.h, em_dialect_*.h, em_eager_sum.h,
+em_gemm.h) and the kernel clock (em_clock.h, which generated programs and the fast entry
+share) belong to codegen, not here.
 
 Files, and who builds and installs each (its owner, through codegen/extension_build.py or
-its own ctypes loader; this package imports nothing):
+its own ctypes loader; this package imports nothing of execmode's):
 
 * ``em_native.h``: what the extensions share, declared once: a __slots__ member's offset,
   the clock (em_clock.h's, time.perf_counter_ns's on Linux), the current scope
