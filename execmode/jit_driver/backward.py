@@ -88,11 +88,13 @@ def prepare(jitted, rebuild, tracer: Tracer, out_leaves: list, n_results: int,
             seen.add(id(t))
             outputs.append(t)
             results.append(("ref", tracer.owner_ref(t)))
+    # Before any return: results of the segments before a break carry that real tape,
+    # whether or not the last segment has differentiable results.
+    _rebind_earlier_segments(tracer)
     if not outputs:
         return None
     joint = JointBackward(jitted, rebuild, f"{graph_id}/backward", results, [],
                           n_results=n_results, backend=backend)
-    _rebind_earlier_segments(tracer)
     nodes = {id(t): t._grad_fn for t in autograd_order(
         outputs, lambda x: _interior(x, tracer, began), lambda t: t._grad_fn)}
     tp = BackwardTape(outputs, nodes, dict(tracer.capture_labels), name=tracer.name,

@@ -344,3 +344,22 @@ def test_a_backward_frees_only_what_its_results_reached_in_a_jitted_call():
         return b.grad.numpy()
 
     np.testing.assert_array_equal(run(True), run(False))
+
+
+def test_a_result_from_before_a_graph_break_backpropagates_into_the_argument():
+    # Seed 5151, program 178: f returns 0 - y, computed before a break (unique_values'
+    # data-dependent shape), and its last segment returns nothing differentiable. The
+    # tape of the earlier segment named y's stand-in, and was pointed at the caller's y
+    # only when the last segment had differentiable results: y.grad stayed None.
+    w = em.tensor([[1.0, 0.25], [2.0, 3.0]], requires_grad=True)
+
+    def f(y):
+        v0 = 0.0 - y
+        em.sum(em.unique_values(em.reshape(w, (-1,))))
+        return v0
+
+    jitted = em.jit(f)
+    for _ in range(2):  # the trace and a later call
+        y = em.tensor([1.0, 2.0], requires_grad=True)
+        jitted(y).sum().backward()
+        np.testing.assert_array_equal(y.grad.numpy(), [-1.0, -1.0])
