@@ -118,6 +118,9 @@ def compare_values(e: np.ndarray, j: np.ndarray, exact: bool, names=("eager", "j
     """None, or (check, detail) for two arrays of equal shape and dtype (``names``: the
     two runs', for the detail). ``overflow_order``: NaN against +-Inf is no mismatch (the
     documented small-matmul limitation, features.CHECKS "matmul_overflow")."""
+    if e.dtype.kind == "c":  # each part as a float (NaN, -0.0 and the tolerance per part)
+        return compare_values(np.stack([e.real, e.imag], -1), np.stack([j.real, j.imag], -1),
+                              exact, names, overflow_order)
     if overflow_order and e.dtype.kind == "f":
         either = ~np.isfinite(e) & ~np.isfinite(j) & (np.isnan(e) != np.isnan(j))
         if either.any():

@@ -23,6 +23,8 @@ FEATURES: dict[str, bool] = {
     "casts": True,              # astype between float32/float64/int64
     "array_api": True,          # cumulative_sum, flip, roll, diff along an axis (issue 36)
     "index_tensors": True,      # a[em.tensor([0, 2])]: gathers with in-range index tensors
+    "more_dtypes": True,        # int8 ... uint64, complex64/128 through casts (issue 36)
+    "more_functions": True,     # take, searchsorted, unique_values, em.linalg (issue 36)
     # fixed (class 2), was: simplify rewrites x + 0, x * 1, x / 1.0, -(-x), x.clone() to x, so the
     # output *is* (shares memory with) the input where eager returns a new tensor.
     "identity_ops": True,

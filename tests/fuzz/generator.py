@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import more_dtypes
 from .features import FEATURES
 from .program import Call, Program, Stmt
 from .values import DTYPE_NAMES, ValueMaker
@@ -608,6 +609,8 @@ class Generator:
                 if not self.on("casts"):
                     return False
                 tags.add("casts")
+            elif t.dtype in more_dtypes.SMALL_INTS and v_float:
+                return False  # a float out of a small integer's range converts undefined
             if form == "aug":
                 op = self.rng.choice(("+=", "-=", "*="))
                 text = f"{t.name} {op} {v_text}"
@@ -717,7 +720,14 @@ class Generator:
         ("st_identity", 1.5), ("st_clone", 0.5), ("st_stack", 0.5), ("st_index_tensor", 1),
         ("st_view", 3), ("st_inplace", 5), ("st_backward", 2), ("st_grad_edit", 1),
         ("st_optimizer", 1), ("st_param_update", 1), ("st_array_api", 1),
+        ("st_more_dtypes", 1.5), ("st_more_functions", 1),
     )
+
+    def st_more_dtypes(self) -> bool:
+        return more_dtypes.st_more_dtypes(self)
+
+    def st_more_functions(self) -> bool:
+        return more_dtypes.st_more_functions(self)
 
     def make_body(self) -> None:
         names, weights = zip(*self.STATEMENTS)

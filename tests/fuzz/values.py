@@ -93,7 +93,7 @@ class ValueMaker:
         only with ``identity_ops``: ``x + 0``, ``x * 1``, ``x / 1.0`` are identities that
         the simplifier rewrites (issue 13, class 2)."""
         ident = bool(self.features.get("identity_ops")) and self.rng.random() < 0.15
-        if dtype == "int64":
+        if dtype.startswith(("int", "uint")):
             return str(self.rng.choice((0, 1) if ident else (2, 3, -1)))
         if ident:
             return self.rng.choice(("0.0", "1.0", "0"))
