@@ -15,8 +15,10 @@ this module): ``init_process_group``, ``is_initialized``, ``get_rank``,
 (mpi4py, imported at ``init_process_group``, never when execmode loads; without it the
 call says ``pip install 'execmode[distributed]'``). A rank whose tensor's shape or dtype
 differs from the others' makes every rank raise an error naming both shapes.
-``execmode launch -n N SCRIPT`` starts the processes. docs/distributed.md says what works
-and what is not built yet (NCCL on GPUs, collectives under em.jit, one timeline).
+``execmode launch -n N SCRIPT`` starts the processes. Under ``em.jit`` collectives are
+graph nodes, and a training step through DistributedDataParallel is one graph with a node
+per gradient bucket. docs/distributed.md says what works and what is not built yet (NCCL
+on GPUs, ranks on several hosts ...).
 """
 
 from __future__ import annotations

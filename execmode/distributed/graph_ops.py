@@ -74,7 +74,7 @@ def _recorded(caller: str, pg, operand, out: np.ndarray, moved: int, **attrs) ->
         exchange.record(caller, pg, (dispatch.plain_tensor(operand),), out, moved, attrs)
 
 
-def _all_reduce(xp, a, *, reduce_op):
+def _all_reduce(xp, a, *, reduce_op, bucket=()):
     pg = default_group("all_reduce")
     work = _fresh(a)
     exchange.same_everywhere("all_reduce", exchange.agree(pg, "all_reduce", work, None))
@@ -83,7 +83,7 @@ def _all_reduce(xp, a, *, reduce_op):
     return work
 
 
-def _broadcast(xp, a, *, src):
+def _broadcast(xp, a, *, src, bucket=()):
     pg = default_group("broadcast")
     work = _fresh(a)
     root = exchange.broadcast_root("broadcast", exchange.agree(pg, "broadcast", work, None,
@@ -168,9 +168,11 @@ def _collective(name: str, impl, shape_rule, doc: str, dtype_rule=_same_dtype) -
 _collective("barrier", _barrier, lambda *, device: (),
             "dist.barrier under em.jit: waits for every rank (its value, False, is unused).",
             lambda dtypes, attrs: np.dtype(np.bool_))
-_collective("all_reduce", _all_reduce, lambda x, *, reduce_op: tuple(x.shape),
+# ``bucket``: the names of the parameters (buffers) a DistributedDataParallel bucket holds,
+# flattened into the operand (graph_buckets.py), so the IR shows what each node moves.
+_collective("all_reduce", _all_reduce, lambda x, *, reduce_op, bucket=(): tuple(x.shape),
             "dist.all_reduce under em.jit: every rank's tensor combined with op.")
-_collective("broadcast", _broadcast, lambda x, *, src: tuple(x.shape),
+_collective("broadcast", _broadcast, lambda x, *, src, bucket=(): tuple(x.shape),
             "dist.broadcast under em.jit: rank src's tensor on every rank.")
 _collective("all_gather", _all_gather, lambda x, *, ranks: (ranks, *x.shape),
             "dist.all_gather under em.jit: every rank's tensor, stacked in rank order.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -34,6 +35,11 @@ class ProcessGroup:
     backend: str
     timeout_s: float = 1800.0   # how long a collective waits for every rank to arrive
     sequence: int = 0           # collectives started: every rank counts them alike
+    # em.jit guards a group by identity only: ``sequence`` moves at every collective (a
+    # graph's too), and rank and size are fixed for the group's life, a new group being
+    # a new object. Guarded by value, a jitted step that can reach the group (through a
+    # DistributedDataParallel) would read as writing it and re-run its Python each call.
+    _em_guard_identity_only: ClassVar[bool] = True
 
     def __repr__(self) -> str:
         return f"<ProcessGroup backend={self.backend} rank={self.rank} size={self.size}>"

@@ -59,7 +59,7 @@ def format_report(functions) -> str:
                          f"break(s), ops per graph "
                          + ", ".join(str(len(g.op_nodes)) for g in graphs))
             for g in graphs:
-                collectives = [f"%{n.id} {n.op}" for n in g.nodes
+                collectives = [_collective_text(n) for n in g.nodes
                                if n.op in OPS and OPS[n.op].collective]
                 if collectives:  # (graph_ops.py: never merged, dropped or reordered)
                     lines.append(f"    collectives in {g.name}, in the order every rank runs "
@@ -83,3 +83,11 @@ def format_report(functions) -> str:
             lines.append(f"  {f.eager_fallbacks} call(s) ran eagerly: cache_size_limit="
                          f"{f.cache_size_limit} signatures reached")
     return "\n".join(lines)
+
+
+def _collective_text(node) -> str:
+    """A collective node as explain names it: its id and op, and for a
+    DistributedDataParallel bucket the parameters it holds (graph_buckets.py)."""
+    bucket = node.attr.get("bucket")
+    text = f"%{node.id} {node.op}"
+    return f"{text} (bucket: {', '.join(bucket)})" if bucket else text

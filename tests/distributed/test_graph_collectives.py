@@ -135,3 +135,34 @@ def test_the_debuggers_reruns_leave_collectives_alone():
     assert "not re-run op by op" in report["text"] and "%1 all_reduce" in report["text"]
     with pytest.raises(ExecmodeError, match="a plan with collectives runs once per call"):
         plan.run_collect([x])
+
+
+def test_a_ddp_buckets_node_names_its_parameters_in_the_ir_and_explain():
+    from execmode.jit_driver.explain_cli import _collective_text
+
+    bucket = ("2.bias", "2.weight", "0.bias")
+    g = _graph([_node(1, "all_reduce", (0,), reduce_op="avg", bucket=bucket)], [1])
+    lowered, record = run_passes(g)
+    assert "all_reduce[bucket=('2.bias', '2.weight', '0.bias'), reduce_op='avg'] %0" \
+        in format_graph(lowered)
+    # every snapshot of the pass record shows it (the TUI's Passes view prints them)
+    assert record.results and all("bucket=('2.bias'" in format_graph(r.graph)
+                                  for r in record.results)
+    (node,) = [n for n in lowered.nodes if n.op == "all_reduce"]
+    assert _collective_text(node) == "%1 all_reduce (bucket: 2.bias, 2.weight, 0.bias)"
+    assert _collective_text(_reduce(2, 0)) == "%2 all_reduce"
+
+
+def test_a_process_group_is_guarded_by_identity_only():
+    """Its count of collectives moves at every collective, a graph's too: guarded by
+    value, a jitted DDP step would retrace or re-run its Python at every call."""
+    from execmode.distributed.process_group import ProcessGroup
+    from execmode.graph.guards import collect
+
+    class Holder:
+        pg = None
+
+    holder = Holder()
+    holder.pg = ProcessGroup(comm=None, rank=0, size=2, backend="mpi")
+    guards = collect(lambda: holder.pg.rank)
+    assert [g.label for g in guards if "pg" in g.label] == ["holder.pg"]  # not .sequence

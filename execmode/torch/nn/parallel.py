@@ -8,6 +8,12 @@ communication with the rest of backward. execmode's autograd has no per-paramete
 so the all-reduces run in buckets when backward has walked the whole tape (a callback
 that a node on the module's outputs queues, ``autograd.queue_callback``): the same
 averaged gradients, without the overlap. docs/distributed.md says so too.
+
+Under ``em.jit`` the same node and callback run in the traced backward, so the buckets
+are made of traced values and each bucket's all-reduce is a graph node
+(distributed/graph_buckets.py): a jitted training step through the module is one graph.
+A backward outside the jitted call that ran the module (``em.jit(ddp_model)``) is refused
+with the reason (``_GradientSync.vjp``).
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ from ...distributed.buckets import (
     DEFAULT_BUCKET_CAP_MB,
     average_gradients,
     broadcast_tensors,
+    buckets,
     check_same_tensors,
 )
 from ...distributed.errors import DistributedError
+from ...distributed.graph_buckets import average_gradients_traced, broadcast_traced
 from ...distributed.process_group import default_group
 from ...errors import ArgumentError
 from ...grad_mode import no_grad
@@ -99,7 +107,12 @@ class DistributedDataParallel(Module):
         self._cap_bytes = int(cap * (1 << 20))
         self._sync = True        # False inside no_sync()
         self._queued = False     # the averaging is queued for the running backward
-        self.buckets_reduced = 0  # buckets all-reduced by the last averaging
+        # The buckets of the last averaging; before any, those of every trainable
+        # parameter (PyTorch lays its buckets out at wrap time too). A jitted step that
+        # averages in as many leaves it unchanged, which em.jit would see as a write of
+        # Python state (re-running the step's Python at every call).
+        self.buckets_reduced = len(buckets(
+            [p for p in reversed(module.parameters()) if p.requires_grad], self._cap_bytes))
         check_same_tensors(pg, "DistributedDataParallel", state)
         if init_sync:
             with no_grad():
@@ -108,16 +121,15 @@ class DistributedDataParallel(Module):
     def forward(self, *args, **kwargs):
         """The module's forward; its outputs carry the node that averages the gradients
         once backward through them ends."""
-        if dispatch.current_tracer() is not None:
-            raise DistributedError(
-                "DistributedDataParallel under em.jit / torch.compile: a DDP step in graph "
-                "mode is not built yet (its gradient buckets are all-reduced when an eager "
-                "backward ends); compile the module inside it instead "
-                "(DDP(torch.compile(model)), as nanoGPT does)")
+        tracing = dispatch.current_tracer() is not None
         buffers = self.module.buffers()
         if self.broadcast_buffers and buffers and self._pg.size > 1:
             with no_grad():
-                broadcast_tensors(self._pg, buffers, 0, self._cap_bytes)
+                if tracing:
+                    broadcast_traced(self._pg, list(self.module.named_buffers()), 0,
+                                     self._cap_bytes)
+                else:
+                    broadcast_tensors(self._pg, buffers, 0, self._cap_bytes)
         out = self.module(*args, **kwargs)
         if self._sync and dispatch.grad_enabled() and self._pg.size > 1:
             self._queued = False  # a backward that failed halfway leaves it set
@@ -136,6 +148,11 @@ class DistributedDataParallel(Module):
 
     def _average(self) -> None:
         self._queued = False
+        if dispatch.current_tracer() is not None:  # a backward inside em.jit: nodes
+            made = average_gradients_traced(self._pg, list(self.module.named_parameters()),
+                                            self._cap_bytes)
+            self.buckets_reduced = len(made)
+            return
         self.buckets_reduced = average_gradients(self._pg, self.module.parameters(),
                                                  self._cap_bytes)
 
@@ -150,6 +167,18 @@ class _GradientSync(MultiOutputOp):
     def __init__(self, ddp: DistributedDataParallel):
         self.ddp = ddp
         self.inputs: tuple = ()
+
+    def vjp(self, *args, **kwargs):
+        # What the backward graph of a jitted call's results asks of each node on its
+        # tape (jit_driver/backward_trace.py): the buckets' averaging would have to be
+        # nodes of that backward graph, which is not built.
+        raise DistributedError(
+            "DistributedDataParallel: backward() outside the em.jit / torch.compile "
+            "function that ran the DDP module (em.jit(ddp_model)) cannot average the "
+            "gradients: the buckets' all-reduces would belong to the call's backward "
+            "graph, which is not built. Jit the whole step (forward, loss.backward(), "
+            "opt.step() in one function), or compile the module inside DDP "
+            "(DDP(torch.compile(model)), as nanoGPT does)")
 
     def backward(self, gradients: dict) -> list:
         if not self.ddp._queued:
