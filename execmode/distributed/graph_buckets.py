@@ -22,9 +22,11 @@ import numpy as np
 
 from .. import functional as F
 from .._tensor import Tensor
+from ..errors import ShapeError
 from ..tape import mark_modified
 from . import exchange, graph_ops
 from .buckets import buckets
+from .errors import DistributedError
 from .process_group import ProcessGroup
 
 
@@ -40,17 +42,21 @@ def _used_anywhere(pg: ProcessGroup, has_grad: np.ndarray) -> np.ndarray:
 
     It leaves the group's count of collectives as it was: the count numbers the headers
     (exchange.py), and the replays, which skip this exchange, must number theirs as the
-    trace did; nor is the count Python state the step writes (em.jit would re-run the
-    step's Python at every call for it). A rank that retraces alone meets the others'
-    next bucket under the same number, and every rank raises, naming the shapes."""
+    trace did. A rank that retraces alone meets the others' next collective under the
+    same number, and every rank raises, naming the shapes (and stays in step)."""
     flags = has_grad.copy()
     count = pg.sequence
+    headers = exchange.agree(pg, "DistributedDataParallel", flags, None)
     try:
-        exchange.same_everywhere("DistributedDataParallel",
-                                 exchange.agree(pg, "DistributedDataParallel", flags, None))
-        exchange.all_reduce_into(pg, "DistributedDataParallel", flags, exchange.ReduceOp.MAX)
-    finally:
-        pg.sequence = count
+        exchange.same_everywhere("DistributedDataParallel", headers)
+    except ShapeError as e:  # the count stays: the others counted their collective
+        raise DistributedError(
+            f"{e}. Under em.jit this rank traced its DDP step while another rank ran "
+            "something else (its replay's buckets): the ranks must trace their steps "
+            "together, so give every rank the same shapes (DistributedSampler pads the "
+            "ranks' shares to one size)") from None
+    exchange.all_reduce_into(pg, "DistributedDataParallel", flags, exchange.ReduceOp.MAX)
+    pg.sequence = count
     return flags
 
 

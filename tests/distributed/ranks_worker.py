@@ -609,6 +609,21 @@ def ddp_under_jit_no_sync_unused_parameters_and_buffers():
     np.testing.assert_allclose(graph.module.only_rank0.weight.grad.numpy(),
                                np.full((2, 3), 5.0 / WORLD), rtol=1e-6)
     assert "broadcast" in lowered_ops(jitted) and not jitted.concrete_functions[-1].breaks
+    # the ranks trace together: one that traces again alone (a new shape) while the other
+    # replays fails on both, saying why, and both stay in step for the next collective
+    ddp = DDP(torch.nn.Linear(3, 2))
+    step = em.jit(lambda x: ddp(x).sum().backward())
+    for _ in range(2):  # .grad None, then a tensor: two traces, on every rank
+        step(torch.ones(4, 3))
+    if RANK == 1:
+        said = raises(dist.DistributedError, lambda: step(torch.ones(5, 3)))
+        assert "the ranks must trace their steps together" in said, said
+    else:
+        said = raises(em.ShapeError, lambda: step(torch.ones(4, 3)))
+        assert "rank 1 has bool[2]" in said, said
+    x = torch.ones(1)
+    dist.all_reduce(x)
+    assert x.item() == WORLD
 
 
 # --- DistributedSampler -------------------------------------------------------------------
