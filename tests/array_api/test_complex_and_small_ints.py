@@ -45,7 +45,7 @@ def _standard_int_promotion(a: np.dtype, b: np.dtype):
     return None if bits > 8 else np.dtype(f"int{8 * bits}")
 
 
-@pytest.mark.parametrize("a, b", itertools.product(INTS, INTS))
+@pytest.mark.parametrize("a, b", list(itertools.product(INTS, INTS)))
 def test_integer_promotion_is_the_standards_table(a, b):
     a, b = getattr(em, a), getattr(em, b)
     want = _standard_int_promotion(a, b)
