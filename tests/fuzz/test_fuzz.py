@@ -15,7 +15,11 @@ a regression test as ``assert_agrees('''...''')`` (fuzz/check.py).
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,6 +78,14 @@ def test_generation_is_deterministic():
     for i in range(20):
         assert generate(f"7-{i}").render() == generate(f"7-{i}").render()
     assert generate("7-1").render() != generate("7-2").render()
+    # and in another process (--program rebuilds a campaign's program there): a hash of
+    # an object's address once made a quarter of the programs differ between processes
+    here = [generate(f"7-{i}").render() for i in range(40)]
+    code = ("import json, sys; from fuzz.generator import generate; "
+            "json.dump([generate(f'7-{i}').render() for i in range(40)], sys.stdout)")
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           cwd=Path(__file__).parent.parent, timeout=120, check=True)
+    assert json.loads(child.stdout) == here
 
 
 def test_features_that_are_off_never_appear():
