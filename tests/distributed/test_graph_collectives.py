@@ -1,6 +1,6 @@
 """Collectives as graph nodes, without MPI: graphs built directly hold collective nodes, and
 every pass, the plan and the interpreter treat them as effects (execmode/distributed/
-graph_ops.py). Their values on real ranks are checked in ranks_worker.py."""
+graph_ops.py). Their values on real ranks are checked by ranks_worker.py."""
 
 from __future__ import annotations
 

@@ -206,6 +206,8 @@ def _through_sync(out, sync: _GradientSync):
             t = Tensor.__new__(Tensor)
             t._data, t.requires_grad = value._data, True
             t._grad_fn = GradNode(sync, sync.inputs, {"output": next(position)}, None)
+            if t.is_traced:  # under em.jit: the tracer knows it (and poisons it if it leaks)
+                t._data.adopt(t)
             return t
         if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
             return type(value)(*(swap(v) for v in value))
