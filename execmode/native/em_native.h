@@ -1,6 +1,6 @@
 /* em_native.h: what execmode's CPython extensions share, declared once (the contract is
- * stated in execmode/native/__init__.py). Include it after <Python.h>; call
- * em_native_init() from the module's init function. */
+ * stated in execmode/native/__init__.py). Include it after <Python.h>; a module that
+ * reads em_str_current calls em_native_init() from its init function. */
 #ifndef EM_NATIVE_H
 #define EM_NATIVE_H
 
