@@ -23,7 +23,6 @@ import numpy as np
 from .. import functional as F
 from .._tensor import Tensor
 from ..errors import ShapeError
-from ..tape import mark_modified
 from . import exchange, graph_ops
 from .buckets import buckets
 from .errors import DistributedError
@@ -97,5 +96,4 @@ def broadcast_traced(pg: ProcessGroup, named: list[tuple[str, Tensor]], src: int
         offset = 0
         for t in bucket:
             graph_ops.write(t, F.reshape(received[offset:offset + t.size], t.shape))
-            mark_modified(t)
             offset += t.size
