@@ -12,7 +12,7 @@ makes a tensor: a submodule called ``tensor`` would bind itself on the package a
 
 This module is low in the engine (it imports only backend, dtypes and errors): dispatch,
 autograd and the function API all build on Tensor. The methods that call up into them are
-installed onto the class by ``tensor_methods.py``; until then a placeholder holds each of
+installed onto the class by the ``tensor_methods`` package; until then a placeholder holds each of
 their names (``UntilTheEngineLoads``).
 """
 
@@ -128,7 +128,7 @@ class Tensor:
         return self.shape[0]
 
     # --- concrete values (graph breaks while tracing) ------------------------------------
-    # Each reads ``self._concrete(reason)`` (installed by tensor_methods.py: it asks the
+    # Each reads ``self._concrete(reason)`` (installed by tensor_methods: it asks the
     # tracer), which materializes a traced tensor.
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array (copied from the GPU; shared on the CPU)."""
@@ -227,7 +227,7 @@ class Tensor:
 
     # Everything else a tensor does (operators, indexing, reshape, sum, backward, .grad,
     # detach, to ...) calls dispatch, the tracer or the function API, which sit above this
-    # module and import it: tensor_methods.py installs those methods from its tables once
+    # module and import it: tensor_methods installs those methods from its tables once
     # the engine is loaded (execmode/api.py), replacing the placeholders below.
 
 

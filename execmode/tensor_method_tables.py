@@ -1,6 +1,6 @@
 """Which methods the engine puts onto Tensor, and what each calls: tables of names only.
 
-``tensor_methods.py`` builds the methods from these tables once the engine is loaded.
+``tensor_methods`` builds the methods from these tables once the engine is loaded.
 ``_tensor.py`` reads the same tables to hold a placeholder under every name until then, so
 a tensor made by a module imported on its own (``from execmode.nn import Linear``) loads
 the engine on its first ``+`` or ``.sum()`` instead of lacking the method. This module
@@ -65,7 +65,7 @@ CASTS = {"float": "float32", "double": "float64", "long": "int64", "int": "int32
          "bool": "bool_"}
 # + - * / and their reflections: dispatch builds them with the eager fast path inlined.
 FAST_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
-# The methods with bodies of their own (tensor_methods._EngineMethods; install() checks
+# The methods with bodies of their own (tensor_methods/engine.py's _EngineMethods; install() checks
 # that this list and the class agree).
 WITH_BODIES = (
     "grad", "backward", "_concrete", "detach", "to", "cpu", "zero_", "__iadd__",
@@ -74,7 +74,7 @@ WITH_BODIES = (
     "__complex__", "contiguous", "expand_as", "dim", "numel",
     "clamp_min", "clamp_max", "sort", "where", "softmax", "log_softmax",
 )
-# PyTorch's methods with bodies of their own (tensor_methods._PyTorchMethods): in-place
+# PyTorch's methods with bodies of their own (tensor_methods/torch_spellings.py's _PyTorchMethods): in-place
 # updates, the torch spellings of casts and sizes, var/std with PyTorch's default.
 WITH_TORCH_BODIES = (
     "view_as", "type", "type_as", "nelement", "ndimension", "element_size", "is_contiguous",
