@@ -19,9 +19,10 @@ from . import host_memory, instrument
 from . import scope as _scope
 from ._tensor import SCALAR_TYPES, Tensor
 from .backend import CPU, as_device, cuda_device_count, device_of_array, xp_for
-from .errors import ArgumentError, DeviceError, ExecmodeError, op_error, unforeseen_failure_class
+from .dispatch_checks import explain_failure, mixed_devices, not_a_tensor
+from .dispatch_events import _EAGER, _NO_ATTRS, emit_op, emit_operator_event, emit_unary_event
+from .errors import ExecmodeError
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
-from .ops.registry import Aval, RuleError, infer_aval
 from .source import _locations, user_location
 from .tape import GradNode, without_complex_gradient
 
@@ -29,6 +30,11 @@ from .tape import GradNode, without_complex_gradient
 # implementations, pointing at our lines. Like PyTorch, the engine returns Inf/NaN quietly;
 # NaN breakpoints are the tool for finding them. The user's own NumPy calls still warn.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"execmode(\.|$)")
+
+# The C operators read these from this module's dict by name (execmode/native/__init__.py,
+# MODULE_STATE; tests/codegen/test_native_contract.py checks each exists here).
+_READ_BY_THE_C = (_scope, _EAGER, _NO_ATTRS, CPU, OpEvent, _on_op, _seq, _locations,
+                  user_location)
 
 # Eager ops' arrays reuse warm heap pages instead of faulting fresh ones in (host_memory.py).
 host_memory.configure()
@@ -153,14 +159,14 @@ def run_eager(op, inputs, attrs):
             if array_type is None:
                 array_type = data.__class__
             elif data.__class__ is not array_type:
-                raise _mixed_devices(op, inputs)
+                raise mixed_devices(op, inputs)
             arrays.append(data)
         elif x.__class__ in SCALAR_TYPES:
             arrays.append(x)
         elif isinstance(x, np.generic) and x.dtype.kind in "biufc":
             arrays.append(x.item())
         else:
-            raise _not_a_tensor(op, inputs, x)
+            raise not_a_tensor(op, inputs, x)
     if array_type is None:  # creation ops: the device is an attribute
         device = as_device(attrs.get("device"))
         xp = xp_for(device)
@@ -198,7 +204,7 @@ def run_eager(op, inputs, attrs):
                 break
     if _listening and (_native_general is None
                        or not _native_general(op.name, inputs, attrs, out, t0, device)):
-        _emit_op(op, inputs, attrs, t, out, t0, device)
+        emit_op(op, inputs, attrs, t, out, t0, device)
     return t
 
 
@@ -272,7 +278,7 @@ def emit_after(name: str, inputs: tuple, attrs: dict, t, out, t0: int, ring: boo
     if ring and _native_general is not None and \
             _native_general(name, inputs, attrs, out, t0, CPU):
         return
-    _emit_op(_Named(name), inputs, attrs, t, out, t0, CPU)
+    emit_op(_Named(name), inputs, attrs, t, out, t0, CPU)
 
 
 def plain_tensor(out) -> Tensor:
@@ -520,118 +526,9 @@ def record_grad(op, inputs, attrs, out_tensor):
     return saved
 
 
-_tuple_new = tuple.__new__
-_EAGER = "eager"
-_NO_ATTRS: dict = {}
-
-
-def emit_operator_event(name, sd, od, out, t, t0, depth=2):
-    """The OpEvent of a Python operator's op (``sd <name> od`` gave ``out``, wrapped as
-    ``t``) to the listeners. ``depth``: the frames from here out to the operator's caller,
-    usually the user's own line. The C operators build the same event in C
-    (eager_operators.c, new_event): change one, change both (tests/codegen/
-    test_eager_operators.py compares them)."""
-    t1 = _perf_ns()
-    f = _getframe(depth)
-    loc = _locations.get((id(f.f_code), f.f_lasti))
-    loc = loc[1] if loc is not None else user_location(f)
-    ev = _tuple_new(OpEvent, (
-        _next_seq(), name, _NO_ATTRS,
-        ((sd.shape, sd.dtype, CPU), (od.shape, od.dtype, CPU) if od.__class__ is _ndarray else od),
-        (out.shape, out.dtype, CPU), t0, t1, out.nbytes, _scope._state.current, loc, _EAGER,
-    ))
-    for fn in _on_op:
-        fn(ev, t)
-
-
-def emit_unary_event(name, xd, out, t, t0, skip):
-    """The OpEvent of a unary function's fast path (make_unary_function: ``xd`` gave
-    ``out``, wrapped as ``t``) to the listeners: run_eager's event for the op (_emit_op),
-    with the user's line found as emit_operator_event finds it, ``skip`` frames out from
-    the caller's."""
-    t1 = _perf_ns()
-    f = _getframe(skip + 1)
-    loc = _locations.get((id(f.f_code), f.f_lasti))
-    loc = loc[1] if loc is not None else user_location(f)
-    ev = _tuple_new(OpEvent, (
-        _next_seq(), name, _NO_ATTRS, ((xd.shape, xd.dtype, CPU),), (out.shape, out.dtype, CPU),
-        t0, t1, out.nbytes if out.base is None else 0, _scope._state.current, loc, _EAGER,
-    ))
-    for fn in _on_op:
-        fn(ev, t)
-
-
 # emit_unary_event, or the same built in C once the C operators are installed
 # (codegen/eager_operators.py: the extension's emit_unary).
 _emit_unary = emit_unary_event
-
-
-def _emit_op(op, inputs, attrs, t, out, t0, device):
-    t1 = _perf_ns()
-    if len(inputs) == 1:  # most ops: no generator (its frame cost ~0.3 us per op)
-        x = inputs[0]
-        described = ((x._data.shape, x._data.dtype, device) if isinstance(x, Tensor) else x,)
-    else:
-        described = tuple(
-            (x._data.shape, x._data.dtype, device) if isinstance(x, Tensor) else x
-            for x in inputs
-        )
-    nbytes = out.nbytes if out.base is None else 0  # views allocate nothing
-    # The user's line: the walk starts at the caller of apply (or of the tracer's eager
-    # step), frame 3 from here; the frames below are dispatch's own, and _getframe does
-    # not make frame objects of the frames it passes.
-    try:
-        caller = _getframe(3)
-    except ValueError:  # apply called with no Python frame above it
-        caller = _getframe(2)
-    ev = _tuple_new(OpEvent, (
-        _next_seq(), op.name, attrs, described, (out.shape, out.dtype, device), t0, t1,
-        nbytes, _scope._state.current, user_location(caller), _EAGER,
-    ))
-    for fn in _on_op:
-        fn(ev, t)
-
-
-# --- shape/dtype inference and error messages ------------------------------------------
-
-def aval_of(x):
-    """A Tensor's Aval; Python scalars pass through (they stay weakly typed)."""
-    if isinstance(x, Tensor):
-        return Aval(x.shape, x.dtype, x.device)
-    return x.item() if isinstance(x, np.generic) else x
-
-
-def infer(op, inputs, attrs) -> Aval:
-    """Output shape/dtype/device of ``op`` without running it (raises RuleError)."""
-    device = None if any(isinstance(x, Tensor) for x in inputs) else as_device(attrs.get("device"))
-    return infer_aval(op, [aval_of(x) for x in inputs], attrs, device)
-
-
-def check_inputs(op, inputs):
-    """The eager path's input checks, for the tracer: tensors or scalars, one device."""
-    devices = set()
-    for x in inputs:
-        if isinstance(x, Tensor):
-            devices.add(x.device)
-        elif not (x.__class__ in SCALAR_TYPES or isinstance(x, np.generic)):
-            raise _not_a_tensor(op, inputs, x)
-    if len(devices) > 1:
-        raise _mixed_devices(op, inputs)
-
-
-def explain_failure(op, inputs, attrs, exc) -> ExecmodeError:
-    """Turn a failure inside an op into an ExecmodeError naming op, operands and line."""
-    if isinstance(exc, RuleError):
-        return op_error(exc.cls, op.name, inputs, exc.problem)
-    try:
-        infer(op, inputs, attrs)
-    except RuleError as rule:
-        return op_error(rule.cls, op.name, inputs, rule.problem)
-    except Exception:  # a rule that itself fails must not hide the original error
-        pass
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return op_error(unforeseen_failure_class(exc), op.name, inputs,
-                    f"{type(exc).__name__}: {text}")
 
 
 # On a machine with one GPU, once a CUDA op has run: CuPy's ndarray, the device and CuPy.
@@ -650,12 +547,6 @@ def _enable_gpu_operators(cp, device) -> None:
         _gpu_device, _gpu_xp, _gpu_ndarray = device, cp, cp.ndarray
 
 
-def _not_a_tensor(op, inputs, x) -> ExecmodeError:
-    return op_error(ArgumentError, op.name, inputs,
-                    f"expected a Tensor or a Python number, got {type(x).__name__} "
-                    "(wrap data with em.tensor(...))")
-
-
 def _common_device(op, inputs):
     device = None
     for x in inputs:
@@ -664,12 +555,5 @@ def _common_device(op, inputs):
             if device is None:
                 device = found
             elif found is not device:
-                raise _mixed_devices(op, inputs)
+                raise mixed_devices(op, inputs)
     return device
-
-
-def _mixed_devices(op, inputs) -> ExecmodeError:
-    names = sorted({str(x.device) for x in inputs if isinstance(x, Tensor)})
-    return op_error(DeviceError, op.name, inputs,
-                    f"operands are on different devices ({', '.join(names)}); "
-                    "move them with .to(device) first")

@@ -72,7 +72,7 @@ def value_text(value, limit: int = 80) -> str:
 
 def unforeseen_failure_class(exc: Exception) -> type:
     """The class of the error an op raises for an exception its rules did not foresee
-    (dispatch.explain_failure eagerly, graph/interpret.node_error for a graph step): a
+    (dispatch_checks.explain_failure eagerly, graph/interpret.node_error for a graph step): a
     value the op cannot take (NumPy's ValueError: ints to negative int powers; its
     OverflowError: a Python int a small dtype cannot hold, ``uint8 + 300``) is an
     ArgumentValueError, a ValueError as the standard's kind; anything else a plain

@@ -19,6 +19,7 @@ from .. import dispatch, instrument
 from .. import scope as _scope
 from .._tensor import Tensor
 from ..backend import CPU
+from ..dispatch_checks import check_inputs
 from ..errors import op_error
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import user_location
@@ -252,7 +253,7 @@ class Binding:
         if any(v.__class__ is SymbolicScalar for v in attrs.values()):
             attrs = {k: v.concrete(f"the {k} of {op.name}") if v.__class__ is SymbolicScalar
                      else v for k, v in attrs.items()}
-        dispatch.check_inputs(op, inputs)
+        check_inputs(op, inputs)
         if op.data_dependent_shape:
             return self._run_between_segments(op, inputs, attrs)
         if op.name == ASSIGN:
@@ -268,7 +269,7 @@ class Binding:
                                        if x.__class__ is SymbolicScalar else x
                                        for x in inputs), attrs)
         plain = tuple(x.value if x.__class__ is SymbolicScalar else x for x in inputs)
-        dispatch.check_inputs(op, plain)
+        check_inputs(op, plain)
         return self._bind(op, plain, attrs, symbolic=inputs)
 
     def _bind(self, op, inputs, attrs, symbolic=None):

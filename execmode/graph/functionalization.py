@@ -11,8 +11,8 @@ written by rebinding. PyTorch's functionalization does the same (FunctionalTenso
 
 from __future__ import annotations
 
-from .. import dispatch
 from .._tensor import Tensor
+from ..dispatch_checks import explain_failure
 from ..errors import GraphBreakError, op_error
 from .traced_value import Storage, TracedValue, traced_by
 from .views import ViewStep, inverse_axes
@@ -36,7 +36,7 @@ class Functionalization:
         if any(step.op == "broadcast_to" for step in view):
             from ..ops import OPS
 
-            raise dispatch.explain_failure(  # NumPy's broadcast views are read-only
+            raise explain_failure(  # NumPy's broadcast views are read-only
                 OPS["assign"], (target, value), {},
                 ValueError("assignment destination is read-only"))
         if any(self._observable(other) for other in storage.ambiguous):

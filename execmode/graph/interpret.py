@@ -144,7 +144,7 @@ def node_error(node, operands, exc: Exception) -> ExecmodeError:
                 for x in operands]
     if isinstance(exc, RuleError):
         return op_error(exc.cls, node.op, operands, exc.problem, location=node.loc)
-    # Worded as dispatch.explain_failure words an error that the op's rule did not foresee.
+    # Worded as dispatch_checks.explain_failure words an error that the op's rule did not foresee.
     text = str(exc).strip()
     problem = f"{type(exc).__name__}: {text.splitlines()[0] if text else type(exc).__name__}"
     return op_error(unforeseen_failure_class(exc), node.op, operands, problem,
