@@ -90,9 +90,11 @@ def _build() -> tuple:
 # --- building an entry ------------------------------------------------------------------
 
 def make_fast_entry(cf, items, python_replay, modules):
-    """A ``FastEntry`` replaying ``cf`` (a concrete function without breaks or guards whose
-    arguments are ``items``: pytree.LEAF or ("static", (type name, value)) per position),
-    or None when its plan is not one C function or the extension is unavailable.
+    """A ``FastEntry`` replaying ``cf`` (a concrete function without breaks or tensor guards
+    whose arguments are ``items``: pytree.LEAF or ("static", (type name, value)) per
+    position), or None when its plan is not one C function or the extension is
+    unavailable. The C checks no tensor guard (jit_driver/tensor_guards.py): a function
+    with any keeps the generated Python replay, which compiles them.
 
     ``python_replay`` is the generated Python replay (misses of layout go there);
     ``modules`` is (dispatch, jit, instrument, pytree, Tensor, MISS).

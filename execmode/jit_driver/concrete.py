@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .._tensor import Tensor
 from ..graph import guards as guards_mod
 from ..graph import pytree
 from ..graph.guards import same_value
@@ -19,7 +18,7 @@ from ..graph.ir import Graph
 from ..graph.segments import GraphBreak, Segment
 from .float_errors import run_plan
 from .results import apply_flag_writes, build_results, resolve
-from .signature import Signature, memory_owner
+from .signature import Signature
 
 
 @dataclass
@@ -29,7 +28,7 @@ class ConcreteFunction:
     signature: Signature
     segments: list[Segment]
     breaks: list[GraphBreak]
-    guards: list                     # [(tensor ref, "grad_none" | "strides" | ...)]
+    guards: list                     # tensor_guards.TensorGuard: .grad, strides, memory
     out_structure: object = None
     # How each result is rebuilt (trace.result_spec): the returned leaves, then the grads.
     result_specs: list = field(default_factory=list)
@@ -87,33 +86,10 @@ class ConcreteFunction:
                 return f"{label}: {type(exc).__name__} when read again"
             if not same_value(now, answer):
                 return f"{label} was {answer!r} when traced, now {now!r}"
-        for ref, kind, expected in self.guards:
-            tensor = resolve(ref, leaves)
-            if kind == "grad_none" and (tensor._grad is None) != expected:
-                state = "None" if expected else "a tensor"
-                now = "a tensor" if expected else "None"
-                return f".grad of {_short(tensor)} was {state} when traced, now {now}"
-            if kind == "is_arg_memory" and \
-                    memory_owner(tensor._data) is not memory_owner(leaves[expected]._data):
-                return (f"captured {_short(tensor)} was the memory of argument {expected} "
-                        "when traced, now it is not")
-            if kind == "not_arg_memory" and any(
-                    memory_owner(tensor._data) is memory_owner(t._data) for t in leaves):
-                return (f"captured {_short(tensor)} is now also passed as an argument "
-                        "(the graph writes inputs, so that sharing matters)")
-            if kind == "grad_type":
-                reason = _grad_type_failure(tensor, expected)
-                if reason is not None:
-                    return reason
-            if kind == "grads_apart" and distinct_grads(expected[0], leaves) != expected[1]:
-                return ("the .grad tensors share memory differently from when traced (the "
-                        "graph writes them in place: p1.grad is p2.grad, or not)")
-            if kind == "non_leaf" and tensor._grad_fn is None:
-                return f"{_short(tensor)} had a history (not a leaf) when traced, now it is a leaf"
-            if kind == "strides" and tensor._data.strides != expected:
-                return (f"memory layout of {_short(tensor)}: strides {expected} when traced, "
-                        f"now {tensor._data.strides} (a reshape of it is a view or a copy "
-                        "depending on them)")
+        for guard in self.guards:
+            reason = guard.failure(leaves)
+            if reason is not None:
+                return reason
         return None
 
     def replay(self, leaves):
@@ -143,35 +119,3 @@ class ConcreteFunction:
             else:
                 return None
         return simple
-
-
-def _grad_type_failure(tensor: Tensor, expected) -> str | None:
-    """Why ``tensor``'s .grad is not of the type the trace read (None: it is). The
-    grad_none guard before this one has already checked it is a tensor."""
-    kind, shape, dtype = expected
-    data = tensor._grad._data
-    if type(data) is not kind or data.shape != shape or data.dtype != dtype:
-        return (f".grad of {_short(tensor)} was a {kind.__name__} {dtype}{list(shape)} "
-                f"when traced, now a {type(data).__name__} {data.dtype}{list(data.shape)}")
-    return None
-
-
-def distinct_grads(refs, leaves) -> int:
-    """How many memories the .grad tensors of ``refs`` live in (a guard compares it with
-    the trace's count when the graph writes grads in place: two that became one memory,
-    ``p1.grad is p2.grad``, would each be written once where eager writes it twice).
-    Grads sharing a parameter's or optimizer state's memory are not looked for."""
-    return distinct_memories([resolve(ref, leaves)._grad for ref in refs])
-
-
-def distinct_memories(grads) -> int:
-    owners = set()
-    for grad in grads:
-        data = grad._data
-        base = data.base
-        owners.add(id(data if base is None else base))
-    return len(owners)
-
-
-def _short(t: Tensor) -> str:
-    return f"tensor {t.dtype}{list(t.shape)}"

@@ -36,9 +36,8 @@ from ..backend import as_device, cuda_device_count, cupy_module
 from ..graph import pytree
 from ..plan import allocated_bytes
 from ..pysource import define
-from .concrete import distinct_grads
 from .results import JIT_RESULT, wrap_result
-from .signature import memory_owner
+from .tensor_guards import ReplayNames
 
 MISS = object()
 
@@ -177,7 +176,7 @@ def _python_replay(cf, jit_module):
         if alias != i:
             # Traced with one tensor passed twice (``f(x, x)``): the graph has one input
             # for both, so the call qualifies when this argument is that same object.
-            if plan.assigns or any(kind == "not_arg_memory" for _, kind, _ in cf.guards):
+            if plan.assigns or any(guard.needs_owners for guard in cf.guards):
                 return None  # memory-ownership checks count distinct arguments
             lines.append(f"    if a{position} is not a{leaf_position[alias]}:")
             lines.append("        return MISS")
@@ -191,7 +190,7 @@ def _python_replay(cf, jit_module):
                      f"a{position}.requires_grad is not {requires_grad}):")
         lines.append("        return MISS")
     needs_owners = (plan.assigns and leaf > 1) or any(
-        kind == "not_arg_memory" for _, kind, _ in cf.guards)
+        guard.needs_owners for guard in cf.guards)
     if needs_owners:  # the arrays owning each argument's memory (a view's base)
         for i in range(leaf):
             lines.append(f"    o{i} = d{i}.base")
@@ -213,31 +212,12 @@ def _python_replay(cf, jit_module):
         ns["_python_state_holds"] = cf.python_state_holds
         lines.append("    if not _python_state_holds():")
         lines.append("        return MISS")
-    for k, (r, kind, expected) in enumerate(cf.guards):
-        x = ref(r, f"GT{k}")
-        if kind == "strides":
-            ns[f"GS{k}"] = expected
-            lines.append(f"    if {x}._data.strides != GS{k}:")
-        elif kind == "non_leaf":
-            lines.append(f"    if {x}._grad_fn is None:")
-        elif kind == "is_arg_memory":
-            ns["_owner"] = memory_owner
-            lines.append(f"    if _owner({x}._data) is not _owner(d{expected}):")
-        elif kind == "not_arg_memory":
-            lines.append(f"    c = {x}._data")
-            lines.append("    b = c.base")
-            lines.append("    if id(c if b is None else b) in owners:")
-        elif kind == "grad_type":  # (after its grad_none guard: the .grad is a tensor)
-            ns[f"GK{k}"], ns[f"GS{k}"], ns[f"GD{k}"] = expected
-            lines.append(f"    c = {x}._grad._data")
-            lines.append(f"    if c.__class__ is not GK{k} or c.shape != GS{k} or "
-                         f"c.dtype != GD{k}:")
-        elif kind == "grads_apart":
-            ns["_distinct_grads"], ns[f"GR{k}"], ns[f"GN{k}"] = (distinct_grads, *expected)
-            leaves = "".join(f"a{leaf_position[i]}, " for i in range(leaf))
-            lines.append(f"    if _distinct_grads(GR{k}, ({leaves})) != GN{k}:")
-        else:  # grad_none
-            lines.append(f"    if ({x}._grad is None) is not {bool(expected)}:")
+    # Each tensor guard's compiled form (tensor_guards.py), in the order guards_hold
+    # checks them (a .grad's type after whether it is None).
+    names = ReplayNames(tuple(f"a{leaf_position[i]}" for i in range(leaf)),
+                        tuple(f"d{i}" for i in range(leaf)))
+    for k, guard in enumerate(cf.guards):
+        lines.extend(guard.replay_test(ref(guard.ref, f"GT{k}"), k, ns, names))
         lines.append("        return MISS")
     # Graph inputs: argument arrays or captured tensors read by reference.
     for k, (slot, source) in enumerate(zip(plan.input_slots, segment.sources)):

@@ -23,8 +23,9 @@ from ..graph.trace import Tracer
 from ..symbolic import SymbolicScalar, is_number
 from . import backward as backward_mod
 from . import cache_policy
+from . import tensor_guards as tg
 from .capture_labels import capture_labels
-from .concrete import ConcreteFunction, distinct_memories
+from .concrete import ConcreteFunction
 from .module import state_roots
 from .results import apply_flag_writes, build_results, resolve
 
@@ -168,27 +169,27 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
         # What the caller gets: graph results are fresh tensors (differentiable ones
         # share the call's node), returned arguments and captures the caller's own.
         result = pytree.unflatten(out_structure, results[:n_out])
-    guards = [(tracer.owner_ref(owner), "grad_none", was_none)
+    guards = [tg.GradNone(tracer.owner_ref(owner), was_none)
               for owner, was_none, _ in tracer.grad_guards.values()]
     # A tensor .grad is a graph input of the traced type (another shape or dtype
     # would reach compiled kernels), and one the graph writes in place must still
     # have memory of its own (p1.grad is p2.grad: eager scales it twice).
-    guards += [(tracer.owner_ref(owner), "grad_type", kind)
+    guards += [tg.GradType(tracer.owner_ref(owner), kind)
                for owner, _, kind in tracer.grad_guards.values() if kind is not None]
     if _writes_a_grad(tracer):
         owners = [o for o, none, _ in tracer.grad_guards.values() if not none]
         # Counted on the grads the call began with (it may have set some to None).
         entry = [tracer.grad_read[id(o)] for o in owners]
-        guards.append((tracer.owner_ref(owners[0]), "grads_apart",
-                       ([tracer.owner_ref(o) for o in owners], distinct_memories(entry))))
-    guards += [(("arg", i), "strides", leaves[i]._data.strides) for i in tracer.layout_args]
-    guards += [(("arg", i), "non_leaf", True) for i in tracer.non_leaf_args]
+        guards.append(tg.GradsApart(tracer.owner_ref(owners[0]), (
+            [tracer.owner_ref(o) for o in owners], tg.distinct_memories(entry))))
+    guards += [tg.Strides(("arg", i), leaves[i]._data.strides) for i in tracer.layout_args]
+    guards += [tg.NonLeaf(("arg", i), True) for i in tracer.non_leaf_args]
     # A capture that was an argument's memory (f(obj.buf) reading obj.buf) is one
     # graph input; a later call must pass it again, and, when the graph writes inputs,
     # no other capture may turn out to be an argument's memory.
-    guards += [(t, "is_arg_memory", i) for t, i in tracer.arg_aliases.values()]
+    guards += [tg.IsArgMemory(t, i) for t, i in tracer.arg_aliases.values()]
     if tracer.wrote_inputs:
-        guards += [(t, "not_arg_memory", None) for t in tracer.captures_seen.values()]
+        guards += [tg.NotArgMemory(t) for t in tracer.captures_seen.values()]
     cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                    out_structure, specs, n_out, grad_writes)
     cf.baked = list(tracer.baked)
