@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 
 from . import functional as F
+from . import tape
 from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
 from .grad_mode import no_grad
@@ -138,41 +139,103 @@ def _walk(root: Tensor, gradient: Tensor, retain_graph: bool) -> None:
     with no_grad(), named_scope("backward"):
         if root._grad_fn is None:  # backward on a leaf: d(x)/d(x) = 1
             _accumulate(root, gradient)
+            _run_hooks(root)
             return
         grads: dict[int, Tensor] = {id(root): gradient}
         waiting: dict[int, dict] = {}  # multi-output op -> {position: (result, gradient)}
         ran: list = []  # the nodes (and multi-output ops) backward went through
-        for t in _topological_order(root):
-            if isinstance(t, MultiOutputOp):
-                got = waiting.pop(id(t), None)
-                if got is not None:
-                    if t.freed and t.reads_saved(got):
-                        raise BackwardError(f"backward through {t.name}: {SECOND_BACKWARD}")
-                    for x, gx in t.backward(got):
-                        _send(x, gx, grads)
-                    ran.append(t)
-                continue
-            g = grads.pop(id(t), None)
-            if g is None:
-                continue
-            if t._retains_grad:
-                _accumulate(t, g)
-            node = t._grad_fn
-            if isinstance(node.op, MultiOutputOp):
-                waiting.setdefault(id(node.op), {})[node.attrs["output"]] = (t, g)
-                continue
-            if node.freed:
-                _check_not_freed(node, node.op.name)
-            check_not_overwritten(t, node)
-            in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
-            ran.append(node)
-            for x, gx in zip(node.inputs, in_grads):
-                _send(x, gx, grads)
+        order = _topological_order(root)
+        hooked = _hooked_leaves(order) if tape.hooked_leaves else None
+        for t in order:
+            _step(t, grads, waiting, ran)
+            if hooked:
+                _release_leaves(t, hooked)
         if not retain_graph:
             for item in ran:
                 if item.saves_for_backward if isinstance(item, MultiOutputOp) \
                         else node_saves(item):
                     item.freed = True
+
+
+def _step(t, grads: dict, waiting: dict, ran: list) -> None:
+    """Backward through one item of the order: a tensor's node, or a multi-output op once
+    all its results' gradients are in."""
+    if isinstance(t, MultiOutputOp):
+        got = waiting.pop(id(t), None)
+        if got is not None:
+            if t.freed and t.reads_saved(got):
+                raise BackwardError(f"backward through {t.name}: {SECOND_BACKWARD}")
+            for x, gx in t.backward(got):
+                _send(x, gx, grads)
+            ran.append(t)
+        return
+    g = grads.pop(id(t), None)
+    if g is None:
+        return
+    if t._retains_grad:
+        _accumulate(t, g)
+    node = t._grad_fn
+    if isinstance(node.op, MultiOutputOp):
+        waiting.setdefault(id(node.op), {})[node.attrs["output"]] = (t, g)
+        return
+    if node.freed:
+        _check_not_freed(node, node.op.name)
+    check_not_overwritten(t, node)
+    in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
+    ran.append(node)
+    for x, gx in zip(node.inputs, in_grads):
+        _send(x, gx, grads)
+
+
+# --- post-accumulate-grad hooks (tape.register_post_accumulate_grad_hook) ------------------
+# A leaf may get gradients from several nodes; its hooks run once the last item of the
+# order that could send it one has been walked, as PyTorch runs them after the leaf's
+# AccumulateGrad node, which waits for all its producers. Counted only while some leaf
+# has hooks.
+
+def _item_inputs(item) -> tuple:
+    """What backward through ``item`` may send gradients to (a result of a multi-output
+    op sends nothing itself: the op, later in the order, does)."""
+    if isinstance(item, MultiOutputOp):
+        return item.inputs
+    if isinstance(item._grad_fn.op, MultiOutputOp):
+        return ()
+    return item._grad_fn.inputs
+
+
+def _hooked_leaves(order: list) -> dict:
+    """{id(leaf): [leaf, items left that may send it a gradient, its .grad before]} for
+    the hooked leaves the order reaches."""
+    hooked: dict = {}
+    for item in order:
+        for x in _item_inputs(item):
+            if isinstance(x, Tensor) and x._grad_fn is None and \
+                    "_post_accumulate_hooks" in x.__dict__:
+                entry = hooked.get(id(x))
+                if entry is None:
+                    hooked[id(x)] = [x, 1, x.grad]
+                else:
+                    entry[1] += 1
+    return hooked
+
+
+def _release_leaves(item, hooked: dict) -> None:
+    """``item`` has been walked: a hooked leaf it was the last possible producer for is
+    done, and its hooks run if this backward gave it a gradient."""
+    for x in _item_inputs(item):
+        entry = hooked.get(id(x)) if isinstance(x, Tensor) else None
+        if entry is None:
+            continue
+        entry[1] -= 1
+        if entry[1] == 0:
+            del hooked[id(x)]
+            if x.grad is not entry[2]:  # a new .grad object: something accumulated
+                _run_hooks(x)
+
+
+def _run_hooks(leaf: Tensor) -> None:
+    for hook in list(leaf.__dict__.get("_post_accumulate_hooks", ())):
+        hook(leaf)
 
 
 def _send(x, gx, grads: dict) -> None:

@@ -26,6 +26,43 @@ def mark_modified(t) -> None:
     t._written_at = _tick
 
 
+# Leaves with post-accumulate-grad hooks (register_post_accumulate_grad_hook): while there
+# are none, backward skips counting which leaves are done (one check per backward).
+hooked_leaves = 0
+
+
+class HookHandle:
+    """What registering a hook returns: ``remove()`` takes the hook off again."""
+
+    def __init__(self, tensor, hook):
+        self._tensor, self._hook = tensor, hook
+
+    def remove(self) -> None:
+        global hooked_leaves
+        hooks = self._tensor.__dict__.get("_post_accumulate_hooks")
+        if hooks and self._hook in hooks:
+            hooks.remove(self._hook)
+            if not hooks:
+                del self._tensor.__dict__["_post_accumulate_hooks"]
+                hooked_leaves -= 1
+
+
+def register_post_accumulate_grad_hook(t, hook) -> HookHandle:
+    """Call ``hook(t)`` during each backward, once ``t``'s ``.grad`` holds every
+    contribution of that backward (PyTorch's ``Tensor.register_post_accumulate_grad_hook``:
+    DistributedDataParallel starts a bucket's all-reduce there). ``t`` must be a leaf."""
+    global hooked_leaves
+    if getattr(t, "_grad_fn", None) is not None or not t.requires_grad:
+        raise BackwardError("register_post_accumulate_grad_hook: only a leaf tensor that "
+                            "requires grad has its gradient accumulated")
+    hooks = t.__dict__.get("_post_accumulate_hooks")
+    if hooks is None:
+        hooks = t.__dict__["_post_accumulate_hooks"] = []
+        hooked_leaves += 1
+    hooks.append(hook)
+    return HookHandle(t, hook)
+
+
 class MultiOutputOp:
     """The op of nodes that several results share (a jitted call's: jit_driver/backward.py).
 

@@ -79,17 +79,30 @@ def agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
                              f"{_MAX_DIMS}")
     if problem is None and data.dtype not in _CODES:
         problem = DTypeError(f"{caller}: dtype {data.dtype} is not one of execmode's")
-    mine = np.full(4 + _MAX_DIMS, -1, np.int64)
-    if problem is None:
-        mine[:4] = (0, _CODES[data.dtype], root, data.ndim)
-        mine[4:4 + data.ndim] = data.shape
-    else:
-        mine[0] = 1
+    mine = header_row(data if problem is None else None, root)
     every = np.empty((pg.size, mine.size), np.int64)
     _exchange.began = time.perf_counter_ns()
     _gather_headers(pg, caller, mine, every)
     _exchange.ended = time.perf_counter_ns()
-    failed = [r for r in range(pg.size) if every[r, 0]]
+    return read_headers(caller, every, problem)
+
+
+def header_row(data: np.ndarray | None, root: int = -1) -> np.ndarray:
+    """This rank's header: whether its arguments were wrong (``data`` None), the dtype's
+    code, the root, the shape."""
+    mine = np.full(4 + _MAX_DIMS, -1, np.int64)
+    if data is None:
+        mine[0] = 1
+    else:
+        mine[:4] = (0, _CODES[data.dtype], root, data.ndim)
+        mine[4:4 + data.ndim] = data.shape
+    return mine
+
+
+def read_headers(caller: str, every: np.ndarray, problem=None) -> list[tuple]:
+    """Every rank's ``(shape, dtype, root)`` from the exchanged rows, or the error of a
+    rank whose arguments were wrong (``problem`` on that rank, naming it elsewhere)."""
+    failed = [r for r in range(every.shape[0]) if every[r, 0]]
     if failed:
         if problem is not None:
             raise problem
@@ -133,6 +146,12 @@ def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> Non
     """An allgather of the headers, point to point: each rank sends its own to every other
     and receives theirs, waiting at most the group's timeout. A rank that has not sent
     by then is named: it never arrived at this collective (stuck, or in another one)."""
+    wait_headers(pg, caller, post_headers(pg, mine, every))
+
+
+def post_headers(pg, mine: np.ndarray, every: np.ndarray) -> tuple:
+    """Start the header exchange (numbered as the group's next collective) without
+    waiting: ``every[r]`` gets rank r's header once :func:`wait_headers` returns."""
     pg.sequence += 1
     tag = pg.sequence % _TAG_SPAN
     comm, me = pg.comm, pg.rank
@@ -140,6 +159,13 @@ def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> Non
     others = [r for r in range(pg.size) if r != me]
     receives = [comm.Irecv(every[r], source=r, tag=tag) for r in others]
     sends = [comm.Isend(mine, dest=r, tag=tag) for r in others]
+    return others, receives, sends, pg.sequence
+
+
+def wait_headers(pg, caller: str, posted: tuple) -> None:
+    """Wait for the headers :func:`post_headers` started, at most the group's timeout."""
+    others, receives, sends, number = posted
+    me = pg.rank
     mpi = _mpi.load()
     deadline = time.monotonic() + pg.timeout_s
     polls = 0
@@ -154,7 +180,7 @@ def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> Non
                 missing = [r for r, req in zip(others, receives) if not req.Test()]
                 raise DistributedError(
                     f"{caller}: rank(s) {missing} did not arrive within {pg.timeout_s:g} s "
-                    f"(collective #{pg.sequence} of rank {me}: they are stuck, or in "
+                    f"(collective #{number} of rank {me}: they are stuck, or in "
                     "another collective); raise the timeout with init_process_group("
                     "timeout=...) or EXECMODE_COLLECTIVE_TIMEOUT")
             time.sleep(0.0005)

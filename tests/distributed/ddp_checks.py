@@ -18,10 +18,12 @@ import execmode as em
 import execmode.torch as torch
 import execmode.torch.distributed as dist
 import execmode.torch.nn.functional as F
+from execmode import instrument
 from execmode.distributed.buckets import average_gradients, buckets
 from execmode.graph.ir import format_graph
 from execmode.jit_driver import paths
 from execmode.jit_driver.explain_cli import format_report
+from execmode.tape import register_post_accumulate_grad_hook
 from execmode.torch.nn.parallel import DistributedDataParallel as DDP
 from execmode.torch.utils.data import DataLoader
 from execmode.torch.utils.data.distributed import DistributedSampler
@@ -91,6 +93,45 @@ def ddp_no_sync_accumulates_locally_then_averages():
         want = g if want is None else want + g
     np.testing.assert_allclose(flat(p.grad for p in model.parameters()), want,
                                rtol=1e-5, atol=1e-6)
+
+
+@check
+def ddp_starts_each_bucket_while_backward_runs():
+    """Each bucket's all-reduce starts (MPI's Iallreduce) once backward has produced its
+    gradients, before backward produces the last one, in bucket order; every bucket is
+    waited for after it; the averaged gradients are bit for bit those of the averaging at
+    the end of backward (buckets.average_gradients) on the same local gradients."""
+    model = make_model(seed=11)
+    ddp = DDP(model, bucket_cap_mb=1e-6)  # a bucket per parameter
+    names = [name for name, _ in model.named_parameters()]
+    happened = []
+
+    class Collectives:
+        def on_op(self, event, tensor):
+            if event.op in ("all_reduce", "all_reduce_wait"):
+                happened.append((event.op, event.attrs["bucket"]))
+
+    for name, p in model.named_parameters():  # after DDP's own hooks: they run first
+        register_post_accumulate_grad_hook(p, lambda _, name=name: happened.append(
+            ("gradient", (name,))))
+    x = torch.tensor(value(RANK, (4, 6), np.float32))
+    y = torch.tensor(np.arange(4) % 3)
+    with instrument.listening(Collectives()):
+        F.cross_entropy(ddp(x), y).backward()
+    kinds = [kind for kind, _ in happened]
+    last_gradient = len(kinds) - 1 - kinds[::-1].index("gradient")
+    assert kinds.index("all_reduce") < last_gradient, happened
+    started = [bucket for kind, bucket in happened if kind == "all_reduce"]
+    assert started == [(name,) for name in reversed(names)], happened
+    waited = [i for i, kind in enumerate(kinds) if kind == "all_reduce_wait"]
+    assert len(waited) == len(names) and min(waited) > last_gradient, happened
+    assert ddp.buckets_reduced == len(names)
+    plain = make_model(seed=0)
+    plain.load_state_dict(model.state_dict())
+    F.cross_entropy(plain(x), y).backward()
+    average_gradients(dist.group.WORLD, plain.parameters(), 1)
+    for p, q in zip(plain.parameters(), model.parameters()):
+        assert np.array_equal(p.grad.numpy(), q.grad.numpy())
 
 
 class Branches(torch.nn.Module):

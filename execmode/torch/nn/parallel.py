@@ -2,12 +2,14 @@
 ``DataParallel`` without GPUs calls the module directly); ``DistributedDataParallel``
 trains one replica per process over ``torch.distributed`` (``execmode.distributed``).
 
-How DistributedDataParallel averages gradients: PyTorch all-reduces each bucket as soon
-as backward has produced its gradients (per-parameter autograd hooks), overlapping the
-communication with the rest of backward. execmode's autograd has no per-parameter hooks,
-so the all-reduces run in buckets when backward has walked the whole tape (a callback
-that a node on the module's outputs queues, ``autograd.queue_callback``): the same
-averaged gradients, without the overlap. docs/distributed.md says so too.
+How DistributedDataParallel averages gradients: as PyTorch's, each bucket's all-reduce
+starts as soon as backward has produced every gradient in it (a post-accumulate-grad
+hook on each parameter), as a nonblocking MPI collective that moves while backward
+computes the rest (distributed/reducer.py). A node on the module's outputs starts the
+count when backward reaches it and queues, for when backward has walked the whole tape
+(``autograd.queue_callback``), the wait for every bucket and the averaged ``.grad``s.
+``EXECMODE_DDP_OVERLAP=0`` all-reduces every bucket at that callback instead
+(buckets.average_gradients): the same bits, no overlap.
 
 Under ``em.jit`` the same node and callback run in the traced backward, so the buckets
 are made of traced values and each bucket's all-reduce is a graph node
@@ -34,6 +36,7 @@ from ...distributed.buckets import (
 from ...distributed.errors import DistributedError
 from ...distributed.graph_buckets import average_gradients_traced, broadcast_traced
 from ...distributed.process_group import default_group
+from ...distributed.reducer import Reducer, overlap_enabled
 from ...errors import ArgumentError
 from ...grad_mode import no_grad
 from ...nn.module import Module
@@ -60,9 +63,10 @@ class DistributedDataParallel(Module):
     At wrap time every rank checks that all ranks hold the same parameters and buffers
     (names, shapes, dtypes) and takes rank 0's values (one broadcast per bucket). After
     each backward through the module's outputs, every parameter's ``.grad`` is the mean
-    of the ranks' gradients (all-reduced in buckets of ``bucket_cap_mb``, at the end of
-    backward: see the module's docstring). ``no_sync()`` skips the averaging, so that
-    gradients accumulate locally until the next backward outside it. Buffers are taken
+    of the ranks' gradients (all-reduced in buckets of ``bucket_cap_mb``, each started
+    once backward has produced its gradients: see the module's docstring). ``no_sync()``
+    skips the averaging, so that gradients accumulate locally until the next backward
+    outside it. Buffers are taken
     from rank 0 before each forward (``broadcast_buffers=True``, as PyTorch).
 
     ``device_ids``, ``output_device`` and ``gradient_as_bucket_view`` are accepted (CPU
@@ -114,6 +118,8 @@ class DistributedDataParallel(Module):
         self.buckets_reduced = len(buckets(
             [p for p in reversed(module.parameters()) if p.requires_grad], self._cap_bytes))
         check_same_tensors(pg, "DistributedDataParallel", state)
+        # Laid out at wrap time, the same on every rank (the models were just checked).
+        self._reducer = Reducer(pg, list(module.named_parameters()), self._cap_bytes)
         if init_sync:
             with no_grad():
                 broadcast_tensors(pg, [t for _, t in state], 0, self._cap_bytes)
@@ -133,6 +139,7 @@ class DistributedDataParallel(Module):
         out = self.module(*args, **kwargs)
         if self._sync and dispatch.grad_enabled() and self._pg.size > 1:
             self._queued = False  # a backward that failed halfway leaves it set
+            self._reducer.forget()
             out = _through_sync(out, _GradientSync(self))
         return out
 
@@ -152,6 +159,9 @@ class DistributedDataParallel(Module):
             made = average_gradients_traced(self._pg, list(self.module.named_parameters()),
                                             self._cap_bytes)
             self.buckets_reduced = len(made)
+            return
+        if self._reducer.overlapping:
+            self.buckets_reduced = self._reducer.finish()
             return
         self.buckets_reduced = average_gradients(self._pg, self.module.parameters(),
                                                  self._cap_bytes)
@@ -184,6 +194,8 @@ class _GradientSync(MultiOutputOp):
         if not self.ddp._queued:
             self.ddp._queued = True
             queue_callback(self.ddp._average)
+            if dispatch.current_tracer() is None and overlap_enabled():
+                self.ddp._reducer.begin()  # the buckets start as their gradients are done
         return [(self.inputs[k], g) for k, (_, g) in sorted(gradients.items())]
 
 

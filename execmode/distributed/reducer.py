@@ -1,0 +1,151 @@
+"""DistributedDataParallel's gradient averaging overlapped with backward (PyTorch's
+``Reducer``): each bucket's all-reduce starts as soon as backward has produced every
+gradient in it, and moves while backward computes the rest.
+
+The buckets are laid out once, at wrap time, over every trainable parameter (one dtype
+each, in reverse parameter order, up to ``bucket_cap_mb``: buckets.py), so every rank
+has the same buckets in the same order. A post-accumulate-grad hook on each parameter
+(tape.register_post_accumulate_grad_hook: it runs once the parameter's ``.grad`` holds
+every contribution of the backward) counts its bucket down; a bucket whose count reaches
+zero is copied into a flat buffer, and the ready buckets start in bucket order (a bucket
+waits for the ones before it, so every rank starts the same collectives in the same
+order, as MPI needs). At the end of backward (the callback DistributedDataParallel
+queues) the buckets not started yet start, every one is finished, and each ``.grad``
+becomes a view of its averaged bucket, as buckets.average_gradients leaves it: the same
+bits (an MPI sum, then a division by the world size).
+
+Which parameters have a gradient on some rank travels in the buckets themselves: after a
+bucket's gradients, one element per parameter, 1 where this rank has a gradient and 0
+where it has none (zeros in its place). The sum of the flags says whether any rank had
+one, so a parameter without a gradient anywhere keeps ``None``, with no exchange of its
+own. A parameter that gets no gradient in a backward holds its bucket, and the buckets
+after it, until the end of that backward: they are averaged then, without overlap.
+
+``EXECMODE_DDP_OVERLAP=0`` turns the overlap off: the buckets are all-reduced when
+backward ends (buckets.average_gradients), as before the overlap was built; every rank
+must take the same setting.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import dispatch
+from .._tensor import Tensor
+from ..tape import register_post_accumulate_grad_hook
+from .buckets import buckets
+from .inflight import StartedAllReduce
+from .process_group import ProcessGroup
+
+OVERLAP_SWITCH = "EXECMODE_DDP_OVERLAP"
+
+
+def overlap_enabled() -> bool:
+    """Whether DDP overlaps its all-reduces with backward (``EXECMODE_DDP_OVERLAP``)."""
+    return os.environ.get(OVERLAP_SWITCH, "1").strip().lower() not in ("0", "false", "no",
+                                                                        "off")
+
+
+class _Round:
+    """One backward's averaging: what is left to produce in each bucket, the buckets'
+    buffers, and the all-reduces started."""
+
+    def __init__(self, layout: list[list]):
+        self.left = [len(bucket) for bucket in layout]
+        self.ready: set[int] = set()      # parameters (ids) whose gradients are done
+        self.flats: list = [None] * len(layout)
+        self.started: list[StartedAllReduce] = []
+
+
+class Reducer:
+    """The buckets of one DistributedDataParallel and their all-reduces, one round per
+    backward through its outputs."""
+
+    def __init__(self, pg: ProcessGroup, named: list[tuple[str, Tensor]], cap_bytes: int):
+        self.pg = pg
+        trainable = [(name, p) for name, p in named if p.requires_grad]
+        self.layout = buckets([p for _, p in reversed(trainable)], cap_bytes)
+        self.bucket_of = {id(p): k for k, bucket in enumerate(self.layout) for p in bucket}
+        self.names = {id(p): name for name, p in trainable}
+        self._round: _Round | None = None
+        self._hooks = [register_post_accumulate_grad_hook(p, self._gradient_done)
+                       for _, p in trainable]
+
+    def begin(self) -> None:
+        """A backward through the module's outputs has started: count the buckets down."""
+        self._round = _Round(self.layout)
+
+    @property
+    def overlapping(self) -> bool:
+        """Whether a round is counting down (this backward's buckets start as they fill)."""
+        return self._round is not None
+
+    def forget(self) -> None:
+        """Drop a round a failed backward left behind."""
+        self._round = None
+
+    def _gradient_done(self, p: Tensor) -> None:
+        r = self._round
+        if r is None or id(p) in r.ready or dispatch.current_tracer() is not None:
+            return  # not a DDP backward (or a traced one: graph_buckets.py's nodes)
+        r.ready.add(id(p))
+        k = self.bucket_of[id(p)]
+        r.left[k] -= 1
+        if r.left[k] == 0:
+            r.flats[k] = self._flatten(k)
+            self._start_ready(r)
+        for started in r.started:  # let MPI move what is in flight
+            started.progress()
+
+    def _start_ready(self, r: _Round) -> None:
+        """Start the buckets that are ready, in bucket order, up to the first that is not."""
+        while len(r.started) < len(self.layout) and r.flats[len(r.started)] is not None:
+            k = len(r.started)
+            names = tuple(self.names[id(p)] for p in self.layout[k])
+            r.started.append(StartedAllReduce(self.pg, "all_reduce", r.flats[k],
+                                              {"reduce_op": "avg", "bucket": names}))
+
+    def _flatten(self, k: int) -> np.ndarray:
+        """Bucket ``k``'s gradients in one buffer (zeros where this rank has none), then a
+        flag per parameter: whether it has one."""
+        bucket = self.layout[k]
+        sizes = [p._data.size for p in bucket]
+        total = sum(sizes)
+        flat = np.empty(total + len(bucket), bucket[0]._data.dtype)
+        offset = 0
+        for j, (p, n) in enumerate(zip(bucket, sizes)):
+            if p.grad is None:
+                flat[offset:offset + n] = 0
+                flat[total + j] = 0
+            else:
+                flat[offset:offset + n] = p.grad.numpy().reshape(-1)
+                flat[total + j] = 1
+            offset += n
+        return flat
+
+    def finish(self) -> int:
+        """End of backward: start what has not started, wait for every bucket, and make
+        each ``.grad`` a view of its averaged bucket; returns the number of buckets."""
+        r, self._round = self._round, None
+        if r is None:
+            return 0
+        for k, flat in enumerate(r.flats):
+            if flat is None:
+                r.flats[k] = self._flatten(k)
+        self._start_ready(r)
+        for k, started in enumerate(r.started):
+            flat = started.finish()
+            bucket = self.layout[k]
+            total = flat.size - len(bucket)
+            offset = 0
+            for j, p in enumerate(bucket):
+                n = p._data.size
+                if flat[total + j] > 0:  # some rank had a gradient
+                    grad = Tensor.__new__(Tensor)
+                    grad._data = flat[offset:offset + n].reshape(p._data.shape)
+                    grad.requires_grad = False
+                    p.grad = grad
+                offset += n
+        return len(self.layout)
