@@ -10,7 +10,9 @@ bandwidth at least 90% of mpi4py's, on the medians (time ratio <= 1.11x), where 
 buffer is large enough for bandwidth to mean something (1 MiB and up). Then a DDP
 training step (an MLP 256-256-10, batch 32 per rank, SGD) on N ranks against the same
 step in one process (N=1 under the same launcher), per step: what the gradient
-averaging adds. Ranks run one thread each (OMP_NUM_THREADS=1, EXECMODE_NUM_THREADS=1).
+averaging adds. Then a DDP step of a larger MLP (several buckets) with the buckets'
+all-reduces overlapping backward against all of them at the end of backward
+(``EXECMODE_DDP_OVERLAP=0``), in the same ranks, rounds interleaved. Ranks run one thread each (OMP_NUM_THREADS=1, EXECMODE_NUM_THREADS=1).
 """
 
 from __future__ import annotations
@@ -82,6 +84,18 @@ def main(argv=None) -> int:
                  title="A DDP training step (MLP 256-256-10, batch 32 per rank, SGD), per "
                        f"step: median (IQR) of {rounds} rounds; {args.ranks} ranks and 1 "
                        "rank in separate launches")
+    if args.ranks > 1:
+        r = many["ddp overlap"]
+        with_overlap = Spread.of(r["overlap"], r["calls"])
+        without = Spread.of(r["no overlap"], r["calls"])
+        report.table(["DDP step", "per step", "overlap / no overlap"],
+                     [["buckets' all-reduces overlapping backward", timing.time_cell(with_overlap),
+                       timing.ratio_cell(with_overlap, without, "overlap", "no overlap")],
+                      ["all at the end of backward (EXECMODE_DDP_OVERLAP=0)",
+                       timing.time_cell(without), "-"]],
+                     title=f"A DDP training step on {args.ranks} ranks (MLP 1024x4-10, batch "
+                           f"32 per rank, {r['buckets']} buckets of up to 4 MiB), per step: "
+                           f"median (IQR) of {rounds} interleaved rounds in the same ranks")
     report.finish()
     return 0
 

@@ -8,7 +8,9 @@ interleaved rounds with a barrier before each round. Rank 0 writes the per-call 
 * ``all_reduce``: execmode's ``dist.all_reduce`` against mpi4py's own ``Allreduce``
   (``IN_PLACE``, SUM) on the same float32 buffer, for each size;
 * ``ddp``: one training step of a small MLP under ``DistributedDataParallel`` (forward,
-  loss, backward with its gradient averaging, SGD), each rank on its own batch.
+  loss, backward with its gradient averaging, SGD), each rank on its own batch;
+* ``ddp overlap``: a training step of a larger MLP (several buckets) with the buckets'
+  all-reduces overlapping backward, against all of them at the end of backward.
 """
 
 import json
@@ -71,6 +73,39 @@ def step():
 
 timed(step, 3)
 results["ddp step"] = {"calls": calls, "ddp": [timed(step, calls) for _ in range(rounds)]}
+
+# Overlap against none: a model of several buckets (4 MiB each), each bucket's all-reduce
+# started as backward produces its gradients, against all of them at the end of backward
+# (EXECMODE_DDP_OVERLAP=0, read at each backward: every rank switches alike), rounds
+# interleaved and rotated in the same ranks.
+em.random.seed(1)
+layers = []
+for _ in range(4):
+    layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
+deep = torch.nn.parallel.DistributedDataParallel(
+    torch.nn.Sequential(*layers, torch.nn.Linear(1024, 10)), bucket_cap_mb=4)
+deep_opt = torch.optim.SGD(deep.parameters(), lr=0.01)
+deep_x = em.randn(32, 1024)
+
+
+def deep_step():
+    deep_opt.zero_grad()
+    loss_fn(deep(deep_x), y).backward()
+    deep_opt.step()
+
+
+switch = {"overlap": "1", "no overlap": "0"}
+deep_calls = max(2, calls // 10)
+overlap = {name: [] for name in switch}
+for r in range(rounds + 1):  # the first round warms up
+    names = list(switch)
+    for name in names[r % 2:] + names[:r % 2]:
+        os.environ["EXECMODE_DDP_OVERLAP"] = switch[name]
+        took = timed(deep_step, deep_calls)
+        if r:
+            overlap[name].append(took)
+os.environ.pop("EXECMODE_DDP_OVERLAP")
+results["ddp overlap"] = {"calls": deep_calls, "buckets": deep.buckets_reduced, **overlap}
 if rank == 0:
     with open(os.path.join(out, "rank0.json"), "w", encoding="utf-8") as f:
         json.dump({"world": world, "results": results}, f)

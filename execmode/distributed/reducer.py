@@ -83,8 +83,10 @@ class Reducer:
         return self._round is not None
 
     def forget(self) -> None:
-        """Drop a round a failed backward left behind."""
-        self._round = None
+        """Drop a round a failed backward left behind (no write when there is none: a
+        forward traced by em.jit would count one as Python state the step changes)."""
+        if self._round is not None:
+            self._round = None
 
     def _gradient_done(self, p: Tensor) -> None:
         r = self._round

@@ -66,8 +66,8 @@ class DistributedDataParallel(Module):
     of the ranks' gradients (all-reduced in buckets of ``bucket_cap_mb``, each started
     once backward has produced its gradients: see the module's docstring). ``no_sync()``
     skips the averaging, so that gradients accumulate locally until the next backward
-    outside it. Buffers are taken
-    from rank 0 before each forward (``broadcast_buffers=True``, as PyTorch).
+    outside it. Buffers are taken from rank 0 before each forward
+    (``broadcast_buffers=True``, as PyTorch).
 
     ``device_ids``, ``output_device`` and ``gradient_as_bucket_view`` are accepted (CPU
     tensors only; the averaged gradients are views of their bucket). A parameter without
