@@ -206,6 +206,14 @@ def _rebind_earlier_segments(tracer: Tracer) -> None:
     if not tracer.segments:
         return
     stand_ins = tracer.stand_in_of
+    # A stand-in the function wrote in place (x.zero_()) was the caller's tensor written
+    # then: the earlier tape's refusal of a backward through an overwritten value (eager's
+    # check_not_overwritten) reads the caller's tensor.
+    for stand_in in tracer.user_stand_in.values():
+        written = getattr(stand_in, "_written_at", 0)
+        caller = stand_ins.get(id(stand_in))
+        if written and caller is not None and written > getattr(caller, "_written_at", 0):
+            caller._written_at = written
     seen: set = set()
     stack = [t for t in (ref() for ref in tracer.live)
              if t is not None and t._grad_fn is not None]

@@ -363,3 +363,24 @@ def test_a_result_from_before_a_graph_break_backpropagates_into_the_argument():
         y = em.tensor([1.0, 2.0], requires_grad=True)
         jitted(y).sum().backward()
         np.testing.assert_array_equal(y.grad.numpy(), [-1.0, -1.0])
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_an_argument_overwritten_before_a_graph_break_refuses_the_backward(jit):
+    # Seed 6262, programs 527 and 932: x @ w, then x.zero_(), then a graph break. Eager's
+    # backward refuses (x was overwritten after matmul used it); under jit the segment's
+    # write reached the caller's x without its write mark, and the backward ran on the
+    # zeros: a gradient of 0 for w instead of the refusal.
+    w = em.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+
+    def f(x):
+        v0 = (x @ w).sum()
+        x.zero_()
+        em.sum(em.unique_values(em.reshape(w, (-1,))))
+        return v0
+
+    step = em.jit(f) if jit else f
+    for _ in range(2):
+        with pytest.raises(em.errors.BackwardError, match="overwritten in place"):
+            step(em.tensor([[1.0, 1.0]])).backward()
+    assert w.grad is None
