@@ -23,7 +23,7 @@ SEED = int(os.environ.get("EXECMODE_MONKEY_SEED", "34"))
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(max(300, 2 * EVENTS))]
 
 # Every key but the ones that end the app (q, ctrl+q, ctrl+c): the monkey must stay in.
-COMMAND_KEYS = [*"123456789", *"nscpbBrRtiwxdvomy]![", "question_mark", "slash", "colon",
+COMMAND_KEYS = [*"1234567890", *"nscpbBrRtiwxdvomy]![", "question_mark", "slash", "colon",
                 "enter", "escape", "tab", "shift+tab", "up", "down", "left", "right",
                 "pageup", "pagedown", "home", "end", "ctrl+end", "ctrl+p", "ctrl+n",
                 "ctrl+d", "backspace", "delete", "space", "e", "E", "f", "g", "h", "l"]
