@@ -1,10 +1,10 @@
 """One traced signature of a jitted function: its segments, its guards and its replay.
 
 A ``ConcreteFunction`` is what a trace left for later calls with the same signature: the
-segments and graph breaks, the guards on the state the trace read (tensor guards as
-``(tensor ref, kind, expected)``, Python guards from graph/guards.py, symbolic numbers'
-answers), and how a call rebuilds its results (results.py). ``guards_hold`` says why a
-guard fails, in a sentence that becomes the retrace's reason.
+segments and graph breaks, the guards on the state the trace read (tensor guards from
+tensor_guards.py, Python guards from graph/guards.py, symbolic numbers' answers), and how
+a call rebuilds its results (results.py). ``guards_hold`` says why a guard fails, in a
+sentence that becomes the retrace's reason.
 """
 
 from __future__ import annotations
