@@ -26,6 +26,7 @@ from ..source import user_location
 from ..symbolic import SymbolicScalar, is_number
 from .ir import ASSIGN, Literal, Node, make_attrs
 from .py_names import note_names
+from .segment_match import expected_node, same_operands, same_value
 from .segments import InputSource
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
 from .views import ViewStep, contiguous_proxy, is_view_op, proxy_of, view_proxy
@@ -273,6 +274,9 @@ class Binding:
         return self._bind(op, plain, attrs, symbolic=inputs)
 
     def _bind(self, op, inputs, attrs, symbolic=None):
+        if self._builder.expected is not None and symbolic is None and \
+                not instrument._before_op:
+            return self._bind_as_before(op, inputs, attrs)
         operands = []
         for x in inputs:
             operands.append(Aval(x.shape, x.dtype, x.device) if isinstance(x, Tensor)
@@ -290,8 +294,44 @@ class Binding:
         self._builder.add(Node(node_id, op.name, refs, make_attrs(attrs), tuple(aval.shape),
                                aval.dtype, str(aval.device), _scope._state.current,
                                user_location()))
+        self._builder.avals[node_id] = aval
         if instrument._before_op:  # a debugger: the names it shows inside the jit
             note_names(self, self._builder.graph)
+        return self._bound(op, inputs, attrs, node_id, aval, symbolic)
+
+    def _bind_as_before(self, op, inputs, attrs):
+        """``_bind`` while this segment has so far traced the previous call's nodes
+        (graph/segment_match.py): an op on the same operand nodes with the same literals
+        and attributes has the type it had then, so its rules need not run again."""
+        b = self._builder
+        refs = tuple(self._ref(x) for x in inputs)
+        before = expected_node(b)
+        node_attrs = make_attrs(attrs)
+        aval = b.expected.avals.get(before.id) if before is not None else None
+        if aval is None or before.op != op.name or before.id != b.next_id or \
+                not same_operands(refs, before.inputs) or \
+                not same_value(node_attrs, before.attrs):
+            operands = [Aval(x.shape, x.dtype, x.device) if isinstance(x, Tensor)
+                        else (x.item() if isinstance(x, np.generic) else x) for x in inputs]
+            device = None if any(isinstance(x, Tensor) for x in inputs) else \
+                _attr_device(attrs)
+            try:
+                aval = infer_aval(op, operands, attrs, device)
+            except RuleError as exc:
+                raise op_error(exc.cls, op.name, inputs, exc.problem) from None
+            before = None
+        node_id = b.new_id()
+        loc, scope = user_location(), _scope._state.current
+        if before is not None and before.loc == loc and before.scope == scope:
+            b.add(before)  # the very node: nothing of it differs
+        else:
+            b.add(Node(node_id, op.name, refs, node_attrs, tuple(aval.shape), aval.dtype,
+                       str(aval.device), scope, loc))
+        b.avals[node_id] = aval
+        return self._bound(op, inputs, attrs, node_id, aval, None)
+
+    def _bound(self, op, inputs, attrs, node_id: int, aval: Aval, symbolic) -> Tensor:
+        """The traced result of a bound op, with its autograd node as eagerly."""
         t = self._result(op, inputs, attrs, node_id, aval)
         if dispatch.grad_enabled() and op.vjp is not None:
             for x in inputs:

@@ -21,6 +21,7 @@ from ..errors import GraphBreakError
 from ..ops.registry import OPS, Aval
 from ..source import SourceLocation, user_location
 from .ir import ASSIGN, INPUT, Graph, Node, make_attrs
+from .segment_match import matched_segment, same_node
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
 from .verify import VERIFIED, verify
 from .views import replay
@@ -78,13 +79,22 @@ class Segment:
     sources: list[InputSource]
     output_tensors: list = field(default_factory=list)
     compiled: object = None     # the CompiledSegment used to run it
+    backend: object = None      # the kernel backend it was compiled for
+    avals: dict = field(default_factory=dict)  # op node id -> its result's Aval
+    # The previous call's segment, when this one is node for node the same (its compiled
+    # plan serves); cleared once run, so that calls do not chain their segments.
+    same_as: Segment | None = None
 
 
 class SegmentBuilder:
     """Accumulates the nodes of the current segment."""
 
-    def __init__(self, name: str, first_id: int):
+    def __init__(self, name: str, first_id: int, expected: Segment | None = None):
         self.graph = Graph(name)
+        # The previous call's segment at this index, while every node added matched its
+        # node at the same position (graph/segment_match.py); None after a difference.
+        self.expected = expected
+        self.avals: dict[int, Aval] = {}
         self.next_id = first_id
         self.sources: list[InputSource] = []
         # id(array) -> (storage, view chain): one graph input per array this segment reads.
@@ -98,7 +108,14 @@ class SegmentBuilder:
         return self.next_id - 1
 
     def add(self, node: Node) -> Node:
-        self.graph.nodes.append(node)
+        nodes = self.graph.nodes
+        expected = self.expected
+        if expected is not None:
+            theirs = expected.graph.nodes
+            k = len(nodes)
+            if k >= len(theirs) or not same_node(node, theirs[k]):
+                self.expected = None
+        nodes.append(node)
         return node
 
     def add_input(self, aval: Aval, source: InputSource) -> int:
@@ -185,6 +202,11 @@ class Segmenting:
             dispatch.set_tracer(previous)
 
     # --- segments ----------------------------------------------------------------------
+    def previous_segment(self, index: int):
+        """The previous call's segment ``index``, which this call's is compared with."""
+        previous = self.previous_segments
+        return previous[index] if index < len(previous) else None
+
     def _live_tensors(self) -> list[Tensor]:
         out, seen = [], set()
         for ref in self.live:
@@ -218,9 +240,12 @@ class Segmenting:
                 node_id = b.new_id()
                 b.add(Node(node_id, ASSIGN, (st.input_node, st.node), (), st.shape, st.dtype,
                            str(st.device), _scope._state.current, None))
-        # The nodes verified here are not verified again by the passes (graph/verify.py).
-        verify(b.graph, "tracing", b.graph.meta.setdefault(VERIFIED, {}))
-        segment = Segment(len(self.segments), b.graph, b.sources, tensors)
+        same = matched_segment(b)
+        if same is None:  # (a graph equal to one verified before needs no check)
+            # The nodes verified here are not verified again by the passes (verify.py).
+            verify(b.graph, "tracing", b.graph.meta.setdefault(VERIFIED, {}))
+        segment = Segment(len(self.segments), b.graph, b.sources, tensors, avals=b.avals,
+                          same_as=same)
         self.segments.append(segment)
         if instrument._on_event:
             instrument.emit(instrument.Event("trace", {
@@ -244,13 +269,15 @@ class Segmenting:
                     if d.view:
                         self.break_views[id(array)] = (root, d.view, array)
                 t._data = arrays[id(d)]
+        segment.same_as = None  # (run_segment has used it: calls must not chain)
         for target, original in self.assigned.values():
             # Executed: the plan's assigns updated the original buffer in place.
             # Only traced: the target is left exactly as it was.
             target._data = original
         self.assigned.clear()
         # The next segment starts with fresh inputs; ids keep counting so they stay unique.
-        self._builder = SegmentBuilder(f"{self.prefix}:{len(self.segments)}", b.next_id)
+        self._builder = SegmentBuilder(f"{self.prefix}:{len(self.segments)}", b.next_id,
+                                       self.previous_segment(len(self.segments)))
         self.output_storages = list(storages.values())
         return segment
 

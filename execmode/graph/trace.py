@@ -38,7 +38,8 @@ class Tracer(Binding, Functionalization, Segmenting):
     written back into its array at the end of the segment (an assign node)."""
 
     def __init__(self, name: str, run_segment, capture_labels=None, fullgraph=False,
-                 execute=True, signature: str = "", graph_prefix: str = ""):
+                 execute=True, signature: str = "", graph_prefix: str = "",
+                 previous_segments=()):
         self.name = name
         self.signature = signature
         self.prefix = graph_prefix or name
@@ -75,7 +76,10 @@ class Tracer(Binding, Functionalization, Segmenting):
         self.dynamic_reads: set = set()      # (id(holder), name) read as symbolic numbers
         self.scalar_guards: list = []        # (read, expected, label) of concrete uses
         self.scalar_sources: list = []
-        self._builder = SegmentBuilder(f"{self.prefix}:0", 0)
+        # The segments the previous call of this signature traced: while this call traces
+        # the same nodes, their types and compiled plans serve (graph/segment_match.py).
+        self.previous_segments = list(previous_segments)
+        self._builder = SegmentBuilder(f"{self.prefix}:0", 0, self.previous_segment(0))
         self._previous = None
         self.finished = False
 

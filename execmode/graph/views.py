@@ -17,6 +17,7 @@ tracer takes the decision NumPy will take eagerly; the proxy's memory is never r
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,7 +56,10 @@ def proxy_of(array) -> np.ndarray | None:
     return _strided(tuple(array.shape), tuple(s // itemsize for s in strides))
 
 
+@functools.lru_cache(maxsize=4096)
 def _strided(shape, strides) -> np.ndarray:
+    # Read-only and only ever asked about its layout, so one proxy per layout serves
+    # every tensor of that layout (a function with graph breaks asks at every call).
     return np.lib.stride_tricks.as_strided(_BYTE, shape, strides, writeable=False)
 
 

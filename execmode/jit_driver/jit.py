@@ -104,6 +104,7 @@ class JitFunction:
         self._cache: dict = {}               # signature key -> [ConcreteFunction]
         self._segments: dict[tuple, CompiledSegment] = {}  # (structural hash, backend)
         self._signature_ids: dict = {}
+        self._signature_texts: dict = {}   # signature key -> its text (a trace names it)
         self._fast = None  # the generated replay of the newest signature
         # (id(holder), name) -> (holder, name, label): numbers traced as graph inputs.
         self._dynamic: dict = {}
@@ -280,8 +281,12 @@ class JitFunction:
 
     # --- segments ------------------------------------------------------------------------
     def _run_segment(self, segment: Segment, arrays: list, backend=None) -> list:
-        compiled = self.compile_segment(segment.graph, backend)
-        segment.compiled = compiled
+        same = segment.same_as  # the previous call traced this very graph: its plan serves
+        if same is not None and same.compiled is not None and same.backend == backend:
+            compiled = same.compiled
+        else:
+            compiled = self.compile_segment(segment.graph, backend)
+        segment.compiled, segment.backend = compiled, backend
         return run_plan(compiled.plan, arrays)
 
     def compile_segment(self, graph: Graph, backend=None) -> CompiledSegment:

@@ -17,7 +17,7 @@ import warnings
 from .._tensor import Tensor
 from ..graph import guards as guards_mod
 from ..graph import python_writes as python_writes_mod
-from ..graph import pytree
+from ..graph import pytree, segment_match
 from ..graph.ir import ASSIGN
 from ..graph.trace import Tracer
 from ..symbolic import SymbolicScalar, is_number
@@ -41,11 +41,17 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
     labels = capture_labels(jitted.fn)
     # Graph ids name the function, its signature's number and the segment: "step#1:0".
     sig_index = jitted._signature_ids.setdefault(signature.key, len(jitted._signature_ids))
+    # (a function with graph breaks traces at every call: its signature's text once)
+    signature_text = jitted._signature_texts.get(signature.key)
+    if signature_text is None:
+        signature_text = jitted._signature_texts[signature.key] = str(signature)
     run_segment = jitted._run_segment if backend in (None, jitted.backend) else \
         functools.partial(jitted._run_segment, backend=backend)
     tracer = Tracer(jitted.name, run_segment, labels,
                     {"split": False, "error": True, "bake": "bake"}[jitted.on_break], execute,
-                    signature=str(signature), graph_prefix=f"{jitted.name}#{sig_index}")
+                    signature=signature_text, graph_prefix=f"{jitted.name}#{sig_index}",
+                    previous_segments=reuse.segments if reuse is not None and
+                    segment_match.MATCHING else ())
     stand_ins, seen = [], {}
     for i, t in enumerate(leaves):  # one stand-in per tensor, however often it is passed
         if id(t) not in seen:

@@ -1,0 +1,93 @@
+"""A function with graph breaks re-runs its Python at every call; a call that traces the
+segments the call before it traced reuses their types and plans (graph/segment_match.py),
+and one that differs anywhere, however little, takes the full path."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import execmode as em
+from execmode.graph import ir
+
+
+def _count_hashes(monkeypatch) -> list:
+    """Count structural hashes: the full path's way of finding a segment's plan."""
+    calls = []
+    original = ir.Graph.structural_hash
+
+    def counted(graph):
+        calls.append(graph.name)
+        return original(graph)
+
+    monkeypatch.setattr(ir.Graph, "structural_hash", counted)
+    return calls
+
+
+def _three_breaks(x):
+    for _ in range(3):
+        x = em.tanh(x) * 0.5
+        if float(x.sum().item()) > 1e9:
+            x = x * 0.0
+    return x
+
+
+def test_same_segments_reuse_the_previous_calls_plans(monkeypatch):
+    f = em.jit(_three_breaks)
+    x = em.tensor(np.linspace(-2, 2, 8, dtype=np.float32))
+    f(x)
+    compiled = f.compile_count
+    hashes = _count_hashes(monkeypatch)
+    for _ in range(3):
+        out = f(x)
+        np.testing.assert_allclose(out.numpy(), _three_breaks(x).numpy(), rtol=1e-5)
+    assert hashes == []  # every segment matched the call before's
+    assert f.compile_count == compiled
+
+
+def _branchy(x):
+    if float(x.sum().item()) > 0:  # segment 1 holds a different op on each branch
+        y = x * 2.0
+    else:
+        y = x + 1.0
+    if float(y.sum().item()) > 1e9:
+        y = y * 0.0
+    return em.exp(y)
+
+
+def test_a_different_branch_takes_the_full_path(monkeypatch):
+    f = em.jit(_branchy)
+    up = em.tensor(np.array([1.0, 2.0], np.float32))
+    down = em.tensor(np.array([-1.0, -2.0], np.float32))
+    f(up)
+    hashes = _count_hashes(monkeypatch)
+    for x in (down, up, down, down):
+        np.testing.assert_allclose(f(x).numpy(), _branchy(x).numpy(), rtol=1e-5)
+    # The branch's segment hashes whenever the call before took the other branch (the
+    # segments after it hold the same nodes, ids included); two calls down in a row match.
+    assert hashes == ["_branchy#0:1"] * 3
+
+
+def _signed_zero(x):
+    positive = float(x.sum().item()) > 0
+    y = x * (0.0 if positive else -0.0)  # the same op, a literal of other bits
+    return 1.0 / y
+
+
+def _int_or_float(x):
+    positive = float(x.sum().item()) > 0
+    return x * (2 if positive else 2.0)  # the same value, another type
+
+
+def test_literals_compare_by_type_and_bits():
+    f = em.jit(_signed_zero)
+    up = em.tensor(np.array([1.0, 2.0], np.float32))
+    down = em.tensor(np.array([-1.0, -2.0], np.float32))
+    for x in (up, down, up, down):
+        np.testing.assert_array_equal(f(x).numpy(), _signed_zero(x).numpy())
+    g = em.jit(_int_or_float)
+    up = em.tensor(np.array([1, 2], np.int32))
+    down = em.tensor(np.array([-1, -2], np.int32))
+    for x in (up, down, up, down):
+        got, want = g(x), _int_or_float(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
