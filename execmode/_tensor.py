@@ -26,7 +26,6 @@ import numpy as np
 from .backend import CPU, device_of_array
 from .dtypes import type_text
 from .errors import ArgumentError, op_error
-from .tape import register_post_accumulate_grad_hook
 from .tensor_method_tables import installed_names
 
 SCALAR_TYPES = frozenset({int, float, bool, complex})
@@ -222,12 +221,6 @@ class Tensor:
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (as in PyTorch)."""
         self._retains_grad = True
-
-    def register_post_accumulate_grad_hook(self, hook):
-        """Call ``hook(self)`` during each backward, once this leaf's ``.grad`` holds every
-        contribution of that backward (as in PyTorch); ``.remove()`` on the returned
-        handle takes the hook off."""
-        return register_post_accumulate_grad_hook(self, hook)
 
     def __pos__(self):
         return self

@@ -68,7 +68,8 @@ FAST_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv":
 # The methods with bodies of their own (tensor_methods/engine.py's _EngineMethods; install() checks
 # that this list and the class agree).
 WITH_BODIES = (
-    "grad", "backward", "_concrete", "detach", "to", "cpu", "zero_", "__iadd__",
+    "grad", "backward", "register_post_accumulate_grad_hook", "_concrete", "detach", "to",
+    "cpu", "zero_", "__iadd__",
     "__isub__", "__imul__", "__itruediv__", "__setitem__", "__invert__", "reshape", "view",
     "transpose", "permute", "T", "mT", "t", "to_device", "__dlpack__", "__dlpack_device__",
     "__complex__", "contiguous", "expand_as", "dim", "numel",

@@ -12,6 +12,7 @@ from ..backend import Device
 from ..dtypes import is_dtype_name
 from ..errors import ArgumentError, BackwardError, ShapeError, op_error
 from ..nn import functional as NF
+from ..tape import register_post_accumulate_grad_hook
 
 _ndarray = np.ndarray
 
@@ -56,6 +57,12 @@ class _EngineMethods:
                 "computation had requires_grad=True (or it was computed under em.no_grad())"
             )
         _backward(self, gradient, bool(retain_graph))
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(self)`` during each backward, once this leaf's ``.grad`` holds every
+        contribution of that backward (as in PyTorch); ``.remove()`` on the returned
+        handle takes the hook off."""
+        return register_post_accumulate_grad_hook(self, hook)
 
     def _concrete(self, reason: str):
         """The array behind this tensor; a traced tensor materializes (a graph break)."""
