@@ -10,8 +10,10 @@ The pipeline, in the order data flows through it::
     writer.py       the background thread that batches rows into the session file
     rows.py         events -> table rows (shapes as "f32[64,512]", interned source lines)
     store.py        the session file: schema (schema.sql), version checks, connections
+    op_columns.py   the op row's columns, defined once (writers and readers take them)
     store_rows.py   the rows every reader of a session gets (reports and the TUI alike)
     store_queries.py  the SQL that reads them: ops (the schema's ops view), kernels, totals
+    store_pages.py  the SQL of the TUI's tailing, paging by position and search
     session.py      reading a session: rows, aggregates, summary
     report.py       what a report says (tables.py prints it for terminals)
     exporters/      html, chrome trace, speedscope, json, csv, markdown

@@ -86,7 +86,8 @@ class RowFormatter:
         return lid
 
     def op_row(self, ev, summary=None) -> tuple:
-        """The op_events row (without the summary columns unless ``summary`` is given)."""
+        """The op_events row (without the summary columns unless ``summary`` is given), in
+        the order of op_columns.py."""
         texts = self._tensor_text
         parts = []
         for x in ev.inputs:

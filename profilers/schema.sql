@@ -19,7 +19,8 @@ CREATE TABLE locations (
     function TEXT NOT NULL
 );
 
--- One row per eager op. seq is the instrumentation sequence number (monotonic).
+-- One row per eager op. seq is the instrumentation sequence number (monotonic). The
+-- columns are profilers/op_columns.py's, in its order (tests/profilers/test_op_columns.py).
 CREATE TABLE op_events (
     seq      INTEGER PRIMARY KEY,
     op       TEXT NOT NULL,

@@ -108,19 +108,13 @@ class Session:
         t0 = self.meta.get("t0_ns")
         if isinstance(t0, int):
             return t0
-        first = self._query("SELECT MIN(start_ns) FROM op_events")[0][0]
-        return first or 0
+        return store_queries.first_op_start(self._query) or 0
 
     def end_ns(self) -> int:
         end = self.meta.get("end_ns")
         if isinstance(end, int):
             return end
-        last = self._query(
-            "SELECT MAX(m) FROM (SELECT MAX(start_ns + dur_ns) AS m FROM op_events "
-            "UNION ALL SELECT MAX(start_ns + dur_ns) FROM kernels "
-            "UNION ALL SELECT MAX(end_ns) FROM events UNION ALL SELECT MAX(ts_ns) FROM memory)"
-        )[0][0]
-        return last or self.t0_ns
+        return store_queries.last_timestamp(self._query) or self.t0_ns
 
     @property
     def status(self) -> str:
@@ -145,10 +139,7 @@ class Session:
         return session_end.from_meta(self.meta)
 
     def count(self, table: str) -> int:
-        if table not in ("op_events", "kernels", "events", "memory", "samples", "output",
-                         "comparisons", "locations"):
-            raise SessionError(f"no table {table!r} in a session")
-        return self._query(f"SELECT COUNT(*) FROM {table}")[0][0]
+        return store_queries.row_count(self._query, table)
 
     # --- rows -----------------------------------------------------------------------------
     def ops(self, after_seq: int | None = None, limit: int | None = None) -> Iterator[OpRow]:
@@ -162,41 +153,26 @@ class Session:
             yield store_queries.kernel_row(row, self._json_list)
 
     def events(self, kind: str | None = None) -> list[EventRow]:
-        sql = "SELECT id, kind, start_ns, end_ns, graph_id, data FROM events"
-        params: tuple = ()
-        if kind is not None:
-            sql += " WHERE kind = ?"
-            params = (kind,)
-        rows = self._query(sql + " ORDER BY start_ns, id", params)
         return [EventRow(*row[:5], self._json(row[5], dict, "events", row[0], "data"))
-                for row in rows]
+                for row in store_queries.events(self._query, kind)]
 
     def event_counts(self) -> dict[str, int]:
-        return dict(self._query("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind"))
+        return store_queries.event_counts(self._query)
 
     def memory(self) -> list[MemoryRow]:
-        rows = self._query("SELECT ts_ns, device, live_bytes, peak_bytes, source FROM memory "
-                           "ORDER BY ts_ns, id")
-        return [MemoryRow(*row) for row in rows]
+        return store_queries.memory(self._query)
 
     def peak_memory(self, by_source: bool = False) -> dict:
         """{device: peak live bytes} over the whole session; with ``by_source``,
         {(device, source): bytes} (source: "eager", "graph" or "pool")."""
-        if by_source:
-            rows = self._query("SELECT device, source, MAX(peak_bytes) FROM memory "
-                               "GROUP BY device, source ORDER BY device, source")
-            return {(d, s): b for d, s, b in rows}
-        return dict(self._query("SELECT device, MAX(peak_bytes) FROM memory GROUP BY device "
-                                "ORDER BY device"))
+        return store_queries.peak_memory(self._query, by_source)
 
     def samples(self) -> list[StackSample]:
-        rows = self._query("SELECT thread, stack, count, category FROM samples ORDER BY id")
-        return [StackSample(t, s.split(";") if s else [], c, k) for t, s, c, k in rows]
+        return store_queries.samples(self._query)
 
     def category_totals(self) -> dict[str, int]:
         """{category: samples} from py-spy (empty when it did not run)."""
-        return dict(self._query("SELECT category, SUM(count) FROM samples GROUP BY category "
-                                "ORDER BY SUM(count) DESC"))
+        return store_queries.category_totals(self._query)
 
     def output(self) -> list[OutputRow]:
         return store_queries.outputs(self._query)
@@ -225,10 +201,7 @@ class Session:
 
     def op_time(self) -> tuple[int, int, int]:
         """(op count, summed op ns, summed bytes allocated)."""
-        count, total, nbytes = self._query(
-            "SELECT COUNT(*), COALESCE(SUM(dur_ns), 0), COALESCE(SUM(bytes), 0) FROM op_events"
-        )[0]
-        return count, total, nbytes
+        return store_queries.op_time(self._query)
 
     def summary(self) -> dict:
         """The headline numbers every report starts with."""

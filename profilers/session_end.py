@@ -315,29 +315,16 @@ def record_unclosed(path, returncode: int) -> SessionEnd | None:
     writer is dead, so this is the only writer; SQLite recovers its WAL on open. Returns
     the end written, or None when the session was closed after all (it said how it ended)
     or cannot be opened for writing (it stays as it is: readers say "unknown")."""
-    from execmode.profilers.store import to_json
+    from execmode.profilers import store
 
     if not isinstance(returncode, int):
         return None
     end = from_returncode(returncode)
     try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
+        written = store.stamp_unclosed(path, {"end": end.to_json(), "exit": _older_exit(end)})
     except sqlite3.Error:
         return None
-    try:
-        keys = {k for (k,) in conn.execute(
-            "SELECT key FROM meta WHERE key IN ('exit', 'end', 'end_ns')")}
-        if keys:
-            return None
-        conn.execute("BEGIN")
-        conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
-            ("end", to_json(end.to_json())), ("exit", to_json(_older_exit(end)))])
-        conn.execute("COMMIT")
-        return end
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
+    return end if written else None
 
 
 def _older_exit(end: SessionEnd) -> dict:

@@ -128,6 +128,25 @@ def connect_reader(path: str | os.PathLike) -> tuple[sqlite3.Connection, int]:
     return session_file.connect_reader(path, SCHEMA_VERSION)
 
 
+def stamp_unclosed(path: str | os.PathLike, meta: dict) -> bool:
+    """Write ``meta`` into a session whose writer died before it said how the script
+    ended (no "exit", "end" or "end_ns" in meta); False, and nothing written, when it did.
+    The caller is the only writer left; SQLite recovers the WAL on open. Raises
+    sqlite3.Error when the file cannot be written."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
+    try:
+        if conn.execute("SELECT 1 FROM meta WHERE key IN ('exit', 'end', 'end_ns') "
+                        "LIMIT 1").fetchall():
+            return False
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                         [(k, to_json(v)) for k, v in meta.items()])
+        conn.execute("COMMIT")
+        return True
+    finally:
+        conn.close()
+
+
 def read_meta(conn: sqlite3.Connection, path) -> dict:
     """The meta table, checked (session_file.read_meta)."""
     return session_file.read_meta(conn, path)

@@ -21,24 +21,21 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from execmode.profilers.errors import SessionError
+from execmode.profilers.op_columns import VIEW_COLUMNS
 from execmode.profilers.store_rows import (
     Comparison,
     KernelRow,
     KernelTotal,
+    MemoryRow,
     OpRow,
     OpTotal,
     OutputRow,
+    StackSample,
 )
 
 Run = Callable[[str, Sequence], list]
 Decode = Callable[[object, str, int, str], object]
 
-# The columns of OpRow over the view, aliased "e" so that a caller's WHERE and ORDER BY
-# can name them. Version 1 has no thread column, in op_events nor in its view
-# (store.OLDER_VERSIONS): every op reads as the main thread's.
-_OP_COLUMNS = ("e.seq, e.op, e.scope, e.file, e.line, e.function, e.start_ns, e.dur_ns, "
-               "e.bytes, e.inputs, e.output, e.device, e.attrs, e.v_min, e.v_max, e.v_mean, "
-               "e.v_std, e.v_nan, e.v_inf, {thread}")
 OPS_FROM = "ops AS e"
 KERNEL_COLUMNS = ("k.id, k.graph_id, k.kernel, k.step_kind, k.member_nodes, k.member_ops, "
                   "k.start_ns, k.dur_ns, k.bytes, k.output, k.device, k.scope, "
@@ -50,8 +47,12 @@ OUTPUT_FROM = "output AS o"
 
 
 def op_columns(schema_version: int) -> str:
-    """The select list of :class:`OpRow` from :data:`OPS_FROM`, for a session's version."""
-    return _OP_COLUMNS.format(thread="e.thread" if schema_version >= 2 else "NULL")
+    """The select list of :class:`OpRow` from :data:`OPS_FROM`, for a session's version:
+    the view's columns (op_columns.py), aliased "e" so that a caller's WHERE and ORDER BY
+    can name them. Version 1 has no thread column, in op_events nor in its view
+    (store.OLDER_VERSIONS): every op reads as the main thread's."""
+    return ", ".join("NULL" if name == "thread" and schema_version < 2 else f"e.{name}"
+                     for name in VIEW_COLUMNS)
 
 
 op_row = OpRow._make
@@ -110,6 +111,81 @@ def comparisons(run: Run, decode: Decode) -> list[Comparison]:
                "FROM comparisons ORDER BY id", ())
     return [Comparison(*r[1:5], decode(r[5], "comparisons", r[0], "eager_ops"), *r[6:])
             for r in rows]
+
+
+
+# --- the session's facts ------------------------------------------------------------------
+_TABLES = ("op_events", "kernels", "events", "memory", "samples", "output", "comparisons",
+           "locations")
+
+
+def row_count(run: Run, table: str) -> int:
+    """How many rows ``table`` holds (one of the session's tables)."""
+    if table not in _TABLES:
+        raise SessionError(f"no table {table!r} in a session")
+    return run(f"SELECT COUNT(*) FROM {table}", ())[0][0]
+
+
+def first_op_start(run: Run) -> int | None:
+    """When the first eager op started (None without ops): t0 of sessions without one."""
+    return run("SELECT MIN(start_ns) FROM op_events", ())[0][0]
+
+
+def last_timestamp(run: Run) -> int | None:
+    """The latest end of any op, kernel row, event or memory sample (None: no rows)."""
+    return run("SELECT MAX(m) FROM (SELECT MAX(start_ns + dur_ns) AS m FROM op_events "
+               "UNION ALL SELECT MAX(start_ns + dur_ns) FROM kernels "
+               "UNION ALL SELECT MAX(end_ns) FROM events UNION ALL SELECT MAX(ts_ns) "
+               "FROM memory)", ())[0][0]
+
+
+def op_time(run: Run) -> tuple[int, int, int]:
+    """(op count, summed op ns, summed bytes allocated)."""
+    count, total, nbytes = run("SELECT COUNT(*), COALESCE(SUM(dur_ns), 0), "
+                               "COALESCE(SUM(bytes), 0) FROM op_events", ())[0]
+    return count, total, nbytes
+
+
+def events(run: Run, kind: str | None = None) -> list[tuple]:
+    """``(id, kind, start_ns, end_ns, graph_id, data)`` of the events (of one ``kind``) in
+    the order they started; ``data`` is the stored JSON text."""
+    sql = "SELECT id, kind, start_ns, end_ns, graph_id, data FROM events"
+    params: tuple = ()
+    if kind is not None:
+        sql += " WHERE kind = ?"
+        params = (kind,)
+    return run(sql + " ORDER BY start_ns, id", params)
+
+
+def event_counts(run: Run) -> dict[str, int]:
+    return dict(run("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind", ()))
+
+
+def memory(run: Run) -> list[MemoryRow]:
+    return [MemoryRow(*row) for row in run(
+        "SELECT ts_ns, device, live_bytes, peak_bytes, source FROM memory "
+        "ORDER BY ts_ns, id", ())]
+
+
+def peak_memory(run: Run, by_source: bool = False) -> dict:
+    """{device: peak live bytes}; with ``by_source``, {(device, source): bytes}."""
+    if by_source:
+        rows = run("SELECT device, source, MAX(peak_bytes) FROM memory "
+                   "GROUP BY device, source ORDER BY device, source", ())
+        return {(d, s): b for d, s, b in rows}
+    return dict(run("SELECT device, MAX(peak_bytes) FROM memory GROUP BY device "
+                    "ORDER BY device", ()))
+
+
+def samples(run: Run) -> list[StackSample]:
+    rows = run("SELECT thread, stack, count, category FROM samples ORDER BY id", ())
+    return [StackSample(t, s.split(";") if s else [], c, k) for t, s, c, k in rows]
+
+
+def category_totals(run: Run) -> dict[str, int]:
+    """{category: samples} from py-spy (empty when it did not run)."""
+    return dict(run("SELECT category, SUM(count) FROM samples GROUP BY category "
+                    "ORDER BY SUM(count) DESC", ()))
 
 
 # --- totals -------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ class SourceRef(NamedTuple):
 
 
 class OpRow(NamedTuple):
-    """One eager op: a row of the schema's ``ops`` view (op_events with its source line)."""
+    """One eager op: a row of the schema's ``ops`` view (op_events with its source line;
+    its fields are op_columns.VIEW_COLUMNS)."""
 
     seq: int
     op: str

@@ -28,7 +28,7 @@ import time
 from collections import deque
 from typing import NamedTuple
 
-from execmode.profilers import store
+from execmode.profilers import op_columns, store
 from execmode.profilers.kernel_totals import GraphRunsRow, KernelTotalRow
 from execmode.profilers.reserve import Reserve
 from execmode.profilers.rows import RowFormatter, Summary, event_row, memory_row_from_event
@@ -121,15 +121,18 @@ class _Ring:
         self.texts: dict = {}  # site -> its text columns, for Python rows
 
 
-_OP_COLUMNS = "seq, op, scope, location, start_ns, dur_ns, bytes, inputs, output, device, attrs"
-_OP_VALUES = "?,?,?,NULLIF(?,0),?,?,?,?,?,?,NULLIF(?,'')"
+def _op_insert(summary: bool, thread: bool) -> str:
+    """The INSERT of an op row of one kind, its columns from op_columns.py."""
+    columns = op_columns.written(summary, thread)
+    return (f"INSERT INTO op_events ({', '.join(c.name for c in columns)}) "
+            f"VALUES ({','.join(c.placeholder for c in columns)})")
+
+
 _INSERT = {
-    "ops": f"INSERT INTO op_events ({_OP_COLUMNS}) VALUES ({_OP_VALUES})",
-    "summarized": f"INSERT INTO op_events ({_OP_COLUMNS}, v_min, v_max, v_mean, v_std, v_nan, "
-                  f"v_inf) VALUES ({_OP_VALUES},?,?,?,?,?,?)",
-    "threaded": f"INSERT INTO op_events ({_OP_COLUMNS}, thread) VALUES ({_OP_VALUES},?)",
-    "threaded_summarized": f"INSERT INTO op_events ({_OP_COLUMNS}, v_min, v_max, v_mean, "
-                           f"v_std, v_nan, v_inf, thread) VALUES ({_OP_VALUES},?,?,?,?,?,?,?)",
+    "ops": _op_insert(summary=False, thread=False),
+    "summarized": _op_insert(summary=True, thread=False),
+    "threaded": _op_insert(summary=False, thread=True),
+    "threaded_summarized": _op_insert(summary=True, thread=True),
     "kernels": "INSERT INTO kernels (graph_id, kernel, step_kind, member_nodes, member_ops, "
                "start_ns, dur_ns, bytes, output, device, scope, location) "
                "VALUES (?,?,?,?,?,?,?,?,NULLIF(?,''),NULLIF(?,''),NULLIF(?,''),NULLIF(?,0))",

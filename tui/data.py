@@ -2,7 +2,9 @@
 
 The rows and totals themselves, and their SQL, are the store's
 (:mod:`execmode.profilers.store_queries`, :mod:`execmode.profilers.store_rows`), shared
-with reports and exporters; this module adds what only the TUI needs on top of them.
+with reports and exporters; the SQL of what only the TUI needs (tailing, paging, search)
+is :mod:`execmode.profilers.store_pages`. This module keeps the row indexes and makes the
+views' records.
 
 A :class:`SessionReader` is one read-only connection to one session file. The tailer
 thread owns one (it watches the file grow) and the UI thread owns another (it pages the
@@ -20,9 +22,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import NamedTuple
 
-from execmode.profilers import store, store_queries
+from execmode.profilers import store, store_pages, store_queries
 from execmode.profilers.compiles import compiles
 from execmode.profilers.errors import SessionError
 from execmode.profilers.profiler_cost import profiler_cost
@@ -53,26 +54,6 @@ class SessionUnreadable(Exception):
     """The session file is missing, damaged, foreign or too new; the message says which."""
 
 
-class _Paged(NamedTuple):
-    """A list the TUI pages by position: its key, select list, FROM clause, the alias of
-    the key's table, and the table that counts its rows."""
-
-    key: str
-    columns: str
-    source: str
-    alias: str
-    table: str
-
-
-def _paged_lists(schema_version: int) -> dict[str, _Paged]:
-    q = store_queries
-    return {
-        "ops": _Paged("seq", q.op_columns(schema_version), q.OPS_FROM, "e", "op_events"),
-        "kernels": _Paged("id", q.KERNEL_COLUMNS, q.KERNELS_FROM, "k", "kernels"),
-        "output": _Paged("id", q.OUTPUT_COLUMNS, q.OUTPUT_FROM, "o", "output"),
-    }
-
-
 def open_connection(path: str | Path) -> tuple[sqlite3.Connection, int]:
     """A read-only connection to a checked session file, and its schema version."""
     try:
@@ -87,7 +68,7 @@ class SessionReader:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._conn, self.schema_version = open_connection(self.path)
-        self._paged = _paged_lists(self.schema_version)
+        self._paged = store_pages.paged_lists(self.schema_version)
         self._data_version = None
         # What this reader cost: the tests check that paging and searching a million-row
         # session reads pages, not the table (rows handed to Python, statements run).
@@ -114,26 +95,17 @@ class SessionReader:
             raise SessionUnreadable(f"{self.path}: the session file is damaged or was "
                                     f"replaced ({exc})") from None
 
-    def _one(self, sql: str, params=()):
-        rows = self._rows(sql, params)
-        return rows[0] if rows else None
-
     # --- growth (the tailer) ------------------------------------------------------------
     def changed(self) -> bool:
         """Whether another connection committed since the last call (cheap: no table read)."""
-        version = self._one("PRAGMA data_version")[0]
+        version = store_pages.data_version(self._rows)
         changed = version != self._data_version
         self._data_version = version
         return changed
 
     def snapshot(self, previous: StoreSnapshot = EMPTY_SNAPSHOT) -> StoreSnapshot:
         """How far every table has grown, extending the previous row indexes."""
-        last = self._one(
-            "SELECT (SELECT COALESCE(MAX(id), 0) FROM events), "
-            "(SELECT COALESCE(MAX(id), 0) FROM memory), "
-            "(SELECT COALESCE(MAX(id), 0) FROM samples), "
-            "(SELECT COALESCE(MAX(id), 0) FROM comparisons), "
-            "(SELECT COALESCE(MAX(rowid), 0) FROM meta)")
+        last = store_pages.last_ids(self._rows)
         return StoreSnapshot(
             ops=self._extend("ops", previous.ops),
             kernels=self._extend("kernels", previous.kernels),
@@ -143,20 +115,17 @@ class SessionReader:
         )
 
     def _extend(self, name: str, old: RowIndex) -> RowIndex:
-        key, table = self._paged[name].key, self._paged[name].table
-        added, last = self._one(f"SELECT COUNT(*), MAX({key}) FROM {table} WHERE {key} > ?",
-                                (old.last_key,))
+        paged = self._paged[name]
+        added, last = store_pages.added_after(self._rows, paged, old.last_key)
         if not added:
             return old
         count = old.count + added
         blocks = list(old.blocks)
         while len(blocks) * old.block < count:
             if not blocks:
-                start = self._one(f"SELECT MIN({key}) FROM {table}")[0]
+                start = store_pages.first_key(self._rows, paged)
             else:
-                start = self._one(f"SELECT {key} FROM {table} WHERE {key} >= ? ORDER BY {key} "
-                                  "LIMIT 1 OFFSET ?", (blocks[-1], old.block))
-                start = start[0] if start else None
+                start = store_pages.key_after(self._rows, paged, blocks[-1], old.block)
             if start is None:
                 break
             blocks.append(start)
@@ -168,13 +137,11 @@ class SessionReader:
         count = min(count, index.count - start)
         if count <= 0 or start < 0:
             return []
-        key, columns, source, alias, _table = self._paged[name]
         block, skip = divmod(start, index.block)
         if block >= len(index.blocks):
             return []
-        rows = self._rows(f"SELECT {columns} FROM {source} WHERE {alias}.{key} >= ? "
-                          f"ORDER BY {alias}.{key} LIMIT ? OFFSET ?",
-                          (index.blocks[block], count, skip))
+        rows = store_pages.page(self._rows, self._paged[name], index.blocks[block], count,
+                                skip)
         return _records(name, rows)
 
     # --- search, filters, sort (the `/` bar) ----------------------------------------------
@@ -186,33 +153,22 @@ class SessionReader:
         Pages are then read by position with :meth:`page_found`. Rows after ``upto_key``
         are left out, so the result matches the snapshot the list shows.
         """
-        key, _columns, source, alias, _table = self._paged[name]
-        where, params = query_filter(name, query)
-        order = _ORDER[query.sort].format(a=alias, key=key)
-        self._write(f"DROP TABLE IF EXISTS temp.found_{name}")
-        self._write(f"CREATE TEMP TABLE found_{name} (pos INTEGER PRIMARY KEY, key INTEGER)")
-        self._write(f"INSERT INTO temp.found_{name} (key) SELECT {alias}.{key} FROM {source} "
-                    f"WHERE {alias}.{key} <= ? AND {where} ORDER BY {order}",
-                    (upto_key, *params))
+        store_pages.keep_found(self._write, name, self._paged[name], query, upto_key)
         # The INSERT opened a transaction: end it, or this reader would keep seeing the
         # store as it was (and hold back the writer's WAL checkpoints).
         self._conn.commit()
-        return self._one(f"SELECT COUNT(*) FROM temp.found_{name}")[0]
+        return store_pages.found_count(self._rows, name)
 
     def page_found(self, name: str, start: int, count: int) -> list:
         """Rows ``start .. start+count`` (by position) of the last :meth:`find` result."""
-        key, columns, source, alias, _table = self._paged[name]
-        # CROSS JOIN: SQLite keeps the found table as the outer loop (a seek per row).
-        rows = self._rows(f"SELECT {columns} FROM temp.found_{name} AS f CROSS JOIN {source} "
-                          f"WHERE {alias}.{key} = f.key AND f.pos > ? ORDER BY f.pos LIMIT ?",
-                          (start, count))
+        rows = store_pages.page_found(self._rows, name, self._paged[name], start, count)
         return _records(name, rows)
 
     def has_value_stats(self) -> bool:
         """Whether ops carry value summaries (NaN/Inf counts): recorded with summaries on."""
-        return self._one("SELECT 1 FROM op_events WHERE v_nan IS NOT NULL LIMIT 1") is not None
+        return store_pages.has_value_stats(self._rows)
 
-    def _write(self, sql: str, params=()) -> None:
+    def _write(self, sql: str, params) -> None:
         """A statement on this connection's temporary tables (the session stays read-only)."""
         self.queries += 1
         try:
@@ -226,9 +182,7 @@ class SessionReader:
         return store_queries.ops_between(self._rows, self.schema_version, start_ns, end, limit)
 
     def first_kernel_start(self, graph_id: str, after_ns: int) -> int | None:
-        row = self._one("SELECT MIN(start_ns) FROM kernels WHERE graph_id = ? AND start_ns > ?",
-                        (graph_id, after_ns))
-        return row[0] if row else None
+        return store_pages.first_kernel_start(self._rows, graph_id, after_ns)
 
     # --- the session's facts --------------------------------------------------------------
     def meta(self) -> dict:
@@ -243,7 +197,7 @@ class SessionReader:
         meta = self.meta()
         t0 = meta.get("t0_ns")
         if not isinstance(t0, int):
-            t0 = self._one("SELECT MIN(start_ns) FROM op_events")[0] or 0
+            t0 = store_queries.first_op_start(self._rows) or 0
         argv = meta.get("argv")
         return SessionOverview(
             path=str(self.path), script=meta.get("script"),
@@ -253,12 +207,8 @@ class SessionReader:
         )
 
     def _events(self, kind: str, graph_id: str | None = None) -> list[tuple]:
-        sql = "SELECT start_ns, end_ns, data FROM events WHERE kind = ?"
-        params: tuple = (kind,)
-        if graph_id is not None:
-            sql += " AND graph_id = ?"
-            params += (graph_id,)
-        return [(s, e, _decode(d)) for s, e, d in self._rows(sql + " ORDER BY id", params)]
+        return [(s, e, _decode(d))
+                for s, e, d in store_pages.events_of_kind(self._rows, kind, graph_id)]
 
     def graphs(self) -> list[GraphInfo]:
         out = []
@@ -322,7 +272,7 @@ class SessionReader:
 
     def graph_count(self) -> int:
         """How many compiled graphs the session recorded (``graph`` events)."""
-        return self._one("SELECT COUNT(*) FROM events WHERE kind = 'graph'")[0]
+        return store_pages.graph_count(self._rows)
 
     def kernel_totals(self) -> list[KernelTotal]:
         return store_queries.step_totals(self._rows, _list_or_empty)
@@ -332,28 +282,20 @@ class SessionReader:
 
     def memory_series(self, t0_ns: int, points: int = 200) -> list[MemoryPoint]:
         """Live/peak bytes over time, at most ``points`` per device (the max of each bucket)."""
-        lo, hi = self._one("SELECT MIN(ts_ns), MAX(ts_ns) FROM memory")
-        if lo is None:
-            return []
-        bucket = max(1, (hi - lo) // max(1, points - 1))
-        rows = self._rows("SELECT (ts_ns - ?) / ? AS b, device, MAX(ts_ns), MAX(live_bytes), "
-                          "MAX(peak_bytes) FROM memory GROUP BY b, device ORDER BY b, device",
-                          (lo, bucket))
         return [MemoryPoint((ts - t0_ns) / 1e9, dev, live, peak)
-                for _b, dev, ts, live, peak in rows]
+                for _b, dev, ts, live, peak in store_pages.memory_buckets(self._rows, points)]
 
     def comparisons(self) -> list[Comparison]:
         return store_queries.comparisons(self._rows, _list_or_empty)
 
     def sample_categories(self) -> dict[str, int]:
-        return dict(self._rows("SELECT category, SUM(count) FROM samples GROUP BY category "
-                               "ORDER BY SUM(count) DESC"))
+        return store_queries.category_totals(self._rows)
 
     def op_time(self) -> tuple[int, int]:
         """(summed eager op ns, summed kernel ns: the kernel clock's sums, or the per-run
         rows of sessions that have no sums)."""
-        row = self._one("SELECT COALESCE(SUM(dur_ns), 0) FROM op_events")
-        return row[0], store_queries.kernel_run_sums(self._rows)[1]
+        return (store_queries.op_time(self._rows)[1],
+                store_queries.kernel_run_sums(self._rows)[1])
 
     def profiler_cost(self):
         """What recording cost the script (profilers/profiler_cost.py), as reports state it."""
@@ -380,56 +322,6 @@ def _list_or_stored(text, _table, _row_id, _column):
 
 def _list_or_empty(text, _table, _row_id, _column) -> list:
     return _list(_decode(text))
-
-
-# Sorts: largest first, ties in the order the rows were recorded.
-_ORDER = {
-    "seq": "{a}.{key}",
-    "time": "{a}.dur_ns DESC, {a}.{key}",
-    "bytes": "{a}.bytes DESC, {a}.{key}",
-}
-# What a search word is matched against, per list; and the columns of the source line.
-_SEARCHED = {
-    "ops": ("e.op", "e.scope", "e.file"),
-    "kernels": ("k.kernel", "k.member_ops", "k.graph_id", "k.scope", "l.file"),
-}
-_LINE_OF = {"ops": ("e.file", "e.line"), "kernels": ("l.file", "l.line")}
-
-
-def query_filter(name: str, query: OpQuery) -> tuple[str, list]:
-    """The WHERE condition (and its parameters) of ``query`` over list ``name``."""
-    alias = {"ops": "e", "kernels": "k"}[name]
-    clauses, params = ["1"], []
-    if query.numbers:  # "#57": the op (kernel run) shown with that number everywhere
-        key = {"ops": "seq", "kernels": "id"}[name]
-        clauses.append(f"{alias}.{key} IN ({', '.join('?' * len(query.numbers))})")
-        params += list(query.numbers)
-    for word in query.words:
-        columns = _SEARCHED[name]
-        clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
-        params += [f"%{_like(word)}%"] * len(columns)
-    if query.locations:
-        file_col, line_col = _LINE_OF[name]
-        either = []
-        for file, line in query.locations:
-            either.append(f"({line_col} = ? AND ({file_col} = ? OR {file_col} LIKE ? "
-                          "ESCAPE '\\'))")
-            params += [line, file, f"%/{_like(file)}"]
-        clauses.append("(" + " OR ".join(either) + ")")
-    if query.scope:
-        clauses.append(f"({alias}.scope = ? OR {alias}.scope LIKE ? ESCAPE '\\')")
-        params += [query.scope, f"{_like(query.scope)}/%"]
-    if query.graph and name == "kernels":
-        clauses.append("k.graph_id LIKE ? ESCAPE '\\'")
-        params.append(f"{_like(query.graph)}%")
-    if query.nonfinite and name == "ops":  # kernels keep no value statistics
-        clauses.append("(e.v_nan > 0 OR e.v_inf > 0)")
-    return " AND ".join(clauses), params
-
-
-def _like(text: str) -> str:
-    """``text`` as a literal inside a LIKE pattern."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _decode(text):

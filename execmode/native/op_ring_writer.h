@@ -2,6 +2,8 @@
  * ring's head, and writes them through its own SQLite connection (or takes them as rows).
  * A part of _em_op_ring: op_ring.c includes it, one translation unit. */
 
+/* The columns every op row carries, as profilers/op_columns.py's BASE defines them, in its
+ * order (tests/profilers/test_op_columns.py checks this statement and bind_row). */
 static const char INSERT_SQL[] =
     "INSERT INTO op_events (seq, op, scope, location, start_ns, dur_ns, bytes, inputs, "
     "output, device, attrs) VALUES ";
