@@ -45,6 +45,10 @@ class BackwardGraph:
     # Those nodes (ids of the traced tape's): a later backward of another mask is refused
     # only if it needs one that this one freed, as eager frees each op's values apart.
     saving_nodes: frozenset = frozenset()
+    # What nodes on the way ask to run at each backward through this graph, before it
+    # runs (an op's ``at_each_backward``: DistributedDataParallel's node queues the
+    # averaging of the gradients the graph sends, as its eager backward does).
+    at_each_backward: tuple = ()
 
 
 @dataclass
@@ -194,6 +198,7 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
     views: dict = {}  # views of inputs made in this trace (_input_view)
     flow: list = []   # (tensor outside the call, gradient), in the order eager adds them
     freed_at, saving = None, set()
+    each_backward: list = []
     try:
         with bw, no_grad(), named_scope("backward"):
             grads = {id(tp.outputs[k]): g for k, g in zip(mask, cotangents)}
@@ -216,6 +221,9 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
                 args = [_operand(x, tp, first, tracer, views) for x in node.inputs]
                 saved = _operand(node.saved_output, tp, first, tracer, views)
                 in_grads = node.op.vjp(g, saved, *args, **node.attrs)
+                hook = getattr(node.op, "at_each_backward", None)
+                if hook is not None and hook not in each_backward:
+                    each_backward.append(hook)
                 for x, gx in zip(node.inputs, in_grads):
                     if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
                         continue
@@ -254,7 +262,7 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
              isinstance(s[1], Tensor) and id(s[1]._data) in tp.saved_of else s for s in specs]
     return BackwardGraph(mask, segment, specs, receivers, sorted(checked), joint.backend,
                          freed_at=freed_at, saves=bool(saving),
-                         saving_nodes=frozenset(saving))
+                         saving_nodes=frozenset(saving), at_each_backward=tuple(each_backward))
 
 
 def _receives(x: Tensor, tp: BackwardTape, tracer) -> bool:

@@ -143,6 +143,8 @@ class JitCall(MultiOutputOp):
             t = object.__new__(Tensor)
             t._data, t.requires_grad = array, False
             leaves.append(t)
+        for hook in bg.at_each_backward:
+            hook()
         arrays = [src.read(leaves) for src in bg.segment.sources]
         outputs = run_plan(bg.compiled.plan, arrays)
         grads = joint.rebuild(bg.specs, leaves, outputs)

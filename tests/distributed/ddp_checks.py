@@ -167,16 +167,37 @@ def ddp_unused_parameters_and_buffers():
 
 
 @check
-def ddp_refuses_models_that_differ_and_a_backward_outside_jit():
+def ddp_refuses_models_that_differ():
     model = torch.nn.Linear(3, 2 + RANK)
     said = raises(dist.DistributedError, lambda: DDP(model))
     assert "rank 0 has weight: f32[2,3]" in said and "rank 1 has weight: f32[3,3]" in said, said
-    ddp = DDP(torch.nn.Linear(3, 2))
-    out = em.jit(ddp)(torch.ones(1, 3))  # the forward alone is a graph
-    said = raises(em.BackwardError, lambda: out.sum().backward())
-    assert "backward() outside the em.jit / torch.compile function that ran the DDP module" \
-        in said and "Jit the whole step" in said, said
-    assert ddp.module.weight.grad is None
+
+
+@check
+def ddp_jitted_forward_then_backward_outside_averages():
+    """em.jit(ddp_model), then loss.backward() outside: the call's backward graph gives
+    the local gradients and DDP averages them as after an eager forward, bit for bit
+    against the same jitted model without DDP and buckets.average_gradients; a second
+    step (a replay) too, and no_sync around the call accumulates without averaging."""
+    model = make_model(seed=5)
+    ddp = DDP(model, bucket_cap_mb=0.0005)
+    plain = make_model(seed=0)
+    plain.load_state_dict(model.state_dict())
+    jitted_ddp, jitted_plain = em.jit(ddp), em.jit(plain)
+    for step in range(2):
+        x = torch.tensor(value(RANK + 10 * step, (4, 6), np.float32))
+        y = torch.tensor(np.arange(4) % 3)
+        F.cross_entropy(jitted_ddp(x), y).backward()
+        F.cross_entropy(jitted_plain(x), y).backward()
+        average_gradients(dist.group.WORLD, plain.parameters(), int(0.0005 * (1 << 20)))
+        for p, q in zip(plain.parameters(), model.parameters()):
+            assert np.array_equal(p.grad.numpy(), q.grad.numpy()), step
+        assert same_on_every_rank(flat(p.grad for p in model.parameters()))
+    assert jitted_ddp.trace_count == 1
+    before = flat(p.grad for p in model.parameters())
+    with ddp.no_sync():
+        F.cross_entropy(em.jit(ddp)(x), y).backward()
+    assert not same_on_every_rank(flat(p.grad for p in model.parameters()) - before)
 
 
 def ddp_step(ddp, opt, x, y):

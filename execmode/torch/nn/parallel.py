@@ -14,8 +14,10 @@ count when backward reaches it and queues, for when backward has walked the whol
 Under ``em.jit`` the same node and callback run in the traced backward, so the buckets
 are made of traced values and each bucket's all-reduce is a graph node
 (distributed/graph_buckets.py): a jitted training step through the module is one graph.
-A backward outside the jitted call that ran the module (``em.jit(ddp_model)``) is refused
-with the reason (``_GradientSync.vjp``).
+A backward outside the jitted call that ran the module (``em.jit(ddp_model)``) goes
+through the call's backward graph, where the node passes the gradients through and asks
+(``at_each_backward``) to queue the averaging at each backward, which then runs eagerly
+on what the graph sends to the parameters, as after an eager forward.
 """
 
 from __future__ import annotations
@@ -153,6 +155,16 @@ class DistributedDataParallel(Module):
         finally:
             self._sync = previous
 
+    def _begin_averaging(self) -> None:
+        """A backward reached the outputs: average the gradients once it ends (the first
+        time it reaches them), starting each bucket as its gradients are done."""
+        if self._queued:
+            return
+        self._queued = True
+        queue_callback(self._average)
+        if dispatch.current_tracer() is None and overlap_enabled():
+            self._reducer.begin()
+
     def _average(self) -> None:
         self._queued = False
         if dispatch.current_tracer() is not None:  # a backward inside em.jit: nodes
@@ -178,24 +190,18 @@ class _GradientSync(MultiOutputOp):
         self.ddp = ddp
         self.inputs: tuple = ()
 
-    def vjp(self, *args, **kwargs):
-        # What the backward graph of a jitted call's results asks of each node on its
-        # tape (jit_driver/backward_trace.py): the buckets' averaging would have to be
-        # nodes of that backward graph, which is not built.
-        raise DistributedError(
-            "DistributedDataParallel: backward() outside the em.jit / torch.compile "
-            "function that ran the DDP module (em.jit(ddp_model)) cannot average the "
-            "gradients: the buckets' all-reduces would belong to the call's backward "
-            "graph, which is not built. Jit the whole step (forward, loss.backward(), "
-            "opt.step() in one function), or compile the module inside DDP "
-            "(DDP(torch.compile(model)), as nanoGPT does)")
+    def vjp(self, g, saved, *inputs, output: int):
+        # In the backward graph of the results of a jitted call that ran the module
+        # (em.jit(ddp_model), jit_driver/backward_trace.py): the gradients pass through,
+        # and at each backward through that graph at_each_backward queues the averaging
+        # of what the graph sends to the parameters, eagerly, as this node's backward does.
+        return [g if k == output else None for k in range(len(inputs))]
+
+    def at_each_backward(self) -> None:
+        self.ddp._begin_averaging()
 
     def backward(self, gradients: dict) -> list:
-        if not self.ddp._queued:
-            self.ddp._queued = True
-            queue_callback(self.ddp._average)
-            if dispatch.current_tracer() is None and overlap_enabled():
-                self.ddp._reducer.begin()  # the buckets start as their gradients are done
+        self.ddp._begin_averaging()
         return [(self.inputs[k], g) for k, (_, g) in sorted(gradients.items())]
 
 
