@@ -5,25 +5,23 @@ Each is one OPAQUE op over a stack of matrices (the last two axes): under jit it
 step that makes the same library call eagerly and in the graph (no kernel template: a
 LAPACK factorisation is not an elementwise expression), so graph mode gives eager's bits.
 A function with several results (eigh, qr, svd, slogdet) is one op per result, named by
-its ``part`` attribute; each makes the whole call. They have no gradient yet
-(docs/array-api.md): a backward through one raises BackwardError, naming it.
+its ``part`` attribute; each makes the whole call. Their gradients, for real matrices, are
+in ``linalg_grads.py``; matrix_rank, an integer, has none.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BackwardError, DTypeError
+from ..errors import DTypeError
+from .linalg_grads import VJPS
 from .registry import OPAQUE, OpDef, RuleError, broadcast_shapes, register
 
 
-def _no_vjp(name):
-    # A result of these takes part in autograd (requires_grad as its input) so that a
-    # backward through it says which op has no gradient, instead of skipping it.
-    def vjp(g, out, *inputs, **attrs):
-        raise BackwardError(f"linalg.{name} has no gradient yet (issue 36): detach its "
-                            "input, or compute it under em.no_grad()")
-    return vjp
+def _grad(name):
+    """The op's vjp and saves_output (linalg_grads.py)."""
+    vjp, saves_output = VJPS[name]
+    return {"vjp": vjp, "saves_output": saves_output}
 
 
 def _matrices(name, x, square=False):
@@ -58,7 +56,7 @@ def _float_dtype(name, int_result=False):
 def _op(name, impl, shape_rule, doc, int_result=False):
     register(OpDef(name=f"linalg_{name}", kind=OPAQUE, impl=impl, shape_rule=shape_rule,
                    dtype_rule=_float_dtype(name, int_result), may_raise=True, doc=doc,
-                   vjp=None if int_result else _no_vjp(name)))
+                   **({} if int_result else _grad(name))))
 
 
 def _batch(name, square=False):
@@ -97,7 +95,7 @@ def _solve_rule(a, b):
 
 register(OpDef(name="linalg_solve", kind=OPAQUE,
                impl=lambda xp, a, b: xp.linalg.solve(a, b), shape_rule=_solve_rule,
-               dtype_rule=_float_dtype("solve"), may_raise=True, vjp=_no_vjp("solve"),
+               dtype_rule=_float_dtype("solve"), may_raise=True, **_grad("solve"),
                doc="The solution x of a @ x = b for each square a."))
 
 
@@ -136,7 +134,7 @@ def _pinv_impl(xp, a, *, rtol):
 register(OpDef(name="linalg_pinv", kind=OPAQUE, impl=_pinv_impl,
                shape_rule=lambda x, *, rtol: (
                    _matrices("pinv", x)[:-2] + (x.shape[-1], x.shape[-2])),
-               dtype_rule=_float_dtype("pinv"), vjp=_no_vjp("pinv"),
+               dtype_rule=_float_dtype("pinv"), **_grad("pinv"),
                doc="The Moore-Penrose pseudo-inverse."))
 
 
@@ -188,15 +186,15 @@ def _slogdet_impl(xp, a, *, part):
 
 
 register(OpDef(name="linalg_eigh", kind=OPAQUE, impl=_eigh_impl, shape_rule=_eigh_rule,
-               dtype_rule=_float_dtype("eigh"), vjp=_no_vjp("eigh"),
+               dtype_rule=_float_dtype("eigh"), **_grad("eigh"),
                doc="One part of each symmetric matrix's eigendecomposition."))
 register(OpDef(name="linalg_qr", kind=OPAQUE, impl=_qr_impl, shape_rule=_qr_rule,
-               dtype_rule=_float_dtype("qr"), vjp=_no_vjp("qr"),
+               dtype_rule=_float_dtype("qr"), **_grad("qr"),
                doc="One factor (Q or R) of the QR decomposition."))
 register(OpDef(name="linalg_svd", kind=OPAQUE, impl=_svd_impl, shape_rule=_svd_rule,
-               dtype_rule=_float_dtype("svd"), vjp=_no_vjp("svd"),
+               dtype_rule=_float_dtype("svd"), **_grad("svd"),
                doc="One part (U, S or Vh) of the singular value decomposition."))
 register(OpDef(name="linalg_slogdet", kind=OPAQUE, impl=_slogdet_impl,
                shape_rule=lambda x, *, part: _matrices("slogdet", x, square=True)[:-2],
-               dtype_rule=_float_dtype("slogdet"), vjp=_no_vjp("slogdet"),
+               dtype_rule=_float_dtype("slogdet"), **_grad("slogdet"),
                doc="The sign or the log of the absolute value of each determinant."))

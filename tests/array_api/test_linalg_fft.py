@@ -1,5 +1,6 @@
 """em.linalg and em.fft (issue 36) against NumPy's: the LAPACK calls eagerly and under
-em.jit (plan steps: the same bits), the composites with their gradients, and errors."""
+em.jit (plan steps: the same bits), the composites with their gradients, and errors (the
+LAPACK calls' gradients: test_linalg_grads.py)."""
 
 from __future__ import annotations
 
@@ -97,8 +98,3 @@ def test_fft_frequencies_and_shifts():
     check_op(lambda t: em.fft.ifftshift(t, axes=(0, 2)),
              lambda a: np.fft.ifftshift(a, axes=(0, 2)), RECT)
 
-
-def test_a_backward_through_a_lapack_call_says_it_has_no_gradient_yet():
-    x = em.tensor(SPD[0], requires_grad=True)
-    with pytest.raises(em.BackwardError, match="linalg.det has no gradient"):
-        L.det(x).backward()

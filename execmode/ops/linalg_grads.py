@@ -1,0 +1,253 @@
+"""Gradients (vjp rules) of em.linalg's LAPACK calls (``decompositions.py``), for real
+float32 and float64 matrices, batched over the leading axes.
+
+The rules are written with execmode ops, so a backward runs them eagerly and the jit
+traces them into a backward graph alike; a LAPACK call a rule needs (an inverse, a solve,
+another part of a decomposition) is that op again, one plan step in the graph. A function
+with several results is one op per result (``part``), so each part's rule gives the
+gradient of its own result and autograd sums them; the other parts are computed again
+from the input. The formulas are PyTorch's (``torch/csrc/autograd/FunctionsManual.cpp``:
+``linalg_det_backward``, ``cholesky_backward``, ``linalg_eig_backward``, ``svd_backward``,
+``pinv_backward``, ``linalg_qr_backward``) specialised to real matrices; complex ones never
+reach them (``dispatch.record_grad`` gives a node with a complex value a vjp that refuses).
+
+Where PyTorch's gradients are undefined, these are too, and for the same reason: eigh
+divides by the differences of eigenvalues and svd (U, Vh) by those of squared singular
+values, so repeated ones give inf or NaN; svd's U of a tall matrix and Vh of a wide one
+divide by the singular values. slogdet, inv, solve and cholesky need an invertible matrix
+(a singular one raises the inverse's or the solve's LinAlgError at backward; det's
+gradient, read from the SVD, holds at singular matrices too);
+pinv's gradient holds where the rank does not change near the input.
+"""
+
+from __future__ import annotations
+
+from ..errors import BackwardError
+from .elementwise import sum_to_shape
+from .registry import F
+
+
+def _mt(x):
+    return F.matrix_transpose(x)
+
+
+def _lapack(name, x, *more, **attrs):
+    return F.apply_op(f"linalg_{name}", x, *more, **attrs)
+
+
+def _col(x):
+    return F.expand_dims(x, axis=-1)
+
+
+def _row(x):
+    return F.expand_dims(x, axis=-2)
+
+
+def _eye(n, like):
+    return F.eye(n, dtype=like.dtype, device=like.device)
+
+
+def _times_inverse_transposed(x, r):
+    """``x @ r^-T``, by a solve against ``r``."""
+    return _mt(_lapack("solve", r, _mt(x)))
+
+
+# --- inverse, determinants, solve, powers --------------------------------------------------
+
+def inv_vjp(g, out, a):
+    # d(A^-1) = -A^-1 dA A^-1
+    t = _mt(out)
+    return (-F.matmul(F.matmul(t, g), t),)
+
+
+def det_vjp(g, out, a):
+    # The gradient of det is the cofactor matrix, det(A) A^-T where A is invertible. Read
+    # from the SVD A = U S Vh, it is det(U) det(Vh) U diag(prod_{j != i} s_j) Vh, which
+    # holds at singular matrices too (PyTorch's singular case), with no inverse to fail.
+    u, s, vh = _reduced_svd(a)
+    n = s.shape[-1]
+    before = F.cumulative_prod(s, axis=-1, include_initial=True)[..., :n]
+    after = F.flip(F.cumulative_prod(F.flip(s, axis=-1), axis=-1, include_initial=True)
+                   [..., :n], axis=-1)
+    sign = _lapack("det", u) * _lapack("det", vh)
+    return (F.matmul(u * _row(before * after * _col(g * sign)), vh),)
+
+
+def slogdet_vjp(g, out, a, *, part):
+    if part == "sign":
+        return (None,)  # piecewise constant: no gradient, as PyTorch's for real matrices
+    return (_col(_col(g)) * _mt(_lapack("inv", a)),)
+
+
+def solve_vjp(g, out, a, b):
+    vector = b.ndim == 1  # the standard's one-vector case: b of shape (M,)
+    g2, x2 = (_col(g), _col(out)) if vector else (g, out)
+    gb = _lapack("solve", _mt(a), g2)  # A^T gB = g
+    ga = None
+    if a.requires_grad:
+        ga = sum_to_shape(-F.matmul(gb, _mt(x2)), a.shape)
+    if not b.requires_grad:
+        return ga, None
+    if vector:
+        gb = gb[..., 0]
+    return ga, sum_to_shape(gb, b.shape)
+
+
+def matrix_power_vjp(g, out, a, *, n):
+    if n == 0:
+        return (F.zeros_like(a),)
+    base = a if n > 0 else _lapack("inv", a)
+    m = abs(n)
+    t = _mt(base)
+    powers = [None, t]  # t^k; None for the identity
+    while len(powers) < m:
+        powers.append(F.matmul(powers[-1], t))
+    # d(B^m) = sum_k B^k dB B^(m-1-k): each term's transpose sends g back
+    grad = None
+    for k in range(m):
+        left, right = powers[k], powers[m - 1 - k]
+        term = g if left is None else F.matmul(left, g)
+        term = term if right is None else F.matmul(term, right)
+        grad = term if grad is None else grad + term
+    if n < 0:  # through B = A^-1
+        grad = -F.matmul(F.matmul(t, grad), t)
+    return (grad,)
+
+
+# --- cholesky and eigh ---------------------------------------------------------------------
+
+def cholesky_vjp(g, out, a, *, upper):
+    low, g_low = (_mt(out), _mt(g)) if upper else (out, g)
+    phi = F.tril(F.matmul(_mt(low), g_low))
+    # the lower triangle mirrored, its diagonal once: a symmetric matrix
+    sym = 0.5 * (phi + _mt(F.tril(phi, -1)))
+    # L^-T sym L^-1, by two solves against L^T
+    x = _lapack("solve", _mt(low), sym)
+    return (_mt(_lapack("solve", _mt(low), _mt(x))),)
+
+
+def _eigenvalues_vjp(g, a):
+    v = _lapack("eigh", a, part="eigenvectors")
+    return (F.matmul(v * _row(g), _mt(v)),)
+
+
+def eigvalsh_vjp(g, out, a):
+    return _eigenvalues_vjp(g, a)
+
+
+def eigh_vjp(g, out, a, *, part):
+    if part == "eigenvalues":
+        return _eigenvalues_vjp(g, a)
+    w = _lapack("eigh", a, part="eigenvalues")
+    vg = F.matmul(_mt(out), g)
+    skew = 0.5 * (vg - _mt(vg))
+    # w_j - w_i off the diagonal; 1 on it, where skew is 0
+    gaps = _row(w) - _col(w) + _eye(w.shape[-1], w)
+    return (F.matmul(F.matmul(out, skew / gaps), _mt(out)),)
+
+
+# --- svd and pinv --------------------------------------------------------------------------
+
+def _reduced_svd(a):
+    return tuple(_lapack("svd", a, full_matrices=False, part=p) for p in ("U", "S", "Vh"))
+
+
+def svd_vjp(g, out, a, *, full_matrices, part):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u, s, vh = _reduced_svd(a)
+    if part == "S":
+        return (F.matmul(u * _row(g), vh),)
+    if full_matrices:  # the columns (rows) past k are not determined by A: PyTorch's narrowing
+        g = g[..., :k] if part == "U" else g[..., :k, :]
+    s2 = s * s
+    gaps = _row(s2) - _col(s2) + _eye(k, s)  # s_j^2 - s_i^2 off the diagonal
+    if part == "U":
+        ug = F.matmul(_mt(u), g)
+        core = ((ug - _mt(ug)) / gaps) * _row(s)
+        if m > n:  # U's columns span part of the space: (I - U U^T) gU S^-1 too
+            gs = g / _row(s)
+            left = F.matmul(u, core) + gs - F.matmul(u, F.matmul(_mt(u), gs))
+            return (F.matmul(left, vh),)
+        return (F.matmul(F.matmul(u, core), vh),)
+    vg = F.matmul(vh, _mt(g))
+    core = _col(s) * ((vg - _mt(vg)) / gaps)
+    if m < n:  # likewise S^-1 gVh (I - V V^T)
+        sg = g / _col(s)
+        right = F.matmul(core, vh) + sg - F.matmul(F.matmul(sg, _mt(vh)), vh)
+        return (F.matmul(u, right),)
+    return (F.matmul(F.matmul(u, core), vh),)
+
+
+def pinv_vjp(g, out, a, *, rtol):
+    m, n = a.shape[-2:]
+    p, pt, gt = out, _mt(out), _mt(g)
+    if m <= n:
+        k = F.matmul(gt, p)
+        kpt = F.matmul(k, pt)
+        return (-_mt(F.matmul(p, k)) + kpt - F.matmul(F.matmul(a, p), kpt)
+                + F.matmul(F.matmul(pt, p), gt - F.matmul(k, a)),)
+    k = F.matmul(p, gt)
+    ptk = F.matmul(pt, k)
+    return (-_mt(F.matmul(k, p)) + F.matmul(F.matmul(gt - F.matmul(a, k), p), pt) + ptk
+            - F.matmul(F.matmul(ptk, p), a),)
+
+
+# --- qr ------------------------------------------------------------------------------------
+
+def _qr_tall_vjp(gq, gr, q, r):
+    """A = QR with Q (M, N) and R (N, N), M >= N: (gQ + Q copyltu(M)) R^-T with
+    M = R gR^T - gQ^T Q, copyltu copying the lower triangle onto the upper."""
+    parts = []
+    if gr is not None:
+        parts.append(F.matmul(r, _mt(gr)))
+    if gq is not None:
+        parts.append(-F.matmul(_mt(gq), q))
+    m_ = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    low = F.tril(m_)
+    grad = F.matmul(q, low + _mt(F.tril(m_, -1)))
+    if gq is not None:
+        grad = grad + gq
+    return _times_inverse_transposed(grad, r)
+
+
+def qr_vjp(g, out, a, *, mode, part):
+    m, n = a.shape[-2:]
+    if mode == "complete" and m > n:
+        raise BackwardError(
+            "linalg.qr: no gradient with mode='complete' and more rows than columns (the "
+            f"input is {m}x{n}): Q's last {m - n} columns are not determined by it, as in "
+            "PyTorch; use mode='reduced'")
+    q = out if part == "Q" else _lapack("qr", a, mode=mode, part="Q")
+    r = out if part == "R" else _lapack("qr", a, mode=mode, part="R")
+    gq, gr = (g, None) if part == "Q" else (None, g)
+    if m >= n:
+        return (_qr_tall_vjp(gq, gr, q, r),)
+    # A = Q [X | Y] with X square: R = [U | V], X = QU, Y = QV
+    y = a[..., :, m:]
+    gu = gy = None
+    if gr is not None:
+        gu, gv = gr[..., :, :m], gr[..., :, m:]
+        gy = F.matmul(q, gv)
+        through_v = F.matmul(y, _mt(gv))  # V = Q^T Y moves with Q too
+        gq = through_v if gq is None else gq + through_v
+    if gy is None:
+        gy = F.zeros_like(y)
+    gx = _qr_tall_vjp(gq, gu, q, r[..., :, :m])
+    return (F.concat([gx, gy], axis=-1),)
+
+
+# The rule of each op (``linalg_<name>``) and whether it reads the op's own result.
+VJPS = {
+    "inv": (inv_vjp, True),
+    "det": (det_vjp, False),
+    "slogdet": (slogdet_vjp, False),
+    "solve": (solve_vjp, True),
+    "matrix_power": (matrix_power_vjp, False),
+    "cholesky": (cholesky_vjp, True),
+    "eigvalsh": (eigvalsh_vjp, False),
+    "eigh": (eigh_vjp, True),
+    "svd": (svd_vjp, False),
+    "pinv": (pinv_vjp, True),
+    "qr": (qr_vjp, True),
+}
