@@ -12,7 +12,8 @@ waits for the ones before it, so every rank starts the same collectives in the s
 order, as MPI needs). At the end of backward (the callback DistributedDataParallel
 queues) the buckets not started yet start, every one is finished, and each ``.grad``
 becomes a view of its averaged bucket, as buckets.average_gradients leaves it: the same
-bits (an MPI sum, then a division by the world size).
+bits (an MPI sum, then a division by the world size) on two ranks; on more, MPI may add
+the ranks' values in another order in a nonblocking all-reduce than in a blocking one.
 
 Which parameters have a gradient on some rank travels in the buckets themselves: after a
 bucket's gradients, one element per parameter, 1 where this rank has a gradient and 0
