@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -56,6 +57,8 @@ def main(argv=None) -> int:
     rounds = timing.rounds_of(args)
     report = timing.Report(args)
     timing.steady_state_operators()
+    # Slower than eager, as measured here: the JitWarning that says so is not news.
+    warnings.simplefilter("ignore", em.JitWarning)
     x = em.tensor(np.linspace(-2, 2, 64, dtype=np.float32))
     rows = []
     for n in BREAKS:

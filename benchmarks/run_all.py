@@ -55,6 +55,7 @@ BENCHES = [
     Bench("seeds-steps", "bench_seeds.py", ("--steps",), minutes=1.5),
     Bench("compile-scaling", "bench_compile_scaling.py", minutes=4),
     Bench("first-call", "bench_first_call.py", minutes=3),
+    Bench("graph-breaks", "bench_graph_breaks.py", minutes=0.3),
     Bench("single-op", "bench_single_op.py", minutes=0.2),
     Bench("torch-programs", "bench_torch_programs.py", minutes=12),
     Bench("dispatch", "bench_dispatch.py", minutes=0.3),

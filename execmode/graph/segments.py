@@ -208,15 +208,19 @@ class Segmenting:
         return previous[index] if index < len(previous) else None
 
     def _live_tensors(self) -> list[Tensor]:
-        out, seen = [], set()
+        out, seen, alive = [], set(), []
         for ref in self.live:
             t = ref()
-            if t is None or id(t) in seen:
+            if t is None:
+                continue
+            alive.append(ref)
+            if id(t) in seen:
                 continue
             d = t._data
             if d.__class__ is TracedValue and d.tracer is self:
                 seen.add(id(t))
                 out.append(t)
+        self.live = alive  # (every break walks them: the dead would pile up per break)
         return out
 
     def _end_segment(self, final_outputs) -> Segment:
