@@ -8,6 +8,7 @@ and autograd.py walks them backward.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 from .errors import BackwardError
 
@@ -26,9 +27,14 @@ def mark_modified(t) -> None:
     t._written_at = _tick
 
 
-# Leaves with post-accumulate-grad hooks (register_post_accumulate_grad_hook): while there
-# are none, backward skips counting which leaves are done (one check per backward).
+# Leaves with post-accumulate-grad hooks (register_post_accumulate_grad_hook), alive: while
+# there are none, backward skips counting which leaves are done (one check per backward).
 hooked_leaves = 0
+
+
+def _one_less() -> None:
+    global hooked_leaves
+    hooked_leaves -= 1
 
 
 class HookHandle:
@@ -38,13 +44,12 @@ class HookHandle:
         self._tensor, self._hook = tensor, hook
 
     def remove(self) -> None:
-        global hooked_leaves
         hooks = self._tensor.__dict__.get("_post_accumulate_hooks")
         if hooks and self._hook in hooks:
             hooks.remove(self._hook)
             if not hooks:
                 del self._tensor.__dict__["_post_accumulate_hooks"]
-                hooked_leaves -= 1
+                self._tensor.__dict__.pop("_hooks_finalizer")()  # one less, now
 
 
 def register_post_accumulate_grad_hook(t, hook) -> HookHandle:
@@ -59,6 +64,8 @@ def register_post_accumulate_grad_hook(t, hook) -> HookHandle:
     if hooks is None:
         hooks = t.__dict__["_post_accumulate_hooks"] = []
         hooked_leaves += 1
+        # A leaf that dies with its hooks counts no more.
+        t.__dict__["_hooks_finalizer"] = weakref.finalize(t, _one_less)
     hooks.append(hook)
     return HookHandle(t, hook)
 

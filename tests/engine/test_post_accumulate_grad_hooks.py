@@ -3,10 +3,13 @@ the last contribution to its .grad (DistributedDataParallel starts its buckets t
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
 import execmode as em
+from execmode import tape
 
 
 def _leaf(values):
@@ -49,3 +52,16 @@ def test_only_leaves_that_require_grad_take_a_hook():
         (_leaf([1.0]) * 2.0).register_post_accumulate_grad_hook(print)
     with pytest.raises(em.BackwardError, match="only a leaf tensor that requires grad"):
         em.asarray(np.ones(2, np.float32)).register_post_accumulate_grad_hook(print)
+
+
+def test_backward_counts_leaves_only_while_a_hooked_leaf_lives():
+    gc.collect()  # hooked leaves of earlier tests, in cycles with their hooks
+    before = tape.hooked_leaves
+    kept, dropped = _leaf([1.0]), _leaf([2.0])
+    handle = kept.register_post_accumulate_grad_hook(print)
+    dropped.register_post_accumulate_grad_hook(print)
+    assert tape.hooked_leaves == before + 2
+    handle.remove()
+    del dropped
+    gc.collect()
+    assert tape.hooked_leaves == before
