@@ -104,6 +104,7 @@ class Plan:
     # so such a plan runs its steps from Python, never retried (fastcall, float_errors).
     collectives: tuple = ()
     _buffers_ready: bool = False
+    _timed_steps: list | None = None   # _run_timed's table, made at its first run
 
     @property
     def kernel_count(self) -> int:
@@ -153,19 +154,42 @@ class Plan:
             inputs[position][...] = value
 
     def _run_timed(self, values: list) -> None:
-        """The plain loop with each step's time (and new buffers) summed into the clock."""
-        clock, perf_ns = self.clock, time.perf_counter_ns
+        """The plain loop with each step's time (and new buffers) summed into the clock.
+        What it does between two steps is the profiler's cost for such runs (stated as
+        measured: store_queries.cost_counts), so it is a few operations: the sums added in
+        place (kernel_clock.StepClock.add_step's arithmetic, inline), a GPU step's wait
+        and the new-buffer check only for the steps they apply to."""
+        perf_ns = time.perf_counter_ns
+        timed = self._timed_steps or self._timing_table()
         start = t0 = perf_ns()
-        for index, step in enumerate(self.steps):
+        for step, sums, on_gpu, pooled in timed:
             try:
                 step.run(values)
             except Exception as exc:
                 raise step.failure(values, exc) from None
-            _synchronize(step)
+            if on_gpu:
+                _synchronize(step)
             t1 = perf_ns()
-            clock.add_step(index, t1 - t0, allocated_bytes(step, values[step.out]))
+            ns = t1 - t0
+            sums[0] += 1
+            sums[1] += ns
+            if ns < sums[2]:
+                sums[2] = ns
+            if ns > sums[3]:
+                sums[3] = ns
+            if not pooled:  # a kernel's pool counts the arrays it makes itself
+                sums[4] += allocated_bytes(step, values[step.out])
             t0 = perf_ns()  # the bookkeeping is nobody's step
-        clock.add_run(t0 - start)
+        self.clock.add_run(t0 - start)
+
+    def _timing_table(self) -> list:
+        """Per step: the step, its clock sums, whether it runs on a GPU, whether its
+        kernel's output pool counts its new arrays."""
+        sums = self.clock.py
+        self._timed_steps = [(step, sums[i + 1], step.node.device != "cpu",
+                              getattr(step.fn, "_pool", None) is not None)
+                             for i, step in enumerate(self.steps)]
+        return self._timed_steps
 
     def _run_instrumented(self, values: list) -> None:
         timed = kernel_clock.demand and self.clock is not None
