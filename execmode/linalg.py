@@ -6,9 +6,9 @@ differentiate as those do: ``matmul``, ``matrix_transpose``, ``tensordot``, ``ve
 ``matrix_norm`` (its 2, -2 and "nuc" orders read singular values). And LAPACK calls
 (``ops/decompositions.py``): ``det``, ``inv``, ``solve``, ``cholesky``, ``eigh``,
 ``eigvalsh``, ``qr``, ``svd``, ``svdvals``, ``pinv``, ``slogdet``, ``matrix_rank``,
-``matrix_power``: one op each (per result), a NumPy/CuPy plan step under jit, without
-gradients yet. Everything takes floating-point (real or complex) stacks of matrices in the
-last two axes.
+``matrix_power``: one op each (per result), a NumPy/CuPy plan step under jit, with
+gradients for real matrices (``ops/linalg_grads.py``). Everything takes floating-point
+(real or complex) stacks of matrices in the last two axes.
 """
 
 from __future__ import annotations
@@ -200,10 +200,21 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 - the 
     if ord == 1:
         return _em.sum(a, axis=axis, keepdims=keepdims)
     if ord == 2:
-        return _em.sqrt(_em.sum(a * a, axis=axis, keepdims=keepdims))
+        return norm_root(_em.sum(a * a, axis=axis, keepdims=keepdims), 2)
     if not isinstance(ord, int | float) or isinstance(ord, bool):
         raise op_error(ArgumentError, "vector_norm", (x,), f"unsupported ord {ord!r}")
-    return _em.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+    total = _em.sum(a ** ord, axis=axis, keepdims=keepdims)
+    return norm_root(total, ord) if ord > 0 else total ** (1.0 / ord)
+
+
+def norm_root(total, ord):  # noqa: A002 - the standard's name
+    """``total ** (1 / ord)`` (``sqrt`` for 2) of a sum of powers, ord > 0, whose gradient
+    is 0 where ``total`` is 0: PyTorch's subgradient of a norm at the zero vector, where
+    the root's own derivative would give inf * 0 = NaN. The values are the root's."""
+    zero = total == 0
+    safe = _em.where(zero, 1.0, total)
+    root = _em.sqrt(safe) if ord == 2 else safe ** (1.0 / ord)
+    return _em.where(zero, 0.0, root)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - the standard's
@@ -213,7 +224,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - the standar
         raise op_error(ShapeError, "matrix_norm", (x,), "needs a stack of matrices")
     a = _em.abs(x)
     if ord == "fro":
-        out = _em.sqrt(_em.sum(a * a, axis=(-2, -1)))
+        out = norm_root(_em.sum(a * a, axis=(-2, -1)), 2)
     elif ord in (1, -1):
         col = _em.sum(a, axis=-2)
         out = _em.max(col, axis=-1) if ord == 1 else _em.min(col, axis=-1)

@@ -272,10 +272,12 @@ class _PyTorchMethods:
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The p-norm over ``dim`` (every element when None): 2 or "fro", 1, inf, -inf, or
         any positive number."""
+        from ..linalg import norm_root  # here: em.linalg imports the API that installs this
+
         x = self if dtype is None else F.astype(self, dtype, copy=False)
         axis = tuple(dim) if isinstance(dim, list | tuple) else dim
         if p in ("fro", 2, 2.0):
-            return F.sqrt(F.sum(x * x, axis=axis, keepdims=keepdim))
+            return norm_root(F.sum(x * x, axis=axis, keepdims=keepdim), 2)
         if p in (1, 1.0):
             return F.sum(F.abs(x), axis=axis, keepdims=keepdim)
         if p == float("inf"):
@@ -283,7 +285,7 @@ class _PyTorchMethods:
         if p == float("-inf"):
             return F.min(F.abs(x), axis=axis, keepdims=keepdim)
         if isinstance(p, int | float) and p > 0:
-            return F.sum(F.abs(x) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)
+            return norm_root(F.sum(F.abs(x) ** p, axis=axis, keepdims=keepdim), p)
         raise op_error(ArgumentError, "norm", (self,), f"p={p!r} is not supported (2, "
                        "'fro', 1, inf, -inf or a positive number)")
 

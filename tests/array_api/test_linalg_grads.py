@@ -98,6 +98,30 @@ def test_the_gradient_of_det_holds_at_a_singular_matrix():
     np.testing.assert_allclose(x.grad.numpy(), [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
 
 
+def test_a_norms_gradient_at_zero_is_zero_as_pytorchs():
+    # the root's own derivative is infinite there: inf * 0 would be NaN
+    import execmode.torch as emt
+
+    a = np.zeros((2, 3))
+    a[1] = [3.0, -4.0, 0.0]
+    norms = [lambda ns, x: ns.linalg.vector_norm(x, axis=-1),
+             lambda ns, x: ns.linalg.vector_norm(x, axis=-1, ord=3),
+             lambda ns, x: ns.linalg.matrix_norm(x[..., None] * x[..., None, :])]
+    for fn in norms:
+        for run in (fn, lambda ns, x, fn=fn: em.jit(lambda t: fn(ns, t))(x)):
+            x = em.tensor(a, dtype=em.float64, requires_grad=True)
+            em.sum(run(em, x)).backward()
+            assert np.isfinite(x.grad.numpy()).all() and not x.grad.numpy()[0].any()
+    x = emt.zeros(3, requires_grad=True)
+    x.norm().backward()  # execmode.torch's Tensor.norm, torch.linalg.vector_norm's
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    torch = torch_or_skip()
+    weights = np.ones(2)
+    for fn in norms:
+        np.testing.assert_allclose(_gradient(em, fn, a, weights, np.float64),
+                                   _gradient(torch, fn, a, weights, np.float64), atol=1e-12)
+
+
 # One function per family, differentiated through em.jit's result (the backward outside
 # the call: the jit traces the rules into a backward graph).
 FAMILIES = {
