@@ -2,8 +2,8 @@
 ``Tensor.norm`` computes them, and the decompositions and solvers of ``em.linalg`` under
 PyTorch's names and arguments (``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
 ``qr``, ``svd``, ``svdvals``, ``eigh``, ``eigvalsh``, ``pinv``, ``matrix_rank``,
-``matrix_power``): LAPACK through NumPy (or CuPy), without gradients yet (a backward
-through one says so, naming it). Other names are refused with that list."""
+``matrix_power``): LAPACK through NumPy (or CuPy), with PyTorch's gradients for real
+matrices (``ops/linalg_grads.py``). Other names are refused with that list."""
 
 from __future__ import annotations
 
