@@ -93,6 +93,13 @@ def ddp_no_sync_accumulates_locally_then_averages():
         want = g if want is None else want + g
     np.testing.assert_allclose(flat(p.grad for p in model.parameters()), want,
                                rtol=1e-5, atol=1e-6)
+    # nanoGPT's spelling of no_sync: the attribute no_sync sets
+    ddp.require_backward_grad_sync = False
+    ddp(torch.tensor(a[RANK])).sum().backward()
+    assert not same_on_every_rank(flat(p.grad for p in model.parameters()))
+    ddp.require_backward_grad_sync = True
+    ddp(torch.tensor(b[RANK])).sum().backward()
+    assert same_on_every_rank(flat(p.grad for p in model.parameters()))
 
 
 @check

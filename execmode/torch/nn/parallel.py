@@ -111,7 +111,8 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self._pg = pg
         self._cap_bytes = int(cap * (1 << 20))
-        self._sync = True        # False inside no_sync()
+        # False inside no_sync(); PyTorch's name: nanoGPT sets it for its micro-steps
+        self.require_backward_grad_sync = True
         self._queued = False     # the averaging is queued for the running backward
         # The buckets of the last averaging; before any, those of every trainable
         # parameter (PyTorch lays its buckets out at wrap time too). A jitted step that
@@ -139,7 +140,7 @@ class DistributedDataParallel(Module):
                 else:
                     broadcast_tensors(self._pg, buffers, 0, self._cap_bytes)
         out = self.module(*args, **kwargs)
-        if self._sync and dispatch.grad_enabled() and self._pg.size > 1:
+        if self.require_backward_grad_sync and dispatch.grad_enabled() and self._pg.size > 1:
             self._queued = False  # a backward that failed halfway leaves it set
             self._reducer.forget()
             out = _through_sync(out, _GradientSync(self))
@@ -149,11 +150,11 @@ class DistributedDataParallel(Module):
     def no_sync(self):
         """Inside: backward accumulates gradients locally, without averaging (the next
         backward outside averages what accumulated)."""
-        previous, self._sync = self._sync, False
+        previous, self.require_backward_grad_sync = self.require_backward_grad_sync, False
         try:
             yield
         finally:
-            self._sync = previous
+            self.require_backward_grad_sync = previous
 
     def _begin_averaging(self) -> None:
         """A backward reached the outputs: average the gradients once it ends (the first
