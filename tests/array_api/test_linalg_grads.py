@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import check_grad
-from pytorch_twins import torch_or_skip
+from pytorch_twins import assert_jit_grads_agree, torch_or_skip
 
 import execmode as em
 
@@ -123,7 +123,7 @@ def test_a_norms_gradient_at_zero_is_zero_as_pytorchs():
 
 
 # One function per family, differentiated through em.jit's result (the backward outside
-# the call: the jit traces the rules into a backward graph).
+# the call: the jit traces the rules into a backward graph), and inside the call.
 FAMILIES = {
     "inverse_and_determinants": (lambda x: L.inv(x) * em.expand_dims(
         L.det(x) + L.slogdet(x).logabsdet, axis=(-2, -1)), SQUARE),
@@ -150,6 +150,7 @@ def test_a_jitted_functions_gradients_are_eagers(name):
         grads.append(x.grad.numpy())
     for got in grads[1:]:
         np.testing.assert_allclose(got, grads[0], rtol=1e-10, atol=1e-12)
+    assert_jit_grads_agree(fn, a, rtol=1e-10, atol=1e-12)
 
 
 def test_what_has_no_gradient_says_so():
