@@ -42,8 +42,10 @@ class StartedAllReduce:
     def __init__(self, pg: ProcessGroup, caller: str, work: np.ndarray, attrs: dict):
         began = time.perf_counter_ns()
         self.pg, self.caller, self.work, self.attrs = pg, caller, work, attrs
-        self.every = np.empty((pg.size, exchange.header_row(work).size), np.int64)
-        self.posted = exchange.post_headers(pg, exchange.header_row(work), self.every)
+        # Both arrays live as long as this object: MPI reads and writes them until finish.
+        self.header = exchange.header_row(work)
+        self.every = np.empty((pg.size, self.header.size), np.int64)
+        self.posted = exchange.post_headers(pg, self.header, self.every)
         mpi = _mpi.load()
         self.request = pg.comm.Iallreduce(mpi.IN_PLACE, exchange.mpi_buffer(work),
                                           op=mpi.SUM)
