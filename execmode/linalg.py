@@ -207,13 +207,13 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 - the 
     return norm_root(total, ord) if ord > 0 else total ** (1.0 / ord)
 
 
-def norm_root(total, ord):  # noqa: A002 - the standard's name
-    """``total ** (1 / ord)`` (``sqrt`` for 2) of a sum of powers, ord > 0, whose gradient
+def norm_root(total, order):
+    """``total ** (1 / order)`` (``sqrt`` for 2) of a sum of powers, order > 0, whose gradient
     is 0 where ``total`` is 0: PyTorch's subgradient of a norm at the zero vector, where
     the root's own derivative would give inf * 0 = NaN. The values are the root's."""
     zero = total == 0
     safe = _em.where(zero, 1.0, total)
-    root = _em.sqrt(safe) if ord == 2 else safe ** (1.0 / ord)
+    root = _em.sqrt(safe) if order == 2 else safe ** (1.0 / order)
     return _em.where(zero, 0.0, root)
 
 

@@ -148,14 +148,17 @@ def eigh_vjp(g, out, a, *, part):
 
 # --- svd and pinv --------------------------------------------------------------------------
 
-def _reduced_svd(a):
-    return tuple(_lapack("svd", a, full_matrices=False, part=p) for p in ("U", "S", "Vh"))
+def _reduced_svd(a, known=None, known_part=None):
+    """U, S, Vh of the reduced SVD of ``a``; ``known`` is already the ``known_part``."""
+    return tuple(known if p == known_part else _lapack("svd", a, full_matrices=False, part=p)
+                 for p in ("U", "S", "Vh"))
 
 
 def svd_vjp(g, out, a, *, full_matrices, part):
     m, n = a.shape[-2:]
     k = min(m, n)
-    u, s, vh = _reduced_svd(a)
+    # S is the same either way; U and Vh of the full SVD have extra columns (rows)
+    u, s, vh = _reduced_svd(a, out, part if part == "S" or not full_matrices else None)
     if part == "S":
         return (F.matmul(u * _row(g), vh),)
     if full_matrices:  # the columns (rows) past k are not determined by A: PyTorch's narrowing
@@ -247,7 +250,7 @@ VJPS = {
     "cholesky": (cholesky_vjp, True),
     "eigvalsh": (eigvalsh_vjp, False),
     "eigh": (eigh_vjp, True),
-    "svd": (svd_vjp, False),
+    "svd": (svd_vjp, True),
     "pinv": (pinv_vjp, True),
     "qr": (qr_vjp, True),
 }
