@@ -22,8 +22,8 @@ import numpy as np
 
 from .ir import Node
 
-# EXECMODE_SEGMENT_MATCH=0 sends every call down the full path (read at each trace, so a
-# test or a benchmark may set it here to compare the two in one process).
+# EXECMODE_SEGMENT_MATCH=0 sends every call down the full path. The variable is read at
+# import, the flag at each trace: a test or a benchmark sets it to compare the two paths.
 MATCHING = os.environ.get("EXECMODE_SEGMENT_MATCH", "1") != "0"
 
 

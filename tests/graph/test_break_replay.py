@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import execmode as em
-from execmode.graph import ir
+from execmode.graph import ir, segment_match
 
 
 def _count_hashes(monkeypatch) -> list:
@@ -91,3 +91,14 @@ def test_literals_compare_by_type_and_bits():
         got, want = g(x), _int_or_float(x)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_both_paths_give_the_same_bits(monkeypatch):
+    x = em.tensor(np.linspace(-2, 2, 8, dtype=np.float32))
+    outputs = {}
+    for matching in (True, False):
+        monkeypatch.setattr(segment_match, "MATCHING", matching)
+        f = em.jit(_three_breaks)
+        outputs[matching] = [f(x).numpy() for _ in range(3)]
+    for matched, full in zip(outputs[True], outputs[False]):
+        assert matched.tobytes() == full.tobytes()
