@@ -35,8 +35,9 @@ import numpy as np
 
 from .. import dispatch
 from .._tensor import Tensor
-from ..tape import register_post_accumulate_grad_hook
+from ..tape import MultiOutputOp, register_post_accumulate_grad_hook
 from .buckets import buckets
+from .errors import DistributedError
 from .inflight import StartedAllReduce
 from .process_group import ProcessGroup
 
@@ -58,6 +59,8 @@ class _Round:
         self.ready: set[int] = set()      # parameters (ids) whose gradients are done
         self.flats: list = [None] * len(layout)
         self.started: list[StartedAllReduce] = []
+        # Parameters found unused when it began: (parameter, its .grad then).
+        self.unused: dict[int, tuple] = {}
 
 
 class Reducer:
@@ -74,9 +77,20 @@ class Reducer:
         self._hooks = [register_post_accumulate_grad_hook(p, self._gradient_done)
                        for _, p in trainable]
 
-    def begin(self) -> None:
-        """A backward through the module's outputs has started: count the buckets down."""
-        self._round = _Round(self.layout)
+    def begin(self, outputs: tuple = ()) -> None:
+        """A backward through the module's outputs has started: count the buckets down.
+        With ``outputs`` (``find_unused_parameters=True``), the parameters that no path
+        from them reaches are done at once (PyTorch's walk of the graph), so their
+        buckets need not wait for the end of backward."""
+        r = self._round = _Round(self.layout)
+        if not outputs:
+            return
+        reached = _leaves_reached(outputs)
+        for bucket in self.layout:
+            for p in bucket:
+                if id(p) not in reached:
+                    r.unused[id(p)] = (p, p.grad)
+                    self._gradient_done(p)
 
     @property
     def overlapping(self) -> bool:
@@ -134,6 +148,8 @@ class Reducer:
         r, self._round = self._round, None
         if r is None:
             return 0
+        # Read before the buckets become the .grads (an unused one keeps its own then).
+        late = [p for p, grad in r.unused.values() if p.grad is not grad]
         for k, flat in enumerate(r.flats):
             if flat is None:
                 r.flats[k] = self._flatten(k)
@@ -151,4 +167,36 @@ class Reducer:
                     grad.requires_grad = False
                     p.grad = grad
                 offset += n
+        if late:  # every rank has waited for every bucket: they stay in step
+            raise DistributedError(
+                f"DistributedDataParallel: parameter {self.names[id(late[0])]} got a "
+                "gradient in this backward, though no path from the module's outputs "
+                "reaches it (find_unused_parameters=True counted it unused and averaged its "
+                "bucket without it); use it inside the module, or leave "
+                "find_unused_parameters False")
         return len(self.layout)
+
+
+def _leaves_reached(outputs: tuple) -> set[int]:
+    """The ids of the leaves that some path of the tape from ``outputs`` reaches."""
+    reached: set[int] = set()
+    seen: set[int] = set()
+    stack = list(outputs)
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, MultiOutputOp):
+            stack.extend(item.inputs)
+            continue
+        if not isinstance(item, Tensor):
+            continue
+        node = item._grad_fn
+        if node is None:
+            reached.add(id(item))
+        elif isinstance(node.op, MultiOutputOp):
+            stack.append(node.op)
+        else:
+            stack.extend(node.inputs)
+    return reached

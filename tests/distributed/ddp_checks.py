@@ -171,6 +171,18 @@ def ddp_unused_parameters_and_buffers():
     assert same_on_every_rank(model.only_rank0.weight.grad.numpy())
     np.testing.assert_allclose(model.only_rank0.weight.grad.numpy(),
                                np.full((2, 3), 5.0 / WORLD), rtol=1e-6)
+    # find_unused_parameters: the same gradients, the unused found when backward starts
+    found = Branches()
+    found.load_state_dict(model.state_dict())
+    ddp = DDP(found, find_unused_parameters=True, bucket_cap_mb=1e-6)
+    ddp(torch.ones(5, 3))[0].sum().backward()
+    for p, q in zip(model.parameters(), found.parameters()):
+        assert (p.grad is None) == (q.grad is None)
+        assert p.grad is None or np.array_equal(p.grad.numpy(), q.grad.numpy())
+    out, _ = ddp(torch.ones(5, 3))  # a parameter used outside the module: refused
+    said = raises(dist.DistributedError,
+                  lambda: (found.never.weight.sum() + out.sum()).backward())
+    assert "parameter never.weight got a gradient" in said, said
 
 
 @check

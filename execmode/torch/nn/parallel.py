@@ -73,7 +73,9 @@ class DistributedDataParallel(Module):
 
     ``device_ids``, ``output_device`` and ``gradient_as_bucket_view`` are accepted (CPU
     tensors only; the averaged gradients are views of their bucket). A parameter without
-    a gradient on a rank counts as zeros there, whatever ``find_unused_parameters`` says.
+    a gradient on a rank counts as zeros there, whatever ``find_unused_parameters`` says;
+    with it True, the parameters that no path from the outputs reaches are found when
+    backward starts, so their buckets start without waiting for the end of backward.
     ``init_sync=False`` skips the broadcast at wrap time; ``mixed_precision`` and
     ``device_mesh`` are refused.
     """
@@ -156,15 +158,17 @@ class DistributedDataParallel(Module):
         finally:
             self.require_backward_grad_sync = previous
 
-    def _begin_averaging(self) -> None:
+    def _begin_averaging(self, outputs: tuple = ()) -> None:
         """A backward reached the outputs: average the gradients once it ends (the first
-        time it reaches them), starting each bucket as its gradients are done."""
+        time it reaches them), starting each bucket as its gradients are done (with
+        ``find_unused_parameters``, the parameters no path from ``outputs`` reaches are
+        done at once)."""
         if self._queued:
             return
         self._queued = True
         queue_callback(self._average)
         if dispatch.current_tracer() is None and overlap_enabled():
-            self._reducer.begin()
+            self._reducer.begin(outputs if self.find_unused_parameters else ())
 
     def _average(self) -> None:
         self._queued = False
@@ -202,7 +206,7 @@ class _GradientSync(MultiOutputOp):
         self.ddp._begin_averaging()
 
     def backward(self, gradients: dict) -> list:
-        self.ddp._begin_averaging()
+        self.ddp._begin_averaging(self.inputs)
         return [(self.inputs[k], g) for k, (_, g) in sorted(gradients.items())]
 
 
