@@ -20,7 +20,8 @@ bucket's gradients, one element per parameter, 1 where this rank has a gradient 
 where it has none (zeros in its place). The sum of the flags says whether any rank had
 one, so a parameter without a gradient anywhere keeps ``None``, with no exchange of its
 own. A parameter that gets no gradient in a backward holds its bucket, and the buckets
-after it, until the end of that backward: they are averaged then, without overlap.
+after it, until the end of that backward (they are averaged then, without overlap),
+unless ``find_unused_parameters=True`` found it unused when the backward began.
 
 ``EXECMODE_DDP_OVERLAP=0`` turns the overlap off: the buckets are all-reduced when
 backward ends (buckets.average_gradients), as before the overlap was built; every rank
