@@ -3,7 +3,8 @@
 Each subcommand lives with the package that implements it and registers itself through
 one function that adds its argparse subparser and sets ``handler``; add a row to
 :data:`COMMANDS` to add a command (and its example in cli_help.py). Handlers return the
-process exit status; cli_help.py holds the table of exit codes that the help shows.
+process exit status, or raise ``cli_args.CliError`` (its message and status), which is
+said here, once; cli_help.py holds the table of exit codes that the help shows.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import argparse
 import importlib
 import os
 import sys
+
+from execmode.cli_args import CliError
 
 # command -> "module:function" adding its subparser (in the order `--help` lists them)
 COMMANDS = {
@@ -34,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="execmode",
         description="A debugger and profiler for ML execution modes (eager vs graph).")
     parser.add_argument("--version", action="version", version=f"execmode {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # dest "verb": the script-running verbs keep their SCRIPT [ARGS...] in "command".
+    subparsers = parser.add_subparsers(dest="verb", metavar="COMMAND")
     for target in COMMANDS.values():
         module, function = target.split(":")
         getattr(importlib.import_module(module), function)(subparsers)
@@ -66,10 +70,14 @@ def main(argv=None) -> int:
 def _run(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
+    if args.verb is None:
         parser.print_help(sys.stderr)
         return 2
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except CliError as exc:
+        print(f"execmode {args.verb}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 def _quiet_closed_pipes() -> None:

@@ -1,4 +1,8 @@
-"""Script-running commands take ``[OPTIONS] SCRIPT [ARGS...]``, as py-spy and memray do:
+"""What the verbs of the command line share: the script's arguments, the options several
+verbs take (defined once here), and :class:`CliError`, the one way a command ends with an
+error.
+
+Script-running commands take ``[OPTIONS] SCRIPT [ARGS...]``, as py-spy and memray do:
 execmode's options come before SCRIPT, and everything after SCRIPT goes to the script
 untouched, even spellings of our own options and a ``--`` (``execmode profile train.py -o
 out.html`` gives ``-o out.html`` to train.py). A ``--`` before SCRIPT ends our options, for a
@@ -12,8 +16,61 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .script_runner import script_problem
+
+
+class CliError(Exception):
+    """A command that cannot do its job: raised anywhere in it, said once by the entry point
+    (execmode/cli.py) as ``execmode VERB: error: MESSAGE``, which exits with
+    :attr:`exit_code` (2: a usage error or an unreadable session; cli_help.py's table)."""
+
+    def __init__(self, message, exit_code: int = 2):
+        super().__init__(str(message))
+        self.exit_code = exit_code
+
+
+SESSION_FOLDER = "the session folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions"
+
+
+def add_session_options(parser: argparse.ArgumentParser,
+                        session_help: str = "the session file to record into (default: a "
+                                            f"new file in {SESSION_FOLDER})") -> None:
+    """``--session FILE`` and ``--force``, for the verbs that record."""
+    parser.add_argument("--session", metavar="FILE", help=session_help)
+    parser.add_argument("--force", action="store_true",
+                        help="replace the --session file if it exists (only a session file)")
+
+
+def add_summaries_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--summaries", action="store_true",
+                        help="record value statistics (min/max/mean/std, NaN/Inf counts) of "
+                             "every op output in the session (costs about an op per op)")
+
+
+def add_break_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
+                        help="op:NAME, FILE:LINE, scope:PATH, graph_break, exception, or a "
+                             "condition such as nan, inf, 'max > 1e3' (repeatable)")
+
+
+def latest_session(verb: str) -> Path:
+    """The newest session in the session folder, for a verb given no SESSION: announced
+    on stderr, or a :class:`CliError` saying why there is none."""
+    from execmode.profilers.session_dir import SessionDirError, session_dir
+    from execmode.profilers.session_dir import latest_session as newest
+
+    try:
+        latest = newest()
+    except SessionDirError as exc:
+        raise CliError(exc) from None
+    if latest is None:
+        raise CliError(f"no sessions in {session_dir()}; give a SESSION file (or set "
+                       "EXECMODE_SESSION_DIR)")
+    print(f"execmode {verb}: the latest session, {latest}", file=sys.stderr)
+    return latest
+
 
 SCRIPT_METAVAR = "SCRIPT [ARGS...]"
 SCRIPT_HELP = "the Python script and its own arguments: everything after SCRIPT is the script's"

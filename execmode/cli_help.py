@@ -2,9 +2,9 @@
 table that ``execmode --help``, each verb's help and docs/cli.md all show.
 
 Each row says which verbs can end with that status; where each status is produced:
-``return 2`` and argparse errors in every command module; 4 is
-``run_cli.EXIT_STOPPED_AT_BREAKPOINT``; 1 for a report is ``profilers/cli.py``'s
-``_write_report`` failures; 128+N comes from a child killed by a signal (``run_cli._exit_code``,
+argparse errors and ``cli_args.CliError`` (exit_code 2 unless it says otherwise) in every
+command module; 4 is ``run_cli.EXIT_STOPPED_AT_BREAKPOINT``; 1 for a report is a
+``CliError(..., 1)`` of ``profilers/cli.py`` (a report that cannot be written); 128+N comes from a child killed by a signal (``run_cli._exit_code``,
 ``profilers/cli._run_child``) or a SIGTERM/SIGHUP passed on (``_Stopped``,
 ``_wait_forwarding_signals``); 130 from Ctrl-C (``run_cli.run_command``, the runners'
 ``KeyboardInterrupt``).

@@ -23,7 +23,15 @@ import time
 from pathlib import Path
 
 from execmode import lifeline
-from execmode.cli_args import add_script_argument, parse_script_command, require_script
+from execmode.cli_args import (
+    CliError,
+    add_script_argument,
+    add_session_options,
+    add_summaries_option,
+    latest_session,
+    parse_script_command,
+    require_script,
+)
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
 
@@ -46,11 +54,7 @@ def _profile_options(p) -> None:
                         "session, format suffix)")
     p.add_argument("--format", choices=FORMAT_CHOICES,
                    help="report format (default: from the -o suffix, else html)")
-    p.add_argument("--session", metavar="FILE",
-                   help="the session file to create (default: a new file in the session "
-                        "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
-    p.add_argument("--force", action="store_true",
-                   help="replace the --session file if it exists (only a session file)")
+    add_session_options(p)
     p.add_argument("--pyspy", action="store_true",
                    help="also sample the script with py-spy (user code vs dispatch vs "
                         "kernels)")
@@ -58,8 +62,7 @@ def _profile_options(p) -> None:
                    help="py-spy samples per second (default 100)")
     p.add_argument("--native", action="store_true",
                    help="py-spy: include native (C) frames; pauses the script per sample")
-    p.add_argument("--summaries", action="store_true",
-                   help="store min/max/mean/std and NaN/Inf counts of every op output")
+    add_summaries_option(p)
     p.add_argument("--no-memory", action="store_true", help="do not track live/peak memory")
     p.add_argument("--kernel-rows", action="store_true",
                    help="record every kernel run as its own row (a timeline of kernels); "
@@ -104,16 +107,13 @@ def profile_command(args) -> int:
     parse_script_command(args.parser, args)
     require_script(args.parser, args)
     script_args = args.args
-    try:
-        fmt = _choose_format(args.output, args.format)
-        _check_output(args.output)  # before the run, not after minutes of it
-    except _UsageError as exc:
-        return _fail(exc, 2)
+    fmt = _choose_format(args.output, args.format)
+    _check_output(args.output)  # before the run, not after minutes of it
     try:
         session = chosen_session_path(args.session, force=args.force) if args.session \
             else _rank_session_path(args.script) or new_session_path(args.script)
     except SessionDirError as exc:
-        return _fail(exc, 2)
+        raise CliError(exc) from None
     output = Path(args.output) if args.output else _beside(session, fmt)
 
     _say(f"recording {args.script} into {session}")
@@ -136,7 +136,7 @@ def profile_command(args) -> int:
         text = _write_report(session, output, fmt, table="ops", top=args.top)
     except Exception as exc:  # noqa: BLE001 - any report failure: say it, keep the session
         print(saved_line(session), file=sys.stderr)
-        return _fail(f"could not write the report: {exc}", code or 1)
+        raise CliError(f"could not write the report: {exc}", code or 1) from None
     print(text)
     print(saved_line(session), file=sys.stderr)
     if unclosed is not None and unclosed.signal:
@@ -209,16 +209,10 @@ def _wait_forwarding_signals(start) -> tuple[int, int | None]:
 def report_command(args) -> int:
     from execmode.profilers.errors import SessionError
 
-    try:
-        fmt = _choose_format(args.output, args.format)
-        _check_output(args.output)
-    except _UsageError as exc:
-        return _fail(exc, 2)
+    fmt = _choose_format(args.output, args.format)
+    _check_output(args.output)
     if args.session is None:
-        latest = _latest_session()
-        if latest is None:
-            return 2
-        args.session = latest
+        args.session = latest_session("report")
     session = Path(args.session)
     if session.is_dir():
         return _report_ranks(session, args)
@@ -226,7 +220,7 @@ def report_command(args) -> int:
     try:
         text = _write_report(session, output, fmt, table=args.table, top=10)
     except SessionError as exc:
-        return _fail(exc, 2)
+        raise CliError(exc) from None
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
         # A file that passed the checks but holds values no execmode writes (a column of
         # the wrong type): name the file, never a traceback (EXECMODE_DEBUG=1 shows it).
@@ -234,11 +228,11 @@ def report_command(args) -> int:
             import traceback
 
             traceback.print_exc()
-        return _fail(f"{session}: the session holds values this execmode cannot read "
-                     f"({type(exc).__name__}: {exc}); it is damaged or was not written by "
-                     "execmode", 2)
+        raise CliError(f"{session}: the session holds values this execmode cannot read "
+                       f"({type(exc).__name__}: {exc}); it is damaged or was not written by "
+                       "execmode") from None
     except OSError as exc:
-        return _fail(f"could not write the report {output}: {exc}", 1)
+        raise CliError(f"could not write the report {output}: {exc}", 1) from None
     if args.summary:
         print(text)
     return 0
@@ -259,12 +253,12 @@ def _report_ranks(folder: Path, args) -> int:
 
     ranks = rank_sessions(folder)
     if not ranks:
-        return _fail(f"{folder}: is a folder without rank sessions (rank0.emsession ...); "
-                     "give a session file, or a run folder of execmode launch --profile", 2)
+        raise CliError(f"{folder}: is a folder without rank sessions (rank0.emsession ...); "
+                       "give a session file, or a run folder of execmode launch --profile")
     fmt = args.format or (format_for_path(args.output) if args.output else "chrome")
     if fmt != "chrome":
-        return _fail(f"{folder}: a run of {len(ranks)} ranks merges into a Chrome trace "
-                     f"(--format chrome); for {fmt}, report one rank: {ranks[0][1]}", 2)
+        raise CliError(f"{folder}: a run of {len(ranks)} ranks merges into a Chrome trace "
+                       f"(--format chrome); for {fmt}, report one rank: {ranks[0][1]}")
     output = Path(args.output) if args.output else \
         folder.with_name(folder.name + ".trace.json")
     try:
@@ -280,31 +274,14 @@ def _report_ranks(folder: Path, args) -> int:
             straggler = straggler_line(waits)
             by_rank = rank_ops_table(rank_ops(sessions, limit=10), [r for r, _ in sessions])
     except SessionError as exc:
-        return _fail(exc, 2)
+        raise CliError(exc) from None
     except OSError as exc:
-        return _fail(f"could not write the trace {output}: {exc}", 1)
+        raise CliError(f"could not write the trace {output}: {exc}", 1) from None
     if args.summary:
         print("\n".join(lines + ([straggler] if straggler else [])))
         print("\n" + render_table(by_rank))
     _say(f"{len(ranks)} ranks in one trace: {output} (open it in https://ui.perfetto.dev)")
     return 0
-
-
-def _latest_session() -> Path | None:
-    """The newest session in the session folder, announced; None (said why) if none."""
-    from execmode.profilers.session_dir import SessionDirError, latest_session, session_dir
-
-    try:
-        latest = latest_session()
-    except SessionDirError as exc:
-        _fail(exc, 2)
-        return None
-    if latest is None:
-        _fail(f"no sessions in {session_dir()}; give a SESSION file (or set "
-              "EXECMODE_SESSION_DIR)", 2)
-        return None
-    _say(f"the latest session, {latest}")
-    return latest
 
 
 # --- shared -------------------------------------------------------------------------------
@@ -325,10 +302,6 @@ def _write_report(session: Path, output: Path, fmt: str, *, table: str, top: int
         return render_summary(build_report(s, top=top))
 
 
-class _UsageError(Exception):
-    pass
-
-
 def _choose_format(output: str | None, fmt: str | None) -> str:
     from execmode.profilers.exporters import format_for_path
 
@@ -338,7 +311,7 @@ def _choose_format(output: str | None, fmt: str | None) -> str:
         return "html"
     guessed = format_for_path(output)
     if guessed is None:
-        raise _UsageError(f"{output}: cannot tell the report format from the name; "
+        raise CliError(f"{output}: cannot tell the report format from the name; "
                           f"add --format ({', '.join(FORMAT_CHOICES)})")
     return guessed
 
@@ -352,7 +325,7 @@ def _check_output(output: str | None) -> None:
         try:
             check_output_folder(Path(output))
         except SessionError as exc:
-            raise _UsageError(str(exc)) from None
+            raise CliError(exc) from None
 
 
 def _beside(session: Path, fmt: str) -> Path:
@@ -386,9 +359,3 @@ def _positive_int(text: str) -> int:
 
 def _say(text: str) -> None:
     print(f"execmode: {text}", file=sys.stderr, flush=True)
-
-
-def _fail(message, code: int) -> int:
-    print(f"execmode: error: {message}", file=sys.stderr)
-    return code
-

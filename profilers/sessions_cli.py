@@ -8,10 +8,11 @@ unknown, recording). A file that cannot be read is listed with the reason, not s
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
+
+from execmode.cli_args import CliError
 
 DEFAULT_LIMIT = 20
 
@@ -45,13 +46,11 @@ def sessions_command(args) -> int:
 
     folder = Path(args.dir) if args.dir else session_dir()
     if args.dir and not folder.is_dir():
-        print(f"execmode sessions: error: {folder}: no such folder", file=sys.stderr)
-        return 2
+        raise CliError(f"{folder}: no such folder")
     try:
         paths = recent_sessions(folder if args.dir else None)  # the default: its index too
     except SessionDirError as exc:
-        print(f"execmode sessions: error: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(exc) from None
     if not paths:
         print(f"no sessions in {folder}")
         return 0

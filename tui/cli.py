@@ -19,7 +19,17 @@ from __future__ import annotations
 import os
 import sys
 
-from execmode.cli_args import add_script_argument, parse_script_command, require_script
+from execmode.cli_args import (
+    CliError,
+    add_break_option,
+    add_script_argument,
+    add_session_options,
+    latest_session,
+    parse_script_command,
+    require_script,
+)
+
+NO_TERMINAL = "needs a terminal; use execmode run or execmode report instead"
 
 
 def add_parsers(subparsers) -> None:
@@ -28,9 +38,7 @@ def add_parsers(subparsers) -> None:
 
 
 def _tui_options(p) -> None:
-    p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
-                   help="a breakpoint (repeatable): op:matmul, train.py:42, scope:mlp, "
-                        "nan, 'max > 1e3', graph_break, exception")
+    add_break_option(p)
     p.add_argument("--run", action="store_true",
                    help="start running instead of paused before the first op")
     p.add_argument("--pyspy", action="store_true", help="also sample the script with py-spy")
@@ -41,9 +49,7 @@ def _tui_options(p) -> None:
                    help="keep copies of the last N eager ops' tensors (default 64, each up "
                         "to 1 MiB, 64 MiB in all), so Enter on a past op shows its values "
                         "while the script is live; 0 keeps none")
-    p.add_argument("--session", metavar="FILE", help="the session file for the first run")
-    p.add_argument("--force", action="store_true",
-                   help="replace the --session file if it exists (only a session file)")
+    add_session_options(p, "the session file for the first run")
     p.add_argument("--session-dir", metavar="DIR",
                    help="where each run's session file goes (default: the session folder, "
                         "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
@@ -97,18 +103,16 @@ def tui_command(args) -> int:
         try:
             parse_breakpoint(spec)
         except (BreakpointError, ConditionError) as exc:
-            print(f"execmode tui: --break {spec}: {exc}", file=sys.stderr)
-            return 2
+            raise CliError(f"--break {spec}: {exc}") from None
     if args.session:
         from execmode.profilers.session_dir import SessionDirError, chosen_session_path
 
         try:
             chosen_session_path(args.session, force=args.force)
         except SessionDirError as exc:
-            print(f"execmode tui: {exc}", file=sys.stderr)
-            return 2
+            raise CliError(exc) from None
     if not has_terminal():
-        return _no_terminal("tui")
+        raise CliError(NO_TERMINAL)
     launch = ScriptLaunch(
         script=args.script, args=args.args, breakpoints=breaks, start_paused=not args.run,
         pyspy=args.pyspy, session=args.session, session_dir=args.session_dir,
@@ -134,27 +138,23 @@ def open_command(args) -> int:
     from execmode.tui.launch import SessionLaunch
 
     if args.session is None:
-        args.session = _latest_session()
-        if args.session is None:
-            return 2
+        args.session = str(latest_session("open"))
     ranks = ()
     if os.path.isdir(args.session):  # a run folder of execmode launch --profile
         from execmode.profilers.ranks import rank_sessions
 
         ranks = tuple(str(path) for _, path in rank_sessions(args.session))
         if not ranks:
-            print(f"execmode open: error: {args.session}: is a folder without rank sessions "
-                  "(rank0.emsession ...); give a session file", file=sys.stderr)
-            return 2
+            raise CliError(f"{args.session}: is a folder without rank sessions "
+                           "(rank0.emsession ...); give a session file")
         args.session = ranks[0]
     try:
         with SessionReader(args.session) as reader:
             reader.meta()
     except SessionUnreadable as exc:
-        print(f"execmode open: error: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(exc) from None
     if not has_terminal():
-        return _no_terminal("open")
+        raise CliError(NO_TERMINAL)
     launch = SessionLaunch(args.session, ranks=ranks)
     launch.prestart()  # the row indexes are read while Textual loads (tail.EarlySnapshot)
     from execmode.tui.app import ExecmodeApp
@@ -212,30 +212,6 @@ def has_terminal() -> bool:
         return all(s is not None and os.isatty(s.fileno()) for s in streams)
     except (OSError, ValueError):  # a closed or replaced stream
         return False
-
-
-def _no_terminal(verb: str) -> int:
-    print(f"execmode {verb}: needs a terminal; use execmode run or execmode report instead",
-          file=sys.stderr)
-    return 2
-
-
-def _latest_session() -> str | None:
-    """The newest session in the session folder, announced; None (said why) if there is
-    none."""
-    from execmode.profilers.session_dir import SessionDirError, latest_session, session_dir
-
-    try:
-        latest = latest_session()
-    except SessionDirError as exc:
-        print(f"execmode open: error: {exc}", file=sys.stderr)
-        return None
-    if latest is None:
-        print(f"execmode open: error: no sessions in {session_dir()}; give a SESSION file "
-              "(or set EXECMODE_SESSION_DIR)", file=sys.stderr)
-        return None
-    print(f"execmode open: the latest session, {latest}", file=sys.stderr)
-    return str(latest)
 
 
 def main(argv=None) -> int:

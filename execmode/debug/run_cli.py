@@ -14,28 +14,28 @@ import os
 import signal
 import sys
 
-from ..cli_args import add_script_argument, parse_script_command, require_script
+from ..cli_args import (
+    CliError,
+    add_break_option,
+    add_script_argument,
+    add_session_options,
+    add_summaries_option,
+    parse_script_command,
+    require_script,
+)
 from .controller import Controller, ControllerError
 
 EXIT_STOPPED_AT_BREAKPOINT = 4
 
 
 def _options(p) -> None:
-    p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
-                   help="op:NAME, FILE:LINE, scope:PATH, graph_break, exception, or a "
-                        "condition such as nan, inf, 'max > 1e3' (repeatable)")
+    add_break_option(p)
     p.add_argument("--keep-going", action="store_true",
                    help="print every breakpoint hit and continue")
-    p.add_argument("--session", metavar="FILE",
-                   help="the session file to record into (default: a new file in the session "
-                        "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
-    p.add_argument("--force", action="store_true",
-                   help="replace the --session file if it exists (only a session file)")
+    add_session_options(p)
     p.add_argument("--no-session", action="store_true",
                    help="record nothing (the debugger alone)")
-    p.add_argument("--summaries", action="store_true",
-                   help="record value statistics (min/max/mean/std, NaN/Inf counts) of "
-                        "every op output in the session (costs about an op per op)")
+    add_summaries_option(p)
 
 
 def add_parser(subparsers) -> None:
@@ -61,8 +61,7 @@ def run_command(opts) -> int:
     try:
         session = _session_path(opts)
     except SessionDirError as exc:
-        print(f"execmode run: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(exc) from None
     _say_breakpoint_notes(opts.breaks)
     # The script's own stdin, stdout and stderr (the terminal): as under python.
     ctl = Controller(opts.script, opts.args, breakpoints=opts.breaks, session=session,

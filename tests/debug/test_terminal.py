@@ -82,8 +82,8 @@ def test_the_tui_without_a_terminal_says_so_at_once(tmp_path, verb):
     # fails the test (a load-proof bound: an interpreter start takes a second or two).
     result = execmode(verb, target, cwd=tmp_path, timeout=60)
     assert result.returncode == 2
-    assert f"execmode {verb}: needs a terminal; use execmode run or execmode report instead" \
-        in result.stderr
+    assert f"execmode {verb}: error: needs a terminal; use execmode run or execmode report " \
+        "instead" in result.stderr
 
 
 def test_has_terminal_needs_both_stdin_and_stderr(monkeypatch):
