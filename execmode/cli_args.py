@@ -55,6 +55,24 @@ def add_break_option(parser: argparse.ArgumentParser) -> None:
                              "condition such as nan, inf, 'max > 1e3' (repeatable)")
 
 
+def whole_number(minimum: int):
+    """An argparse ``type``: an integer of at least ``minimum`` (0 or 1); anything else is
+    a usage error saying what was expected."""
+    wanted = "a positive integer" if minimum == 1 else f"{minimum} or more"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            kind = "a positive integer" if minimum == 1 else "a whole number"
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {value}")
+        return value
+
+    return parse
+
+
 def latest_session(verb: str) -> Path:
     """The newest session in the session folder, for a verb given no SESSION: announced
     on stderr, or a :class:`CliError` saying why there is none."""

@@ -14,7 +14,6 @@ message names the file and the problem); 1 is a report that cannot be written.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -31,6 +30,7 @@ from execmode.cli_args import (
     latest_session,
     parse_script_command,
     require_script,
+    whole_number,
 )
 
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
@@ -58,7 +58,7 @@ def _profile_options(p) -> None:
     p.add_argument("--pyspy", action="store_true",
                    help="also sample the script with py-spy (user code vs dispatch vs "
                         "kernels)")
-    p.add_argument("--rate", type=_positive_int, default=100, metavar="N",
+    p.add_argument("--rate", type=whole_number(1), default=100, metavar="N",
                    help="py-spy samples per second (default 100)")
     p.add_argument("--native", action="store_true",
                    help="py-spy: include native (C) frames; pauses the script per sample")
@@ -68,7 +68,7 @@ def _profile_options(p) -> None:
                    help="record every kernel run as its own row (a timeline of kernels); "
                         "without it, each compiled step's runs are summed where they run, "
                         "which costs a clock read per step instead of an event")
-    p.add_argument("--top", type=_positive_int, default=10, metavar="N",
+    p.add_argument("--top", type=whole_number(1), default=10, metavar="N",
                    help="rows in the printed summary tables (default 10)")
 
 
@@ -345,16 +345,6 @@ def _progress(label: str):
               flush=True)
 
     return show
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def _say(text: str) -> None:

@@ -7,12 +7,11 @@ unknown, recording). A file that cannot be read is listed with the reason, not s
 
 from __future__ import annotations
 
-import argparse
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from execmode.cli_args import CliError
+from execmode.cli_args import CliError, whole_number
 
 DEFAULT_LIMIT = 20
 
@@ -36,7 +35,7 @@ def register_sessions(subparsers) -> None:
                     "elsewhere with --session are listed too.")
     p.add_argument("--dir", metavar="DIR",
                    help="list this folder instead of the session folder")
-    p.add_argument("-n", "--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
+    p.add_argument("-n", "--limit", type=whole_number(0), default=DEFAULT_LIMIT, metavar="N",
                    help=f"show at most N sessions (default {DEFAULT_LIMIT}; 0: all)")
     p.set_defaults(handler=sessions_command)
 
@@ -116,13 +115,3 @@ def _size(path: Path) -> int:
         except OSError:
             pass
     return total
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
-    return value

@@ -27,6 +27,7 @@ from execmode.cli_args import (
     latest_session,
     parse_script_command,
     require_script,
+    whole_number,
 )
 
 NO_TERMINAL = "needs a terminal; use execmode run or execmode report instead"
@@ -45,7 +46,7 @@ def _tui_options(p) -> None:
     p.add_argument("--no-summaries", dest="summaries", action="store_false",
                    help="do not record value statistics of every op output (faster on large "
                         "tensors; the op history's NaN/Inf filter then finds nothing)")
-    p.add_argument("--keep-values", type=_count, metavar="N",
+    p.add_argument("--keep-values", type=whole_number(0), metavar="N",
                    help="keep copies of the last N eager ops' tensors (default 64, each up "
                         "to 1 MiB, 64 MiB in all), so Enter on a past op shows its values "
                         "while the script is live; 0 keeps none")
@@ -53,17 +54,6 @@ def _tui_options(p) -> None:
     p.add_argument("--session-dir", metavar="DIR",
                    help="where each run's session file goes (default: the session folder, "
                         "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
-
-
-def _count(text: str) -> int:
-    """A non-negative integer option (argparse says which option on a ValueError)."""
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
-_count.__name__ = "non-negative integer"  # argparse: "invalid non-negative integer value"
 
 
 def register_tui(subparsers) -> None:
