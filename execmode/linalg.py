@@ -20,6 +20,7 @@ from . import api as _em
 from .dispatch import apply as _apply
 from .errors import ArgumentError, DTypeError, ShapeError, op_error
 from .functional.arguments import _int_arg, _tensor_arg, normalize_axis_for
+from .functional.reductions import norm_root
 from .ops import OPS as _OPS
 
 matmul = _em.matmul
@@ -205,16 +206,6 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 - the 
         raise op_error(ArgumentError, "vector_norm", (x,), f"unsupported ord {ord!r}")
     total = _em.sum(a ** ord, axis=axis, keepdims=keepdims)
     return norm_root(total, ord) if ord > 0 else total ** (1.0 / ord)
-
-
-def norm_root(total, order):
-    """``total ** (1 / order)`` (``sqrt`` for 2) of a sum of powers, order > 0, whose gradient
-    is 0 where ``total`` is 0: PyTorch's subgradient of a norm at the zero vector, where
-    the root's own derivative would give inf * 0 = NaN. The values are the root's."""
-    zero = total == 0
-    safe = _em.where(zero, 1.0, total)
-    root = _em.sqrt(safe) if order == 2 else safe ** (1.0 / order)
-    return _em.where(zero, 0.0, root)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - the standard's

@@ -19,7 +19,7 @@ from ..ops.reductions import normalize_reduction_attrs, reduced_shape
 from ..ops.registry import RuleError
 from .arguments import _axes, _bool_arg, _number_arg, _rule_error, _tensor_arg, _torch_axis
 from .creation import astype, full
-from .elementwise import maximum, minimum, not_equal, sqrt
+from .elementwise import maximum, minimum, not_equal, sqrt, where
 from .gather_scatter import gather_along
 from .scan import ValuesIndices
 from .shape import squeeze
@@ -181,3 +181,14 @@ def _truth_reduction(name, reduce, empty, x, axis, keepdims, torch_keywords) -> 
 def count_nonzero(x, axis=None, keepdims=False) -> Tensor:
     """How many elements are not zero, over ``axis`` (all axes when None), as int64."""
     return sum(astype(not_equal(x, 0), int64), axis=axis, keepdims=keepdims)
+
+
+def norm_root(total, order):
+    """``total ** (1 / order)`` (``sqrt`` for 2) of a sum of powers, order > 0, whose gradient
+    is 0 where ``total`` is 0: PyTorch's subgradient of a norm at the zero vector, where
+    the root's own derivative would give inf * 0 = NaN. The values are the root's. (em.linalg's
+    norms and the PyTorch front end's ``x.norm``; not an Array API name.)"""
+    zero = total == 0
+    safe = where(zero, 1.0, total)
+    root = sqrt(safe) if order == 2 else safe ** (1.0 / order)
+    return where(zero, 0.0, root)

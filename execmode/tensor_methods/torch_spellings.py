@@ -9,6 +9,7 @@ from .. import dtypes
 from .. import functional as F
 from .._tensor import Tensor
 from ..errors import ArgumentError, ShapeError, op_error
+from ..functional.reductions import norm_root
 from ..nn import functional as NF
 from .builders import _named
 
@@ -272,7 +273,6 @@ class _PyTorchMethods:
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The p-norm over ``dim`` (every element when None): 2 or "fro", 1, inf, -inf, or
         any positive number."""
-        from ..linalg import norm_root  # here: em.linalg imports the API that installs this
 
         x = self if dtype is None else F.astype(self, dtype, copy=False)
         axis = tuple(dim) if isinstance(dim, list | tuple) else dim
