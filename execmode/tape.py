@@ -118,6 +118,11 @@ class GradNode:
 _complex_refusals: dict = {}
 
 
+def refuses_complex(op) -> bool:
+    """Whether ``op`` is a :func:`without_complex_gradient` refusal."""
+    return _complex_refusals.get(op.name) is op
+
+
 def without_complex_gradient(op):
     """``op`` with a vjp that raises, for a node with a complex input or output: execmode
     builds no complex gradients, and a real vjp rule applied to complex values would be

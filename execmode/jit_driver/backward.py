@@ -158,15 +158,19 @@ def _interior(t, tracer, began) -> bool:
 
 def _refused_outputs(joint, tp, tracer) -> dict:
     """Output index -> eager's refusal, for the outputs whose own backward reaches a node
-    whose inputs were overwritten after it used them (autograd.check_not_overwritten).
-    An output whose history reaches such a node is traced alone: eager's walk stops where
-    no gradient flows (em.sign's), so only a walk with the rules says whether it gets
-    there."""
+    whose inputs were overwritten after it used them (autograd.check_not_overwritten) or
+    a node of complex values (tape.without_complex_gradient). An output whose history
+    reaches such a node is traced alone: eager's walk stops where no gradient flows
+    (em.sign's), so only a walk with the rules says whether it gets there."""
     refused = {}
     for k, out in enumerate(tp.outputs):
         for t in autograd_order([out], lambda x: id(x) in tp.nodes, lambda x: tp.nodes[id(x)]):
+            node = tp.nodes[id(t)]
+            if tape.refuses_complex(node.op):
+                refused[k] = f"{node.op.name}: no gradient through complex values"
+                break
             try:
-                check_not_overwritten(t, tp.nodes[id(t)])
+                check_not_overwritten(t, node)
             except BackwardError as exc:
                 refused[k] = str(exc)
                 break

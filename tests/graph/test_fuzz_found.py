@@ -384,3 +384,24 @@ def test_an_argument_overwritten_before_a_graph_break_refuses_the_backward(jit):
         with pytest.raises(em.errors.BackwardError, match="overwritten in place"):
             step(em.tensor([[1.0, 1.0]])).backward()
     assert w.grad is None
+
+
+def test_a_complex_result_refuses_only_its_own_backward_in_a_jitted_call():
+    # Seeds 735035 (66) and 3535791 (950): f returns v2 = x @ w and a complex value made
+    # from it. The call's backward refused as a whole (the complex node's refusal), so a
+    # backward through v2 alone raised under jit where eager computes w's gradient.
+    w = em.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+
+    def f(x):
+        v2 = x @ w
+        return v2, v2.astype(em.complex64) * 2j
+
+    grads = []
+    for step in (f, em.jit(f)):
+        w.grad = None
+        v2, v3 = step(em.tensor([[1.0, -1.0]]))
+        (v2 * v2).sum().backward()
+        grads.append(w.grad.numpy())
+        with pytest.raises(em.errors.BackwardError, match="complex"):
+            em.real(v3).sum().backward()
+    np.testing.assert_array_equal(grads[1], grads[0])
