@@ -134,6 +134,14 @@ def _empty_reduction(n, nodes):
     return n.inputs[0] if n.attr.get("axis") == () and _same_type(n, n.inputs[0], nodes) else None
 
 
+def _empty_sum(n, nodes):
+    """A sum over no axes is its input for integers; a float's or a complex's adds the
+    identity 0.0 (NumPy's reduce does), which turns -0.0 into +0.0: not the input."""
+    x = n.inputs[0]
+    return _empty_reduction(n, nodes) if isinstance(x, int) and nodes[x].dtype.kind in "biu" \
+        else None
+
+
 def _square(n, nodes):
     a, b = n.inputs
     v = _scalar_value(b, nodes)
@@ -186,7 +194,7 @@ RULES = {
     "broadcast_to": [_noop_if_same_type],
     "copy": [_noop_if_same_type],
     "cast": [_noop_if_same_type],
-    "sum": [_empty_reduction],
+    "sum": [_empty_sum],
     "prod": [_empty_reduction],
     "max": [_empty_reduction],
     "min": [_empty_reduction],

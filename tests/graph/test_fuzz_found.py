@@ -405,3 +405,19 @@ def test_a_complex_result_refuses_only_its_own_backward_in_a_jitted_call():
         with pytest.raises(em.errors.BackwardError, match="complex"):
             em.real(v3).sum().backward()
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("dtype", [em.float32, em.complex128])
+def test_a_sum_over_no_axes_turns_minus_zero_into_zero_under_simplify(dtype):
+    # Seed 7373, program 993: simplify replaced a sum over no axes (of a 0-d value) by its
+    # input, but NumPy's sum adds the identity 0.0, so -0.0 (or an imaginary part -0.0)
+    # comes out +0.0 eagerly and stayed -0.0 under jit.
+    def f(x):
+        return em.sum(em.sum(x) * -1.0)
+
+    x = em.tensor([0.0]).astype(dtype)
+    eager = f(x).numpy()
+    for passes in (None, ["simplify"]):
+        jitted = em.jit(f, passes=passes)(x).numpy()
+        np.testing.assert_array_equal(np.signbit(np.real(jitted)), np.signbit(np.real(eager)))
+        np.testing.assert_array_equal(np.signbit(np.imag(jitted)), np.signbit(np.imag(eager)))
