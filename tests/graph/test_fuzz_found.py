@@ -421,3 +421,17 @@ def test_a_sum_over_no_axes_turns_minus_zero_into_zero_under_simplify(dtype):
         jitted = em.jit(f, passes=passes)(x).numpy()
         np.testing.assert_array_equal(np.signbit(np.real(jitted)), np.signbit(np.real(eager)))
         np.testing.assert_array_equal(np.signbit(np.imag(jitted)), np.signbit(np.imag(eager)))
+
+
+def test_a_python_int_out_of_a_small_dtype_raises_under_jit_even_unused():
+    # Seed 7373, program 2968: v0 -= -1 on a uint32 intermediate that nothing uses. Eager
+    # raises NumPy's OverflowError (as an ArgumentValueError); the jit dropped the dead
+    # op and returned. The range is checked when the op is bound, from the value alone.
+    def f(v):
+        v0 = v ^ (v // 3)
+        v0 -= -1
+
+    v = em.tensor([6, 4], dtype=em.uint32)
+    for step in (f, em.jit(f)):
+        with pytest.raises(em.errors.ArgumentValueError, match="out of bounds for uint32"):
+            step(v)
