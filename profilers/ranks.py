@@ -106,8 +106,8 @@ def _process_start(pid: int) -> float | None:
 
 
 # The collectives' op names (execmode/distributed/exchange.py records them as ops).
-COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
-               "reduce_scatter", "reduce_scatter_tensor", "barrier")
+COLLECTIVES = ("all_reduce", "all_reduce_wait", "broadcast", "all_gather",
+               "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "barrier")
 _WAITED = re.compile(r"(?:^|, )waited_us=([0-9.]+)")
 
 
