@@ -1,10 +1,11 @@
 """The ``execmode`` command line (also ``python -m execmode``).
 
-Each subcommand lives with the package that implements it and registers itself through
-one function that adds its argparse subparser and sets ``handler``; add a row to
-:data:`COMMANDS` to add a command (and its example in cli_help.py). Handlers return the
-process exit status, or raise ``cli_args.CliError`` (its message and status), which is
-said here, once; cli_help.py holds the table of exit codes that the help shows.
+Each subcommand lives with the package that implements it, as a ``cli_args.Command``
+object (its help, its options, its ``run``) or, for ``explain`` and ``launch``, a function
+that adds its argparse subparser and sets ``handler``; add a row to :data:`COMMANDS` to add
+a command (and its example in cli_help.py). Handlers return the process exit status, or
+raise ``cli_args.CliError`` (its message and status), which is said here, once;
+cli_help.py holds the table of exit codes that the help shows.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import sys
 
 from execmode.cli_args import CliError
 
-# command -> "module:function" adding its subparser (in the order `--help` lists them)
+# command -> "module:name" of its Command, or of a function adding its subparser (in the
+# order `--help` lists them)
 COMMANDS = {
-    "tui": "execmode.tui.cli:register_tui",
-    "open": "execmode.tui.cli:register_open",
-    "run": "execmode.debug.run_cli:add_parser",
-    "profile": "execmode.profilers.cli:register_profile",
-    "report": "execmode.profilers.cli:register_report",
-    "sessions": "execmode.profilers.sessions_cli:register_sessions",
+    "tui": "execmode.tui.cli:TUI",
+    "open": "execmode.tui.cli:OPEN",
+    "run": "execmode.debug.run_cli:RUN",
+    "profile": "execmode.profilers.cli:PROFILE",
+    "report": "execmode.profilers.cli:REPORT",
+    "sessions": "execmode.profilers.sessions_cli:SESSIONS",
     "explain": "execmode.jit_driver.explain_cli:add_parser",
     "launch": "execmode.distributed.launch_cli:add_parser",
 }
@@ -40,8 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     # dest "verb": the script-running verbs keep their SCRIPT [ARGS...] in "command".
     subparsers = parser.add_subparsers(dest="verb", metavar="COMMAND")
     for target in COMMANDS.values():
-        module, function = target.split(":")
-        getattr(importlib.import_module(module), function)(subparsers)
+        module, name = target.split(":")
+        command = getattr(importlib.import_module(module), name)
+        getattr(command, "register", command)(subparsers)
     finish_help(parser, subparsers)
     # For the help tests and docs/cli.md: verb -> its parser, verb -> its one-line help
     # (argparse keeps the latter only in a private list).

@@ -1,6 +1,6 @@
-"""What the verbs of the command line share: the script's arguments, the options several
-verbs take (defined once here), and :class:`CliError`, the one way a command ends with an
-error.
+"""What the verbs of the command line share: :class:`Command`, the shape of a verb; the
+script's arguments and the options several verbs take (defined once here); and
+:class:`CliError`, the one way a command ends with an error.
 
 Script-running commands take ``[OPTIONS] SCRIPT [ARGS...]``, as py-spy and memray do:
 execmode's options come before SCRIPT, and everything after SCRIPT goes to the script
@@ -19,6 +19,28 @@ import sys
 from pathlib import Path
 
 from .script_runner import script_problem
+
+
+class Command:
+    """A verb of ``execmode`` (memray's pattern): its name and help, the options
+    :meth:`prepare_parser` adds, and :meth:`run`, which returns the exit status or raises
+    :class:`CliError`. execmode/cli.py's table names each command's object."""
+
+    name = ""
+    help = ""
+    description = ""
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        pass
+
+    def run(self, args: argparse.Namespace) -> int:
+        raise NotImplementedError
+
+    def register(self, subparsers) -> None:
+        """Add the verb's parser; the parsed arguments carry its ``handler`` and ``parser``."""
+        parser = subparsers.add_parser(self.name, help=self.help, description=self.description)
+        self.prepare_parser(parser)
+        parser.set_defaults(handler=self.run, parser=parser)
 
 
 class CliError(Exception):

@@ -1,8 +1,7 @@
 """The ``execmode profile`` and ``execmode report`` commands.
 
-``execmode/cli.py`` builds the top-level parser and calls :func:`register_profile` and
-:func:`register_report` to add these subcommands; each sets ``handler`` to the function
-that runs it. Only argparse is imported here at module level: ``execmode --help`` stays
+``execmode/cli.py`` builds the top-level parser and adds these subcommands from their
+command objects, :data:`PROFILE` and :data:`REPORT` (``cli_args.Command``). Only argparse is imported here at module level: ``execmode --help`` stays
 quick.
 
 Exit statuses: ``profile`` returns the script's own status (128+N when a signal N killed
@@ -24,6 +23,7 @@ from pathlib import Path
 from execmode import lifeline
 from execmode.cli_args import (
     CliError,
+    Command,
     add_script_argument,
     add_session_options,
     add_summaries_option,
@@ -36,16 +36,50 @@ from execmode.cli_args import (
 FORMAT_CHOICES = ("html", "chrome", "speedscope", "json", "csv", "md")
 
 
-def register_profile(subparsers) -> None:
-    p = subparsers.add_parser(
-        "profile", help="run a script with recording on and write a report",
-        description="Run SCRIPT (with ARGS) as __main__ in a child process with execmode's "
-                    "recorder on; write the session file and a report, and print a short "
-                    "summary. execmode's options come before SCRIPT; everything after SCRIPT "
-                    "goes to the script untouched.")
-    _profile_options(p)
-    add_script_argument(p)
-    p.set_defaults(handler=profile_command, parser=p)
+class ProfileCommand(Command):
+    name = "profile"
+    help = "run a script with recording on and write a report"
+    description = ("Run SCRIPT (with ARGS) as __main__ in a child process with execmode's "
+                   "recorder on; write the session file and a report, and print a short "
+                   "summary. execmode's options come before SCRIPT; everything after SCRIPT "
+                   "goes to the script untouched.")
+
+    def prepare_parser(self, p) -> None:
+        _profile_options(p)
+        add_script_argument(p)
+
+    def run(self, args) -> int:
+        return profile_command(args)
+
+
+class ReportCommand(Command):
+    name = "report"
+    help = "export a report from a recorded session"
+    description = ("Write a report (HTML, Chrome trace, speedscope, JSON, CSV, Markdown) "
+                   "from a session file recorded by execmode profile, run or tui, or "
+                   "em.profile().")
+
+    def prepare_parser(self, p) -> None:
+        p.add_argument("session", nargs="?", metavar="SESSION",
+                       help="the .emsession file (default: the latest in the session folder, "
+                            "as for execmode open), or the run folder of execmode launch "
+                            "--profile (its ranks merged into one Chrome trace)")
+        p.add_argument("-o", "--output", metavar="FILE",
+                       help="the report to write, in an existing folder (default: the "
+                            "session's name, format suffix)")
+        p.add_argument("--format", choices=FORMAT_CHOICES,
+                       help="report format (default: from the -o suffix, else html)")
+        p.add_argument("--table", default="ops",
+                       help="csv only: ops, op_totals, kernel_totals (each compiled step's "
+                            "runs summed), kernels (a row per kernel run, with --kernel-rows), "
+                            "memory, comparisons, samples or session (how the script ended)")
+        p.add_argument("--summary", action="store_true", help="also print the text summary")
+
+    def run(self, args) -> int:
+        return report_command(args)
+
+
+PROFILE, REPORT = ProfileCommand(), ReportCommand()
 
 
 def _profile_options(p) -> None:
@@ -70,28 +104,6 @@ def _profile_options(p) -> None:
                         "which costs a clock read per step instead of an event")
     p.add_argument("--top", type=whole_number(1), default=10, metavar="N",
                    help="rows in the printed summary tables (default 10)")
-
-
-def register_report(subparsers) -> None:
-    p = subparsers.add_parser(
-        "report", help="export a report from a recorded session",
-        description="Write a report (HTML, Chrome trace, speedscope, JSON, CSV, Markdown) "
-                    "from a session file recorded by execmode profile, run or tui, or em.profile().")
-    p.add_argument("session", nargs="?", metavar="SESSION",
-                   help="the .emsession file (default: the latest in the session folder, "
-                        "as for execmode open), or the run folder of execmode launch "
-                        "--profile (its ranks merged into one Chrome trace)")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="the report to write, in an existing folder (default: the "
-                        "session's name, format suffix)")
-    p.add_argument("--format", choices=FORMAT_CHOICES,
-                   help="report format (default: from the -o suffix, else html)")
-    p.add_argument("--table", default="ops",
-                   help="csv only: ops, op_totals, kernel_totals (each compiled step's "
-                        "runs summed), kernels (a row per kernel run, with --kernel-rows), "
-                        "memory, comparisons, samples or session (how the script ended)")
-    p.add_argument("--summary", action="store_true", help="also print the text summary")
-    p.set_defaults(handler=report_command)
 
 
 # --- profile ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from execmode.cli_args import CliError, whole_number
+from execmode.cli_args import CliError, Command, whole_number
 
 DEFAULT_LIMIT = 20
 
@@ -25,19 +25,27 @@ class SessionListing(NamedTuple):
     status: str
 
 
-def register_sessions(subparsers) -> None:
-    p = subparsers.add_parser(
-        "sessions", help="list recent sessions (newest first)",
-        description="List the sessions in the session folder, newest first: date, script, ops, "
-                    "size, path and status (how the script ended: finished, raised, stopped "
-                    "at a breakpoint, killed, crashed, unknown, recording). The folder is "
-                    "$EXECMODE_SESSION_DIR, else ~/.cache/execmode/sessions; sessions saved "
-                    "elsewhere with --session are listed too.")
-    p.add_argument("--dir", metavar="DIR",
-                   help="list this folder instead of the session folder")
-    p.add_argument("-n", "--limit", type=whole_number(0), default=DEFAULT_LIMIT, metavar="N",
-                   help=f"show at most N sessions (default {DEFAULT_LIMIT}; 0: all)")
-    p.set_defaults(handler=sessions_command)
+class SessionsCommand(Command):
+    name = "sessions"
+    help = "list recent sessions (newest first)"
+    description = ("List the sessions in the session folder, newest first: date, script, "
+                   "ops, size, path and status (how the script ended: finished, raised, "
+                   "stopped at a breakpoint, killed, crashed, unknown, recording). The folder "
+                   "is $EXECMODE_SESSION_DIR, else ~/.cache/execmode/sessions; sessions saved "
+                   "elsewhere with --session are listed too.")
+
+    def prepare_parser(self, p) -> None:
+        p.add_argument("--dir", metavar="DIR",
+                       help="list this folder instead of the session folder")
+        p.add_argument("-n", "--limit", type=whole_number(0), default=DEFAULT_LIMIT,
+                       metavar="N",
+                       help=f"show at most N sessions (default {DEFAULT_LIMIT}; 0: all)")
+
+    def run(self, args) -> int:
+        return sessions_command(args)
+
+
+SESSIONS = SessionsCommand()
 
 
 def sessions_command(args) -> int:

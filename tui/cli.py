@@ -1,8 +1,8 @@
 """The ``execmode tui`` and ``execmode open`` commands.
 
-``execmode/cli.py`` calls :func:`register_tui` and :func:`register_open` (or
-:func:`add_parsers` for both) to add the subcommands; each sets ``handler``. Textual is
-imported only when a command runs, so ``execmode --help`` stays quick.
+``execmode/cli.py`` adds the subcommands from their command objects, :data:`TUI` and
+:data:`OPEN` (``cli_args.Command``). Textual is imported only when a command runs, so
+``execmode --help`` stays quick.
 
 ``execmode tui [OPTIONS] SCRIPT [ARGS...]``: the TUI's own options come before the
 script; everything after it goes to the script untouched. Exit status: 0 after a normal
@@ -21,6 +21,7 @@ import sys
 
 from execmode.cli_args import (
     CliError,
+    Command,
     add_break_option,
     add_script_argument,
     add_session_options,
@@ -31,11 +32,6 @@ from execmode.cli_args import (
 )
 
 NO_TERMINAL = "needs a terminal; use execmode run or execmode report instead"
-
-
-def add_parsers(subparsers) -> None:
-    register_tui(subparsers)
-    register_open(subparsers)
 
 
 def _tui_options(p) -> None:
@@ -56,28 +52,40 @@ def _tui_options(p) -> None:
                         "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
 
 
-def register_tui(subparsers) -> None:
-    p = subparsers.add_parser(
-        "tui", help="debug a script in the terminal UI (paused before its first op)",
-        description="Run SCRIPT under the debugger and open the TUI, paused before the first "
-                    "op. Keys: n next line, s step op, c continue, p pause, b/B breakpoints, "
-                    "r restart, e export, ? help, q quit. execmode's options come before "
-                    "SCRIPT; everything after SCRIPT goes to the script untouched.")
-    _tui_options(p)
-    add_script_argument(p)
-    p.set_defaults(handler=tui_command, parser=p)
+class TuiCommand(Command):
+    name = "tui"
+    help = "debug a script in the terminal UI (paused before its first op)"
+    description = ("Run SCRIPT under the debugger and open the TUI, paused before the first "
+                   "op. Keys: n next line, s step op, c continue, p pause, b/B breakpoints, "
+                   "r restart, e export, ? help, q quit. execmode's options come before "
+                   "SCRIPT; everything after SCRIPT goes to the script untouched.")
+
+    def prepare_parser(self, p) -> None:
+        _tui_options(p)
+        add_script_argument(p)
+
+    def run(self, args) -> int:
+        return tui_command(args)
 
 
-def register_open(subparsers) -> None:
-    p = subparsers.add_parser(
-        "open", help="open a recorded session in the TUI (post-mortem)",
-        description="Browse a recorded session: ops, graphs, breaks, passes, kernels, "
-                    "profile and output. Everything but stepping. Without SESSION, the "
-                    "latest one in the session folder (see execmode sessions).")
-    p.add_argument("session", nargs="?", metavar="SESSION",
-                   help="the .emsession file (default: the latest in the session folder), "
-                        "or the run folder of execmode launch --profile (R: the next rank)")
-    p.set_defaults(handler=open_command)
+class OpenCommand(Command):
+    name = "open"
+    help = "open a recorded session in the TUI (post-mortem)"
+    description = ("Browse a recorded session: ops, graphs, breaks, passes, kernels, "
+                   "profile and output. Everything but stepping. Without SESSION, the "
+                   "latest one in the session folder (see execmode sessions).")
+
+    def prepare_parser(self, p) -> None:
+        p.add_argument("session", nargs="?", metavar="SESSION",
+                       help="the .emsession file (default: the latest in the session "
+                            "folder), or the run folder of execmode launch --profile (R: the "
+                            "next rank)")
+
+    def run(self, args) -> int:
+        return open_command(args)
+
+
+TUI, OPEN = TuiCommand(), OpenCommand()
 
 
 def tui_command(args) -> int:

@@ -16,6 +16,7 @@ import sys
 
 from ..cli_args import (
     CliError,
+    Command,
     add_break_option,
     add_script_argument,
     add_session_options,
@@ -38,16 +39,23 @@ def _options(p) -> None:
     add_summaries_option(p)
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "run", help="run a script under the debugger, without a UI",
-        description="Run SCRIPT under the debugger, without a UI. When a breakpoint hits, print "
-        "where (op, line, the tensor summary) and stop the script, or with --keep-going print "
-        "every hit and let it run on. execmode's options come before SCRIPT; everything after "
-        "SCRIPT goes to the script untouched.")
-    _options(p)
-    add_script_argument(p)
-    p.set_defaults(handler=run_command, parser=p)
+class RunCommand(Command):
+    name = "run"
+    help = "run a script under the debugger, without a UI"
+    description = ("Run SCRIPT under the debugger, without a UI. When a breakpoint hits, print "
+                   "where (op, line, the tensor summary) and stop the script, or with "
+                   "--keep-going print every hit and let it run on. execmode's options come "
+                   "before SCRIPT; everything after SCRIPT goes to the script untouched.")
+
+    def prepare_parser(self, p) -> None:
+        _options(p)
+        add_script_argument(p)
+
+    def run(self, args) -> int:
+        return run_command(args)
+
+
+RUN = RunCommand()
 
 
 def run_command(opts) -> int:
