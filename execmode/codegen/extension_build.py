@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from ..native import generated_headers
 from . import disk_cache
 from .cache_trust import UnsafeCacheError
 from .toolchain import NoCompiler, compiler, cpu_identity, run_compiler
@@ -46,23 +47,32 @@ def python_abi() -> str:
                      getattr(sys, "abiflags", ""), f"numpy {np.__version__}"])
 
 
-def _with_local_headers(source: str, folders: tuple, seen: set | None = None) -> str:
-    """``#include "x.h"`` lines replaced by the text of x.h from the first of ``folders``
-    that has it, recursively and once each (as an include guard would): the source is
-    compiled from the cache folder, and its cache key must change with its headers."""
+def _with_local_headers(source: str, folders: tuple, generated: dict,
+                        seen: set | None = None) -> str:
+    """``#include "x.h"`` lines replaced by the text of x.h, taken from ``generated`` (the
+    headers the build makes: native.generated_headers) or else from the first of
+    ``folders`` that has it, recursively and once each (as an include guard would): the
+    source is compiled from the cache folder, and its cache key must change with its
+    headers."""
     seen = set() if seen is None else seen
     lines = []
     for line in source.splitlines():
         included = _LOCAL_INCLUDE.match(line)
         if included:
             name = included.group(1)
+            if name in generated:
+                if name not in seen:
+                    seen.add(name)
+                    lines.append(_with_local_headers(generated[name], folders, generated,
+                                                     seen))
+                continue
             header = next((os.path.join(folder, name) for folder in folders
                            if os.path.exists(os.path.join(folder, name))), None)
             if header is not None:
                 if header not in seen:
                     seen.add(header)
                     with open(header, encoding="utf-8") as f:
-                        lines.append(_with_local_headers(f.read(), folders, seen))
+                        lines.append(_with_local_headers(f.read(), folders, generated, seen))
                 continue
         lines.append(line)
     return "\n".join(lines) + "\n"
@@ -96,7 +106,8 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
         return None, status
     with open(source_path, encoding="utf-8") as f:
         # The kernel clock (em_clock.h) is codegen's: generated programs include it too.
-        source = _with_local_headers(f.read(), (os.path.dirname(source_path), HEADERS))
+        source = _with_local_headers(f.read(), (os.path.dirname(source_path), HEADERS),
+                                     generated_headers())
     flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
     identity = "\n".join([" ".join(command), version, " ".join(flags),
                           cpu_identity(), python_abi()])

@@ -60,7 +60,7 @@ typedef struct {
     PyObject *impl;
 } Operator;
 
-static PyObject *str_plain;      /* "_plain", interned */
+static PyObject *str_plain;
 static PyObject *str_grad_enabled, *str_thread, *str_grad;
 static PyObject *str_fast_with_events, *str_native_binary, *str_native_general, *str_impl;
 /* dispatch's names an OpEvent is built from (new_event) */
@@ -894,9 +894,9 @@ op_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                                                 : "expected a binary elementwise ufunc");
         return NULL;
     }
-    PyObject *data_descr = PyObject_GetAttrString(tensor_type, "_data");
+    PyObject *data_descr = PyObject_GetAttrString(tensor_type, EM_NAME_DATA);
     PyObject *rg_descr = data_descr == NULL ? NULL
-        : PyObject_GetAttrString(tensor_type, "requires_grad");
+        : PyObject_GetAttrString(tensor_type, EM_NAME_REQUIRES_GRAD);
     Py_ssize_t off_data = data_descr == NULL ? -1 : em_member_offset(data_descr);
     Py_ssize_t off_rg = (rg_descr == NULL || off_data < 0) ? -1 : em_member_offset(rg_descr);
     Py_XDECREF(data_descr);
@@ -1216,24 +1216,24 @@ PyInit__em_eager_operators(void)
 {
     import_array();
     import_umath();
-    str_plain = PyUnicode_InternFromString("_plain");
-    str_grad_enabled = PyUnicode_InternFromString("_grad_enabled");
-    str_thread = PyUnicode_InternFromString("_thread");
-    str_grad = PyUnicode_InternFromString("grad");
-    str_fast_with_events = PyUnicode_InternFromString("_fast_with_events");
-    str_native_binary = PyUnicode_InternFromString("_native_binary");
-    str_native_general = PyUnicode_InternFromString("_native_general");
-    str_impl = PyUnicode_InternFromString("impl");
-    str_on_op = PyUnicode_InternFromString("_on_op");
-    str_OpEvent = PyUnicode_InternFromString("OpEvent");
-    str_seq = PyUnicode_InternFromString("_seq");
-    str_no_attrs = PyUnicode_InternFromString("_NO_ATTRS");
-    str_eager = PyUnicode_InternFromString("_EAGER");
-    str_cpu = PyUnicode_InternFromString("CPU");
-    str_scope = PyUnicode_InternFromString("_scope");
-    str_state = PyUnicode_InternFromString("_state");
-    str_locations = PyUnicode_InternFromString("_locations");
-    str_user_location = PyUnicode_InternFromString("user_location");
+    str_plain = PyUnicode_InternFromString(EM_NAME_PLAIN);
+    str_grad_enabled = PyUnicode_InternFromString(EM_NAME_GRAD_ENABLED);
+    str_thread = PyUnicode_InternFromString(EM_NAME_THREAD);
+    str_grad = PyUnicode_InternFromString(EM_NAME_GRAD);
+    str_fast_with_events = PyUnicode_InternFromString(EM_NAME_FAST_WITH_EVENTS);
+    str_native_binary = PyUnicode_InternFromString(EM_NAME_NATIVE_BINARY);
+    str_native_general = PyUnicode_InternFromString(EM_NAME_NATIVE_GENERAL);
+    str_impl = PyUnicode_InternFromString(EM_NAME_IMPL);
+    str_on_op = PyUnicode_InternFromString(EM_NAME_ON_OP);
+    str_OpEvent = PyUnicode_InternFromString(EM_NAME_OPEVENT);
+    str_seq = PyUnicode_InternFromString(EM_NAME_SEQ);
+    str_no_attrs = PyUnicode_InternFromString(EM_NAME_NO_ATTRS);
+    str_eager = PyUnicode_InternFromString(EM_NAME_EAGER);
+    str_cpu = PyUnicode_InternFromString(EM_NAME_CPU);
+    str_scope = PyUnicode_InternFromString(EM_NAME_SCOPE);
+    str_state = PyUnicode_InternFromString(EM_NAME_STATE);
+    str_locations = PyUnicode_InternFromString(EM_NAME_LOCATIONS);
+    str_user_location = PyUnicode_InternFromString(EM_NAME_USER_LOCATION);
     zero = PyLong_FromLong(0);
     if (str_plain == NULL || str_grad_enabled == NULL || str_thread == NULL || str_grad == NULL
             || str_fast_with_events == NULL || str_native_binary == NULL

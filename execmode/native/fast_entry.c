@@ -847,13 +847,13 @@ PyInit__em_fast_entry(void)
     import_array();
     if (PyType_Ready(&FastEntryType) < 0 || PyType_Ready(&JitCallType) < 0)
         return NULL;
-    k_fast = PyUnicode_InternFromString("_fast");
-    k_call = PyUnicode_InternFromString("_call");
+    k_fast = PyUnicode_InternFromString(EM_NAME_FAST);
+    k_call = PyUnicode_InternFromString(EM_NAME_CALL);
     if (!k_fast || !k_call)
         return NULL;
-    k_tracing = PyUnicode_InternFromString("_tracing");
-    k_grad_enabled = PyUnicode_InternFromString("_grad_enabled");
-    k_jit_disabled = PyUnicode_InternFromString("_jit_disabled");
+    k_tracing = PyUnicode_InternFromString(EM_NAME_TRACING);
+    k_grad_enabled = PyUnicode_InternFromString(EM_NAME_GRAD_ENABLED);
+    k_jit_disabled = PyUnicode_InternFromString(EM_NAME_JIT_DISABLED);
     if (!k_tracing || !k_grad_enabled || !k_jit_disabled)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

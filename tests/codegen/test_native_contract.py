@@ -4,8 +4,9 @@ The C builds an OpEvent by position (em_native.h's EM_OP_EVENT_FIELDS): the head
 must be instrument.OpEvent's fields in order. The C checks it at run time before its first
 event; this checks it without a compiler. The helpers the header declares once (a slot's
 offset, the clock, the current scope) stay declared once. The Python names the C reads
-are the ones native.MODULE_STATE and OBJECT_ATTRIBUTES declare, and exist. And every
-extension builds wherever the machine has what a build needs.
+are the ones native.MODULE_STATE and OBJECT_ATTRIBUTES declare, and exist, and the C spells
+them only through the macros the build generates from that table. And every extension
+builds wherever the machine has what a build needs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from execmode.profilers import native as op_ring
 
 from execmode import native
 from execmode.codegen import eager_operators, fast_entry
+from execmode.codegen.extension_build import HEADERS, _with_local_headers
 from execmode.instrument import OpEvent
 
 NATIVE = Path(native.FOLDER)
@@ -63,21 +65,58 @@ def test_no_file_defines_the_shared_helpers_again(path):
         assert "clock_gettime" not in text, path.name
 
 
-def _interned_names() -> set[str]:
-    """Every name the C interns to look up (PyUnicode_InternFromString("...")."""
-    names = set()
+def _declared_names() -> set[str]:
+    return {n for names in native.MODULE_STATE.values() for n in names} \
+        | set(native.OBJECT_ATTRIBUTES)
+
+
+def _c_without_comments(path: Path) -> str:
+    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", path.read_text(encoding="utf-8"), flags=re.S)
+
+
+# The C's own interface (an extension type's keyword list and members) may share a word
+# with a Python name it reads (Operator's keyword and member `impl`, OpDef's `impl`): those
+# literals name the C's API, not Python's state.
+_OWN_INTERFACE = re.compile(r"static\s+char\s*\*\s*\w+\[\]\s*=\s*\{[^}]*\}"
+                            r"|static\s+PyMemberDef\s+\w+\[\]\s*=\s*\{.*?\n\};", re.S)
+
+
+def test_the_c_spells_no_declared_name_but_through_its_macro():
+    """em_state_names.h is generated from native's table, so a name spelled as a literal
+    would be a second definition that no rename of the table reaches."""
+    declared = _declared_names()
     for path in NATIVE.glob("*.[ch]"):
-        names.update(re.findall(r'PyUnicode_InternFromString\("([^"]+)"\)',
-                                path.read_text(encoding="utf-8")))
-    return names
+        code = _OWN_INTERFACE.sub(" ", _c_without_comments(path))
+        spelled = sorted(set(re.findall(r'"([^"\\\n]*)"', code)) & declared)
+        assert not spelled, f"{path.name} spells {spelled} (use the EM_NAME_ macros)"
+        assert not re.search(r'PyUnicode_InternFromString\(\s*"', code), \
+            f"{path.name} interns a name the table does not declare"
 
 
-def test_the_c_reads_only_the_declared_names():
-    declared = {n for names in native.MODULE_STATE.values() for n in names}
-    declared |= set(native.OBJECT_ATTRIBUTES)
-    interned = _interned_names()
-    assert interned - declared == set(), "C reads names native/__init__.py does not declare"
-    assert declared - interned == set(), "declared names no C file reads any more"
+def test_the_c_uses_every_generated_macro_and_no_other():
+    header = native.state_names_header()
+    generated = set(re.findall(r"#define (EM_NAME_\w+) ", header))
+    assert generated == {native.state_name_macro(n) for n in _declared_names()}
+    used = set()
+    for path in NATIVE.glob("*.[ch]"):
+        used.update(re.findall(r"\bEM_NAME_\w+", _c_without_comments(path)))
+    assert used - generated == set(), "C uses EM_NAME_ macros the table does not generate"
+    assert generated - used == set(), "declared names no C file reads any more"
+
+
+def test_the_build_inlines_the_generated_header():
+    source = _with_local_headers('#include "em_native.h"\n', (str(NATIVE), HEADERS),
+                                 native.generated_headers())
+    assert '#define EM_NAME_PLAIN "_plain"' in source
+    assert "#include" not in re.sub(r"#include\s*<[^>]+>", "", source)
+    assert not (NATIVE / native.GENERATED_HEADER).exists(), \
+        "the build generates em_state_names.h: a file of that name would be a stale copy"
+
+
+def test_two_names_that_would_share_a_macro_are_refused(monkeypatch):
+    monkeypatch.setattr(native, "OBJECT_ATTRIBUTES", (*native.OBJECT_ATTRIBUTES, "__plain"))
+    with pytest.raises(ValueError, match="EM_NAME_PLAIN"):
+        native.state_names_header()
 
 
 @pytest.mark.parametrize("module", sorted(native.MODULE_STATE))
@@ -89,9 +128,12 @@ def test_every_declared_module_name_exists(module):
 
 def test_the_declared_attributes_exist_where_the_c_reads_them():
     from execmode import dispatch
+    from execmode._tensor import Tensor
     from execmode.jit_driver.jit import JitFunction
     from execmode.ops import OPS
 
+    assert all(type(Tensor.__dict__[n]).__name__ == "member_descriptor"
+               for n in ("_data", "requires_grad"))
     assert hasattr(dispatch._thread, "grad")
     assert isinstance(dispatch._scope._state.current, str)
     assert all(hasattr(op, "impl") for op in OPS.values())
