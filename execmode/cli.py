@@ -1,10 +1,9 @@
 """The ``execmode`` command line (also ``python -m execmode``).
 
 Each subcommand lives with the package that implements it, as a ``cli_args.Command``
-object (its help, its options, its ``run``) or, for ``explain`` and ``launch``, a function
-that adds its argparse subparser and sets ``handler``; add a row to :data:`COMMANDS` to add
-a command (and its example in cli_help.py). Handlers return the process exit status, or
-raise ``cli_args.CliError`` (its message and status), which is said here, once;
+object (its help, its options, its ``run``); add a row to :data:`COMMANDS` to add a command
+(and its example in cli_help.py). A command's ``run`` returns the process exit status, or
+raises ``cli_args.CliError`` (its message and status), which is said here, once;
 cli_help.py holds the table of exit codes that the help shows.
 """
 
@@ -17,8 +16,7 @@ import sys
 
 from execmode.cli_args import CliError
 
-# command -> "module:name" of its Command, or of a function adding its subparser (in the
-# order `--help` lists them)
+# command -> "module:name" of its Command (in the order `--help` lists them)
 COMMANDS = {
     "tui": "execmode.tui.cli:TUI",
     "open": "execmode.tui.cli:OPEN",
@@ -26,8 +24,8 @@ COMMANDS = {
     "profile": "execmode.profilers.cli:PROFILE",
     "report": "execmode.profilers.cli:REPORT",
     "sessions": "execmode.profilers.sessions_cli:SESSIONS",
-    "explain": "execmode.jit_driver.explain_cli:add_parser",
-    "launch": "execmode.distributed.launch_cli:add_parser",
+    "explain": "execmode.jit_driver.explain_cli:EXPLAIN",
+    "launch": "execmode.distributed.launch_cli:LAUNCH",
 }
 
 
@@ -43,8 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="verb", metavar="COMMAND")
     for target in COMMANDS.values():
         module, name = target.split(":")
-        command = getattr(importlib.import_module(module), name)
-        getattr(command, "register", command)(subparsers)
+        getattr(importlib.import_module(module), name).register(subparsers)
     finish_help(parser, subparsers)
     # For the help tests and docs/cli.md: verb -> its parser, verb -> its one-line help
     # (argparse keeps the latter only in a private list).

@@ -65,6 +65,12 @@ def add_session_options(parser: argparse.ArgumentParser,
                         help="replace the --session file if it exists (only a session file)")
 
 
+def add_session_dir_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--session-dir DIR``: where a verb that records puts its session files (tui: each
+    run's; launch --profile: its run folder of ranks)."""
+    parser.add_argument("--session-dir", metavar="DIR", help=help)
+
+
 def add_summaries_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summaries", action="store_true",
                         help="record value statistics (min/max/mean/std, NaN/Inf counts) of "
@@ -121,10 +127,9 @@ def add_script_argument(parser: argparse.ArgumentParser, help: str = SCRIPT_HELP
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar=SCRIPT_METAVAR, help=help)
 
 
-def parse_script_command(parser: argparse.ArgumentParser, opts, *_ignored) -> argparse.Namespace:
+def parse_script_command(parser: argparse.ArgumentParser, opts) -> argparse.Namespace:
     """Set ``opts.script`` and ``opts.args`` from ``opts.command``; a missing SCRIPT is a usage
-    error (exit 2). Extra positional arguments are accepted and ignored: they were the table
-    of options that could once follow the script (jit_driver/explain_cli.py still passes one)."""
+    error (exit 2)."""
     command = list(opts.command)
     if command[:1] == ["--"]:
         command = command[1:]

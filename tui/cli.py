@@ -24,6 +24,7 @@ from execmode.cli_args import (
     Command,
     add_break_option,
     add_script_argument,
+    add_session_dir_option,
     add_session_options,
     latest_session,
     parse_script_command,
@@ -47,9 +48,8 @@ def _tui_options(p) -> None:
                         "to 1 MiB, 64 MiB in all), so Enter on a past op shows its values "
                         "while the script is live; 0 keeps none")
     add_session_options(p, "the session file for the first run")
-    p.add_argument("--session-dir", metavar="DIR",
-                   help="where each run's session file goes (default: the session folder, "
-                        "$EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
+    add_session_dir_option(p, "where each run's session file goes (default: the session "
+                              "folder, $EXECMODE_SESSION_DIR or ~/.cache/execmode/sessions)")
 
 
 class TuiCommand(Command):

@@ -12,33 +12,48 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..cli_args import add_script_argument, parse_script_command, require_script
+from ..cli_args import (
+    CliError,
+    Command,
+    add_script_argument,
+    add_session_dir_option,
+    parse_script_command,
+    require_script,
+    whole_number,
+)
 
-NO_MPIEXEC = ("execmode launch: no mpiexec found (on PATH or beside {python}); "
-              "pip install 'execmode[distributed]' installs MPICH's, or give --mpiexec PATH")
+NO_MPIEXEC = ("no mpiexec found (on PATH or beside {python}); pip install "
+              "'execmode[distributed]' installs MPICH's, or give --mpiexec PATH")
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("launch", help="run a script as N processes under mpiexec "
-                              "(data-parallel training)", description=__doc__.split("\n\n")[0])
-    p.add_argument("-n", "--nproc", type=int, required=True, metavar="N",
-                   help="how many processes (ranks) to start; more than the machine's cores "
-                        "is allowed (oversubscribed)")
-    p.add_argument("--profile", action="store_true",
-                   help="record every rank (rank0.emsession ... in one run folder in the "
-                        "session folder); execmode report FOLDER merges them into one "
-                        "Chrome trace, a process per rank")
-    p.add_argument("--session-dir", metavar="DIR",
-                   help="with --profile: make the run folder in DIR instead")
-    p.add_argument("--break", dest="break_on", choices=("nan", "inf"),
-                   help="the first rank whose op or kernel makes a NaN (or an Inf) stops, "
-                        "naming its rank, the op and the line; the others stop at their "
-                        "next collective, saying why")
-    p.add_argument("--mpiexec", metavar="PATH",
-                   help="the mpiexec to run (default: the one beside this Python, else the "
-                        "first on PATH)")
-    add_script_argument(p)
-    p.set_defaults(handler=launch_command, parser=p)
+class LaunchCommand(Command):
+    name = "launch"
+    help = "run a script as N processes under mpiexec (data-parallel training)"
+    description = __doc__.split("\n\n")[0]
+
+    def prepare_parser(self, p) -> None:
+        p.add_argument("-n", "--nproc", type=whole_number(1), required=True, metavar="N",
+                       help="how many processes (ranks) to start; more than the machine's "
+                            "cores is allowed (oversubscribed)")
+        p.add_argument("--profile", action="store_true",
+                       help="record every rank (rank0.emsession ... in one run folder in the "
+                            "session folder); execmode report FOLDER merges them into one "
+                            "Chrome trace, a process per rank")
+        add_session_dir_option(p, "with --profile: make the run folder in DIR instead")
+        p.add_argument("--break", dest="break_on", choices=("nan", "inf"),
+                       help="the first rank whose op or kernel makes a NaN (or an Inf) stops, "
+                            "naming its rank, the op and the line; the others stop at their "
+                            "next collective, saying why")
+        p.add_argument("--mpiexec", metavar="PATH",
+                       help="the mpiexec to run (default: the one beside this Python, else "
+                            "the first on PATH)")
+        add_script_argument(p)
+
+    def run(self, args) -> int:
+        return launch_command(args)
+
+
+LAUNCH = LaunchCommand()
 
 
 def find_mpiexec(given: str | None = None, search_path: str | None = None,
@@ -56,17 +71,14 @@ def find_mpiexec(given: str | None = None, search_path: str | None = None,
 
 def launch_command(opts) -> int:
     parse_script_command(opts.parser, opts)
-    if opts.nproc < 1:
-        opts.parser.error(f"-n must be at least 1, got {opts.nproc}")
     require_script(opts.parser, opts)
+    if opts.session_dir and not opts.profile:
+        raise CliError("--session-dir goes with --profile")
     mpiexec = find_mpiexec(opts.mpiexec)
     if mpiexec is None:
         if opts.mpiexec is not None:
-            print(f"execmode launch: --mpiexec {opts.mpiexec}: no such program",
-                  file=sys.stderr)
-        else:
-            print(NO_MPIEXEC.format(python=sys.executable), file=sys.stderr)
-        return 2
+            raise CliError(f"--mpiexec {opts.mpiexec}: no such program")
+        raise CliError(NO_MPIEXEC.format(python=sys.executable))
     argv = [mpiexec, "-n", str(opts.nproc), sys.executable, "-m",
             "execmode.distributed.rank_runner", opts.script, *opts.args]
     env = dict(os.environ)
@@ -80,18 +92,14 @@ def launch_command(opts) -> int:
         try:
             folder = new_run_folder(opts.script, opts.session_dir)
         except OSError as e:
-            print(f"execmode launch: cannot make the run folder: {e}", file=sys.stderr)
-            return 2
+            raise CliError(f"cannot make the run folder: {e}") from None
         env[RANKS_DIR_ENV] = str(folder)
         print(f"execmode launch: recording {opts.nproc} ranks into {folder} (one trace of "
               f"them all: execmode report {folder})", file=sys.stderr)
-    elif opts.session_dir:
-        opts.parser.error("--session-dir goes with --profile")
     sys.stdout.flush()
     sys.stderr.flush()
     try:
         os.execve(mpiexec, argv, env)  # mpiexec's exit status and signals are launch's
     except OSError as e:
-        print(f"execmode launch: could not run {mpiexec}: {e}", file=sys.stderr)
-        return 2
+        raise CliError(f"could not run {mpiexec}: {e}") from None
     return 0  # not reached

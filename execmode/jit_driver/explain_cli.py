@@ -5,24 +5,32 @@ all; to explain one function without running it, call ``em.explain(fn, *args)``.
 
 from __future__ import annotations
 
-from ..cli_args import add_script_argument, parse_script_command, require_script
+from ..cli_args import Command, add_script_argument, parse_script_command, require_script
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("explain", help="report graph breaks and retraces of a script's "
-                              "jitted functions", description=__doc__.split("\n\n")[0])
-    p.add_argument("--on-break", choices=("split", "error", "bake"), metavar="MODE",
-                   help="what every em.jit in the script does where Python needs a concrete "
-                        "value, as if given on_break=MODE: split (break the graph there), "
-                        "error (raise, like fullgraph=True) or bake (freeze the value seen "
-                        "while tracing, as torch.jit.trace does; listed as baked). Default: "
-                        "each em.jit's own choice")
-    add_script_argument(p)
-    p.set_defaults(handler=explain_command, parser=p)
+class ExplainCommand(Command):
+    name = "explain"
+    help = "report graph breaks and retraces of a script's jitted functions"
+    description = __doc__.split("\n\n")[0]
+
+    def prepare_parser(self, p) -> None:
+        p.add_argument("--on-break", choices=("split", "error", "bake"), metavar="MODE",
+                       help="what every em.jit in the script does where Python needs a "
+                            "concrete value, as if given on_break=MODE: split (break the graph "
+                            "there), error (raise, like fullgraph=True) or bake (freeze the "
+                            "value seen while tracing, as torch.jit.trace does; listed as "
+                            "baked). Default: each em.jit's own choice")
+        add_script_argument(p)
+
+    def run(self, args) -> int:
+        return explain_command(args)
+
+
+EXPLAIN = ExplainCommand()
 
 
 def explain_command(opts) -> int:
-    parse_script_command(opts.parser, opts, {}, lambda p: None)
+    parse_script_command(opts.parser, opts)
     require_script(opts.parser, opts)
     from ..script_runner import run_script
     from .jit import override_on_break

@@ -67,6 +67,19 @@ def test_launch_without_mpiexec_says_what_to_install(tmp_path, monkeypatch, caps
     assert launch_cli.find_mpiexec(python=str(tmp_path / "python"), search_path="") is None
 
 
+def test_launch_says_its_usage_errors_once_with_status_2(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "s.py"
+    script.write_text("print('never')\n")
+    # no mpiexec: a check that let the call through would say so, not run anything
+    monkeypatch.setattr(launch_cli, "find_mpiexec", lambda given=None: None)
+    assert cli_main(["launch", "-n", "2", "--session-dir", str(tmp_path), str(script)]) == 2
+    assert capsys.readouterr().err == "execmode launch: error: --session-dir goes with --profile\n"
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["launch", "-n", "0", str(script)])
+    assert exit_.value.code == 2
+    assert "expected a positive integer, got 0" in capsys.readouterr().err
+
+
 def test_the_rank_runner_names_ranks_as_torchrun_does():
     assert torchrun_variables({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1",
                                "MPI_LOCALNRANKS": "2"}) == {
