@@ -191,9 +191,11 @@ class Segmenting:
             }, time.perf_counter_ns(), time.perf_counter_ns()))
 
     def _run_between_segments(self, op, inputs, attrs):
-        """An op whose output shape depends on values: break, run it eagerly, go on."""
-        if any(isinstance(x, Tensor) and x._data.__class__ is TracedValue for x in inputs) or \
-                any(isinstance(x, Tensor) and self.stale_array(x._data) for x in inputs):
+        """An op whose output shape depends on values: break, run it eagerly, go on. Also on
+        an untraced tensor (a capture, or a view of one that ran eagerly: reshape(g0)): its
+        values may change before the next call, and without a break the replay would keep
+        this call's result (seed 8484, program 888)."""
+        if any(isinstance(x, Tensor) for x in inputs):
             self._graph_break(f"{op.name} has a data-dependent output shape", op.name)
         previous = dispatch.set_tracer(None)
         try:

@@ -435,3 +435,31 @@ def test_a_python_int_out_of_a_small_dtype_raises_under_jit_even_unused():
     for step in (f, em.jit(f)):
         with pytest.raises(em.errors.ArgumentValueError, match="out of bounds for uint32"):
             step(v)
+
+
+def test_a_masked_write_of_a_wrapping_python_int_runs_under_jit_as_eagerly():
+    # Seed 8484, program 2280: v[v > 0] = -1 on a uint64 value; eagerly the write wraps
+    # (np.where's rule, not the binary ufuncs' OverflowError), and under jit the write,
+    # functionalized into where, was refused by the binary ops' range check.
+    def f(v):
+        v = v * 1
+        v[v > 0] = -1
+        return v
+
+    v = em.tensor([5, 0], dtype=em.uint64)
+    np.testing.assert_array_equal(em.jit(f)(v).numpy(), f(v).numpy())
+
+
+def test_a_data_dependent_op_on_a_capture_reads_it_at_every_call():
+    # Seed 8484, program 888: unique_values of a captured tensor (or of its view, which
+    # ran eagerly) did not break the graph: its result was baked at trace time and the
+    # replay kept it after the capture changed.
+    g0 = em.tensor([-2.75, 0.25, 0.75, -0.75])
+
+    def f():
+        return em.sum(em.unique_values(em.reshape(g0, (-1,))))
+
+    jitted = em.jit(f)
+    assert jitted().item() == f().item()
+    g0[1] = 2.0
+    assert jitted().item() == f().item() == -0.75
