@@ -70,8 +70,11 @@ def main(argv: list[str]) -> int:
         if mpi.Is_initialized() and not mpi.Is_finalized():
             print(f"execmode launch: rank {found['RANK']} raised; ending every rank",
                   file=sys.stderr, flush=True)
-            if os.environ.get("EXECMODE_RANK_BREAK"):
-                time.sleep(1.0)  # the others say, in their collective, why they stop
+            # The launcher forwards this process's stderr on its own time and MPI_Abort
+            # ends the job at once: without a pause the line above can be lost (it was,
+            # now and then, on a busy machine); with --break, the others also say, in
+            # their collective, why they stop.
+            time.sleep(1.0 if os.environ.get("EXECMODE_RANK_BREAK") else 0.2)
             mpi.COMM_WORLD.Abort(ended.code)
     return ended.code
 
