@@ -40,6 +40,11 @@ def assign(target, value) -> Tensor:
                        "em.no_grad() (optimizers do) or use an out-of-place op")
     if value is target:  # nothing to write, and no history to loop into itself
         return given
+    # After a graph break an argument's stand-in holds its real values, and same_object
+    # no longer maps the same tensor read as a global to it: still one object eagerly.
+    if tracer is not None and (tracer.stand_in_of.get(id(target)) is value or
+                               tracer.stand_in_of.get(id(value)) is target):
+        return given
     if tracer is not None:
         tracer.note_flags(target)  # a capture's flags may change: replays must too
     if isinstance(value, Tensor) and value.shape != target.shape:

@@ -463,3 +463,29 @@ def test_a_data_dependent_op_on_a_capture_reads_it_at_every_call():
     assert jitted().item() == f().item()
     g0[1] = 2.0
     assert jitted().item() == f().item() == -0.75
+
+
+def test_an_argument_assigned_from_itself_read_as_a_global_after_a_break_is_no_write():
+    # Seed 9595, program 1035: y is obj.buf; after a graph break em.assign(y, obj.buf)
+    # is a no-op eagerly (one object), but the trace saw the argument's stand-in and the
+    # global as two tensors, wrote one into the other and marked it overwritten: the
+    # backward through y @ w refused where eager's runs.
+    class Obj:
+        pass
+
+    obj = Obj()
+    obj.buf = em.tensor([-0.5, 0.0, -3.0, 1.25])
+    w = em.tensor([[1.0, 1.25], [-2.0, -3.0], [-0.5, 0.0], [1.0, -0.5]], requires_grad=True)
+
+    def f(x, y):
+        v0 = (y @ w).sum()
+        em.sum(em.unique_values(em.reshape(x, (-1,))))
+        em.assign(y, obj.buf)
+        return v0
+
+    grads = []
+    for step in (f, em.jit(f)):
+        w.grad = None
+        step(em.tensor([[1.0, 2.0]]), obj.buf).backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
