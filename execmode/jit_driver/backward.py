@@ -133,6 +133,7 @@ def prepare(jitted, rebuild, tracer: Tracer, out_leaves: list, n_results: int,
            id(t) not in tracer.stand_in_of for t in tp.boundary):
         joint.per_call = ("autograd: a tensor overwritten from its own value carries its "
                           "history from before the call into the backward")
+    joint.scalars = [src.scalar for src in tracer._builder.sources if src.kind == "scalar"]
     joint.saved_tensors = [None] * len(tp.saved_of)
     for key, j in tp.saved_of.items():
         joint.saved_tensors[j] = tp.forward[key]

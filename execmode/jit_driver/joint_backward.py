@@ -49,6 +49,9 @@ class JointBackward:
     # Why each call must re-run the Python (a history that changes per call), or "".
     per_call: str = ""
     saved_tensors: list = field(default_factory=list)    # while tracing: the saved values
+    # The Python numbers the forward read (obj.lr): a backward graph reads them as inputs,
+    # and must read this call's values, not those at backward time.
+    scalars: list = field(default_factory=list)
 
     # --- at every call ----------------------------------------------------------------
     def attach(self, results: list, leaves, outputs) -> None:
@@ -58,6 +61,7 @@ class JointBackward:
         checked = [results[r] if kind == "result" else resolve(r, leaves)
                    for kind, r in self.checks]
         call = JitCall(self, inputs, saved, checked)
+        call.scalar_values = {id(number): number.read() for number in self.scalars}
         for k, (kind, r) in enumerate(self.results):
             t = results[r] if kind == "result" else resolve(r, leaves)
             t.requires_grad = True
@@ -97,13 +101,15 @@ class JointBackward:
 class JitCall(MultiOutputOp):
     """One call's results' shared autograd node: its backward runs the backward graph."""
 
-    __slots__ = ("joint", "inputs", "saved", "checked", "made_at", "freed_nodes", "_running")
+    __slots__ = ("joint", "inputs", "saved", "checked", "made_at", "freed_nodes", "_running",
+                 "scalar_values")
 
     def __init__(self, joint: JointBackward, inputs: tuple, saved: list, checked: list):
         self.joint, self.inputs, self.saved, self.checked = joint, inputs, saved, checked
         self.made_at = tape._tick
         self.freed_nodes: frozenset = frozenset()  # the tape nodes whose values are freed
         self._running: frozenset = frozenset()     # the last backward's saving nodes
+        self.scalar_values: dict = {}  # id(SymbolicScalar) -> its value at this call
 
     @property
     def freed(self) -> bool:
@@ -145,10 +151,16 @@ class JitCall(MultiOutputOp):
             leaves.append(t)
         for hook in bg.at_each_backward:
             hook()
-        arrays = [src.read(leaves) for src in bg.segment.sources]
+        arrays = [self._read(src, leaves) for src in bg.segment.sources]
         outputs = run_plan(bg.compiled.plan, arrays)
         grads = joint.rebuild(bg.specs, leaves, outputs)
         return [(self.inputs[i], g) for i, g in zip(bg.receivers, grads)]
+
+    def _read(self, src, leaves):
+        """A backward graph input: a number the forward read, as it was at this call."""
+        if src.kind == "scalar" and id(src.scalar) in self.scalar_values:
+            return np.asarray(self.scalar_values[id(src.scalar)], dtype=src.dtype)
+        return src.read(leaves)
 
     def reads_saved(self, positions) -> bool:
         return self.joint.refusal is None and bool(

@@ -489,3 +489,28 @@ def test_an_argument_assigned_from_itself_read_as_a_global_after_a_break_is_no_w
         step(em.tensor([[1.0, 2.0]]), obj.buf).backward()
         grads.append(w.grad.numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+def test_a_backward_reads_the_numbers_of_its_call_not_the_current_ones():
+    # Seed 20261129, program 176: v2 = w * obj.lr; obj.lr changed between a call and the
+    # backward through its result. Eager's node keeps the call's lr; the jitted call's
+    # backward graph read obj.lr again at backward time: a gradient 6.5x eager's.
+    class Obj:
+        pass
+
+    obj = Obj()
+    w = em.tensor([1.0, -2.0], requires_grad=True)
+
+    def f():
+        return w * obj.lr
+
+    grads = []
+    for step in (f, em.jit(f)):
+        w.grad = None
+        for lr in (0.5, 0.125):
+            obj.lr = lr
+            out = step()
+            obj.lr = 1.5  # after the call, before its backward
+            (out * out).sum().backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
