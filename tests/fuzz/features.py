@@ -134,6 +134,12 @@ CHECKS: dict[str, bool] = {
     # (z *= k.sum(): slow tier, program 1858958899-9720). Off: NaN against +-Inf is no
     # mismatch in programs with a matmul (eager against jit only).
     "matmul_overflow": False,
+    # A float sum (mean) of int64 values holding -2**63 and 2**63 - 1: in float64 the two
+    # cancel and absorb the small values beside them, by an amount that depends on the
+    # order (NumPy pairwise, a kernel's running sum: -0.25 against 0.0, slow tier, program
+    # 20261129-3108). Off: float values of programs with such literals and a mean are
+    # not compared (eager against jit only).
+    "int_extremes_sum_order": False,
 }
 
 

@@ -54,4 +54,22 @@ x1 = em.tensor([[-1.25, 2.0, 1.0, -2.0], [-2.25, 2.5, -2.75, 1.25], [1.25, 0.0, 
 k1 = em.tensor([[9223372036854775807, -2, -1, 1], [-4, -4, 5, -3], [6, -4, 6, -6], [0, -3, 2147483648, -4], [-4, 2, 1, -2]], dtype=em.int64)
 out1 = F(x1, k1)
 ''',
+    # check "int_extremes_sum_order" (program 20261129-3108): the mean of int64 values that
+    # hold -2**63 and 2**63 - 1 sums them in float64, where the two cancel and absorb the
+    # small values beside them in an order-dependent way: NumPy's pairwise sum gives -0.25,
+    # a kernel's running sum 0.0.
+    "int_extremes_sum_order": '''
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(k):
+    return k.mean()
+
+F = em.jit(f)
+# --- call 1 ---
+k1 = em.tensor([[-4, -4, 2, 0], [3, -3, 4, 0], [4, -6, -4, 5], [-9223372036854775808, 4, 9223372036854775807, 0], [-6, 6, 1, 1]], dtype=em.int64)
+out1 = F(k1)
+''',
 }

@@ -326,7 +326,7 @@ def test_known_repros_run_eagerly(name):
 def test_checks_are_all_known():
     assert set(CHECKS) == {"exceptions", "values", "signed_zero", "requires_grad", "grads",
                            "identity", "aliasing", "output_aliasing", "jit_result_backward",
-                           "matmul_overflow"}
+                           "matmul_overflow", "int_extremes_sum_order"}
 
 
 # A saturating tanh's gradient, divided by: one ulp of tanh in the fused kernel is 1.5e-4
