@@ -253,7 +253,8 @@ def infer_aval(op: OpDef, operands, attrs: dict, device=None) -> Aval:
     else:
         scalars = tuple(None if isinstance(x, Aval) else type(x) for x in operands)
         dtype = probe_dtype(op, dtypes, attrs, scalars if len(dtypes) != len(operands) else ())
-    if op.kind == BINARY and np.dtype(dtype).kind in "iu" and dtypes:
+    if (op.kind == BINARY or op.name == "index_put") and np.dtype(dtype).kind in "iu" \
+            and dtypes:
         _check_python_ints(operands, np.dtype(dtype))
     dev = next((x.device for x in operands if isinstance(x, Aval)), None) or device
     return Aval(shape, dtype, dev)
@@ -261,8 +262,9 @@ def infer_aval(op: OpDef, operands, attrs: dict, device=None) -> Aval:
 
 def _check_python_ints(operands, dtype) -> None:
     """A Python int operand of a binary op on integer tensors must fit their dtype: NumPy's
-    binary ufuncs raise OverflowError for ``uint8 + 300`` or ``uint32 - (-1)`` (np.where
-    does not: it wraps, and so does a masked write functionalized into where). Checked here, from
+    binary ufuncs raise OverflowError for ``uint8 + 300`` or ``uint32 - (-1)``, and so does
+    its indexed write ``x[0] = -1`` (index_put); np.where does not: it wraps, and so does a
+    masked write functionalized into where. Checked here, from
     the value alone, so that a graph raises at trace time as eager does when it runs,
     also where the op's result is unused (dead code that a pass would drop)."""
     info = np.iinfo(dtype)

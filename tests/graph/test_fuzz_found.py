@@ -514,3 +514,16 @@ def test_a_backward_reads_the_numbers_of_its_call_not_the_current_ones():
             (out * out).sum().backward()
         grads.append(w.grad.numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+def test_an_indexed_write_of_a_python_int_out_of_range_raises_under_jit_even_unused():
+    # Seed 20261131, program 3267: v[0] = -1 on a uint32 value nothing uses: eager's
+    # setitem raises NumPy's OverflowError; the jit's index_put was dead code, dropped.
+    def f(k):
+        v = k.astype(em.uint32) * 1
+        v[0] = -1
+
+    k = em.tensor([4, 1], dtype=em.int64)
+    for step in (f, em.jit(f, passes=["eliminate_dead_code"])):
+        with pytest.raises(em.errors.ArgumentValueError, match="out of bounds for uint32"):
+            step(k)
