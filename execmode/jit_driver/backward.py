@@ -149,6 +149,24 @@ def take_saved_specs(joint: JointBackward | None, specs: list) -> list:
     return specs[:joint.n_results]
 
 
+def earlier_segment_histories(tracer: Tracer, began: int) -> list:
+    """``(argument leaf index, node)`` for the arguments whose stand-in took a history in
+    a segment before a graph break: a real tape node (eager's backward walks it), which
+    the caller's tensor must carry after the call instead of the jit's no-graph node."""
+    if not tracer.segments:
+        return []
+    out = []
+    for stand_in_id, i in tracer.stand_in_index.items():
+        stand_in = next((s for s in tracer.user_stand_in.values() if id(s) == stand_in_id),
+                        None)
+        node = getattr(stand_in, "_grad_fn", None)
+        if node is not None and node.made_at >= began and \
+                not isinstance(node.op, MultiOutputOp) and \
+                not _interior(stand_in, tracer, began):
+            out.append((i, node))
+    return out
+
+
 def _interior(t, tracer, began) -> bool:
     """A tensor of this trace with a node this trace made (not the node an argument or a
     capture came with: the caller's history, an earlier call's results)."""

@@ -529,13 +529,10 @@ def test_an_indexed_write_of_a_python_int_out_of_range_raises_under_jit_even_unu
             step(k)
 
 
-@pytest.mark.xfail(strict=True, reason="open: an argument written with a history before a "
-                   "graph break gets the jit's no-backward-graph node, not the earlier "
-                   "segment's real tape (seed 20261130, program 2351)")
 def test_an_argument_written_with_a_history_before_a_break_backpropagates():
-    # y[...] = d (d requires grad), then a graph break: eagerly y carries d's history; the
-    # jit hands y back with results.JIT_RESULT (the flag write after the call), so a
-    # backward through y refuses where eager's reaches d.
+    # Seed 20261130, program 2351: y[...] = d (d requires grad), then a graph break:
+    # eagerly y carries d's history; the jit handed y back with results.JIT_RESULT (the
+    # flag write after the call), so a backward through y refused where eager's reaches d.
     def f(y, d):
         y[...] = d
         em.sum(em.unique_values(em.reshape(d, (-1,))))
