@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-from torch_front.spelling_inputs import (  # noqa: F401 - what the cases use
+from torch_front.spelling_inputs import (
     CASES,
-    IDX,
-    IMG,
-    LABELS,
-    MASK,
-    SEQ,
     A,
-    B,
     C,
-    P,
-    V,
-    a,
-    b,
-    c,
-    case,
     cases,
-    img,
-    labels,
-    pos,
-    seq,
-    shape_of,
-    v,
 )
 
 
