@@ -91,8 +91,9 @@ def _within(m, eager, other, nudged: list) -> bool:
         return False
     with np.errstate(invalid="ignore", over="ignore"):
         finite = np.isfinite(e) & np.isfinite(j)
+        # The same NaN and +-Inf places; NaN never equals itself, so compare them as equal.
         if not np.array_equal(np.isnan(e), np.isnan(j)) or \
-                not np.array_equal(e[~finite], j[~finite]):
+                not np.array_equal(e[~finite], j[~finite], equal_nan=True):
             return False
         movement = np.zeros(e.shape, np.float64)
         for n in moved:
