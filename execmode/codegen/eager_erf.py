@@ -12,13 +12,8 @@ calls, so a short script never compiles. ``EXECMODE_EAGER_OPERATORS=0`` keeps Nu
 from __future__ import annotations
 
 import ctypes
-import os
 
-from ..native import source_path
-from . import disk_cache
-from .toolchain import NoCompiler, get_toolchain, run_compiler
-
-SOURCE = source_path("eager_erf.c")
+from .native_library import load_library
 
 
 class _Kernels:
@@ -40,32 +35,8 @@ class _Kernels:
 
 def load():
     """The compiled kernels, or None (switched off, no compiler, a failed build)."""
-    if os.environ.get("EXECMODE_EAGER_OPERATORS", "1").strip() in ("0", "off", "no"):
-        return None
-    try:
-        toolchain = get_toolchain()
-    except NoCompiler:
-        return None
-    with open(SOURCE, encoding="utf-8") as f:
-        source = f.read()
-    flags = tuple(f for f in toolchain.flags if f not in ("-fopenmp", "-fopenmp-simd"))
-    key = disk_cache.library_key(source, toolchain.identity + " eager_erf")
-    path = disk_cache.library_path(f"eager_erf-{key}", folder="extensions")
-
-    def build(output: str) -> None:
-        src_path = disk_cache.temporary_path(path[:-3] + ".c")
-        try:
-            with open(src_path, "w", encoding="utf-8") as f:
-                f.write(source)
-            ok, message = run_compiler(toolchain.command, flags, src_path, output)
-            if not ok:
-                raise RuntimeError(f"eager_erf.c did not compile: {message}")
-        finally:
-            if os.path.exists(src_path):
-                os.unlink(src_path)
-
-    disk_cache.reuse_or_build(path, build)
-    return _Kernels(ctypes.CDLL(path))
+    cdll = load_library("eager_erf.c")
+    return None if cdll is None else _Kernels(cdll)
 
 
 __all__ = ["load"]

@@ -4,10 +4,10 @@ The three CPython extensions (the eager operators, the jit's fast entry, the op 
 caches of decisions Python made: Python decides what the fast path may do, the C only
 looks up and calls, and every call it does not take goes back to the Python version
 (which stays the reference: jit_driver/paths.py forces each path, and the tests compare
-them); erf's inner intervals and the BLAS workers are plain C libraries loaded with
-ctypes. The generated kernels' headers (em_common.h, em_dialect_*.h, em_eager_sum.h,
-em_gemm.h) and the kernel clock (em_clock.h, which generated programs and the fast entry
-share) belong to codegen, not here.
+them); erf's inner intervals, max pooling and the BLAS workers are plain C libraries
+loaded with ctypes. The generated kernels' headers (em_common.h, em_dialect_*.h,
+em_eager_sum.h, em_gemm.h) and the kernel clock (em_clock.h, which generated programs and
+the fast entry share) belong to codegen, not here.
 
 Files, and who builds and installs each (its owner, through codegen/extension_build.py or
 its own ctypes loader; this package imports nothing of execmode's):
@@ -22,6 +22,8 @@ its own ctypes loader; this package imports nothing of execmode's):
   operators are hot (api.py hands dispatch that hook) or jit_driver/paths.py pins it.
 * ``eager_erf.c`` (ctypes): erf's inner intervals for large eager inputs; loaded beside the
   operators (codegen/eager_erf.py), called by ops/erf.py.
+* ``max_pool.c`` (ctypes): max pooling's windows (values, indices, the gradient), called by
+  ops/pooling.py's primitives eagerly and as plan steps (codegen/eager_max_pool.py).
 * ``fast_entry.c`` (``_em_fast_entry``): a jitted call's replay; the jit driver builds one
   per qualifying plan (codegen/fast_entry.py, jit_driver/fastcall.py).
 * ``op_ring.c`` (``_em_op_ring``) and its parts ``op_ring_*.h``, ``cpu_memory.h``: the

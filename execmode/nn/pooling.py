@@ -1,9 +1,10 @@
 """Max and average pooling over 1-D and 2-D windows, with PyTorch's arguments.
 
-Both gather the windows with the same ``im2col`` primitive as convolution and reduce each
-column. Max pooling picks the *first* maximum of a window (``argmax``) and selects it with
-a one-hot ``where``, so the gradient goes to that one position as in PyTorch (a plain
-``max`` would share it among ties), and NaN wins as in PyTorch. Average pooling divides
+Max pooling is its own primitives (ops/pooling.py: the values, their gradient and the
+indices, in C on CPU): each window's *first* maximum, so the gradient of a tie goes to that
+one position as in PyTorch (a plain ``max`` would share it among ties), and NaN wins as in
+PyTorch. Average pooling gathers the windows with the same ``im2col`` primitive as
+convolution and sums each column; it divides
 by a count that depends only on shapes (``count_include_pad``, ``ceil_mode``), so it is a
 constant of the graph.
 """
@@ -71,6 +72,12 @@ class _Windows:
         k = self.kernel[0] * self.kernel[1]
         return F.reshape(cols, (n, c, k, cols.shape[2]))
 
+    def max_pool_attrs(self) -> dict:
+        """The max_pool2d primitives' attributes (ops/pooling.py; ceil_mode's count is
+        ``out_size``)."""
+        return {"kernel": self.kernel, "stride": self.stride, "padding": self.pads,
+                "dilation": self.dilation, "out_size": self.out}
+
     def constant_columns(self, image: np.ndarray) -> np.ndarray:
         """im2col of a (H', W') NumPy image already padded to the windows' extent: (K, L)."""
         cols = im2col_array(np, image[None, None], kernel=self.kernel, stride=self.stride,
@@ -120,29 +127,11 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: 
 
 def _max_pool(win, return_indices):
     return_indices = F._bool_arg(win.op, "return_indices", return_indices, (win.x,))
-    cols = win.columns(-np.inf)
-    k = cols.shape[2]
-    first = F.argmax(cols, axis=2)          # the first maximum (or the first NaN)
-    one_hot = F.equal(F.expand_dims(first, 2),
-                      F.reshape(F.arange(k, device=cols.device), (k, 1)))
-    pooled = F.sum(F.where(one_hot, cols, 0.0), axis=2)
-    out = win.finish(pooled)
+    attrs = win.max_pool_attrs()
+    out = win.finish(F.apply(OPS["max_pool2d"], win.x, **attrs))
     if not return_indices:
         return out
-    return out, win.finish(_flat_indices(win, first))
-
-
-def _flat_indices(win, first):
-    """The H*W index (unpadded input) of window position ``first`` at each output."""
-    h, w = win.size
-    widths = win.widths()[2:]
-    rows = np.arange(-widths[0][0], h + widths[0][1])
-    cols = np.arange(-widths[1][0], w + widths[1][1])
-    flat = rows[:, None] * w + cols[None, :]
-    table = win.constant_columns(flat.astype(np.int64))           # (K, L)
-    lookup = F.tensor(table, device=first.device)
-    positions = F.arange(table.shape[1], device=first.device)
-    return F.getitem(lookup, (first, positions))
+    return out, win.finish(F.apply(OPS["max_pool2d_indices"], win.x, **attrs))
 
 
 # --- average pooling --------------------------------------------------------------------

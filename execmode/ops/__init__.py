@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     gather,
     linalg,
     movement,
+    pooling,
     reductions,
     sampling,
     scan,

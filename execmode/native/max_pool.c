@@ -1,0 +1,125 @@
+/* Max pooling of float32/float64 images for execmode/ops/pooling.py, which keeps the NumPy
+ * version of the same rule (the reference, and the path without a compiler or on a GPU).
+ *
+ * The images are (planes, h, w), C-contiguous; a window starts every (sh, sw) positions at
+ * (-ph, -pw) and reads (kh, kw) positions spaced (dh, dw) apart. A window's maximum is its
+ * first maximum in row-major order over the positions inside the image (padding is never
+ * chosen: every window holds at least one image position), and the first NaN wins, as
+ * NumPy's argmax finds them. dims: planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+} em_pool_dims;
+
+/* The window's offsets [*lo, *hi) along one axis that land inside [0, size). */
+static inline void em_inside(int64_t start, int64_t k, int64_t step, int64_t size,
+                             int64_t *lo, int64_t *hi) {
+    int64_t a = start >= 0 ? 0 : (-start + step - 1) / step;
+    int64_t b = start + (k - 1) * step < size ? k : (size - 1 - start) / step + 1;
+    *lo = a;
+    *hi = b;
+}
+
+/* Each window column's offsets inside the image, computed once per call (a division
+ * per window would cost more than the window's comparisons). */
+typedef struct {
+    int64_t left, j0, j1;
+} em_window_columns;
+
+static em_window_columns *em_columns(const em_pool_dims *d) {
+    em_window_columns *c = malloc((size_t)d->ow * sizeof *c);
+    if (!c) return 0;
+    for (int64_t ox = 0; ox < d->ow; ox++) {
+        c[ox].left = ox * d->sw - d->pw;
+        em_inside(c[ox].left, d->kw, d->dw, d->w, &c[ox].j0, &c[ox].j1);
+    }
+    return c;
+}
+
+/* The flat index (y * w + x) of a window's first maximum in one image: the window's
+ * rows [i0, i1) from ``top``, its columns ``c``. The dims are a local copy in the
+ * callers, so that no store makes the compiler reload them. */
+#define EM_DEFINE_ARGMAX(T)                                                             \
+    static inline int64_t em_window_argmax_##T(const T *x, const em_pool_dims *d,        \
+                                               int64_t top, int64_t i0, int64_t i1,      \
+                                               const em_window_columns *c) {             \
+        const int64_t left = c->left, j0 = c->j0, j1 = c->j1;                            \
+        int64_t best_at = (top + i0 * d->dh) * d->w + left + j0 * d->dw;                 \
+        T best = x[best_at];                                                             \
+        int nan = 0;                                                                     \
+        /* Without branches on the values (random data mispredicts them half the time):  \
+         * the first maximum by a strict >, then, only where a NaN was seen, the first   \
+         * NaN. */                                                                       \
+        for (int64_t i = i0; i < i1; i++) {                                              \
+            const int64_t row = (top + i * d->dh) * d->w + left;                         \
+            for (int64_t j = j0; j < j1; j++) {                                          \
+                const int64_t at = row + j * d->dw;                                      \
+                const T v = x[at];                                                       \
+                const int more = v > best;                                               \
+                best_at = more ? at : best_at;                                           \
+                best = more ? v : best;                                                  \
+                nan |= v != v;                                                           \
+            }                                                                            \
+        }                                                                                \
+        if (nan)                                                                         \
+            for (int64_t i = i0; i < i1; i++)                                            \
+                for (int64_t j = j0; j < j1; j++) {                                      \
+                    const int64_t at = (top + i * d->dh) * d->w + left + j * d->dw;      \
+                    if (x[at] != x[at]) return at;                                       \
+                }                                                                        \
+        return best_at;                                                                  \
+    }
+
+/* Calls BODY for every window (plane p, row oy, column ox) with ``at``, its maximum's
+ * flat index in plane p. Returns -1 when out of memory, else 0. */
+#define EM_FOR_EACH_WINDOW(T, x, dims, BODY)                                            \
+    em_pool_dims d;                                                                      \
+    memcpy(&d, dims, sizeof d);                                                          \
+    em_window_columns *columns = em_columns(&d);                                         \
+    if (!columns) return -1;                                                             \
+    const int64_t image = d.h * d.w, pooled = d.oh * d.ow;                               \
+    for (int64_t p = 0; p < d.planes; p++) {                                             \
+        const T *xp = x + p * image;                                                     \
+        for (int64_t oy = 0; oy < d.oh; oy++) {                                          \
+            const int64_t top = oy * d.sh - d.ph;                                        \
+            int64_t i0, i1;                                                              \
+            em_inside(top, d.kh, d.dh, d.h, &i0, &i1);                                   \
+            for (int64_t ox = 0; ox < d.ow; ox++) {                                      \
+                const int64_t at = em_window_argmax_##T(xp, &d, top, i0, i1,             \
+                                                        columns + ox);                   \
+                BODY;                                                                    \
+            }                                                                            \
+        }                                                                                \
+    }                                                                                    \
+    free(columns);                                                                       \
+    return 0
+
+/* out[window] = h[the window's first maximum in x]; index (or NULL) gets that position. */
+#define EM_DEFINE_SELECT(T, SFX)                                                        \
+    int em_max_pool_select_##SFX(const T *h_in, const T *x, T *out, int64_t *index,     \
+                                 const int64_t *dims) {                                  \
+        EM_FOR_EACH_WINDOW(T, x, dims, {                                                 \
+            const int64_t o = p * pooled + oy * d.ow + ox;                               \
+            out[o] = h_in[p * image + at];                                               \
+            if (index) index[o] = at;                                                    \
+        });                                                                              \
+    }
+
+/* out = zeros of x's shape, then g[window] added at the window's first maximum in x, the
+ * windows in row-major order (where windows overlap, that is the order of the sums). */
+#define EM_DEFINE_SCATTER(T, SFX)                                                       \
+    int em_max_pool_scatter_##SFX(const T *g, const T *x, T *out, const int64_t *dims) {  \
+        memset(out, 0, (size_t)(dims[0] * dims[1] * dims[2]) * sizeof(T));               \
+        EM_FOR_EACH_WINDOW(T, x, dims,                                                   \
+                           out[p * image + at] += g[p * pooled + oy * d.ow + ox]);       \
+    }
+
+EM_DEFINE_ARGMAX(float)
+EM_DEFINE_ARGMAX(double)
+EM_DEFINE_SELECT(float, f32)
+EM_DEFINE_SELECT(double, f64)
+EM_DEFINE_SCATTER(float, f32)
+EM_DEFINE_SCATTER(double, f64)
