@@ -155,10 +155,10 @@ def earlier_segment_histories(tracer: Tracer, began: int) -> list:
     the caller's tensor must carry after the call instead of the jit's no-graph node."""
     if not tracer.segments:
         return []
+    by_id = {id(s): s for s in tracer.user_stand_in.values()}
     out = []
     for stand_in_id, i in tracer.stand_in_index.items():
-        stand_in = next((s for s in tracer.user_stand_in.values() if id(s) == stand_in_id),
-                        None)
+        stand_in = by_id.get(stand_in_id)
         node = getattr(stand_in, "_grad_fn", None)
         if node is not None and node.made_at >= began and \
                 not isinstance(node.op, MultiOutputOp) and \
