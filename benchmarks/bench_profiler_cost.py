@@ -36,21 +36,50 @@ from execmode.profilers.measure import Spread
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
-# The plain run's clock starts where a recording's does: with the engine and the
-# profiler's modules imported (execmode profile's runner imports them before it starts).
+# The plain run's clock starts where a recording's does: with every module imported that
+# a recorded script finds imported (execmode profile's runner, the session store, the
+# calibration, ... : MODULES lists them, written by a recorded run), and with the young
+# garbage collected, as the recorder's start collects it. Otherwise a script paid for
+# importing what the runner had imported (the jit's modules, sqlite3, tempfile) only when
+# plain, and a plain script's first collection swept the set-up's garbage: a cost of
+# the plain run's, which made the recorded one look cheaper, even cheaper than plain.
 WALL = """
-import json, os, runpy, sys, time
-import execmode.api
-import execmode.profilers.recorder
+import gc, importlib, json, os, runpy, sys, time
+for name in json.load(open(os.environ["EXECMODE_BENCH_MODULES"])):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+gc.collect(1)
 t0 = time.perf_counter_ns()
 runpy.run_path(script, run_name="__main__")
 wall = time.perf_counter_ns() - t0
 with open(os.environ["EXECMODE_BENCH_WALL"], "w") as f:
     json.dump({"wall_ns": wall}, f)
 """
+
+
+# Run under execmode profile: the modules a recorded script finds imported.
+MODULES = """
+import json, os, sys
+with open(os.environ["EXECMODE_BENCH_MODULES"], "w") as f:
+    json.dump(sorted(n for n in sys.modules if n != "__main__"), f)
+"""
+
+
+def recorded_modules(env: dict, folder: Path) -> dict:
+    """``env`` with EXECMODE_BENCH_MODULES: the modules a script run by execmode profile
+    finds imported, for the plain runs to import before their clock starts."""
+    script, listing = folder / "modules.py", folder / "modules.json"
+    script.write_text(MODULES)
+    env = env | {"EXECMODE_BENCH_MODULES": str(listing)}
+    _run([sys.executable, "-m", "execmode", "profile", "--session",
+          str(folder / "modules.emsession"), "--format", "md", "-o",
+          str(folder / "modules.md"), str(script)], env)
+    return env
 
 
 def _plain(script: Path, env: dict, folder: Path) -> dict:
@@ -169,6 +198,7 @@ def main(argv=None) -> int:
                    EXECMODE_SESSION_DIR=str(folder))
         if not args.full:
             env["EXECMODE_QUICK"] = "1"
+        env = recorded_modules(env, folder)
         if not args.no_mlp:
             if args.quick:
                 env["EXECMODE_BENCH_CALLS"] = "500"

@@ -9,7 +9,9 @@ with per-run kernel rows, to one step run through the plan's loop with its event
 session knows how many of each ran (store_queries.cost_counts). Their products are the
 cost inside the recording, with what was measured directly: the time the recorder spent
 encoding graph-mode events (rare, and milliseconds each for a graph's IR), the time ops
-waited for room in the op ring while the session writer was behind, and, for plans timed
+waited for room in the op ring while the session writer was behind, a runner's own work
+inside the recorded wall time (from the start to the script's first line, and from its
+end to the stop: ``execmode profile`` marks both), and, for plans timed
 in Python at every run, what the timing did between their steps (a run's time less its
 steps': the calibration's small steps cost the timing less than a real graph's, whose
 steps allocate and touch more). The recorder's own start (calibration included when it
@@ -34,6 +36,9 @@ class ProfilerCost:
     start_ns: int | None     # measured: the recorder's start and stop
     stop_ns: int | None
     settled: bool = True     # False: calibrated while the machine was busy
+    # measured: a runner's own work inside the recorded wall time, before and after the
+    # script's code (Recorder.script_started/ended); None where no runner marked it
+    around_ns: int | None = None
 
     @property
     def total_ns(self) -> int | None:
@@ -41,8 +46,8 @@ class ProfilerCost:
         (the events' measured time alone would understate it)."""
         if self.eager_ns is None and self.graph_ns is None:
             return None
-        parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns, self.waited_ns)
-                 if p is not None]
+        parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns, self.waited_ns,
+                             self.around_ns) if p is not None]
         return sum(parts)
 
     def text(self, wall_ns: int | None) -> str:
@@ -62,6 +67,9 @@ class ProfilerCost:
             pieces.append(f"{fmt_ns(self.events_ns)} encoding graph-mode events")
         if self.waited_ns:
             pieces.append(f"{fmt_ns(self.waited_ns)} waiting for the session writer")
+        if self.around_ns:
+            pieces.append(f"{fmt_ns(self.around_ns)} running the script (before and after "
+                          "its code)")
         text = f"about {fmt_ns(total)} ({fmt_share(share)} of wall time)"
         if pieces:
             text += ": " + ", ".join(pieces)
@@ -77,8 +85,8 @@ class ProfilerCost:
         return {"counts": self.counts._asdict(), "eager_ns": self.eager_ns,
                 "graph_ns": self.graph_ns, "events_ns": self.events_ns,
                 "waited_ns": self.waited_ns,
-                "start_ns": self.start_ns, "stop_ns": self.stop_ns, "settled": self.settled,
-                "total_ns": self.total_ns}
+                "around_ns": self.around_ns, "start_ns": self.start_ns,
+                "stop_ns": self.stop_ns, "settled": self.settled, "total_ns": self.total_ns}
 
 
 def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
@@ -91,8 +99,8 @@ def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
     fixed = meta.get("recorder_cost_ns") or {}
     return ProfilerCost(counts, eager_ns, _graph_ns(calibration, counts),
                         _int(fixed.get("events")), _int(recorded.get("ring_waited_ns")),
-                        _int(fixed.get("start")),
-                        _int(fixed.get("stop")), calibration.get("settled") is not False)
+                        _int(fixed.get("start")), _int(fixed.get("stop")),
+                        calibration.get("settled") is not False, _int(fixed.get("around")))
 
 
 def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:

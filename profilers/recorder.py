@@ -107,6 +107,7 @@ class Recorder:
         # What starting and stopping cost the script, outside the recorded wall time
         # (profiler_cost.py states it): creating the session, calibrating, attaching.
         self._cost = {"start": time.perf_counter_ns() - init_start}
+        self._script_ns: list | None = None  # [start, end] of the script, marked by a runner
 
     def _initial_meta(self, extra: dict | None) -> dict:
         return {
@@ -158,11 +159,6 @@ class Recorder:
         # recording: collected now, as the start's cost, the script's young generations
         # start empty.
         gc.collect(1)
-        # The session's clock starts here: the start's own work (calibrating, loading the
-        # op ring) is stated as the start's cost, not as recorded time.
-        self.t0_ns = time.perf_counter_ns()
-        self.writer.set_meta("t0_ns", self.t0_ns)
-        self.writer.set_meta("wall_start", time.time())
         _active.add(self)
         # The sums' baseline, before this recorder starts the kernel clock.
         self.kernel_totals = KernelTotals()
@@ -170,9 +166,30 @@ class Recorder:
         # Before the writer's own handler (atexit runs last-registered first): a script that
         # never closes its recorder still gets its end stamps.
         atexit.register(self.close)
+        # The start's rows (the meta, the calibration) committed now, as the start's cost:
+        # left queued, the writer's first batch (its work holds the interpreter in part)
+        # would fall inside a short script's recording, stated nowhere.
+        self.writer.flush()
         instrument.add_listener(self)
+        # The session's clock starts here, after all of the start's own work (calibrating,
+        # loading the op ring, attaching), which is stated as the start's cost.
+        self.t0_ns = time.perf_counter_ns()
+        self.writer.set_meta("t0_ns", self.t0_ns)
+        self.writer.set_meta("wall_start", time.time())
         self._cost["start"] += time.perf_counter_ns() - start
         return self
+
+    def script_started(self) -> None:
+        """A runner's mark: the script's own code starts now. What the runner does from
+        the start to here, and from :meth:`script_ended` to the stop, is inside the
+        recorded wall time but is not the script's: the stop states it as the recorder's
+        cost ("around")."""
+        if self._started and not self._stopped:
+            self._script_ns = [time.perf_counter_ns(), None]
+
+    def script_ended(self) -> None:
+        if self._script_ns is not None and not self._stopped:
+            self._script_ns[1] = time.perf_counter_ns()
 
     def stop(self) -> None:
         """Detach from the hooks and write the end stamps (the file stays open)."""
@@ -189,7 +206,11 @@ class Recorder:
         self._uninstall_allocator()
         if self.memory is not None:
             self.memory.sample_now()
-        self.writer.set_meta("end_ns", time.perf_counter_ns())
+        end_ns = time.perf_counter_ns()
+        self.writer.set_meta("end_ns", end_ns)
+        script = self._script_ns
+        if script is not None and script[1] is not None:
+            self._cost["around"] = (script[0] - self.t0_ns) + (end_ns - script[1])
         self.writer.set_meta("wall_end", time.time())
         self.writer.flush()
         devices = sorted(self.writer.devices)

@@ -64,7 +64,8 @@ def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathL
             instrument.add_listener(listener)
         try:
             with captured_output(recorder.writer.put) if capture_output else nullcontext():
-                result = run_script(script, args)
+                result = run_script(script, args, on_start=recorder.script_started,
+                                    on_end=recorder.script_ended)
         finally:
             for listener in listeners:
                 instrument.remove_listener(listener)
