@@ -50,9 +50,9 @@ from ..dispatch import counting_operator
 from ..native import source_path
 from ..ops import OPS
 from ..ops import erf as _erf
-from ..ops import pooling as _pooling
+from ..ops import window_kernels as _window_kernels
 from ..tensor_method_tables import FAST_OPERATORS
-from . import eager_erf, eager_max_pool
+from . import eager_erf, eager_windows
 from .extension_build import build_extension
 from .factory import _note
 
@@ -94,10 +94,10 @@ def load_extension():
     return hit[0]
 
 
-# erf's inner intervals in C once erf has run on a few large arrays (eager_erf.py), max
-# pooling's windows from its first call (eager_max_pool.py).
+# erf's inner intervals in C once erf has run on a few large arrays (eager_erf.py); max
+# pooling, im2col and col2im from their first call (eager_windows.py).
 _erf.native_loader = eager_erf.load
-_pooling.native_loader = eager_max_pool.load
+_window_kernels.native_loader = eager_windows.load
 
 
 def extension_status() -> dict:

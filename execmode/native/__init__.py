@@ -22,8 +22,9 @@ its own ctypes loader; this package imports nothing of execmode's):
   operators are hot (api.py hands dispatch that hook) or jit_driver/paths.py pins it.
 * ``eager_erf.c`` (ctypes): erf's inner intervals for large eager inputs; loaded beside the
   operators (codegen/eager_erf.py), called by ops/erf.py.
-* ``max_pool.c`` (ctypes): max pooling's windows (values, indices, the gradient), called by
-  ops/pooling.py's primitives eagerly and as plan steps (codegen/eager_max_pool.py).
+* ``windows.c`` (ctypes): max pooling (values, indices, the gradient), im2col and col2im,
+  called by ops/pooling.py's and ops/conv.py's primitives eagerly and as plan steps
+  (codegen/eager_windows.py, ops/window_kernels.py).
 * ``fast_entry.c`` (``_em_fast_entry``): a jitted call's replay; the jit driver builds one
   per qualifying plan (codegen/fast_entry.py, jit_driver/fastcall.py).
 * ``op_ring.c`` (``_em_op_ring``) and its parts ``op_ring_*.h``, ``cpu_memory.h``: the

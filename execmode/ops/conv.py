@@ -9,6 +9,9 @@ convolution traces into the graph without a break.
 The three are linear, and each one's vjp is another of them (pad <-> a slice,
 im2col <-> col2im), so gradients of any order are available eagerly and when traced.
 
+On CPU, im2col and col2im of float32/float64 run in C (native/windows.c, through
+window_kernels.py) with the NumPy versions' bits; those stay the reference.
+
 Every implementation returns fresh memory: the tracer treats only the ops listed in
 ``graph/views.py`` as views, so a 1x1 im2col must not hand back a view of its input.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import window_kernels
 from .registry import INDEXING, F, OpDef, RuleError, register
 
 
@@ -101,6 +105,14 @@ def _windows(xp, a, kernel, stride, dilation):
 def im2col_array(xp, a, *, kernel, stride, dilation):
     """The columns of a NumPy/CuPy array (the eager implementation, also used for
     constant tables that depend only on shapes)."""
+    kernels = window_kernels.kernels_for(xp, a.dtype)
+    if kernels is not None:
+        n, c, oh, ow = _windows_shape(a.shape, kernel, stride, dilation)
+        a = np.ascontiguousarray(a)
+        cols = np.empty((n, c * kernel[0] * kernel[1], oh * ow), a.dtype)
+        kernels.im2col(a, cols, _dims(n * c, a.shape[2:], (oh, ow), kernel, stride,
+                                      dilation))
+        return cols
     view = _windows(xp, a, kernel, stride, dilation)
     n, c, kh, kw, oh, ow = view.shape
     # copy(order="C") always copies, so the result never aliases the input (1x1 windows).
@@ -130,12 +142,22 @@ def _col2im_rule(cols, *, size, kernel, stride, dilation):
     return (n, rows // k, size[0], size[1])
 
 
+def _dims(planes, size, out_size, kernel, stride, dilation):
+    return window_kernels.dims(planes, *size, out_size, kernel, stride, (0, 0), dilation)
+
+
 def _col2im_impl(xp, cols, *, size, kernel, stride, dilation):
     n, rows, _ = cols.shape
     kh, kw = kernel
     c = rows // (kh * kw)
     oh = output_size(size[0], kh, stride[0], dilation[0])
     ow = output_size(size[1], kw, stride[1], dilation[1])
+    kernels = window_kernels.kernels_for(xp, cols.dtype)
+    if kernels is not None:  # the strided adds' order, so their bits
+        out = np.empty((n, c) + tuple(size), cols.dtype)
+        kernels.col2im(np.ascontiguousarray(cols), out,
+                       _dims(n * c, size, (oh, ow), kernel, stride, dilation))
+        return out
     blocks = cols.reshape(n, c, kh, kw, oh, ow)
     if xp is np and tuple(dilation) == (1, 1):
         if tuple(stride) == (kh, kw):

@@ -16,15 +16,15 @@ rule, so the gradient of a tie goes to one position, as in PyTorch).
 
 x is (N, C, H, W); attrs: ``kernel``, ``stride``, ``padding`` (before, on each side),
 ``dilation`` and ``out_size`` (OH, OW: ceil_mode's count, decided by execmode.nn.pooling).
-On CPU a small C library (native/max_pool.c, built by codegen/eager_max_pool.py, which
-sets ``native_loader``) runs them; the NumPy version below is the reference, and the path
-on a GPU or without a compiler. Every op is a plan step under ``em.jit``.
+On CPU a small C library runs them (native/windows.c, through window_kernels.py); the
+NumPy version below is the reference, and the path on a GPU or without a compiler. Every op is a plan step under ``em.jit``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import window_kernels
 from .registry import INDEXING, F, OpDef, RuleError, register
 
 
@@ -98,36 +98,14 @@ def _scatter_numpy(xp, g, x, attrs):
 
 # --- the C version -----------------------------------------------------------------------
 
-native_loader = None
-_native = None           # the kernels, or False once the loader gave none
-
-
-def _native_kernels():
-    global _native
-    if _native is None:
-        if native_loader is None:
-            return None
-        try:
-            _native = native_loader() or False
-        except Exception:  # noqa: BLE001 - the NumPy version is always there
-            _native = False
-    return _native or None
-
-
-def _kernels_for(xp, x):
-    if xp is not np or x.dtype not in (np.float32, np.float64):
-        return None
-    return _native_kernels()
-
-
 def _dims(x, attrs):
     n, c, h, w = x.shape
-    return np.array((n * c, h, w, *attrs["out_size"], *attrs["kernel"], *attrs["stride"],
-                     *attrs["padding"], *attrs["dilation"]), dtype=np.int64)
+    return window_kernels.dims(n * c, h, w, attrs["out_size"], attrs["kernel"],
+                               attrs["stride"], attrs["padding"], attrs["dilation"])
 
 
 def _select(xp, h, x, *, with_index=False, **attrs):
-    kernels = _kernels_for(xp, x)
+    kernels = window_kernels.kernels_for(xp, x.dtype)
     if kernels is None:
         if with_index:
             n, c = x.shape[:2]
@@ -143,7 +121,7 @@ def _select(xp, h, x, *, with_index=False, **attrs):
 
 
 def _scatter(xp, g, x, **attrs):
-    kernels = _kernels_for(xp, x)
+    kernels = window_kernels.kernels_for(xp, x.dtype)
     if kernels is None:
         return _scatter_numpy(xp, g, x, attrs)
     x = np.ascontiguousarray(x)

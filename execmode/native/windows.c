@@ -1,5 +1,6 @@
-/* Max pooling of float32/float64 images for execmode/ops/pooling.py, which keeps the NumPy
- * version of the same rule (the reference, and the path without a compiler or on a GPU).
+/* Sliding windows over float32/float64 images: max pooling (execmode/ops/pooling.py) and
+ * im2col/col2im (execmode/ops/conv.py). Each op keeps its NumPy version of the same rule
+ * (the reference, and the path without a compiler or on a GPU); these give its bits.
  *
  * The images are (planes, h, w), C-contiguous; a window starts every (sh, sw) positions at
  * (-ph, -pw) and reads (kh, kw) positions spaced (dh, dw) apart. A window's maximum is its
@@ -123,3 +124,58 @@ EM_DEFINE_SELECT(float, f32)
 EM_DEFINE_SELECT(double, f64)
 EM_DEFINE_SCATTER(float, f32)
 EM_DEFINE_SCATTER(double, f64)
+
+/* im2col of padded images: cols (planes, kh, kw, oh, ow), each window position's values
+ * copied (ph, pw unused: the caller pads). */
+#define EM_DEFINE_IM2COL(T, SFX)                                                        \
+    void em_im2col_##SFX(const T *x, T *cols, const int64_t *dims) {                     \
+        em_pool_dims d;                                                                  \
+        memcpy(&d, dims, sizeof d);                                                      \
+        const int64_t image = d.h * d.w, length = d.oh * d.ow;                           \
+        for (int64_t p = 0; p < d.planes; p++)                                           \
+            for (int64_t i = 0; i < d.kh; i++)                                           \
+                for (int64_t j = 0; j < d.kw; j++) {                                     \
+                    T *row = cols + ((p * d.kh + i) * d.kw + j) * length;                \
+                    const T *src = x + p * image + i * d.dh * d.w + j * d.dw;            \
+                    for (int64_t oy = 0; oy < d.oh; oy++) {                              \
+                        const T *line = src + oy * d.sh * d.w;                           \
+                        T *to = row + oy * d.ow;                                         \
+                        if (d.sw == 1)                                                   \
+                            memcpy(to, line, (size_t)d.ow * sizeof(T));                  \
+                        else                                                             \
+                            for (int64_t ox = 0; ox < d.ow; ox++) to[ox] = line[ox * d.sw]; \
+                    }                                                                    \
+                }                                                                        \
+    }
+
+/* col2im, im2col's adjoint: each image starts at +0.0, then the columns of each window
+ * offset (i, j), in row-major order of the offsets, are added where they were read from:
+ * every position gets its sums in the order of NumPy's strided adds (one add per offset
+ * over the whole batch), so the same bits. */
+#define EM_DEFINE_COL2IM(T, SFX)                                                        \
+    void em_col2im_##SFX(const T *cols, T *out, const int64_t *dims) {                   \
+        em_pool_dims d;                                                                  \
+        memcpy(&d, dims, sizeof d);                                                      \
+        const int64_t image = d.h * d.w, length = d.oh * d.ow;                           \
+        memset(out, 0, (size_t)(d.planes * image) * sizeof(T));                          \
+        for (int64_t p = 0; p < d.planes; p++)                                           \
+            for (int64_t i = 0; i < d.kh; i++)                                           \
+                for (int64_t j = 0; j < d.kw; j++) {                                     \
+                    const T *row = cols + ((p * d.kh + i) * d.kw + j) * length;          \
+                    T *dst = out + p * image + i * d.dh * d.w + j * d.dw;                \
+                    for (int64_t oy = 0; oy < d.oh; oy++) {                              \
+                        T *line = dst + oy * d.sh * d.w;                                 \
+                        const T *from = row + oy * d.ow;                                 \
+                        if (d.sw == 1)                                                   \
+                            for (int64_t ox = 0; ox < d.ow; ox++) line[ox] += from[ox];  \
+                        else                                                             \
+                            for (int64_t ox = 0; ox < d.ow; ox++)                        \
+                                line[ox * d.sw] += from[ox];                             \
+                    }                                                                    \
+                }                                                                        \
+    }
+
+EM_DEFINE_IM2COL(float, f32)
+EM_DEFINE_IM2COL(double, f64)
+EM_DEFINE_COL2IM(float, f32)
+EM_DEFINE_COL2IM(double, f64)

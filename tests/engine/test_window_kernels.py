@@ -1,5 +1,6 @@
-"""Max pooling's primitives (ops/pooling.py): the C kernels (native/max_pool.c) give the
-NumPy version's bits, on values full of ties, NaN and infinities; the padding is never a
+"""The sliding-window primitives' C kernels (native/windows.c) give their NumPy versions'
+bits: im2col and col2im (ops/conv.py), and max pooling (ops/pooling.py) on values full of
+ties, NaN and infinities. Max pooling: the padding is never a
 window's maximum; the backward and select primitives are each other's vjp (so a
 gradient of any order exists)."""
 
@@ -11,7 +12,7 @@ from helpers import check_grad
 
 import execmode as em
 from execmode.nn import functional as NF
-from execmode.ops import pooling
+from execmode.ops import conv, pooling, window_kernels
 
 CASES = [  # kernel, stride, padding, dilation, out_size (ceil_mode's where one more fits)
     ((2, 2), (2, 2), (0, 0), (1, 1), None),
@@ -44,19 +45,19 @@ def _values(rng, shape, dtype):
 
 @pytest.fixture
 def kernels():
-    found = pooling._native_kernels()
+    found = window_kernels.loaded()
     if found is None:
         pytest.skip("no C compiler here (or EXECMODE_EAGER_OPERATORS=0): NumPy only")
     return found
 
 
 def _numpy_only(fn):
-    saved = pooling._native
-    pooling._native = False
+    saved = window_kernels._native
+    window_kernels._native = False
     try:
         return fn()
     finally:
-        pooling._native = saved
+        window_kernels._native = saved
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -79,9 +80,26 @@ def test_c_kernels_give_the_numpy_versions_bits(kernels, case, dtype):
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), name
 
 
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_im2col_and_col2im_in_c_give_the_numpy_bits(kernels, case, dtype):
+    kernel, stride, _, dilation, _ = case
+    rng = np.random.default_rng(6)
+    x = _values(rng, (2, 3, 7, 8), dtype)
+    attrs = {"kernel": kernel, "stride": stride, "dilation": dilation}
+    cols = conv.im2col_array(np, x, **attrs)
+    want = _numpy_only(lambda: conv.im2col_array(np, x, **attrs))
+    assert cols.shape == want.shape and np.array_equal(cols.view(np.uint8), want.view(np.uint8))
+    sums = rng.standard_normal(cols.shape).astype(dtype)
+    sums[rng.random(cols.shape) < 0.2] = -0.0
+    got = conv._col2im_impl(np, sums, size=(7, 8), **attrs)
+    want = _numpy_only(lambda: conv._col2im_impl(np, sums, size=(7, 8), **attrs))
+    assert got.shape == want.shape and np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
 @pytest.mark.parametrize("native", [True, False])
 def test_padding_is_never_the_maximum(native):
-    if native and pooling._native_kernels() is None:
+    if native and window_kernels.loaded() is None:
         pytest.skip("no C compiler here (or EXECMODE_EAGER_OPERATORS=0)")
     x = np.full((1, 1, 3, 3), -np.inf, np.float32)
     x[0, 0, 2, 2] = np.nan
