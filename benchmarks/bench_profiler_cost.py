@@ -1,8 +1,10 @@
 """What the profiler says it costs, against what it costs: every example, and a jitted MLP.
 
-Each example runs in fresh processes, in interleaved rounds, plainly (``python SCRIPT``,
-its wall time taken around ``runpy``) and under ``execmode profile`` (the session's
-recorded wall time, and the cost the report states for it: profilers/profiler_cost.py).
+Each example runs in fresh processes, in interleaved rounds, plainly (its wall time taken
+around ``runpy``, in a process that first recorded an empty script, so that both begin the
+script with the same modules, libraries and probes loaded: WALL) and under ``execmode
+profile`` (the session's recorded wall time, and the cost the report states for it:
+profilers/profiler_cost.py).
 The measured cost is the difference of the two medians; the stated one is the sessions'
 median. "stated/measured" is printed, and judged against the goal (within 25%) only when
 the two walls' spreads separate: a cost smaller than the rounds' own spread is undecided.
@@ -36,20 +38,21 @@ from execmode.profilers.measure import Spread
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
-# The plain run's clock starts where a recording's does: with every module imported that
-# a recorded script finds imported (execmode profile's runner, the session store, the
-# calibration, ... : MODULES lists them, written by a recorded run), and with the young
-# garbage collected, as the recorder's start collects it. Otherwise a script paid for
-# importing what the runner had imported (the jit's modules, sqlite3, tempfile) only when
-# plain, and a plain script's first collection swept the set-up's garbage: a cost of
-# the plain run's, which made the recorded one look cheaper, even cheaper than plain.
+# The plain run's clock starts where a recording's does: in a process that has already
+# recorded (an empty script, as execmode profile records one, into a scratch session:
+# the runner's modules imported, the calibration read, the op ring's library loaded, the
+# toolchain probed), with the young garbage collected as the recorder's start collects
+# it. Otherwise a plain script paid inside its clock for what the recorded one's start
+# had done before its clock (importing the measurement modules, loading libraries,
+# probing the compiler), and the recorded run looked cheaper than it is, python_overhead
+# even cheaper than plain. The start's cost is stated apart, outside both clocks.
 WALL = """
-import gc, importlib, json, os, runpy, sys, time
-for name in json.load(open(os.environ["EXECMODE_BENCH_MODULES"])):
-    try:
-        importlib.import_module(name)
-    except Exception:
-        pass
+import gc, json, os, runpy, sys, tempfile, time
+from execmode.profilers.runner import record_script
+with tempfile.TemporaryDirectory() as scratch:
+    empty = os.path.join(scratch, "empty.py")
+    open(empty, "w").close()
+    record_script(empty, session=os.path.join(scratch, "empty.emsession"))
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -60,26 +63,6 @@ wall = time.perf_counter_ns() - t0
 with open(os.environ["EXECMODE_BENCH_WALL"], "w") as f:
     json.dump({"wall_ns": wall}, f)
 """
-
-
-# Run under execmode profile: the modules a recorded script finds imported.
-MODULES = """
-import json, os, sys
-with open(os.environ["EXECMODE_BENCH_MODULES"], "w") as f:
-    json.dump(sorted(n for n in sys.modules if n != "__main__"), f)
-"""
-
-
-def recorded_modules(env: dict, folder: Path) -> dict:
-    """``env`` with EXECMODE_BENCH_MODULES: the modules a script run by execmode profile
-    finds imported, for the plain runs to import before their clock starts."""
-    script, listing = folder / "modules.py", folder / "modules.json"
-    script.write_text(MODULES)
-    env = env | {"EXECMODE_BENCH_MODULES": str(listing)}
-    _run([sys.executable, "-m", "execmode", "profile", "--session",
-          str(folder / "modules.emsession"), "--format", "md", "-o",
-          str(folder / "modules.md"), str(script)], env)
-    return env
 
 
 def _plain(script: Path, env: dict, folder: Path) -> dict:
@@ -198,7 +181,6 @@ def main(argv=None) -> int:
                    EXECMODE_SESSION_DIR=str(folder))
         if not args.full:
             env["EXECMODE_QUICK"] = "1"
-        env = recorded_modules(env, folder)
         if not args.no_mlp:
             if args.quick:
                 env["EXECMODE_BENCH_CALLS"] = "500"
