@@ -65,6 +65,8 @@ class Unit:
     cache_hit: bool = False
     compile_ns: int = 0
     started_ns: int = 0
+    compiled: bool = False          # compile_unit ran to the end (built or found)
+    error: Exception | None = None  # its compile failed (units.py: raised by its owner)
 
 
 def render_unit(kernels, toolchain: Toolchain, renderer=None) -> Unit:
@@ -104,6 +106,7 @@ def compile_unit(unit: Unit) -> None:
     # (cache_trust.py); anything else is rebuilt.
     unit.cache_hit = disk_cache.reuse_or_build(path, build)
     unit.compile_ns = time.perf_counter_ns() - t0
+    unit.compiled = True
 
 
 def load_unit(unit: Unit) -> Library:

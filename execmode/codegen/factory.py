@@ -39,8 +39,12 @@ def debug_level() -> int:
     return int(text) if text.isdigit() else 0
 
 
-def kernel_factory_for(graph, graph_id: str, backend: str | None = None):
-    """The plan's kernel factory for ``graph`` (None when there is nothing to generate)."""
+def kernel_factory_for(graph, graph_id: str, backend: str | None = None, alongside=None):
+    """The plan's kernel factory for ``graph`` (None when there is nothing to generate).
+
+    ``alongside(c_kernels)``: called with node id -> kernel IR of the kernels about to
+    compile as C, it returns more rendered units to compile on the same workers (the
+    graph's whole-graph program, compiled_segment.py); its owner loads them."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown kernel backend {backend!r}; expected one of "
                          "'c', 'interpreter', 'numpy' or None")
@@ -50,7 +54,7 @@ def kernel_factory_for(graph, graph_id: str, backend: str | None = None):
     matmuls = [n for n in graph.nodes if n.op == "matmul"] if backend != "interpreter" else []
     if not fused and not matmuls:
         return None
-    kernels = compile_kernels(graph, graph_id, backend)
+    kernels = compile_kernels(graph, graph_id, backend, alongside)
 
     def factory(node):
         k = kernels.get(node.id)
@@ -60,7 +64,8 @@ def kernel_factory_for(graph, graph_id: str, backend: str | None = None):
     return factory
 
 
-def compile_kernels(graph, graph_id: str, backend: str | None = None) -> dict:
+def compile_kernels(graph, graph_id: str, backend: str | None = None,
+                    alongside=None) -> dict:
     """node id -> kernel object, for every fused node of ``graph`` that lowers."""
     producers = graph.node_map()
     memory_plan = getattr(graph, "meta", {}).get("memory_plan")
@@ -84,7 +89,7 @@ def compile_kernels(graph, graph_id: str, backend: str | None = None) -> dict:
     gpu = {i: k for i, k in lowered.items() if k.device != "cpu"}
     objects = {}
     if cpu:
-        objects.update(_cpu_kernels(cpu, graph_id, backend))
+        objects.update(_cpu_kernels(cpu, graph_id, backend, alongside))
     if gpu and backend in (None, "auto", "cuda"):
         objects.update(_gpu_kernels(gpu, graph_id))
     return objects
@@ -117,7 +122,7 @@ def _lower_small_matmuls(graph, graph_id: str) -> dict:
 
 # --- CPU ----------------------------------------------------------------------------------
 
-def _cpu_kernels(kernels: dict, graph_id: str, backend) -> dict:
+def _cpu_kernels(kernels: dict, graph_id: str, backend, alongside=None) -> dict:
     reason = ""
     if backend != "interpreter":
         try:
@@ -129,7 +134,7 @@ def _cpu_kernels(kernels: dict, graph_id: str, backend) -> dict:
                               "NumPy", RuntimeWarning, stacklevel=3)
         else:
             try:
-                return _compiled(kernels, graph_id, toolchain)
+                return _compiled(kernels, graph_id, toolchain, alongside)
             except (CompileError, OSError) as exc:
                 reason = f"the C compiler failed: {exc}"
                 record_fallback(reason)
@@ -138,11 +143,13 @@ def _cpu_kernels(kernels: dict, graph_id: str, backend) -> dict:
     return _interpreted(kernels, graph_id, reason or "backend='interpreter'")
 
 
-def _compiled(kernels: dict, graph_id: str, toolchain) -> dict:
+def _compiled(kernels: dict, graph_id: str, toolchain, alongside=None) -> dict:
     renderer = CRenderer()
-    to_compile = [k for k in kernels.values() if needs_compiling(k)]
+    to_compile = {i: k for i, k in kernels.items() if needs_compiling(k)}
+    extra = alongside(to_compile) if alongside is not None else []
     # Translation units of bounded size, compiled in parallel (units.py).
-    built = build_libraries(to_compile, toolchain, renderer) if to_compile else []
+    built = build_libraries(list(to_compile.values()), toolchain, renderer,
+                            alongside=extra) if to_compile or extra else []
     library_of = {id(k): library for unit, library in built for k in unit}
     objects = {i: make_kernel(k, library_of.get(id(k)), renderer) for i, k in kernels.items()}
     for unit, library in built:

@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
+from concurrent.futures import Future
 
 import numpy as np
 
 from ..native import source_path
 from .buffers import data_pointer
+from .compiler_slots import in_background
 from .extension_build import build_extension
 from .factory import _note, debug_level
 from .ufunc_loop import direct_loop
@@ -49,8 +52,10 @@ SOURCE = source_path("fast_entry.c")
 # always releases it; for smaller ones the release costs more than it could give back).
 RELEASE_GIL_BYTES = 1 << 16
 
-# CC value -> (module or None, status dict): one build attempt per compiler and process.
-_loaded: dict[str, tuple] = {}
+# CC value -> (module or None, status dict), or the Future of a build started early
+# (start_build): one build attempt per compiler and process.
+_loaded: dict = {}
+_loading = threading.Lock()
 
 
 def enabled() -> bool:
@@ -58,12 +63,34 @@ def enabled() -> bool:
 
 
 def load_extension():
-    """The compiled ``_em_fast_entry`` module, or None (then ``extension_status()``)."""
+    """The compiled ``_em_fast_entry`` module, or None (then ``extension_status()``).
+    Waits for a build started early; an exception it raised is raised here."""
     cc = os.environ.get("CC", "").strip()
-    hit = _loaded.get(cc)
-    if hit is None:
-        hit = _loaded[cc] = _load()
+    with _loading:
+        hit = _loaded.get(cc)
+        if hit is None:
+            hit = _loaded[cc] = _load()
+    if isinstance(hit, Future):
+        try:
+            result = hit.result()
+        except BaseException:
+            with _loading:  # the next ask tries again, as after a failed call
+                if _loaded.get(cc) is hit:
+                    del _loaded[cc]
+            raise
+        with _loading:
+            _loaded[cc] = hit = result
     return hit[0]
+
+
+def start_build() -> None:
+    """Build (or find in the cache) and load the extension on a background thread, unless
+    that happened or is happening for the current CC (compiler_slots.start_early)."""
+    cc = os.environ.get("CC", "").strip()
+    with _loading:
+        if not enabled() or cc in _loaded:
+            return
+        _loaded[cc] = in_background(_load, "fast-entry-build")
 
 
 def extension_status() -> dict:

@@ -39,6 +39,7 @@ the profiler keep stepping through the plan's steps.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from execmode.passes.fuse import fusable_elementwise
 from . import blas as blas_mod
 from . import gemm_kernel, gemm_orientation, layout, matmul_policy
 from .buffers import OutputPool, arranged, data_pointer
-from .c_runtime import CompileError, Library, _Slot, build_library
+from .c_runtime import CompileError, Library, Unit, _Slot, compile_unit, load_unit, render_unit
 from .factory import emit_compile, kernel_child
 from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
@@ -149,7 +150,8 @@ def compile_program(graph, graph_id: str = "program", compiled=None,
     return program_or_reason(graph, graph_id, compiled, clock)[0]
 
 
-def program_or_reason(graph, graph_id: str = "program", compiled=None, clock=None) -> tuple:
+def program_or_reason(graph, graph_id: str = "program", compiled=None, clock=None,
+                      draft=None) -> tuple:
     """``(Program, "")``, or ``(None, why)`` when some node needs Python.
 
     ``compiled``: node id -> the kernel objects the plan already compiled for this graph
@@ -157,16 +159,77 @@ def program_or_reason(graph, graph_id: str = "program", compiled=None, clock=Non
     instead of compiling them again, so a first call pays one more compile only for what
     the plan runs as NumPy steps. ``clock``: the plan's kernel_clock.StepClock, whose
     steps are the graph's nodes other than inputs and assigns, in order (build_plan's);
-    the program gets one of its own when none is given."""
+    the program gets one of its own when none is given. ``draft``: what
+    :func:`draft_or_reason` made of this graph before its kernels compiled, its unit
+    compiled beside them; used when those kernels are the ones it expected."""
     try:
-        return _compile(graph, graph_id, compiled or {}, clock), ""
+        if isinstance(draft, str):
+            return None, draft
+        compiled = compiled or {}
+        if draft is not None and draft.expects(compiled):
+            return _finish(draft, compiled, clock), ""
+        return _compile(graph, graph_id, compiled, clock), ""
     except _Refused as exc:
         return None, str(exc)
     except (CompileError, OSError) as exc:  # the plan's own kernels still run
         return None, f"the C compiler failed: {exc}"
 
 
+def draft_or_reason(graph, graph_id: str, c_kernels: dict):
+    """The program's C, rendered into a translation unit not yet compiled (``.unit``), for
+    a graph whose kernels are about to compile: ``c_kernels`` maps node id -> the kernel IR
+    the plan compiles as C, which the program will call by address. Or why there is no
+    program (a string, what program_or_reason then answers). factory.py compiles the unit
+    with the kernels' own units, on the same compiler slots."""
+    try:
+        return _draft(graph, graph_id, c_kernels)
+    except _Refused as exc:
+        return str(exc)
+    except (CompileError, OSError) as exc:
+        return f"the C compiler failed: {exc}"
+
+
 def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
+    draft = _draft(graph, graph_id, _c_kernels_of(compiled))
+    compile_unit(draft.unit)
+    return _finish(draft, compiled, clock)
+
+
+def _c_kernels_of(compiled: dict) -> dict:
+    """node id -> kernel IR, for the plan's kernels that are compiled C functions."""
+    return {node_id: obj.kernel for node_id, obj in compiled.items()
+            if getattr(obj, "library", None) is not None and obj.language == "c"}
+
+
+@dataclass
+class _Draft:
+    """A program rendered, its unit waiting to compile (and the plan's kernels to load):
+    everything :class:`Program` needs but the kernels' addresses and the clock."""
+
+    graph: object
+    graph_id: str
+    unit: Unit                # the program's translation unit (its own kernels, its entry)
+    entry: str
+    n_buffers: int
+    owned: dict               # block index -> an array the program keeps
+    fixed: dict               # block index -> a BLAS function's address
+    reused_at: dict           # block index -> node id of a plan kernel called by address
+    reused: dict              # node id -> the kernel IR that plan kernel must compile
+    kernels: list             # the program's own kernels (in its unit)
+    program_source: str
+    inputs: list
+    outputs: list
+    assigned: list
+    step_of: dict
+    clock_slot: int
+
+    def expects(self, compiled: dict) -> bool:
+        """Whether ``compiled`` holds, as C functions, the kernels this program calls."""
+        have = _c_kernels_of(compiled)
+        return all(have.get(node_id) is kernel for node_id, kernel in self.reused.items())
+
+
+def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
     if any(producers_op == INPUT for producers_op in
            (graph.node(o).op for o in graph.outputs)):
         # an input returned as is: the output pool would take its buffer slot
@@ -186,12 +249,9 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
     views, constants = set(), set()
     uses_blas = False
     features: set = set()                      # "em_gemm": the program calls em_gemm.h
-    fixed_kernels: dict[int, int] = {}         # block index -> a plan kernel's address
-    keep, kernel_sources = [], []
     step_of = {n.id: k for k, n in enumerate(
         n for n in graph.nodes if n.op not in (INPUT, ASSIGN))}
-    if clock is None:
-        clock = StepClock(graph_id, len(step_of))
+    reused_at: dict[int, int] = {}             # block index -> the node of a plan kernel
 
     def new_buffer(node) -> int:
         index = len(shapes)
@@ -233,11 +293,10 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
             owned[index] = np.ascontiguousarray(op.impl(np, **node.attr), dtype=node.dtype)
             constants.add(node.id)
             continue
-        reused = compiled.get(node.id)
-        if getattr(reused, "library", None) is not None and reused.language == "c":
-            kernel, kernel_inputs = reused.kernel, node.inputs
+        reused = c_kernels.get(node.id)
+        if reused is not None:
+            kernel, kernel_inputs = reused, node.inputs
         else:
-            reused = None
             kernel, kernel_inputs = _lower(node, producers, graph_id)
         if node.id not in outputs:
             owned[index] = np.empty(node.shape, node.dtype)
@@ -266,10 +325,7 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
         if reused is not None:
             # The plan's compiled function, called through its address in the block.
             slot = new_buffer(None)
-            fixed_kernels[slot] = ctypes.cast(getattr(reused.library.cdll, kernel.name),
-                                              ctypes.c_void_p).value
-            keep.append(reused)
-            kernel_sources.append(reused.source)
+            reused_at[slot] = node.id
         else:
             kernels.append(kernel)
             slot = None
@@ -289,10 +345,8 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
     blas = blas_mod.find() if uses_blas else None
     fixed_addresses = {index: blas.pointer(*key) for key, index in fixed.items()} \
         if blas is not None else {}
-    fixed_addresses.update(fixed_kernels)
     clock_slot = len(shapes)
     shapes[clock_slot] = None
-    owned[clock_slot] = clock.array
     entry = f"program_{graph.structural_hash()}"
     lines = [f"/* {graph_id}: {len(statements)} steps and {len(assigns)} write-backs "
              "in one call */", f"void {entry}(void *const *b)", "{",
@@ -330,24 +384,49 @@ def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:
         def translation_unit(self, ks, runtime: bool = False) -> str:
             return super().translation_unit(ks, runtime) + "\n" + program_source + "\n"
 
-    library = build_library(kernels, toolchain, _Renderer())
-    children = [kernel_child(k, renderer.kernel(k)) for k in kernels]
-    children.append({"kernel": entry, "source": program_source, "member_nodes": [],
-                     "member_ops": []})
-    emit_compile(graph_id, [], library.started_ns, library.compile_ns, library.cache_hit,
-                 "c", "c", what="program", children=children)
-    inputs = [(buffer_of[i], _Slot(_param_of(producers[i]))) for i in graph.inputs]
-    outs = [(buffer_of[o], tuple(producers[o].shape), producers[o].dtype)
-            for o in graph.outputs]
-    source = "\n\n".join(kernel_sources + [renderer.kernel(k) for k in kernels])
-    program = Program(library, entry, len(shapes), inputs, owned, outs,
-                      source + "\n\n" + program_source, fixed_addresses, assigned)
+    return _Draft(
+        graph, graph_id, render_unit(kernels, toolchain, _Renderer()), entry, len(shapes),
+        owned, fixed_addresses, reused_at, {i: c_kernels[i] for i in reused_at.values()},
+        kernels, program_source,
+        [(buffer_of[i], _Slot(_param_of(producers[i]))) for i in graph.inputs],
+        [(buffer_of[o], tuple(producers[o].shape), producers[o].dtype)
+         for o in graph.outputs], assigned, step_of, clock_slot)
+
+
+def _finish(draft: _Draft, compiled: dict, clock) -> Program:
+    """The Program of ``draft``, whose unit has compiled: loaded, bound to the plan's
+    kernels (``compiled``) by address and to ``clock`` (a clock of its own when None)."""
+    if draft.unit.error is not None:
+        raise draft.unit.error
+    if not draft.unit.compiled:  # the kernels' units failed first: it was never started
+        compile_unit(draft.unit)
+    library = load_unit(draft.unit)
+    renderer = CRenderer()
+    children = [kernel_child(k, renderer.kernel(k)) for k in draft.kernels]
+    children.append({"kernel": draft.entry, "source": draft.program_source,
+                     "member_nodes": [], "member_ops": []})
+    emit_compile(draft.graph_id, [], library.started_ns, library.compile_ns,
+                 library.cache_hit, "c", "c", what="program", children=children)
+    if clock is None:
+        clock = StepClock(draft.graph_id, len(draft.step_of))
+    owned = dict(draft.owned)
+    owned[draft.clock_slot] = clock.array
+    fixed = dict(draft.fixed)
+    keep = [compiled[node_id] for node_id in draft.reused_at.values()]
+    for slot, reused in zip(draft.reused_at, keep):
+        fixed[slot] = ctypes.cast(getattr(reused.library.cdll, reused.kernel.name),
+                                  ctypes.c_void_p).value
+    source = "\n\n".join([reused.source for reused in keep] +
+                         [renderer.kernel(k) for k in draft.kernels])
+    program = Program(library, draft.entry, draft.n_buffers, draft.inputs, owned,
+                      draft.outputs, source + "\n\n" + draft.program_source, fixed,
+                      draft.assigned)
     program.kernels = keep  # the plan's kernels whose functions it calls: keep them loaded
     program.clock = clock
-    for (_, pool), node_id in zip(program._outputs, graph.outputs):
+    for (_, pool), node_id in zip(program._outputs, draft.graph.outputs):
         if pool is not None:  # an output array made anew is its step's new memory
             pool.count_into(clock.array, clock_module.HEADER +
-                            clock_module.FIELDS * step_of[node_id] + 4)
+                            clock_module.FIELDS * draft.step_of[node_id] + 4)
     return program
 
 

@@ -45,10 +45,12 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from functools import cache
 
 from . import toolchain_record
+from .compiler_slots import compiler_slot, in_background
 
 BASE_FLAGS = ("-O3", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno",
               "-fno-trapping-math", "-fwrapv", "-ffp-contract=off", "-Wno-unknown-pragmas")
@@ -57,6 +59,14 @@ LARGE_UNIT_FLAGS = ("-fno-tree-pta",)
 LONG_KERNEL_BYTES = 8 * 1024
 LONG_KERNEL_FLAGS = ("--param=vect-epilogues-nomask=0",)
 CANDIDATES = ("cc", "gcc", "clang")
+
+# One probe at a time: a probe started early (compiler_slots.py) and a thread asking for
+# the toolchain meanwhile share one probe, never two of the same compiler.
+_PROBING = threading.RLock()
+
+
+class _Early:
+    running = False   # a probe started early has not finished
 
 
 @dataclass(frozen=True)
@@ -81,11 +91,12 @@ class Toolchain:
         one of long kernels without vectorised remainder loops, where the compiler takes
         the flags (asked at the first one, and remembered)."""
         flags = self.flags
-        if len(source) >= LARGE_UNIT_BYTES and _takes(self.command, self.flags,
-                                                      LARGE_UNIT_FLAGS):
-            flags += LARGE_UNIT_FLAGS
-        if long_kernels and _takes(self.command, self.flags, LONG_KERNEL_FLAGS):
-            flags += LONG_KERNEL_FLAGS
+        with _PROBING:
+            if len(source) >= LARGE_UNIT_BYTES and _takes(self.command, self.flags,
+                                                          LARGE_UNIT_FLAGS):
+                flags += LARGE_UNIT_FLAGS
+            if long_kernels and _takes(self.command, self.flags, LONG_KERNEL_FLAGS):
+                flags += LONG_KERNEL_FLAGS
         return flags
 
     def identity_for(self, source: str, long_kernels: bool = False) -> str:
@@ -121,14 +132,40 @@ def find_compiler() -> tuple:
 
 def get_toolchain() -> Toolchain:
     """The toolchain for the current CC: probed once per compiler and machine, and
-    remembered on disk (toolchain_record.py)."""
-    return _probe(os.environ.get("CC", "").strip())
+    remembered on disk (toolchain_record.py). While a probe started early
+    (:func:`start_probe`) runs, this waits for it and takes its answer."""
+    with _PROBING:
+        return _probe(os.environ.get("CC", "").strip())
+
+
+def start_probe() -> None:
+    """Probe the current CC on a background thread unless a probe ran or runs
+    (compiler_slots.start_early). A probe that fails there is not reported there: the
+    get_toolchain() that needs the answer probes again and raises NoCompiler itself, as
+    it does after any failed probe."""
+    with _PROBING:
+        if _Early.running or _probe.cache_info().currsize:
+            return
+        _Early.running = True
+    cc_env = os.environ.get("CC", "").strip()
+
+    def probe() -> None:
+        try:
+            with _PROBING:
+                _probe(cc_env)
+        except NoCompiler:
+            pass
+        finally:
+            _Early.running = False
+
+    in_background(probe, "probe")
 
 
 def compiler() -> tuple:
     """``(command, version line)`` of the current CC, without the kernel flags' probe
     (which compiles a test kernel): enough to build and key a CPython extension."""
-    return _compiler(os.environ.get("CC", "").strip())
+    with _PROBING:
+        return _compiler(os.environ.get("CC", "").strip())
 
 
 @cache
@@ -241,10 +278,13 @@ def try_compile(command, flags, warnings_fail: bool = False) -> tuple:
 
 
 def run_compiler(command, flags, source: str, output: str) -> tuple:
-    """(ok, the compiler's messages: the error, or on success any warnings)."""
+    """(ok, the compiler's messages: the error, or on success any warnings). Runs when a
+    compiler slot is free: never more compilers at once than the thread count
+    (compiler_slots.py)."""
     args = [*command, *flags, "-o", output, source, "-lm"]
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        with compiler_slot():
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, str(exc)
     if proc.returncode != 0:

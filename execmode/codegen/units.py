@@ -61,28 +61,62 @@ def partition(kernels) -> list[list]:
     return groups
 
 
-def build_libraries(kernels, toolchain, renderer, threads: int | None = None) -> list:
+def build_libraries(kernels, toolchain, renderer, threads: int | None = None,
+                    alongside=()) -> list:
     """``[(kernels, Library)]``: ``kernels`` compiled (or found in the disk cache) as
     partition() cuts them, on up to ``threads`` compilers at once (default: the kernels'
-    thread count), and loaded in order on this thread."""
+    thread count; compiler_slots.py bounds them all), and loaded in order on this thread.
+
+    ``alongside``: other rendered units (a graph's whole-graph program, program.py)
+    compiled on the same workers, longest first with the rest, and not loaded here; each
+    keeps its own failure in ``unit.error`` for its owner to raise. A failure of the
+    kernels' own units raises here, the first in the order a sequential run meets it."""
     units = [render_unit(group, toolchain, renderer) for group in partition(kernels)]
-    helpers = next((u.helpers for u in units if u.runtime), "")
-    runtime = [name for name in runtime_library.HELPERS if any(name in u.runtime for u in units)]
-    jobs = [(len(runtime_library.source(helpers, name)),
+    everything = units + list(alongside)
+    helpers = next((u.helpers for u in everything if u.runtime), "")
+    runtime = [name for name in runtime_library.HELPERS
+               if any(name in u.runtime for u in everything)]
+    ours = {name for name in runtime if any(name in u.runtime for u in units)}
+    ours.update(id(u) for u in units)
+    jobs = [(len(runtime_library.source(helpers, name)), name,
              lambda name=name: _build_helper(toolchain, helpers, name)) for name in runtime]
-    jobs += [(len(u.source), lambda u=u: compile_unit(u)) for u in units]
+    jobs += [(len(u.source), id(u), lambda u=u: compile_unit(u)) for u in everything]
     jobs.sort(key=lambda job: -job[0])  # the longest first: the pool ends together
-    workers = min(threads or num_threads(), len(jobs))
-    if workers <= 1:
-        for _, job in jobs:
+    failures = _run(jobs, ours, min(threads or num_threads(), len(jobs)))
+    for unit in alongside:
+        unit.error = next((failures[key] for key in (*unit.runtime, id(unit))
+                           if key in failures), None)
+    failed = next((failures[key] for _, key, _ in jobs if key in ours and key in failures),
+                  None)
+    if failed is not None:
+        raise failed
+    libraries: list[Library] = [load_unit(u) for u in units]
+    return [(u.kernels, lib) for u, lib in zip(units, libraries)]
+
+
+def _run(jobs, ours, workers: int) -> dict:
+    """Run ``jobs`` (size, key, job) on ``workers`` threads: key -> the Exception each
+    failed with. One thread stops at the first failure among ``ours`` (what the caller
+    raises); a pool lets the jobs started finish, as its threads run them anyway."""
+    failures = {}
+
+    def attempt(key, job) -> None:
+        try:
             job()
+        except Exception as exc:  # noqa: BLE001 - raised by the caller that owns the job
+            failures[key] = exc
+
+    if workers <= 1:
+        for _, key, job in jobs:
+            attempt(key, job)
+            if key in ours and key in failures:
+                break
     else:
         with ThreadPoolExecutor(max_workers=workers,
                                 thread_name_prefix="execmode-compile") as pool:
-            for future in [pool.submit(job) for _, job in jobs]:
-                future.result()  # the first failure raises here, as a sequential run would
-    libraries: list[Library] = [load_unit(u) for u in units]
-    return [(u.kernels, lib) for u, lib in zip(units, libraries)]
+            for future in [pool.submit(attempt, key, job) for _, key, job in jobs]:
+                future.result()  # a BaseException (KeyboardInterrupt) raises here
+    return failures
 
 
 def _build_helper(toolchain, helpers: str, name: str) -> None:

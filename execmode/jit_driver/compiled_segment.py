@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 
 from .. import instrument
-from ..graph.ir import Graph
+from ..graph.ir import ASSIGN, INPUT, Graph
+from ..ops import OPS
 
 
 @dataclass
@@ -37,9 +38,20 @@ def lower_graph(graph: Graph, passes=None):
 
 def compile_graph(lowered: Graph, graph_id: str, backend=None):
     from ..codegen import kernel_factory_for
+    from ..codegen.program import draft_or_reason, program_or_reason
     from ..plan import build_plan
 
-    factory = kernel_factory_for(lowered, graph_id, backend)
+    drafts = []
+
+    def program_unit(c_kernels) -> list:
+        # The program's C is known once the kernels are lowered: its unit compiles with
+        # theirs (a cold first call waits for one pool, not for the pool and then it).
+        drafts.append(draft_or_reason(lowered, graph_id, c_kernels))
+        return [drafts[-1].unit] if not isinstance(drafts[-1], str) else []
+
+    wants_program = backend in (None, "c") and _program_may_run(lowered)
+    factory = kernel_factory_for(lowered, graph_id, backend,
+                                 program_unit if wants_program else None)
     plan = build_plan(lowered, graph_id, factory)
     if plan.collectives:
         plan.program_reason = (f"{', '.join(plan.collectives)}: collectives run from Python "
@@ -48,17 +60,33 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
     elif backend in (None, "c") and len(plan.steps) > 1:
         # Graphs of many small steps (matpow) and training steps run as one C function
         # when nobody listens; it calls the kernels the plan compiled.
-        from ..codegen.program import program_or_reason
-
         plan.program, plan.program_reason = program_or_reason(
-            lowered, graph_id, getattr(factory, "kernels", None), plan.clock)
+            lowered, graph_id, getattr(factory, "kernels", None), plan.clock,
+            drafts[0] if drafts else None)
     return plan
+
+
+def _program_may_run(lowered: Graph) -> bool:
+    """What compile_graph asks of the plan before it builds a program, asked of the graph
+    before the plan exists: more than one step (a node other than inputs and assigns),
+    and no collective."""
+    steps = [n for n in lowered.nodes if n.op not in (INPUT, ASSIGN)]
+    return len(steps) > 1 and not any(
+        n.op in OPS and OPS[n.op].collective for n in steps)
 
 
 def compile_segment(function: str, graph: Graph, structural_hash: str, passes,
                     backend) -> CompiledSegment:
     """Lower and compile ``graph`` (a segment of the jitted ``function``), timed."""
     t0 = time.perf_counter_ns()
+    if backend in (None, "auto", "c") and any(str(n.device) == "cpu" for n in graph.nodes):
+        # What C kernels need whatever the graph holds (the compiler's flags, and the C
+        # fast entry where the replay may use it) starts compiling now, beside the passes
+        # and the graph's own kernels, on spare compiler slots.
+        from ..codegen.compiler_slots import start_early
+        from .fastcall import native_replay_allowed
+
+        start_early(fast_entry=native_replay_allowed())
     lowered, record = lower_graph(graph, passes)
     plan = compile_graph(lowered, graph.name, backend)
     plan.source_graph, plan.record = graph, record

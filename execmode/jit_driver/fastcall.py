@@ -68,6 +68,13 @@ def set_replay(tier: str) -> str:
     return previous
 
 
+def native_replay_allowed() -> bool:
+    """Whether replays built now may use the C fast entry (the tier and the switch)."""
+    from ..codegen import fast_entry
+
+    return _replay in ("native", "auto") and fast_entry.enabled()
+
+
 def _wrap(array):
     t = object.__new__(Tensor)
     t._data = array
