@@ -11,7 +11,9 @@ cost inside the recording, with what was measured directly: the time the recorde
 encoding graph-mode events (rare, and milliseconds each for a graph's IR), the time ops
 waited for room in the op ring while the session writer was behind, a runner's own work
 inside the recorded wall time (from the start to the script's first line, and from its
-end to the stop: ``execmode profile`` marks both), and, for plans timed
+end to the stop: ``execmode profile`` marks both), the session writer's Python work
+while the script ran (its thread's CPU time less its SQLite work: the interpreter is held
+meanwhile, and a script running Python waits), and, for plans timed
 in Python at every run, what the timing did between their steps (a run's time less its
 steps': the calibration's small steps cost the timing less than a real graph's, whose
 steps allocate and touch more). The recorder's own start (calibration included when it
@@ -39,6 +41,8 @@ class ProfilerCost:
     # measured: a runner's own work inside the recorded wall time, before and after the
     # script's code (Recorder.script_started/ended); None where no runner marked it
     around_ns: int | None = None
+    # measured: the session writer's Python work while the script ran (writer.py)
+    writer_ns: int | None = None
 
     @property
     def total_ns(self) -> int | None:
@@ -47,7 +51,7 @@ class ProfilerCost:
         if self.eager_ns is None and self.graph_ns is None:
             return None
         parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns, self.waited_ns,
-                             self.around_ns) if p is not None]
+                             self.around_ns, self.writer_ns) if p is not None]
         return sum(parts)
 
     def text(self, wall_ns: int | None) -> str:
@@ -67,6 +71,9 @@ class ProfilerCost:
             pieces.append(f"{fmt_ns(self.events_ns)} encoding graph-mode events")
         if self.waited_ns:
             pieces.append(f"{fmt_ns(self.waited_ns)} waiting for the session writer")
+        if self.writer_ns:
+            pieces.append(f"{fmt_ns(self.writer_ns)} of the session writer's Python work "
+                          "(it holds the interpreter)")
         if self.around_ns:
             pieces.append(f"{fmt_ns(self.around_ns)} running the script (before and after "
                           "its code)")
@@ -85,7 +92,8 @@ class ProfilerCost:
         return {"counts": self.counts._asdict(), "eager_ns": self.eager_ns,
                 "graph_ns": self.graph_ns, "events_ns": self.events_ns,
                 "waited_ns": self.waited_ns,
-                "around_ns": self.around_ns, "start_ns": self.start_ns,
+                "around_ns": self.around_ns, "writer_ns": self.writer_ns,
+                "start_ns": self.start_ns,
                 "stop_ns": self.stop_ns, "settled": self.settled, "total_ns": self.total_ns}
 
 
@@ -100,7 +108,8 @@ def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
     return ProfilerCost(counts, eager_ns, _graph_ns(calibration, counts),
                         _int(fixed.get("events")), _int(recorded.get("ring_waited_ns")),
                         _int(fixed.get("start")), _int(fixed.get("stop")),
-                        calibration.get("settled") is not False, _int(fixed.get("around")))
+                        calibration.get("settled") is not False, _int(fixed.get("around")),
+                        _int(fixed.get("writer")))
 
 
 def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:

@@ -108,6 +108,7 @@ class Recorder:
         # (profiler_cost.py states it): creating the session, calibrating, attaching.
         self._cost = {"start": time.perf_counter_ns() - init_start}
         self._script_ns: list | None = None  # [start, end] of the script, marked by a runner
+        self._writer_python_ns = 0
 
     def _initial_meta(self, extra: dict | None) -> dict:
         return {
@@ -174,6 +175,7 @@ class Recorder:
         # The session's clock starts here, after all of the start's own work (calibrating,
         # loading the op ring, attaching), which is stated as the start's cost.
         self.t0_ns = time.perf_counter_ns()
+        self._writer_python_ns = self.writer.python_ns  # the start's batches: not in the window
         self.writer.set_meta("t0_ns", self.t0_ns)
         self.writer.set_meta("wall_start", time.time())
         self._cost["start"] += time.perf_counter_ns() - start
@@ -208,6 +210,8 @@ class Recorder:
             self.memory.sample_now()
         end_ns = time.perf_counter_ns()
         self.writer.set_meta("end_ns", end_ns)
+        # The writer's Python work while the script ran: the interpreter it held.
+        self._cost["writer"] = self.writer.python_ns - self._writer_python_ns
         script = self._script_ns
         if script is not None and script[1] is not None:
             self._cost["around"] = (script[0] - self.t0_ns) + (end_ns - script[1])

@@ -9,6 +9,7 @@ from execmode.profilers.profiler_cost import profiler_cost
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.runner import record_script
 from execmode.profilers.session import open_session
+from execmode.profilers.writer import OutputLine
 
 import execmode as em
 
@@ -77,3 +78,21 @@ def test_a_recorder_without_a_runner_states_no_surroundings(tmp_path):
     assert "around" not in meta["recorder_cost_ns"]
     cost = profiler_cost(NOTHING_CALIBRATED, summary["profiler_cost"].counts, meta)
     assert cost.around_ns is None
+
+
+def test_the_writers_python_work_while_recording_is_stated(tmp_path):
+    """Rows the writer formats in Python while the script runs hold the interpreter the
+    script needs: its thread's CPU time for them is measured and stated."""
+    path = tmp_path / "writer.emsession"
+    rec = Recorder(path, calibrate=False).start()
+    for i in range(2000):
+        rec.writer.put(OutputLine(i, "stdout", f"line {i}"))
+    rec.flush()  # a batch inside the recording
+    rec.close()
+    with open_session(path) as s:
+        meta, summary = s.meta, s.summary()
+    writer = meta["recorder_cost_ns"]["writer"]
+    assert writer > 0
+    cost = profiler_cost(NOTHING_CALIBRATED, summary["profiler_cost"].counts, meta)
+    assert cost.writer_ns == writer and cost.total_ns >= writer
+    assert "session writer's Python work" in cost.text(summary["wall_ns"])
