@@ -93,8 +93,8 @@ class ProfilerCost:
                 "graph_ns": self.graph_ns, "events_ns": self.events_ns,
                 "waited_ns": self.waited_ns,
                 "around_ns": self.around_ns, "writer_ns": self.writer_ns,
-                "start_ns": self.start_ns,
-                "stop_ns": self.stop_ns, "settled": self.settled, "total_ns": self.total_ns}
+                "start_ns": self.start_ns, "stop_ns": self.stop_ns, "settled": self.settled,
+                "total_ns": self.total_ns}
 
 
 def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
@@ -108,8 +108,8 @@ def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
     return ProfilerCost(counts, eager_ns, _graph_ns(calibration, counts),
                         _int(fixed.get("events")), _int(recorded.get("ring_waited_ns")),
                         _int(fixed.get("start")), _int(fixed.get("stop")),
-                        calibration.get("settled") is not False, _int(fixed.get("around")),
-                        _int(fixed.get("writer")))
+                        calibration.get("settled") is not False,
+                        around_ns=_int(fixed.get("around")), writer_ns=_int(fixed.get("writer")))
 
 
 def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:
