@@ -12,31 +12,57 @@ thread runs one compiler at a time, as it always did.
 depend on the traced graph: the toolchain probe (every kernel needs its flags) and the
 jit's C fast entry (fast_entry.py, needed once the plan is known to qualify). Waiting for
 each where it is first asked put them on the critical path one after another, after the
-graph's own units. :func:`start_early` starts them on background threads as a segment
-begins compiling, where a second compiler slot exists (with one, there is nothing to
-overlap, and a build the call turns out not to need would only delay it). Each early build
+graph's own units. So em.jit starts them (``toolchain.start_probe``,
+``fast_entry.start_build``: :func:`in_background` threads) as a segment begins compiling,
+where a second compiler slot exists (jit_driver/compiled_segment.py; with one, there is
+nothing to overlap, and a build the call turns out not to need would only delay it). Each
+early build
 is the one build of its kind in the process: whoever asks waits for it (its result, or its
-exception raised in the asking thread, unchanged).
+exception raised in the asking thread, unchanged). A child forked meanwhile has neither
+the build's thread nor its compiler: it forgets both and builds again if it must.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from concurrent.futures import Future
-
-from .threads import num_threads
 
 
 class _Slots:
     condition = threading.Condition()
     busy = 0          # compiler processes running now
     most = 0          # the most that ever ran at once (tests read it)
+    # The thread count, as threads.py answers it (it registers itself when imported:
+    # threads.py builds extensions, so this module may not import it).
+    count = None
+
+
+def _after_fork_in_child() -> None:
+    # The compilers and threads of the parent are not the child's: a slot taken by a
+    # parent's background build would never be given back here.
+    _Slots.condition = threading.Condition()
+    _Slots.busy = _Slots.most = 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def count_threads_with(count) -> None:
+    """``count()`` answers the thread count from now on (threads.num_threads)."""
+    _Slots.count = count
 
 
 def capacity() -> int:
-    """How many compiler processes may run at once: the thread count."""
-    return max(1, num_threads())
+    """How many compiler processes may run at once: the thread count (1 before threads.py
+    is imported, which every parallel build imports first)."""
+    if _Slots.count is None:
+        return 1
+    try:
+        return max(1, _Slots.count())
+    except ValueError:  # a bad EXECMODE_NUM_THREADS: raised where kernels use the count
+        return 1
 
 
 @contextlib.contextmanager
@@ -81,18 +107,3 @@ def in_background(fn, name: str) -> Future:
 
     threading.Thread(target=run, name=f"execmode-{name}").start()
     return future
-
-
-def start_early(fast_entry: bool) -> None:
-    """Start the toolchain probe and (``fast_entry``: the jit may use the C entry) the
-    fast entry's extension in the background, when a second compiler slot exists and
-    they are not started or done yet."""
-    if capacity() < 2:
-        return
-    from . import toolchain
-
-    toolchain.start_probe()
-    if fast_entry:
-        from . import fast_entry as fast_entry_module
-
-        fast_entry_module.start_build()

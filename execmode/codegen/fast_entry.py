@@ -26,7 +26,9 @@ on the arguments (NumPy's results, bit for bit).
   (~0.3 s) into the cache directory's ``extensions`` folder, keyed by the source,
   compiler, flags, CPU and Python/NumPy ABI; temporary file + ``os.replace``. No compiler, no Python or NumPy
   headers, a failed build: ``load_extension()`` returns None and jit keeps the Python
-  replay (``extension_status()`` says why). Nothing compiles at import.
+  replay (``extension_status()`` says why). Nothing compiles at import. Where a second
+  compiler slot exists, a segment that starts compiling starts the build in the
+  background (:func:`start_build`, compiler_slots.py), beside the graph's own kernels.
 * ``EXECMODE_FAST_ENTRY=0`` turns the C entry off (for comparisons).
 """
 
@@ -56,6 +58,19 @@ RELEASE_GIL_BYTES = 1 << 16
 # (start_build): one build attempt per compiler and process.
 _loaded: dict = {}
 _loading = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _loading
+    # A build started early in the parent has no thread in the child: forget it (a
+    # finished one is found again in the disk cache).
+    _loading = threading.Lock()
+    for cc, hit in list(_loaded.items()):
+        if isinstance(hit, Future):
+            del _loaded[cc]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def enabled() -> bool:

@@ -61,6 +61,8 @@ import operator
 import os
 import re
 
+from . import compiler_slots
+
 ENV = "EXECMODE_NUM_THREADS"
 OPENMP_ENV = "OMP_NUM_THREADS"
 # The variables OpenBLAS reads for its own count when it loads, the first one set wins
@@ -207,6 +209,9 @@ def num_threads() -> int:
     """The thread count kernel libraries get: 1 in a child forked after threads ran."""
     requested = _chosen()[0]  # validated even where a fork makes it 1
     return 1 if _State.inherited_pool else requested
+
+
+compiler_slots.count_threads_with(num_threads)  # no more compilers at once than threads
 
 
 def set_num_threads(n: int | None) -> None:

@@ -69,6 +69,16 @@ class _Early:
     running = False   # a probe started early has not finished
 
 
+def _after_fork_in_child() -> None:
+    global _PROBING
+    # A parent's probe thread (holding the lock) does not exist in the child.
+    _PROBING = threading.RLock()
+    _Early.running = False
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 @dataclass(frozen=True)
 class Toolchain:
     """A working compiler and the flags that it accepted."""

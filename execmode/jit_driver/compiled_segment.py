@@ -36,6 +36,19 @@ def lower_graph(graph: Graph, passes=None):
     return run_passes(graph, passes)
 
 
+def _start_early() -> None:
+    """The toolchain probe and (where replays may use it) the C fast entry's extension,
+    built on background threads when a second compiler slot exists (compiler_slots.py)."""
+    from ..codegen import fast_entry, threads, toolchain
+    from .fastcall import native_replay_allowed
+
+    if threads.num_threads() < 2:  # the compiler slots' count (compiler_slots.py)
+        return
+    toolchain.start_probe()
+    if native_replay_allowed():
+        fast_entry.start_build()
+
+
 def compile_graph(lowered: Graph, graph_id: str, backend=None):
     from ..codegen import kernel_factory_for
     from ..codegen.program import draft_or_reason, program_or_reason
@@ -83,10 +96,7 @@ def compile_segment(function: str, graph: Graph, structural_hash: str, passes,
         # What C kernels need whatever the graph holds (the compiler's flags, and the C
         # fast entry where the replay may use it) starts compiling now, beside the passes
         # and the graph's own kernels, on spare compiler slots.
-        from ..codegen.compiler_slots import start_early
-        from .fastcall import native_replay_allowed
-
-        start_early(fast_entry=native_replay_allowed())
+        _start_early()
     lowered, record = lower_graph(graph, passes)
     plan = compile_graph(lowered, graph.name, backend)
     plan.source_graph, plan.record = graph, record

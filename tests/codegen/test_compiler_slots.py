@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ import pytest
 import execmode as em
 from execmode.codegen import fast_entry, threads, toolchain, units
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REAL_CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 pytestmark = pytest.mark.skipif(REAL_CC is None, reason="no C compiler on PATH")
 KERNELS = 4
@@ -148,3 +152,47 @@ def test_a_build_started_early_raises_in_the_thread_that_asks(monkeypatch):
     with pytest.raises(RuntimeError, match="the extension's build broke"):
         fast_entry.load_extension()  # asked again: built again, as after a failed call
     assert len(attempts) == 2
+
+
+_FORK_SCRIPT = textwrap.dedent("""
+    import os, sys, threading
+    from concurrent.futures import Future
+    from execmode.codegen import compiler_slots, fast_entry, threads
+
+    threads.set_num_threads(1)
+    held, release = threading.Event(), threading.Event()
+
+    def compile_in_flight():
+        with compiler_slots.compiler_slot():
+            held.set()
+            release.wait()
+
+    worker = threading.Thread(target=compile_in_flight)
+    worker.start()
+    held.wait()
+    fast_entry._loaded["cc"] = Future()  # a build started early, not finished
+    pid = os.fork()
+    if pid == 0:
+        took = threading.Event()
+
+        def compile_in_child():
+            with compiler_slots.compiler_slot():
+                took.set()
+
+        threading.Thread(target=compile_in_child, daemon=True).start()
+        pending = any(isinstance(v, Future) for v in fast_entry._loaded.values())
+        os._exit(0 if took.wait(30) and not pending else 3)
+    release.set()
+    worker.join()
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+""")
+
+
+def test_a_child_forked_during_a_compile_can_compile():
+    """The parent's slot and its early build have no thread in a forked child: the child
+    takes its one slot and asks for the build anew instead of waiting forever."""
+    proc = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
