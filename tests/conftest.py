@@ -66,6 +66,16 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", r"ignore::RuntimeWarning:execmode(\.|$)")
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): one worker per CPU this process may run on (the
+    affinity mask, not the machine's count), at most 8, as each worker holds its own
+    kernels and imports; ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it."""
+    forced = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if forced:
+        return int(forced)
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
 def pytest_report_header(config):
     if _IN_CI:
         return "hypothesis: derandomized (CI=true)"

@@ -88,6 +88,7 @@ def _tiny_suite(root: Path) -> Path:
 @pytest.mark.skipif(importlib.util.find_spec("pytest_jsonreport") is None,
                     reason="needs the optional package pytest-json-report (the conformance "
                            "suite's requirement, which the tool reads its counts from)")
+@pytest.mark.slow  # two pytest child runs of a tiny suite, one per module
 def test_the_tool_runs_one_command_against_execmode_and_numpy(tmp_path, capsys):
     suite = _tiny_suite(tmp_path / "suite")
     assert tool.main(["--suite", str(suite), "--max-examples", "1"]) == 0

@@ -89,7 +89,8 @@ def test_the_bit_level_tests_pass_under_the_other_openblas_core_type():
     if "OPENBLAS_CORETYPE" in env and not _cpu_runs_haswell_kernels():
         pytest.skip("this CPU lacks AVX2/FMA: OpenBLAS's Haswell kernels cannot run on it")
     done = subprocess.run(
-        [sys.executable, "-c", _RUN_AND_NAME_THE_CORE, "-q", "-p", "no:cacheprovider",
+        # -n 0: in the child itself, a short run beside the suite's own workers.
+        [sys.executable, "-c", _RUN_AND_NAME_THE_CORE, "-q", "-n", "0", "-p", "no:cacheprovider",
          *BIT_LEVEL_TESTS],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=280)
     report = f"child pytest {setting}:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"

@@ -100,6 +100,7 @@ def _run(folder, *args) -> tuple[str, object]:
     return result.stderr, session
 
 
+@pytest.mark.slow  # two `execmode run` child processes, each calibrating first
 def test_execmode_run_names_the_op_it_stopped_at_by_its_number_everywhere(scripts, tmp_path):
     # steps.py: tensor (op "constant"), multiply, exp, sum. op:exp stops before exp: op 3.
     stderr, session = _run(tmp_path / "before", "--break", "op:exp", scripts("steps.py"))
@@ -118,6 +119,7 @@ def test_execmode_run_names_the_op_it_stopped_at_by_its_number_everywhere(script
         assert found["ops"] == stored["ops"], name
 
 
+@pytest.mark.slow  # an `execmode run` child process that calibrates and compiles
 def test_execmode_run_names_the_kernel_run_it_stopped_after_by_its_number(scripts, tmp_path):
     # nan_jit.py: the fused kernel making log(0) = -inf in the first call of step.
     stderr, session = _run(tmp_path / "run", "--break", "inf", scripts("nan_jit.py"))

@@ -1,6 +1,7 @@
 """The model-level differential fuzzer: random models trained eagerly and under em.jit.
 
-* ``test_fast_tier``: a few dozen models from a fixed seed, in the default run (CI).
+* ``test_fast_tier``: a few dozen models from a fixed seed, in the default run (CI; the
+  test tiers' slow mark, as it trains each model twice).
 * ``test_slow_tier``: >= 2,000 models, only with ``pytest -m model_fuzz``; the seed is
   ``EXECMODE_FUZZ_SEED`` or a fresh one, printed with any failure.
 * The rest tests the fuzzer itself: generation is deterministic and reaches every feature,
@@ -45,6 +46,7 @@ def _fail(camp: Campaign, how_to_rerun: str) -> None:
     pytest.fail("\n".join(lines), pytrace=False)
 
 
+@pytest.mark.slow  # 24 models trained eagerly and under jit, 4 of them compiled: ~10 s
 def test_fast_tier():
     seed = seed_from_env(FAST_SEED)
     both = Campaign(seed, FAST_KERNEL_MODELS).run(stop_after=3)

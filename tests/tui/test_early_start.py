@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from execmode.tui.app import ExecmodeApp
 from execmode.tui.debugger import DebugBridge
 from execmode.tui.launch import EarlyStart, ScriptLaunch
@@ -131,6 +132,7 @@ async def test_a_connection_that_failed_while_textual_loaded_says_why(tmp_path):
         assert "boom" in app.run_state.message
 
 
+@pytest.mark.slow  # a real agent process, then the app around it
 @run_async
 async def test_the_real_agent_paused_before_the_app_mounts_steps_on(tmp_path):
     launch = ScriptLaunch(str(SCRIPTS / "three_ops.py"),

@@ -9,11 +9,14 @@ Tensor view then called op 11 "#8422" while the Ops list and the status bar said
 
 from __future__ import annotations
 
+import pytest
 from execmode.tui.widgets.row_list import RowList
 from exported_numbers import numbers_in_exports, numbers_in_store
 from tui_support import Waiter, run_async, script_app, settle, static_text
 
 SMALL = (80, 24)
+# Slow tier: the TUI around a real agent process that calibrates the profiler first.
+pytestmark = pytest.mark.slow
 
 
 @run_async
