@@ -97,7 +97,7 @@ def build_libraries(kernels, toolchain, renderer, threads: int | None = None,
 def _run(jobs, ours, workers: int) -> dict:
     """Run ``jobs`` (size, key, job) on ``workers`` threads: key -> the Exception each
     failed with. One thread stops at the first failure among ``ours`` (what the caller
-    raises); a pool lets the jobs started finish, as its threads run them anyway."""
+    raises); a pool runs every job, as it always did before a failure was raised."""
     failures = {}
 
     def attempt(key, job) -> None:
