@@ -33,9 +33,8 @@ from concurrent.futures import Future
 class _Slots:
     condition = threading.Condition()
     busy = 0          # compiler processes running now
-    most = 0          # the most that ever ran at once (tests read it)
-    # The thread count, as threads.py answers it (it registers itself when imported:
-    # threads.py builds extensions, so this module may not import it).
+    # The thread count, as threads.py answers it (it registers itself when imported;
+    # importing it here would be a cycle: its BLAS workers build an extension).
     count = None
 
 
@@ -43,7 +42,7 @@ def _after_fork_in_child() -> None:
     # The compilers and threads of the parent are not the child's: a slot taken by a
     # parent's background build would never be given back here.
     _Slots.condition = threading.Condition()
-    _Slots.busy = _Slots.most = 0
+    _Slots.busy = 0
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -73,22 +72,12 @@ def compiler_slot():
         while _Slots.busy >= limit:
             _Slots.condition.wait()
         _Slots.busy += 1
-        _Slots.most = max(_Slots.most, _Slots.busy)
     try:
         yield
     finally:
         with _Slots.condition:
             _Slots.busy -= 1
             _Slots.condition.notify_all()
-
-
-def most_at_once(reset: bool = False) -> int:
-    """The most compiler processes that ran at once since the last reset."""
-    with _Slots.condition:
-        most = _Slots.most
-        if reset:
-            _Slots.most = _Slots.busy
-        return most
 
 
 def in_background(fn, name: str) -> Future:
