@@ -144,8 +144,12 @@ def _plain_linear(x, weight, bias=None):
         return None
     if bias is not None and (bias.dtype != dtype or bias.shape != weight.shape[:1]):
         return None
-    out = plain_matmul(x, weight.T)
-    if out is None or bias is None:
+    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) if x.ndim > 2 else x
+    out = plain_matmul(rows, weight.T)
+    if out is None:
+        return None
+    out = out.reshape(x.shape[:-1] + weight.shape[:1])
+    if bias is None:
         return out
     try:
         return np.add(out, bias, out=out)
@@ -161,7 +165,13 @@ def _linear(x, weight, bias):
         bias = F._require_tensor("linear", bias, (x, weight, bias))
     if weight.ndim != 2:
         raise op_error(ShapeError, "linear", (x, weight), "weight must be (out, in)")
-    out = F.matmul(x, F.matrix_transpose(weight))
+    if x.ndim > 2 and x.shape[-1] == weight.shape[1]:
+        # one product of every row, (B*M, in) @ (in, out), not B small ones
+        rows = F.matmul(F.reshape(x, (math.prod(x.shape[:-1]), x.shape[-1])),
+                        F.matrix_transpose(weight))
+        out = F.reshape(rows, x.shape[:-1] + weight.shape[:1])
+    else:
+        out = F.matmul(x, F.matrix_transpose(weight))
     return out + bias if bias is not None else out
 
 

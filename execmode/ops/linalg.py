@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .elementwise import sum_to_shape
 from .registry import MATMUL, F, OpDef, RuleError, broadcast_shapes, register
 
@@ -40,6 +42,8 @@ def _matmul_vjp(g, out, a, b):
     a2 = F.reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
     b2 = F.reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
     g2 = F.reshape(g, _matmul_rule(a2, b2))
+    if a2.ndim > 2 and b2.ndim == 2:
+        return _batch_times_matrix_vjp(g2, a, b, a2, b2, need_a, need_b)
     ga = gb = None
     if need_a:
         ga = sum_to_shape(F.matmul(g2, F.matrix_transpose(b2)), a2.shape)
@@ -47,6 +51,21 @@ def _matmul_vjp(g, out, a, b):
     if need_b:
         gb = sum_to_shape(F.matmul(F.matrix_transpose(a2), g2), b2.shape)
         gb = F.reshape(gb, b.shape)
+    return ga, gb
+
+
+def _batch_times_matrix_vjp(g2, a, b, a2, b2, need_a, need_b):
+    """A batch of matrices times one matrix (a linear layer's x @ w.T): both gradients as
+    one product of the batch flattened into rows, (B*M, N) @ (N, K) and (K, B*M) @
+    (B*M, N), rather than B small products and, for b, a sum over them."""
+    k, n = b2.shape
+    m = math.prod(a2.shape[:-1])
+    rows = F.reshape(g2, (m, n))
+    ga = gb = None
+    if need_a:
+        ga = F.reshape(F.matmul(rows, F.matrix_transpose(b2)), a.shape)
+    if need_b:
+        gb = F.reshape(F.matmul(F.matrix_transpose(F.reshape(a2, (m, k))), rows), b.shape)
     return ga, gb
 
 

@@ -158,7 +158,8 @@ def test_var_with_correction_and_max_with_ties():
 
 MATMUL_SHAPES = [
     ((3, 4), (4, 2)),
-    ((2, 3, 4), (4, 5)),        # batched @ matrix
+    ((2, 3, 4), (4, 5)),        # batched @ matrix (one product of the rows)
+    ((2, 2, 3, 4), (4, 5)),     # two batch dimensions @ matrix
     ((2, 1, 3, 4), (3, 4, 2)),  # batch dimensions broadcast
     ((4,), (4, 3)),             # vector @ matrix
     ((2, 3, 4), (4,)),          # batched matrix @ vector
