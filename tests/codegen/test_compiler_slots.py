@@ -137,6 +137,16 @@ def test_a_refused_kernel_unit_falls_back_with_the_compilers_message(cold):
                                rtol=1e-5, atol=1e-5)
 
 
+def test_a_refused_extension_built_early_is_reported_as_when_built_on_demand(cold):
+    reasons = []
+    for count in (1, 2):  # on demand after the kernels; early, beside them
+        f, out, _ = cold(count, f"refuse-extension-{count}", refuse="PyInit__em_fast_entry")
+        assert type(f._fast).__name__ != "FastEntry"  # the Python replay
+        reasons.append(fast_entry.extension_status()["reason"])
+    assert reasons[0] == reasons[1]
+    assert "this unit is refused" in reasons[0], reasons[0]
+
+
 def test_a_build_started_early_raises_in_the_thread_that_asks(monkeypatch):
     monkeypatch.setattr(fast_entry, "_loaded", {})
     attempts = []
