@@ -24,8 +24,8 @@ static inline void em_inside(int64_t start, int64_t k, int64_t step, int64_t siz
     *hi = b;
 }
 
-/* Each window column's offsets inside the image, computed once per call (a division
- * per window would cost more than the window's comparisons). */
+/* Each window column's offsets inside the image, computed once per call (they take
+ * divisions, which per window would cost as much as the window's comparisons). */
 typedef struct {
     int64_t left, j0, j1;
 } em_window_columns;

@@ -17,7 +17,8 @@ rule, so the gradient of a tie goes to one position, as in PyTorch).
 x is (N, C, H, W); attrs: ``kernel``, ``stride``, ``padding`` (before, on each side),
 ``dilation`` and ``out_size`` (OH, OW: ceil_mode's count, decided by execmode.nn.pooling).
 On CPU a small C library runs them (native/windows.c, through window_kernels.py); the
-NumPy version below is the reference, and the path on a GPU or without a compiler. Every op is a plan step under ``em.jit``.
+NumPy version below is the reference, and the path on a GPU or without a compiler. Every
+op is a plan step under ``em.jit``.
 """
 
 from __future__ import annotations
