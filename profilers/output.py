@@ -42,6 +42,9 @@ class _Budget:
         self.limit = limit
         self.left = limit
         self.dropped = 0  # characters passed through but not recorded
+        # Time spent recording the writes (past writing them through): the recorder's
+        # cost inside the script's time, stated with the runner's (profiler_cost.py).
+        self.recording_ns = 0
 
 
 class TeeStream:
@@ -56,6 +59,7 @@ class TeeStream:
 
     def write(self, text: str) -> int:
         n = self._stream.write(text)
+        wrote = time.perf_counter_ns()
         budget = self._budget
         if budget.left <= 0:
             budget.dropped += len(text)
@@ -68,6 +72,7 @@ class TeeStream:
                     f"[execmode: the script printed {budget.limit / 2**20:g} MiB; further "
                     "output reaches the terminal but is not recorded in the session "
                     "(EXECMODE_OUTPUT_MAX_MB)]")))
+        budget.recording_ns += time.perf_counter_ns() - wrote
         return n
 
     def writelines(self, lines) -> None:
@@ -113,6 +118,11 @@ class captured_output:  # noqa: N801 - a context manager, named like contextlib'
                       TeeStream(sys.stderr, "stderr", self._put, self._budget)]
         sys.stdout, sys.stderr = self._tees
         return self
+
+    @property
+    def recording_ns(self) -> int:
+        """Time the script's writes spent being recorded (besides being written)."""
+        return self._budget.recording_ns if self._tees else 0
 
     def __exit__(self, *exc) -> bool:
         for tee in self._tees:

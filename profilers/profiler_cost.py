@@ -10,15 +10,15 @@ session knows how many of each ran (store_queries.cost_counts). Their products a
 cost inside the recording, with what was measured directly: the time the recorder spent
 encoding graph-mode events (rare, and milliseconds each for a graph's IR), the time ops
 waited for room in the op ring while the session writer was behind, a runner's own work
-inside the recorded wall time (from the start to the script's first line, and from its
-end to the stop: ``execmode profile`` marks both), the session writer's Python work
-while the script ran (its thread's CPU time less its SQLite work: the interpreter is held
-meanwhile, and a script running Python waits), and, for plans timed
-in Python at every run, what the timing did between their steps (a run's time less its
-steps': the calibration's small steps cost the timing less than a real graph's, whose
-steps allocate and touch more). The recorder's own start (calibration included when it
-was not cached) and stop are measured too and stated beside it, since they fall outside
-the recorded wall time.
+inside the recorded wall time (from the start to the script's first line, from its end to
+the stop: ``execmode profile`` marks both, and recording what the script printed), the
+session writer's Python work while the script ran (its thread's CPU time less its SQLite
+work: the interpreter is held meanwhile, and a script running Python waits), and, for
+plans timed in Python at every run, what the timing did between their steps (a run's time
+less its steps': the calibration's small steps cost the timing less than a real graph's,
+whose steps allocate and touch more). The recorder's own start (calibration included when
+it was not cached) and stop are measured too and stated beside it, since they fall
+outside the recorded wall time.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ class ProfilerCost:
     start_ns: int | None     # measured: the recorder's start and stop
     stop_ns: int | None
     settled: bool = True     # False: calibrated while the machine was busy
-    # measured: a runner's own work inside the recorded wall time, before and after the
-    # script's code (Recorder.script_started/ended); None where no runner marked it
+    # measured: a runner's own work inside the recorded wall time: before and after the
+    # script's code, and recording its output (Recorder.script_started/ended, runner_ns);
+    # None where no runner marked the script
     around_ns: int | None = None
     # measured: the session writer's Python work while the script ran (writer.py)
     writer_ns: int | None = None
@@ -75,8 +76,8 @@ class ProfilerCost:
             pieces.append(f"{fmt_ns(self.writer_ns)} of the session writer's Python work "
                           "(it holds the interpreter)")
         if self.around_ns:
-            pieces.append(f"{fmt_ns(self.around_ns)} running the script (before and after "
-                          "its code)")
+            pieces.append(f"{fmt_ns(self.around_ns)} running the script (its start and "
+                          "end, recording its output)")
         text = f"about {fmt_ns(total)} ({fmt_share(share)} of wall time)"
         if pieces:
             text += ": " + ", ".join(pieces)

@@ -109,6 +109,7 @@ class Recorder:
         self._cost = {"start": time.perf_counter_ns() - init_start}
         self._script_ns: list | None = None  # [start, end] of the script, marked by a runner
         self._writer_python_ns = 0
+        self._runner_ns = 0  # a runner's measured work during the script (runner_ns)
 
     def _initial_meta(self, extra: dict | None) -> dict:
         return {
@@ -193,6 +194,11 @@ class Recorder:
         if self._script_ns is not None and not self._stopped:
             self._script_ns[1] = time.perf_counter_ns()
 
+    def runner_ns(self, ns: int) -> None:
+        """A runner's own work during the script (recording its output), measured by the
+        runner: stated with its work around the script."""
+        self._runner_ns += int(ns)
+
     def stop(self) -> None:
         """Detach from the hooks and write the end stamps (the file stays open)."""
         if not self._started or self._stopped:
@@ -214,7 +220,8 @@ class Recorder:
         self._cost["writer"] = self.writer.python_ns - self._writer_python_ns
         script = self._script_ns
         if script is not None and script[1] is not None:
-            self._cost["around"] = (script[0] - self.t0_ns) + (end_ns - script[1])
+            self._cost["around"] = ((script[0] - self.t0_ns) + (end_ns - script[1])
+                                    + self._runner_ns)
         self.writer.set_meta("wall_end", time.time())
         self.writer.flush()
         devices = sorted(self.writer.devices)

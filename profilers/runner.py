@@ -63,9 +63,12 @@ def record_script(script: str | os.PathLike, args=(), *, session: str | os.PathL
         for listener in listeners:
             instrument.add_listener(listener)
         try:
-            with captured_output(recorder.writer.put) if capture_output else nullcontext():
+            with captured_output(recorder.writer.put) if capture_output else nullcontext() \
+                    as capture:
                 result = run_script(script, args, on_start=recorder.script_started,
                                     on_end=recorder.script_ended)
+            if capture is not None:
+                recorder.runner_ns(capture.recording_ns)
         finally:
             for listener in listeners:
                 instrument.remove_listener(listener)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from execmode.profilers.output import captured_output
 from execmode.profilers.profiler_cost import profiler_cost
 from execmode.profilers.recorder import Recorder
 from execmode.profilers.runner import record_script
@@ -36,7 +37,7 @@ def test_the_runners_work_around_the_script_is_measured_and_stated(tmp_path):
     assert 0 < around < summary["wall_ns"]
     cost = profiler_cost(NOTHING_CALIBRATED, summary["profiler_cost"].counts, meta)
     assert cost.around_ns == around and cost.total_ns >= around
-    assert "running the script (before and after its code)" in cost.text(summary["wall_ns"])
+    assert "running the script (its start and end" in cost.text(summary["wall_ns"])
 
 
 def test_a_script_that_raises_still_has_its_surroundings_measured(tmp_path):
@@ -96,3 +97,21 @@ def test_the_writers_python_work_while_recording_is_stated(tmp_path):
     cost = profiler_cost(NOTHING_CALIBRATED, summary["profiler_cost"].counts, meta)
     assert cost.writer_ns == writer and cost.total_ns >= writer
     assert "session writer's Python work" in cost.text(summary["wall_ns"])
+
+
+def test_recording_the_scripts_output_is_timed_and_stated_with_the_runners_work(
+        tmp_path, capsys):
+    lines = []
+    with captured_output(lines.append) as capture:
+        for i in range(100):
+            print("line", i)
+    assert len(lines) == 100 and capture.recording_ns > 0
+    # What a runner measured during the script is part of its work around it.
+    path = tmp_path / "runner.emsession"
+    rec = Recorder(path, calibrate=False).start()
+    rec.script_started()
+    rec.runner_ns(capture.recording_ns)
+    rec.script_ended()
+    rec.close()
+    with open_session(path) as s:
+        assert s.meta["recorder_cost_ns"]["around"] > capture.recording_ns
