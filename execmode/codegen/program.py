@@ -162,11 +162,14 @@ def program_or_reason(graph, graph_id: str = "program", compiled=None, clock=Non
     the program gets one of its own when none is given. ``draft``: what
     :func:`draft_or_reason` made of this graph before its kernels compiled, its unit
     compiled beside them; used when those kernels are the ones it expected."""
+    compiled = compiled or {}
+    if draft is not None and draft.expects(compiled):
+        if isinstance(draft, _NoProgram):
+            return None, draft.reason
+    else:
+        draft = None
     try:
-        if isinstance(draft, str):
-            return None, draft
-        compiled = compiled or {}
-        if draft is not None and draft.expects(compiled):
+        if draft is not None:
             return _finish(draft, compiled, clock), ""
         return _compile(graph, graph_id, compiled, clock), ""
     except _Refused as exc:
@@ -176,17 +179,32 @@ def program_or_reason(graph, graph_id: str = "program", compiled=None, clock=Non
 
 
 def draft_or_reason(graph, graph_id: str, c_kernels: dict):
-    """The program's C, rendered into a translation unit not yet compiled (``.unit``), for
-    a graph whose kernels are about to compile: ``c_kernels`` maps node id -> the kernel IR
-    the plan compiles as C, which the program will call by address. Or why there is no
-    program (a string, what program_or_reason then answers). factory.py compiles the unit
-    with the kernels' own units, on the same compiler slots."""
+    """The program's C, rendered into a translation unit not yet compiled (``.unit``, None
+    when there is no program: ``.reason`` says why), for a graph whose kernels are about to
+    compile: ``c_kernels`` maps node id -> the kernel IR the plan compiles as C, which the
+    program will call by address. factory.py compiles the unit with the kernels' own
+    units, on the same compiler slots; program_or_reason uses it (or the reason) when the
+    kernels compiled as expected."""
     try:
         return _draft(graph, graph_id, c_kernels)
     except _Refused as exc:
-        return str(exc)
+        return _NoProgram(str(exc), c_kernels)
     except (CompileError, OSError) as exc:
-        return f"the C compiler failed: {exc}"
+        return _NoProgram(f"the C compiler failed: {exc}", c_kernels)
+
+
+@dataclass
+class _NoProgram:
+    """Why a graph has no program, given the kernels it expected (draft_or_reason)."""
+
+    reason: str
+    c_kernels: dict
+    unit = None
+
+    def expects(self, compiled: dict) -> bool:
+        have = _c_kernels_of(compiled)
+        return have.keys() == self.c_kernels.keys() and \
+            all(have[i] is kernel for i, kernel in self.c_kernels.items())
 
 
 def _compile(graph, graph_id: str, compiled: dict, clock) -> Program:

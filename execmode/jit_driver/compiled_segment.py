@@ -60,7 +60,7 @@ def compile_graph(lowered: Graph, graph_id: str, backend=None):
         # The program's C is known once the kernels are lowered: its unit compiles with
         # theirs (a cold first call waits for one pool, not for the pool and then it).
         drafts.append(draft_or_reason(lowered, graph_id, c_kernels))
-        return [drafts[-1].unit] if not isinstance(drafts[-1], str) else []
+        return [drafts[-1].unit] if drafts[-1].unit is not None else []
 
     wants_program = backend in (None, "c") and _program_may_run(lowered)
     factory = kernel_factory_for(lowered, graph_id, backend,
