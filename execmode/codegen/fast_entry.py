@@ -100,7 +100,8 @@ def load_extension():
 
 def start_build() -> None:
     """Build (or find in the cache) and load the extension on a background thread, unless
-    that happened or is happening for the current CC (compiler_slots.start_early)."""
+    that happened or is happening for the current CC (em.jit asks as a segment starts
+    compiling: jit_driver/compiled_segment.py)."""
     cc = os.environ.get("CC", "").strip()
     with _loading:
         if not enabled() or cc in _loaded:

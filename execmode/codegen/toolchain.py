@@ -60,13 +60,14 @@ LONG_KERNEL_BYTES = 8 * 1024
 LONG_KERNEL_FLAGS = ("--param=vect-epilogues-nomask=0",)
 CANDIDATES = ("cc", "gcc", "clang")
 
-# One probe at a time: a probe started early (compiler_slots.py) and a thread asking for
-# the toolchain meanwhile share one probe, never two of the same compiler.
+# One probe at a time: a probe started early (start_probe) and a thread asking for the
+# toolchain meanwhile share one probe, never two of the same compiler.
 _PROBING = threading.RLock()
 
 
 class _Early:
     running = False   # a probe started early has not finished
+    failed = False    # one failed: the next probes run where they are asked for
 
 
 def _after_fork_in_child() -> None:
@@ -149,12 +150,13 @@ def get_toolchain() -> Toolchain:
 
 
 def start_probe() -> None:
-    """Probe the current CC on a background thread unless a probe ran or runs
-    (compiler_slots.start_early). A probe that fails there is not reported there: the
-    get_toolchain() that needs the answer probes again and raises NoCompiler itself, as
-    it does after any failed probe."""
+    """Probe the current CC on a background thread unless a probe ran or runs (em.jit
+    asks as a segment starts compiling: jit_driver/compiled_segment.py). A probe that
+    fails there is not reported there: the get_toolchain() that needs the answer probes
+    again and raises NoCompiler itself, as it does after any failed probe; no probe
+    starts early after that."""
     with _PROBING:
-        if _Early.running or _probe.cache_info().currsize:
+        if _Early.running or _Early.failed or _probe.cache_info().currsize:
             return
         _Early.running = True
     cc_env = os.environ.get("CC", "").strip()
@@ -164,7 +166,7 @@ def start_probe() -> None:
             with _PROBING:
                 _probe(cc_env)
         except NoCompiler:
-            pass
+            _Early.failed = True
         finally:
             _Early.running = False
 
