@@ -14,6 +14,9 @@ from execmode import matmul_bits
 from execmode.codegen import blas
 from execmode.codegen.program import program_or_reason
 
+# Slow tier: every test compiles and runs whole-program steps (training steps, BLAS calls).
+pytestmark = pytest.mark.slow
+
 needs_blas = pytest.mark.skipif(blas.find() is None, reason=f"no BLAS: {blas.reason()}")
 
 

@@ -82,6 +82,7 @@ def _kernels_and_args():
     return compile_cases(cases), args
 
 
+@pytest.mark.slow  # compiles big and small kernels and runs them at 1 and 2 threads
 def test_big_kernels_are_parallel_and_small_ones_are_not():
     tc = openmp_toolchain_or_skip()
     kernels, _ = _kernels_and_args()
@@ -112,6 +113,7 @@ def test_the_threshold_counts_work_not_points():
     assert "omp parallel" in kernels[2].source
 
 
+@pytest.mark.slow  # compiles one program at several thread counts
 def test_thread_count_does_not_change_a_bit(restore_threads):
     openmp_toolchain_or_skip()
     kernels, args = _kernels_and_args()
@@ -154,6 +156,7 @@ def _op_cases():
     return cases
 
 
+@pytest.mark.slow  # compiles every elementwise op at several thread counts
 def test_every_elementwise_op_gives_the_same_bits_at_any_thread_count(restore_threads):
     openmp_toolchain_or_skip()
     built, names, args = [], [], []

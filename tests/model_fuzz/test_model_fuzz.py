@@ -191,6 +191,7 @@ def test_the_real_jit_agrees_on_the_planted_bugs_model():
     assert check(_accumulating_clip_model(), backends=("numpy",)) == []
 
 
+@pytest.mark.slow  # the minimizer trains each candidate model eagerly and under jit
 def test_the_minimizer_keeps_the_mismatch_and_shrinks():
     spec = _accumulating_clip_model()
     small = minimize(spec, {("python", "counters")}, budget_s=60, backends=(python_once,))

@@ -5,6 +5,7 @@ weights, same batches, same gradients and updates."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from pytorch_twins import torch_or_skip
 
 import execmode.torch as etorch
@@ -15,6 +16,7 @@ def _model(lib):
     return nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
 
 
+@pytest.mark.slow  # torch.compile's dynamo traces the twin model (seconds)
 def test_a_compiled_model_trains_as_pytorchs_compiled_model():
     torch = torch_or_skip()
     torch.manual_seed(0)
