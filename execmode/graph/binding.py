@@ -29,7 +29,7 @@ from .py_names import note_names
 from .segment_match import expected_node, same_operands, same_value
 from .segments import InputSource
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
-from .views import ViewStep, contiguous_proxy, is_view_op, proxy_of, view_proxy
+from .views import ViewStep, c_ordered, contiguous_proxy, is_view_op, proxy_of, view_proxy
 
 # Ops whose NumPy result is a new C-ordered array whatever the inputs' layouts.
 _ALWAYS_C_ORDER = frozenset({"matmul", "full", "arange", "linspace", "eye"})
@@ -366,10 +366,12 @@ class Binding:
                 return result
             return self._new_tensor(node_id, aval, proxy=contiguous_proxy(aval.shape))
         # A fresh result. NumPy lays it out like its inputs ("K" order): C-contiguous when
-        # they are, and up to NumPy otherwise (unknown here, unless it has one axis).
+        # they are, and up to NumPy otherwise (unknown here, unless it has one axis, or is
+        # a concat of C-ordered slices: roll's).
         proxies = [self._place(x)[2] for x in inputs if isinstance(x, Tensor)]
         known = len(aval.shape) <= 1 or op.name in _ALWAYS_C_ORDER or all(
-            p is not None and p.flags.c_contiguous for p in proxies)
+            p is not None and p.flags.c_contiguous for p in proxies) or (
+            op.name == "concat" and all(p is not None and c_ordered(p) for p in proxies))
         return self._new_tensor(node_id, aval,
                                 proxy=contiguous_proxy(aval.shape) if known else None)
 

@@ -106,6 +106,15 @@ def view_proxy(op: str, attrs: dict, proxy: np.ndarray | None, shape: tuple):
     return False, None
 
 
+def c_ordered(proxy: np.ndarray) -> bool:
+    """Whether a layout's strides shrink (ties allowed) from the first axis to the last,
+    over its axes longer than 1. NumPy's concatenate orders its result's axes by its
+    inputs' strides, C order winning every conflict (PyArray_CreateMultiSortedStridePerm):
+    inputs that are all C-ordered, contiguous or not, give a C-contiguous result."""
+    strides = [abs(s) for s, n in zip(proxy.strides, proxy.shape) if n != 1]
+    return all(a >= b for a, b in zip(strides, strides[1:]))
+
+
 def _without_unit_axes(shape) -> tuple:
     return tuple(n for n in shape if n != 1)
 
@@ -134,5 +143,5 @@ def inverse_axes(axes) -> tuple:
     return tuple(inverse)
 
 
-__all__ = ["ViewStep", "contiguous_proxy", "inverse_axes", "is_view_op", "proxy_of",
+__all__ = ["ViewStep", "c_ordered", "contiguous_proxy", "inverse_axes", "is_view_op", "proxy_of",
            "replay", "view_proxy"]

@@ -545,3 +545,44 @@ def test_an_argument_written_with_a_history_before_a_break_backpropagates():
         (out * out).sum().backward()
         grads.append(d.grad.numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("passes", [None, []])
+def test_a_write_through_a_flattened_roll_reaches_the_roll(passes):
+    # Seed 20261141, program 2281: roll is a concat of two column slices, which NumPy lays
+    # out C-contiguous, so reshape(-1) of it is a view and writing through it changes the
+    # roll. The tracer took a concat of non-contiguous inputs for an unknown layout and
+    # refused the write (GraphBreakError) where eager returned.
+    g = em.tensor([[3.0, -1.0, 0.5], [0.25, 1.5, -2.0]])
+
+    def f():
+        v = em.roll(g, 1, axis=1)
+        v.reshape(-1)[1:4] = 0.0
+        return v
+
+    want = f().numpy()
+    np.testing.assert_array_equal(em.jit(f, passes=passes)().numpy(), want)
+    np.testing.assert_array_equal(want, [[0.5, 0.0, 0.0], [0.0, 0.25, 1.5]])
+    np.testing.assert_array_equal(g.numpy(), [[3.0, -1.0, 0.5], [0.25, 1.5, -2.0]])
+
+
+def test_the_tracer_knows_a_concat_is_c_contiguous_only_where_numpy_makes_it_so():
+    from execmode.graph.views import c_ordered, proxy_of
+
+    a = np.arange(24.0).reshape(4, 6)
+    layouts = [
+        [a[:, 1:3], a[:, :2]],           # column slices (roll's)
+        [a[::-1, ::2], a[:2, :3]],       # reversed and stepped
+        [np.broadcast_to(a[:1], (4, 6)), a],
+        [a[:2, :2].T, a[:2, :2]],        # one transposed: C order still wins
+        [a[:2, :3].T, a[:3, 2:4].T],     # both transposed: NumPy keeps their F order
+    ]
+    for arrays in layouts:
+        for axis in (0, 1):
+            try:
+                out = np.concatenate(arrays, axis=axis)
+            except ValueError:
+                continue
+            if all(c_ordered(proxy_of(x)) for x in arrays):
+                assert out.flags.c_contiguous, [x.strides for x in arrays]
+    assert not c_ordered(proxy_of(a[:2, :3].T))
