@@ -188,6 +188,9 @@ class _Lowering:
             op = OPS.get(m.op)
             if op is None:
                 raise Unsupported(f"op {m.op!r} is not in the registry")
+            if m.dtype not in KERNEL_DTYPES:  # fuse keeps such ops out; said again here
+                raise Unsupported(f"member %{m.id} ({m.op}) is {short_name(m.dtype)}: the "
+                                  "kernels have no such type")
             special = (kind == "reduction" and k == len(node.body) - 1) or \
                 (kind == "matmul_epilogue" and k == 0)
             if not special and (op.kind not in ELEMENTWISE_KINDS or not op.template):
