@@ -145,8 +145,8 @@ def make_fast_entry(cf, items, python_replay, modules):
     if not enabled() or cf.grad_writes or cf.guards or cf.has_breaks or cf.flag_writes \
             or not cf.signature.grad_enabled:  # grad mode off is per thread: Python checks it
         return None
-    if cf.out_spec is None or any(kind in ("arg", "out_rg") for kind, _ in cf.out_spec):
-        return None  # returns an argument object itself or a view: Python does that
+    if cf.out_spec is None or any(kind not in ("out", "const") for kind, _ in cf.out_spec):
+        return None  # an argument object itself, a view, a history: Python does that
     segment = cf.segments[0]
     plan = segment.compiled.plan
     if plan.assigns or plan.copy_outputs:

@@ -107,15 +107,21 @@ class ConcreteFunction:
 
     @property
     def out_spec(self) -> list | None:
-        """The results in the fast replays' terms (("out", k), ("arg", i), ("const", x)),
-        or None when a result is a view or repeats another (the general replay does it)."""
+        """The results in the fast replays' terms, or None when a result needs the general
+        replay: ("out", k) and ("out_rg", k) a graph output (``out_rg``: with eager's
+        history, results.JIT_RESULT); ("out_view", (k, steps, rg)) a view of graph output
+        k, as eager hands back a gradient computed transposed; ("same", j) result j again;
+        ("arg", i) the caller's argument; ("const", x) x itself."""
         simple, seen = [], set()
         for spec in self.result_specs:
-            if spec[0] == "out" and not spec[2] and spec[1] not in seen:
+            kind = spec[0]
+            if kind == "out" and spec[2]:
+                simple.append(("out_view", (spec[1], spec[2], spec[3])))
+            elif kind == "out" and spec[1] not in seen:
                 seen.add(spec[1])
                 simple.append(("out_rg" if spec[3] else "out", spec[1]))
-            elif spec[0] in ("arg", "const"):
-                simple.append(spec)
+            elif kind in ("arg", "const", "same"):
+                simple.append((kind, spec[1]))
             else:
                 return None
         return simple

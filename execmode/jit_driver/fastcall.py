@@ -34,6 +34,7 @@ from .. import dispatch, instrument, kernel_clock
 from .._tensor import Tensor
 from ..backend import as_device, cuda_device_count, cupy_module
 from ..graph import pytree
+from ..graph.views import replay
 from ..plan import allocated_bytes
 from ..pysource import define
 from .results import JIT_RESULT, wrap_result
@@ -136,7 +137,7 @@ def _python_replay(cf, jit_module):
     items = _positional_items(sig.structure)
     if cf.has_breaks or items is None or cf.out_spec is None or any(
             isinstance(ref, tuple) for ref, _, _ in cf.flag_writes):
-        return None  # views among the results, or breaks: the general replay
+        return None  # a result it does not rebuild (a .grad, an input's view), or breaks
     segment = cf.segments[0]
     plan = segment.compiled.plan
     if plan.collectives:
@@ -307,6 +308,22 @@ def _step_lines(plan, ns: dict) -> list:
     return out
 
 
+def _view_expression(array: str, steps, name: str, ns: dict) -> str:
+    """``array`` viewed through ``steps`` (graph/views.py) as the general replay's
+    ``views.replay`` makes it: a NumPy array's transposes and reshapes by the methods the
+    ops' impls call; anything else (a CuPy array, an index) through ``replay`` itself."""
+    ns["_view_replay"], ns[name], ns["_ndarray"] = replay, steps, np.ndarray
+    general = f"_view_replay({name}, {array})"
+    if not all(step.op in ("permute_dims", "reshape") for step in steps):
+        return general
+    view = array
+    for j, step in enumerate(steps):
+        (_, ns[f"{name}_{j}"]), = step.attrs  # the axes or the shape
+        method = "transpose" if step.op == "permute_dims" else "reshape"
+        view = f"{view}.{method}({name}_{j})"
+    return f"({view} if {array}.__class__ is _ndarray else {general})"
+
+
 def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict,
             assigns_done: bool = False):
     """Assigns (unless a program wrote them), grad writes, outputs and the return
@@ -332,6 +349,12 @@ def _finish(cf, plan, lines: list, ns: dict, ref, leaf_position: dict,
             lines.append(f"    r{k}.requires_grad = False")
         elif kind == "out_rg":  # eager's result would require grad (results.JIT_RESULT)
             lines.append(f"    r{k} = _wrap_result({outputs[value]}, True)")
+        elif kind == "out_view":  # eager's view of a graph output (a transposed gradient)
+            index, steps, requires_grad = value
+            view = _view_expression(outputs[index], steps, f"VS{k}", ns)
+            lines.append(f"    r{k} = _wrap_result({view}, {bool(requires_grad)})")
+        elif kind == "same":
+            lines.append(f"    r{k} = r{value}")
         elif kind == "arg":
             lines.append(f"    r{k} = a{leaf_position[value]}")
         else:

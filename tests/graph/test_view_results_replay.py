@@ -1,0 +1,135 @@
+"""Results that are views of a graph output (a weight's gradient, which eager computes as a
+transpose of a product; a bias's, a reshape of a sum) on every replay tier: the fast
+replays (jit_driver/fastcall.py) rebuild them as the general path does, so a jitted
+training step takes the fast replay, with eager's values, strides and aliasing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import execmode as em
+import execmode.torch as torch
+from execmode.jit_driver import paths
+
+TIERS = ("general", "generated", "native")
+# What the newest signature's replay is on each tier: a training step writes .grad, which
+# the C entry leaves to the generated replay.
+STEP_REPLAY = {"general": "NoneType", "generated": "function", "native": "function"}
+
+
+def _layout(t) -> tuple:
+    """Everything about a tensor a replay could get wrong, its values aside."""
+    d = t._data
+    return (t.shape, str(d.dtype), d.strides, d.flags.c_contiguous, d.flags.f_contiguous,
+            d.base is not None, t.requires_grad, t.grad_fn is not None)
+
+
+def _sharing(tensors) -> list:
+    """Which of ``tensors`` share memory with which (the aliasing the caller can see)."""
+    arrays = [t._data for t in tensors]
+    return [(i, j) for i in range(len(arrays)) for j in range(i + 1, len(arrays))
+            if np.shares_memory(arrays[i], arrays[j])]
+
+
+def _training_step():
+    """A two-layer classifier, its SGD step as one jitted function, and the initial
+    weights (for putting them back between tiers)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(),
+                                torch.nn.Linear(5, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    params = list(model.parameters())
+    initial = [p._data.copy() for p in params]
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, params, initial
+
+
+def _state(loss, params) -> dict:
+    grads = [p.grad for p in params]
+    return {"loss": (loss.numpy().copy(), _layout(loss)),
+            "params": [p._data.copy() for p in params],
+            "grads": [(g.numpy().copy(), _layout(g)) for g in grads],
+            "sharing": _sharing([loss, *params, *grads])}
+
+
+def test_a_training_step_gives_the_general_paths_results_on_every_tier():
+    step, params, initial = _training_step()
+    x = torch.randn(4, 6)
+    y = torch.tensor([0, 2, 1, 1])
+    jitted = em.jit(step)
+    got = {}
+    for tier in TIERS:
+        with paths.pinned(replay=tier):
+            jitted(x, y)  # (the first call after a switch builds the tier's replay)
+            assert type(jitted._fast).__name__ == STEP_REPLAY[tier]
+            for p, value in zip(params, initial):
+                p._data[...] = value
+            got[tier] = _state(jitted(x, y), params)
+    for p, value in zip(params, initial):
+        p._data[...] = value
+    eager = _state(step(x, y), params)
+    for tier in TIERS:
+        for name in ("params", "grads"):
+            for (a, b) in zip(got[tier][name], got["general"][name]):
+                # Bit for bit: the same plan ran; only the rebuilding of results differs.
+                a, b = (a, b) if name == "params" else (a[0], b[0])
+                assert np.array_equal(a, b), (tier, name)
+        assert np.array_equal(got[tier]["loss"][0], got["general"]["loss"][0])
+        assert got[tier]["loss"][1] == got["general"]["loss"][1] == eager["loss"][1]
+        assert [g[1] for g in got[tier]["grads"]] == [g[1] for g in eager["grads"]], tier
+        assert got[tier]["sharing"] == eager["sharing"], tier
+        for (g, _), (e, _) in zip(got[tier]["grads"], eager["grads"]):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    # Eager hands a Linear weight's gradient back transposed (a view of x.T @ g's result).
+    weight_grad = eager["grads"][0][1]
+    assert weight_grad[2] == (4, 20) and weight_grad[5]
+
+
+def test_a_training_step_takes_the_fast_replay():
+    step, params, _ = _training_step()
+    x = torch.randn(4, 6)
+    y = torch.tensor([0, 2, 1, 1])
+    with paths.pinned(replay="generated"):
+        jitted = em.jit(step)
+        jitted(x, y)
+        (cf,) = jitted.concrete_functions
+        assert [kind for kind, _ in cf.out_spec].count("out_view") == 4  # 2 weights, 2 biases
+        calls = cf.calls
+        for _ in range(3):
+            jitted(x, y)
+        assert cf.calls == calls  # the general path counts the calls it takes: none
+        assert jitted.retraces == []
+        assert params[0].grad._data.strides == (4, 20)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_views_of_one_output_and_a_repeated_result_keep_eagers_aliasing(tier):
+    def f(a, b):
+        product = a @ b
+        doubled = a * 2.0
+        return product.T, product.reshape(-1), product, doubled, doubled
+
+    a = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    b = em.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    want = f(a, b)
+    with paths.pinned(replay=tier):
+        jitted = em.jit(f)
+        jitted(a, b)
+        calls = jitted.concrete_functions[0].calls
+        got = jitted(a, b)
+        if tier != "general":
+            assert jitted.concrete_functions[0].calls == calls
+    for g, w in zip(got, want):
+        assert np.array_equal(g.numpy(), w.numpy())
+        assert _layout(g) == _layout(w)
+    assert _sharing(got) == _sharing(want) == [(0, 1), (0, 2), (1, 2), (3, 4)]
+    assert got[3] is got[4] and got[0] is not got[2]
+    assert got[0]._data.base is got[2]._data.base or got[0]._data.base is got[2]._data
