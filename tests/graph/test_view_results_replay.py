@@ -133,3 +133,29 @@ def test_views_of_one_output_and_a_repeated_result_keep_eagers_aliasing(tier):
     assert _sharing(got) == _sharing(want) == [(0, 1), (0, 2), (1, 2), (3, 4)]
     assert got[3] is got[4] and got[0] is not got[2]
     assert got[0]._data.base is got[2]._data.base or got[0]._data.base is got[2]._data
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_a_differentiable_view_result_backpropagates_on_every_tier(tier):
+    def f(a, b):
+        product = a @ b
+        return product.T, product
+
+    weights = em.tensor(np.arange(8, dtype=np.float32).reshape(4, 2))
+
+    def run(call):
+        a = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+        b = em.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+        transposed, product = call(a, b)
+        (transposed * weights).sum().backward()
+        return transposed, a.grad
+
+    want_t, want_grad = run(f)
+    with paths.pinned(replay=tier):
+        jitted = em.jit(f)
+        run(jitted)
+        got_t, got_grad = run(jitted)
+        assert [kind for kind, _ in jitted.concrete_functions[0].out_spec] == \
+            ["out_view", "out_rg"]
+    assert _layout(got_t) == _layout(want_t)
+    assert np.array_equal(got_grad.numpy(), want_grad.numpy())
