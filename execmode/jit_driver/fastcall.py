@@ -314,7 +314,8 @@ def _view_expression(array: str, steps, name: str, ns: dict) -> str:
     ops' impls call; anything else (a CuPy array, an index) through ``replay`` itself."""
     ns["_view_replay"], ns[name], ns["_ndarray"] = replay, steps, np.ndarray
     general = f"_view_replay({name}, {array})"
-    if not all(step.op in ("permute_dims", "reshape") for step in steps):
+    if not all(step.op in ("permute_dims", "reshape") and len(step.attrs) == 1
+               for step in steps):
         return general
     view = array
     for j, step in enumerate(steps):
