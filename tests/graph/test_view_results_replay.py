@@ -88,6 +88,8 @@ def test_a_training_step_gives_the_general_paths_results_on_every_tier():
         assert got[tier]["sharing"] == eager["sharing"], tier
         for (g, _), (e, _) in zip(got[tier]["grads"], eager["grads"]):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+        for g, e in zip(got[tier]["params"], eager["params"]):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
     # Eager hands a Linear weight's gradient back transposed (a view of x.T @ g's result).
     weight_grad = eager["grads"][0][1]
     assert weight_grad[2] == (4, 20) and weight_grad[5]
