@@ -42,8 +42,10 @@ def assign(target, value) -> Tensor:
         return given
     # After a graph break an argument's stand-in holds its real values, and same_object
     # no longer maps the same tensor read as a global to it: still one object eagerly.
-    if tracer is not None and (tracer.stand_in_of.get(id(target)) is value or
-                               tracer.stand_in_of.get(id(value)) is target):
+    # (Only a tensor: .get's None is no stand-in, and a None value must fail as eagerly.)
+    if tracer is not None and isinstance(value, Tensor) and (
+            tracer.stand_in_of.get(id(target)) is value or
+            tracer.stand_in_of.get(id(value)) is target):
         return given
     if tracer is not None:
         tracer.note_flags(target)  # a capture's flags may change: replays must too

@@ -586,3 +586,20 @@ def test_numpy_lays_a_concat_of_c_ordered_inputs_out_c_contiguous():
             for axis in (0, 1):
                 assert np.concatenate(arrays, axis=axis).flags.c_contiguous, (arrays, axis)
     assert not np.concatenate([a[:2, :4].T, a[2:, :4].T], axis=0).flags.c_contiguous
+
+
+def test_assigning_a_missing_grad_raises_under_jit_as_eagerly():
+    # Seed 20261143, program 1679: em.assign(g1, b.grad) before any backward: eagerly
+    # assign refuses None; under jit the check for "the same object as an argument's
+    # stand-in" matched None against the capture's missing stand-in and returned.
+    g = em.tensor([[1.0, 2.0], [3.0, 4.0]])
+    b = em.tensor([1.0, 2.0], requires_grad=True)
+
+    def f():
+        em.assign(g, b.grad)
+
+    for step in (f, em.jit(f, passes=[]), em.jit(f)):
+        with pytest.raises(em.errors.ArgumentError, match=r"assign\(f32\[2,2\]@cpu, NoneType\)"
+                           r".*got NoneType(.|\n)*test_fuzz_found.py"):
+            step()
+    np.testing.assert_array_equal(g.numpy(), [[1.0, 2.0], [3.0, 4.0]])
