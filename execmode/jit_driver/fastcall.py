@@ -235,9 +235,7 @@ def _python_replay(cf, jit_module):
             ns[f"C{k}"] = source.tensor
             lines.append(f"    v{slot} = C{k}._data")
         elif source.kind == "scalar":  # a Python number read at every call
-            ns[f"C{k}"], ns[f"D{k}"], ns["_asarray"] = source.scalar.read, source.dtype, \
-                np.asarray
-            lines.append(f"    v{slot} = _asarray(C{k}(), D{k})")
+            lines.extend(_scalar_lines(k, slot, source, ns))
         else:  # the .grad of an argument or of a capture
             owner = ref(("arg", source.leaf_index) if source.leaf_index >= 0 else
                         source.tensor, f"C{k}")
@@ -283,6 +281,23 @@ def _python_replay(cf, jit_module):
     lines.append("        except Exception:")
     lines.append("            return MISS")
     return _finish(cf, plan, lines, ns, ref, leaf_position)
+
+
+def _scalar_lines(k: int, slot: int, source, ns: dict) -> list:
+    """The lines reading scalar input ``k`` (an optimizer's lr, a bias correction) into
+    ``v{slot}``: the number as a 0-d array, the same array as the last call's while the
+    number is the same nonzero number of the same class (a NaN never is; a zero is not,
+    for its sign), so a kernel reading it finds its pointer bound already instead of
+    binding a new array's (~1 us per kernel argument). Nothing writes a graph input that
+    is not a tensor's, so the array a caller may keep never changes."""
+    ns[f"C{k}"], ns[f"D{k}"], ns["_asarray"] = source.scalar.read, source.dtype, np.asarray
+    ns["_plain"] = {float: float, int: int}.get  # (another type: a new array every call)
+    ns[f"N{k}"] = [None, None, None]  # the array, its number's class, the number
+    return [f"    n = C{k}()",
+            f"    last = N{k}",
+            "    if n.__class__ is not last[1] or n != last[2] or not n:",
+            f"        last[0], last[1], last[2] = _asarray(n, D{k}), _plain(n.__class__), n",
+            f"    v{slot} = last[0]"]
 
 
 def _step_lines(plan, ns: dict) -> list:
