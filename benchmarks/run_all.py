@@ -56,6 +56,7 @@ BENCHES = [
     Bench("compile-scaling", "bench_compile_scaling.py", minutes=4),
     Bench("first-call", "bench_first_call.py", minutes=3),
     Bench("graph-breaks", "bench_graph_breaks.py", minutes=0.3),
+    Bench("example-first-calls", "bench_example_first_calls.py", minutes=6),
     Bench("single-op", "bench_single_op.py", minutes=0.2),
     Bench("torch-programs", "bench_torch_programs.py", minutes=12),
     Bench("dispatch", "bench_dispatch.py", minutes=0.3),

@@ -110,6 +110,21 @@ def build(vocab_size, steps, block_size, seed=0):
     return model, opt, sched
 
 
+def make_train_step(model, opt):
+    """One training step (forward, loss, backward, clipping, AdamW's update): what
+    ``--jit`` runs under em.jit (benchmarks/bench_example_first_calls.py times its first
+    call against PyTorch's twin under torch.compile)."""
+    def train_step(xb, yb):
+        logits = model(xb)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), yb.view(-1))
+        opt.zero_grad()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss, norm
+    return train_step
+
+
 def train(data, vocab_size, *, steps, batch_size, block_size, jit, state=None,
           checkpoint=None):
     """Losses of the training steps; ``state`` resumes a checkpoint; ``checkpoint``: where
@@ -122,15 +137,7 @@ def train(data, vocab_size, *, steps, batch_size, block_size, jit, state=None,
         sched.load_state_dict(state["sched"])
         first = int(state["step"])
 
-    def train_step(xb, yb):
-        logits = model(xb)
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), yb.view(-1))
-        opt.zero_grad()
-        loss.backward()
-        norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss, norm
-
+    train_step = make_train_step(model, opt)
     step_fn = em.jit(train_step) if jit else train_step
     losses = []
     for step in range(first, steps):

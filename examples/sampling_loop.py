@@ -4,6 +4,8 @@ compile per size), and after cache_size_limit=8 traced signatures the rest runs 
 with one JitWarning naming the dimension (torch's cache_size_limit behaves the same way).
 
     python examples/sampling_loop.py
+
+benchmarks/bench_example_first_calls.py imports ``next_token_logits`` and ``sample``.
 """
 
 import warnings
@@ -14,7 +16,6 @@ from execmode.profilers.measure import context_line, decide
 import execmode as em
 import execmode.nn.functional as F
 
-print(context_line())  # what the times below were measured on
 em.random.seed(0)
 V, C, T = 65, 64, size(32, 12)
 emb, pos = em.randn(V, C) * 0.1, em.randn(T, C) * 0.1
@@ -49,43 +50,49 @@ def new_loop(make_jit):
     return lambda: sample(fn)
 
 
-eager_idx = sample(next_token_logits)
-jitted = em.jit(next_token_logits)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    jit_idx = sample(jitted)
-static = compile_per_size()
-sample(static)
-print(f"{T - 1} steps, context 1 .. {T - 1}")
-print(f"  jit, a compile per size (no limit):    {static.trace_count} traces")
-print(f"  jit, dynamic dim + cache_size_limit=8: {jitted.trace_count} traces, "
-      f"{jitted.eager_fallbacks} calls eager")
-for w in caught:
-    if issubclass(w.category, em.JitWarning):
-        print("  warning:", str(w.message)[:150], "...")
+def main():
+    print(context_line())  # what the times below were measured on
+    eager_idx = sample(next_token_logits)
+    jitted = em.jit(next_token_logits)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jit_idx = sample(jitted)
+    static = compile_per_size()
+    sample(static)
+    print(f"{T - 1} steps, context 1 .. {T - 1}")
+    print(f"  jit, a compile per size (no limit):    {static.trace_count} traces")
+    print(f"  jit, dynamic dim + cache_size_limit=8: {jitted.trace_count} traces, "
+          f"{jitted.eager_fallbacks} calls eager")
+    for w in caught:
+        if issubclass(w.category, em.JitWarning):
+            print("  warning:", str(w.message)[:150], "...")
 
-# The time of the whole loop, once per round. Each round makes new jitted functions, so
-# each traces and compiles again; after the first round the kernels come from the disk
-# cache (a cold cache adds the C compiler's time to every compile).
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", em.JitWarning)  # shown above, once is enough
-    times = single_calls({
-        "eager": lambda: lambda: sample(next_token_logits),
-        "jit, a compile per size": lambda: new_loop(compile_per_size),
-        "jit, dynamic dim + limit": lambda: new_loop(lambda: em.jit(next_token_logits))})
-print("the whole loop (median and IQR of the rounds):")
-for name, spread in times.items():
-    print(f"  {name + ':':<26} {spread.text(1e6, 'ms')}")
-saved = decide(times["jit, a compile per size"], times["jit, dynamic dim + limit"],
-               a_name="a compile per size", b_name="the dynamic dim")
-print(f"  a compile per size / dynamic dim: {saved}")
-# Is eager still the fastest when every shape is new (each trace costs more than it saves)?
-print("  dynamic dim / eager:", decide(times["jit, dynamic dim + limit"], times["eager"],
-                                        a_name="the dynamic dim", b_name="eager"))
+    # The time of the whole loop, once per round. Each round makes new jitted functions, so
+    # each traces and compiles again; after the first round the kernels come from the disk
+    # cache (a cold cache adds the C compiler's time to every compile).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", em.JitWarning)  # shown above, once is enough
+        times = single_calls({
+            "eager": lambda: lambda: sample(next_token_logits),
+            "jit, a compile per size": lambda: new_loop(compile_per_size),
+            "jit, dynamic dim + limit": lambda: new_loop(lambda: em.jit(next_token_logits))})
+    print("the whole loop (median and IQR of the rounds):")
+    for name, spread in times.items():
+        print(f"  {name + ':':<26} {spread.text(1e6, 'ms')}")
+    saved = decide(times["jit, a compile per size"], times["jit, dynamic dim + limit"],
+                   a_name="a compile per size", b_name="the dynamic dim")
+    print(f"  a compile per size / dynamic dim: {saved}")
+    # Is eager still the fastest when every shape is new (each trace costs more than it saves)?
+    print("  dynamic dim / eager:", decide(times["jit, dynamic dim + limit"], times["eager"],
+                                            a_name="the dynamic dim", b_name="eager"))
 
-same = eager_idx.tolist() == jit_idx.tolist()
-bounded = jitted.trace_count <= jitted.cache_size_limit < static.trace_count
-print(f"VERDICT: {'confirmed' if same and bounded else 'refuted'} - the limit bounds "
-      f"retracing ({jitted.trace_count} traces for {T - 1} lengths, instead of "
-      f"{static.trace_count}; same tokens as eager: {same}); time, a compile per size / "
-      f"dynamic dim: {saved.cell()}")
+    same = eager_idx.tolist() == jit_idx.tolist()
+    bounded = jitted.trace_count <= jitted.cache_size_limit < static.trace_count
+    print(f"VERDICT: {'confirmed' if same and bounded else 'refuted'} - the limit bounds "
+          f"retracing ({jitted.trace_count} traces for {T - 1} lengths, instead of "
+          f"{static.trace_count}; same tokens as eager: {same}); time, a compile per size / "
+          f"dynamic dim: {saved.cell()}")
+
+
+if __name__ == "__main__":
+    main()
