@@ -289,7 +289,9 @@ def gpt_pair(dropout: float, framework: str):
     lrs.SequentialLR(t_opt, [lrs.LinearLR(t_opt, start_factor=0.1, total_iters=warmup),
                              lrs.CosineAnnealingLR(t_opt, T_max=GPT_STEPS - warmup)],
                      milestones=[warmup])
-    assert abs(t_opt.param_groups[0]["lr"] - opt.param_groups[0]["lr"]) < 1e-12
+    if abs(t_opt.param_groups[0]["lr"] - opt.param_groups[0]["lr"]) > 1e-12:
+        raise SystemExit(f"char_gpt: the twin's first rate {t_opt.param_groups[0]['lr']} is "
+                         f"not execmode's {opt.param_groups[0]['lr']}")
 
     def step(x, y):
         logits = twin(x)
