@@ -34,7 +34,7 @@ from .. import dispatch, instrument, kernel_clock
 from .._tensor import Tensor
 from ..backend import as_device, cuda_device_count, cupy_module
 from ..graph import pytree
-from ..graph.views import replay
+from ..graph.views import VIEW_OPS, replay
 from ..plan import allocated_bytes
 from ..pysource import define
 from .results import JIT_RESULT, wrap_result
@@ -304,6 +304,7 @@ def _step_lines(plan, ns: dict) -> list:
     """Each step of ``plan`` as the replay's lines (indented for a ``try:`` block), its
     functions, buffers and literal operands bound in ``ns``."""
     out = []
+    fixed: dict = {}  # slot -> the array it holds at every call (a pooled buffer, its view)
     for k, step in enumerate(plan.steps):
         operands = []
         for j, a in enumerate(step.args):
@@ -313,14 +314,44 @@ def _step_lines(plan, ns: dict) -> list:
                 ns[f"L{k}_{j}"] = a.value
                 operands.append(f"L{k}_{j}")
         call = ", ".join(operands)
+        view = _fixed_view(plan, step, fixed)
         if step.out_array is not None:
+            fixed[step.out] = step.out_array
             ns[f"into{k}"], ns[f"buf{k}"] = step.into, step.out_array
             out.append([f"        into{k}(buf{k}{', ' if call else ''}{call})",
                         f"        v{step.out} = buf{k}"])
+        elif view is not None:
+            fixed[step.out] = ns[f"view{k}"] = view
+            out.append([f"        v{step.out} = view{k}"])
         else:
             ns[f"fn{k}"] = step.fn
             out.append([f"        v{step.out} = fn{k}({call})"])
     return out
+
+
+def _fixed_view(plan, step, fixed: dict):
+    """The view ``step`` takes of arrays the replay holds at every call (``fixed``: pooled
+    buffers and views of them), made once here, or None. The same object at every call,
+    so the kernels reading it keep their bound pointer; taken only where nobody outside
+    the plan sees it (not a graph output) and NumPy made a view (not a copy)."""
+    if step.kind != "op" or step.node.op not in VIEW_OPS or step.out in plan.output_slots:
+        return None
+    slots = [a for a in step.args if a.__class__ is int]
+    if not slots or any(a not in fixed for a in slots):
+        return None
+    source = fixed[slots[0]]
+    try:
+        view = step.fn(*(fixed[a] if a.__class__ is int else a.value for a in step.args))
+    except Exception:  # noqa: BLE001 - the replay runs the step at every call instead
+        return None
+    if view.__class__ is not np.ndarray or _owner(view) is not _owner(source):
+        return None
+    return view
+
+
+def _owner(array):
+    base = array.base
+    return array if base is None else base
 
 
 def _view_expression(array: str, steps, name: str, ns: dict) -> str:

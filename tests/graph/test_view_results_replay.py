@@ -162,3 +162,36 @@ def test_a_differentiable_view_result_backpropagates_on_every_tier(tier):
             ["out_view", "out_rg"]
     assert _layout(got_t) == _layout(want_t)
     assert np.array_equal(got_grad.numpy(), want_grad.numpy())
+
+
+def test_views_of_pooled_buffers_are_taken_once_and_read_each_calls_values():
+    """The generated replay takes a view of a pooled buffer once (fastcall._fixed_view):
+    it must still read each call's values, and a reshape NumPy copies must stay a step."""
+    def f(x, w):
+        h = em.tanh(x @ w) * 2.0           # one kernel into a pooled buffer
+        flat = em.reshape(h.T, (-1,))      # a transposed view of it, then a copy
+        return em.sum(em.exp(flat) + 1.0, axis=0), em.matmul(h.T, x)
+
+    rng = np.random.default_rng(0)
+    x = em.tensor(rng.standard_normal((8, 6)).astype(np.float32))
+    w = em.tensor(rng.standard_normal((6, 5)).astype(np.float32))
+    inputs = [np.ones((8, 6), np.float32)] + [
+        rng.standard_normal((8, 6)).astype(np.float32) for _ in range(2)]
+    got = {}
+    for tier in ("general", "generated"):
+        with paths.pinned(replay=tier):
+            jitted = em.jit(f)
+            jitted(x, w)
+            runs = []
+            for value in inputs:
+                x._data[...] = value  # (the caller's array, written between calls)
+                runs.append([r.numpy().copy() for r in jitted(x, w)] +
+                            [r.numpy() for r in f(x, w)])
+            got[tier] = runs
+            if tier == "generated":
+                assert "= view" in jitted._fast.__source__
+    for general, generated in zip(got["general"], got["generated"]):
+        for a, b in zip(general[:2], generated[:2]):
+            assert np.array_equal(a, b)
+        for a, eager in zip(generated[:2], generated[2:]):
+            np.testing.assert_allclose(a, eager, rtol=1e-5, atol=1e-5)
