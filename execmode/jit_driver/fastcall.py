@@ -3,9 +3,11 @@
 For a concrete function without graph breaks or guards, whose arguments are tensors passed
 positionally, this writes a small Python function that checks the arguments against the
 signature, runs the plan's steps as straight-line code (each step a local variable, pooled
-buffers bound as constants) and wraps the outputs. Any mismatch (a new shape, a listener
-attached, a trace in progress, jit disabled) returns MISS and the general path takes over,
-so the fast path never changes behaviour, only cost.
+buffers and the views taken of them bound as constants) and wraps the outputs as the
+general path does (views of outputs included: a weight's gradient eager computes
+transposed). Any mismatch (a new shape, a listener attached, a trace in progress, jit
+disabled) returns MISS and the general path takes over, so the fast path never changes
+behaviour, only cost.
 
 The source is built from our own plan, never from user input, and kept on the function
 (``fast.__source__``) for anyone who wants to read it.
