@@ -155,7 +155,8 @@ def compare_values(e: np.ndarray, j: np.ndarray, exact: bool, names=("eager", "j
             close = np.abs(ev - jv) <= rtol * np.abs(ev) + atol * scale
         if same_inf and bool(np.all(close | ~finite)):
             return None
-        bad = ~(close | ~finite) | (np.isinf(ev) != np.isinf(jv))
+        # An infinity of the other sign is a difference too, and one to name in the detail.
+        bad = ~(close | ~finite) | (np.isinf(ev) != np.isinf(jv)) | (~finite & (ev != jv))
     else:
         bad = (en != jn) | (~en & (ev != jv))
     return "values", _first_differences(e, j, bad, names=names)

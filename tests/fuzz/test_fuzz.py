@@ -295,6 +295,16 @@ def test_integer_tolerance_only_where_the_program_rounds():
     assert compare_values(flags, ~flags, exact=False)[0] == "values"
 
 
+def test_an_infinity_of_the_other_sign_is_named_in_the_detail():
+    # Program 20261144-0 reported "values x1.grad: " with no element: +inf against -inf
+    # in the same place failed the check but was left out of the places it lists.
+    from .compare import compare_values
+    e = np.array([np.inf, 1.0, np.nan], dtype=np.float32)
+    j = np.array([-np.inf, 1.0, np.nan], dtype=np.float32)
+    assert compare_values(e, j, exact=False) == ("values", "[0] eager inf jit -inf")
+    assert compare_values(e, e.copy(), exact=False) is None
+
+
 def test_the_minimizer_keeps_the_mismatch_and_shrinks():
     program = None
     for i in range(200):
