@@ -129,9 +129,12 @@ def test_a_failed_compile_falls_back_and_says_so(monkeypatch):
     assert backend_status(check_gpu=False).cpu == "interpreter"
 
 
-def test_status_when_a_compiler_works():
+def test_status_when_a_compiler_works(monkeypatch):
+    # A fallback another test of this worker's process provoked (a broken renderer, a
+    # refused unit) is remembered per CC: this test asks about a compiler that works.
+    monkeypatch.setattr(status, "_last_fallback", {})
     state = backend_status(check_gpu=False)
-    assert state.cpu == "c"
+    assert state.cpu == "c", state.reason
     assert "-fno-math-errno" in state.flags
     assert not any("fast-math" in f or "finite-math" in f for f in state.flags)
     assert state.cache_dir.endswith("kernels")
