@@ -95,6 +95,7 @@ def test_reading_the_settings_changes_nothing(team_back):
     assert threads.thread_settings()["blas_threads"] == 1
 
 
+@pytest.mark.slow  # compiles a training step, run on and off the team
 def test_a_jitted_training_step_gives_the_same_bits_on_the_team_and_off_it(team_back):
     """A program's matmuls call OpenBLAS from C, and its kernels run on the team between
     them: the step's losses and weights are the bits of OpenBLAS's own threads."""

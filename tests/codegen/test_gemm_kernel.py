@@ -126,6 +126,7 @@ def _train(monkeypatch, mode, x, y):
     return program.source, losses, [p.numpy().copy() for p in model.parameters()]
 
 
+@pytest.mark.slow  # compiles a training step through the GEMM kernel
 @needs_blas
 def test_a_training_step_through_the_kernel_has_the_blas_bits(monkeypatch):
     """Every form in a program, "nt" (the forward), "tn" (the weight gradients g.T @ x)

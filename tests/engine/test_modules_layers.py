@@ -112,6 +112,7 @@ def test_new_functions_agree_under_jit(case):
     assert_jit_grads_agree(fn, x.astype(np.float64))
 
 
+@pytest.mark.slow  # compiles a transformer encoder's training step
 def test_transformer_encoder_training_step_agrees_under_jit():
     def run(jit):
         em.random.seed(0)

@@ -114,6 +114,7 @@ def test_gpt_keys_weights_outputs_and_gradients_match_torch():
     assert sum(len(g["params"]) for g in groups) == len(ours.parameters())
 
 
+@pytest.mark.slow  # compiles a GPT training step
 def test_gpt_training_steps_agree_eagerly_and_under_jit():
     def run(jit):
         em.random.seed(0)

@@ -85,6 +85,7 @@ def test_recurrent_layers_match_torch(case):
                                    err_msg=pn)
 
 
+@pytest.mark.slow  # compiles an RNN's training step per cell kind
 @pytest.mark.parametrize("cls", ["LSTM", "GRU"])
 def test_a_recurrent_training_step_agrees_under_jit(cls):
     def run(jit):

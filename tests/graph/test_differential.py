@@ -72,6 +72,7 @@ def test_random_programs_all_passes(case):
     _check(*case)
 
 
+@pytest.mark.slow  # compiles the kernels of each drawn program and its backward
 @given(programs(max_len=6))
 def test_random_programs_with_backward(case):
     _check(*case, backward=True)

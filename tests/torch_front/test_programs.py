@@ -23,6 +23,7 @@ def _losses(path, capsys, monkeypatch, *args) -> list[float]:
     return [float(v) for v in re.findall(r"loss (\S+)", out)]
 
 
+@pytest.mark.slow  # compiles a model's training step
 def test_eager_and_compiled_train_alike(capsys, monkeypatch):
     eager = _losses(SCRIPT, capsys, monkeypatch)
     compiled = _losses(SCRIPT, capsys, monkeypatch, "--compile")

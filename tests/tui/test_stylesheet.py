@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 import textual.css.stylesheet as textual_stylesheet
 from execmode.tui.views import VIEWS
 from fixture_session import build_session
@@ -26,6 +27,7 @@ def count_parses(monkeypatch) -> Counter:
     return parses
 
 
+@pytest.mark.slow  # the app runs under the Pilot once per theme
 @run_async
 async def test_each_css_source_is_parsed_once_per_theme(tmp_path, monkeypatch):
     parses = count_parses(monkeypatch)
