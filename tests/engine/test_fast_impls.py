@@ -123,7 +123,7 @@ def test_argmax_argmin_over_a_short_axis_are_numpys():
                 np.testing.assert_array_equal(got, want)
 
 
-def test_max_pool_takes_the_short_axis_path():
+def test_argmax_over_a_short_middle_axis_is_numpys():
     x = np.random.default_rng(0).standard_normal((4, 8, 16, 16)).astype(np.float32)
     x[0, 0, :2, :2] = np.nan
     got = em.argmax(em.tensor(x.reshape(4, 8, 4, 64)), axis=2).numpy()

@@ -1,5 +1,5 @@
-"""One test per mismatch class the differential fuzzer's slow tier found on seed
-1795535866 (tests/fuzz), minimized by hand from its repros."""
+"""One test per mismatch class the differential fuzzer's slow tier found (tests/fuzz; each
+test names its seed and program, from 1795535866 on), minimized by hand from its repros."""
 
 from __future__ import annotations
 
