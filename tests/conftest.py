@@ -73,7 +73,9 @@ def pytest_xdist_auto_num_workers(config):
     forced = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
     if forced:
         return int(forced)
-    return max(1, min(len(os.sched_getaffinity(0)), 8))
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        os.cpu_count() or 1
+    return max(1, min(usable, 8))
 
 
 def pytest_report_header(config):
