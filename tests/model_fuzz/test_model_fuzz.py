@@ -25,8 +25,10 @@ from fuzz.campaign import seed_from_env
 import execmode as em
 from model_fuzz.campaign import Campaign
 from model_fuzz.check import check
+from model_fuzz.compare import _compare_tensor
 from model_fuzz.generator import MORE_ACTIVATIONS, generate
 from model_fuzz.minimize import minimize
+from model_fuzz.observe import TensorValue
 from model_fuzz.runner import run
 from model_fuzz.spec import Step
 
@@ -197,3 +199,13 @@ def test_the_minimizer_keeps_the_mismatch_and_shrinks():
     small = minimize(spec, {("python", "counters")}, budget_s=60, backends=(python_once,))
     assert any(m.key == ("python", "counters") for m in check(small, (python_once,)))
     assert len(small.render()) < len(spec.render())
+
+
+def test_complex_values_with_nan_in_the_same_place_compare_equal():
+    def misses(a, b):
+        return _compare_tensor("x", TensorValue(a, False), TensorValue(b, False), None,
+                               lambda check, text: [(check, text)])
+
+    z = np.array([1 + 2j, complex(np.nan, 0.0)], np.complex64)
+    assert misses(z, z.copy()) == []
+    assert misses(z, np.array([1 + 3j, complex(np.nan, 0.0)], np.complex64))[0][0] == "values"
