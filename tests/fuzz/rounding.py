@@ -36,17 +36,31 @@ TRANSCENDENTAL = ("exp", "log", "log1p", "expm1", "tanh", "erf", "sin", "cos", "
                   "sum", "mean")
 NUDGE_ULPS = 2       # the approximations' measured bounds are 1-2 ulps (docs/kernels.md)
 MARGIN = 4.0         # several transcendental results, each off in its own direction
+# Ops that add many terms, in an order graph mode chooses (a kernel's accumulator, a GEMM's
+# blocking): beyond ulps of their result, they move by NUDGE_ULPS epsilons of the same op
+# on the terms' magnitudes (sum |x|, |a| @ |b|), the size of the difference two summation
+# orders can make. Where the terms do not cancel that is ulps of the result again; where
+# they do (1e38 - 1e38 + 2.5, seed 20261145 program 1598) the result is rounding noise
+# and either order's answer is rounding.
+SUMMING = ("sum", "mean", "matmul")
 
 
 @contextlib.contextmanager
 def transcendentals_nudged(direction: float):
-    """Every transcendental op's eager result moved NUDGE_ULPS toward ``direction`` (+-inf)."""
-    saved = {name: OPS[name].impl for name in TRANSCENDENTAL if name in OPS}
+    """Every transcendental and summing op's eager result moved toward ``direction``
+    (+-inf): NUDGE_ULPS ulps, and a summing op's also by its terms' rounding (SUMMING)."""
+    saved = {name: OPS[name].impl for name in TRANSCENDENTAL + SUMMING if name in OPS}
 
-    def nudging(impl):
+    def nudging(impl, summing: bool):
         def nudged(xp, *args, **attrs):
             out = impl(xp, *args, **attrs)
             if getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
+                if summing:
+                    magnitudes = impl(xp, *(xp.abs(a) if hasattr(a, "dtype") else a
+                                            for a in args), **attrs)
+                    step = NUDGE_ULPS * np.finfo(out.dtype).eps * magnitudes
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        out = (out + step if direction > 0 else out - step).astype(out.dtype)
                 for _ in range(NUDGE_ULPS):
                     out = xp.nextafter(out, out.dtype.type(direction))
             return out
@@ -54,7 +68,8 @@ def transcendentals_nudged(direction: float):
 
     try:
         for name, impl in saved.items():
-            object.__setattr__(OPS[name], "impl", nudging(impl))  # OpDef is frozen
+            object.__setattr__(OPS[name], "impl",  # OpDef is frozen
+                               nudging(impl, name in SUMMING))
         yield
     finally:
         for name, impl in saved.items():
