@@ -4,6 +4,8 @@ still one, in an ill-conditioned program as in a well-conditioned one."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import execmode as em
 from fuzz.check import check, check_source
 from fuzz.compare import compare_runs
@@ -14,6 +16,8 @@ from fuzz.runner import default_jit, run_mode
 # of the result (slow tier, program 1795574896-3397). rounding.py measures the program's
 # own sensitivity instead of widening the tolerance for every program.
 SATURATED = """
+import numpy as np
+
 import execmode as em
 
 # --- setup ---
@@ -40,6 +44,8 @@ out1 = F(x1)
 # nudged runs bracket. The oracle compared the non-finite places with NaN != NaN and
 # called every result holding a NaN a mismatch.
 NAN_BESIDE_SATURATED = """
+import numpy as np
+
 import execmode as em
 
 nan, inf = float("nan"), float("inf")
@@ -64,6 +70,8 @@ out1 = F(x1)
 # Well-conditioned: tanh far from saturation (z within +-1), its gradients near 0.7, the
 # same NaN beside them. Rounding moves the result by a few 1e-7 of it here.
 NAN_BESIDE_WELL_CONDITIONED = """
+import numpy as np
+
 import execmode as em
 
 nan, inf = float("nan"), float("inf")
@@ -136,6 +144,8 @@ def test_an_error_the_size_of_amplified_rounding_is_a_mismatch_where_well_condit
 # the float32 sum's error bound (a few eps of sum |x|: 1e31 here): rounding.py nudges a
 # sum by that bound, not by ulps of its result.
 CANCELLING_SUM = """
+import numpy as np
+
 import execmode as em
 
 nan, inf = float("nan"), float("inf")
@@ -164,4 +174,43 @@ def test_a_sum_of_cancelling_terms_rounded_in_another_order_is_not_a_mismatch():
 def test_an_error_in_a_sum_of_terms_that_do_not_cancel_is_a_mismatch():
     assert check_source(PLAIN_SUM) == []
     keys = {m.key for m in check_source(PLAIN_SUM, jit=_scales_output(1 + 1.5e-4))}
+    assert keys == {("values", "output")}
+
+
+# A gradient that is 0 in exact arithmetic (column 2 of w sums to 0; the mean scales it by
+# 1/12 first) meets log's 1/x at x = +-0.0 (seed 20261144 program 0, minimized by hand):
+# each order of the matmul's backward rounds the 0 to a residue of its own sign, so the
+# infinities come out with opposite signs in eager and jit, and a nudged eager run gives
+# jit's signs.
+ZERO_OVER_ZERO = """
+import numpy as np
+
+import execmode as em
+
+nan, inf = float("nan"), float("inf")
+
+# --- setup ---
+w = em.tensor([[1.25, -1.25, 3.0], [-2.75, 0.5, 0.75], [-1.75, -1.0, 2.75], [-3.0, 1.0, -0.5]], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x):
+    v2 = (em.log(x) @ w).mean()
+    v2.backward()
+    return v2
+
+F = em.jit(f)
+# --- call 1 ---
+x1 = em.tensor([[2.5, 0.5, -0.0, 2.75], [1.25, 2.5, 0.0, 0.25], [1.5, 1.25, 1.25, 2.0]], dtype=em.float32, requires_grad=True)
+out1 = F(x1)
+"""
+
+
+def test_an_infinity_whose_sign_a_nudged_run_gives_is_not_a_mismatch():
+    assert _beyond_the_fixed_tolerance(ZERO_OVER_ZERO) == {("values", "argument .grad")}
+    assert check(parse(ZERO_OVER_ZERO)) == []
+
+
+def test_an_infinity_no_nudged_run_gives_is_a_mismatch():
+    # A well-conditioned result turned infinite by the jit: no rounding explains it.
+    keys = {m.key for m in check_source(PLAIN_SUM, jit=_scales_output(np.inf))}
     assert keys == {("values", "output")}
