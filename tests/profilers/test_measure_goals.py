@@ -129,8 +129,16 @@ print(raw, sorted(spreads["busy"].waited)[2])
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or not os.path.exists("/proc/self/task"),
                     reason="needs Linux's CPU affinity and per-thread scheduler statistics")
 def test_a_program_whose_own_threads_share_a_pinned_cpu_is_not_a_busy_machine():
-    done = subprocess.run([sys.executable, "-c", PINNED], capture_output=True, text=True,
-                          timeout=120, check=True)
-    raw, others = map(float, done.stdout.split())
-    assert raw >= 0.3  # the two threads queued for the one CPU
-    assert others <= raw / 2  # but mostly behind each other, not behind another process
+    # Another process that lands on the pinned CPU (the suite's other worker, say) really
+    # is one to wait behind, and only adds to "others": the classification holds if one of
+    # a few tries shows the waits mostly behind the program's own threads.
+    tries = []
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", PINNED], capture_output=True,
+                              text=True, timeout=120, check=True)
+        raw, others = map(float, done.stdout.split())
+        tries.append((raw, others))
+        assert raw >= 0.3  # the two threads queued for the one CPU
+        if others <= raw / 2:  # but mostly behind each other, not behind another process
+            return
+    pytest.fail(f"waits behind other processes in every try (raw, others): {tries}")
