@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from execmode.backend import cuda_problem, cupy_module
 
 from .buffers import arranged, has_strides
 from .kernel_ir import Kernel
+from .layout import contiguous_strides
 from .render_cuda import REDUCE_THREADS, CUDARenderer
 
 THREADS = 256
@@ -83,7 +86,15 @@ class CudaKernel:
         self.source = renderer.kernel(kernel)
         self._cp = require_cupy()
         params = renderer.signature_params(kernel)
-        self._inputs = [p for p in params if p.position >= 0]
+        # What each call checks an argument against, worked out once: a launch is a few
+        # microseconds, and computing strides per call cost more than the launch.
+        self._inputs = [(p.position, p.dtype, p.shape, p.element_strides,
+                         tuple(e * p.dtype.itemsize for e in p.element_strides))
+                        for p in params if p.position >= 0]
+        # A scalar input's device copy, by position: (its bytes, the 0-d array). Built with
+        # a fill kernel, not copied from the host: a host-to-device copy of pageable memory
+        # waits for every kernel queued before it, a stall per scalar per call.
+        self._scalars: dict = {}
         self._scratch = [p for p in params if p.position < 0 and p is not kernel.output]
         self._buffers = {p.name: self._cp.empty(p.shape, p.dtype) for p in kernel.scratch}
         mm = kernel.matmul
@@ -113,17 +124,35 @@ class CudaKernel:
                 return out
         arrays = []
         ndarray = cp.ndarray
-        for p in self._inputs:
-            a = args[p.position]
+        for position, dtype, shape, element_strides, byte_strides in self._inputs:
+            a = args[position]
             if a.__class__ is not ndarray:
-                a = cp.asarray(a)  # a Python number or a host 0-d array (a scalar input)
-            if a.dtype != p.dtype or a.shape != p.shape or \
-                    not has_strides(a, p.element_strides):
-                a = arranged(cp, a.reshape(p.shape), p.dtype, p.element_strides)
+                # A Python number or a host 0-d array (a scalar input).
+                a = self._device_scalar(position, a, dtype, shape)
+            elif a.dtype != dtype or a.shape != shape or (
+                    a.strides != byte_strides and not has_strides(a, element_strides)):
+                a = arranged(cp, a.reshape(shape), dtype, element_strides)
             arrays.append(a)
         scratch = [self._buffers[p.name] for p in self._scratch]
         self._function(self._grid, self._block, (*arrays, *scratch, out))
         return out
+
+    def _device_scalar(self, position, value, dtype, shape):
+        """``value`` on the device in ``dtype``, as the host would convert it; the last
+        one kept per position and reused while its bytes are unchanged (a constant input;
+        the bytes tell -0.0 from 0.0)."""
+        host = np.asarray(value).astype(dtype, copy=False)
+        if host.size != 1:  # not a scalar after all: copied, as any host array
+            return arranged(self._cp, self._cp.asarray(host).reshape(shape), dtype,
+                            contiguous_strides(shape))
+        host = host.reshape(())
+        key = host.tobytes()
+        kept = self._scalars.get(position)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        a = self._cp.full(shape, host[()], dtype)
+        self._scalars[position] = (key, a)
+        return a
 
     def timed(self, *args) -> tuple:
         """(output, milliseconds) of one launch, timed with CUDA events."""
