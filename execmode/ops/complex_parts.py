@@ -6,14 +6,17 @@ type, so under em.jit each runs as a plan step on NumPy (CuPy), as eagerly. ``re
 ``imag`` return copies (NumPy's are strided views into the complex array; execmode's
 results own their memory, eagerly and in graphs alike). The functions of the real dtypes
 (``em.real(x)`` of a float tensor is a copy of it) are composites in
-functional/array_api.py. No gradients: a backward through complex values raises
-(dispatch.record_grad).
+functional/array_api.py.
+
+Gradients follow PyTorch's convention (complex_grad.py): for z = x + iy, the gradient of
+conj(z) is conj(g), of real(z) g + 0i, of imag(z) 0 + ig.
 """
 
 from __future__ import annotations
 
-from ..errors import BackwardError, DTypeError
-from .registry import UNARY, OpDef, RuleError, register
+from ..errors import DTypeError
+from .complex_grad import complex_differentiable
+from .registry import UNARY, F, OpDef, RuleError, register
 
 
 def _complex_only(name):
@@ -33,17 +36,25 @@ def _shape(x, **attrs):
     return tuple(x.shape)
 
 
-def _no_gradient(g, out, x, **attrs):
-    # A vjp, so that a result of a tensor that requires grad requires grad too, and a
-    # backward through it raises (dispatch.record_grad names the op) instead of skipping.
-    raise BackwardError("no gradient through complex values")
+def _conj_vjp(g, out, x):
+    return (F.conj(g),)
 
 
-for _name, _impl, _doc in (
-        ("conj", lambda xp, a: xp.conj(a), "The complex conjugate of each element."),
-        ("real", lambda xp, a: xp.real(a).copy(), "The real part of each element (a copy)."),
-        ("imag", lambda xp, a: xp.imag(a).copy(),
+def _real_vjp(g, out, x):
+    return (F.astype(g, x.dtype),)  # g + 0i
+
+
+def _imag_vjp(g, out, x):
+    return (F.astype(g, x.dtype) * 1j,)  # 0 + ig
+
+
+for _name, _impl, _vjp, _doc in (
+        ("conj", lambda xp, a: xp.conj(a), _conj_vjp, "The complex conjugate of each element."),
+        ("real", lambda xp, a: xp.real(a).copy(), _real_vjp,
+         "The real part of each element (a copy)."),
+        ("imag", lambda xp, a: xp.imag(a).copy(), _imag_vjp,
          "The imaginary part of each element (a copy)."),
 ):
     register(OpDef(name=_name, kind=UNARY, impl=_impl, shape_rule=_shape,
-                   dtype_rule=_complex_only(_name), vjp=_no_gradient, doc=_doc))
+                   dtype_rule=_complex_only(_name), vjp=_vjp, doc=_doc))
+complex_differentiable("conj", "real", "imag")

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..dtypes import float32, float64
 from ..errors import DTypeError
+from .complex_grad import complex_differentiable, holomorphic, to_operand
 from .erf import erf_array
 from .registry import (
     BINARY,
@@ -75,8 +76,14 @@ def check_supported(out):
     return out
 
 
-def _unary(name, fn_name, template, vjp=None, saves_output=False, float_fn=False, doc=""):
+def _unary(name, fn_name, template, vjp=None, saves_output=False, float_fn=False, doc="",
+           holo=False):
+    """``holo``: the function is holomorphic and ``vjp`` its rule for real values, which
+    complex_grad.holomorphic turns into the rule for complex ones as well."""
     ufunc = getattr(np, fn_name)
+    if holo:
+        vjp = holomorphic(vjp)
+        complex_differentiable(name)
     if float_fn:
         def impl(xp, a):
             return getattr(xp, fn_name)(_float_input(xp, a))
@@ -105,29 +112,33 @@ def _np_erf(a):
     return erf_array(np.asarray(a))
 
 
-_unary("copy", "copy", "{0}", vjp=lambda g, out, x, **a: (g,))
-_unary("negative", "negative", "(-{0})", vjp=lambda g, out, x, **a: (F.negative(g),))
+_unary("copy", "copy", "{0}", vjp=lambda g, out, x, **a: (g,), holo=True)
+_unary("negative", "negative", "(-{0})", vjp=lambda g, out, x, **a: (F.negative(g),),
+       holo=True)
+# Of a complex z, sign is z / |z| (0 at 0): g * sign(z) is the gradient of |z| (as
+# PyTorch's, 0 at 0) and abs is complex-differentiable as it is.
 _unary("abs", "abs", "em_abs_{sfx}({0})", vjp=lambda g, out, x, **a: (g * F.sign(x),))
+complex_differentiable("abs")
 _unary("sign", "sign", "em_sign_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
 _unary("exp", "exp", "em_exp_{sfx}({0})", float_fn=True, saves_output=True,
-       vjp=lambda g, out, x, **a: (g * out,))
+       vjp=lambda g, out, x, **a: (g * out,), holo=True)
 _unary("log", "log", "em_log_{sfx}({0})", float_fn=True,
-       vjp=lambda g, out, x, **a: (g / x,))
+       vjp=lambda g, out, x, **a: (g / x,), holo=True)
 _unary("log1p", "log1p", "em_log1p_{sfx}({0})", float_fn=True,
-       vjp=lambda g, out, x, **a: (g / (x + 1),))
+       vjp=lambda g, out, x, **a: (g / (x + 1),), holo=True)
 _unary("expm1", "expm1", "em_expm1_{sfx}({0})", float_fn=True, saves_output=True,
-       vjp=lambda g, out, x, **a: (g * (out + 1),))
+       vjp=lambda g, out, x, **a: (g * (out + 1),), holo=True)
 _unary("sqrt", "sqrt", "em_sqrt_{sfx}({0})", float_fn=True, saves_output=True,
-       vjp=lambda g, out, x, **a: (g * 0.5 / out,))
-_unary("square", "square", "({0} * {0})", vjp=lambda g, out, x, **a: (g * 2 * x,))
+       vjp=lambda g, out, x, **a: (g * 0.5 / out,), holo=True)
+_unary("square", "square", "({0} * {0})", vjp=lambda g, out, x, **a: (g * 2 * x,), holo=True)
 _unary("sin", "sin", "em_sin_{sfx}({0})", float_fn=True,
-       vjp=lambda g, out, x, **a: (g * F.cos(x),))
+       vjp=lambda g, out, x, **a: (g * F.cos(x),), holo=True)
 _unary("cos", "cos", "em_cos_{sfx}({0})", float_fn=True,
-       vjp=lambda g, out, x, **a: (F.negative(g) * F.sin(x),))
+       vjp=lambda g, out, x, **a: (F.negative(g) * F.sin(x),), holo=True)
 _unary("tanh", "tanh", "em_tanh_{sfx}({0})", float_fn=True, saves_output=True,
-       vjp=lambda g, out, x, **a: (g * (1 - out * out),))
+       vjp=lambda g, out, x, **a: (g * (1 - out * out),), holo=True)
 _unary("reciprocal", "reciprocal", "(({T})1 / {0})", float_fn=True, saves_output=True,
-       vjp=lambda g, out, x, **a: (F.negative(g) * out * out,))
+       vjp=lambda g, out, x, **a: (F.negative(g) * out * out,), holo=True)
 _unary("floor", "floor", "em_floor_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
 _unary("ceil", "ceil", "em_ceil_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
 
@@ -178,9 +189,11 @@ def _cast_impl(xp, a, *, dtype):
 
 
 def _cast_vjp(g, out, x, *, dtype):
-    if x.dtype.kind != "f":
+    # a real x cast to complex gets the real part of the gradient; a complex x cast to a
+    # real dtype (the imaginary part dropped) gets the gradient as a complex one
+    if x.dtype.kind not in "fc":
         return (None,)
-    return (F.astype(g, x.dtype),)
+    return (F.astype(to_operand(g, x), x.dtype),)
 
 
 register(OpDef(
@@ -188,6 +201,7 @@ register(OpDef(
     dtype_rule=lambda dtypes, attrs: attrs["dtype"], template="(({T}){0})", vjp=_cast_vjp,
     doc="astype: convert to another dtype (float to int truncates toward zero).",
 ))
+complex_differentiable("cast")
 
 
 # --- binary ---------------------------------------------------------------------------
@@ -207,11 +221,12 @@ def _binary(name, fn_name, template, vjp=None, saves_output=False, doc="", impl=
 
 def _grads(a, b, ga, gb):
     """Gradients for (a, b) from thunks, evaluated only for tensors that need one (a Python
-    scalar operand gets None), reduced from the broadcast shape to each operand's shape."""
+    scalar operand gets None), reduced from the broadcast shape to each operand's shape
+    (and to the real part for a real operand of a complex result)."""
     def one(x, thunk):
         if thunk is None or not getattr(x, "requires_grad", False):
             return None
-        return sum_to_shape(thunk(), x.shape)
+        return to_operand(sum_to_shape(thunk(), x.shape), x)
 
     return one(a, ga), one(b, gb)
 
@@ -241,10 +256,13 @@ _binary("add", "add", "({0} + {1})",
 _binary("subtract", "subtract", "({0} - {1})",
         vjp=lambda g, out, a, b: _grads(a, b, lambda: g, lambda: F.negative(g)))
 _binary("multiply", "multiply", "({0} * {1})",
-        vjp=lambda g, out, a, b: _grads(a, b, lambda: g * b, lambda: g * a))
+        vjp=holomorphic(lambda g, out, a, b: _grads(a, b, lambda: g * b, lambda: g * a)))
 _binary("divide", "true_divide", "({0} / {1})",
-        vjp=lambda g, out, a, b: _grads(a, b, lambda: g / b,
-                                        lambda: F.negative(g) * a / (b * b)))
+        vjp=holomorphic(lambda g, out, a, b: _grads(a, b, lambda: g / b,
+                                                    lambda: F.negative(g) * a / (b * b))))
+# add and subtract move gradients with real coefficients (no conjugate); multiply, divide
+# and power are holomorphic in each operand
+complex_differentiable("add", "subtract", "multiply", "divide", "power")
 _binary("floor_divide", "floor_divide", "em_floordiv_{sfx}({0}, {1})",
         vjp=lambda g, out, a, b: (None, None))
 _binary("remainder", "remainder", "em_mod_{sfx}({0}, {1})",
@@ -268,7 +286,8 @@ def _power_impl(xp, a, b):
     return check_supported(xp.power(a, b))
 
 
-_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=_pow_vjp, impl=_power_impl,
+_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=holomorphic(_pow_vjp),
+        impl=_power_impl,
         saves_output=True)  # d/db a**b reads a**b
 _binary("maximum", "maximum", "em_max_{sfx}({0}, {1})", vjp=_maximum_vjp,
         doc="Elementwise maximum; NaN in either operand gives NaN (as NumPy).")
@@ -372,6 +391,7 @@ register(OpDef(
     template="({0} ? {1} : {2})", nondiff_inputs=(0,),
     doc="where(cond, a, b): a where cond is true, else b.",
 ))
+complex_differentiable("where")
 
 
 # --- Array API elementwise functions (issue 36) ---------------------------------------
@@ -384,37 +404,37 @@ _LN10 = float(np.log(10.0))
 
 _unary("tan", "tan", None, float_fn=True, saves_output=True,
        vjp=lambda g, out, x, **a: (g * (1 + out * out),),
-       doc="Tangent, elementwise.")
+       doc="Tangent, elementwise.", holo=True)
 _unary("acos", "arccos", None, float_fn=True,
        vjp=lambda g, out, x, **a: (F.negative(g) / F.sqrt(1 - x * x),),
-       doc="Inverse cosine (Array API ``acos``, NumPy's arccos).")
+       doc="Inverse cosine (Array API ``acos``, NumPy's arccos).", holo=True)
 _unary("asin", "arcsin", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / F.sqrt(1 - x * x),),
-       doc="Inverse sine (Array API ``asin``, NumPy's arcsin).")
+       doc="Inverse sine (Array API ``asin``, NumPy's arcsin).", holo=True)
 _unary("atan", "arctan", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / (1 + x * x),),
-       doc="Inverse tangent (Array API ``atan``, NumPy's arctan).")
+       doc="Inverse tangent (Array API ``atan``, NumPy's arctan).", holo=True)
 _unary("acosh", "arccosh", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / F.sqrt(x * x - 1),),
        doc="Inverse hyperbolic cosine (Array API ``acosh``).")
 _unary("asinh", "arcsinh", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / F.sqrt(x * x + 1),),
-       doc="Inverse hyperbolic sine (Array API ``asinh``).")
+       doc="Inverse hyperbolic sine (Array API ``asinh``).", holo=True)
 _unary("atanh", "arctanh", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / (1 - x * x),),
-       doc="Inverse hyperbolic tangent (Array API ``atanh``).")
+       doc="Inverse hyperbolic tangent (Array API ``atanh``).", holo=True)
 # sinh and cosh of real tensors are composites of exp (functional/elementwise.py), which
 # fuse; these are NumPy's, for complex tensors, whose infinities the composites get wrong.
 _unary("sinh", "sinh", None, float_fn=True, vjp=lambda g, out, x, **a: (g * F.cosh(x),),
-       doc="Hyperbolic sine (NumPy's; em.sinh of a real tensor is a composite).")
+       doc="Hyperbolic sine (NumPy's; em.sinh of a real tensor is a composite).", holo=True)
 _unary("cosh", "cosh", None, float_fn=True, vjp=lambda g, out, x, **a: (g * F.sinh(x),),
-       doc="Hyperbolic cosine (NumPy's; em.cosh of a real tensor is a composite).")
+       doc="Hyperbolic cosine (NumPy's; em.cosh of a real tensor is a composite).", holo=True)
 _unary("log2", "log2", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / (x * _LN2),),
-       doc="Base-2 logarithm.")
+       doc="Base-2 logarithm.", holo=True)
 _unary("log10", "log10", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / (x * _LN10),),
-       doc="Base-10 logarithm.")
+       doc="Base-10 logarithm.", holo=True)
 
 
 def _trunc_impl(xp, a):
@@ -492,7 +512,7 @@ _float_binary("nextafter", "nextafter", vjp=lambda g, out, a, b: (None, None),
 # and the shifts (NumPy defines a shift by the bit width or more; C leaves it undefined)
 # run as NumPy steps under jit.
 _unary("positive", "positive", "{0}", vjp=lambda g, out, x, **a: (g,),
-       doc="+x: a copy of x (numeric dtypes).")
+       doc="+x: a copy of x (numeric dtypes).", holo=True)
 _binary("logical_xor", "logical_xor", "((!{0}) != (!{1}))",
         doc="Exclusive or of the operands' truth values, as bool.")
 _binary("bitwise_and", "bitwise_and", "({0} & {1})",

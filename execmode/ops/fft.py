@@ -5,15 +5,17 @@
 Under em.jit each is a plan step making the same library call as eagerly (a transform is
 not an elementwise expression, and the kernels have no complex type), so graph mode gives
 eager's bits. Precision follows the input, as in NumPy 2: float32 and complex64 transform
-in single precision, float64 and complex128 in double. The transforms of complex values
-have no gradient: a backward through one raises, naming it (dispatch.record_grad).
+in single precision, float64 and complex128 in double. Each has a vjp, the transform's
+adjoint in PyTorch's convention for complex values (fft_grads.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ArgumentValueError, BackwardError, DTypeError
+from ..errors import ArgumentValueError, DTypeError
+from .complex_grad import complex_differentiable
+from .fft_grads import vjp_of
 from .registry import OPAQUE, OpDef, RuleError, normalize_axis, register
 
 _COMPLEX_OF = {np.dtype("float32"): np.dtype("complex64"),
@@ -100,13 +102,6 @@ def _n_axes_rule(name, halves):
     return rule
 
 
-def _no_gradient(name):
-    def vjp(g, out, x, **attrs):
-        raise BackwardError(f"fft.{name} has no gradient (execmode builds no complex "
-                            "gradients)")
-    return vjp
-
-
 def _register(name, takes, gives, halves, n_axes):
     dtype_rule = _dtype_rule(name, takes, gives)
 
@@ -125,8 +120,9 @@ def _register(name, takes, gives, halves, n_axes):
     register(OpDef(
         name=f"fft_{name}", kind=OPAQUE, impl=impl,
         shape_rule=(_n_axes_rule if n_axes else _one_axis_rule)(name, halves),
-        dtype_rule=dtype_rule, vjp=_no_gradient(name),
+        dtype_rule=dtype_rule, vjp=vjp_of(name),
         doc=f"numpy.fft.{name} (cupy.fft.{name} on a GPU)."))
+    complex_differentiable(f"fft_{name}")
 
 
 for _name, _takes, _gives, _halves in (

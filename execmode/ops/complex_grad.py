@@ -1,0 +1,74 @@
+"""Gradients through complex values, PyTorch's convention ("Autograd for Complex Numbers").
+
+For a real loss L of a complex z = x + iy, the gradient execmode keeps is
+z.grad = dL/dx + i dL/dy (the conjugate Wirtinger derivative, times 2). Then:
+
+* the vjp of a holomorphic f (exp, log, sin, multiply, matmul ...) multiplies the
+  incoming gradient by conj(f'(z)). A vjp rule written for real values computes
+  g * f'(z) from its inputs and output, and is linear in g, so the complex one is
+  conj(rule(conj(g))): :func:`holomorphic` wraps a rule so;
+* a real input that met complex values (x * 1j, a real signal's rfft) gets the real part
+  of the gradient (:func:`to_operand`): a real x moves only along the real axis;
+* a real linear map (reshape, slicing, sums, a cast between precisions) has its
+  transpose for a vjp, for complex values as for real ones.
+
+``COMPLEX_DIFFERENTIABLE`` names the ops whose vjp holds for complex inputs or outputs.
+Every other op recorded with a complex value refuses at backward (tape's
+without_complex_gradient, applied in dispatch.record_grad), so that a real rule never
+runs silently on complex values.
+"""
+
+from __future__ import annotations
+
+from .registry import F
+
+# Ops whose vjp rule is right for complex values, by name. The op files add their own
+# (elementwise.py, complex_parts.py, fft.py, linalg.py); the real linear maps of the
+# movement, indexing and reduction files are listed here: their vjps are transposes built
+# of the same maps, which carry complex values as they carry real ones.
+COMPLEX_DIFFERENTIABLE: set[str] = {
+    "reshape", "permute_dims", "broadcast_to", "concat", "getitem", "pad", "sum",
+    "cumsum", "tril", "triu", "to_device", "take_along_axis", "scatter_add",
+    "boolean_mask", "masked_scatter",
+}
+
+
+def complex_differentiable(*names: str) -> None:
+    """Declare that the vjps of the ops ``names`` hold for complex values."""
+    COMPLEX_DIFFERENTIABLE.update(names)
+
+
+def _is_complex(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.kind == "c"
+
+
+def to_operand(gx, x):
+    """The gradient ``gx`` for operand ``x``: its real part where x is real (or a Python
+    number, which gets none anyway) and gx complex."""
+    if gx is None or not _is_complex(gx) or _is_complex(x):
+        return gx
+    return F.real(gx)
+
+
+def holomorphic(rule):
+    """The vjp of a holomorphic function from ``rule``, its vjp for real values:
+    conj(rule(conj(g))) = g * conj(f'(z)) where a value is complex, ``rule`` itself
+    otherwise (one dtype check more per call)."""
+    def vjp(g, out, *inputs, **attrs):
+        if not _is_complex(g) and not any(_is_complex(x) for x in inputs):
+            return rule(g, out, *inputs, **attrs)
+        grads = rule(F.conj(g) if _is_complex(g) else g, out, *inputs, **attrs)
+        return tuple(_conj_for(gx, x) for gx, x in zip(grads, inputs))
+
+    vjp.__name__ = getattr(rule, "__name__", "vjp")
+    vjp.__wrapped__ = rule
+    return vjp
+
+
+def _conj_for(gx, x):
+    if gx is None or not _is_complex(gx):
+        return gx
+    if not _is_complex(x):
+        return F.real(gx)  # the real part of conj(gx) is gx's
+    return F.conj(gx)
