@@ -24,6 +24,7 @@ from ..errors import op_error
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import user_location
 from ..symbolic import SymbolicScalar, is_number
+from ..symbolic_sizes import SymInt, attach, attach_attrs
 from .ir import ASSIGN, Literal, Node, make_attrs
 from .py_names import note_names
 from .segment_match import expected_node, same_operands, same_value
@@ -42,10 +43,11 @@ class Binding:
     # --- inputs ------------------------------------------------------------------------
     def stand_in(self, tensor: Tensor, leaf_index: int, label: str) -> Tensor:
         """A traced stand-in for an argument leaf (the function sees it instead)."""
+        shape = self._symbolic_shape(tensor, leaf_index)
         storage, view = self._input_storage(
-            tensor, lambda: InputSource("arg", label, leaf_index=leaf_index))
+            tensor, lambda: InputSource("arg", label, leaf_index=leaf_index), shape)
         t = object.__new__(Tensor)
-        t._data = TracedValue(self, self._view_node(storage, view), tuple(tensor.shape),
+        t._data = TracedValue(self, self._view_node(storage, view), shape,
                               tensor.dtype, tensor.device, storage, view,
                               proxy_of(tensor._data))
         t.requires_grad = tensor.requires_grad
@@ -58,15 +60,23 @@ class Binding:
         self.user_stand_in[id(tensor)] = t
         return t
 
+    def _symbolic_shape(self, tensor: Tensor, leaf_index: int) -> tuple:
+        """The argument's shape, its dynamic dimensions symbolic (symbolic_sizes.py)."""
+        dims = self.symbolic_dims.get(leaf_index)
+        if not dims:
+            return tuple(tensor.shape)
+        return tuple(dims.get(d, size) for d, size in enumerate(tensor.shape))
+
     def owner_ref(self, owner: Tensor):
         """How a replay finds ``owner`` again: ("arg", leaf index) for an argument's
         stand-in (this call's tensor at that position), else the tensor itself."""
         index = self.stand_in_index.get(id(owner))
         return ("arg", index) if index is not None else owner
 
-    def _input_storage(self, tensor: Tensor, make_source) -> tuple[Storage, tuple]:
+    def _input_storage(self, tensor: Tensor, make_source, shape=None) -> tuple[Storage, tuple]:
         """The storage (and view chain) of a real tensor's array: one graph input per
-        array, however many tensors share it (``w`` and ``w.detach()`` are one value)."""
+        array, however many tensors share it (``w`` and ``w.detach()`` are one value).
+        ``shape``: the argument's shape with its symbolic sizes, where it has some."""
         b = self._builder
         array = tensor._data
         hit = b.storages.get(id(array))
@@ -83,10 +93,10 @@ class Binding:
             b.storages[id(array)] = (storage, steps)
             return storage, steps
         source = make_source()
-        aval = Aval(tensor.shape, tensor.dtype, tensor.device)
+        shape = tuple(tensor.shape) if shape is None else shape
+        aval = Aval(shape, tensor.dtype, tensor.device)
         node_id = b.add_input(aval, source)
-        storage = Storage(node_id, tuple(tensor.shape), tensor.dtype, tensor.device, source,
-                          array)
+        storage = Storage(node_id, shape, tensor.dtype, tensor.device, source, array)
         self._check_overlap(array, storage)
         b.storages[id(array)] = (storage, ())
         b.captured_arrays.append(array)
@@ -174,6 +184,8 @@ class Binding:
         avals = [Aval(graph.node(o).shape, graph.node(o).dtype, graph.node(o).device)
                  if isinstance(o, int) else o for o in operands]
         aval = infer_aval(OPS[op_name], avals, attrs, None)
+        if self.size_env is not None:
+            aval = aval._replace(shape=attach(tuple(aval.shape), avals, attrs))
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op_name, tuple(operands), make_attrs(attrs),
                                tuple(aval.shape), aval.dtype, str(aval.device),
@@ -249,6 +261,11 @@ class Binding:
     def bind(self, op, inputs, attrs):
         if self.user_stand_in:
             inputs = tuple(self.same_object(x) for x in inputs)
+        if self.size_env is not None and any(x.__class__ is SymInt for x in inputs):
+            # A size as an operand (x * t) is its traced number here: a second trace at
+            # another size shows the literal changed, and the size-generic replay is
+            # not used (symbolic_dims.py).
+            inputs = tuple(int(x) if x.__class__ is SymInt else x for x in inputs)
         if any(x.__class__ is SymbolicScalar for x in inputs):
             return self._bind_symbolic(op, inputs, attrs)
         if any(v.__class__ is SymbolicScalar for v in attrs.values()):
@@ -281,11 +298,15 @@ class Binding:
         for x in inputs:
             operands.append(Aval(x.shape, x.dtype, x.device) if isinstance(x, Tensor)
                             else (x.item() if isinstance(x, np.generic) else x))
+        if self.size_env is not None:  # sizes the front end made plain ints (sizes.attach_attrs)
+            attrs = attach_attrs(attrs, operands, self.size_env)
         device = None if any(isinstance(x, Tensor) for x in inputs) else _attr_device(attrs)
         try:
             aval = infer_aval(op, operands, attrs, device)
         except RuleError as exc:
             raise op_error(exc.cls, op.name, inputs, exc.problem) from None
+        if self.size_env is not None:  # sizes a rule computed as plain ints (sizes.attach)
+            aval = aval._replace(shape=attach(tuple(aval.shape), operands, attrs))
         if instrument._before_op:
             instrument.op_started(op, inputs, attrs)
         refs = tuple(self._scalar_ref(x, inputs) if x.__class__ is SymbolicScalar

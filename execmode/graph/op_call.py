@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import replace
+
+from .. import symbolic_sizes
 from ..backend import as_device, xp_for
 from ..ops import OPS
 from .ir import Node
@@ -20,6 +23,8 @@ def op_function(n: Node, xp=None, operand_dtypes=()):
     module of its device (or ``xp``: constant folding computes with NumPy).
     ``operand_dtypes``: the dtypes of ``n``'s tensor operands, where the caller knows them
     (a float function of floats is then its ufunc itself)."""
+    if symbolic_sizes.has_symbolic(n.attrs):
+        return _sized_function(n, xp, operand_dtypes)
     view = _cheap_view(n)
     if view is not None:
         return view
@@ -45,6 +50,30 @@ def op_function(n: Node, xp=None, operand_dtypes=()):
         # entry then calls its loop directly (codegen/ufunc_loop.py), as for a + b.
         return op.float_ufunc
     return lambda *args: impl(xp, *args)
+
+
+def _sized_function(n: Node, xp, operand_dtypes):
+    """A node whose attributes hold symbolic sizes (``pos[:t]``, ``ones(t, t)``): its
+    function for the sizes bound when it runs (symbolic_sizes.sizes_bound; the traced
+    ones outside a size-generic replay), made once per distinct sizes."""
+    made: dict = {}
+    resolve, bound_sizes = symbolic_sizes.resolve, symbolic_sizes.bound_sizes
+
+    def run(*args):
+        sizes = bound_sizes()
+        fn = made.get(sizes)
+        if fn is None:
+            if len(made) >= _SIZED_KEEP:
+                made.clear()
+            fn = made[sizes] = op_function(
+                replace(n, attrs=resolve(n.attrs, sizes), shape=resolve(n.shape, sizes)),
+                xp, operand_dtypes)
+        return fn(*args)
+
+    return run
+
+
+_SIZED_KEEP = 64  # functions kept per symbolic node (one per size a loop met lately)
 
 
 def _cheap_view(n: Node):

@@ -76,6 +76,10 @@ class Tracer(Binding, Functionalization, Segmenting):
         self.dynamic_reads: set = set()      # (id(holder), name) read as symbolic numbers
         self.scalar_guards: list = []        # (read, expected, label) of concrete uses
         self.scalar_sources: list = []
+        # Dynamic dimensions traced as symbolic sizes (symbolic_sizes.py): leaf index ->
+        # {dim: SymInt}, and the environment recording their comparisons' answers.
+        self.symbolic_dims: dict = {}
+        self.size_env = None
         # The segments the previous call of this signature traced: while this call traces
         # the same nodes, their types and compiled plans serve (graph/segment_match.py).
         self.previous_segments = list(previous_segments)

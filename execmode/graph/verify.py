@@ -98,7 +98,9 @@ def _check_types(n: Node, defined: dict, fail, checked=None) -> None:
     except RuleError as exc:
         fail(f"%{n.id} ({n.op}): {exc.problem}")
         return
-    if tuple(aval.shape) != tuple(n.shape) or aval.dtype != n.dtype:
+    # (as plain ints: a check that the types agree is no decision a symbolic size's
+    # comparison must record, symbolic_sizes.py)
+    if tuple(map(int, aval.shape)) != tuple(map(int, n.shape)) or aval.dtype != n.dtype:
         fail(f"%{n.id} ({n.op}) is typed {n.type_str()} but its rule gives "
              f"{Node(0, '', shape=aval.shape, dtype=aval.dtype).type_str()}")
     if checked is not None:

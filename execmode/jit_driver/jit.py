@@ -37,6 +37,8 @@ from .float_errors import run_plan
 from .module import is_module
 from .signature import Retrace, Signature, retrace_reason, signature_of
 from .stages import Lowered, Traced
+from .symbolic_dims import MISS as SIZE_MISS
+from .symbolic_dims import DynamicSizes
 from .trace_call import trace_call
 
 # Read by the generated replays (fastcall.py) and the C fast entry, in this module's dict.
@@ -95,6 +97,7 @@ class JitFunction:
         self.backend = backend
         self.cache_size_limit, self.dynamic = cache_size_limit, dynamic
         self._shapes = cache_policy.ShapeHistory()
+        self._sizes = DynamicSizes()        # one trace for every size (symbolic_dims.py)
         self.eager_fallbacks = 0           # calls run eagerly past the cache_size_limit
         self._warned_limit = False
         self._warned_unwatched = False      # python_writes.MAX_CONTAINERS reached
@@ -191,6 +194,11 @@ class JitFunction:
                                                                      guard.label)
         elif self._cache:
             reason = retrace_reason(self._latest_signature, signature)
+        if self._sizes.generic:
+            # A trace with the dynamic dimensions symbolic serves this size.
+            out = self._sizes.replay(signature, leaves)
+            if out is not SIZE_MISS:
+                return out
         if reason is not None and self._warned_limit:
             return self._run_eagerly(args, kwargs, reason)  # (shapes no longer recorded)
         dynamic_dims = self._shapes.observe(signature)
@@ -198,6 +206,7 @@ class JitFunction:
                 len(self.concrete_functions) >= self.cache_size_limit:
             return self._run_eagerly(args, kwargs, reason)
         backend = self.backend
+        symbols = []
         if self.dynamic or (dynamic_dims and self.dynamic is None):
             if backend in (None, "auto", "c"):
                 # Kernels bake sizes in: a dynamic dimension's new sizes run the fused
@@ -208,13 +217,20 @@ class JitFunction:
                 if reason is not None and changed:
                     reason += (f"; dynamic: {cache_policy.describe_dims(changed)} "
                                "(no kernels compiled for this size)")
+            if backend == "numpy":
+                symbols = self._sizes.symbols_for(signature, dynamic_dims)
         if reason is not None:
             self.retraces.append(Retrace(reason, str(signature), time.perf_counter_ns()))
             if instrument._on_event:
                 instrument.emit(instrument.Event("retrace", {
                     "function": self.name, "reason": reason, "signature": str(signature),
                 }, time.perf_counter_ns(), time.perf_counter_ns()))
-        cf, result = trace_call(self, args, kwargs, leaves, signature, backend=backend)
+        cf, result = trace_call(self, args, kwargs, leaves, signature, backend=backend,
+                                symbols=symbols)
+        if symbols:
+            note = self._sizes.observe(cf, self._last_tracer, signature, symbols, backend)
+            if reason is not None and note:
+                self.retraces[-1].reason += note
         self._cache.setdefault(signature.key, []).append(cf)
         self._latest_signature = signature
         # The newest signature gets the generated replay (a loop over shapes alternates).

@@ -28,15 +28,18 @@ from .capture_labels import capture_labels
 from .concrete import ConcreteFunction
 from .module import state_roots
 from .results import apply_flag_writes, build_results, resolve
+from .symbolic_dims import DynamicSizes
 
 _UNREAD = object()  # a .grad the trace wrote before reading
 
 
 def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True,
-               backend=None):
+               backend=None, symbols=()):
     """Run ``jitted``'s Python body under a tracer; returns (ConcreteFunction, result).
     ``backend``: the kernel backend for this trace's segments (a dynamic dimension's
-    new size runs without compiled kernels); the function's own by default."""
+    new size runs without compiled kernels); the function's own by default.
+    ``symbols``: (leaf index, dim) of the dynamic dimensions traced as symbolic sizes
+    (symbolic_dims.py)."""
     jitted.trace_count += 1
     labels = capture_labels(jitted.fn)
     # Graph ids name the function, its signature's number and the segment: "step#1:0".
@@ -52,6 +55,8 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
                     signature=signature_text, graph_prefix=f"{jitted.name}#{sig_index}",
                     previous_segments=reuse.segments if reuse is not None and
                     segment_match.MATCHING else ())
+    if symbols:
+        DynamicSizes.install(tracer, signature, symbols)
     stand_ins, seen = [], {}
     for i, t in enumerate(leaves):  # one stand-in per tensor, however often it is passed
         if id(t) not in seen:

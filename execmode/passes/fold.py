@@ -4,7 +4,8 @@ Only values built inside the trace from literals are constants (``full``, ``cons
 ``arange``, ``linspace``, ``eye`` and what is folded from them). Captured tensors (weights)
 are graph inputs, read at every call, and are never folded. Random ops are impure and never
 folded. A uniform value stays a ``full`` node whatever its size; other folded values are
-kept only up to FOLD_LIMIT elements, so folding never bloats the graph.
+kept only up to FOLD_LIMIT elements, so folding never bloats the graph. A node whose
+shape or attributes hold a symbolic size is never folded (its value depends on the call).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..graph.interpret import Interpreter
 from ..graph.ir import ASSIGN, FUSED, INPUT, Graph, Node, make_attrs, replace
 from ..ops import OPS
 from ..ops.registry import CREATION
+from ..symbolic_sizes import has_symbolic
 from .record import Rewrite
 from .rewrite import describe_operand
 
@@ -57,6 +59,10 @@ def _fold(n: Node, nodes: dict, folder: Interpreter) -> Node | None:
 
 def _folded(n: Node, nodes: dict, folder: Interpreter) -> Node | None:
     if n.op in (INPUT, ASSIGN, FUSED) or n.op in CONSTANT_OPS:
+        return None
+    if has_symbolic(n.shape) or has_symbolic(n.attrs):
+        # A size that is symbolic (symbolic_sizes.py): an array folded at the traced size
+        # would be wrong at every other one; it is computed at each call instead.
         return None
     op = OPS.get(n.op)
     if op is None or op.impure or op.data_dependent_shape or op.kind == CREATION:

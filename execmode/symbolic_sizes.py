@@ -1,0 +1,282 @@
+"""Sizes that stay symbolic while tracing (dynamo's SymInt), so that one trace serves
+every size of a dynamic dimension.
+
+When em.jit traces a call whose argument has a dynamic dimension (it took a second size),
+that dimension of the argument's stand-in is a :class:`SymInt`: an ``int`` subclass that
+holds the traced size *and* an expression over the call's sizes (``s0``). Being an int,
+everything that needs a number (NumPy, shape rules, ``range``) gets the traced one; being
+a SymInt, arithmetic on it (``t + 1``, ``t * t``, ``t // 2``) gives another SymInt, and an
+attribute that holds it (``pos[:t]``'s slice, ``em.ones(t, t)``'s shape, a reshape) is
+evaluated anew for each call's sizes when a size-generic plan runs
+(:func:`resolve`, under :func:`sizes_bound`).
+
+A comparison (``t > 8``, ``t == other``, a shape rule's ``d == 1``) answers for the traced
+size and records its answer in the trace's :class:`SizeEnv`: the size-generic replay
+checks every recorded answer against the call's sizes and retraces where one differs
+(the Python control flow it decided may differ). What escapes as a plain int (``len(x)``,
+``int(t)``, a shape rule that computes through NumPy) is not followed: the jit only
+trusts a symbolic trace once a second trace at another size gives the same graph, so a
+size baked into the graph shows up as a difference and stops the size-generic replay
+(jit_driver/symbolic_dims.py), never as a wrong value.
+
+The expressions are Python over ``s`` (the tuple of symbol values), compiled once each;
+their text names symbols ``s0``, ``s1``.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+
+_compiled: dict = {}
+_bound = threading.local()  # .sizes: the sizes a size-generic plan runs with now
+
+
+class SizeEnv:
+    """The symbols of one trace and the answers its comparisons gave."""
+
+    def __init__(self, labels: list[str]):
+        self.labels = labels            # "idx dim 1" per symbol
+        self.symbols: list = []         # the SymInts s0, s1 ... themselves
+        self.guards: dict = {}          # (left expr, op, right expr) -> answer
+        self.open = True                # answers after the trace are not its decisions
+
+    def record(self, left: str, op: str, right: str, answer: bool) -> None:
+        if self.open:
+            self.guards.setdefault((left, op, right), answer)
+
+
+class SymInt(int):
+    """An int seen while tracing that is a function of the call's dynamic sizes."""
+
+    def __new__(cls, value: int, expr: str, env: SizeEnv):
+        obj = int.__new__(cls, value)
+        obj.expr = expr
+        obj.env = env
+        return obj
+
+    # --- staying symbolic ----------------------------------------------------------------
+    def _arith(self, other, symbol: str, fn, reflected=False):
+        if isinstance(other, SymInt):
+            other_expr = other.expr
+        elif other.__class__ is int:
+            other_expr = repr(other)
+        else:
+            return fn(int(self), other) if not reflected else fn(other, int(self))
+        value = fn(int(self), int(other)) if not reflected else fn(int(other), int(self))
+        expr = f"({self.expr} {symbol} {other_expr})" if not reflected else \
+            f"({other_expr} {symbol} {self.expr})"
+        return SymInt(value, expr, self.env)
+
+    def __add__(self, o): return self._arith(o, "+", operator.add)               # noqa: E704
+    def __radd__(self, o): return self._arith(o, "+", operator.add, True)        # noqa: E704
+    def __sub__(self, o): return self._arith(o, "-", operator.sub)               # noqa: E704
+    def __rsub__(self, o): return self._arith(o, "-", operator.sub, True)        # noqa: E704
+    def __mul__(self, o): return self._arith(o, "*", operator.mul)               # noqa: E704
+    def __rmul__(self, o): return self._arith(o, "*", operator.mul, True)        # noqa: E704
+    def __floordiv__(self, o): return self._arith(o, "//", operator.floordiv)    # noqa: E704
+    def __rfloordiv__(self, o): return self._arith(o, "//", operator.floordiv, True)  # noqa: E704,E501
+    def __mod__(self, o): return self._arith(o, "%", operator.mod)               # noqa: E704
+    def __rmod__(self, o): return self._arith(o, "%", operator.mod, True)        # noqa: E704
+
+    def __neg__(self):
+        return SymInt(-int(self), f"(-{self.expr})", self.env)
+
+    def __pos__(self):
+        return self
+
+    # --- answers, each recorded ----------------------------------------------------------
+    def _compare(self, other, symbol: str, fn):
+        if isinstance(other, SymInt):
+            right = other.expr
+        elif isinstance(other, int | float) and not isinstance(other, bool):
+            right = repr(other)
+        else:
+            return NotImplemented
+        answer = fn(int(self), other if not isinstance(other, SymInt) else int(other))
+        self.env.record(self.expr, symbol, right, answer)
+        return answer
+
+    def __eq__(self, o): return self._compare(o, "==", operator.eq)   # noqa: E704
+    def __ne__(self, o): return self._compare(o, "!=", operator.ne)   # noqa: E704
+    def __lt__(self, o): return self._compare(o, "<", operator.lt)    # noqa: E704
+    def __le__(self, o): return self._compare(o, "<=", operator.le)   # noqa: E704
+    def __gt__(self, o): return self._compare(o, ">", operator.gt)    # noqa: E704
+    def __ge__(self, o): return self._compare(o, ">=", operator.ge)   # noqa: E704
+
+    def __bool__(self):
+        answer = int(self) != 0
+        self.env.record(self.expr, "!=", "0", answer)
+        return answer
+
+    __hash__ = int.__hash__
+
+    def __reduce__(self):  # a graph stored or copied holds the traced number
+        return int, (int(self),)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def evaluate(expr: str, sizes: tuple) -> int:
+    fn = _compiled.get(expr)
+    if fn is None:
+        fn = _compiled[expr] = eval(compile(f"lambda s: {expr}", "<size>", "eval"))  # noqa: S307 - our own text
+    return fn(sizes)
+
+
+def text(expr: str) -> str:
+    """``(s[0] + 1)`` as people read it: ``(s0 + 1)``."""
+    import re
+
+    return re.sub(r"s\[(\d+)\]", r"s\1", expr)
+
+
+def value_text(value) -> str:
+    """A value with its symbolic sizes named (for comparing traces and for errors)."""
+    if isinstance(value, SymInt):
+        return text(value.expr)
+    if isinstance(value, tuple | list):
+        inner = ",".join(value_text(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, slice):
+        return f"slice({value_text(value.start)},{value_text(value.stop)},{value_text(value.step)})"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{value_text(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def has_symbolic(value) -> bool:
+    """Does ``value`` (an attribute: a shape, an index, a slice, nested) hold a SymInt?"""
+    if isinstance(value, SymInt):
+        return True
+    if isinstance(value, tuple | list):
+        return any(has_symbolic(v) for v in value)
+    if isinstance(value, slice):
+        return has_symbolic(value.start) or has_symbolic(value.stop) or \
+            has_symbolic(value.step)
+    if isinstance(value, dict):
+        return any(has_symbolic(v) for v in value.values())
+    return False
+
+
+def resolve(value, sizes: tuple | None = None):
+    """``value`` with each SymInt replaced by its plain int for ``sizes`` (default: the
+    sizes bound now, else the traced ones)."""
+    if sizes is None:
+        sizes = getattr(_bound, "sizes", None)
+    if isinstance(value, SymInt):
+        return int(value) if sizes is None else evaluate(value.expr, sizes)
+    if isinstance(value, tuple):
+        return tuple(resolve(v, sizes) for v in value)
+    if isinstance(value, list):
+        return [resolve(v, sizes) for v in value]
+    if isinstance(value, slice):
+        return slice(resolve(value.start, sizes), resolve(value.stop, sizes),
+                     resolve(value.step, sizes))
+    if isinstance(value, dict):
+        return {k: resolve(v, sizes) for k, v in value.items()}
+    return value
+
+
+def bound_sizes() -> tuple | None:
+    return getattr(_bound, "sizes", None)
+
+
+class sizes_bound:  # noqa: N801 - used as a context manager, like a function
+    """Run a size-generic plan with these sizes: symbolic attributes resolve to them."""
+
+    __slots__ = ("sizes", "before")
+
+    def __init__(self, sizes: tuple):
+        self.sizes = sizes
+
+    def __enter__(self):
+        self.before = getattr(_bound, "sizes", None)
+        _bound.sizes = self.sizes
+        return self
+
+    def __exit__(self, *exc):
+        _bound.sizes = self.before
+        return False
+
+
+def _symbols_among(operands, attrs: dict, env: SizeEnv | None = None) -> tuple[dict, set]:
+    """value -> SymInt of the symbolic sizes among the operands' shapes and attributes
+    (and ``env``'s own symbols), and the plain sizes there (a value that is both is
+    ambiguous)."""
+    found: dict = {}
+    plain: set = set()
+
+    def visit(v):
+        if isinstance(v, SymInt):
+            other = found.setdefault(int(v), v)
+            if other.expr != v.expr:
+                plain.add(int(v))
+        elif v.__class__ is int:
+            plain.add(v)
+        elif isinstance(v, tuple | list):
+            for x in v:
+                visit(x)
+        elif isinstance(v, slice):
+            visit(v.start)
+            visit(v.stop)
+            visit(v.step)
+
+    if env is not None:
+        for symbol in env.symbols:
+            visit(symbol)
+    for x in operands:
+        dims = getattr(x, "shape", None)
+        if dims is not None:
+            visit(tuple(dims))
+    for v in attrs.values():
+        visit(v)
+    return found, plain
+
+
+def attach_attrs(attrs: dict, operands, env: SizeEnv) -> dict:
+    """An op's size attributes with the plain ints that equal exactly one symbolic size
+    given its expression: the front ends normalize ``pos[:t]``'s bounds and ``ones(t, t)``'s
+    shape with ``int()``, which drops the symbol. Only sizes are looked at (a ``shape``, a
+    slice's bounds in an ``index``), never axes or integer indices; a second trace at
+    another size checks every attachment (a coincidence there is a difference)."""
+    shape, index = attrs.get("shape"), attrs.get("index")
+    if not (isinstance(shape, tuple) or isinstance(index, tuple)):
+        return attrs
+    found, plain = _symbols_among(operands, {}, env)
+    if not found:
+        return attrs
+
+    def size(d):
+        return found[d] if d.__class__ is int and d in found and d not in plain else d
+
+    out = dict(attrs)
+    if isinstance(shape, tuple):
+        out["shape"] = tuple(size(d) for d in shape)
+    if isinstance(index, tuple):
+        out["index"] = tuple(
+            (item[0],) + tuple(size(v) for v in item[1:])
+            if isinstance(item, tuple) and item and item[0] == "slice" else item
+            for item in index)
+    return out
+
+
+def attach(shape: tuple, operands, attrs: dict) -> tuple:
+    """A shape rule's result with its plain dims that equal exactly one symbolic size among
+    the operands' shapes and the attributes given that size's expression (rules that
+    compute through NumPy or ``slice.indices`` hand back plain ints). A value that is also
+    a plain size of an operand is ambiguous and stays plain; a second trace at another size
+    checks every attachment (jit_driver/symbolic_dims.py)."""
+    found, plain = _symbols_among(operands, attrs)
+    if not found:
+        return shape
+    return tuple(found[d] if d.__class__ is int and d in found and d not in plain else d
+                 for d in shape)
+
+
+__all__ = ["SizeEnv", "SymInt", "attach", "attach_attrs", "evaluate", "has_symbolic", "resolve",
+           "sizes_bound", "text", "value_text"]
