@@ -1,0 +1,208 @@
+"""Gradients through complex values (ops/complex_grad.py, issue 36): elementwise
+functions, arithmetic with real and complex operands, the complex parts, casts, sums and
+matmul, against PyTorch's autograd (complex64 and complex128) and against finite
+differences in complex128, and eager against em.jit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from complex_oracles import (
+    em_gradients,
+    finite_differences,
+    needs_complex_gradients,
+    torch_gradients,
+    weights_for,
+)
+from pytorch_twins import torch_or_skip
+
+import execmode as em
+
+pytestmark = needs_complex_gradients
+
+
+def _away_from_cuts(shape, seed):
+    """Complex values with |re| and |im| in [0.3, 0.9]: off both axes (every branch cut
+    of log, sqrt, the inverse functions) and off their singular points."""
+    rng = np.random.default_rng(seed)
+
+    def part():
+        return rng.uniform(0.3, 0.9, shape) * rng.choice([-1.0, 1.0], shape)
+
+    return part() + 1j * part()
+
+
+def _real(shape, seed):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _unary(name, torch_name=None):
+    return lambda ns, z: getattr(ns, torch_name if ns is not em and torch_name else name)(z)
+
+
+UNARY = {
+    "exp": _unary("exp"), "log": _unary("log"), "log1p": _unary("log1p"),
+    "expm1": _unary("expm1"), "sqrt": _unary("sqrt"), "square": _unary("square"),
+    "sin": _unary("sin"), "cos": _unary("cos"), "tan": _unary("tan"),
+    "tanh": _unary("tanh"), "sinh": _unary("sinh"), "cosh": _unary("cosh"),
+    "asin": _unary("asin"), "acos": _unary("acos"), "atan": _unary("atan"),
+    "asinh": _unary("asinh"), "atanh": _unary("atanh"), "log2": _unary("log2"),
+    "log10": _unary("log10"), "reciprocal": _unary("reciprocal"),
+    "negative": _unary("negative"), "positive": _unary("positive"),
+    "abs": _unary("abs"), "conj": _unary("conj"), "real": _unary("real"),
+    "imag": _unary("imag"),
+    "sum": lambda ns, z: ns.sum(z, axis=0) if ns is em else ns.sum(z, dim=0),
+    "mean": lambda ns, z: ns.mean(z, axis=1) if ns is em else ns.mean(z, dim=1),
+    "power_int": lambda ns, z: z ** 3,
+    "getitem_reshape": lambda ns, z: ns.reshape(z[1:, ::2], (-1,)),
+    "where": lambda ns, z: ns.where(ns.real(z) > 0, z, z * 2),
+    "to_complex128": lambda ns, z: z.to(ns.complex128) if ns is not em
+    else em.astype(z, em.complex128),
+}
+
+# two operands: (function, the kinds of its operands: "c" complex, "r" real)
+BINARY = {
+    "add": (lambda ns, a, b: a + b, "cc"),
+    "subtract": (lambda ns, a, b: a - b, "cr"),
+    "multiply": (lambda ns, a, b: a * b, "cc"),
+    "multiply_real": (lambda ns, a, b: a * b, "rc"),
+    "divide": (lambda ns, a, b: a / b, "cc"),
+    "divide_by_real": (lambda ns, a, b: a / b, "cr"),
+    "real_over_complex": (lambda ns, a, b: a / b, "rc"),
+    "power": (lambda ns, a, b: a ** b, "cc"),
+    "matmul": (lambda ns, a, b: a @ b, "cc"),
+    # torch's matmul takes one dtype: its twin casts the real operand first
+    "matmul_real_left": (lambda ns, a, b: (a if ns is em else a.to(b.dtype)) @ b, "rc"),
+    "scalar_and_cast": (lambda ns, a, b: (a * 2j + 1.5) * b, "rc"),
+}
+
+
+def _operands(kinds, seed, matmul=False):
+    shapes = [(3, 4), (4, 2)] if matmul else [(3, 4), (3, 4)]
+    return [_away_from_cuts(s, seed + i) if k == "c" else _real(s, seed + i)
+            for i, (k, s) in enumerate(zip(kinds, shapes))]
+
+
+def _cast(arrays, single):
+    if not single:
+        return arrays
+    return [a.astype(np.complex64 if a.dtype.kind == "c" else np.float32) for a in arrays]
+
+
+def _output_weights(fn, arrays, seed=3):
+    with em.no_grad():
+        out = fn(em, *(em.tensor(a) for a in arrays))
+    w = weights_for(out.shape, out.dtype.kind == "c", seed)
+    return w.astype(out.dtype.name) if out.dtype.kind in "fc" else w
+
+
+def _check_twin(fn, arrays, name):
+    torch = torch_or_skip()
+    for single, rtol, atol in ((False, 1e-10, 1e-12), (True, 2e-4, 2e-5)):
+        typed = _cast(arrays, single)
+        weights = _output_weights(fn, typed)
+        ours = em_gradients(fn, typed, weights)
+        theirs = torch_gradients(torch, fn, typed, weights)
+        for a, got, want in zip(typed, ours, theirs, strict=True):
+            assert got.dtype == a.dtype, f"{name}: the gradient of a {a.dtype} is {got.dtype}"
+            np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol,
+                                       err_msg=f"{name} ({a.dtype})")
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_gradients_match_pytorchs(name):
+    _check_twin(UNARY[name], [_away_from_cuts((3, 4), 0)], name)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_gradients_match_pytorchs(name):
+    fn, kinds = BINARY[name]
+    _check_twin(fn, _operands(kinds, 10, matmul="matmul" in name), name)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tan", "asin", "atanh", "abs",
+                                  "imag", "where"])
+def test_unary_gradients_match_finite_differences(name):
+    fn = UNARY[name]
+    arrays = [_away_from_cuts((2, 3), 5)]
+    weights = _output_weights(fn, arrays)
+    got = em_gradients(fn, arrays, weights)[0].numpy()
+    np.testing.assert_allclose(got, finite_differences(fn, arrays, weights)[0],
+                               rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["multiply_real", "divide", "power", "matmul_real_left",
+                                  "scalar_and_cast"])
+def test_binary_gradients_match_finite_differences(name):
+    fn, kinds = BINARY[name]
+    arrays = _operands(kinds, 20, matmul="matmul" in name)
+    weights = _output_weights(fn, arrays)
+    for got, want in zip(em_gradients(fn, arrays, weights),
+                         finite_differences(fn, arrays, weights), strict=True):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_real_input_gets_the_real_part_and_a_complex_one_the_whole_gradient():
+    x = em.tensor([1.0, -2.0], dtype=em.float64, requires_grad=True)
+    z = em.tensor([1.0 + 1.0j, 2.0 - 3.0j], dtype=em.complex128, requires_grad=True)
+    em.sum(em.real(x * 1j * z)).backward()
+    # d/dx re(i x z) = re(i z) = -im(z); d/dz: conj(i x) = -i x
+    assert x.grad.dtype == em.float64 and x.grad.tolist() == [-1.0, 3.0]
+    assert z.grad.dtype == em.complex128
+    np.testing.assert_array_equal(z.grad.numpy(), [-1j, 2j])
+
+
+def test_the_gradient_of_abs_at_zero_is_zero_as_pytorchs():
+    z = em.tensor([0j, 3.0 + 4.0j], dtype=em.complex128, requires_grad=True)
+    em.sum(em.abs(z)).backward()
+    np.testing.assert_array_equal(z.grad.numpy(), [0j, 0.6 + 0.8j])
+
+
+def test_what_has_no_complex_gradient_still_says_so():
+    # sign and prod of complex values keep the refusal: their rules are for real values
+    z = em.tensor([1.0 + 1.0j, 2.0 - 1.0j], requires_grad=True)
+    with pytest.raises(em.BackwardError, match="^sign: no gradient through complex"):
+        em.sum(em.real(em.sign(z))).backward()
+    with pytest.raises(em.BackwardError, match="^prod: no gradient through complex"):
+        em.real(em.prod(z)).backward()
+
+
+JITTED = {
+    "elementwise": (lambda z, x: em.sum(em.abs(em.exp(z) * x + em.sqrt(z) / (z + 2j))),
+                    "c"),
+    "matmul_and_parts": (lambda z, x: em.sum(em.real(z @ em.matrix_transpose(em.conj(z)))
+                                             + em.imag(z * z) @ x), "c"),
+    "casts": (lambda z, x: em.sum(em.abs(em.astype(x, z.dtype) * z) ** 2
+                                  + em.astype(em.astype(z, em.complex128), x.dtype)), "c"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JITTED))
+@pytest.mark.parametrize("single", [False, True])
+def test_a_jitted_backward_is_eagers(name, single):
+    fn, _ = JITTED[name]
+    z0, x0 = _cast([_away_from_cuts((3, 3), 1), _real((3, 3), 2)], single)
+
+    def step(z, x):
+        loss = fn(z, x)
+        loss.backward()
+        return loss, z.grad, x.grad
+
+    results = []
+    for run in (step, em.jit(step), em.jit(step)):  # the second jitted call replays
+        results.append(run(em.tensor(z0, requires_grad=True),
+                           em.tensor(x0, requires_grad=True)))
+    tol = 2e-6 if single else 1e-13
+    for got in results[1:]:
+        for g, e in zip(got, results[0], strict=True):
+            assert g.dtype == e.dtype
+            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
+    # a backward outside the call, through the jitted result (a compiled backward graph)
+    grads = []
+    for run in (fn, em.jit(fn)):
+        z, x = em.tensor(z0, requires_grad=True), em.tensor(x0, requires_grad=True)
+        run(z, x).backward()
+        grads.append((z.grad, x.grad))
+    for g, e in zip(grads[1], grads[0], strict=True):
+        assert g.dtype == e.dtype
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
