@@ -19,6 +19,7 @@ from . import functional as F
 from . import tape
 from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
+from .grad_accumulation import accumulate, held_alone, retain
 from .grad_mode import no_grad
 from .scope import named_scope
 from .tape import GradNode, MultiOutputOp
@@ -112,6 +113,7 @@ def queue_callback(callback) -> None:
 
 
 def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
+    owned = gradient is None  # the implicit gradient is backward's own (grad_accumulation)
     if gradient is None:
         if root.size != 1:
             raise BackwardError(
@@ -126,7 +128,7 @@ def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
 
     outer, _queued.callbacks = _queued.callbacks, []
     try:
-        _walk(root, gradient, retain_graph)
+        _walk(root, gradient, retain_graph, owned)
         callbacks = _queued.callbacks
     finally:
         _queued.callbacks = outer
@@ -134,57 +136,103 @@ def backward(root: Tensor, gradient=None, retain_graph: bool = False) -> None:
         callback()
 
 
-def _walk(root: Tensor, gradient: Tensor, retain_graph: bool) -> None:
+def _walk(root: Tensor, gradient: Tensor, retain_graph: bool, owned: bool) -> None:
     # Backward ops are grouped under a "backward" scope, in events and in graphs.
     with no_grad(), named_scope("backward"):
         if root._grad_fn is None:  # backward on a leaf: d(x)/d(x) = 1
-            _accumulate(root, gradient)
+            accumulate(root, gradient, owned)
             _run_hooks(root)
             return
-        grads: dict[int, Tensor] = {id(root): gradient}
-        waiting: dict[int, dict] = {}  # multi-output op -> {position: (result, gradient)}
-        ran: list = []  # the nodes (and multi-output ops) backward went through
         order = _topological_order(root)
-        hooked = _hooked_leaves(order) if tape.hooked_leaves else None
-        for t in order:
-            _step(t, grads, waiting, ran)
-            if hooked:
-                _release_leaves(t, hooked)
+        walk = _Walk(order, {id(root): gradient})
+        walk.run()
         if not retain_graph:
-            for item in ran:
+            for item in walk.ran:
                 if item.saves_for_backward if isinstance(item, MultiOutputOp) \
                         else node_saves(item):
                     item.freed = True
 
 
-def _step(t, grads: dict, waiting: dict, ran: list) -> None:
-    """Backward through one item of the order: a tensor's node, or a multi-output op once
-    all its results' gradients are in."""
-    if isinstance(t, MultiOutputOp):
-        got = waiting.pop(id(t), None)
-        if got is not None:
-            if t.freed and t.reads_saved(got):
-                raise BackwardError(f"backward through {t.name}: {SECOND_BACKWARD}")
-            for x, gx in t.backward(got):
-                _send(x, gx, grads)
-            ran.append(t)
-        return
-    g = grads.pop(id(t), None)
-    if g is None:
-        return
-    if t._retains_grad:
-        _accumulate(t, g)
-    node = t._grad_fn
-    if isinstance(node.op, MultiOutputOp):
-        waiting.setdefault(id(node.op), {})[node.attrs["output"]] = (t, g)
-        return
-    if node.freed:
-        _check_not_freed(node, node.op.name)
-    check_not_overwritten(t, node)
-    in_grads = node.op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
-    ran.append(node)
-    for x, gx in zip(node.inputs, in_grads):
-        _send(x, gx, grads)
+class _Walk:
+    """One backward pass over ``order`` (tensors with a node, each after its consumers).
+
+    ``grads`` holds each inner tensor's gradient until its node runs; a leaf's goes into
+    its ``.grad`` at once (grad_accumulation.py). One loop, with sending inlined: the walk
+    runs once per node of every training step."""
+
+    def __init__(self, order: list, grads: dict):
+        self.order = order
+        self.grads = grads
+        self.waiting: dict[int, dict] = {}  # multi-output op -> {position: (result, grad)}
+        self.ran: list = []  # the nodes (and multi-output ops) backward went through
+        # Gradients that became a .grad in this walk (ids): one sent again is not backward's
+        # alone any more (grad_accumulation.store_first copies it).
+        self.stored: set[int] = set()
+        self.hooked = _hooked_leaves(order) if tape.hooked_leaves else None
+        self.accumulated: set[int] = set()  # leaves that got a gradient (for their hooks)
+
+    def run(self) -> None:
+        grads, ran, hooked = self.grads, self.ran, self.hooked
+        multi_output = MultiOutputOp
+        for t in self.order:
+            if isinstance(t, multi_output):
+                self._multi_output(t)
+                if hooked:
+                    _release_leaves(t, hooked, self.accumulated)
+                continue
+            g = grads.pop(id(t), None)
+            if g is None:
+                if hooked:
+                    _release_leaves(t, hooked, self.accumulated)
+                continue
+            if t._retains_grad:
+                retain(t, g)
+            node = t._grad_fn
+            op = node.op
+            if isinstance(op, multi_output):
+                self.waiting.setdefault(id(op), {})[node.attrs["output"]] = (t, g)
+                continue
+            if node.freed:
+                _check_not_freed(node, op.name)
+            if node.made_at != tape._tick:  # something was written after the node was made
+                check_not_overwritten(t, node)
+            in_grads = op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
+            ran.append(node)
+            for x, gx in zip(node.inputs, in_grads):
+                if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
+                    continue
+                if gx._data.dtype != x._data.dtype:
+                    gx = F.astype(gx, x.dtype)
+                if x._grad_fn is None:
+                    self._leaf(x, gx, gx is not g and gx is not node.saved_output
+                               and not any(gx is y for y in node.inputs))
+                else:
+                    key = id(x)
+                    prev = grads.get(key)
+                    grads[key] = gx if prev is None else prev + gx
+            if hooked:
+                _release_leaves(t, hooked, self.accumulated)
+
+    def _leaf(self, x: Tensor, gx: Tensor, fresh: bool) -> None:
+        """``gx`` for leaf ``x``; ``fresh``: not the vjp's own gradient or operand."""
+        owned = fresh and id(gx) not in self.stored and held_alone(gx)
+        accumulate(x, gx, owned)
+        if owned:
+            self.stored.add(id(gx))
+        if self.hooked:
+            self.accumulated.add(id(x))
+
+    def _multi_output(self, t) -> None:
+        """A multi-output op once all its results' gradients are in."""
+        got = self.waiting.pop(id(t), None)
+        if got is None:
+            return
+        if t.freed and t.reads_saved(got):
+            raise BackwardError(f"backward through {t.name}: {SECOND_BACKWARD}")
+        given = {id(g) for _, g in got.values()}
+        for x, gx in t.backward(got):
+            _send(self, x, gx, id(gx) not in given)
+        self.ran.append(t)
 
 
 # --- post-accumulate-grad hooks (tape.register_post_accumulate_grad_hook) ------------------
@@ -204,8 +252,8 @@ def _item_inputs(item) -> tuple:
 
 
 def _hooked_leaves(order: list) -> dict:
-    """{id(leaf): [leaf, items left that may send it a gradient, its .grad before]} for
-    the hooked leaves the order reaches."""
+    """{id(leaf): [leaf, items left that may send it a gradient]} for the hooked leaves
+    the order reaches."""
     hooked: dict = {}
     for item in order:
         for x in _item_inputs(item):
@@ -213,13 +261,13 @@ def _hooked_leaves(order: list) -> dict:
                     "_post_accumulate_hooks" in x.__dict__:
                 entry = hooked.get(id(x))
                 if entry is None:
-                    hooked[id(x)] = [x, 1, x.grad]
+                    hooked[id(x)] = [x, 1]
                 else:
                     entry[1] += 1
     return hooked
 
 
-def _release_leaves(item, hooked: dict) -> None:
+def _release_leaves(item, hooked: dict, accumulated: set) -> None:
     """``item`` has been walked: a hooked leaf it was the last possible producer for is
     done, and its hooks run if this backward gave it a gradient."""
     for x in _item_inputs(item):
@@ -229,7 +277,7 @@ def _release_leaves(item, hooked: dict) -> None:
         entry[1] -= 1
         if entry[1] == 0:
             del hooked[id(x)]
-            if x.grad is not entry[2]:  # a new .grad object: something accumulated
+            if id(x) in accumulated:
                 _run_hooks(x)
 
 
@@ -238,24 +286,18 @@ def _run_hooks(leaf: Tensor) -> None:
         hook(leaf)
 
 
-def _send(x, gx, grads: dict) -> None:
-    """One contribution ``gx`` to ``x``'s gradient: a leaf's ``.grad`` at once, an inner
-    tensor's summed in ``grads`` until its node runs."""
+def _send(walk: _Walk, x, gx, fresh: bool) -> None:
+    """One contribution ``gx`` to ``x``'s gradient (from a multi-output op): a leaf's
+    ``.grad`` at once, an inner tensor's summed in the walk's grads until its node runs."""
     if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
         return
     if gx.dtype != x.dtype:
         gx = F.astype(gx, x.dtype)
     if x._grad_fn is None:
-        _accumulate(x, gx)
+        walk._leaf(x, gx, fresh)
     else:
-        prev = grads.get(id(x))
-        grads[id(x)] = gx if prev is None else prev + gx
-
-
-def _accumulate(leaf: Tensor, g: Tensor) -> None:
-    # Reading and writing through the property lets a tracer see .grad as graph state.
-    current = leaf.grad
-    leaf.grad = g if current is None else current + g
+        prev = walk.grads.get(id(x))
+        walk.grads[id(x)] = gx if prev is None else prev + gx
 
 
 def check_not_overwritten(t: Tensor, node: GradNode) -> None:

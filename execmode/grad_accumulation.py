@@ -1,0 +1,138 @@
+"""How a leaf's ``.grad`` takes the gradients backward sends it (PyTorch's AccumulateGrad).
+
+The first gradient becomes ``.grad``, in the leaf's layout (a C-ordered parameter gets a
+C-ordered ``.grad``, whatever strides the vjp left, such as a linear weight's transposed
+product); later ones are added into it in place. ``.grad`` stays the same tensor object
+across accumulations (``zero_grad(set_to_none=False)``, or two backward calls), so a
+``g = p.grad`` held by the user or an optimizer sees the accumulated values, as in PyTorch.
+
+Because later gradients are written into the stored one, it must share memory with
+nothing else. A gradient that backward alone holds (a vjp's fresh result) is kept as it
+is, as PyTorch steals a gradient nobody else references; any other (the caller's
+gradient, one a vjp passed through or sent to two leaves, a view) is copied first.
+
+A non-leaf that ``retain_grad()`` gets a copy first, then out-of-place sums, as PyTorch's
+retained gradients do.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import dispatch
+from . import functional as F
+from ._tensor import Tensor
+from .tape import mark_modified
+
+_ndarray = np.ndarray
+
+
+class _Holder:
+    __slots__ = ("_data",)
+
+
+def _references_of_a_held_array() -> int:
+    """What ``sys.getrefcount`` says of an array that one object's slot alone holds (the
+    number differs between Python versions)."""
+    holder = _Holder()
+    holder._data = np.empty(1)
+    return sys.getrefcount(holder._data)
+
+
+_ALONE = _references_of_a_held_array()
+
+
+def held_alone(g: Tensor) -> bool:
+    """Whether ``g``'s memory is its own: a NumPy array of its own (not a view), that no
+    other tensor or view references. The caller knows the Tensor object itself is not
+    shared (autograd.py: not the vjp's own input, not sent to another leaf)."""
+    d = g._data
+    return d.__class__ is _ndarray and d.base is None and sys.getrefcount(d) == _ALONE
+
+
+def _in_layout_of(g: Tensor, leaf: Tensor) -> bool:
+    """Whether ``g``'s strides are the ones ``.grad`` keeps for ``leaf``: the leaf's own
+    where it is dense (C or F order), else C order (PyTorch's layout contract)."""
+    d, ld = g._data, leaf._data
+    if ld.__class__ is not _ndarray:
+        return True
+    flags = ld.flags
+    if flags.c_contiguous or flags.f_contiguous:
+        return d.strides == ld.strides
+    return d.flags.c_contiguous
+
+
+def _traced_in_layout_of(g: Tensor, leaf: Tensor) -> bool:
+    """Under a trace: whether ``g`` is known to have the layout ``.grad`` keeps for
+    ``leaf`` (C order, for a leaf that is C-ordered)."""
+    proxy = getattr(g._data, "proxy", None)
+    ld = leaf._data
+    leaf_layout = getattr(ld, "proxy", ld)
+    if proxy is None or leaf_layout is None or not proxy.flags.c_contiguous:
+        return False
+    return bool(leaf_layout.flags.c_contiguous)
+
+
+def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
+    """``leaf.grad`` was None: it becomes ``g`` (``owned``: held by backward alone, see
+    held_alone) or a copy of ``g`` in the leaf's layout."""
+    if owned and _in_layout_of(g, leaf):
+        leaf.grad = g
+        return
+    if dispatch.current_tracer() is not None:
+        # Graph mode tells a traced value's layout by its proxy (graph/views.py); a copy
+        # node's result is a fresh C-ordered buffer of the graph's own.
+        leaf.grad = g if _traced_in_layout_of(g, leaf) else F.copy(g)
+        return
+    arrays = dispatch.plain_arrays(leaf, g)
+    if arrays is not None:
+        out = np.empty_like(arrays[0])  # the leaf's strides where it is dense, else C
+        np.copyto(out, arrays[1])
+        leaf.grad = dispatch.plain_tensor(out)
+        return
+    # A listener watches (the debugger): the copy as ops it sees.
+    copy = F.empty_like(leaf)
+    F.assign(copy, g)
+    leaf.grad = copy
+
+
+def add_into(current: Tensor, g: Tensor) -> None:
+    """``current += g`` in place (``current`` is a ``.grad``; autograd is off)."""
+    arrays = dispatch.plain_arrays(current, g)
+    if arrays is not None:
+        into, more = arrays
+        if into.shape == more.shape and into.dtype == more.dtype and into.flags.writeable:
+            np.add(into, more, out=into)  # the bits of add then assign
+            mark_modified(current)
+            return
+    F.assign(current, current + g)
+
+
+def accumulate(leaf: Tensor, g: Tensor, owned: bool = False) -> None:
+    """One gradient for a leaf: the first becomes ``.grad``, later ones add into it.
+    Reading and writing through the property lets a tracer see ``.grad`` as graph state."""
+    current = leaf.grad
+    if current is None:
+        store_first(leaf, g, owned)
+    else:
+        add_into(current, g)
+
+
+def retain(t: Tensor, g: Tensor) -> None:
+    """The gradient of a non-leaf that retains it: a C-ordered copy first, then
+    out-of-place sums (PyTorch's retained gradients are not accumulated in place)."""
+    current = t.grad
+    if current is not None:
+        t.grad = current + g
+        return
+    arrays = dispatch.plain_arrays(g)
+    if arrays is not None:
+        t.grad = dispatch.plain_tensor(np.array(arrays[0], order="C"))
+    elif dispatch.current_tracer() is not None:
+        t.grad = F.copy(g)  # graph mode's results are C-ordered
+    else:
+        copy = F.empty(g.shape, dtype=g.dtype, device=g.device)
+        F.assign(copy, g)
+        t.grad = copy
