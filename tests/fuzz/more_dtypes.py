@@ -1,13 +1,15 @@
 """Statements for what issue 36 added: the small and unsigned integers, complex64 and
 complex128, and functions of the standard that the rest of the generator does not draw
-(take, searchsorted, unique_values, em.linalg).
+(take, searchsorted, unique_values, em.linalg), and em.fft's transforms.
 
 A value of a new dtype enters through a cast of one the generator knows (small integers
 from int64 only: C leaves a float's conversion out of range undefined, so NumPy and a
 kernel may disagree on NaN or 1e30, and the int64 path is where NumPy defines the
 wrap-around), takes one or two of the ops its dtype has, and may leave through a
 reduction or a real part. The variable it makes is of its dtype: views, gathers, clones,
-in-place writes and returns that take any dtype may pick it up.
+in-place writes and returns that take any dtype may pick it up. Complex values and the
+transforms have gradients (PyTorch's convention): a float32 result that a backward
+statement picks differentiates through them, eagerly and under jit alike.
 """
 
 from __future__ import annotations
@@ -22,6 +24,24 @@ INT_OPS = ("{x} + {x}", "{x} * {x}", "{x} - 3", "-{x}", "em.abs({x})", "{x} // 2
 COMPLEX_OPS = ("{x} + {x}", "{x} * {x}", "{x} - 1.5", "{x} * 2j", "em.exp({x})",
                "em.conj({x})", "em.sqrt({x})", "{x} / ({x} + 2.0)")
 COMPLEX_TO_REAL = ("em.abs({x})", "em.real({x})", "em.imag({x})")
+# complex to complex of the same shape, for a value with a last axis of 1 or more points
+FFT_OPS = ("em.fft.fft({x})", "em.fft.ifft({x}, norm='ortho')",
+           "em.fft.fftn({x}, norm='forward')", "em.fft.fftshift({x})",
+           "em.fft.ifftn(em.fft.ifftshift({x}), axes=(0,))")
+# real to real of the same shape: a real signal through its half spectrum and back ({m}:
+# the last axis's length, which the inverse needs to give back an odd one)
+REAL_FFT_ROUND_TRIPS = (
+    "em.fft.irfft(em.fft.rfft({x}) * (1.0 + 0.5j), n={m})",
+    "em.fft.irfft(em.fft.rfft({x}, n={m} + 3, norm='ortho'), n={m} + 3, norm='ortho')"
+    "[..., :{m}]",
+    "em.fft.hfft(em.fft.ihfft({x}, norm='forward'), n={m}, norm='forward')",
+    "em.fft.irfftn(em.fft.rfftn({x}, norm='ortho') ** 2, s={x}.shape, norm='ortho')",
+)
+
+
+def _transformable(shape) -> bool:
+    return len(shape) >= 1 and isinstance(shape[-1], int) and shape[-1] >= 1 and \
+        all(d != 0 for d in shape)
 
 
 def st_more_dtypes(g) -> bool:
@@ -34,8 +54,15 @@ def st_more_dtypes(g) -> bool:
     a = g.pick(lambda v: v.dtype in sources)
     if a is None:
         return False
+    if target in COMPLEX and a.dtype in REAL_OF.values() and _transformable(a.shape) \
+            and g.chance(0.3):
+        text = g.rng.choice(REAL_FFT_ROUND_TRIPS).format(x=a.name, m=a.shape[-1])
+        g.add_var(text, a.shape, a.dtype, {"more_dtypes"}, a)
+        return True
     text, dtype = f"{a.name}.astype(em.{target})", target
     ops = INT_OPS if target in SMALL_INTS else COMPLEX_OPS
+    if target in COMPLEX and _transformable(a.shape):
+        ops = ops + FFT_OPS
     for _ in range(g.rng.randint(1, 2)):
         text = g.rng.choice(ops).format(x=f"({text})")
     if dtype in COMPLEX and g.chance(0.4):
