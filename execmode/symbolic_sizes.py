@@ -94,6 +94,13 @@ class SymInt(int):
         else:
             return NotImplemented
         answer = fn(int(self), other if not isinstance(other, SymInt) else int(other))
+        if symbol in ("==", "!=") and answer == (symbol == "==") and \
+                not isinstance(other, SymInt):
+            # Equal to a plain number: a dict or cache lookup keyed by a shape asks this
+            # of every entry whose hash matches, so it is not recorded. A decision on it
+            # (``if t == 3``) holds at one size only: a second trace at another size
+            # took the other branch, and the graphs differ where it mattered.
+            return answer
         self.env.record(self.expr, symbol, right, answer)
         return answer
 

@@ -24,7 +24,8 @@ from ..errors import op_error
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import user_location
 from ..symbolic import SymbolicScalar, is_number
-from ..symbolic_sizes import SymInt, attach, attach_attrs
+from ..symbolic_sizes import SymInt, attach, attach_attrs, resolve
+from ..symbolic_sizes import text as sizes_text
 from .ir import ASSIGN, Literal, Node, make_attrs
 from .py_names import note_names
 from .segment_match import expected_node, same_operands, same_value
@@ -225,6 +226,11 @@ class Binding:
         self.dynamic_reads.add((id(holder), name))
         return SymbolicScalar(value, lambda: read_holder(holder, name), label, self)
 
+    def _size_scalar(self, size: SymInt) -> SymbolicScalar:
+        """A symbolic size used as a number: its value at each call (symbolic_sizes)."""
+        return SymbolicScalar(int(size), lambda: resolve(size),
+                              f"size {sizes_text(size.expr)}", self)
+
     def scalar_guard(self, read, expected, label: str) -> None:
         """The trace used a symbolic number concretely: later calls must agree."""
         self.scalar_guards.append((read, expected, label))
@@ -262,10 +268,10 @@ class Binding:
         if self.user_stand_in:
             inputs = tuple(self.same_object(x) for x in inputs)
         if self.size_env is not None and any(x.__class__ is SymInt for x in inputs):
-            # A size as an operand (x * t) is its traced number here: a second trace at
-            # another size shows the literal changed, and the size-generic replay is
-            # not used (symbolic_dims.py).
-            inputs = tuple(int(x) if x.__class__ is SymInt else x for x in inputs)
+            # A size as an operand (x / t): a number read at each call, as a promoted
+            # attribute is (symbolic.py), from the sizes the replay runs with.
+            inputs = tuple(self._size_scalar(x) if x.__class__ is SymInt else x
+                           for x in inputs)
         if any(x.__class__ is SymbolicScalar for x in inputs):
             return self._bind_symbolic(op, inputs, attrs)
         if any(v.__class__ is SymbolicScalar for v in attrs.values()):

@@ -40,6 +40,7 @@ class ViewStep:
 
 def contiguous_proxy(shape) -> np.ndarray:
     """The layout of a fresh C-contiguous array of ``shape``."""
+    shape = tuple(map(int, shape))  # (symbolic sizes as their traced numbers: a cache key)
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)

@@ -229,7 +229,7 @@ class JitFunction:
                                 symbols=symbols)
         if symbols:
             note = self._sizes.observe(cf, self._last_tracer, signature, symbols, backend)
-            if reason is not None and note:
+            if reason is not None and note and "; dynamic: " in reason:  # (a size changed)
                 self.retraces[-1].reason += note
         self._cache.setdefault(signature.key, []).append(cf)
         self._latest_signature = signature

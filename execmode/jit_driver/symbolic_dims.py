@@ -8,8 +8,7 @@ the dimension a symbolic size (symbolic_sizes.SymInt, ``s0``): ``x.shape[1]`` is
 their answers. When two such traces at different sizes give the same graph, as traced and
 as lowered (every node's op, operands, attributes and shape written with the symbols), the
 graph is trusted to be the function's at every size that answers the recorded comparisons
-the same way and stands in the same order with the graph's static sizes (0, 1, the
-captures' and arguments' other dimensions) and the other symbols: one plan over NumPy
+the same way, stays apart from 0 and 1, and equals the same other symbols: one plan over NumPy
 then serves all of them, resolving the symbolic attributes per call, without tracing.
 
 Where the two graphs differ (a Python loop over ``range(t)``, ``len(x)`` or ``int(t)``
@@ -32,6 +31,7 @@ from .results import build_results
 
 MISS = object()
 _MAX_SYMBOLS = 8
+_MAX_CANDIDATES = 4  # symbolic traces kept per family, waiting for one that agrees
 
 
 class SizeGeneric:
@@ -51,10 +51,10 @@ class SizeGeneric:
         except (ArithmeticError, ValueError):
             return MISS
         cf = self.cf
-        if cf.guards_hold(leaves) is not None:
-            return MISS
         segment = cf.segments[0]
-        with sizes_bound(sizes):
+        with sizes_bound(sizes):  # (a size read as a number reads this call's)
+            if cf.guards_hold(leaves) is not None:
+                return MISS
             arrays = [src.read(leaves) for src in segment.sources]
             outputs = run_plan(self.plan, arrays)
         self.calls += 1
@@ -63,16 +63,21 @@ class SizeGeneric:
 
 
 class _Candidate:
-    def __init__(self, texts, sizes, order):
-        self.texts, self.sizes, self.order = texts, sizes, order
+    def __init__(self, texts, sizes, order, guards):
+        self.texts, self.sizes, self.order, self.guards = texts, sizes, order, guards
+
+
+def _same_answers(a: dict, b: dict) -> bool:
+    """Did two traces answer every comparison they both made the same way?"""
+    return all(b.get(k, v) == v for k, v in a.items())
 
 
 class DynamicSizes:
     """A jitted function's size-generic traces, by shape family."""
 
     def __init__(self):
-        self.generic: dict = {}       # family key -> SizeGeneric
-        self.candidates: dict = {}    # family key -> the first symbolic trace's _Candidate
+        self.generic: dict = {}       # family key -> [SizeGeneric] (one per decisions)
+        self.candidates: dict = {}    # family key -> [_Candidate]: symbolic traces so far
         self.refused: dict = {}       # family key -> why it keeps tracing per size
 
     # --- tracing ---------------------------------------------------------------------------
@@ -110,15 +115,12 @@ class DynamicSizes:
 
     def observe(self, cf, tracer, signature, symbols, backend) -> str:
         """After a symbolic trace: keep it as a candidate, or promote it when it agrees
-        with the candidate traced at another size. Returns what happened, for the
-        retrace's reason."""
+        with a candidate traced at another size that decided every recorded comparison
+        the same way. Returns what happened, for the retrace's reason."""
         env = tracer.size_env
-        if env is not None:
-            env.open = False
+        env.open = False
         key = self.family_key(signature, symbols)
-        names = ", ".join(env.labels) if env is not None else ""
-        if key in self.generic:
-            return ""
+        names = ", ".join(env.labels)
         if key in self.refused:
             return f"; {names} traced per size: {self.refused[key]}"
         why = _unservable(cf, tracer, backend)
@@ -130,9 +132,12 @@ class DynamicSizes:
         statics = _static_sizes(lowered)
         order = _order(sizes, statics)
         texts = _graph_texts(cf, lowered)
-        before = self.candidates.get(key)
-        if before is None or before.order != order:
-            self.candidates[key] = _Candidate(texts, sizes, order)
+        candidates = self.candidates.setdefault(key, [])
+        before = next((c for c in candidates if c.order == order and c.sizes != sizes
+                       and _same_answers(c.guards, env.guards)), None)
+        if before is None:
+            candidates.append(_Candidate(texts, sizes, order, dict(env.guards)))
+            del candidates[:-_MAX_CANDIDATES]
             return f"; {names} traced with symbolic sizes (served at every size once a " \
                    "trace at another size gives the same graph)"
         difference = _first_difference(before.texts, texts)
@@ -140,21 +145,22 @@ class DynamicSizes:
             self.refused[key] = (f"the graph at sizes {before.sizes} and at {sizes} differ "
                                  f"({difference})")
             return f"; {names} traced per size: {self.refused[key]}"
-        check = _compile_check(env.guards, statics, sizes, order)
-        self.generic[key] = SizeGeneric(cf, _generic_plan(lowered), list(symbols), check,
-                                        env.labels)
-        self.candidates.pop(key, None)
+        check = _compile_check(env.guards, statics, order)
+        self.generic.setdefault(key, []).append(SizeGeneric(
+            cf, _generic_plan(lowered), list(symbols), check, env.labels))
+        candidates.remove(before)
         return f"; {names}: one graph now serves every size (two traces agree)"
 
     # --- calling ---------------------------------------------------------------------------
     def replay(self, signature, leaves):
         """The result from a size-generic trace of this call's family, or MISS."""
-        for key, entry in self.generic.items():
+        for key, entries in self.generic.items():
             if key[0] == signature.structure and key[2] == signature.grad_enabled and \
                     _in_family(key[1], signature.leaves):
-                out = entry.replay(leaves)
-                if out is not MISS:
-                    return out
+                for entry in entries:
+                    out = entry.replay(leaves)
+                    if out is not MISS:
+                        return out
         return MISS
 
 
@@ -195,31 +201,33 @@ def _unservable(cf, tracer, backend) -> str | None:
 
 
 def _static_sizes(lowered: Graph) -> tuple:
-    """The plain sizes a symbol is ordered against: 0, 1 and the inputs' other dims."""
-    found = {0, 1}
-    for n in lowered.input_nodes:
-        found.update(d for d in n.shape if d.__class__ is int)
-    return tuple(sorted(found))
+    """The plain sizes a symbol must stay apart from: 0 and 1 (empty results and
+    broadcasting depend on them). Equal to another static size (``t == C``) it runs the
+    same ops, which NumPy computes as eager does; a decision the tracer or a pass made
+    on that equality compared the SymInt, and is a recorded answer."""
+    return (0, 1)
 
 
 def _order(sizes: tuple, statics: tuple) -> tuple:
-    """Where each size stands against the static sizes and the other symbols."""
-    return tuple((tuple(int(np.sign(s - c)) for c in statics),
-                  tuple(int(np.sign(s - o)) for o in sizes)) for s in sizes)
+    """Which static sizes and which other symbols each size equals (broadcasting, and
+    what the passes made of equal shapes, depend on it; order does not: NumPy clamps a
+    slice past a static length at every size, as eager does)."""
+    return tuple((tuple(s == c for c in statics), tuple(s == o for o in sizes))
+                 for s in sizes)
 
 
-def _compile_check(guards: dict, statics: tuple, sizes: tuple, order: tuple):
+def _compile_check(guards: dict, statics: tuple, order: tuple):
     """One function of the sizes: every recorded comparison answers as traced, and each
-    size stands where it stood against the static sizes and the other symbols."""
+    size equals the static sizes and the other symbols it equalled."""
     terms = []
     for (left, op, right), answer in guards.items():
         terms.append(f"(({left}) {op} ({right})) is {answer!r}")
     for k, (against_statics, against_symbols) in enumerate(order):
-        for c, sign in zip(statics, against_statics):
-            terms.append(f"s[{k}] {'<' if sign < 0 else '>' if sign > 0 else '=='} {c}")
-        for j, sign in enumerate(against_symbols):
+        for c, equal in zip(statics, against_statics):
+            terms.append(f"s[{k}] {'==' if equal else '!='} {c}")
+        for j, equal in enumerate(against_symbols):
             if j != k:
-                terms.append(f"s[{k}] {'<' if sign < 0 else '>' if sign > 0 else '=='} s[{j}]")
+                terms.append(f"s[{k}] {'==' if equal else '!='} s[{j}]")
     body = " and ".join(dict.fromkeys(terms)) or "True"
     return eval(compile(f"lambda s: {body}", "<size guard>", "eval"))  # noqa: S307 - our own text
 
@@ -242,7 +250,7 @@ def _graph_texts(cf, lowered: Graph) -> list[str]:
     flat = [line for part in lines for line in part]
     flat.append("sources: " + "; ".join(
         f"{s.kind} {s.leaf_index} {id(s.tensor) if s.tensor is not None else ''} "
-        f"{id(s.scalar) if s.scalar is not None else ''}" for s in segment.sources))
+        f"{s.label if s.scalar is not None else ''}" for s in segment.sources))
     flat.append("results: " + value_text(tuple(tuple(s) for s in cf.result_specs)))
     return flat
 

@@ -143,7 +143,8 @@ def plan_memory(graph: Graph):
                     src = holder.get(root[i])
                     aliased = i in viewed
                     if (src is not None and not aliased and root[i] == i and last[i] == k
-                            and by_id[i].shape == n.shape and by_id[i].dtype == n.dtype):
+                            and _same_sizes(by_id[i].shape, n.shape)
+                            and by_id[i].dtype == n.dtype):
                         buf = src
                         del holder[i]
                         plan.inplace[n.id] = i
@@ -231,3 +232,10 @@ def _simulated_eager_peak(graph: Graph, root: dict, last: dict) -> int:
                                                               else n.nbytes)
         live -= release.pop(k, 0)
     return peak
+
+
+def _same_sizes(a: tuple, b: tuple) -> bool:
+    """Shapes equal as the traced numbers: a plan made for symbolic sizes is not used at
+    other sizes (jit_driver/symbolic_dims.py drops it), so its choices are no decision a
+    symbolic size must record (symbolic_sizes.py)."""
+    return len(a) == len(b) and all(int(x) == int(y) for x, y in zip(a, b))

@@ -17,6 +17,12 @@ def _encode(seq, w):
     return em.tanh(seq @ w).mean(axis=0) * 2.0 + 1.0
 
 
+def _encode_per_size(seq, w):
+    # len() is a plain int the tracer cannot follow: its graph differs at every size
+    # (a literal 2 / n), so no one graph serves every size (symbolic_dims.py).
+    return em.tanh(seq @ w).sum(axis=0) * (2.0 / len(seq)) + 1.0
+
+
 def _same(got, expected):
     # C's tanhf and NumPy's may differ by an ulp (docs/kernels.md): compiled sizes too;
     # an ulp of the terms, since * 2 + 1 may cancel to a small result.
@@ -37,9 +43,9 @@ def _kernel_backends(jitted) -> list[set]:
     return out
 
 
-def test_a_growing_dimension_stops_tracing_at_the_limit_and_runs_eagerly():
-    # A sampling loop: one more token per step. Eight signatures are traced, the rest
-    # run eagerly, one warning names the argument and the dimension; numbers as eager.
+def test_a_growing_dimension_is_served_by_one_graph():
+    # A sampling loop: one more token per step. Size 1, then sizes 2 and 3 traced with
+    # the dimension symbolic; their graphs agree, and every later size replays it.
     em.random.seed(0)
     w = em.randn(4, 3)
     f = em.jit(_encode)
@@ -48,6 +54,21 @@ def test_a_growing_dimension_stops_tracing_at_the_limit_and_runs_eagerly():
         warnings.simplefilter("always")
         got = _calls(f, lengths, w)
     _same(got, _calls(_encode, lengths, w))
+    assert f.trace_count == 3 and f.eager_fallbacks == 0, [r.reason for r in f.retraces]
+    assert not [w for w in caught if issubclass(w.category, em.JitWarning)]
+
+
+def test_a_growing_dimension_stops_tracing_at_the_limit_and_runs_eagerly():
+    # A graph that differs per size: eight signatures are traced, the rest run eagerly,
+    # one warning names the argument and the dimension; numbers as eager.
+    em.random.seed(0)
+    w = em.randn(4, 3)
+    f = em.jit(_encode_per_size)
+    lengths = list(range(1, 13))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _calls(f, lengths, w)
+    _same(got, _calls(_encode_per_size, lengths, w))
     assert f.trace_count == 8 and f.eager_fallbacks == 4
     jit_warnings = [w for w in caught if issubclass(w.category, em.JitWarning)]
     assert len(jit_warnings) == 1, [str(w.message) for w in jit_warnings]
@@ -84,10 +105,11 @@ def test_dynamic_can_be_turned_off_or_on_from_the_start(dynamic, expect_numpy):
 def test_the_limit_can_be_raised_or_removed():
     em.random.seed(0)
     w = em.randn(4, 3)
-    f = em.jit(_encode, cache_size_limit=None)
+    f = em.jit(_encode_per_size, cache_size_limit=None)
     _calls(f, range(1, 12), w)
     assert f.trace_count == 11 and f.eager_fallbacks == 0
-    g = em.jit(cache_size_limit=2)(_encode)
+    assert "traced per size: the graph at sizes" in f.retraces[-1].reason
+    g = em.jit(cache_size_limit=2)(_encode_per_size)
     with pytest.warns(em.JitWarning, match="2 signatures traced"):
         _calls(g, [1, 2, 3], w)
     assert g.trace_count == 2 and g.eager_fallbacks == 1

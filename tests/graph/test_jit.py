@@ -24,7 +24,9 @@ def test_retrace_on_new_shape_dtype_and_static_arg_not_on_new_values():
     reasons = [r.reason for r in f.retraces]
     assert reasons == [
         # The second size of dim 0 makes it dynamic (jit_driver/cache_policy.py).
-        "x: shape (4, 3) -> (2, 3); dynamic: x dim 0 (no kernels compiled for this size)",
+        "x: shape (4, 3) -> (2, 3); dynamic: x dim 0 (no kernels compiled for this size); "
+        "x dim 0 traced with symbolic sizes (served at every size once a trace at another "
+        "size gives the same graph)",
         "x: dtype float32 -> float64",
         "static arg scale: 2.0 -> 3.0",
     ]
