@@ -414,9 +414,16 @@ _unary("asin", "arcsin", None, float_fn=True,
 _unary("atan", "arctan", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / (1 + x * x),),
        doc="Inverse tangent (Array API ``atan``, NumPy's arctan).", holo=True)
-_unary("acosh", "arccosh", None, float_fn=True,
-       vjp=lambda g, out, x, **a: (g / F.sqrt(x * x - 1),),
-       doc="Inverse hyperbolic cosine (Array API ``acosh``).")
+def _acosh_rule(g, out, x, **attrs):
+    if x.dtype.kind == "c":
+        # the derivative of the principal branch; 1 / sqrt(z*z - 1) is its negative where
+        # Re z < 0
+        return (g / (F.sqrt(x - 1) * F.sqrt(x + 1)),)
+    return (g / F.sqrt(x * x - 1),)
+
+
+_unary("acosh", "arccosh", None, float_fn=True, vjp=_acosh_rule,
+       doc="Inverse hyperbolic cosine (Array API ``acosh``).", holo=True)
 _unary("asinh", "arcsinh", None, float_fn=True,
        vjp=lambda g, out, x, **a: (g / F.sqrt(x * x + 1),),
        doc="Inverse hyperbolic sine (Array API ``asinh``).", holo=True)

@@ -46,7 +46,7 @@ UNARY = {
     "sin": _unary("sin"), "cos": _unary("cos"), "tan": _unary("tan"),
     "tanh": _unary("tanh"), "sinh": _unary("sinh"), "cosh": _unary("cosh"),
     "asin": _unary("asin"), "acos": _unary("acos"), "atan": _unary("atan"),
-    "asinh": _unary("asinh"), "atanh": _unary("atanh"), "log2": _unary("log2"),
+    "acosh": _unary("acosh"), "asinh": _unary("asinh"), "atanh": _unary("atanh"), "log2": _unary("log2"),
     "log10": _unary("log10"), "reciprocal": _unary("reciprocal"),
     "negative": _unary("negative"), "positive": _unary("positive"),
     "abs": _unary("abs"), "conj": _unary("conj"), "real": _unary("real"),
@@ -120,8 +120,8 @@ def test_binary_gradients_match_pytorchs(name):
     _check_twin(fn, _operands(kinds, 10, matmul="matmul" in name), name)
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tan", "asin", "atanh", "abs",
-                                  "imag", "where"])
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tan", "asin", "acosh", "atanh",
+                                  "abs", "imag", "where"])
 def test_unary_gradients_match_finite_differences(name):
     fn = UNARY[name]
     arrays = [_away_from_cuts((2, 3), 5)]
