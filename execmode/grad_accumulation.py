@@ -65,9 +65,11 @@ def _in_layout_of(g: Tensor, leaf: Tensor) -> bool:
 
 
 def _traced_in_layout_of(g: Tensor, leaf: Tensor) -> bool:
-    """Under a trace: whether ``g`` is known to have the layout ``.grad`` keeps for
-    ``leaf`` (C order, for a leaf that is C-ordered)."""
+    """Under a trace: whether ``g`` is known to be a value of its own (not a view) with
+    the layout ``.grad`` keeps for ``leaf`` (C order, for a leaf that is C-ordered)."""
     proxy = getattr(g._data, "proxy", None)
+    if getattr(g._data, "view", None):  # a view of another value: eager would copy it
+        return False
     ld = leaf._data
     leaf_layout = getattr(ld, "proxy", ld)
     if proxy is None or leaf_layout is None or not proxy.flags.c_contiguous:
