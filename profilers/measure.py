@@ -453,6 +453,28 @@ def threads_cpu_ns() -> tuple[int, int] | None:
     return ran, waited
 
 
+def threads_waited_ns(leave_out=()) -> int | None:
+    """How long this process's threads, less those whose native ids are in
+    ``leave_out``, have waited, ready to run, for a CPU (ns; /proc/self/task/*/schedstat's
+    second field), or None where the kernel does not say."""
+    waited = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for task in tasks:
+        if task.isdigit() and int(task) in leave_out:
+            continue
+        try:
+            with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as f:
+                waited += int(f.read().split()[1])
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        except (OSError, ValueError, IndexError):
+            return None
+    return waited
+
+
 def threads_waiting_ns() -> int | None:
     """How long this process's threads have waited for a CPU (ns; threads_cpu_ns)."""
     both = threads_cpu_ns()

@@ -13,7 +13,9 @@ waited for room in the op ring while the session writer was behind, a runner's o
 inside the recorded wall time (from the start to the script's first line, from its end to
 the stop: ``execmode profile`` marks both, and recording what the script printed), the
 session writer's Python work while the script ran (its thread's CPU time less its SQLite
-work: the interpreter is held meanwhile, and a script running Python waits), and, for
+work: the interpreter is held meanwhile, and a script running Python waits), the CPU
+time the script's threads waited for while the writer's SQLite work ran beside them (at
+most that work's CPU time: on a CPU the script leaves idle it costs nothing), and, for
 plans timed in Python at every run, what the timing did between their steps (a run's time
 less its steps': the calibration's small steps cost the timing less than a real graph's,
 whose steps allocate and touch more). The recorder's own start (calibration included when
@@ -44,6 +46,9 @@ class ProfilerCost:
     around_ns: int | None = None
     # measured: the session writer's Python work while the script ran (writer.py)
     writer_ns: int | None = None
+    # measured: the script's threads' wait for a CPU while the writer's SQLite work ran
+    # beside them, at most that work's CPU time (recorder.stop)
+    displaced_ns: int | None = None
 
     @property
     def total_ns(self) -> int | None:
@@ -52,7 +57,8 @@ class ProfilerCost:
         if self.eager_ns is None and self.graph_ns is None:
             return None
         parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns, self.waited_ns,
-                             self.around_ns, self.writer_ns) if p is not None]
+                             self.around_ns, self.writer_ns, self.displaced_ns)
+                 if p is not None]
         return sum(parts)
 
     def text(self, wall_ns: int | None) -> str:
@@ -75,6 +81,9 @@ class ProfilerCost:
         if self.writer_ns:
             pieces.append(f"{fmt_ns(self.writer_ns)} of the session writer's Python work "
                           "(it holds the interpreter)")
+        if self.displaced_ns:
+            pieces.append(f"{fmt_ns(self.displaced_ns)} of CPU the script's threads waited "
+                          "for while the session writer's SQLite work ran")
         if self.around_ns:
             pieces.append(f"{fmt_ns(self.around_ns)} running the script (its start and "
                           "end, recording its output)")
@@ -94,6 +103,7 @@ class ProfilerCost:
                 "graph_ns": self.graph_ns, "events_ns": self.events_ns,
                 "waited_ns": self.waited_ns,
                 "around_ns": self.around_ns, "writer_ns": self.writer_ns,
+                "displaced_ns": self.displaced_ns,
                 "start_ns": self.start_ns, "stop_ns": self.stop_ns, "settled": self.settled,
                 "total_ns": self.total_ns}
 
@@ -110,7 +120,8 @@ def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
                         _int(fixed.get("events")), _int(recorded.get("ring_waited_ns")),
                         _int(fixed.get("start")), _int(fixed.get("stop")),
                         calibration.get("settled") is not False,
-                        around_ns=_int(fixed.get("around")), writer_ns=_int(fixed.get("writer")))
+                        around_ns=_int(fixed.get("around")), writer_ns=_int(fixed.get("writer")),
+                        displaced_ns=_int(fixed.get("displaced")))
 
 
 def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:

@@ -29,6 +29,7 @@ import time
 import weakref
 from datetime import datetime, timezone
 
+from execmode.profilers import measure
 from execmode.profilers.kernel_totals import KernelTotals
 from execmode.profilers.machine import gpu_info, machine_info
 from execmode.profilers.memory import MemoryTracker
@@ -109,6 +110,8 @@ class Recorder:
         self._cost = {"start": time.perf_counter_ns() - init_start}
         self._script_ns: list | None = None  # [start, end] of the script, marked by a runner
         self._writer_python_ns = 0
+        self._writer_sql_ns = 0
+        self._script_waited_ns: int | None = None
         self._runner_ns = 0  # a runner's measured work during the script (runner_ns)
 
     def _initial_meta(self, extra: dict | None) -> dict:
@@ -177,6 +180,8 @@ class Recorder:
         # loading the op ring, attaching), which is stated as the start's cost.
         self.t0_ns = time.perf_counter_ns()
         self._writer_python_ns = self.writer.python_ns  # the start's batches: not in the window
+        self._writer_sql_ns = self.writer.sql_ns
+        self._script_waited_ns = measure.threads_waited_ns({self.writer.thread_id})
         self.writer.set_meta("t0_ns", self.t0_ns)
         self.writer.set_meta("wall_start", time.time())
         self._cost["start"] += time.perf_counter_ns() - start
@@ -218,6 +223,15 @@ class Recorder:
         self.writer.set_meta("end_ns", end_ns)
         # The writer's Python work while the script ran: the interpreter it held.
         self._cost["writer"] = self.writer.python_ns - self._writer_python_ns
+        # The writer's SQLite work runs with the interpreter released, beside the script:
+        # free on a CPU the script leaves idle, the script's loss where its threads wanted
+        # that CPU. What they lost shows as their wait, ready to run, for a CPU; stated up
+        # to the SQLite work's CPU time (other processes make threads wait too).
+        sql = self.writer.sql_ns - self._writer_sql_ns
+        waited = measure.threads_waited_ns({self.writer.thread_id})
+        if waited is not None and self._script_waited_ns is not None:
+            self._cost["displaced"] = min(sql, max(0, waited - self._script_waited_ns))
+        self._cost["writer_sql"] = sql
         script = self._script_ns
         if script is not None and script[1] is not None:
             self._cost["around"] = ((script[0] - self.t0_ns) + (end_ns - script[1])

@@ -182,6 +182,9 @@ class SessionWriter:
         # SQLite work left out: the interpreter is held while it runs, so a script running
         # Python waits as long (the recorder states it; SQLite runs with it released).
         self.python_ns = 0
+        # Its SQLite work's CPU time (the interpreter released): free while a CPU is idle,
+        # taken from the script where its threads fill every CPU (recorder.py states it then).
+        self.sql_ns = 0
         self._sql_cpu = 0
         self._interval = interval_s
         self._queue: deque = deque()
@@ -277,6 +280,11 @@ class SessionWriter:
         self._wake.set()
         self._thread.join(timeout)
         atexit.unregister(self.close)
+
+    @property
+    def thread_id(self) -> int | None:
+        """The writer thread's native id (its /proc/self/task entry)."""
+        return self._thread.native_id
 
     @property
     def closed(self) -> bool:
@@ -453,7 +461,9 @@ class SessionWriter:
             self.dropped += sum(len(batch) for table, batch in rows.items() if table != "meta")
             raise
         finally:
-            self._sql_cpu += time.thread_time_ns() - sql_cpu
+            sql_cpu = time.thread_time_ns() - sql_cpu
+            self._sql_cpu += sql_cpu
+            self.sql_ns += sql_cpu  # per batch: a stop reads it while a long drain runs
             for done in flushes:
                 done.set()
 

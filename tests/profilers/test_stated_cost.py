@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
+
+import pytest
 
 from execmode.profilers.output import captured_output
 from execmode.profilers.profiler_cost import profiler_cost
@@ -115,3 +120,41 @@ def test_recording_the_scripts_output_is_timed_and_stated_with_the_runners_work(
     rec.close()
     with open_session(path) as s:
         assert s.meta["recorder_cost_ns"]["around"] > capture.recording_ns
+
+
+DISPLACING = """
+import json, os, sys, time
+from execmode.profilers.recorder import Recorder
+from execmode.profilers.writer import OutputLine
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+rec = Recorder(sys.argv[1], calibrate=False).start()
+i = 0
+for burst in range(40):  # rows to commit, then the script's Python beside the commits
+    for _ in range(300):
+        rec.writer.put(OutputLine(i, "stdout", "line %d" % i))
+        i += 1
+    busy = time.perf_counter() + 0.01
+    while time.perf_counter() < busy:
+        pass
+rec.close()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_the_writers_sqlite_work_on_the_scripts_only_cpu_is_stated(tmp_path):
+    """Pinned to one CPU, every moment of the writer's SQLite work is one the running
+    script waited for: the session measures that wait (the script's threads' schedstat),
+    states it, and never more than the SQLite work's own CPU time."""
+    if not os.path.exists("/proc/self/task"):
+        pytest.skip("needs /proc/self/task/*/schedstat (Linux)")
+    path = tmp_path / "pinned.emsession"
+    subprocess.run([sys.executable, "-c", DISPLACING, str(path)], check=True, timeout=120)
+    with open_session(path) as s:
+        meta, summary = s.meta, s.summary()
+    measured = meta["recorder_cost_ns"]
+    assert measured["writer_sql"] > 0
+    assert 0.5 * measured["writer_sql"] < measured["displaced"] <= measured["writer_sql"]
+    cost = profiler_cost(NOTHING_CALIBRATED, summary["profiler_cost"].counts, meta)
+    assert cost.displaced_ns == measured["displaced"]
+    assert cost.total_ns >= cost.displaced_ns + cost.writer_ns
+    assert "while the session writer's SQLite work ran" in cost.text(summary["wall_ns"])
