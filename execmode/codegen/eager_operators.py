@@ -96,8 +96,8 @@ def load_extension():
 
 # erf's inner intervals in C once erf has run on a few large arrays (eager_erf.py); max
 # pooling, im2col and col2im from their first call (eager_windows.py).
-_erf.native_loader = eager_erf.load
-_window_kernels.native_loader = eager_windows.load
+_erf.NATIVE.loader = eager_erf.load
+_window_kernels.NATIVE.loader = eager_windows.load
 
 
 def extension_status() -> dict:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .native_kernels import NativeKernels
+
 _ERX = 8.45062911510467529297e-01  # erf(1) rounded: the mid interval is erx + P/Q
 # erf(x) = x + x * PP(x^2) / QQ(x^2) on |x| < 0.84375
 _PP = (1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
@@ -105,28 +107,11 @@ def _erf_tail(flat, ax, where, out, num, den) -> None:
 
 
 # The inner intervals (|x| < 1.25) in C, the same operations vectorised
-# (codegen/eager_erf.py): codegen sets the loader (the ops cannot import it), called after
-# a few large calls; it returns the kernels or None (then NumPy always).
+# (codegen/eager_erf.py), after a few large calls (a script calling erf once pays no
+# compile); NumPy where there are none.
 NATIVE_MIN_SIZE = 4096
 NATIVE_AFTER_CALLS = 3
-native_loader = None
-_native = None           # the kernels, or False once the loader gave none
-_until_native = NATIVE_AFTER_CALLS
-
-
-def _native_kernels():
-    global _native, _until_native
-    if _native is None:
-        if native_loader is None:
-            return None
-        _until_native -= 1
-        if _until_native > 0:
-            return None
-        try:
-            _native = native_loader() or False
-        except Exception:  # noqa: BLE001 - the NumPy version is always there
-            _native = False
-    return _native or None
+NATIVE = NativeKernels(after_calls=NATIVE_AFTER_CALLS)
 
 
 def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
@@ -147,7 +132,7 @@ def erf_array(a: np.ndarray) -> np.ndarray:
     bool give float64 (as math.erf gave them)."""
     if a.size >= NATIVE_MIN_SIZE and (a.dtype == np.float32 or a.dtype == np.float64) \
             and a.flags.c_contiguous:
-        kernels = _native_kernels()
+        kernels = NATIVE.get()
         if kernels is not None:
             return _erf_native(kernels, a)
     if a.dtype == np.float64:
@@ -156,4 +141,4 @@ def erf_array(a: np.ndarray) -> np.ndarray:
     return out.astype(a.dtype) if a.dtype.kind == "f" else out
 
 
-__all__ = ["erf_array", "erf_float64", "native_loader"]
+__all__ = ["NATIVE", "erf_array", "erf_float64"]

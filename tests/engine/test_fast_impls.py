@@ -211,15 +211,16 @@ def test_erf_inner_intervals_in_c_are_the_numpy_versions_bits():
 def test_erf_switches_to_c_after_a_few_large_calls(monkeypatch):
     from execmode.ops import erf as erf_module
     calls = []
-    monkeypatch.setattr(erf_module, "native_loader", lambda: calls.append(1))
-    monkeypatch.setattr(erf_module, "_native", None)
-    monkeypatch.setattr(erf_module, "_until_native", erf_module.NATIVE_AFTER_CALLS)
+    native = erf_module.NATIVE
+    monkeypatch.setattr(native, "loader", lambda: calls.append(1))
+    monkeypatch.setattr(native, "_kernels", None)  # as if never asked
+    monkeypatch.setattr(native, "_calls_left", native.after_calls)
     x = np.linspace(-3, 3, erf_module.NATIVE_MIN_SIZE, dtype=np.float32)
     erf_module.erf_array(x[:10])  # small arrays never ask
     for _ in range(erf_module.NATIVE_AFTER_CALLS + 2):
         erf_module.erf_array(x)
     assert calls == [1]  # asked once; it said no (None): NumPy from then on
-    assert erf_module._native is False
+    assert native.gave_none
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -45,19 +45,15 @@ def _values(rng, shape, dtype):
 
 @pytest.fixture
 def kernels():
-    found = window_kernels.loaded()
+    found = window_kernels.NATIVE.get()
     if found is None:
         pytest.skip("no C compiler here (or EXECMODE_EAGER_OPERATORS=0): NumPy only")
     return found
 
 
 def _numpy_only(fn):
-    saved = window_kernels._native
-    window_kernels._native = False
-    try:
+    with window_kernels.NATIVE.withheld():
         return fn()
-    finally:
-        window_kernels._native = saved
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -99,7 +95,7 @@ def test_im2col_and_col2im_in_c_give_the_numpy_bits(kernels, case, dtype):
 
 @pytest.mark.parametrize("native", [True, False])
 def test_padding_is_never_the_maximum(native):
-    if native and window_kernels.loaded() is None:
+    if native and window_kernels.NATIVE.get() is None:
         pytest.skip("no C compiler here (or EXECMODE_EAGER_OPERATORS=0)")
     x = np.full((1, 1, 3, 3), -np.inf, np.float32)
     x[0, 0, 2, 2] = np.nan

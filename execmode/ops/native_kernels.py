@@ -1,0 +1,54 @@
+"""C kernels an op may use, loaded when first needed.
+
+The ops cannot import codegen (the layers: docs/architecture.md), which builds the C: at
+import, codegen/eager_operators.py hands each holder its loader. A holder asks the loader
+once (optionally only after a few calls that could use the kernels, so that a script
+calling an op once pays no compile) and keeps what it gave: the kernels, or "none" for the
+rest of the process, when there is no compiler or the build failed; the NumPy version
+always runs then, and the C gives its bits.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+
+class NativeKernels:
+    """One op family's C kernels: ``get()`` is the kernels or None."""
+
+    __slots__ = ("loader", "after_calls", "_kernels", "_calls_left")
+
+    def __init__(self, after_calls: int = 1):
+        self.loader = None           # set by codegen at import; a callable giving kernels or None
+        self.after_calls = after_calls
+        self._kernels = None         # the kernels, or False once the loader gave none
+        self._calls_left = after_calls
+
+    def get(self):
+        kernels = self._kernels
+        if kernels is None:
+            if self.loader is None:
+                return None
+            self._calls_left -= 1
+            if self._calls_left > 0:
+                return None
+            try:
+                kernels = self._kernels = self.loader() or False
+            except Exception:  # noqa: BLE001 - the NumPy version is always there
+                kernels = self._kernels = False
+        return kernels or None
+
+    @property
+    def gave_none(self) -> bool:
+        """Did the loader give no kernels (asked once, for the whole process)?"""
+        return self._kernels is False
+
+    @contextmanager
+    def withheld(self):
+        """The NumPy versions only, inside the block (tests compare the two)."""
+        saved = self._kernels
+        self._kernels = False
+        try:
+            yield
+        finally:
+            self._kernels = saved
