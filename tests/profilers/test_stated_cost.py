@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from execmode.profilers.output import captured_output
 from execmode.profilers.profiler_cost import profiler_cost
 from execmode.profilers.recorder import Recorder
