@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         stdin_requests.install(debugger._send)
     debugger.signalled = interrupt.install(debugger.on_interrupt)
     with _captured_output(debugger.recorder):
-        result = run_script(opts.script, opts.args, debugger)
+        result = run_debugged(opts.script, opts.args, debugger)
     interrupt.uninstall()
     instrument.remove_listener(debugger)
     if sampler is not None:
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     return code
 
 
-def run_script(path: str, args: list, debugger: Debugger) -> script_runner.ScriptExit:
+def run_debugged(path: str, args: list, debugger: Debugger) -> script_runner.ScriptExit:
     """Run ``path`` as __main__ (execmode.script_runner, as run and profile do); an
     exception breakpoint pauses post mortem at the failure."""
     result = script_runner.run_script(path, args, on_start=debugger.script_started,
