@@ -255,6 +255,15 @@ def attach_attrs(attrs: dict, operands, env: SizeEnv) -> dict:
     if not (isinstance(shape, tuple) or isinstance(index, tuple)):
         return attrs
     found, plain = _symbols_among(operands, {}, env)
+    if isinstance(shape, tuple) and operands and hasattr(operands[0], "shape"):
+        # A reshape's sizes are often products of the operand's (x.reshape(t * C)).
+        dims = tuple(operands[0].shape)
+        for i in range(len(dims)):
+            run = dims[i]
+            for j in range(i + 1, len(dims)):
+                run = run * dims[j]
+                if isinstance(run, SymInt):
+                    found.setdefault(int(run), run)
     if not found:
         return attrs
 
@@ -265,19 +274,79 @@ def attach_attrs(attrs: dict, operands, env: SizeEnv) -> dict:
     if isinstance(shape, tuple):
         out["shape"] = tuple(size(d) for d in shape)
     if isinstance(index, tuple):
-        out["index"] = tuple(
-            (item[0],) + tuple(size(v) for v in item[1:])
-            if isinstance(item, tuple) and item and item[0] == "slice" else item
+        out["index"] = tuple(  # (a slice's bounds; never its step)
+            ("slice", size(item[1]), size(item[2]), item[3])
+            if isinstance(item, tuple) and len(item) == 4 and item[0] == "slice" else item
             for item in index)
     return out
 
 
-def attach(shape: tuple, operands, attrs: dict) -> tuple:
+def sliced_length(d, start, stop, step):
+    """``len(range(d)[start:stop:step])`` with symbolic sizes staying symbolic (Python's
+    slice.indices, step > 0); its comparisons are recorded like any other."""
+    step = 1 if step is None else step
+    if step <= 0:
+        return None
+    if start is None:
+        start = 0
+    elif start < 0:
+        start = start + d
+        if start < 0:
+            start = 0
+    elif start > d:
+        start = d
+    if stop is None:
+        stop = d
+    elif stop < 0:
+        stop = stop + d
+        if stop < 0:
+            stop = 0
+    elif stop > d:
+        stop = d
+    if stop <= start:
+        return 0
+    return (stop - start + (step - 1)) // step
+
+
+def getitem_shape(shape: tuple, index: tuple):
+    """The shape of ``x[index]`` (ints, slices, None, Ellipsis) with symbolic sizes kept;
+    None where an index tensor takes part (the rule's plain answer stands)."""
+    if any(item[0] not in ("int", "slice", "none", "ellipsis") for item in index):
+        return None
+    used = sum(item[0] in ("int", "slice") for item in index)
+    out, dim = [], 0
+    for item in index:
+        kind = item[0]
+        if kind == "none":
+            out.append(1)
+        elif kind == "ellipsis":
+            keep = len(shape) - used
+            out.extend(shape[dim:dim + keep])
+            dim += keep
+        elif kind == "int":
+            dim += 1
+        else:
+            length = sliced_length(shape[dim], *item[1:])
+            if length is None:
+                return None
+            out.append(length)
+            dim += 1
+    out.extend(shape[dim:])
+    return tuple(out)
+
+
+def attach(shape: tuple, operands, attrs: dict, op_name: str = "") -> tuple:
     """A shape rule's result with its plain dims that equal exactly one symbolic size among
     the operands' shapes and the attributes given that size's expression (rules that
     compute through NumPy or ``slice.indices`` hand back plain ints). A value that is also
     a plain size of an operand is ambiguous and stays plain; a second trace at another size
     checks every attachment (jit_driver/symbolic_dims.py)."""
+    if op_name == "getitem" and operands and hasattr(operands[0], "shape"):
+        symbolic = getitem_shape(tuple(operands[0].shape), attrs["index"])
+        if symbolic is not None and len(symbolic) == len(shape) and \
+                all(int(a) == int(b) for a, b in zip(symbolic, shape)):
+            return tuple(b if isinstance(b, SymInt) or not isinstance(a, SymInt) else a
+                         for a, b in zip(symbolic, shape))
     found, plain = _symbols_among(operands, attrs)
     if not found:
         return shape

@@ -186,7 +186,7 @@ class Binding:
                  if isinstance(o, int) else o for o in operands]
         aval = infer_aval(OPS[op_name], avals, attrs, None)
         if self.size_env is not None:
-            aval = aval._replace(shape=attach(tuple(aval.shape), avals, attrs))
+            aval = aval._replace(shape=attach(tuple(aval.shape), avals, attrs, op_name))
         node_id = self._builder.new_id()
         self._builder.add(Node(node_id, op_name, tuple(operands), make_attrs(attrs),
                                tuple(aval.shape), aval.dtype, str(aval.device),
@@ -312,7 +312,7 @@ class Binding:
         except RuleError as exc:
             raise op_error(exc.cls, op.name, inputs, exc.problem) from None
         if self.size_env is not None:  # sizes a rule computed as plain ints (sizes.attach)
-            aval = aval._replace(shape=attach(tuple(aval.shape), operands, attrs))
+            aval = aval._replace(shape=attach(tuple(aval.shape), operands, attrs, op.name))
         if instrument._before_op:
             instrument.op_started(op, inputs, attrs)
         refs = tuple(self._scalar_ref(x, inputs) if x.__class__ is SymbolicScalar

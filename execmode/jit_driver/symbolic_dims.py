@@ -32,6 +32,7 @@ from .results import build_results
 MISS = object()
 _MAX_SYMBOLS = 8
 _MAX_CANDIDATES = 4  # symbolic traces kept per family, waiting for one that agrees
+_MAX_DIFFERENCES = 3  # pairs that differ before a family traces per size for good
 
 
 class SizeGeneric:
@@ -79,6 +80,7 @@ class DynamicSizes:
         self.generic: dict = {}       # family key -> [SizeGeneric] (one per decisions)
         self.candidates: dict = {}    # family key -> [_Candidate]: symbolic traces so far
         self.refused: dict = {}       # family key -> why it keeps tracing per size
+        self.differences: dict = {}   # family key -> pairs of traces that differed
 
     # --- tracing ---------------------------------------------------------------------------
     @staticmethod
@@ -142,9 +144,16 @@ class DynamicSizes:
                    "trace at another size gives the same graph)"
         difference = _first_difference(before.texts, texts)
         if difference is not None:
-            self.refused[key] = (f"the graph at sizes {before.sizes} and at {sizes} differ "
-                                 f"({difference})")
-            return f"; {names} traced per size: {self.refused[key]}"
+            # A size that coincided with a number of the program (t == 2 in x[::2])
+            # differs once; a graph that depends on the size differs every time.
+            why = f"the graph at sizes {before.sizes} and at {sizes} differ ({difference})"
+            self.differences[key] = self.differences.get(key, 0) + 1
+            if self.differences[key] >= _MAX_DIFFERENCES:
+                self.refused[key] = why
+            else:
+                candidates.remove(before)
+                candidates.append(_Candidate(texts, sizes, order, dict(env.guards)))
+            return f"; {names} traced per size: {why}"
         check = _compile_check(env.guards, statics, order)
         self.generic.setdefault(key, []).append(SizeGeneric(
             cf, _generic_plan(lowered), list(symbols), check, env.labels))
@@ -189,8 +198,6 @@ def _unservable(cf, tracer, backend) -> str | None:
         return "values were baked into the graph (on_break='bake')"
     if backend != "numpy":
         return f"its kernels ({backend}) are compiled for the traced sizes"
-    if any(type(g).__name__ == "Strides" for g in cf.guards):
-        return "a reshape of an argument depends on its strides"
     spec = cf.out_spec
     if spec is None or any(kind not in ("out", "arg", "const", "same") for kind, _ in spec):
         return "a result is a view or has a history, rebuilt per size"
