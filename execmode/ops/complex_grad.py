@@ -56,8 +56,12 @@ def holomorphic(rule):
     conj(rule(conj(g))) = g * conj(f'(z)) where a value is complex, ``rule`` itself
     otherwise (one dtype check more per call)."""
     def vjp(g, out, *inputs, **attrs):
-        if not _is_complex(g) and not any(_is_complex(x) for x in inputs):
-            return rule(g, out, *inputs, **attrs)
+        if not _is_complex(g):
+            for x in inputs:
+                if _is_complex(x):
+                    break
+            else:  # all real: the rule as it is (every backward of a real model)
+                return rule(g, out, *inputs, **attrs)
         grads = rule(F.conj(g) if _is_complex(g) else g, out, *inputs, **attrs)
         return tuple(_conj_for(gx, x) for gx, x in zip(grads, inputs))
 

@@ -36,6 +36,9 @@ def _real(shape, seed):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
+TAKE = np.array([[0, 3, 3], [1, 1, 0], [2, 0, 1]])  # repeats: their gradients add up
+
+
 def _unary(name, torch_name=None):
     return lambda ns, z: getattr(ns, torch_name if ns is not em and torch_name else name)(z)
 
@@ -58,6 +61,17 @@ UNARY = {
     "where": lambda ns, z: ns.where(ns.real(z) > 0, z, z * 2),
     "to_complex128": lambda ns, z: z.to(ns.complex128) if ns is not em
     else em.astype(z, em.complex128),
+    # the real linear maps listed in ops/complex_grad.COMPLEX_DIFFERENTIABLE
+    "cumulative_sum": lambda ns, z: ns.cumulative_sum(z, axis=1) if ns is em
+    else ns.cumsum(z, dim=1),
+    "tril": lambda ns, z: ns.tril(z, k=1) if ns is em else ns.tril(z, 1),
+    "take_along_axis": lambda ns, z: ns.take_along_axis(z, ns.asarray(TAKE), axis=1)
+    if ns is em else ns.take_along_dim(z, ns.tensor(TAKE), dim=1),
+    "boolean_mask": lambda ns, z: z[ns.real(z) > 0],
+    "concat_permute": lambda ns, z: ns.concat([z, z * 2], axis=0).T if ns is em
+    else ns.cat([z, z * 2], dim=0).T,
+    "broadcast": lambda ns, z: ns.broadcast_to(z[:, :1], (3, 5)) if ns is em
+    else z[:, :1].expand(3, 5),
 }
 
 # two operands: (function, the kinds of its operands: "c" complex, "r" real)
