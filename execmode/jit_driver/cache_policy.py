@@ -8,6 +8,8 @@ Three policies, each a small decision kept apart from the tracing machinery in j
   second distinct size it is *dynamic*: traces for further sizes run their fused nodes
   through NumPy (the ``"numpy"`` kernel backend, where sizes are arguments), which costs a
   trace (~15 ms) instead of a compile. Sizes seen before still replay their compiled plan.
+  Those traces make the dimension a symbolic size, and once two of them agree one graph
+  serves every further size without tracing (symbolic_dims.py).
   ``em.jit(fn, dynamic=False)`` compiles every size; ``dynamic=True`` never compiles
   kernels for this function's shapes.
 * **A retrace limit** (torch's ``cache_size_limit``, default 8). A function that keeps
