@@ -173,3 +173,45 @@ def test_symbolic_ints_stay_symbolic_and_record_their_comparisons():
     assert env.guards[("s[0]", ">", "6")] is False
     env.open = False
     assert t < 100 and ("s[0]", "<", "100") not in env.guards  # after the trace: no guard
+
+
+BUF = em.zeros(50, 3)
+
+
+def _writes(x):
+    # In-place writes to the argument and to a captured buffer, through symbolic slices.
+    t = x.shape[0]
+    x[1:] += 1.0
+    BUF[:t] = x * 2
+    return x.sum(axis=0), x
+
+
+def test_writes_through_symbolic_slices_leave_eagers_state():
+    f = em.jit(_writes, cache_size_limit=None)
+    for n in [1, 2, 3, 4, 5, 7, 9, 12]:
+        a = em.tensor(np.arange(n * 3, dtype=np.float32).reshape(n, 3))
+        b = em.tensor(a.numpy().copy())
+        BUF[...] = 0
+        eager = _writes(a)
+        eager_buf = BUF.numpy().copy()
+        BUF[...] = 0
+        got = f(b)
+        assert np.array_equal(got[0].numpy(), eager[0].numpy())
+        assert got[1] is b and eager[1] is a  # the caller's own tensor, as eagerly
+        assert np.array_equal(a.numpy(), b.numpy()) and np.array_equal(BUF.numpy(), eager_buf)
+    assert sum(g.calls for gs in f._sizes.generic.values() for g in gs) > 0
+
+
+def _view_results(x):
+    return x[1:] * 1.0, x.transpose(1, 0)
+
+
+def test_a_view_result_keeps_tracing_per_size_and_says_why():
+    f = em.jit(_view_results, cache_size_limit=None)
+    for n in range(1, 7):
+        x = em.ones(n, 3)
+        got, eager = f(x), _view_results(x)
+        assert all(np.array_equal(g.numpy(), e.numpy()) for g, e in zip(got, eager))
+        assert np.shares_memory(got[1].numpy(), x.numpy())  # a view, as eagerly
+    assert not f._sizes.generic
+    assert "a result is a view" in f.retraces[-1].reason, f.retraces[-1].reason
