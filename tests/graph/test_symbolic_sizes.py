@@ -215,3 +215,25 @@ def test_a_view_result_keeps_tracing_per_size_and_says_why():
         assert np.shares_memory(got[1].numpy(), x.numpy())  # a view, as eagerly
     assert not f._sizes.generic
     assert "a result is a view" in f.retraces[-1].reason, f.retraces[-1].reason
+
+
+MODE = {"double": False}
+
+
+def _reads_a_global(x):
+    if MODE["double"]:
+        return x * 2.0
+    return x + 1.0
+
+
+def test_a_changed_global_is_not_served_by_the_size_generic_graph():
+    f = em.jit(_reads_a_global, cache_size_limit=None)
+    MODE["double"] = False
+    _run(f, [em.ones(n, 2) for n in (1, 2, 3, 4)])
+    assert f._sizes.generic
+    MODE["double"] = True
+    try:
+        got = f(em.ones(5, 2))
+        assert np.array_equal(got.numpy(), np.full((5, 2), 2.0, np.float32))
+    finally:
+        MODE["double"] = False
