@@ -291,7 +291,7 @@ def _node_text(n, renumber: dict) -> str:
             inner[m.id] = len(inner)
             parts.append(_node_text(m, inner))
         body = "{" + ";".join(parts) + "}"
-    return f"{n.op}({ins})[{attrs}]:{value_text(tuple(n.shape))}:{n.dtype}@{n.device}{body}"
+    return f"{n.op}({ins})[{attrs}]:{value_text(tuple(n.shape))}:{n.dtype.str}@{n.device}{body}"
 
 
 def _attr_text(v) -> str:
