@@ -8,9 +8,9 @@ calls the same functions, so a re-run computes exactly what the plan's step comp
 
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import replace
+
+import numpy as np
 
 from .. import symbolic_sizes
 from ..backend import as_device, xp_for
