@@ -211,8 +211,9 @@ class Tensor:
         return self.detach()
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
-        if flag and self.dtype.kind != "f":
-            raise ArgumentError(f"only floating-point tensors can require gradients, not {self.dtype}")
+        if flag and self.dtype.kind not in "fc":
+            raise ArgumentError("only floating-point and complex tensors can require "
+                                f"gradients, not {self.dtype}")
         if not self.is_leaf and not flag:
             raise ArgumentError("requires_grad_(False) on a non-leaf tensor; use detach()")
         self.requires_grad = bool(flag)

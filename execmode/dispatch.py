@@ -23,6 +23,7 @@ from .dispatch_checks import explain_failure, mixed_devices, not_a_tensor
 from .dispatch_events import _EAGER, _NO_ATTRS, emit_op, emit_operator_event, emit_unary_event
 from .errors import ExecmodeError
 from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mutated in place
+from .ops.complex_grad import COMPLEX_DIFFERENTIABLE
 from .source import _locations, user_location
 from .tape import GradNode, without_complex_gradient
 
@@ -512,14 +513,18 @@ def record_grad(op, inputs, attrs, out_tensor):
         saved = _new(Tensor)
         saved._data = out_tensor._data
         saved.requires_grad = False
-    # No complex gradients: a node with a complex value refuses at backward. Read from
-    # _data in a plain loop: this runs for every recorded op.
+    # A node with a complex value keeps its vjp only where the rule holds for complex
+    # values (ops/complex_grad.py); any other refuses at backward rather than run a real
+    # rule on complex numbers. Read from _data in a plain loop: this runs for every
+    # recorded op.
     if out_tensor._data.dtype.kind == "c":
-        op = without_complex_gradient(op)
+        if op.name not in COMPLEX_DIFFERENTIABLE:
+            op = without_complex_gradient(op)
     else:
         for x in inputs:
             if isinstance(x, Tensor) and x._data.dtype.kind == "c":
-                op = without_complex_gradient(op)
+                if op.name not in COMPLEX_DIFFERENTIABLE:
+                    op = without_complex_gradient(op)
                 break
     out_tensor._grad_fn = GradNode(op, inputs, attrs, saved)
     out_tensor.requires_grad = True

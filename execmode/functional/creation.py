@@ -29,9 +29,9 @@ from .arguments import (
 
 def _finish(t: Tensor, requires_grad: bool, op: str = "tensor") -> Tensor:
     if _bool_arg(op, "requires_grad", requires_grad):
-        if t.dtype.kind != "f":
+        if t.dtype.kind not in "fc":
             raise op_error(ArgumentError, op, (t,),
-                           "only floating-point tensors can require gradients")
+                           "only floating-point and complex tensors can require gradients")
         t.requires_grad_(True)
     return t
 
