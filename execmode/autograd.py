@@ -32,28 +32,31 @@ def _topological_order(root: Tensor) -> list:
     order: list = []
     visited: set[int] = set()
     stack = [(root, False)]
+    # Local names: this loop runs for every node of every backward.
+    pop, push, visit, emit = stack.pop, stack.append, visited.add, order.append
+    multi_output, tensor = MultiOutputOp, Tensor
     while stack:
-        item, expanded = stack.pop()
+        item, expanded = pop()
         if expanded:
-            order.append(item)
+            emit(item)
             continue
         if id(item) in visited:
             continue
-        visited.add(id(item))
-        stack.append((item, True))
-        if isinstance(item, MultiOutputOp):
+        visit(id(item))
+        push((item, True))
+        if isinstance(item, multi_output):
             inputs = item.inputs
         else:
             node = item._grad_fn
-            if isinstance(node.op, MultiOutputOp):
+            if isinstance(node.op, multi_output):
                 if id(node.op) not in visited:
-                    stack.append((node.op, False))
+                    push((node.op, False))
                 continue
             inputs = node.inputs
         # Push in reverse so that inputs are visited in order (stable, readable traces).
         for x in reversed(inputs):
-            if isinstance(x, Tensor) and x._grad_fn is not None and id(x) not in visited:
-                stack.append((x, False))
+            if isinstance(x, tensor) and x._grad_fn is not None and id(x) not in visited:
+                push((x, False))
     order.reverse()
     return order
 

@@ -3,10 +3,25 @@
 
 from __future__ import annotations
 
-from ..dispatch import apply
+import numpy as np
+
+from ..dispatch import apply, plain_arrays, plain_tensor
 from ..ops import OPS
+
+# Views a backward pass makes for nearly every node (a reshape, a transpose, a broadcast of
+# a gradient): with nobody watching (dispatch.plain_arrays) their impl runs on the array at
+# once, the NumPy call apply would make, without apply's general path.
+_PLAIN_VIEWS = frozenset(("reshape", "permute_dims", "broadcast_to"))
 
 
 def apply_op(name: str, *inputs, **attrs):
     """Dispatch a primitive by name (used by vjp rules)."""
-    return apply(OPS[name], *inputs, **attrs)
+    op = OPS[name]
+    if name in _PLAIN_VIEWS and len(inputs) == 1:
+        arrays = plain_arrays(inputs[0])
+        if arrays is not None:
+            try:
+                return plain_tensor(op.impl(np, arrays[0], **attrs))
+            except Exception:  # noqa: BLE001 - the op runs again and explains it
+                pass
+    return apply(op, *inputs, **attrs)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 from .._tensor import Tensor
-from ..dispatch import apply
+from ..dispatch import apply, plain_arrays, plain_tensor
 from ..errors import ArgumentError, ArgumentValueError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.movement import resolve_shape
@@ -36,6 +38,23 @@ def reshape(x, shape, copy=None) -> Tensor:
     """``x`` with ``shape`` (one -1 is inferred): a view where the layout allows it.
     ``copy`` as the Array API's: True always copies; False never does, and raises
     ``ValueError`` for a tensor whose layout is not C-contiguous (a view cannot be had)."""
+    if copy is None and x.__class__ is Tensor and shape.__class__ is tuple \
+            and x._data.__class__ is _ndarray:
+        # Every view(), reshape and vjp of a training step comes here with a tuple of
+        # exact ints: their resolution is kept (a float or bool dimension, equal to an
+        # int as a key, takes the general path and its checks).
+        for d in shape:
+            if d.__class__ is not int:
+                break
+        else:
+            resolved = _resolved_shape(shape, x._data.size)
+            if resolved is not None:
+                if resolved == x._data.shape:
+                    return x
+                arrays = plain_arrays(x)  # nobody watches and no node to record: the view
+                if arrays is not None:
+                    return plain_tensor(_RESHAPE.impl(np, arrays[0], shape=resolved))
+                return apply(_RESHAPE, x, shape=resolved)
     x = _tensor_arg("reshape", x)
     try:
         shape = resolve_shape(_shape_like(shape), x.size)
@@ -46,6 +65,20 @@ def reshape(x, shape, copy=None) -> Tensor:
                        "copy=False, but this layout can only be reshaped by a copy")
     out = x if shape == x.shape else apply(OPS["reshape"], x, shape=shape)
     return _copy(out) if copy else out
+
+
+_RESHAPE = OPS["reshape"]
+_ndarray = np.ndarray
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved_shape(shape: tuple, size: int):
+    """``shape`` (exact ints) with its -1 resolved for ``size`` elements; None where
+    that is an error (the general path raises it, naming the operand)."""
+    try:
+        return resolve_shape(shape, size)
+    except RuleError:
+        return None
 
 
 def _c_contiguous(x) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .complex_grad import complex_differentiable, holomorphic
@@ -37,22 +38,39 @@ def _matmul_impl(xp, a, b):
 
 def _matmul_vjp(g, out, a, b):
     # Only operands that require grad get one: data batches do not (saves a matmul).
+    # Reshapes and transposes are the ops themselves (apply_op): their shapes are right by
+    # construction, and F's checks of a user's arguments cost a backward pass per node.
     need_a, need_b = a.requires_grad, b.requires_grad
     if a.ndim == 1 and b.ndim == 1:
         return (g * b if need_a else None), (g * a if need_b else None)
-    a2 = F.reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
-    b2 = F.reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
-    g2 = F.reshape(g, _matmul_rule(a2, b2))
+    a2 = _reshaped(a, (1, a.shape[0])) if a.ndim == 1 else a
+    b2 = _reshaped(b, (b.shape[0], 1)) if b.ndim == 1 else b
+    g2 = _reshaped(g, _matmul_rule(a2, b2))
     if a2.ndim > 2 and b2.ndim == 2:
         return _batch_times_matrix_vjp(g2, a, b, a2, b2, need_a, need_b)
     ga = gb = None
     if need_a:
-        ga = sum_to_shape(F.matmul(g2, F.matrix_transpose(b2)), a2.shape)
-        ga = F.reshape(ga, a.shape)
+        ga = sum_to_shape(F.matmul(g2, _transposed(b2)), a2.shape)
+        ga = _reshaped(ga, a.shape)
     if need_b:
-        gb = sum_to_shape(F.matmul(F.matrix_transpose(a2), g2), b2.shape)
-        gb = F.reshape(gb, b.shape)
+        gb = sum_to_shape(F.matmul(_transposed(a2), g2), b2.shape)
+        gb = _reshaped(gb, b.shape)
     return ga, gb
+
+
+def _reshaped(x, shape):
+    shape = tuple(shape)
+    return x if x.shape == shape else F.apply_op("reshape", x, shape=shape)
+
+
+def _transposed(x):
+    """x.mT (x of rank >= 2)."""
+    return F.apply_op("permute_dims", x, axes=_last_two_swapped(x.ndim))
+
+
+@functools.cache
+def _last_two_swapped(ndim: int) -> tuple:
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
 
 
 def _batch_times_matrix_vjp(g2, a, b, a2, b2, need_a, need_b):
@@ -61,12 +79,12 @@ def _batch_times_matrix_vjp(g2, a, b, a2, b2, need_a, need_b):
     (B*M, N), rather than B small products and, for b, a sum over them."""
     k, n = b2.shape
     m = math.prod(a2.shape[:-1])
-    rows = F.reshape(g2, (m, n))
+    rows = _reshaped(g2, (m, n))
     ga = gb = None
     if need_a:
-        ga = F.reshape(F.matmul(rows, F.matrix_transpose(b2)), a.shape)
+        ga = _reshaped(F.matmul(rows, _transposed(b2)), a.shape)
     if need_b:
-        gb = F.reshape(F.matmul(F.matrix_transpose(F.reshape(a2, (m, k))), rows), b.shape)
+        gb = _reshaped(F.matmul(_transposed(_reshaped(a2, (m, k))), rows), b.shape)
     return ga, gb
 
 

@@ -6,6 +6,7 @@ eager mode where NumPy can; graph mode may copy.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -45,8 +46,14 @@ def _reshape_rule(x, *, shape):
 
 register(OpDef(
     name="reshape", dtype_rule=_same_dtype, kind=MOVEMENT, impl=lambda xp, a, *, shape: xp.reshape(a, shape),
-    shape_rule=_reshape_rule, vjp=lambda g, out, x, *, shape: (F.reshape(g, x.shape),),
+    shape_rule=_reshape_rule, vjp=lambda g, out, x, *, shape: (_reshape_back(g, x.shape),),
 ))
+
+
+def _reshape_back(g, shape):
+    """``g`` reshaped to ``shape``, a shape g's elements are known to fill: the op itself,
+    without F.reshape's checks of a user's shape (backward runs this for every view)."""
+    return g if g.shape == shape else F.apply_op("reshape", g, shape=shape)
 
 
 # --- permute_dims -----------------------------------------------------------------------
@@ -58,8 +65,13 @@ def _permute_rule(x, *, axes):
 
 
 def _permute_vjp(g, out, x, *, axes):
-    inverse = tuple(int(i) for i in np.argsort(axes))
-    return (F.permute_dims(g, inverse),)
+    return (F.apply_op("permute_dims", g, axes=_inverse_permutation(axes)),)
+
+
+@functools.lru_cache(maxsize=256)
+def _inverse_permutation(axes: tuple) -> tuple:
+    # the permutation that undoes ``axes`` (a valid one: the forward op checked it)
+    return tuple(int(i) for i in np.argsort(axes))
 
 
 register(OpDef(

@@ -66,12 +66,16 @@ def normalize_reduction_attrs(op_name: str, ndim: int, attrs: dict) -> dict:
 def expand_reduced(g, shape, axis, keepdims):
     """Put back the reduced axes of ``g`` (size 1) so it broadcasts against ``shape``."""
     if not keepdims and axis:
-        g = F.reshape(g, reduced_shape(shape, axis, True))
+        kept = reduced_shape(shape, axis, True)
+        if kept != g.shape:  # the op itself: the shape is right by construction
+            g = F.apply_op("reshape", g, shape=kept)
     return g
 
 
 def _sum_vjp(g, out, x, *, axis, keepdims):
-    return (F.broadcast_to(expand_reduced(g, x.shape, axis, keepdims), x.shape),)
+    g = expand_reduced(g, x.shape, axis, keepdims)
+    shape = tuple(x.shape)
+    return (g if g.shape == shape else F.apply_op("broadcast_to", g, shape=shape),)
 
 
 def _prod_vjp(g, out, x, *, axis, keepdims):
