@@ -93,6 +93,24 @@ def node_saves(node) -> bool:
     return True
 
 
+def _free(ran: list) -> None:
+    """Mark what a backward without retain_graph went through as freed (node_saves, inlined:
+    it runs for every node of every training step)."""
+    nothing, if_both, node_class = _SAVES_NOTHING, _SAVES_IF_BOTH, GradNode
+    for item in ran:
+        if item.__class__ is not node_class:  # a multi-output op
+            if item.saves_for_backward:
+                item.freed = True
+            continue
+        name = item.op.name
+        if name in nothing:
+            continue
+        if name in if_both and not all(isinstance(x, Tensor) and x.requires_grad
+                                       for x in item.inputs):
+            continue
+        item.freed = True
+
+
 def _check_not_freed(item, name: str) -> None:
     if item.freed:
         raise BackwardError(f"backward through {name}: {SECOND_BACKWARD}")
@@ -150,10 +168,7 @@ def _walk(root: Tensor, gradient: Tensor, retain_graph: bool, owned: bool) -> No
         walk = _Walk(order, {id(root): gradient})
         walk.run()
         if not retain_graph:
-            for item in walk.ran:
-                if item.saves_for_backward if isinstance(item, MultiOutputOp) \
-                        else node_saves(item):
-                    item.freed = True
+            _free(walk.ran)
 
 
 class _Walk:
@@ -204,7 +219,8 @@ class _Walk:
             for x, gx in zip(node.inputs, in_grads):
                 if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
                     continue
-                if gx._data.dtype != x._data.dtype:
+                dtype = gx._data.dtype
+                if dtype is not x._data.dtype and dtype != x._data.dtype:
                     gx = F.astype(gx, x.dtype)
                 if x._grad_fn is None:
                     self._leaf(x, gx, gx is not g and gx is not node.saved_output

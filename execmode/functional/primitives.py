@@ -12,6 +12,7 @@ from ..ops import OPS
 # a gradient): with nobody watching (dispatch.plain_arrays) their impl runs on the array at
 # once, the NumPy call apply would make, without apply's general path.
 _PLAIN_VIEWS = frozenset(("reshape", "permute_dims", "broadcast_to"))
+_RESHAPE_IMPL = OPS["reshape"].impl  # the registered one (a test may put another in place)
 
 
 def apply_op(name: str, *inputs, **attrs):
@@ -21,6 +22,8 @@ def apply_op(name: str, *inputs, **attrs):
         arrays = plain_arrays(inputs[0])
         if arrays is not None:
             try:
+                if op.impl is _RESHAPE_IMPL:  # np.reshape's own call, without its wrapper
+                    return plain_tensor(arrays[0].reshape(attrs["shape"]))
                 return plain_tensor(op.impl(np, arrays[0], **attrs))
             except Exception:  # noqa: BLE001 - the op runs again and explains it
                 pass

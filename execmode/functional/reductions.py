@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._tensor import Tensor
-from ..dispatch import apply
+from ..dispatch import apply, plain_arrays, plain_tensor
 from ..dtypes import bool_, float64, int64
 from ..errors import ArgumentError, op_error
 from ..ops import OPS
@@ -36,6 +38,7 @@ def _values_and_indices(name, x, axis, keepdims):
     return ValuesIndices(values, indices)
 
 
+_ndarray = np.ndarray
 _ELEMENTWISE = {"max": "maximum", "min": "minimum"}
 _ELEMENTWISE_FN = {"max": maximum, "min": minimum}
 
@@ -45,7 +48,20 @@ def _reduce(name):
     pairs = name in ("max", "min")  # PyTorch's max(x, dim=) returns (values, indices)
     accumulates = name in ("sum", "prod")  # these take dtype=
 
+    registered_impl = op.impl  # (a test may put another in place: then the op runs)
+
     def fn(x, *positional, axis=None, keepdims=False, dtype=None, **torch_keywords):
+        if not positional and dtype is None and not torch_keywords \
+                and x.__class__ is Tensor and keepdims.__class__ is bool:
+            attrs = _known_attrs(name, axis, keepdims, x._data)
+            if attrs is not None:
+                arrays = plain_arrays(x)  # nobody watches, nothing to record: at once
+                if arrays is not None and op.impl is registered_impl:
+                    try:
+                        return plain_tensor(registered_impl(np, arrays[0], **attrs))
+                    except Exception:  # noqa: BLE001 - the op runs again and explains it
+                        pass
+                return apply(op, x, **attrs)
         x = _tensor_arg(name, x)
         if dtype is not None:
             if not accumulates:
@@ -91,6 +107,37 @@ def _reduce(name):
                      f"second tensor, PyTorch's ``{name}(x, other)``, the elementwise "
                      f"{_ELEMENTWISE[name]}." if pairs else ""))
     return fn
+
+
+# A training step reduces over the same few axes at every call (softmax, layer norm, the
+# vjps' sums to a broadcast operand's shape): the attributes normalized once per (op,
+# axis, keepdims, rank) are kept. Only for an axis of None, an exact int or a tuple of
+# exact ints on a NumPy array, so that a bool or float axis (equal to an int as a key)
+# still meets the general path's checks.
+_ATTRS: dict = {}
+
+
+def _known_attrs(name: str, axis, keepdims: bool, data):
+    """The normalized attributes of ``name`` over ``axis``, or None (the general path)."""
+    if data.__class__ is not _ndarray:
+        return None
+    if axis.__class__ is tuple:
+        for a in axis:
+            if a.__class__ is not int:
+                return None
+    elif axis is not None and axis.__class__ is not int:
+        return None
+    key = (name, axis, keepdims, data.ndim)
+    attrs = _ATTRS.get(key)
+    if attrs is None:
+        try:
+            attrs = normalize_reduction_attrs(name, data.ndim,
+                                              {"axis": axis, "keepdims": keepdims})
+        except RuleError:
+            return None
+        if len(_ATTRS) < 4096:
+            _ATTRS[key] = attrs
+    return attrs
 
 
 sum = _reduce("sum")  # noqa: A001

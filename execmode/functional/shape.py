@@ -53,6 +53,8 @@ def reshape(x, shape, copy=None) -> Tensor:
                     return x
                 arrays = plain_arrays(x)  # nobody watches and no node to record: the view
                 if arrays is not None:
+                    if _RESHAPE.impl is _RESHAPE_IMPL:  # np.reshape's call, without its wrapper
+                        return plain_tensor(arrays[0].reshape(resolved))
                     return plain_tensor(_RESHAPE.impl(np, arrays[0], shape=resolved))
                 return apply(_RESHAPE, x, shape=resolved)
     x = _tensor_arg("reshape", x)
@@ -68,6 +70,7 @@ def reshape(x, shape, copy=None) -> Tensor:
 
 
 _RESHAPE = OPS["reshape"]
+_RESHAPE_IMPL = _RESHAPE.impl  # the registered one (a test may put another in place)
 _ndarray = np.ndarray
 
 
