@@ -5,37 +5,14 @@ finite differences along the real and the imaginary axis of every element."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import execmode as em
-
-
-def complex_gradients_live() -> bool:
-    """Whether autograd records complex values (dispatch.record_grad lets the ops of
-    ops/complex_grad.COMPLEX_DIFFERENTIABLE through, and a complex leaf may require
-    grad)."""
-    try:
-        z = em.tensor([1.0 + 2.0j], requires_grad=True)
-        em.sum(em.real(z * z)).backward()
-    except (em.errors.ArgumentError, em.BackwardError):
-        return False
-    return True
-
-
-needs_complex_gradients = pytest.mark.skipif(
-    not complex_gradients_live(),
-    reason="autograd refuses complex values: dispatch.record_grad wraps every node with a "
-           "complex value in tape.without_complex_gradient, and em.tensor/requires_grad_ "
-           "refuse complex leaves (the gate that lets ops/complex_grad.py's ops through "
-           "is not in)")
 
 
 def loss_of(ns, y, weights):
     """sum(real(y * weights)): a real loss that every element of ``y`` moves (its real and
     imaginary parts with different weights)."""
-    w = ns.asarray(weights)
-    if ns is not em:
-        w = ns.tensor(weights)
+    w = em.asarray(weights) if ns is em else ns.tensor(weights)
     prod = y * w
     is_complex = prod.dtype.kind == "c" if ns is em else prod.dtype.is_complex
     if is_complex:

@@ -10,15 +10,12 @@ import pytest
 from complex_oracles import (
     em_gradients,
     finite_differences,
-    needs_complex_gradients,
     torch_gradients,
     weights_for,
 )
 from pytorch_twins import torch_or_skip
 
 import execmode as em
-
-pytestmark = needs_complex_gradients
 
 
 def _away_from_cuts(shape, seed):
