@@ -136,7 +136,7 @@ def swapaxes(x, axis1, axis2) -> Tensor:
         return x
     axes = list(range(x.ndim))
     axes[a1], axes[a2] = axes[a2], axes[a1]
-    return permute_dims(x, axes)
+    return permute_dims(x, tuple(axes))  # a tuple of ints: permute_dims keeps its answer
 
 
 def expand_dims(x, axis=None, **torch_keywords) -> Tensor:

@@ -45,7 +45,9 @@ def _matmul_vjp(g, out, a, b):
         return (g * b if need_a else None), (g * a if need_b else None)
     a2 = _reshaped(a, (1, a.shape[0])) if a.ndim == 1 else a
     b2 = _reshaped(b, (b.shape[0], 1)) if b.ndim == 1 else b
-    g2 = _reshaped(g, _matmul_rule(a2, b2))
+    # g has the product's shape; with a 1-D operand, the shape of the product of the
+    # matrices it stands for
+    g2 = g if a2 is a and b2 is b else _reshaped(g, _matmul_rule(a2, b2))
     if a2.ndim > 2 and b2.ndim == 2:
         return _batch_times_matrix_vjp(g2, a, b, a2, b2, need_a, need_b)
     ga = gb = None
