@@ -26,9 +26,11 @@ their text names symbols ``s0``, ``s1``.
 from __future__ import annotations
 
 import operator
+import re
 import threading
 
 _compiled: dict = {}
+_BASE = re.compile(r"s\[\d+\]")  # a symbol itself, not an expression of symbols
 _bound = threading.local()  # .sizes: the sizes a size-generic plan runs with now
 
 
@@ -137,8 +139,6 @@ def evaluate(expr: str, sizes: tuple) -> int:
 
 def text(expr: str) -> str:
     """``(s[0] + 1)`` as people read it: ``(s0 + 1)``."""
-    import re
-
     return re.sub(r"s\[(\d+)\]", r"s\1", expr)
 
 
@@ -222,7 +222,12 @@ def _symbols_among(operands, attrs: dict, env: SizeEnv | None = None) -> tuple[d
         if isinstance(v, SymInt):
             other = found.setdefault(int(v), v)
             if other.expr != v.expr:
-                plain.add(int(v))
+                if _BASE.fullmatch(other.expr) and _BASE.fullmatch(v.expr):
+                    # Two symbols of one value (duck sizing): the guard keeps them equal,
+                    # so either names it; the first, whatever the order met.
+                    found[int(v)] = min(other, v, key=lambda x: int(x.expr[2:-1]))
+                else:
+                    plain.add(int(v))
         elif v.__class__ is int:
             plain.add(v)
         elif isinstance(v, tuple | list):

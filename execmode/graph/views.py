@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..symbolic_sizes import has_symbolic, resolve
+
 _BYTE = np.zeros(1, dtype=np.uint8)
 VIEW_OPS = ("getitem", "permute_dims", "reshape", "broadcast_to")
 
@@ -133,7 +135,10 @@ def replay(steps, array):
     from ..ops import OPS
 
     for step in steps:
-        array = OPS[step.op].impl(xp_for(device_of_array(array)), array, **step.kwargs)
+        kwargs = step.kwargs
+        if has_symbolic(kwargs):  # a view of a symbolic size: this call's (symbolic_sizes)
+            kwargs = resolve(kwargs)
+        array = OPS[step.op].impl(xp_for(device_of_array(array)), array, **kwargs)
     return array
 
 

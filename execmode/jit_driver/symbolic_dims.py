@@ -32,7 +32,7 @@ from .results import build_results
 MISS = object()
 _MAX_SYMBOLS = 8
 _MAX_CANDIDATES = 4  # symbolic traces kept per family, waiting for one that agrees
-_MAX_DIFFERENCES = 3  # pairs that differ before a family traces per size for good
+_MAX_DIFFERENCES = 6  # traces unlike every candidate before a family traces per size for good
 
 
 class SizeGeneric:
@@ -63,8 +63,8 @@ class SizeGeneric:
                     return MISS
             arrays = [src.read(leaves) for src in segment.sources]
             outputs = run_plan(self.plan, arrays)
+            results = build_results(cf.result_specs, leaves, outputs)  # (views: this size)
         self.calls += 1
-        results = build_results(cf.result_specs, leaves, outputs)
         return pytree.unflatten(cf.out_structure, results[:cf.n_out])
 
 
@@ -140,24 +140,23 @@ class DynamicSizes:
         order = _order(sizes, statics)
         texts = _graph_texts(cf, lowered)
         candidates = self.candidates.setdefault(key, [])
-        before = next((c for c in candidates if c.order == order and c.sizes != sizes
-                       and _same_answers(c.guards, env.guards)), None)
+        alike = [c for c in candidates if c.order == order and c.sizes != sizes
+                 and _same_answers(c.guards, env.guards)]
+        before = next((c for c in alike if c.texts == texts), None)
         if before is None:
             candidates.append(_Candidate(texts, sizes, order, dict(env.guards)))
             del candidates[:-_MAX_CANDIDATES]
-            return f"; {names} traced with symbolic sizes (served at every size once a " \
-                   "trace at another size gives the same graph)"
-        difference = _first_difference(before.texts, texts)
-        if difference is not None:
+            if not alike:
+                return f"; {names} traced with symbolic sizes (served at every size once " \
+                       "a trace at another size gives the same graph)"
             # A size that coincided with a number of the program (t == 2 in x[::2])
             # differs once; a graph that depends on the size differs every time.
-            why = f"the graph at sizes {before.sizes} and at {sizes} differ ({difference})"
+            why = (f"the graph at sizes {alike[-1].sizes} and at {sizes} differ "
+                   f"({_first_difference(alike[-1].texts, texts)})")
             self.differences[key] = self.differences.get(key, 0) + 1
             if self.differences[key] >= _MAX_DIFFERENCES:
                 self.refused[key] = why
-            else:
-                candidates.remove(before)
-                candidates.append(_Candidate(texts, sizes, order, dict(env.guards)))
+                self.candidates.pop(key, None)
             return f"; {names} traced per size: {why}"
         check = _compile_check(env.guards, statics, order)
         self.generic.setdefault(key, []).append(SizeGeneric(
@@ -204,8 +203,9 @@ def _unservable(cf, tracer, backend) -> str | None:
     if backend != "numpy":
         return f"its kernels ({backend}) are compiled for the traced sizes"
     spec = cf.out_spec
-    if spec is None or any(kind not in ("out", "arg", "const", "same") for kind, _ in spec):
-        return "a result is a view or has a history, rebuilt per size"
+    if spec is None or any(kind not in ("out", "out_view", "arg", "const", "same")
+                           for kind, _ in spec):
+        return "a result has a history or is a view of an input, rebuilt per size"
     plan = cf.segments[0].compiled.plan
     if plan.collectives:
         return "the graph has collectives"

@@ -206,7 +206,25 @@ def _view_results(x):
     return x[1:] * 1.0, x.transpose(1, 0)
 
 
-def test_a_view_result_keeps_tracing_per_size_and_says_why():
+def _views_of_a_result(x):
+    h = x * 2.0
+    return h[1:], h.transpose(1, 0)
+
+
+def test_views_of_a_result_are_rebuilt_at_each_size():
+    f = em.jit(_views_of_a_result, cache_size_limit=None)
+    for n in range(1, 9):
+        x = em.arange(n * 3, dtype=em.float32).reshape(n, 3)
+        got, eager = f(x), _views_of_a_result(x)
+        for g, e in zip(got, eager):
+            assert g.shape == e.shape and np.array_equal(g.numpy(), e.numpy())
+        # Two views of one result share its memory as eagerly (none when one is empty).
+        assert np.shares_memory(got[0].numpy(), got[1].numpy()) == \
+            np.shares_memory(eager[0].numpy(), eager[1].numpy())
+    assert sum(g.calls for gs in f._sizes.generic.values() for g in gs) > 0
+
+
+def test_a_view_of_an_input_keeps_tracing_per_size_and_says_why():
     f = em.jit(_view_results, cache_size_limit=None)
     for n in range(1, 7):
         x = em.ones(n, 3)
@@ -214,7 +232,7 @@ def test_a_view_result_keeps_tracing_per_size_and_says_why():
         assert all(np.array_equal(g.numpy(), e.numpy()) for g, e in zip(got, eager))
         assert np.shares_memory(got[1].numpy(), x.numpy())  # a view, as eagerly
     assert not f._sizes.generic
-    assert "a result is a view" in f.retraces[-1].reason, f.retraces[-1].reason
+    assert "a view of an input" in f.retraces[-1].reason, f.retraces[-1].reason
 
 
 MODE = {"double": False}
