@@ -191,14 +191,15 @@ class _Walk:
 
     def run(self) -> None:
         grads, ran, hooked = self.grads, self.ran, self.hooked
-        multi_output = MultiOutputOp
+        pop, get, done = grads.pop, grads.get, ran.append
+        multi_output, tensor = MultiOutputOp, Tensor
         for t in self.order:
-            if isinstance(t, multi_output):
+            if t.__class__ is not tensor and isinstance(t, multi_output):
                 self._multi_output(t)
                 if hooked:
                     _release_leaves(t, hooked, self.accumulated)
                 continue
-            g = grads.pop(id(t), None)
+            g = pop(id(t), None)
             if g is None:
                 if hooked:
                     _release_leaves(t, hooked, self.accumulated)
@@ -214,20 +215,22 @@ class _Walk:
                 _check_not_freed(node, op.name)
             if node.made_at != tape._tick:  # something was written after the node was made
                 check_not_overwritten(t, node)
-            in_grads = op.vjp(g, node.saved_output, *node.inputs, **node.attrs)
-            ran.append(node)
-            for x, gx in zip(node.inputs, in_grads):
-                if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
+            inputs = node.inputs
+            in_grads = op.vjp(g, node.saved_output, *inputs, **node.attrs)
+            done(node)
+            for x, gx in zip(inputs, in_grads):
+                if gx is None or x.__class__ is not tensor and not isinstance(x, tensor) \
+                        or not x.requires_grad:
                     continue
                 dtype = gx._data.dtype
                 if dtype is not x._data.dtype and dtype != x._data.dtype:
                     gx = F.astype(gx, x.dtype)
                 if x._grad_fn is None:
                     self._leaf(x, gx, gx is not g and gx is not node.saved_output
-                               and not any(gx is y for y in node.inputs))
+                               and not any(gx is y for y in inputs))
                 else:
                     key = id(x)
-                    prev = grads.get(key)
+                    prev = get(key)
                     grads[key] = gx if prev is None else prev + gx
             if hooked:
                 _release_leaves(t, hooked, self.accumulated)
