@@ -226,8 +226,12 @@ class _Walk:
                 if dtype is not x._data.dtype and dtype != x._data.dtype:
                     gx = F.astype(gx, x.dtype)
                 if x._grad_fn is None:
+                    # fresh: not the vjp's own gradient or operand, nor a result it gives
+                    # twice (to an inner tensor too, whose pending gradient an in-place
+                    # accumulation into this .grad would change)
                     self._leaf(x, gx, gx is not g and gx is not node.saved_output
-                               and not any(gx is y for y in inputs))
+                               and not any(gx is y for y in inputs)
+                               and sum(h is gx for h in in_grads) == 1)
                 else:
                     key = id(x)
                     prev = get(key)
@@ -236,7 +240,7 @@ class _Walk:
                 _release_leaves(t, hooked, self.accumulated)
 
     def _leaf(self, x: Tensor, gx: Tensor, fresh: bool) -> None:
-        """``gx`` for leaf ``x``; ``fresh``: not the vjp's own gradient or operand."""
+        """``gx`` for leaf ``x``; ``fresh``: no other holder of it is known (see run)."""
         owned = fresh and id(gx) not in self.stored and held_alone(gx)
         accumulate(x, gx, owned)
         if owned:
@@ -252,8 +256,9 @@ class _Walk:
         if t.freed and t.reads_saved(got):
             raise BackwardError(f"backward through {t.name}: {SECOND_BACKWARD}")
         given = {id(g) for _, g in got.values()}
-        for x, gx in t.backward(got):
-            _send(self, x, gx, id(gx) not in given)
+        sent = t.backward(got)
+        for x, gx in sent:
+            _send(self, x, gx, id(gx) not in given and sum(h is gx for _, h in sent) == 1)
         self.ran.append(t)
 
 

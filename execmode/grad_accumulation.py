@@ -48,8 +48,10 @@ def held_alone(g: Tensor) -> bool:
     """Whether ``g``'s memory is its own: a NumPy array of its own (not a view), that no
     other tensor or view references. The caller knows the Tensor object itself is not
     shared (autograd.py: not the vjp's own input, not sent to another leaf)."""
+    if sys.getrefcount(g._data) != _ALONE:  # (read as the probe reads it: no local name)
+        return False
     d = g._data
-    return d.__class__ is _ndarray and d.base is None and sys.getrefcount(d) == _ALONE
+    return d.__class__ is _ndarray and d.base is None
 
 
 def _in_layout_of(g: Tensor, leaf: Tensor) -> bool:

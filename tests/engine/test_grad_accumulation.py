@@ -198,3 +198,46 @@ def test_jit_gives_a_grad_of_its_own_where_eager_does():
     assert eager == [True, True]
     em.jit(step)(x, y)
     assert [p.grad.numpy().base is None for p in model.parameters()] == eager
+
+
+def test_a_fresh_gradient_given_to_a_leaf_and_an_inner_tensor_is_copied():
+    """A vjp that returns one fresh tensor for two operands, a leaf and an inner tensor:
+    the leaf's .grad must not be that tensor, or accumulating the leaf's next contribution
+    in place would change the inner tensor's pending gradient."""
+    from execmode.ops import OPS
+
+    op = OPS["multiply"]
+    real_vjp = op.vjp
+
+    def one_result_twice(g, out, a, b):  # d(a*b) for a == b == 1: g and g, as one tensor
+        h = g * 1.0
+        return h, h
+
+    w = em.asarray(np.float32([1.0, 1.0]))
+    w.requires_grad_()
+    object.__setattr__(op, "vjp", one_result_twice)
+    try:
+        t = w + 0.0       # inner
+        y = w * t         # its vjp: h to w (first) and h to t (pending)
+        z = (t * 1.0) + w  # walked after y: adds into w's .grad before t's node runs
+        (z + y).sum().backward()
+    finally:
+        object.__setattr__(op, "vjp", real_vjp)
+    # w: 1 (y) + 1 (z) + t's 2 (1 from y, 1 from t * 1.0) = 4; 5 if h were w's .grad
+    assert w.grad.numpy().tolist() == [4.0, 4.0]
+
+
+def test_held_alone_tells_a_fresh_array_from_a_shared_one():
+    from execmode.grad_accumulation import held_alone
+
+    g = em.asarray(np.ones((2, 3), np.float32))
+    fresh = g * 2.0
+    assert held_alone(fresh)  # what backward keeps as .grad without a copy
+    view = fresh.numpy()[:1]
+    assert not held_alone(fresh)  # a view of it is alive
+    del view
+    assert held_alone(fresh)
+    assert not held_alone(em.reshape(fresh, (3, 2)))  # a view itself
+    alias = fresh.detach()  # the same memory, another tensor
+    assert alias.numpy() is fresh.numpy()
+    assert not held_alone(fresh) and not held_alone(alias)
