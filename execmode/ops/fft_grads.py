@@ -28,7 +28,8 @@ DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 _INVERSE = {"fft": "ifft", "ifft": "fft"}
 
 
-def _index(ndim, axis, part):
+def _index(axis, part):
+    """An index taking ``part`` (a slice) of ``axis`` and all of the axes before it."""
     return (slice(None),) * axis + (part,)
 
 
@@ -36,7 +37,7 @@ def _resize(t, axis, m):
     """``t`` cut or padded with zeros at the end of ``axis`` to length ``m``."""
     size = t.shape[axis]
     if size > m:
-        return t[_index(t.ndim, axis, slice(0, m))]
+        return t[_index(axis, slice(0, m))]
     if size < m:
         widths = tuple((0, m - size if a == axis else 0) for a in range(t.ndim))
         return F.apply_op("pad", t, widths=widths, value=0)
@@ -55,10 +56,10 @@ def _double_mirrored(t, axis, n):
     twice = n - n // 2 - 1
     if twice <= 0:
         return t
-    parts = [t[_index(t.ndim, axis, slice(0, 1))],
-             t[_index(t.ndim, axis, slice(1, 1 + twice))] * 2]
+    parts = [t[_index(axis, slice(0, 1))],
+             t[_index(axis, slice(1, 1 + twice))] * 2]
     if 1 + twice < t.shape[axis]:
-        parts.append(t[_index(t.ndim, axis, slice(1 + twice, None))])
+        parts.append(t[_index(axis, slice(1 + twice, None))])
     return F.concat(parts, axis=axis)
 
 
