@@ -43,6 +43,13 @@ def _is_complex(x) -> bool:
     return dtype is not None and dtype.kind == "c"
 
 
+def _complex_operand(x) -> bool:
+    # the tensor's array (NumPy, CuPy or a tracer's value) read directly, not through
+    # Tensor.dtype: every backward of a real model asks this of each multiply, exp ...
+    data = getattr(x, "_data", None)
+    return data is not None and data.dtype.kind == "c"
+
+
 def to_operand(gx, x):
     """The gradient ``gx`` for operand ``x``: its real part where x is real (or a Python
     number, which gets none anyway) and gx complex."""
@@ -52,19 +59,36 @@ def to_operand(gx, x):
 
 
 def holomorphic(rule):
-    """The vjp of a holomorphic function from ``rule``, its vjp for real values:
-    conj(rule(conj(g))) = g * conj(f'(z)) where a value is complex, ``rule`` itself
-    otherwise (one dtype check more per call)."""
-    def vjp(g, out, *inputs, **attrs):
-        if not _is_complex(g):
-            for x in inputs:
-                if _is_complex(x):
-                    break
-            else:  # all real: the rule as it is (every backward of a real model)
-                return rule(g, out, *inputs, **attrs)
-        grads = rule(F.conj(g) if _is_complex(g) else g, out, *inputs, **attrs)
-        return tuple(_conj_for(gx, x) for gx, x in zip(grads, inputs))
+    """The vjp of a holomorphic function of one tensor from ``rule``, its vjp for real
+    values: conj(rule(conj(g))) = g * conj(f'(z)) where a value is complex, ``rule``
+    itself otherwise (two dtype reads more per call)."""
+    def vjp(g, out, x, **attrs):
+        # g and x are tensors: their arrays' dtypes read directly (see _complex_operand)
+        if g._data.dtype.kind != "c" and x._data.dtype.kind != "c":
+            return rule(g, out, x, **attrs)
+        return _through_conjugates(rule, g, out, (x,), attrs)
 
+    return _named(vjp, rule)
+
+
+def holomorphic_binary(rule):
+    """:func:`holomorphic` for a function of two operands (tensors or Python numbers),
+    holomorphic in each: multiply, divide, power, matmul."""
+    def vjp(g, out, a, b):
+        if g._data.dtype.kind != "c" and not _complex_operand(a) \
+                and not _complex_operand(b):
+            return rule(g, out, a, b)
+        return _through_conjugates(rule, g, out, (a, b), {})
+
+    return _named(vjp, rule)
+
+
+def _through_conjugates(rule, g, out, inputs, attrs):
+    grads = rule(F.conj(g) if _is_complex(g) else g, out, *inputs, **attrs)
+    return tuple(_conj_for(gx, x) for gx, x in zip(grads, inputs))
+
+
+def _named(vjp, rule):
     vjp.__name__ = getattr(rule, "__name__", "vjp")
     vjp.__wrapped__ = rule
     return vjp

@@ -15,7 +15,12 @@ import numpy as np
 
 from ..dtypes import float32, float64
 from ..errors import DTypeError
-from .complex_grad import complex_differentiable, holomorphic, to_operand
+from .complex_grad import (
+    complex_differentiable,
+    holomorphic,
+    holomorphic_binary,
+    to_operand,
+)
 from .erf import erf_array
 from .registry import (
     BINARY,
@@ -272,10 +277,11 @@ _binary("add", "add", "({0} + {1})",
 _binary("subtract", "subtract", "({0} - {1})",
         vjp=lambda g, out, a, b: _grads(a, b, lambda: g, lambda: F.negative(g)))
 _binary("multiply", "multiply", "({0} * {1})",
-        vjp=holomorphic(lambda g, out, a, b: _grads(a, b, lambda: g * b, lambda: g * a)))
+        vjp=holomorphic_binary(lambda g, out, a, b: _grads(a, b, lambda: g * b,
+                                                           lambda: g * a)))
 _binary("divide", "true_divide", "({0} / {1})",
-        vjp=holomorphic(lambda g, out, a, b: _grads(a, b, lambda: g / b,
-                                                    lambda: F.negative(g) * a / (b * b))))
+        vjp=holomorphic_binary(lambda g, out, a, b: _grads(
+            a, b, lambda: g / b, lambda: F.negative(g) * a / (b * b))))
 # add and subtract move gradients with real coefficients (no conjugate); multiply, divide
 # and power are holomorphic in each operand
 complex_differentiable("add", "subtract", "multiply", "divide", "power")
@@ -302,7 +308,7 @@ def _power_impl(xp, a, b):
     return check_supported(xp.power(a, b))
 
 
-_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=holomorphic(_pow_vjp),
+_binary("power", "power", "em_pow_{sfx}({0}, {1})", vjp=holomorphic_binary(_pow_vjp),
         impl=_power_impl,
         saves_output=True)  # d/db a**b reads a**b
 _binary("maximum", "maximum", "em_max_{sfx}({0}, {1})", vjp=_maximum_vjp,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 
-from .complex_grad import complex_differentiable, holomorphic
+from .complex_grad import complex_differentiable, holomorphic_binary
 from .elementwise import sum_to_shape
 from .registry import MATMUL, F, OpDef, RuleError, broadcast_shapes, register
 
@@ -93,7 +93,7 @@ def _batch_times_matrix_vjp(g2, a, b, a2, b2, need_a, need_b):
 register(OpDef(
     # holomorphic in each operand: for complex values g @ conj(b).T and conj(a).T @ g
     name="matmul", kind=MATMUL, impl=_matmul_impl, shape_rule=_matmul_rule,
-    vjp=holomorphic(_matmul_vjp), ufunc=None,
+    vjp=holomorphic_binary(_matmul_vjp), ufunc=None,
     doc="Matrix product with NumPy's broadcasting and 1-D rules.",
 ))
 complex_differentiable("matmul")
