@@ -241,3 +241,27 @@ def test_held_alone_tells_a_fresh_array_from_a_shared_one():
     alias = fresh.detach()  # the same memory, another tensor
     assert alias.numpy() is fresh.numpy()
     assert not held_alone(fresh) and not held_alone(alias)
+
+
+def test_lbfgs_with_in_place_zeroing_keeps_its_line_search_gradients():
+    """One parameter and zero_grad(set_to_none=False) in the closure: each closure zeroes
+    and accumulates into the one .grad in place, while the strong-Wolfe line search keeps
+    earlier flat gradients; LBFGS takes PyTorch's steps."""
+    torch = torch_or_skip()
+    target = np.float64([1.0, -2.0, 3.0])
+    results = []
+    for fw in (torch, et):
+        w = fw.zeros(3, dtype=fw.float64, requires_grad=True)
+        aim = fw.tensor(target)
+        opt = fw.optim.LBFGS([w], lr=1.0, max_iter=20, line_search_fn="strong_wolfe")
+
+        def closure(w=w, aim=aim, opt=opt, fw=fw):
+            opt.zero_grad(set_to_none=False)
+            loss = ((w - aim) ** 4).sum() + (w * w).sum()
+            loss.backward()
+            return loss
+
+        for _ in range(3):
+            opt.step(closure)
+        results.append(w.detach().numpy().copy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-9, atol=1e-12)
