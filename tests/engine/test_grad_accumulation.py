@@ -160,6 +160,9 @@ def test_eager_and_jit_leave_the_same_accumulated_grads():
         for zero in (None, None, False, None, True, None):
             run(x, zero)
             states.append(_state(model))
+            grads = [p.grad.numpy() for p in model.parameters()]
+            assert not any(np.shares_memory(a, b) for i, a in enumerate(grads)
+                           for b in grads[i + 1:])  # no two .grads share memory
         runs[jit] = states
     for k, (eager, jitted) in enumerate(zip(runs[False], runs[True], strict=True)):
         for (_, ev, es, ed), (_, jv, js, jd) in zip(eager, jitted, strict=True):
