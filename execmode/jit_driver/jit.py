@@ -233,8 +233,11 @@ class JitFunction:
                 self.retraces[-1].reason += note
         self._cache.setdefault(signature.key, []).append(cf)
         self._latest_signature = signature
-        # The newest signature gets the generated replay (a loop over shapes alternates).
-        self._fast = build_fast_call(cf, sys.modules[__name__])
+        # The newest signature gets the generated replay (a loop over shapes alternates),
+        # unless its sizes were symbolic: their further sizes come from one graph
+        # (symbolic_dims.py), and the replay of this one size would rarely serve.
+        if not symbols or self._sizes.traces_per_size(signature, symbols):
+            self._fast = build_fast_call(cf, sys.modules[__name__])
         return result
 
     def _rebuild_fast(self) -> None:

@@ -164,6 +164,10 @@ class DynamicSizes:
         candidates.remove(before)
         return f"; {names}: one graph now serves every size (two traces agree)"
 
+    def traces_per_size(self, signature, symbols) -> bool:
+        """Has this call's family given up on one graph for every size?"""
+        return self.family_key(signature, symbols) in self.refused
+
     # --- calling ---------------------------------------------------------------------------
     def replay(self, signature, leaves):
         """The result from a size-generic trace of this call's family, or MISS."""
