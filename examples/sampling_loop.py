@@ -1,7 +1,10 @@
 """A sampling loop grows its context by one token per step: a new shape at every call.
-Under em.jit the length becomes a dynamic dimension after its second size (no kernel
-compile per size), and after cache_size_limit=8 traced signatures the rest runs eagerly
-with one JitWarning naming the dimension (torch's cache_size_limit behaves the same way).
+Under em.jit the length becomes a dynamic dimension after its second size and is traced as
+a symbolic size: once two traces at different lengths give the same graph, that graph
+serves every later length (3 traces for 31 lengths, no eager call; docs/graph-mode.md,
+"Shapes that change"). Where a graph depends on the size itself, cache_size_limit=8 bounds
+the traces and the rest runs eagerly with one JitWarning naming the dimension (torch's
+cache_size_limit behaves the same way).
 
     python examples/sampling_loop.py
 
@@ -61,7 +64,7 @@ def main():
     sample(static)
     print(f"{T - 1} steps, context 1 .. {T - 1}")
     print(f"  jit, a compile per size (no limit):    {static.trace_count} traces")
-    print(f"  jit, dynamic dim + cache_size_limit=8: {jitted.trace_count} traces, "
+    print(f"  jit, symbolic length (limit 8):        {jitted.trace_count} traces, "
           f"{jitted.eager_fallbacks} calls eager")
     for w in caught:
         if issubclass(w.category, em.JitWarning):
