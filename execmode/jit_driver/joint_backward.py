@@ -163,8 +163,16 @@ class JitCall(MultiOutputOp):
         return src.read(leaves)
 
     def reads_saved(self, positions) -> bool:
-        return self.joint.refusal is None and bool(
-            self.joint.graph_for(tuple(sorted(positions))).saving_nodes & self.freed_nodes)
+        joint = self.joint
+        mask = tuple(sorted(positions))
+        if joint.refusal is not None or any(k in joint.refusals for k in mask):
+            return False  # backward() raises the refusal eager raises
+        if mask not in joint.graphs and dispatch.current_tracer() is not None:
+            # A backward met while tracing another call (its graph reads this call's
+            # results): tracing this call's backward graph now would record it into that
+            # trace; backward() refuses with the reason, a BackwardError as eager's.
+            return False
+        return bool(joint.graph_for(mask).saving_nodes & self.freed_nodes)
 
     def _check_writes(self, gradients: dict, bg: BackwardGraph) -> None:
         """Eager refuses a backward through values overwritten in place after an op used

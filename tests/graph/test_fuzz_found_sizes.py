@@ -1,0 +1,87 @@
+"""One test per mismatch class the differential fuzzer found around em.jit's symbolic
+sizes (a function called at many sizes of one dimension, jit_driver/symbolic_dims.py)
+and the classes found beside them; each names its seed and program."""
+
+from __future__ import annotations
+
+import pytest
+from fuzz.check import assert_agrees
+
+import execmode as em
+from execmode.errors import BackwardError
+
+
+def test_a_retrace_whose_backward_reaches_a_freed_earlier_call_raises_eagers_error():
+    # 20261170-4093: f's backward reaches obj.buf's history, which the first call left
+    # (obj.buf *= loss) and an outer backward freed. Eager refuses (multiply's input was
+    # overwritten); jit, tracing the second call (a new size), first asked the earlier
+    # call's node whether the backward reads freed values, which traced that call's
+    # backward graph into the new trace: a GraphBreakError instead of the BackwardError.
+    assert_agrees("""
+import execmode as em
+
+nan, inf = float("nan"), float("inf")
+
+# --- setup ---
+class Obj: pass
+obj = Obj()
+obj.buf = em.tensor([-0.25, 0.5, 1.0, 2.0], dtype=em.float32)
+w = em.tensor([[1.75, 2.0, -0.75], [0.5, 1.0, 1.25], [1.0, 3.0, 1.0], [-2.0, 2.0, -0.75]], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x, y):
+    v1 = (obj.buf * w[:, 0]).sum()
+    v1.backward(retain_graph=True)
+    obj.buf *= v1
+    v4 = em.minimum(x, x)
+    return v4, y
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[0.75, -0.0, 2.25, -0.75], [2.25, -0.75, 1.75, -0.5]], dtype=em.float32, requires_grad=True)
+y1 = em.tensor([-3.0, -1.5, -1.0, 2.5], dtype=em.float32)
+out1 = F(x1, y1)
+
+# --- call 2 ---
+(out1[0].sum()).backward()
+x2 = em.zeros(0, 4, dtype=em.float32, requires_grad=True)
+out2 = F(x2, obj.buf)
+""")
+
+
+@pytest.mark.parametrize("second_batch", [0, 2, 5])
+@pytest.mark.parametrize("loss, write", [("(obj.buf * w).sum()", "obj.buf *= loss"),
+                                         ("(obj.buf * w).sum()", "obj.buf -= 2.0 * loss"),
+                                         ("(w * w).sum() + obj.buf.sum()", "obj.buf += loss")])
+def test_a_backward_into_a_freed_call_while_tracing_raises_as_eager_does(second_batch, loss,
+                                                                        write):
+    # The class around it: the second call (a retrace at another size) walks back into
+    # the first call's freed graph, with and without an overwrite for eager to refuse.
+    # Where eager refuses (multiply's input overwritten) jit raises eager's BackwardError;
+    # where eager walks on (sum and add save no input) jit refuses a backward into an earlier
+    # call's graph while tracing with a BackwardError saying so (the documented
+    # limitation of features.CHECKS["jit_result_backward"]), never a graph break.
+    def run(mode):
+        class Obj:
+            pass
+
+        obj = Obj()
+        obj.buf = em.tensor([1.0, 2.0, 3.0, 4.0])
+        w = em.tensor([0.5, 1.0, 1.5, 2.0], requires_grad=True)
+        namespace = {"obj": obj, "w": w, "em": em}
+        exec(f"def f(x):\n    loss = {loss}\n"  # noqa: S102 - our own text
+             f"    loss.backward(retain_graph=True)\n    {write}\n    return x * 2.0\n",
+             namespace)
+        f = namespace["f"]
+        g = em.jit(f, passes=[]) if mode == "jit" else f
+        out = g(em.ones(2, 4, requires_grad=True))
+        out.sum().backward()
+        try:
+            g(em.ones(second_batch, 4, requires_grad=True))
+        except Exception as exc:  # noqa: BLE001
+            return type(exc)
+        return None
+
+    eager = run("eager")
+    jit = run("jit")
+    assert jit is eager or (jit is BackwardError and eager is None), (eager, jit)
