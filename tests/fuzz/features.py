@@ -64,6 +64,9 @@ FEATURES: dict[str, bool] = {
     # --- state between calls -------------------------------------------------------------
     "mutate_between_calls": True,   # g0 += 1 at module level between calls
     "batch_sizes": True,        # batch sizes 0/1/5 across calls (retraces); else always 3
+    # half the programs call f at 4-6 distinct batch sizes >= 2 (needs batch_sizes): em.jit's
+    # symbolic sizes, one graph serving every further size (jit_driver/symbolic_dims.py)
+    "symbolic_sizes": True,
     # fixed (class 7), was: a global rebound between calls (g0 = em.tensor(...)) is not seen: the
     # graph keeps reading the old object.
     "global_rebind": True,

@@ -42,6 +42,12 @@ class Generator(ProgramFrame, OpStatements, StateStatements):
         # Draws of the outer backward (a stream of its own: the programs of a seed keep
         # everything else they had before it existed).
         self.outer = random.Random(f"{seed}/outer")
+        self.size_rng = random.Random(f"{seed}/sizes")   # symbolic sizes' calls (same reason)
+        self.sizes = self.symbolic_sizes()   # None, or each call's batch size
+        # Half the programs with symbolic sizes have no parameters and no argument that
+        # requires grad: a result that needs a backward graph keeps a function tracing per
+        # size, and these reach the one graph for every size (symbolic_dims._unservable).
+        self.forward_only = self.sizes is not None and self.size_rng.random() < 0.5
         self.differentiable: list[int] = []   # returned positions that may require grad
         self.single = False
 
@@ -159,6 +165,9 @@ class Generator(ProgramFrame, OpStatements, StateStatements):
             prog.passes = [p for p in PASSES if self.chance(0.5)]
         if self.on("backends") and self.chance(0.5):
             prog.backend = self.rng.choice(("interpreter", "numpy"))
+            if prog.backend == "interpreter" and self.sizes is not None and \
+                    self.size_rng.random() < 0.75:
+                prog.backend = None  # the interpreter traces per size: keep a few
         if self.on("listener") and self.chance(0.3):
             prog.listener = self.rng.choice(("events", "all"))
         if self.on("threads") and self.chance(0.1):

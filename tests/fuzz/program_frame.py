@@ -32,7 +32,7 @@ class ProgramFrame:
                       Var("g0", (4,), "float32", "global", "g0"),
                       Var("g1", (4, 3), "float32", "global", "g1"),
                       Var("gi", (4,), "int64", "global", "gi")]
-        if self.on("backward"):
+        if self.on("backward") and not self.forward_only:
             self.has_params = True
             setup += [lit("w", (4, 3), "float32", requires_grad=True),
                       lit("b", (3,), "float32", requires_grad=True)]
@@ -65,7 +65,7 @@ class ProgramFrame:
         self.param_specs = []
         for name, shape, dtype in specs:
             rg = (dtype.startswith("float") and self.on("arg_requires_grad")
-                  and self.on("backward") and self.chance(0.2))
+                  and self.on("backward") and self.chance(0.2) and not self.forward_only)
             self.param_specs.append((name, shape, dtype, rg))
             self.vars.append(Var(name, shape, dtype, "arg", name, rg=rg, leaf_rg=rg))
         return [s[0] for s in self.param_specs]
@@ -121,7 +121,10 @@ class ProgramFrame:
                                     "grad": {"return_grads"}}.get(v.kind, set())
 
     def make_calls(self) -> list:
-        n_calls = self.rng.randint(2, 4)
+        # A program with symbolic sizes calls f at 4-6 distinct batch sizes >= 2 (its own
+        # stream: the other programs of a seed keep the calls they had before it existed).
+        sizes = self.sizes
+        n_calls = self.rng.randint(2, 4) if sizes is None else len(sizes)
         calls = []
         globals_by_spec = {((4,), "float32"): ["g0", "obj.buf"], ((4,), "int64"): ["gi"]}
         for k in range(n_calls):
@@ -129,7 +132,10 @@ class ProgramFrame:
             if k > 0:
                 before += self.between_calls()
                 before += self.outer_backward(k)
-            batch = self.rng.choice((0, 1, 5)) if self.on("batch_sizes") else 3
+            if sizes is not None:
+                batch = sizes[k]
+            else:
+                batch = self.rng.choice((0, 1, 5)) if self.on("batch_sizes") else 3
             args = []
             made = {}
             for name, shape, dtype, rg in self.param_specs:
@@ -151,13 +157,41 @@ class ProgramFrame:
                 arg_name = f"{name}{k + 1}"
                 if rg:
                     tags.add("arg_requires_grad")
-                if B in shape and batch != 3:
+                if B in shape and sizes is not None:
+                    tags.add("symbolic_sizes")
+                elif B in shape and batch != 3:
                     tags.add("batch_sizes")
                 before.append(Stmt(f"{arg_name} = {text}", frozenset(tags)))
                 args.append(arg_name)
                 made[key] = arg_name
             calls.append(Call(before, args))
         return calls
+
+    def symbolic_sizes(self) -> list | None:
+        """The batch sizes of a program that exercises em.jit's symbolic sizes, or None.
+
+        After a dimension took two sizes it is traced with a SymInt; once two traces at
+        sizes >= 2 give one graph, that graph serves every further size (symbolic_dims.py).
+        Four or more distinct sizes >= 2 reach that plan from the third or fourth call on;
+        a size seen before (its own plan) or a step down (a replay checks its guard at a
+        smaller size) comes back now and then."""
+        if not (self.on("symbolic_sizes") and self.on("batch_sizes")) or \
+                self.size_rng.random() >= 0.5:
+            return None
+        r = self.size_rng
+        n = r.randint(4, 6)
+        shape = r.random()
+        if shape < 0.4:       # a growing length, as a sampling loop's
+            start = r.randint(2, 4)
+            sizes = list(range(start, start + n))
+        elif shape < 0.7:     # distinct batch sizes in any order
+            sizes = r.sample(range(2, 12), n)
+        else:                 # growing by a stride
+            step = r.randint(2, 3)
+            sizes = list(range(2, 2 + step * n, step))
+        if r.random() < 0.3:
+            sizes.append(r.choice(sizes[:-1]))  # a size seen before
+        return sizes
 
     def between_calls(self) -> list:
         out = []

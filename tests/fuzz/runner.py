@@ -59,6 +59,9 @@ class RunResult:
     # The kinds of fast replay F had before its calls (its _fast's class names: "NoneType",
     # "function" for the generated replay, "FastEntry"): which replay tiers the calls met.
     fast_kinds: set = field(default_factory=set)
+    # Calls that one size-generic graph served (jit_driver/symbolic_dims.py), not a trace
+    # or a plan of their own size: the symbolic_sizes feature is there to reach it.
+    generic_calls: int = 0
 
 
 # CPython 3.11's compile() is not thread-safe (its AST recursion-depth counter is shared:
@@ -122,7 +125,16 @@ def run_mode(program: Program, mode: str, jit=default_jit, barrier=None,
         result.calls.append(observe(ns, k, exception))
         if exception is not None:
             break
+    result.generic_calls = generic_calls(ns["F"])
     return result
+
+
+def generic_calls(F) -> int:
+    """How many calls of jitted ``F`` a size-generic graph served (0 for eager ``f``)."""
+    sizes = getattr(F, "_sizes", None)
+    if sizes is None:
+        return 0
+    return sum(entry.calls for entries in sizes.generic.values() for entry in entries)
 
 
 def _listening(program: Program):
