@@ -11,6 +11,12 @@ traced with the graph as lowered, position by position: an output that now share
 buffer with an earlier output, or with an input, where the traced graph kept them apart,
 reads a ``copy`` of its value instead. Sharing that was already there when traced (an
 output returned twice, a view of another output) is eager's own aliasing and stays.
+
+So does an output that had a buffer of its own as traced and is a view after the passes
+(simplify drops ``copy(reshape(%sum))`` and ``x + 0``): eager's result is a fresh array,
+C-ordered and writeable, where the view would have the base's strides, share its memory
+and, for a broadcast, be read-only (a ``.grad`` that backward then adds into in place).
+Copies elsewhere in the graph stay removable: only outputs are compared.
 """
 
 from __future__ import annotations
@@ -109,4 +115,6 @@ class _EarlierOutputs:
         root = after_root[now]
         if root in inputs and before_root[was] != root:
             return f"is (a view of) input %{root}"
+        if before_root[was] == was and root != now:
+            return f"is a view of %{root}"
         return None

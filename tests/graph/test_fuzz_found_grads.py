@@ -1,0 +1,94 @@
+"""One test per mismatch class the differential fuzzer found around ``.grad`` accumulating
+in place (execmode/grad_accumulation.py, PyTorch's AccumulateGrad) under em.jit; each names
+its seed and program, minimized by hand from its repros."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fuzz.check import assert_agrees
+
+import execmode as em
+
+_SETUP = """
+import execmode as em
+
+# --- setup ---
+w = em.tensor([[0.75, 2.25, -1.25], [0.5, -2.25, -2.5], [2.25, -0.5, -2.75], [-2.25, 1.75, 1.0]], dtype=em.float32, requires_grad=True)
+b = em.tensor([1.25, -3.0, 0.25], dtype=em.float32, requires_grad=True)
+"""
+
+_CALLS = """
+F = em.jit(f, passes={passes})
+# --- call 1 ---
+out1 = F(em.tensor([-1.75, -2.25, 0.5, 3.0], dtype=em.float32, requires_grad=True))
+# --- call 2 ---
+out2 = F(em.tensor([-0.5, 2.0, 0.5, 2.75], dtype=em.float32, requires_grad=True))
+# --- call 3 ---
+out3 = F(em.tensor([1.0, 0.25, -2.0, 0.5], dtype=em.float32, requires_grad=True))
+"""
+
+
+@pytest.mark.parametrize("passes", [None, ["simplify", "plan_memory"]])
+def test_a_backward_inside_the_function_accumulates_into_grads_it_can_write(passes):
+    # 20261171-4575, 20261170-734: the bias's first gradient is sum's ones broadcast to
+    # (3,); store_first traced a copy of that view, simplify dropped the copy, and the
+    # replay left b.grad the read-only broadcast. The second call adds into b.grad in
+    # place: "assignment destination is read-only".
+    assert_agrees(_SETUP + """
+# --- function ---
+def f(y):
+    v0 = (y @ w + b).sum()
+    v0.backward(retain_graph=True)
+    return (v0,)
+""" + _CALLS.format(passes=passes))
+
+
+@pytest.mark.parametrize("passes", [None, ["simplify", "plan_memory"]])
+def test_assigning_into_a_grad_the_function_made_writes_it(passes):
+    # The same .grad written by em.assign after the call, before its next backward: eager
+    # writes b.grad's array of its own; jit's was the read-only broadcast.
+    assert_agrees(_SETUP + """
+# --- function ---
+def f(y):
+    (y @ w + b).sum().backward()
+    return (y.grad,)
+
+F = em.jit(f, passes={passes})
+# --- call 1 ---
+out1 = F(em.tensor([-1.75, -2.25, 0.5, 3.0], dtype=em.float32, requires_grad=True))
+# --- call 2 ---
+em.assign(b.grad, em.tensor([1.0, 2.0, 3.0], dtype=em.float32))
+out2 = F(em.tensor([0.5, 0.5, 0.5, 0.5], dtype=em.float32, requires_grad=True))
+""".format(passes=passes))
+
+
+def test_grads_a_jitted_backward_leaves_are_writeable_arrays_of_their_own():
+    # What the two classes above read as a mismatch, asserted directly: every .grad is a
+    # C-ordered, writeable array of its own, as eager's (and PyTorch's) are.
+    w = em.tensor(np.arange(12, dtype=np.float32).reshape(4, 3), requires_grad=True)
+    b = em.tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+
+    def f(y):
+        (y @ w + b).sum().backward()
+
+    y = em.tensor(np.float32([1.0, -2.0, 0.5, 3.0]), requires_grad=True)
+    em.jit(f, passes=["simplify", "plan_memory"])(y)
+    grads = [t.grad.numpy() for t in (w, b, y)]
+    for g in grads:
+        assert g.flags.writeable and g.flags.c_contiguous and g.base is None
+    assert not any(np.shares_memory(a, c) for k, a in enumerate(grads) for c in grads[k + 1:])
+
+
+def test_an_output_a_pass_made_a_view_is_a_fresh_array_as_in_eager():
+    # The rule behind both classes (passes/outputs.py): ``x * 1`` is simplified to ``x``,
+    # here a broadcast; eager's result is a fresh, writeable array.
+    def f(x):
+        return em.broadcast_to(x.sum(), (3,)) * 1.0
+
+    x = em.tensor(np.float32([1.0, 2.0]))
+    want = f(x).numpy()
+    got = em.jit(f, passes=["simplify", "plan_memory"])(x).numpy()
+    assert got.flags.writeable and got.strides == want.strides
+    got[0] = 7.0
+    np.testing.assert_array_equal(got, [7.0, 3.0, 3.0])
