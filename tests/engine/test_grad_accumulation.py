@@ -179,14 +179,9 @@ def test_eager_and_jit_leave_the_same_accumulated_grads():
             np.testing.assert_array_equal(first[0].numpy(), third[1])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "graph mode: grad_accumulation.store_first traces a copy of a .grad that is a view "
-    "(here the bias's: reshape of a sum), and passes/simplify.py's copy rule "
-    "(_noop_if_same_type) drops it, so the output is the reshape view of the sum's buffer "
-    "where eager (and PyTorch) give a tensor of its own; simplify must keep a copy whose "
-    "input is a view node, or passes/outputs.py copy an output that had its own buffer as "
-    "traced and is a view after the passes"))
 def test_jit_gives_a_grad_of_its_own_where_eager_does():
+    # The bias's gradient is a reshape of a sum: store_first traces a copy, which simplify
+    # drops; passes/outputs.py copies the output back (a view after the passes only).
     et.manual_seed(0)
     model = et.nn.Linear(4, 5)
     x = et.from_numpy(np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32))

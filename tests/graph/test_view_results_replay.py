@@ -1,7 +1,10 @@
-"""Results that are views of a graph output (a weight's gradient, which eager computes as a
-transpose of a product; a bias's, a reshape of a sum) on every replay tier: the fast
-replays (jit_driver/fastcall.py) rebuild them as the general path does, so a jitted
-training step takes the fast replay, with eager's values, strides and aliasing."""
+"""Results on every replay tier: the fast replays (jit_driver/fastcall.py) give the general
+path's values, strides and aliasing, for results that are views of a graph output (views
+of one output, a repeated result, a differentiable view) and for a training step's state,
+so a jitted training step takes the fast replay with eager's results. A step's .grads are
+arrays of their own in the parameters' (C) layout, as eager's and PyTorch's are
+(grad_accumulation.py), though backward computes a weight's as a transposed product and a
+bias's as a reshaped sum."""
 
 from __future__ import annotations
 
@@ -90,9 +93,11 @@ def test_a_training_step_gives_the_general_paths_results_on_every_tier():
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
         for g, e in zip(got[tier]["params"], eager["params"]):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
-    # Eager hands a Linear weight's gradient back transposed (a view of x.T @ g's result).
-    weight_grad = eager["grads"][0][1]
-    assert weight_grad[2] == (4, 20) and weight_grad[5]
+    # A Linear weight's gradient is stored in the weight's C layout (backward computes it
+    # as a transpose of x.T @ g), an array of its own; so is a bias's (a reshaped sum).
+    weight, bias = params[0], params[1]
+    for grad, param in ((eager["grads"][0][1], weight), (eager["grads"][1][1], bias)):
+        assert grad[2] == param._data.strides and grad[3] and not grad[5]
 
 
 def test_a_training_step_takes_the_fast_replay():
@@ -103,13 +108,15 @@ def test_a_training_step_takes_the_fast_replay():
         jitted = em.jit(step)
         jitted(x, y)
         (cf,) = jitted.concrete_functions
-        assert [kind for kind, _ in cf.out_spec].count("out_view") == 4  # 2 weights, 2 biases
+        # Every .grad is an output of its own (no view of another output to rebuild).
+        assert [kind for kind, _ in cf.out_spec].count("out_view") == 0
         calls = cf.calls
         for _ in range(3):
             jitted(x, y)
         assert cf.calls == calls  # the general path counts the calls it takes: none
         assert jitted.retraces == []
-        assert params[0].grad._data.strides == (4, 20)
+        for p in params:
+            assert p.grad._data.strides == p._data.strides and p.grad._data.base is None
 
 
 @pytest.mark.parametrize("tier", TIERS)
