@@ -60,8 +60,11 @@ class _Round:
         self.ready: set[int] = set()      # parameters (ids) whose gradients are done
         self.flats: list = [None] * len(layout)
         self.started: list[StartedAllReduce] = []
-        # Parameters found unused when it began: (parameter, its .grad then).
-        self.unused: dict[int, tuple] = {}
+        # Parameters found unused when it began (id -> parameter), and those of them that
+        # got a gradient all the same (a path outside the module): their hooks ran in this
+        # backward. Not told by .grad's identity, which in-place accumulation keeps.
+        self.unused: dict[int, Tensor] = {}
+        self.late: dict[int, Tensor] = {}
 
 
 class Reducer:
@@ -90,7 +93,7 @@ class Reducer:
         for bucket in self.layout:
             for p in bucket:
                 if id(p) not in reached:
-                    r.unused[id(p)] = (p, p.grad)
+                    r.unused[id(p)] = p
                     self._gradient_done(p)
 
     @property
@@ -106,8 +109,12 @@ class Reducer:
 
     def _gradient_done(self, p: Tensor) -> None:
         r = self._round
-        if r is None or id(p) in r.ready or dispatch.current_tracer() is not None:
+        if r is None or dispatch.current_tracer() is not None:
             return  # not a DDP backward (or a traced one: graph_buckets.py's nodes)
+        if id(p) in r.ready:
+            if id(p) in r.unused:
+                r.late[id(p)] = p
+            return
         r.ready.add(id(p))
         k = self.bucket_of[id(p)]
         r.left[k] -= 1
@@ -149,8 +156,7 @@ class Reducer:
         r, self._round = self._round, None
         if r is None:
             return 0
-        # Read before the buckets become the .grads (an unused one keeps its own then).
-        late = [p for p, grad in r.unused.values() if p.grad is not grad]
+        late = list(r.late.values())
         for k, flat in enumerate(r.flats):
             if flat is None:
                 r.flats[k] = self._flatten(k)

@@ -183,6 +183,14 @@ def ddp_unused_parameters_and_buffers():
     said = raises(dist.DistributedError,
                   lambda: (found.never.weight.sum() + out.sum()).backward())
     assert "parameter never.weight got a gradient" in said, said
+    # The same with a .grad already there (zeroed, not None): backward adds into it in
+    # place, so the .grad object stays; the refusal must not depend on it changing.
+    found.zero_grad(set_to_none=False)
+    assert found.never.weight.grad is not None
+    out, _ = ddp(torch.ones(5, 3))
+    said = raises(dist.DistributedError,
+                  lambda: (found.never.weight.sum() + out.sum()).backward())
+    assert "parameter never.weight got a gradient" in said, said
 
 
 @check
