@@ -217,8 +217,8 @@ def concat(tensors, axis=0, **torch_keywords) -> Tensor:
         axis = normalize_axis(axis, tensors[0].ndim)
     except RuleError as exc:
         raise _rule_error("concat", tuple(tensors), exc) from None
-    if len(tensors) == 1:
-        return tensors[0]
+    # One tensor too: a new tensor, as NumPy's concatenate and torch.cat give (never the
+    # input itself, which a later write would reach).
     return apply(OPS["concat"], *tensors, axis=axis)
 
 

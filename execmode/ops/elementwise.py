@@ -121,6 +121,13 @@ def _np_erf(a):
 
 
 _unary("copy", "copy", "{0}", vjp=lambda g, out, x, **a: (g,), holo=True)
+# Tensor.contiguous()'s copy: C order whatever the input's layout (copy keeps it, as
+# torch's clone does), so that eager's result has the layout a kernel writes under jit.
+register(OpDef(
+    name="contiguous", kind=UNARY, impl=lambda xp, a: xp.array(a, copy=True, order="C"),
+    shape_rule=_shape_elementwise, vjp=lambda g, out, x, **a: (g,), template="{0}",
+    doc="A copy of ``x`` in C order (``x.contiguous()`` of a tensor that is not)."))
+complex_differentiable("contiguous")
 _unary("negative", "negative", "(-{0})", vjp=lambda g, out, x, **a: (F.negative(g),),
        holo=True)
 # Of a complex z, sign is z / |z| (0 at 0): g * sign(z) is the gradient of |z| (as

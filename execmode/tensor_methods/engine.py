@@ -11,6 +11,7 @@ from ..autograd import backward as _backward
 from ..backend import Device
 from ..dtypes import is_dtype_name
 from ..errors import ArgumentError, BackwardError, ShapeError, op_error
+from ..ops import OPS
 from ..nn import functional as NF
 from ..tape import register_post_accumulate_grad_hook
 
@@ -210,16 +211,16 @@ class _EngineMethods:
         return F.to_device(self, device, stream=stream)
 
     def contiguous(self):
-        """As PyTorch's: the tensor itself when its layout is C-contiguous, else a
-        contiguous copy (``x.t().contiguous()``), so a write to the result reaches ``x``
-        exactly when it would in PyTorch. Under jit the layout is the traced value's proxy
-        (graph/views.py)."""
+        """As PyTorch's: the tensor itself when its layout is C-contiguous, else a copy in
+        C order (``x.t().contiguous()``), so a write to the result reaches ``x`` exactly
+        when it would in PyTorch, and a ``view`` of the result is a view. Under jit the
+        layout is the traced value's proxy (graph/views.py)."""
         data = self._data
         layout = getattr(data, "proxy", data)
         flags = getattr(layout, "flags", None)
         if flags is None or flags.c_contiguous:
             return self
-        return self.clone()
+        return F.apply(OPS["contiguous"], self)
 
     def expand_as(self, other):
         """PyTorch's ``expand_as``: ``expand`` to ``other``'s shape."""
