@@ -13,18 +13,44 @@ from ..dispatch import apply, current_tracer
 from ..dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, int64
 from ..errors import ArgumentError, ArgumentValueError, DeviceError, DTypeError, op_error
 from ..ops import OPS
+from ..symbolic_sizes import SymInt
 from .arguments import (
     _bool_arg,
     _device_arg,
     _dtype_arg,
     _dtype_of_data,
     _int_arg,
+    _is_int,
     _number_arg,
     _require_tensor,
     _shape_arg,
     _tensor_arg,
     constant,
 )
+
+
+def _sizes_arg(shape, op: str) -> tuple:
+    """``_shape_arg``'s shape with the symbolic sizes kept (``em.ones(t + 1)`` under jit
+    keeps ``t``'s symbol, so one graph serves every size, symbolic_sizes.py). The sign
+    test of a symbolic size is recorded, so a size where it turns negative traces again
+    and raises the error eager raises."""
+    out = _shape_arg(shape, op)
+    given = shape[0] if len(shape) == 1 and not _is_int(shape[0]) else shape
+    given = (given,) if _is_int(given) else tuple(given)
+    if not builtins.any(isinstance(d, SymInt) for d in given):
+        return out
+    kept = tuple(g if isinstance(g, SymInt) else d for g, d in zip(given, out))
+    for d in kept:
+        if isinstance(d, SymInt) and d < 0:  # (the comparison is recorded)
+            raise op_error(ArgumentError, op, (), f"negative dimension in shape {out}")
+    return kept
+
+
+def _size_int(op: str, name: str, v) -> int:
+    """``_int_arg``, keeping a symbolic size as it is (``em.eye(t)``)."""
+    if isinstance(v, SymInt):
+        return v
+    return _int_arg(op, name, v)
 
 
 def _finish(t: Tensor, requires_grad: bool, op: str = "tensor") -> Tensor:
@@ -135,7 +161,7 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
 
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    shape = _shape_arg((shape,))
+    shape = _sizes_arg((shape,), "full")
     if isinstance(fill_value, complex | np.complexfloating):  # complex64 without a dtype
         fill_value = complex(fill_value)
     else:
@@ -149,14 +175,14 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Ten
 def zeros(shape, *more, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of ``shape`` (one tuple, the Array API's, or ints, PyTorch's) filled with
     zeros, float32 unless ``dtype`` says otherwise."""
-    return full(_shape_arg((shape, *more), "zeros"), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
+    return full(_sizes_arg((shape, *more), "zeros"), 0, dtype=dtype or DEFAULT_FLOAT, device=device,
                 requires_grad=requires_grad)
 
 
 def ones(shape, *more, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of ``shape`` (one tuple, the Array API's, or ints, PyTorch's) filled with
     ones, float32 unless ``dtype`` says otherwise."""
-    return full(_shape_arg((shape, *more), "ones"), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
+    return full(_sizes_arg((shape, *more), "ones"), 1, dtype=dtype or DEFAULT_FLOAT, device=device,
                 requires_grad=requires_grad)
 
 
@@ -211,8 +237,8 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None) -> Ten
 
 
 def eye(n, m=None, k=0, dtype=None, device=None) -> Tensor:
-    n = _int_arg("eye", "n", n)
-    m = n if m is None else _int_arg("eye", "m", m)
+    n = _size_int("eye", "n", n)
+    m = n if m is None else _size_int("eye", "m", m)
     if n < 0 or m < 0:
         raise op_error(ArgumentError, "eye", (), f"negative size {n} x {m}")
     return apply(OPS["eye"], n=n, m=m, k=_int_arg("eye", "k", k),
@@ -220,7 +246,7 @@ def eye(n, m=None, k=0, dtype=None, device=None) -> Tensor:
 
 
 def _random(op_name, shape, dtype, device, requires_grad, **params):
-    shape = _shape_arg((shape,), op_name)
+    shape = _sizes_arg((shape,), op_name)
     t = apply(OPS[op_name], shape=shape, dtype=_dtype_arg(op_name, dtype or DEFAULT_FLOAT),
               device=_device_arg(op_name, device), **params)
     return _finish(t, requires_grad, op_name)
@@ -228,7 +254,7 @@ def _random(op_name, shape, dtype, device, requires_grad, **params):
 
 def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples from execmode's seeded generator."""
-    return _random("random_normal", _shape_arg(shape, "randn"), dtype, device, requires_grad,
+    return _random("random_normal", _sizes_arg(shape, "randn"), dtype, device, requires_grad,
                    mean=0.0, std=1.0)
 
 

@@ -13,6 +13,7 @@ from ..dtypes import bool_, int64
 from ..errors import ArgumentError, ShapeError, op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, broadcast_shapes
+from ..symbolic_sizes import SymInt
 from . import reductions  # reductions.max: this module's bodies use Python's max
 from .arguments import (
     _int_arg,
@@ -32,6 +33,12 @@ def _is_index_tensor(v) -> bool:
     return isinstance(v, Tensor) and v.ndim == 0 and v.dtype.kind in "iu"
 
 
+def _index_int(v) -> int:
+    """A Python int for an index or bound; a symbolic size stays one (``x[:t // 2]``
+    under jit keeps ``t``'s symbol, so one graph serves every size, symbolic_sizes.py)."""
+    return v if isinstance(v, SymInt) else int(v)
+
+
 def _normalize_index(x, index, op="getitem"):
     """Split a user's index into a static description and its integer index tensors.
 
@@ -45,7 +52,7 @@ def _normalize_index(x, index, op="getitem"):
         if isinstance(item, bool):
             raise op_error(ArgumentError, op, (x,), "a Python bool is not a valid index")
         if isinstance(item, int | np.integer):
-            items.append(("int", int(item)))
+            items.append(("int", _index_int(item)))
         elif isinstance(item, slice):
             # a 0-d integer tensor is a bound too (NumPy takes anything with __index__);
             # its value is read, so under jit it is a graph break
@@ -54,7 +61,7 @@ def _normalize_index(x, index, op="getitem"):
             if not builtins.all(v is None or _is_int(v) for v in bounds):
                 raise op_error(ArgumentError, op, (x,),
                                f"slice bounds must be ints or None, got {item!r}")
-            items.append(("slice",) + tuple(None if v is None else int(v) for v in bounds))
+            items.append(("slice",) + tuple(None if v is None else _index_int(v) for v in bounds))
         elif item is None:
             items.append(("none",))
         elif item is Ellipsis:

@@ -59,10 +59,12 @@ def _masked(x):
 
 FUNCTIONS = [_slices, _reshapes, _reductions, _matmul_over_t, _creation, _concat_and_rows,
              _size_as_number, _masked]
-# Those one graph serves. The others trace per size, with the reason: a bound or size the
-# user computed from t (t // 2 + 1) and a count (var's n) reach the graph as plain numbers
-# (the front ends' int() and float()), so their graphs differ from size to size.
-ONE_GRAPH = {_matmul_over_t, _creation, _concat_and_rows, _size_as_number, _masked}
+# Those one graph serves (a bound or size the user computed from t, t // 2 + 1 or t + 1,
+# stays symbolic through indexing and creation). The other traces per size, with the
+# reason: a count a function computes in Python (var's n) reaches the graph as a plain
+# number, so its graphs differ from size to size.
+ONE_GRAPH = {_slices, _reshapes, _matmul_over_t, _creation, _concat_and_rows,
+             _size_as_number, _masked}
 
 
 @pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
