@@ -11,8 +11,8 @@ from ..autograd import backward as _backward
 from ..backend import Device
 from ..dtypes import is_dtype_name
 from ..errors import ArgumentError, BackwardError, ShapeError, op_error
-from ..ops import OPS
 from ..nn import functional as NF
+from ..ops import OPS
 from ..tape import register_post_accumulate_grad_hook
 
 _ndarray = np.ndarray
@@ -57,6 +57,11 @@ class _EngineMethods:
                 "backward() on a tensor that does not require grad: no input of its "
                 "computation had requires_grad=True (or it was computed under em.no_grad())"
             )
+        if gradient is None and self.dtype.kind == "c":
+            raise BackwardError(
+                f"backward() of a complex tensor ({self.dtype}) needs a gradient argument: "
+                "only real scalars get an implicit gradient of 1, as in PyTorch (take the "
+                "loss's .real or abs() first)")
         _backward(self, gradient, bool(retain_graph))
 
     def register_post_accumulate_grad_hook(self, hook):

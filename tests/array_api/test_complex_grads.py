@@ -250,3 +250,14 @@ def test_the_gradient_of_a_number_to_a_real_power_is_double_precision():
     t = torch.tensor(a, requires_grad=True)
     (2.0 ** t).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-15, atol=0)
+
+
+def test_backward_of_a_complex_scalar_needs_a_gradient_as_in_torch():
+    values = np.array([1 + 2j, 3 - 1j], np.complex64)
+    x = em.tensor(values, requires_grad=True)
+    with pytest.raises(em.errors.BackwardError, match="complex tensor .* needs a gradient"):
+        (em.exp(x) * x).sum().backward()
+    torch = torch_or_skip()
+    t = torch.tensor(values, requires_grad=True)
+    with pytest.raises(RuntimeError, match="real scalar outputs"):
+        (torch.exp(t) * t).sum().backward()
