@@ -175,12 +175,17 @@ def var(x, axis=None, keepdims=False, correction=None, **torch_keywords) -> Tens
     if torch_keywords:
         axis, keepdims = _torch_axis("var", x, axis, keepdims, torch_keywords)
     axes = _axes("var", x, axis)
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         x = astype(x, float64)
     count = math.prod(x.shape[i] for i in axes)
     d = x - mean(x, axis=axes, keepdims=True)
+    if d.dtype.kind == "c":  # |d|^2, real, as NumPy and PyTorch give a complex var
+        re, im = apply(OPS["real"], d), apply(OPS["imag"], d)
+        squares = re * re + im * im
+    else:
+        squares = d * d
     # N - correction <= 0 gives inf or NaN, as NumPy and PyTorch do.
-    return sum(d * d, axis=axes, keepdims=keepdims) / float(count - correction)
+    return sum(squares, axis=axes, keepdims=keepdims) / float(count - correction)
 
 
 def _correction(op, x, correction, torch_keywords):

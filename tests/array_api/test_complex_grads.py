@@ -261,3 +261,23 @@ def test_backward_of_a_complex_scalar_needs_a_gradient_as_in_torch():
     t = torch.tensor(values, requires_grad=True)
     with pytest.raises(RuntimeError, match="real scalar outputs"):
         (torch.exp(t) * t).sum().backward()
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_var_and_std_of_complex_values_are_numpys_and_differentiate_as_torchs(axis):
+    # The variance of complex values is the mean of |x - mean|^2, a real number (NumPy,
+    # PyTorch); the imaginary parts were dropped before.
+    values = np.array([[1 + 2j, 3 - 1j, 0.5 + 0.5j], [2j, -1, 4 + 4j]], np.complex64)
+    got = em.var(em.tensor(values), axis=axis)
+    assert got.dtype == em.float32
+    np.testing.assert_allclose(got.numpy(), np.var(values, axis=axis), rtol=1e-6)
+    np.testing.assert_allclose(em.std(em.tensor(values), axis=axis, correction=1).numpy(),
+                               np.std(values, axis=axis, ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(em.jit(lambda x: em.var(x, axis=axis))(em.tensor(values)).numpy(),
+                               got.numpy(), rtol=1e-6)
+    torch = torch_or_skip()
+    x = em.tensor(values, requires_grad=True)
+    em.var(x, axis=axis).sum().backward()
+    t = torch.tensor(values, requires_grad=True)
+    t.var(dim=axis, unbiased=False).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
