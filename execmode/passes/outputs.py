@@ -44,6 +44,8 @@ def separate_merged_outputs(traced: Graph, lowered: Graph):
     for j, (was, now) in enumerate(zip(traced.outputs, lowered.outputs)):
         reason = earlier.merged_with(was, now, before_root, after_root, inputs)
         earlier.add(j, was, now, before_root, after_root)
+        if reason is None and before_root[was] == was and after_root[now] != now:
+            reason = f"is a view of %{after_root[now]}"
         if reason is None:
             continue
         source = nodes[now]
@@ -115,6 +117,4 @@ class _EarlierOutputs:
         root = after_root[now]
         if root in inputs and before_root[was] != root:
             return f"is (a view of) input %{root}"
-        if before_root[was] == was and root != now:
-            return f"is a view of %{root}"
         return None
