@@ -327,10 +327,20 @@ def _send(walk: _Walk, x, gx, fresh: bool) -> None:
         walk.grads[id(x)] = gx if prev is None else prev + gx
 
 
+def _only_accumulated_into(x: Tensor, node: GradNode) -> bool:
+    """``x`` is a ``.grad`` whose last write was backward adding into it in place
+    (grad_accumulation.add_into), read by an op whose gradient needs no values: PyTorch
+    checks the versions of saved tensors alone, so ``(p.grad + w).sum()`` backpropagates
+    after ``p.grad`` accumulated (before in-place accumulation no write happened)."""
+    return node.op.name in _SAVES_NOTHING and \
+        x.__dict__.get("_accumulated_at", -1) == x.__dict__.get("_written_at")
+
+
 def check_not_overwritten(t: Tensor, node: GradNode) -> None:
     made = node.made_at
     stale = [x for x in node.inputs
-             if isinstance(x, Tensor) and getattr(x, "_written_at", 0) > made]
+             if isinstance(x, Tensor) and getattr(x, "_written_at", 0) > made
+             and not _only_accumulated_into(x, node)]
     if node.op.saves_output and getattr(t, "_written_at", 0) > made:
         stale.append(t)
     if stale:

@@ -103,15 +103,21 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
 
 
 def add_into(current: Tensor, g: Tensor) -> None:
-    """``current += g`` in place (``current`` is a ``.grad``; autograd is off)."""
+    """``current += g`` in place (``current`` is a ``.grad``; autograd is off). The write
+    is remembered as an accumulation (``_accumulated_at``): an op that read the ``.grad``
+    but saved nothing for its backward (``v = p.grad + w``) may still backpropagate after
+    it, as in PyTorch, whose version check covers saved tensors alone
+    (autograd.check_not_overwritten)."""
     arrays = dispatch.plain_arrays(current, g)
     if arrays is not None:
         into, more = arrays
         if into.shape == more.shape and into.dtype == more.dtype and into.flags.writeable:
             np.add(into, more, out=into)  # the bits of add then assign
             mark_modified(current)
+            current._accumulated_at = current._written_at
             return
     F.assign(current, current + g)
+    current._accumulated_at = getattr(current, "_written_at", 0)
 
 
 def accumulate(leaf: Tensor, g: Tensor, owned: bool = False) -> None:

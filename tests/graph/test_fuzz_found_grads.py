@@ -118,3 +118,35 @@ out1 = F(em.zeros(0, 4, dtype=em.float32))
 w.grad = None
 out2 = F(em.ones(1, 4, dtype=em.float32))
 """)
+
+
+def test_an_op_that_read_a_grad_backpropagates_after_the_grad_accumulated():
+    # 20261190-2387: v2 = b.grad + w, then one backward through v2 and v1's retained graph
+    # adds into b.grad in place before reaching the add; eager refused ("b.grad was
+    # overwritten in place after add used it"), jit and PyTorch (whose version check
+    # covers saved tensors alone) backpropagate.
+    assert_agrees(_SETUP + """
+# --- function ---
+def f(y):
+    v1 = (y * w[:, 0]).sum() + (b * b).sum()
+    v1.backward(retain_graph=True)
+    v2 = b.grad + w
+    return v1, v2
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+out1 = F(em.tensor([-1.75, 1.0, 3.0, -0.75], dtype=em.float32))
+# --- call 2 ---
+(out1[1].sum() + out1[0].sum()).backward()
+out2 = F(em.tensor([1.0, 2.0, 3.0, 4.0], dtype=em.float32))
+""")
+
+
+def test_an_op_that_saved_a_grad_still_refuses_after_it_accumulated():
+    # The other side (PyTorch raises too): multiply saves b.grad for w's gradient.
+    w = em.tensor([1.0, 2.0], requires_grad=True)
+    b = em.tensor([3.0, 4.0], requires_grad=True)
+    (b * b).sum().backward()
+    loss = (b.grad * w).sum() + (b * b).sum()
+    with pytest.raises(em.BackwardError, match="overwritten in place"):
+        loss.backward()
