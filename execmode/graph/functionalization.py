@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..dispatch_checks import explain_failure
 from ..errors import GraphBreakError, op_error
 from .traced_value import Storage, TracedValue, traced_by
-from .views import ViewStep, inverse_axes
+from .views import ViewStep, inverse_axes, is_view_op
 
 
 class Functionalization:
@@ -53,6 +53,13 @@ class Functionalization:
                 parents.append(self._emit(step.op, (parents[-1],), step.kwargs))
             for step, parent in zip(reversed(view), reversed(parents)):
                 new = self._scatter_back(step, parent, new)
+        elif isinstance(new, int):
+            written = self._builder.graph.node(new)
+            if is_view_op(written.op, written.attr):
+                # Eager writes into the target's own array; the storage's new value must
+                # not be a view of another (a 0-d value broadcast to a .grad: a read-only
+                # array, which a later in-place write would meet).
+                new = self._emit("copy", (new,), {})
         storage.node = new
         storage.version += 1
         if storage.source is not None:

@@ -94,12 +94,6 @@ def test_an_output_a_pass_made_a_view_is_a_fresh_array_as_in_eager():
     np.testing.assert_array_equal(got, [7.0, 3.0, 3.0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "graph/functionalization.py's _assign makes the written value the storage's full value "
-    "as it is: a broadcast of the 0-d v1 * 2 becomes b.grad's value, so the replay leaves "
-    "b.grad the read-only broadcast where eager wrote into b.grad's own array; the next "
-    "call's in-place accumulation fails. _assign should emit a copy where the new full "
-    "value is a view node (passes/outputs.py keeps that copy on an output)"))
 def test_assigning_a_scalar_into_a_grad_the_function_made_leaves_an_array_of_its_own():
     # 20261171-35 (as generated before 8a2be12): em.assign(b.grad, a 0-d value) after a
     # backward inside the function, where b.grad was None before the call.
