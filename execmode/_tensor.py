@@ -25,7 +25,8 @@ import numpy as np
 
 from .backend import CPU, device_of_array
 from .dtypes import type_text
-from .errors import ArgumentError, op_error
+from .errors import ArgumentError
+from .op_errors import op_error
 from .tensor_method_tables import installed_names
 
 SCALAR_TYPES = frozenset({int, float, bool, complex})

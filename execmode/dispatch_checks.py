@@ -8,13 +8,8 @@ import numpy as np
 
 from ._tensor import SCALAR_TYPES, Tensor
 from .backend import as_device
-from .errors import (
-    ArgumentError,
-    DeviceError,
-    ExecmodeError,
-    op_error,
-    unforeseen_failure_class,
-)
+from .errors import ArgumentError, DeviceError, ExecmodeError, unforeseen_failure_class
+from .op_errors import op_error
 from .ops.registry import Aval, RuleError, infer_aval
 
 

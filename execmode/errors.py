@@ -6,8 +6,6 @@ Every message names the op, the operands' shapes and dtypes, and the user's sour
 
 from __future__ import annotations
 
-from .source import user_location
-
 
 class ExecmodeError(Exception):
     """Base class of every error execmode raises for bad input."""
@@ -80,16 +78,3 @@ def unforeseen_failure_class(exc: Exception) -> type:
     if isinstance(exc, ValueError | OverflowError):
         return ArgumentValueError
     return ExecmodeError
-
-
-def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:
-    """Build the standard message: ``matmul(f32[3,4]@cpu, f32[5,6]@cpu): <problem>\n  at file:line``."""
-    loc = location if location is not None else user_location()
-    args = ", ".join(describe_operand(x) for x in operands)
-    msg = f"{op}({args}): {problem}"
-    if loc is not None:
-        msg += f"\n  at {loc}"
-    err = cls(msg)
-    err.op = op
-    err.location = loc
-    return err

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from . import api as _em
 from .dispatch import apply as _apply
-from .errors import ArgumentError, ArgumentValueError, op_error
+from .errors import ArgumentError, ArgumentValueError
 from .functional.arguments import _int_arg, _tensor_arg, normalize_axis_for
+from .op_errors import op_error
 from .ops import OPS as _OPS
 
 _NORMS = ("backward", "ortho", "forward")

@@ -18,9 +18,10 @@ from typing import NamedTuple
 
 from . import api as _em
 from .dispatch import apply as _apply
-from .errors import ArgumentError, DTypeError, ShapeError, op_error
+from .errors import ArgumentError, DTypeError, ShapeError
 from .functional.arguments import _int_arg, _tensor_arg, normalize_axis_for
 from .functional.reductions import norm_root
+from .op_errors import op_error
 from .ops import OPS as _OPS
 
 matmul = _em.matmul

@@ -17,7 +17,8 @@ from .._tensor import SCALAR_TYPES, Tensor
 from ..backend import as_device, xp_for
 from ..dispatch import apply
 from ..dtypes import as_dtype, default_dtype_for
-from ..errors import ArgumentError, DeviceError, DTypeError, op_error, value_text
+from ..errors import ArgumentError, DeviceError, DTypeError, value_text
+from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, normalize_axes, normalize_axis
 from ..symbolic import SymbolicScalar

@@ -6,7 +6,8 @@ differentiates and fuses like the functions it is made of."""
 from __future__ import annotations
 
 from ..dispatch import apply as _apply
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.registry import RuleError
 from ..ops.registry import broadcast_shapes as _broadcast_shapes

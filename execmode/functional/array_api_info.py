@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..backend import cuda_is_available
 from ..dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, SUPPORTED, int64
-from ..errors import ArgumentError, op_error
+from ..errors import ArgumentError
+from ..op_errors import op_error
 
 
 def _of_kind(kind: str) -> dict:

@@ -11,7 +11,8 @@ from .._tensor import Tensor
 from ..backend import cuda_problem, cupy_module
 from ..dispatch import apply, current_tracer
 from ..dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, int64
-from ..errors import ArgumentError, ArgumentValueError, DeviceError, DTypeError, op_error
+from ..errors import ArgumentError, ArgumentValueError, DeviceError, DTypeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..symbolic_sizes import SymInt
 from .arguments import (

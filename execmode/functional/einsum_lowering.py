@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import string
 
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from . import reductions  # reductions.sum: this module's bodies use Python's max and any
 from .arguments import _tensor_arg
 from .linalg import matmul

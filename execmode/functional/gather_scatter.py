@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..dispatch import apply
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from .arguments import (
     _UNSET,

@@ -10,7 +10,8 @@ import numpy as np
 from .._tensor import Tensor
 from ..dispatch import apply
 from ..dtypes import bool_, int64
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, broadcast_shapes
 from ..symbolic_sizes import SymInt

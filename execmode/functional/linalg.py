@@ -11,7 +11,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..dispatch import apply, plain_arrays, plain_tensor
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, normalize_axis
 from .arguments import _is_int, _rule_error, _tensor_arg

@@ -15,7 +15,8 @@ import numpy as np
 from .._tensor import Tensor
 from ..dispatch import apply, plain_arrays, plain_tensor
 from ..dtypes import bool_, float64, int64
-from ..errors import ArgumentError, op_error
+from ..errors import ArgumentError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.reductions import normalize_reduction_attrs, reduced_shape
 from ..ops.registry import RuleError

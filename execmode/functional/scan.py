@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 from ..dispatch import apply
 from ..dtypes import int64, uint64
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from .arguments import _UNSET, _axis_of, _bool_arg, _int_arg, _tensor_arg, normalize_axis_for
 from .creation import astype, full, zeros

@@ -14,7 +14,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..dispatch import apply, plain_arrays, plain_tensor
-from ..errors import ArgumentError, ArgumentValueError, ShapeError, op_error
+from ..errors import ArgumentError, ArgumentValueError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.movement import resolve_shape
 from ..ops.registry import RuleError, normalize_axes, normalize_axis

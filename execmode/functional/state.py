@@ -8,8 +8,9 @@ import builtins
 from .. import dispatch
 from .._tensor import Tensor
 from ..dispatch import apply
-from ..errors import ArgumentError, BackwardError, op_error
+from ..errors import ArgumentError, BackwardError
 from ..grad_mode import no_grad
+from ..op_errors import op_error
 from ..ops import OPS
 from ..tape import GradNode, MultiOutputOp, mark_modified
 from .arguments import _tensor_arg

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..dispatch import apply
-from ..errors import ShapeError, op_error
+from ..errors import ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from .arguments import _int_arg, _tensor_arg
 

@@ -20,7 +20,7 @@ from .. import scope as _scope
 from .._tensor import Tensor
 from ..backend import CPU
 from ..dispatch_checks import check_inputs
-from ..errors import op_error
+from ..op_errors import op_error
 from ..ops.registry import Aval, RuleError, infer_aval
 from ..source import user_location
 from ..symbolic import SymbolicScalar, is_number

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..dispatch_checks import explain_failure
-from ..errors import GraphBreakError, op_error
+from ..errors import GraphBreakError
+from ..op_errors import op_error
 from .traced_value import Storage, TracedValue, traced_by
 from .views import ViewStep, inverse_axes, is_view_op
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ExecmodeError, op_error, unforeseen_failure_class
+from ..errors import ExecmodeError, unforeseen_failure_class
+from ..op_errors import op_error
 from ..ops import OPS, rng
 from ..ops.registry import Aval, RuleError
 from .ir import ASSIGN, FUSED, INPUT, Graph, Node, format_node

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..dtypes import float32, float64
-from ..errors import ArgumentError, op_error
+from ..errors import ArgumentError
+from ..op_errors import op_error
 from ..scope import named_scope
 from . import logistic as NF
 from .module import Module, Parameter

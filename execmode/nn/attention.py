@@ -14,8 +14,9 @@ import numpy as np
 
 from .. import functional as F
 from ..dispatch import plain_arrays, plain_tensor
-from ..errors import ArgumentError, DTypeError, ShapeError, op_error
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..functional.linalg import plain_matmul
+from ..op_errors import op_error
 from ..ops.registry import RuleError, broadcast_shapes
 from ..scope import named_scope
 from . import plain as P

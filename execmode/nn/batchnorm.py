@@ -13,8 +13,9 @@ import math
 
 from .. import functional as F
 from ..dtypes import int64
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
 from ..grad_mode import no_grad
+from ..op_errors import op_error
 from .module import Module, Parameter
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from ..errors import ArgumentError, DTypeError, ShapeError, op_error
+from ..errors import ArgumentError, DTypeError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..scope import named_scope
 

@@ -6,7 +6,8 @@ differentiate as the ops do."""
 from __future__ import annotations
 
 from .. import functional as F
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..scope import named_scope
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from .. import functional as F
 from .. import random as em_random
 from ..dispatch import plain_arrays, plain_tensor
-from ..errors import ArgumentError, DTypeError, op_error
+from ..errors import ArgumentError, DTypeError
+from ..op_errors import op_error
 from ..scope import named_scope
 from . import plain as P
 

@@ -11,12 +11,13 @@ import numpy as np
 
 from .. import functional as F
 from ..dispatch import plain_arrays, plain_tensor
-from ..errors import ArgumentError, DTypeError, ShapeError, op_error
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..functional import (
     one_hot,  # noqa: F401 - torch.nn.functional.one_hot
     tanh,  # noqa: F401 - torch.nn.functional.tanh
 )
 from ..functional.linalg import plain_matmul
+from ..op_errors import op_error
 from ..ops import OPS
 from ..scope import named_scope
 from . import plain as P

@@ -9,7 +9,8 @@ import numpy as np
 from .. import functional as F
 from .. import random as em_random
 from .._tensor import Tensor
-from ..errors import ArgumentError, IndexingError, ShapeError, op_error
+from ..errors import ArgumentError, IndexingError, ShapeError
+from ..op_errors import op_error
 from . import functional as NF
 from .containers import Sequential
 from .module import Module, Parameter

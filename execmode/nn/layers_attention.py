@@ -14,7 +14,8 @@ import math
 
 from .. import functional as F
 from .. import random as em_random
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from .attention import attention, causal_mask
 from .dropout import check_probability
 from .functional import linear

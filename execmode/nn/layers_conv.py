@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 
 from .. import random as em_random
-from ..errors import ArgumentError, op_error
+from ..errors import ArgumentError
+from ..op_errors import op_error
 from . import conv as C
 from . import pooling as P
 from .modules import Module, Parameter

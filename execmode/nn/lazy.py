@@ -18,7 +18,8 @@ import math
 from .. import dispatch
 from .. import functional as F
 from .. import random as em_random
-from ..errors import ShapeError, op_error
+from ..errors import ShapeError
+from ..op_errors import op_error
 from .layers import Linear
 from .module import Module, Parameter
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..dispatch import plain_arrays, plain_tensor
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..scope import named_scope
 from . import plain as P

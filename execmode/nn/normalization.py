@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from ..scope import named_scope
 from .module import Module, Parameter
 

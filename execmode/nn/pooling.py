@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from ..errors import ArgumentError, DTypeError, op_error
+from ..errors import ArgumentError, DTypeError
+from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.conv import im2col_array, output_size
 from ..scope import named_scope

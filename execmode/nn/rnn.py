@@ -20,7 +20,8 @@ import math
 
 from .. import functional as F
 from .. import random as em_random
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
+from ..op_errors import op_error
 from . import functional as NF
 from .dropout import check_probability, dropout
 from .module import Module, Parameter

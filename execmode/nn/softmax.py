@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from .. import functional as F
 from ..dispatch import plain_arrays, plain_tensor
-from ..errors import ArgumentError, op_error
+from ..errors import ArgumentError
+from ..op_errors import op_error
 from ..scope import named_scope
 from . import plain as P
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 
 from .. import functional as F
-from ..errors import ArgumentError, op_error
+from ..errors import ArgumentError
+from ..op_errors import op_error
 from . import functional as NF
 from . import init
 from .containers import ModuleList

@@ -10,8 +10,9 @@ from .._tensor import Tensor
 from ..autograd import backward as _backward
 from ..backend import Device
 from ..dtypes import is_dtype_name
-from ..errors import ArgumentError, BackwardError, ShapeError, op_error
+from ..errors import ArgumentError, BackwardError, ShapeError
 from ..nn import functional as NF
+from ..op_errors import op_error
 from ..ops import OPS
 from ..tape import register_post_accumulate_grad_hook
 

@@ -8,9 +8,10 @@ import numpy as np
 from .. import dtypes
 from .. import functional as F
 from .._tensor import Tensor
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
 from ..functional.reductions import norm_root
 from ..nn import functional as NF
+from ..op_errors import op_error
 from .builders import _named
 
 _TORCH_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",

@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import api as em
 from .._tensor import Tensor
-from ..errors import ArgumentError, op_error
+from ..errors import ArgumentError
+from ..op_errors import op_error
 
 
 def _method(name, doc):

@@ -16,8 +16,9 @@ import math
 from .. import api as em
 from .. import dispatch
 from .._tensor import Tensor
-from ..errors import ArgumentError, ShapeError, op_error
+from ..errors import ArgumentError, ShapeError
 from ..functional.arguments import _shape_arg
+from ..op_errors import op_error
 
 
 def _tensor(op, x):

@@ -48,7 +48,7 @@ def f(y):
 def test_assigning_into_a_grad_the_function_made_writes_it(passes):
     # The same .grad written by em.assign after the call, before its next backward: eager
     # writes b.grad's array of its own; jit's was the read-only broadcast.
-    assert_agrees(_SETUP + """
+    assert_agrees(_SETUP + f"""
 # --- function ---
 def f(y):
     (y @ w + b).sum().backward()
@@ -60,7 +60,7 @@ out1 = F(em.tensor([-1.75, -2.25, 0.5, 3.0], dtype=em.float32, requires_grad=Tru
 # --- call 2 ---
 em.assign(b.grad, em.tensor([1.0, 2.0, 3.0], dtype=em.float32))
 out2 = F(em.tensor([0.5, 0.5, 0.5, 0.5], dtype=em.float32, requires_grad=True))
-""".format(passes=passes))
+""")
 
 
 def test_grads_a_jitted_backward_leaves_are_writeable_arrays_of_their_own():

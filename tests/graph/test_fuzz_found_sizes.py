@@ -119,9 +119,8 @@ def test_a_comparison_with_a_sum_of_cancelling_extremes_is_rounding():
     # in between. The rounding oracle (tests/fuzz/rounding.py) says so: the eager runs
     # with the sum nudged by its terms' rounding give jit's bools.
     from fuzz.check import check_runs, check_source
-    from fuzz.program import parse
-
     from fuzz.compare import compare_runs
+    from fuzz.program import parse
     from fuzz.rounding import drop_rounding
     from fuzz.runner import run_both, run_mode
 
