@@ -55,6 +55,11 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
                     signature=signature_text, graph_prefix=f"{jitted.name}#{sig_index}",
                     previous_segments=reuse.segments if reuse is not None and
                     segment_match.MATCHING else ())
+    if reuse is not None and not symbols:
+        # A re-run of a function with breaks: the segments it matches were traced with
+        # these sizes symbolic, so their results' shapes hold SymInts; the tracer must
+        # know them (a size used as a number, mean's count, reads as one).
+        symbols = getattr(reuse, "symbols", ())
     if symbols:
         DynamicSizes.install(tracer, signature, symbols)
     stand_ins, seen = [], {}
@@ -209,6 +214,7 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
     cf = reuse or ConcreteFunction(signature, tracer.segments, tracer.breaks, guards,
                                    out_structure, specs, n_out, grad_writes)
     cf.baked = list(tracer.baked)
+    cf.symbols = list(symbols or ())
     cf.python_guards, cf._python_check = python_guards + _capture_flag_guards(tracer), None
     # One guard per distinct answer (a loop over parameters asks `if decay:` often).
     cf.scalar_guards = list({(label, repr(answer)): (read, answer, label)

@@ -145,3 +145,50 @@ def test_a_comparison_with_a_sum_of_cancelling_extremes_is_rounding():
     wrong = down.copy()
     wrong[6] = False  # every run says True here
     assert not _flipped_by_rounding(eager, wrong, [up, down])
+
+
+def test_a_rerun_at_a_symbolic_size_reads_a_size_as_a_number():
+    # 20261180-3435: f writes a global with a history (g1 += w, w requires grad), so its
+    # calls re-run the Python over the segments of their first trace; the trace at the
+    # second size had its batch symbolic, and the re-run at that size matched those
+    # segments (shapes holding SymInts) with a tracer that did not know the symbols:
+    # mean's count, a SymInt, reached the divide as an operand: "divide(f32[], 15
+    # (python SymInt)): expected a Tensor or a Python number". The re-run now traces
+    # with the symbols its first trace had.
+    assert_agrees("""
+import execmode as em
+
+nan, inf = float("nan"), float("inf")
+
+# --- setup ---
+g1 = em.tensor([[-0.0, -2.5, -0.25], [0.0, 0.0, -1.5], [3.0, -3.0, 0.5], [-1.5, -2.25, 1.0]], dtype=em.float32)
+w = em.tensor([[-1.0, 0.75, 1.5], [0.0, 0.5, 2.75], [-0.0, 1.5, -2.25], [-1.5, -2.25, 0.25]], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x):
+    global g1
+    g1 += w
+    v1 = (x @ w).mean()
+    return v1, (x * 2.0).mean(axis=0)
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[2.25, 1.0, 0.25, -2.0]], dtype=em.float32)
+out1 = F(x1)
+
+# --- call 2 ---
+x2 = em.tensor([[2.5, 0.5, -0.75, 0.75], [2.25, -2.25, -2.75, -0.75], [-2.0, -0.25, 1.5, -1.0], [1.0, -0.25, -1.5, 1.5], [0.0, 2.75, 0.5, -1.0]], dtype=em.float32)
+out2 = F(x2)
+
+# --- call 3 ---
+x3 = em.tensor([[-1.5, 1.0, 2.75, 1.75], [-1.0, -0.75, 2.25, -0.75], [-1.75, -2.75, -2.0, 2.25], [-2.75, -2.5, -3.0, -2.0], [-3.0, 2.75, -2.75, 1.75]], dtype=em.float32)
+out3 = F(x3)
+
+# --- call 4 ---
+x4 = em.tensor([[-1.5, 1.0, 2.75, 1.75], [-1.0, -0.75, 2.25, -0.75], [-1.75, -2.75, -2.0, 2.25]], dtype=em.float32)
+out4 = F(x4)
+
+# --- call 5 ---
+x5 = em.tensor([[0.5, 1.0, 2.75, 1.75], [-1.0, -0.75, 2.25, -0.75], [-1.75, -2.75, -2.0, 2.25]], dtype=em.float32)
+out5 = F(x5)
+""")
