@@ -51,7 +51,8 @@ def held_alone(g: Tensor) -> bool:
     if sys.getrefcount(g._data) != _ALONE:  # (read as the probe reads it: no local name)
         return False
     d = g._data
-    return d.__class__ is _ndarray and d.base is None
+    cls = d.__class__
+    return (cls is _ndarray or cls is dispatch._gpu_ndarray) and d.base is None
 
 
 def _in_layout_of(g: Tensor, leaf: Tensor) -> bool:
@@ -95,6 +96,15 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
         out = np.empty_like(arrays[0])  # the leaf's strides where it is dense, else C
         np.copyto(out, arrays[1])
         leaf.grad = dispatch.plain_tensor(out)
+        return
+    gpu = dispatch._gpu_ndarray
+    if gpu is not None and dispatch._plain and g._data.__class__ is gpu:
+        # Nobody watches, on the GPU: one device copy, C order (a parameter's layout),
+        # not the two ops below (each a launch and a dispatch).
+        grad = Tensor.__new__(Tensor)
+        grad._data = g._data.copy(order="C")
+        grad.requires_grad = False
+        leaf.grad = grad
         return
     # A listener watches (the debugger): the copy as ops it sees.
     copy = F.empty_like(leaf)
