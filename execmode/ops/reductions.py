@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ArgumentError
+from .complex_grad import complex_differentiable, holomorphic
 from .registry import REDUCTION, F, OpDef, RuleError, normalize_axes, normalize_axis, register
 
 
@@ -152,7 +153,9 @@ def _reduction(name, fn_name, rule, vjp, identity, doc=""):
 
 # The template of a reduction names its combiner and identity for the kernel renderers.
 _reduction("sum", "sum", _rule, _sum_vjp, "sum")
-_reduction("prod", "prod", _rule, _prod_vjp, "prod")
+# prod is holomorphic in each element: for complex values, g * conj(prod / x_i).
+_reduction("prod", "prod", _rule, holomorphic(_prod_vjp), "prod")
+complex_differentiable("prod")
 _reduction("max", "max", _rule_nonempty("max"), _extremum_vjp, "max")
 _reduction("min", "min", _rule_nonempty("min"), _extremum_vjp, "min")
 _reduction("argmax", "argmax", _arg_rule("argmax"), None, "argmax")

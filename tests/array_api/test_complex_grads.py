@@ -281,3 +281,17 @@ def test_var_and_std_of_complex_values_are_numpys_and_differentiate_as_torchs(ax
     t = torch.tensor(values, requires_grad=True)
     t.var(dim=axis, unbiased=False).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_prod_of_complex_values_differentiates_as_torchs(axis):
+    values = np.array([[1 + 2j, 3 - 1j, 0.5 + 0.5j], [2j, -1, 4 + 4j]], np.complex128)
+    x = em.tensor(values, requires_grad=True)
+    em.real(em.prod(x, axis=axis) * (1 - 2j)).sum().backward()
+    torch = torch_or_skip()
+    t = torch.tensor(values, requires_grad=True)
+    (t.prod() if axis is None else t.prod(dim=axis)).mul(1 - 2j).real.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    jx = em.tensor(values, requires_grad=True)
+    em.jit(lambda x: em.real(em.prod(x, axis=axis) * (1 - 2j)).sum())(jx).backward()
+    np.testing.assert_allclose(jx.grad.numpy(), x.grad.numpy(), rtol=1e-12)
