@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import dispatch
 from .._tensor import Tensor
-from ..tape import MultiOutputOp, mark_modified, register_post_accumulate_grad_hook
+from ..tape import MultiOutputOp, register_post_accumulate_grad_hook
 from .buckets import buckets
 from .errors import DistributedError
 from .inflight import StartedAllReduce
@@ -151,10 +151,8 @@ class Reducer:
         return flat
 
     def finish(self) -> int:
-        """End of backward: start what has not started, wait for every bucket, and put
-        the averaged values into each ``.grad`` in place (it keeps its identity, as
-        PyTorch's DDP copies the bucket back; a parameter without one gets a copy); returns
-        the number of buckets."""
+        """End of backward: start what has not started, wait for every bucket, and make
+        each ``.grad`` a view of its averaged bucket; returns the number of buckets."""
         r, self._round = self._round, None
         if r is None:
             return 0
@@ -171,8 +169,10 @@ class Reducer:
             for j, p in enumerate(bucket):
                 n = p._data.size
                 if flat[total + j] > 0:  # some rank had a gradient
-                    averaged = flat[offset:offset + n].reshape(p._data.shape)
-                    _store(p, averaged)
+                    grad = Tensor.__new__(Tensor)
+                    grad._data = flat[offset:offset + n].reshape(p._data.shape)
+                    grad.requires_grad = False
+                    p.grad = grad
                 offset += n
         if late:  # every rank has waited for every bucket: they stay in step
             raise DistributedError(
@@ -182,21 +182,6 @@ class Reducer:
                 "bucket without it); use it inside the module, or leave "
                 "find_unused_parameters False")
         return len(self.layout)
-
-
-def _store(p: Tensor, averaged) -> None:
-    """``averaged`` as ``p.grad``: written into the ``.grad`` there is (its identity kept:
-    a held ``g = p.grad``, an optimizer's, sees the average), else a copy of its own."""
-    grad = p.grad
-    if grad is not None and grad._data.__class__ is averaged.__class__ and \
-            grad._data.shape == averaged.shape and getattr(grad._data.flags, "writeable", True):
-        grad._data[...] = averaged
-        mark_modified(grad)
-        return
-    grad = Tensor.__new__(Tensor)
-    grad._data = averaged.copy()
-    grad.requires_grad = False
-    p.grad = grad
 
 
 def _leaves_reached(outputs: tuple) -> set[int]:

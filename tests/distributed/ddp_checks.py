@@ -103,24 +103,6 @@ def ddp_no_sync_accumulates_locally_then_averages():
 
 
 @check
-def ddp_averages_into_the_grads_there_are():
-    """As PyTorch's DDP copies its averaged buckets back: a ``.grad`` that exists keeps
-    its identity (a held reference, an optimizer's, sees the average), and no two
-    parameters' ``.grad`` share memory."""
-    model = make_model(seed=11)
-    ddp = DDP(model, bucket_cap_mb=0.0005)
-    x = torch.tensor(value(RANK, (4, 6), np.float32))
-    ddp(x).sum().backward()
-    held = [p.grad for p in model.parameters()]
-    ddp(x).sum().backward()  # accumulates, then averages into the same tensors
-    assert all(p.grad is g for p, g in zip(model.parameters(), held))
-    assert same_on_every_rank(flat(held))
-    arrays = [g.numpy() for g in held]
-    assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays)
-                   for b in arrays[i + 1:])
-
-
-@check
 def ddp_starts_each_bucket_while_backward_runs():
     """Each bucket's all-reduce starts (MPI's Iallreduce) once backward has produced its
     gradients, before backward produces the last one, in bucket order; every bucket is

@@ -38,7 +38,6 @@ CHECKS = [
     "a_jitted_step_averaging_gradients_is_one_graph",
     "ddp_trains_as_one_process_on_the_whole_batch",
     "ddp_no_sync_accumulates_locally_then_averages",
-    "ddp_averages_into_the_grads_there_are",
     "ddp_starts_each_bucket_while_backward_runs",
     "ddp_unused_parameters_and_buffers",
     "ddp_refuses_models_that_differ",
