@@ -21,6 +21,7 @@ from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
 from .grad_accumulation import accumulate, held_alone, retain
 from .grad_mode import no_grad
+from .ops.complex_grad import to_operand
 from .scope import named_scope
 from .tape import GradNode, MultiOutputOp
 
@@ -224,7 +225,7 @@ class _Walk:
                     continue
                 dtype = gx._data.dtype
                 if dtype is not x._data.dtype and dtype != x._data.dtype:
-                    gx = F.astype(gx, x.dtype)
+                    gx = _cast_to_operand(gx, x)
                 if x._grad_fn is None:
                     # fresh: not the vjp's own gradient or operand, nor a result it gives
                     # twice (to an inner tensor too, whose pending gradient an in-place
@@ -313,13 +314,21 @@ def _run_hooks(leaf: Tensor) -> None:
         hook(leaf)
 
 
+def _cast_to_operand(gx: Tensor, x: Tensor) -> Tensor:
+    """``gx`` in ``x``'s dtype: a real operand of a complex result (a concat, a pad of
+    real and complex values) gets the real part (ops/complex_grad.to_operand), never a
+    cast that drops the imaginary part with NumPy's ComplexWarning."""
+    gx = to_operand(gx, x)
+    return gx if gx.dtype == x.dtype else F.astype(gx, x.dtype)
+
+
 def _send(walk: _Walk, x, gx, fresh: bool) -> None:
     """One contribution ``gx`` to ``x``'s gradient (from a multi-output op): a leaf's
     ``.grad`` at once, an inner tensor's summed in the walk's grads until its node runs."""
     if gx is None or not isinstance(x, Tensor) or not x.requires_grad:
         return
     if gx.dtype != x.dtype:
-        gx = F.astype(gx, x.dtype)
+        gx = _cast_to_operand(gx, x)
     if x._grad_fn is None:
         walk._leaf(x, gx, fresh)
     else:
@@ -331,7 +340,7 @@ def _only_accumulated_into(x: Tensor, node: GradNode) -> bool:
     """``x`` is a ``.grad`` whose last write was backward adding into it in place
     (grad_accumulation.add_into), read by an op whose gradient needs no values: PyTorch
     checks the versions of saved tensors alone, so ``(p.grad + w).sum()`` backpropagates
-    after ``p.grad`` accumulated (before in-place accumulation no write happened)."""
+    after ``p.grad`` accumulated."""
     return node.op.name in _SAVES_NOTHING and \
         x.__dict__.get("_accumulated_at", -1) == x.__dict__.get("_written_at")
 

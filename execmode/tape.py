@@ -124,15 +124,16 @@ def refuses_complex(op) -> bool:
 
 
 def without_complex_gradient(op):
-    """``op`` with a vjp that raises, for a node with a complex input or output: execmode
-    builds no complex gradients, and a real vjp rule applied to complex values would be
-    silently wrong. The node keeps the op's name, so eager autograd and the jit's backward
-    (both call ``node.op.vjp``) say which op it was."""
+    """``op`` with a vjp that raises, for a node with a complex input or output whose op
+    has a rule for real values only (ops/complex_grad.py lists those that hold for complex
+    ones): a real rule applied to complex values would be silently wrong. The node keeps
+    the op's name, so eager autograd and the jit's backward (both call ``node.op.vjp``)
+    say which op it was."""
     refusal = _complex_refusals.get(op.name)
     if refusal is None:
         def vjp(g, out, *inputs, **attrs):
             raise BackwardError(
-                f"{op.name}: no gradient through complex values (execmode builds none); "
-                "detach the complex tensor, or compute it under em.no_grad()")
+                f"{op.name}: no gradient through complex values (its rule holds for real "
+                "values only); detach the complex tensor, or compute it under em.no_grad()")
         refusal = _complex_refusals[op.name] = dataclasses.replace(op, vjp=vjp)
     return refusal
