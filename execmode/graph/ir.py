@@ -107,7 +107,8 @@ class Graph:
         return {n.id: n for n in self.nodes}
 
     def node(self, node_id: int) -> Node:
-        for n in self.nodes:
+        # From the end: a tracer asks for nodes it has just made.
+        for n in reversed(self.nodes):
             if n.id == node_id:
                 return n
         raise KeyError(f"%{node_id} is not in graph {self.name}")

@@ -158,7 +158,9 @@ class DynamicSizes:
                 self.refused[key] = why
                 self.candidates.pop(key, None)
             return f"; {names} traced per size: {why}"
-        check = _compile_check(env.guards, statics, order)
+        # Every comparison either trace recorded (they answered the shared ones alike): a
+        # size the check serves must answer all of them as both traces did.
+        check = _compile_check({**before.guards, **env.guards}, statics, order)
         self.generic.setdefault(key, []).append(SizeGeneric(
             cf, _generic_plan(lowered), list(symbols), check, env.labels))
         candidates.remove(before)
