@@ -453,26 +453,32 @@ def threads_cpu_ns() -> tuple[int, int] | None:
     return ran, waited
 
 
-def threads_waited_ns(leave_out=()) -> int | None:
-    """How long this process's threads, less those whose native ids are in
-    ``leave_out``, have waited, ready to run, for a CPU (ns; /proc/self/task/*/schedstat's
-    second field), or None where the kernel does not say."""
-    waited = 0
+def threads_waits(leave_out=()) -> dict | None:
+    """How long each of this process's threads, less those whose native ids are in
+    ``leave_out``, has waited, ready to run, for a CPU: {native id: ns}
+    (/proc/self/task/*/schedstat's second field), or None where the kernel does not say."""
+    waits = {}
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
         return None
     for task in tasks:
-        if task.isdigit() and int(task) in leave_out:
+        if not task.isdigit() or int(task) in leave_out:
             continue
         try:
             with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as f:
-                waited += int(f.read().split()[1])
+                waits[int(task)] = int(f.read().split()[1])
         except FileNotFoundError:  # a thread that ended meanwhile
             continue
         except (OSError, ValueError, IndexError):
             return None
-    return waited
+    return waits
+
+
+def waited_since(before: dict, after: dict) -> int:
+    """What the threads of ``after`` waited since ``before`` (a thread started meanwhile
+    from 0; one that ended meanwhile is not counted: its total is gone)."""
+    return sum(max(0, ns - before.get(tid, 0)) for tid, ns in after.items())
 
 
 def threads_waiting_ns() -> int | None:

@@ -111,7 +111,7 @@ class Recorder:
         self._script_ns: list | None = None  # [start, end] of the script, marked by a runner
         self._writer_python_ns = 0
         self._writer_sql_ns = 0
-        self._script_waited_ns: int | None = None
+        self._script_waits: dict | None = None
         self._runner_ns = 0  # a runner's measured work during the script (runner_ns)
 
     def _initial_meta(self, extra: dict | None) -> dict:
@@ -181,7 +181,7 @@ class Recorder:
         self.t0_ns = time.perf_counter_ns()
         self._writer_python_ns = self.writer.python_ns  # the start's batches: not in the window
         self._writer_sql_ns = self.writer.sql_ns
-        self._script_waited_ns = measure.threads_waited_ns({self.writer.thread_id})
+        self._script_waits = measure.threads_waits({self.writer.thread_id})
         self.writer.set_meta("t0_ns", self.t0_ns)
         self.writer.set_meta("wall_start", time.time())
         self._cost["start"] += time.perf_counter_ns() - start
@@ -228,9 +228,9 @@ class Recorder:
         # that CPU. What they lost shows as their wait, ready to run, for a CPU; stated up
         # to the SQLite work's CPU time (other processes make threads wait too).
         sql = self.writer.sql_ns - self._writer_sql_ns
-        waited = measure.threads_waited_ns({self.writer.thread_id})
-        if waited is not None and self._script_waited_ns is not None:
-            self._cost["displaced"] = min(sql, max(0, waited - self._script_waited_ns))
+        waits = measure.threads_waits({self.writer.thread_id})
+        if waits is not None and self._script_waits is not None:
+            self._cost["displaced"] = min(sql, measure.waited_since(self._script_waits, waits))
         self._cost["writer_sql"] = sql
         script = self._script_ns
         if script is not None and script[1] is not None:

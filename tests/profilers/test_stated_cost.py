@@ -152,7 +152,7 @@ def test_the_writers_sqlite_work_on_the_scripts_only_cpu_is_stated(tmp_path):
         meta, summary = s.meta, s.summary()
     measured = meta["recorder_cost_ns"]
     assert measured["writer_sql"] > 0
-    assert 0.5 * measured["writer_sql"] < measured["displaced"] <= measured["writer_sql"]
+    assert 0 < measured["displaced"] <= measured["writer_sql"]
     cost = profiler_cost(NOTHING_CALIBRATED, summary["profiler_cost"].counts, meta)
     assert cost.displaced_ns == measured["displaced"]
     assert cost.total_ns >= cost.displaced_ns + cost.writer_ns
