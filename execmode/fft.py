@@ -4,7 +4,8 @@ The transforms (``fft``, ``ifft``, ``fftn``, ``ifftn``, ``rfft``, ``irfft``, ``r
 ``irfftn``, ``hfft``, ``ihfft``) are one op each (ops/fft.py): NumPy's (CuPy's) own
 transform eagerly, and a plan step making the same call under jit. They return complex64
 or complex128 tensors (the real-output ones float32 or float64), as precise as their input,
-and differentiate in PyTorch's convention for complex values (ops/fft_grads.py). The sample frequencies (``fftfreq``, ``rfftfreq``) and the shifts
+and differentiate in PyTorch's convention for complex values (ops/fft_grads.py). The
+sample frequencies (``fftfreq``, ``rfftfreq``) and the shifts
 (``fftshift``, ``ifftshift``) are composites of execmode's own functions (arange, roll),
 so they trace and differentiate as those do.
 """

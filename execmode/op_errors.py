@@ -9,7 +9,8 @@ from .source import user_location
 
 
 def op_error(cls, op: str, operands, problem: str, location=None) -> ExecmodeError:
-    """Build the standard message: ``matmul(f32[3,4]@cpu, f32[5,6]@cpu): <problem>\n  at file:line``."""
+    """The standard message: ``matmul(f32[3,4]@cpu, f32[5,6]@cpu): <problem>`` and, on the
+    next line, ``at file:line`` (the user's, unless ``location`` is given)."""
     loc = location if location is not None else user_location()
     args = ", ".join(describe_operand(x) for x in operands)
     msg = f"{op}({args}): {problem}"

@@ -86,8 +86,8 @@ class CudaKernel:
         self.source = renderer.kernel(kernel)
         self._cp = require_cupy()
         params = renderer.signature_params(kernel)
-        # What each call checks an argument against, worked out once: a launch is a few
-        # microseconds, and computing strides per call cost more than the launch.
+        # What each call checks an argument against, worked out once: per-call stride work
+        # cost more than the launch itself.
         self._inputs = [(p.position, p.dtype, p.shape, p.element_strides,
                          tuple(e * p.dtype.itemsize for e in p.element_strides))
                         for p in params if p.position >= 0]

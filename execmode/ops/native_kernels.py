@@ -10,32 +10,37 @@ always runs then, and the C gives its bits.
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 
 class NativeKernels:
     """One op family's C kernels: ``get()`` is the kernels or None."""
 
-    __slots__ = ("loader", "after_calls", "_kernels", "_calls_left")
+    __slots__ = ("loader", "after_calls", "_kernels", "_calls_left", "_lock")
 
     def __init__(self, after_calls: int = 1):
         self.loader = None           # set by codegen at import; a callable giving kernels or None
         self.after_calls = after_calls
         self._kernels = None         # the kernels, or False once the loader gave none
         self._calls_left = after_calls
+        self._lock = threading.Lock()  # one thread builds them; the others wait for it
 
     def get(self):
         kernels = self._kernels
         if kernels is None:
             if self.loader is None:
                 return None
-            self._calls_left -= 1
-            if self._calls_left > 0:
-                return None
-            try:
-                kernels = self._kernels = self.loader() or False
-            except Exception:  # noqa: BLE001 - the NumPy version is always there
-                kernels = self._kernels = False
+            with self._lock:
+                kernels = self._kernels
+                if kernels is None:
+                    self._calls_left -= 1
+                    if self._calls_left > 0:
+                        return None
+                    try:
+                        kernels = self._kernels = self.loader() or False
+                    except Exception:  # noqa: BLE001 - the NumPy version is always there
+                        kernels = self._kernels = False
         return kernels or None
 
     @property

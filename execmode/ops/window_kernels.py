@@ -1,7 +1,8 @@
 """The C kernels of the sliding-window ops (max pooling, im2col, col2im), when there are
 any: codegen/eager_windows.py builds them from native/windows.c and, at import, hands its
-loader to ``NATIVE`` (native_kernels.py: the ops cannot import codegen). The NumPy versions in pooling.py and conv.py
-stay the reference: the C gives their bits, and runs only on float32/float64 NumPy arrays.
+loader to ``NATIVE`` (native_kernels.py: the ops cannot import codegen). The NumPy
+versions in pooling.py and conv.py stay the reference: the C gives their bits, and runs
+only on float32/float64 NumPy arrays.
 """
 
 from __future__ import annotations

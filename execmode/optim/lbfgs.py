@@ -158,10 +158,9 @@ class LBFGS(Optimizer):
     def _gather_flat_grad(self):
         views = [F.zeros(p.size, dtype=p.dtype, device=p.device) if p.grad is None
                  else F.reshape(p.grad, (-1,)) for p in self.params]
-        # A copy, as torch.cat makes one (concat of one tensor is that tensor, here a view
-        # of .grad): the line search keeps earlier flat gradients, and the next closure's
-        # backward adds into .grad in place.
-        return F.copy(views[0]) if len(views) == 1 else F.concat(views, axis=0)
+        # concat makes a copy, as torch.cat does: the line search keeps earlier flat
+        # gradients, and the next closure's backward adds into .grad in place.
+        return F.concat(views, axis=0)
 
     def _add_grad(self, step_size, update) -> None:
         offset = 0
