@@ -60,3 +60,26 @@ def finite_differences(fn, arrays, weights, step=1e-6):
                 grad[idx] += d * (up - down) / (2 * step)
         grads.append(grad)
     return grads
+
+
+def assert_jitted_backward_is_eagers(fn, arrays, tol):
+    """``fn(*tensors)`` (a loss) under em.jit gives eager's loss and gradients: with
+    ``backward()`` inside the call (traced, then replayed) and on its result outside."""
+    def step(*tensors):
+        loss = fn(*tensors)
+        loss.backward()
+        return (loss, *(t.grad for t in tensors))
+
+    def leaves():
+        return [em.tensor(a, requires_grad=True) for a in arrays]
+
+    results = [run(*leaves()) for run in (step, em.jit(step), em.jit(step))]  # a replay too
+    grads = []
+    for run in (fn, em.jit(fn)):
+        tensors = leaves()
+        run(*tensors).backward()  # outside the call: through the jitted result
+        grads.append([t.grad for t in tensors])
+    for got, want in [(r, results[0]) for r in results[1:]] + [(grads[1], grads[0])]:
+        for g, e in zip(got, want, strict=True):
+            assert g.dtype == e.dtype
+            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from complex_oracles import (
+    assert_jitted_backward_is_eagers,
     em_gradients,
     finite_differences,
     torch_gradients,
@@ -212,30 +213,7 @@ JITTED = {
 def test_a_jitted_backward_is_eagers(name, single):
     fn, _ = JITTED[name]
     z0, x0 = _cast([_away_from_cuts((3, 3), 1), _real((3, 3), 2)], single)
-
-    def step(z, x):
-        loss = fn(z, x)
-        loss.backward()
-        return loss, z.grad, x.grad
-
-    results = []
-    for run in (step, em.jit(step), em.jit(step)):  # the second jitted call replays
-        results.append(run(em.tensor(z0, requires_grad=True),
-                           em.tensor(x0, requires_grad=True)))
-    tol = 2e-6 if single else 1e-13
-    for got in results[1:]:
-        for g, e in zip(got, results[0], strict=True):
-            assert g.dtype == e.dtype
-            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
-    # a backward outside the call, through the jitted result (a compiled backward graph)
-    grads = []
-    for run in (fn, em.jit(fn)):
-        z, x = em.tensor(z0, requires_grad=True), em.tensor(x0, requires_grad=True)
-        run(z, x).backward()
-        grads.append((z.grad, x.grad))
-    for g, e in zip(grads[1], grads[0], strict=True):
-        assert g.dtype == e.dtype
-        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
+    assert_jitted_backward_is_eagers(fn, [z0, x0], 2e-6 if single else 1e-13)
 
 
 def test_the_gradient_of_a_number_to_a_real_power_is_double_precision():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from complex_oracles import (
+    assert_jitted_backward_is_eagers,
     em_gradients,
     finite_differences,
     torch_gradients,
@@ -139,29 +140,7 @@ def _spectral_program(x, z):
 def test_a_jitted_backward_through_the_transforms_is_eagers(single):
     x0 = _input(False, (3, 8), 5, single)
     z0 = _input(True, (3, 4), 6, single)
-
-    def step(x, z):
-        loss = _spectral_program(x, z)
-        loss.backward()
-        return loss, x.grad, z.grad
-
-    results = []
-    for run in (step, em.jit(step), em.jit(step)):  # the second jitted call replays
-        results.append(run(em.tensor(x0, requires_grad=True),
-                           em.tensor(z0, requires_grad=True)))
-    tol = 1e-5 if single else 1e-12
-    for got in results[1:]:
-        for g, e in zip(got, results[0], strict=True):
-            assert g.dtype == e.dtype
-            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
-    grads = []  # a backward outside the call, through the jitted result
-    for run in (_spectral_program, em.jit(_spectral_program)):
-        x, z = em.tensor(x0, requires_grad=True), em.tensor(z0, requires_grad=True)
-        run(x, z).backward()
-        grads.append((x.grad, z.grad))
-    for g, e in zip(grads[1], grads[0], strict=True):
-        assert g.dtype == e.dtype
-        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
+    assert_jitted_backward_is_eagers(_spectral_program, [x0, z0], 1e-5 if single else 1e-12)
 
 
 def test_the_jitted_transforms_and_their_gradients_stay_in_one_graph():
