@@ -286,28 +286,24 @@ def attach_attrs(attrs: dict, operands, env: SizeEnv) -> dict:
     return out
 
 
+def _bound(i, d, default):
+    """A slice bound (step > 0) within 0 .. d, as slice.indices gives it."""
+    if i is None:
+        return default
+    if i < 0:
+        i = i + d
+        return 0 if i < 0 else i
+    return d if i > d else i
+
+
 def sliced_length(d, start, stop, step):
     """``len(range(d)[start:stop:step])`` with symbolic sizes staying symbolic (Python's
     slice.indices, step > 0); its comparisons are recorded like any other."""
     step = 1 if step is None else step
     if step <= 0:
         return None
-    if start is None:
-        start = 0
-    elif start < 0:
-        start = start + d
-        if start < 0:
-            start = 0
-    elif start > d:
-        start = d
-    if stop is None:
-        stop = d
-    elif stop < 0:
-        stop = stop + d
-        if stop < 0:
-            stop = 0
-    elif stop > d:
-        stop = d
+    start = _bound(start, d, 0)
+    stop = _bound(stop, d, d)
     if stop <= start:
         return 0
     return (stop - start + (step - 1)) // step
