@@ -431,33 +431,12 @@ def _quantile(sorted_samples, q: float) -> float:
     return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
 
 
-def threads_cpu_ns() -> tuple[int, int] | None:
-    """(ran, waited): how long this process's threads have run on a CPU and waited, ready
-    to run, for one (ns, summed over its threads: /proc/self/task/*/schedstat's first two
-    fields), or None where the kernel does not say."""
-    ran = waited = 0
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as f:
-                fields = f.read().split()
-            ran += int(fields[0])
-            waited += int(fields[1])
-        except FileNotFoundError:  # a thread that ended meanwhile
-            continue
-        except (OSError, ValueError, IndexError):
-            return None
-    return ran, waited
-
-
-def threads_waits(leave_out=()) -> dict | None:
-    """How long each of this process's threads, less those whose native ids are in
-    ``leave_out``, has waited, ready to run, for a CPU: {native id: ns}
-    (/proc/self/task/*/schedstat's second field), or None where the kernel does not say."""
-    waits = {}
+def _thread_schedstats(leave_out=()) -> dict | None:
+    """{native id: (ran, waited)} of this process's threads but those in ``leave_out``:
+    how long each has run on a CPU and waited, ready to run, for one (ns,
+    /proc/self/task/*/schedstat's first two fields), or None where the kernel does not
+    say."""
+    stats = {}
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
@@ -467,12 +446,30 @@ def threads_waits(leave_out=()) -> dict | None:
             continue
         try:
             with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as f:
-                waits[int(task)] = int(f.read().split()[1])
+                fields = f.read().split()
+            stats[int(task)] = (int(fields[0]), int(fields[1]))
         except FileNotFoundError:  # a thread that ended meanwhile
             continue
         except (OSError, ValueError, IndexError):
             return None
-    return waits
+    return stats
+
+
+def threads_cpu_ns() -> tuple[int, int] | None:
+    """(ran, waited): how long this process's threads have run on a CPU and waited, ready
+    to run, for one (ns, summed over its threads), or None where the kernel does not say."""
+    stats = _thread_schedstats()
+    if stats is None:
+        return None
+    return sum(r for r, _ in stats.values()), sum(w for _, w in stats.values())
+
+
+def threads_waits(leave_out=()) -> dict | None:
+    """How long each of this process's threads, less those whose native ids are in
+    ``leave_out``, has waited, ready to run, for a CPU: {native id: ns}, or None where the
+    kernel does not say."""
+    stats = _thread_schedstats(leave_out)
+    return None if stats is None else {tid: w for tid, (_, w) in stats.items()}
 
 
 def waited_since(before: dict, after: dict) -> int:
