@@ -283,9 +283,9 @@ def emit_after(name: str, inputs: tuple, attrs: dict, t, out, t0: int, ring: boo
 
 
 def plain_tensor(out) -> Tensor:
-    """A new Tensor on ``out``, a composite's result from :func:`plain_arrays`' arrays
-    (a NumPy scalar becomes a 0-d array, as run_eager makes it)."""
-    if out.__class__ is not _ndarray:
+    """A new Tensor on ``out``, a composite's result from :func:`plain_arrays`' arrays or
+    an array of the one GPU (a NumPy scalar becomes a 0-d array, as run_eager makes it)."""
+    if out.__class__ is not _ndarray and out.__class__ is not _gpu_ndarray:
         out = np.asarray(out)
     t = _new(Tensor)
     t._data = out
@@ -517,15 +517,14 @@ def record_grad(op, inputs, attrs, out_tensor):
     # values (ops/complex_grad.py); any other refuses at backward rather than run a real
     # rule on complex numbers. Read from _data in a plain loop: this runs for every
     # recorded op.
-    if out_tensor._data.dtype.kind == "c":
-        if op.name not in COMPLEX_DIFFERENTIABLE:
-            op = without_complex_gradient(op)
-    else:
+    complex_value = out_tensor._data.dtype.kind == "c"
+    if not complex_value:
         for x in inputs:
             if isinstance(x, Tensor) and x._data.dtype.kind == "c":
-                if op.name not in COMPLEX_DIFFERENTIABLE:
-                    op = without_complex_gradient(op)
+                complex_value = True
                 break
+    if complex_value and op.name not in COMPLEX_DIFFERENTIABLE:
+        op = without_complex_gradient(op)
     out_tensor._grad_fn = GradNode(op, inputs, attrs, saved)
     out_tensor.requires_grad = True
     return saved

@@ -101,10 +101,7 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
     if gpu is not None and dispatch._plain and g._data.__class__ is gpu:
         # Nobody watches, on the GPU: one device copy, C order (a parameter's layout),
         # not the two ops below (each a launch and a dispatch).
-        grad = Tensor.__new__(Tensor)
-        grad._data = g._data.copy(order="C")
-        grad.requires_grad = False
-        leaf.grad = grad
+        leaf.grad = dispatch.plain_tensor(g._data.copy(order="C"))
         return
     # A listener watches (the debugger): the copy as ops it sees.
     copy = F.empty_like(leaf)
