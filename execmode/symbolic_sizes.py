@@ -286,7 +286,7 @@ def attach_attrs(attrs: dict, operands, env: SizeEnv) -> dict:
     return out
 
 
-def _bound(i, d, default):
+def _slice_bound(i, d, default):
     """A slice bound (step > 0) within 0 .. d, as slice.indices gives it."""
     if i is None:
         return default
@@ -302,8 +302,8 @@ def sliced_length(d, start, stop, step):
     step = 1 if step is None else step
     if step <= 0:
         return None
-    start = _bound(start, d, 0)
-    stop = _bound(stop, d, d)
+    start = _slice_bound(start, d, 0)
+    stop = _slice_bound(stop, d, d)
     if stop <= start:
         return 0
     return (stop - start + (step - 1)) // step
