@@ -255,3 +255,31 @@ def test_a_changed_global_is_not_served_by_the_size_generic_graph():
         assert np.array_equal(got.numpy(), np.full((5, 2), 2.0, np.float32))
     finally:
         MODE["double"] = False
+
+
+def test_the_sizes_a_plan_runs_with_are_each_threads_own():
+    # A size-generic plan resolves its symbolic attributes from the calling thread's
+    # sizes: another thread's call at another size must not see them (a module-level
+    # name once shadowed the thread-local, and two threads read each other's sizes).
+    import threading
+
+    from execmode.symbolic_sizes import bound_sizes, sizes_bound
+
+    seen = []
+    entered, checked = threading.Event(), threading.Event()
+
+    def other():
+        entered.wait(10)
+        seen.append(bound_sizes())
+        with sizes_bound((11,)):
+            seen.append(bound_sizes())
+        checked.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with sizes_bound((5,)):
+        entered.set()
+        checked.wait(10)
+        assert bound_sizes() == (5,)
+    thread.join(10)
+    assert seen == [None, (11,)]
