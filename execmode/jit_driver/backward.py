@@ -150,21 +150,31 @@ def take_saved_specs(joint: JointBackward | None, specs: list) -> list:
 
 
 def earlier_segment_histories(tracer: Tracer, began: int) -> list:
-    """``(argument leaf index, node)`` for the arguments whose stand-in took a history in
-    a segment before a graph break: a real tape node (eager's backward walks it), which
-    the caller's tensor must carry after the call instead of the jit's no-graph node."""
+    """``(ref, node)`` for the arguments (``("arg", leaf index)``) whose stand-in, and the
+    captures (the tensor itself) that took a history in a segment before a graph break and
+    kept it: a real tape node (eager's backward walks it), which the caller's tensor must
+    carry after the call instead of the jit's no-graph node (results.apply_flag_writes
+    sets that node on every written capture)."""
     if not tracer.segments:
         return []
     by_id = {id(s): s for s in tracer.user_stand_in.values()}
     out = []
     for stand_in_id, i in tracer.stand_in_index.items():
         stand_in = by_id.get(stand_in_id)
-        node = getattr(stand_in, "_grad_fn", None)
-        if node is not None and node.made_at >= began and \
-                not isinstance(node.op, MultiOutputOp) and \
-                not _interior(stand_in, tracer, began):
-            out.append((i, node))
+        if _earlier_history(stand_in, tracer, began):
+            out.append((("arg", i), stand_in._grad_fn))
+    # A capture is written as itself (functionalization.py): its node is on the tensor.
+    for t, _, _ in tracer.flags_before.values():
+        if _earlier_history(t, tracer, began):
+            out.append((t, t._grad_fn))
     return out
+
+
+def _earlier_history(t, tracer, began) -> bool:
+    """Does ``t`` carry a node this trace made in a segment that already ran?"""
+    node = getattr(t, "_grad_fn", None)
+    return node is not None and node.made_at >= began and \
+        not isinstance(node.op, MultiOutputOp) and not _interior(t, tracer, began)
 
 
 def _interior(t, tracer, began) -> bool:

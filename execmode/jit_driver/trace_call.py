@@ -108,8 +108,8 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
             joint = backward_mod.prepare(
                 jitted, build_results, tracer, list(out_leaves), len(out_leaves) + len(grads),
                 f"{tracer.prefix}:{len(tracer.segments)}", backend, began)
-            # Arguments written with a history before a graph break: that history is the
-            # earlier segments' real tape (backward.py), theirs as eagerly.
+            # Arguments and captures written with a history before a graph break: that
+            # history is the earlier segments' real tape (backward.py), theirs as eagerly.
             earlier_histories = backward_mod.earlier_segment_histories(tracer, began)
             saved = joint.saved_tensors if joint is not None else []
             segment, specs = tracer.finish(list(out_leaves) + grads + saved)
@@ -183,8 +183,9 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
         for ref, j in grad_writes:
             resolve(ref, leaves)._grad = None if j is None else results[j]
         apply_flag_writes(flag_writes, leaves)
-        for i, node in earlier_histories:
-            leaves[i]._grad_fn, leaves[i].requires_grad = node, True
+        for ref, node in earlier_histories:
+            t = resolve(ref, leaves)
+            t._grad_fn, t.requires_grad = node, True
         if joint is not None and outputs is not None:
             joint.attach(results, leaves, outputs)
         # What the caller gets: graph results are fresh tensors (differentiable ones

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fuzz.check import assert_agrees
 
 import execmode as em
 
@@ -110,3 +111,38 @@ def test_assigning_a_missing_grad_raises_under_jit_as_eagerly():
                            r".*got NoneType(.|\n)*test_fuzz_found_breaks.py"):
             step()
     np.testing.assert_array_equal(g.numpy(), [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_a_global_written_with_a_history_before_a_break_backpropagates():
+    # 20261196-3343: g0 += y (y requires grad) on a global, a graph break, then g0 + v1.
+    # Eagerly g0 carries y's history; the jit handed it back with results.JIT_RESULT (the
+    # capture's flag write after the call overwrote the real node of the segment before
+    # the break), so a backward through the result refused where eager's reaches y and b.
+    # The argument's case is the test above; the fuzz comparator checks values, the
+    # .grad of y and b, and the global's array and flags after each call.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+g0 = em.tensor([2.75, 0.75, -2.5, 2.0], dtype=em.float32)
+b = em.tensor([-1.75, -2.75, -0.25], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(y):
+    global g0
+    g0 += y
+    v1 = em.sum(em.unique_values(em.reshape(b, (-1,))))
+    return g0 + v1
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+y1 = em.tensor([-2.75, -2.0, -0.75, -1.75], dtype=em.float32, requires_grad=True)
+out1 = F(y1)
+# --- call 2 ---
+(out1[0] * out1[0]).sum().backward()
+y2 = em.tensor([2.75, -1.25, 2.75, 1.25], dtype=em.float32, requires_grad=True)
+out2 = F(y2)
+# --- call 3 ---
+(out2[0] * out2[0]).sum().backward()
+out3 = F(em.tensor([1.0, 2.0, 3.0, 4.0], dtype=em.float32))
+""")
