@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from execmode.pysource import ast_lock
 
+from .program_model import INEXACT_UNARY
+
 PRELUDE = 'import execmode as em\n\nnan, inf = float("nan"), float("inf")\n'
 SETUP_MARK = "# --- setup ---"
 FUNCTION_MARK = "# --- function ---"
@@ -187,9 +189,16 @@ def rebound_names(stmts) -> set:
 # float32 (program 1795537145-6688: 600.40723 against 600.40741 in the third call).
 # em.linalg: LAPACK's results, and their vjps' products summed in another order by a
 # jitted backward's kernels (program 10606-2315: w.grad through inv off by an ulp).
+# Any value that is not a small dyadic rational makes a later sum's last bit depend on
+# the order of its terms, so every unary function the generator draws as inexact is here
+# from its own table (program_model.INEXACT_UNARY: atan and asinh were missing, and
+# atan(z) @ atan(z).T, a 4-term dot product in a generated kernel's order against
+# NumPy's, differed in the last bit: program 20261198-2573), and em.fft (its twiddle
+# factors are sines and cosines).
+_INEXACT_NAMES = ("log1p", "expm1", "cos", "erf", "softmax", "gelu", "mean", "var", "std",
+                  "reciprocal", "Adam", "power", "linalg", "fft") + INEXACT_UNARY
 _INEXACT_CALLS = re.compile(
-    r"\b(exp|log|log1p|expm1|tanh|sigmoid|sqrt|sin|cos|erf|softmax|gelu|mean|var|std|"
-    r"reciprocal|Adam|power|linalg)\b|/|\*\*|\bopt\.step\(")
+    r"\b(" + "|".join(_INEXACT_NAMES) + r")\b|/|\*\*|\bopt\.step\(")
 _MAX_MIN_REDUCTION = re.compile(r"(\.|\bem\.)(max|min|amax|amin)\(")
 _FLOAT = re.compile(r"(?<![\w.])(\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)")
 
@@ -200,6 +209,8 @@ def is_inexact_text(text: str) -> bool:
     momentum=0.9)."""
     if _INEXACT_CALLS.search(text):
         return True
+    if "complex" in text and "em.abs(" in text:
+        return True  # a complex value's modulus is a hypot (more_dtypes.COMPLEX_TO_REAL)
     for m in _FLOAT.finditer(text):
         v = float(m.group(1))
         if v * 4 != int(v * 4) or abs(v) > 2**20:
