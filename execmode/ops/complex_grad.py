@@ -30,6 +30,7 @@ COMPLEX_DIFFERENTIABLE: set[str] = {
     "reshape", "permute_dims", "broadcast_to", "concat", "getitem", "pad", "sum",
     "cumsum", "tril", "triu", "to_device", "take_along_axis", "scatter_add",
     "boolean_mask", "masked_scatter",
+    "sign",  # sign_vjp below
 }
 
 
@@ -100,3 +101,18 @@ def _conj_for(gx, x):
     if not _is_complex(x):
         return F.real(gx)  # the real part of conj(gx) is gx's
     return F.conj(gx)
+
+
+def sign_vjp(g, out, x, **attrs):
+    """sign's vjp (torch's ``sgn_backward``). Of a real x, none: a step function, whose
+    gradient is 0. Of a complex z != 0, sign(z) = z / |z| moves only along the unit
+    circle: the part of g tangent to it at sign(z), over |z|, that is
+    ``(g - Re(g * conj(s)) * s) / |z|``; 0 at z = 0, as abs's gradient there."""
+    if x._data.dtype.kind != "c":
+        return (None,)
+    magnitude = F.abs(x)
+    at_zero = F.equal(magnitude, 0)
+    s = F.sign(x)
+    tangent = g - F.real(g * F.conj(s)) * s
+    # |z| = 0 is divided by 1 instead (no 0/0 NaN), then the where makes it 0
+    return (F.where(at_zero, 0.0, tangent / F.where(at_zero, 1.0, magnitude)),)

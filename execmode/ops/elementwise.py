@@ -19,6 +19,7 @@ from .complex_grad import (
     complex_differentiable,
     holomorphic,
     holomorphic_binary,
+    sign_vjp,
     to_operand,
 )
 from .erf import erf_array
@@ -134,7 +135,7 @@ _unary("negative", "negative", "(-{0})", vjp=lambda g, out, x, **a: (F.negative(
 # PyTorch's, 0 at 0) and abs is complex-differentiable as it is.
 _unary("abs", "abs", "em_abs_{sfx}({0})", vjp=lambda g, out, x, **a: (g * F.sign(x),))
 complex_differentiable("abs")
-_unary("sign", "sign", "em_sign_{sfx}({0})", vjp=lambda g, out, x, **a: (None,))
+_unary("sign", "sign", "em_sign_{sfx}({0})", vjp=sign_vjp)
 _unary("exp", "exp", "em_exp_{sfx}({0})", float_fn=True, saves_output=True,
        vjp=lambda g, out, x, **a: (g * out,), holo=True)
 _unary("log", "log", "em_log_{sfx}({0})", float_fn=True,

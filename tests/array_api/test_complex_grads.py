@@ -50,7 +50,8 @@ UNARY = {
     "acosh": _unary("acosh"), "asinh": _unary("asinh"), "atanh": _unary("atanh"), "log2": _unary("log2"),
     "log10": _unary("log10"), "reciprocal": _unary("reciprocal"),
     "negative": _unary("negative"), "positive": _unary("positive"),
-    "abs": _unary("abs"), "conj": _unary("conj"), "real": _unary("real"),
+    "abs": _unary("abs"), "sign": _unary("sign", "sgn"), "conj": _unary("conj"),
+    "real": _unary("real"),
     "imag": _unary("imag"),
     "sum": lambda ns, z: ns.sum(z, axis=0) if ns is em else ns.sum(z, dim=0),
     "mean": lambda ns, z: ns.mean(z, axis=1) if ns is em else ns.mean(z, dim=1),
@@ -153,7 +154,7 @@ def test_binary_gradients_match_pytorchs(name):
 
 
 @pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tan", "asin", "acosh", "atanh",
-                                  "abs", "imag", "where", "vecdot", "vector_norm",
+                                  "abs", "sign", "imag", "where", "vecdot", "vector_norm",
                                   "cumulative_prod", "number_to_the_power"])
 def test_unary_gradients_match_finite_differences(name):
     fn = UNARY[name]
@@ -191,11 +192,36 @@ def test_the_gradient_of_abs_at_zero_is_zero_as_pytorchs():
     np.testing.assert_array_equal(z.grad.numpy(), [0j, 0.6 + 0.8j])
 
 
+@pytest.mark.parametrize("dtype", [em.complex64, em.complex128])
+def test_the_gradient_of_sign_at_zero_is_zero_as_pytorchs(dtype):
+    # sign(z) = z / |z|: its gradient (g - Re(g conj(s)) s) / |z| away from 0, and 0 at 0
+    # (torch's sgn_backward), where a plain division would make 0/0 a NaN.
+    torch = torch_or_skip()
+    values = np.array([0j, 3.0 + 4.0j, -2.0 + 0j, 0.5j], dtype=dtype.name)
+    g = np.array([1.0 - 2.0j, 0.5 + 1.0j, 2.0 + 3.0j, -1.0 + 0.25j], dtype=dtype.name)
+    z = em.tensor(values, requires_grad=True)
+    em.sign(z).backward(em.asarray(g))
+    t = torch.tensor(values, requires_grad=True)
+    torch.sgn(t).backward(torch.tensor(g))
+    assert z.grad.dtype == dtype and z.grad.numpy()[0] == 0
+    np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_the_sign_of_real_values_passes_no_gradient():
+    # a step function: its gradient is 0, so nothing flows back through it
+    x = em.tensor([1.5, -2.0, 0.0], requires_grad=True)
+    em.sum(em.sign(x) * 3.0).backward()
+    assert x.grad is None or not x.grad.numpy().any()
+    em.sum(em.sign(x) * x).backward()  # through the multiply's other operand only
+    assert x.grad.tolist() == [1.0, -1.0, 0.0]
+
+
 def test_what_has_no_complex_gradient_still_says_so():
-    # sign of complex values keeps the refusal: its rule is for real values
-    z = em.tensor([1.0 + 1.0j, 2.0 - 1.0j], requires_grad=True)
-    with pytest.raises(em.BackwardError, match="^sign: no gradient through complex"):
-        em.sum(em.real(em.sign(z))).backward()
+    # LAPACK's inverse of complex values keeps the refusal: its rule is for real values
+    z = em.tensor([[1.0 + 1.0j, 2.0 - 1.0j], [0.5j, 3.0 + 0j]], requires_grad=True)
+    with pytest.raises(em.BackwardError,
+                       match="^linalg_inv: no gradient through complex"):
+        em.sum(em.real(em.linalg.inv(z))).backward()
 
 
 JITTED = {
@@ -205,6 +231,8 @@ JITTED = {
                                              + em.imag(z * z) @ x), "c"),
     "casts": (lambda z, x: em.sum(em.abs(em.astype(x, z.dtype) * z) ** 2
                                   + em.astype(em.astype(z, em.complex128), x.dtype)), "c"),
+    "sign": (lambda z, x: em.sum(em.real(em.sign(z) * x) + em.imag(em.sign(z * z - x))),
+             "c"),
 }
 
 

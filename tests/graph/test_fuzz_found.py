@@ -350,18 +350,19 @@ def test_a_backward_frees_only_what_its_results_reached_in_a_jitted_call():
 def test_a_complex_result_refuses_only_its_own_backward_in_a_jitted_call():
     # Seeds 735035 (66) and 3535791 (950): f returns v2 = x @ w and a complex value made
     # from it. The call's backward refused as a whole (the complex node's refusal), so a
-    # backward through v2 alone raised under jit where eager computes w's gradient. (sign
-    # keeps refusing complex values: a complex multiply has a gradient now.)
+    # backward through v2 alone raised under jit where eager computes w's gradient. (The
+    # complex value is an inverse now, which keeps refusing complex values: a complex
+    # multiply and sign have gradients; v2 is square for it.)
     w = em.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
 
     def f(x):
         v2 = x @ w
-        return v2, em.sign(v2.astype(em.complex64) * 2j)
+        return v2, em.linalg.inv(v2.astype(em.complex64) * 2j)
 
     grads = []
     for step in (f, em.jit(f)):
         w.grad = None
-        v2, v3 = step(em.tensor([[1.0, -1.0]]))
+        v2, v3 = step(em.tensor([[1.0, -1.0], [0.5, 2.0]]))
         (v2 * v2).sum().backward()
         grads.append(w.grad.numpy())
         with pytest.raises(em.errors.BackwardError, match="complex"):
