@@ -146,3 +146,25 @@ out2 = F(y2)
 (out2[0] * out2[0]).sum().backward()
 out3 = F(em.tensor([1.0, 2.0, 3.0, 4.0], dtype=em.float32))
 """)
+
+
+@pytest.mark.parametrize("passes", [None, []])
+def test_a_captured_tensor_given_a_history_before_a_break_backpropagates_from_itself(passes):
+    # The same cause, seen through the captured tensor itself: a slice of it set from y
+    # before the break, nothing differentiable returned, then a backward through g after
+    # the call.
+    b = em.tensor([-1.75, -2.75, -0.25], requires_grad=True)
+
+    def run(jit):
+        g = em.tensor([2.75, 0.75, -2.5, 2.0])
+
+        def f(y):
+            g[1:3] = y[:2] * 2.0
+            return em.sum(em.unique_values(em.reshape(b, (-1,))))
+
+        y = em.tensor([0.5, -1.0, 3.0], requires_grad=True)
+        (em.jit(f, passes=passes) if jit else f)(y)
+        (g * g).sum().backward()
+        return y.grad.numpy()
+
+    np.testing.assert_array_equal(run(True), run(False))
