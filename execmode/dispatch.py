@@ -26,6 +26,7 @@ from .instrument import OpEvent, _on_op, _seq  # shared objects: the list is mut
 from .ops.complex_grad import COMPLEX_DIFFERENTIABLE
 from .source import _locations, user_location
 from .tape import GradNode, without_complex_gradient
+from .watched_composites import count as count_declined
 
 # NumPy warns (divide by zero in log, invalid value in sqrt, ...) from inside execmode's
 # implementations, pointing at our lines. Like PyTorch, the engine returns Inf/NaN quietly;
@@ -244,8 +245,6 @@ def plain_arrays(*tensors, fused: bool = False):
     (none requires grad, or grad mode is off in this thread). Else None: the composite
     runs its ops. The composite must make the NumPy calls its ops make, so that the bits
     are the ops'."""
-    if not (_plain or fused and fused_path_open()):
-        return None
     arrays = []
     grad = False
     for t in tensors:
@@ -257,6 +256,10 @@ def plain_arrays(*tensors, fused: bool = False):
         grad = grad or t.requires_grad
         arrays.append(data)
     if grad and (_grad_enabled or _thread.grad):
+        return None
+    if not (_plain or fused and fused_path_open()):
+        if _listening and not _tracing:  # the op path for the listener: part of its cost
+            count_declined(_getframe(1).f_code)
         return None
     return arrays
 

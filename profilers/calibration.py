@@ -17,6 +17,9 @@ medians), on workloads small enough that the profiler's cost shows:
   ops the ring does not take (an OpEvent each), on a recorder without one. ``site_ns``
   is what an op adds the first time its site (op, operands, line) is seen: the ring
   registers it and the writer formats it, once;
+* **composites** - what a composite that runs op by op because a recorder watches adds
+  beyond its ops' recording, per call of each site (``declined_ns``:
+  calibration_declined.py);
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
   recorder, twice: as one whole-graph C program (which reads the clock in C) and without
   one (the generated Python replay reads it). Recording adds a clock read per step it
@@ -42,7 +45,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from execmode.profilers import measure
+from execmode.profilers import calibration_declined, measure
+from execmode.profilers.profiler_cost import stated_eager_ns
 
 from execmode import instrument
 
@@ -189,6 +193,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     # New sites, on the Python operators' path (binary1), whose cost per op is known.
     paths["sites"] = (_site_workload(SITES), False)
     paths["python"] = (_path_workload("operator", rounds_of_two), False)
+    composites = calibration_declined.workloads()
     from execmode._tensor import Tensor
     from execmode.codegen import eager_operators
 
@@ -217,7 +222,9 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                     "loop": (), "loop recorded": (rec,),
                     **{f"{path} plain": () for path in paths},
                     **{f"{path} recorded": (python_rec if path == "python" else rec,)
-                       for path in paths}}
+                       for path in paths},
+                    **{f"composite:{name} plain": () for name in composites},
+                    **{f"composite:{name} recorded": (rec,) for name in composites}}
         native_in = {}
 
         def before_round(name):
@@ -242,6 +249,16 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                     recorder.flush()
             return recorded
 
+        # What each composite does under the recorder: its calls by site, its ops by path
+        # (a first run registers its sites, which the rounds then find registered).
+        instrument.add_listener(rec)
+        try:
+            for run in composites.values():
+                run()
+            probes = {name: calibration_declined.probe(run, rec)
+                      for name, run in composites.items()}
+        finally:
+            instrument.remove_listener(rec)
         try:
             spreads = measure.measure(
                 {"none": eager, "null": eager, "recorder": recorded_path(eager, rec), "graph": graph,
@@ -249,7 +266,10 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                  "loop": loop, "loop recorded": loop,
                  **{f"{path} plain": run for path, (run, _) in paths.items()},
                  **{f"{path} recorded": recorded_path(run, python_rec if path == "python" else rec)
-                    for path, (run, _) in paths.items()}},
+                    for path, (run, _) in paths.items()},
+                 **{f"composite:{name} plain": run for name, run in composites.items()},
+                 **{f"composite:{name} recorded": recorded_path(run, rec)
+                    for name, run in composites.items()}},
                 rounds=ROUNDS, calls=1, warmup=1, before_round=before_round,
                 replay_sizes=False)
         finally:
@@ -279,6 +299,12 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                   for path, (_, native) in paths.items() if path != "sites"}
     site_ns = max(0, round((spreads["sites recorded"].median - spreads["sites plain"].median)
                            / SITES - (op_path_ns["binary1"] or 0)))
+    # A composite's cost left beyond the recorder's stated work on its ops, per site.
+    stated_for = {"overhead_ns": per_op["recorder"] - per_op["none"], "op_path_ns": op_path_ns}
+    left_ns = {name: spreads[f"composite:{name} recorded"].median
+               - spreads[f"composite:{name} plain"].median
+               - (stated_eager_ns(stated_for, probe["ops"], probe["ring_ops"]) or 0)
+               for name, probe in probes.items()}
     added = {path: max(0.0, per_run[f"{path} recorded"] - per_run[path])
              for path in ("graph", "short", "loop")}
     per_read = {"loop": added["loop"] / reads["loop"],
@@ -297,6 +323,9 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         "op_path_ns": op_path_ns,
         # What a new site adds (registered by the ring, formatted by the writer), per site.
         "site_ns": site_ns,
+        # What a composite's call adds beyond its ops' recording, by site
+        # (calibration_declined.py), where a recorder makes it run op by op.
+        "declined_ns": calibration_declined.per_site_ns(left_ns, probes),
         "graph_run_ns": round(per_run["graph"]),
         "graph_steps": reads["graph"] - 1,
         # Per clock read (a timed step, or a run's end): compiled code, or Python; with

@@ -62,7 +62,10 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     # graph mode: the plan's loops, the program's clock, the fast entry
                     "execmode.plan", "execmode.kernel_clock", "execmode.codegen.program",
                     "execmode.codegen.fast_entry", "execmode.profilers.kernel_totals",
-                    "execmode.profilers.calibration")
+                    "execmode.profilers.calibration",
+                    # the composites' op-by-op path under a recorder, and its measurement
+                    "execmode.watched_composites", "execmode.nn.functional",
+                    "execmode.functional.primitives", "execmode.profilers.calibration_declined")
 # The C they run (execmode/native: the op ring, the operators, the fast entry, their shared
 # header; the kernel clock is codegen's), stamped the same way.
 MEASURED_SOURCES = tuple(("execmode.native", name) for name in (

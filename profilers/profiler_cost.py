@@ -49,6 +49,10 @@ class ProfilerCost:
     # measured: the script's threads' wait for a CPU while the writer's SQLite work ran
     # beside them, at most that work's CPU time (recorder.stop)
     displaced_ns: int | None = None
+    # calibrated: composites that ran op by op because the recorder watched (their calls
+    # by site, execmode/watched_composites.py; each site's cost, calibration_declined.py)
+    declined_ns: int | None = None
+    declined_calls: int = 0
 
     @property
     def total_ns(self) -> int | None:
@@ -57,7 +61,8 @@ class ProfilerCost:
         if self.eager_ns is None and self.graph_ns is None:
             return None
         parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns, self.waited_ns,
-                             self.around_ns, self.writer_ns, self.displaced_ns)
+                             self.around_ns, self.writer_ns, self.displaced_ns,
+                             self.declined_ns)
                  if p is not None]
         return sum(parts)
 
@@ -74,6 +79,9 @@ class ProfilerCost:
             what = (f"{c.kernel_rows:,} kernel rows" if c.kernel_rows else
                     f"{c.kernel_calls:,} kernel runs in {c.graph_runs:,} graph runs")
             pieces.append(f"{fmt_ns(self.graph_ns)} for {what}")
+        if self.declined_ns:
+            pieces.append(f"{fmt_ns(self.declined_ns)} for {self.declined_calls:,} composite "
+                          "calls run op by op (so that each op is seen)")
         if self.events_ns:
             pieces.append(f"{fmt_ns(self.events_ns)} encoding graph-mode events")
         if self.waited_ns:
@@ -104,6 +112,7 @@ class ProfilerCost:
                 "waited_ns": self.waited_ns,
                 "around_ns": self.around_ns, "writer_ns": self.writer_ns,
                 "displaced_ns": self.displaced_ns,
+                "declined_ns": self.declined_ns, "declined_calls": self.declined_calls,
                 "start_ns": self.start_ns, "stop_ns": self.stop_ns, "settled": self.settled,
                 "total_ns": self.total_ns}
 
@@ -111,20 +120,38 @@ class ProfilerCost:
 def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
     """``counts``: store_queries.CostCounts of the session."""
     recorded = meta.get("recorded") or {}
-    eager_ns = _eager_ns(calibration, counts.ops, recorded.get("ring_ops"))
+    eager_ns = stated_eager_ns(calibration, counts.ops, recorded.get("ring_ops"))
     site_ns, sites = _number(calibration.get("site_ns")), _number(recorded.get("ring_sites"))
     if eager_ns is not None and site_ns is not None and sites:
         eager_ns += round(site_ns * sites)
     fixed = meta.get("recorder_cost_ns") or {}
+    declined = recorded.get("declined") if isinstance(recorded.get("declined"), dict) else {}
     return ProfilerCost(counts, eager_ns, _graph_ns(calibration, counts),
                         _int(fixed.get("events")), _int(recorded.get("ring_waited_ns")),
                         _int(fixed.get("start")), _int(fixed.get("stop")),
                         calibration.get("settled") is not False,
                         around_ns=_int(fixed.get("around")), writer_ns=_int(fixed.get("writer")),
-                        displaced_ns=_int(fixed.get("displaced")))
+                        displaced_ns=_int(fixed.get("displaced")),
+                        declined_ns=_declined_ns(calibration, declined),
+                        declined_calls=sum(n for n in declined.values() if _int(n)))
 
 
-def _eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:
+def _declined_ns(calibration: dict, declined: dict) -> int | None:
+    """The composites' calls by site at each site's calibrated cost; a site the
+    calibration did not reach at the median site's. None without that calibration."""
+    per_site = calibration.get("declined_ns")
+    if not isinstance(per_site, dict) or not per_site:
+        return None
+    known = sorted(v for v in per_site.values() if _number(v) is not None)
+    fallback = known[len(known) // 2] if known else 0
+    total = 0.0
+    for site, calls in declined.items():
+        cost = _number(per_site.get(site))
+        total += (_int(calls) or 0) * (cost if cost is not None else fallback)
+    return round(total)
+
+
+def stated_eager_ns(calibration: dict, ops: int, ring_ops) -> int | None:
     """The ring's ops at the cost of their path (calibration.OP_PATHS; a path not
     measured here at the costliest ring path's), the others (the Python path: another
     thread's ops, GPU arrays, no ring) at the Python path's; without counts by path

@@ -43,7 +43,7 @@ from execmode.profilers.writer import (
     ThreadOp,
 )
 
-from execmode import instrument
+from execmode import instrument, watched_composites
 from execmode.instrument import Event
 from execmode.stats import value_stats
 
@@ -112,6 +112,7 @@ class Recorder:
         self._writer_python_ns = 0
         self._writer_sql_ns = 0
         self._script_waits: dict | None = None
+        self._declined_before: dict = {}  # watched_composites.counts() at the start
         self._runner_ns = 0  # a runner's measured work during the script (runner_ns)
 
     def _initial_meta(self, extra: dict | None) -> dict:
@@ -182,6 +183,7 @@ class Recorder:
         self._writer_python_ns = self.writer.python_ns  # the start's batches: not in the window
         self._writer_sql_ns = self.writer.sql_ns
         self._script_waits = measure.threads_waits({self.writer.thread_id})
+        self._declined_before = watched_composites.counts()
         self.writer.set_meta("t0_ns", self.t0_ns)
         self.writer.set_meta("wall_start", time.time())
         self._cost["start"] += time.perf_counter_ns() - start
@@ -245,6 +247,8 @@ class Recorder:
             "malformed": self.writer.malformed,
             "devices": devices or ["cpu"],
             "op_path": self.op_path,
+            # Composites that ran op by op because a recorder watched, by site.
+            "declined": watched_composites.since(self._declined_before),
             # The ring's ops by entry and by frames passed: what their cost is stated from
             # (profiler_cost.py); the other ops took the Python path.
             **({"ring_ops": ring["recorded"], "ring_sites": ring["sites"],
