@@ -270,10 +270,15 @@ class JitFunction:
         cost = self._break_costs.get(id(cf))
         if cost is None:
             cost = self._break_costs[id(cf)] = cache_policy.BreakCost()
-        if cost.decided or instrument.is_listening():
+        # Beside a debugger (or another listener that sees each op) every call traces; a
+        # recorder alone lets the eager samples run, so that a profile records the calls
+        # the program makes unrecorded.
+        if cost.decided or (instrument.is_listening() and not dispatch.fused_path_open()):
             return trace_call(self, args, kwargs, leaves, signature, reuse=cf)[1]
         t0 = time.perf_counter_ns()
         if cost.wants_eager_sample():
+            if instrument._on_event:  # a recorder sees why these ops ran eagerly
+                _announce_eager_sample(self.name, len(cost.eager_ns) + 1, t0)
             result = self.fn(*args, **kwargs)
             decision = cost.add_eager_sample(time.perf_counter_ns() - t0)
             if decision is not None and cache_policy.slower_than_eager(*decision):
@@ -377,3 +382,11 @@ def jit(fn=None, *, passes=None, fullgraph: bool = False, backend: str | None = 
 
 
 __all__ = ["JitFunction", "disable_jit", "jit"]
+
+
+def _announce_eager_sample(function: str, index: int, now: int) -> None:
+    instrument.emit(instrument.Event("retrace", {
+        "function": function, "signature": "",
+        "reason": f"eager sample {index} of {cache_policy.EAGER_SAMPLES}: this call runs "
+                  "eagerly, timed against graph mode (its graph breaks re-run the Python "
+                  "at every call; cache_policy.py)"}, now, now))

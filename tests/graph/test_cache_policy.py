@@ -172,6 +172,31 @@ def test_no_eager_sample_while_someone_listens():
             f(x)
 
 
+def test_a_recorder_alone_lets_the_eager_samples_run_as_they_run_unrecorded(tmp_path):
+    """A profile records the calls the program makes without it: the eager samples
+    too (tracing them instead cost a recorded script more than the recorder stated), and
+    the person hears that the breaks make graph mode slower."""
+    from execmode.profilers.recorder import Recorder
+    from execmode.profilers.session import open_session
+
+    f = em.jit(_many_breaks)
+    x = em.ones(3)
+    rec = Recorder(tmp_path / "s.emsession", calibrate=False).start()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(8):
+                f(x)
+    finally:
+        rec.close()
+    slow = [w for w in caught if issubclass(w.category, em.JitWarning)]
+    assert len(slow) == 1, [str(w.message) for w in slow]
+    assert "slower than eager" in str(slow[0].message)
+    with open_session(tmp_path / "s.emsession") as s:
+        samples = [e for e in s.events("retrace") if "eager sample" in e.data["reason"]]
+    assert len(samples) == cache_policy.EAGER_SAMPLES
+
+
 @pytest.mark.parametrize("jit_ns, eager_ns, slower", [
     (3_000_000, 1_000_000, True),
     (1_400_000, 1_000_000, False),   # within the factor: noise on a loaded machine
