@@ -82,17 +82,30 @@ def location_of(frame) -> SourceLocation:
     return entry[1]
 
 
+# id(code) -> code, for code objects found to be execmode's own: a traced op walks past
+# several of them per call, and one lookup by id is cheaper than the (code, offset) key
+# and the filename test. Holding the code keeps its id from being reused.
+_internal_codes: dict = {}
+
+
 def user_location(start=None) -> SourceLocation | None:
     """Where the user's code is now: the innermost frame outside execmode."""
     f = start if start is not None else sys._getframe(1)
+    internal = _internal_codes
     while f is not None:
         code = f.f_code
+        if id(code) in internal:
+            f = f.f_back
+            continue
         # Only user frames are interned, so a hit is a user frame: one lookup, usually.
         entry = _locations.get((id(code), f.f_lasti))
         if entry is not None:
             return entry[1]
         if not is_internal_file(code.co_filename):
             return location_of(f)
+        if len(internal) > 100_000:  # bound it on generated code
+            internal.clear()
+        internal[id(code)] = code
         f = f.f_back
     return None
 

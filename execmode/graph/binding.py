@@ -28,11 +28,13 @@ from ..symbolic_sizes import SymInt, attach, attach_attrs, resolve
 from ..symbolic_sizes import text as sizes_text
 from .ir import ASSIGN, Literal, Node, make_attrs
 from .py_names import note_names
-from .segment_match import expected_node, same_operands, same_value
+from .segment_match import same_operands, same_value
 from .segments import InputSource
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
 from .views import ViewStep, c_ordered, contiguous_proxy, is_view_op, proxy_of, view_proxy
 
+# Python numbers an op of a re-run segment takes as they are (bool, int, float).
+_PLAIN_NUMBERS = frozenset({bool, int, float})
 # Ops whose NumPy result is a new C-ordered array whatever the inputs' layouts.
 _ALWAYS_C_ORDER = frozenset({"matmul", "full", "arange", "linspace", "eye"})
 
@@ -267,6 +269,24 @@ class Binding:
     def bind(self, op, inputs, attrs):
         if self.user_stand_in:
             inputs = tuple(self.same_object(x) for x in inputs)
+        b = self._builder
+        if b.expected is not None and self.size_env is None and \
+                not instrument._before_op and op.name != ASSIGN and \
+                not op.data_dependent_shape and (not attrs or not any(
+                    v.__class__ is SymbolicScalar for v in attrs.values())):
+            # The common op of a re-run segment (graph/segment_match.py), checked in one
+            # pass over its operands: plain tensors and Python numbers, one device.
+            device = None
+            for x in inputs:
+                if x.__class__ is Tensor:
+                    if device is None:
+                        device = x.device
+                    elif x.device != device:
+                        break
+                elif x.__class__ not in _PLAIN_NUMBERS:
+                    break
+            else:
+                return self._bind_as_before(op, inputs, attrs)
         if self.size_env is not None and any(x.__class__ is SymInt for x in inputs):
             # A size as an operand (x / t): a number read at each call, as a promoted
             # attribute is (symbolic.py), from the sizes the replay runs with.
@@ -329,12 +349,32 @@ class Binding:
     def _bind_as_before(self, op, inputs, attrs):
         """``_bind`` while this segment has so far traced the previous call's nodes
         (graph/segment_match.py): an op on the same operand nodes with the same literals
-        and attributes has the type it had then, so its rules need not run again."""
+        and attributes has the type it had then, so its rules need not run again; a node
+        equal in everything, its line and scope included, is the previous call's node."""
         b = self._builder
-        refs = tuple(self._ref(x) for x in inputs)
-        before = expected_node(b)
-        node_attrs = make_attrs(attrs)
-        aval = b.expected.avals.get(before.id) if before is not None else None
+        refs, places = [], []
+        for x in inputs:
+            if isinstance(x, Tensor):
+                place = self._place(x)
+                storage, view, _, d = place
+                if d is None:
+                    ref = self._view_node(storage, view)
+                elif d.version != storage.version:
+                    ref = d.node_id = self._view_node(storage, view)
+                    d.version = storage.version
+                else:
+                    ref = d.node_id
+                places.append(place)
+            else:
+                ref = Literal(x.item() if isinstance(x, np.generic) else x)
+            refs.append(ref)
+        refs = tuple(refs)
+        node_attrs = make_attrs(attrs) if attrs else ()
+        expected = b.expected
+        theirs = expected.graph.nodes if expected is not None else ()
+        k = len(b.graph.nodes)
+        before = theirs[k] if k < len(theirs) else None
+        aval = expected.avals.get(before.id) if before is not None else None
         if aval is None or before.op != op.name or before.id != b.next_id or \
                 not same_operands(refs, before.inputs) or \
                 not same_value(node_attrs, before.attrs):
@@ -350,16 +390,19 @@ class Binding:
         node_id = b.new_id()
         loc, scope = user_location(), _scope._state.current
         if before is not None and before.loc == loc and before.scope == scope:
-            b.add(before)  # the very node: nothing of it differs
+            b.graph.nodes.append(before)  # the very node: nothing of it differs
         else:
             b.add(Node(node_id, op.name, refs, node_attrs, tuple(aval.shape), aval.dtype,
                        str(aval.device), scope, loc))
         b.avals[node_id] = aval
-        return self._bound(op, inputs, attrs, node_id, aval, None)
+        return self._bound(op, inputs, attrs, node_id, aval, None,
+                           [place[2] for place in places])
 
-    def _bound(self, op, inputs, attrs, node_id: int, aval: Aval, symbolic) -> Tensor:
-        """The traced result of a bound op, with its autograd node as eagerly."""
-        t = self._result(op, inputs, attrs, node_id, aval)
+    def _bound(self, op, inputs, attrs, node_id: int, aval: Aval, symbolic,
+               proxies=None) -> Tensor:
+        """The traced result of a bound op, with its autograd node as eagerly
+        (``proxies``: the tensor operands' layouts, where the caller has placed them)."""
+        t = self._result(op, inputs, attrs, node_id, aval, proxies)
         if dispatch.grad_enabled() and op.vjp is not None:
             for x in inputs:
                 if isinstance(x, Tensor) and x.requires_grad:
@@ -370,7 +413,7 @@ class Binding:
                     break
         return t
 
-    def _result(self, op, inputs, attrs, node_id: int, aval: Aval) -> Tensor:
+    def _result(self, op, inputs, attrs, node_id: int, aval: Aval, proxies=None) -> Tensor:
         """The traced result of an op: a view of its input's storage where eager NumPy
         returns a view, else a tensor with a storage of its own."""
         first = inputs[0] if inputs and isinstance(inputs[0], Tensor) else None
@@ -395,7 +438,8 @@ class Binding:
         # A fresh result. NumPy lays it out like its inputs ("K" order): C-contiguous when
         # they are, and up to NumPy otherwise (unknown here, unless it has one axis, or is
         # a concat of C-ordered slices: roll's).
-        proxies = [self._place(x)[2] for x in inputs if isinstance(x, Tensor)]
+        if proxies is None:
+            proxies = [self._place(x)[2] for x in inputs if isinstance(x, Tensor)]
         known = len(aval.shape) <= 1 or op.name in _ALWAYS_C_ORDER or all(
             p is not None and p.flags.c_contiguous for p in proxies) or (
             op.name == "concat" and all(p is not None and c_ordered(p) for p in proxies))

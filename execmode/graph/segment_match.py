@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from .ir import Node
+from .ir import Literal, Node
 
 # EXECMODE_SEGMENT_MATCH=0 sends every call down the full path. The variable is read at
 # import, the flag at each trace: a test or a benchmark sets it to compare the two paths.
@@ -43,6 +43,13 @@ def same_operands(a: tuple, b: tuple) -> bool:
     for x, y in zip(a, b):
         if x.__class__ is int:
             if y.__class__ is not int or x != y:
+                return False
+        elif x.__class__ is Literal and y.__class__ is Literal:
+            u, v = x.value, y.value
+            kind = u.__class__
+            if kind is not v.__class__ or not (
+                    u.hex() == v.hex() if kind is float else
+                    u == v if kind is int or kind is bool else same_value(u, v)):
                 return False
         elif not same_value(x, y):
             return False
@@ -69,17 +76,6 @@ def same_value(a, b) -> bool:
         return (a == b) is True
     except Exception:  # noqa: BLE001 - an object that cannot say: not the same
         return False
-
-
-def expected_node(builder):
-    """The previous call's node at the position the builder is about to fill, while
-    every node so far matched; else None."""
-    expected = builder.expected
-    if expected is None:
-        return None
-    nodes = expected.graph.nodes
-    k = len(builder.graph.nodes)
-    return nodes[k] if k < len(nodes) else None
 
 
 def matched_segment(builder):

@@ -86,6 +86,10 @@ class Segment:
     same_as: Segment | None = None
 
 
+_ARG_ATTRS = make_attrs({"kind": "arg"})
+_CAPTURE_ATTRS = make_attrs({"kind": "capture"})
+
+
 class SegmentBuilder:
     """Accumulates the nodes of the current segment."""
 
@@ -120,9 +124,20 @@ class SegmentBuilder:
 
     def add_input(self, aval: Aval, source: InputSource) -> int:
         node_id = self.new_id()
-        kind = "capture" if source.kind != "arg" else "arg"
-        self.add(Node(node_id, INPUT, (), make_attrs({"kind": kind}), tuple(aval.shape),
-                      aval.dtype, str(aval.device), label=source.label))
+        attrs = _ARG_ATTRS if source.kind == "arg" else _CAPTURE_ATTRS
+        shape, device, nodes = tuple(aval.shape), str(aval.device), self.graph.nodes
+        before = None
+        if self.expected is not None:  # the previous call's input here, if equal
+            theirs = self.expected.graph.nodes
+            before = theirs[len(nodes)] if len(nodes) < len(theirs) else None
+        if before is not None and before.op == INPUT and before.id == node_id and \
+                before.attrs == attrs and before.shape == shape and \
+                before.dtype == aval.dtype and before.device == device and \
+                before.label == source.label:
+            nodes.append(before)
+        else:
+            self.add(Node(node_id, INPUT, (), attrs, shape, aval.dtype, device,
+                          label=source.label))
         self.graph.inputs.append(node_id)
         self.sources.append(source)
         return node_id
@@ -211,17 +226,21 @@ class Segmenting:
 
     def _live_tensors(self) -> list[Tensor]:
         out, seen, alive = [], set(), []
+        settled = self.settled
         for ref in self.live:
             t = ref()
             if t is None:
                 continue
-            alive.append(ref)
-            if id(t) in seen:
-                continue
             d = t._data
             if d.__class__ is TracedValue and d.tracer is self:
-                seen.add(id(t))
-                out.append(t)
+                alive.append(ref)
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    out.append(t)
+            else:
+                # Concrete since a break: no break walks it again (only a write, which
+                # adopts it anew, traces it again); the backward's rebinding still does.
+                settled.append(ref)
         self.live = alive  # (every break walks them: the dead would pile up per break)
         return out
 
@@ -271,9 +290,11 @@ class Segmenting:
                 d = t._data
                 if id(d) not in arrays:
                     root = array_of[id(d.storage)]
-                    arrays[id(d)] = array = replay(d.view, root)
                     if d.view:
+                        arrays[id(d)] = array = replay(d.view, root)
                         self.break_views[id(array)] = (root, d.view, array)
+                    else:
+                        arrays[id(d)] = root
                 t._data = arrays[id(d)]
         segment.same_as = None  # (run_segment has used it: calls must not chain)
         for target, original in self.assigned.values():

@@ -51,6 +51,9 @@ class Tracer(Binding, Functionalization, Segmenting):
         self.breaks: list[GraphBreak] = []
         self.baked: list[GraphBreak] = []    # on_break="bake": values frozen into the graph
         self.live: list[weakref.ref] = []
+        # Tensors of ``live`` made concrete by a graph break, set apart so that breaks
+        # walk only the traced ones (the backward's rebinding walks both).
+        self.settled: list[weakref.ref] = []
         # Real (untraced) tensors written in place: traced until the segment ends.
         self.assigned: dict[int, tuple[Tensor, object]] = {}  # target -> original array
         self.stand_in_of: dict[int, Tensor] = {}             # arg stand-in -> user's tensor

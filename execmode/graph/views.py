@@ -42,7 +42,12 @@ class ViewStep:
 
 def contiguous_proxy(shape) -> np.ndarray:
     """The layout of a fresh C-contiguous array of ``shape``."""
-    shape = tuple(map(int, shape))  # (symbolic sizes as their traced numbers: a cache key)
+    # (symbolic sizes as their traced numbers: a cache key)
+    return _contiguous(tuple(map(int, shape)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _contiguous(shape: tuple) -> np.ndarray:
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)

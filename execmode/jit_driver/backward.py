@@ -248,7 +248,7 @@ def _rebind_earlier_segments(tracer: Tracer) -> None:
         if written and caller is not None and written > getattr(caller, "_written_at", 0):
             caller._written_at = written
     seen: set = set()
-    stack = [t for t in (ref() for ref in tracer.live)
+    stack = [t for t in (ref() for ref in tracer.live + tracer.settled)
              if t is not None and t._grad_fn is not None]
     while stack:
         node = stack.pop()._grad_fn
