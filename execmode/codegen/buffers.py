@@ -117,7 +117,7 @@ class OutputPool:
         counter = self.counter
         if counter is not None and counter[0][0]:
             counter[0][counter[1]] += array.nbytes
-        entry = (array, array.ctypes.data)
+        entry = (array, data_pointer(array))  # (a.ctypes.data builds a ctypes object)
         if len(self.entries) < self.capacity:
             self.entries.append(entry)
             REGISTRY[id(array)] = entry

@@ -267,8 +267,12 @@ class Binding:
         return x
 
     def bind(self, op, inputs, attrs):
-        if self.user_stand_in:
-            inputs = tuple(self.same_object(x) for x in inputs)
+        stand_ins = self.user_stand_in
+        if stand_ins:
+            for x in inputs:  # (same_object changes only the caller's own tensors)
+                if x.__class__ is Tensor and id(x) in stand_ins:
+                    inputs = tuple(self.same_object(x) for x in inputs)
+                    break
         b = self._builder
         if b.expected is not None and self.size_env is None and \
                 not instrument._before_op and op.name != ASSIGN and \
@@ -352,19 +356,24 @@ class Binding:
         and attributes has the type it had then, so its rules need not run again; a node
         equal in everything, its line and scope included, is the previous call's node."""
         b = self._builder
-        refs, places = [], []
+        refs, places = [], []  # places: the tensor operands' layouts
         for x in inputs:
             if isinstance(x, Tensor):
-                place = self._place(x)
-                storage, view, _, d = place
-                if d is None:
-                    ref = self._view_node(storage, view)
-                elif d.version != storage.version:
-                    ref = d.node_id = self._view_node(storage, view)
-                    d.version = storage.version
-                else:
+                d = x._data
+                if d.__class__ is TracedValue and d.tracer is self and \
+                        d.version == d.storage.version:  # (the usual operand: at once)
                     ref = d.node_id
-                places.append(place)
+                    places.append(d.proxy)
+                else:
+                    storage, view, proxy, d = self._place(x)
+                    if d is None:
+                        ref = self._view_node(storage, view)
+                    elif d.version != storage.version:
+                        ref = d.node_id = self._view_node(storage, view)
+                        d.version = storage.version
+                    else:
+                        ref = d.node_id
+                    places.append(proxy)
             else:
                 ref = Literal(x.item() if isinstance(x, np.generic) else x)
             refs.append(ref)
@@ -389,14 +398,14 @@ class Binding:
             before = None
         node_id = b.new_id()
         loc, scope = user_location(), _scope._state.current
-        if before is not None and before.loc == loc and before.scope == scope:
+        if before is not None and (before.loc is loc or before.loc == loc) and \
+                before.scope == scope:
             b.graph.nodes.append(before)  # the very node: nothing of it differs
         else:
             b.add(Node(node_id, op.name, refs, node_attrs, tuple(aval.shape), aval.dtype,
                        str(aval.device), scope, loc))
         b.avals[node_id] = aval
-        return self._bound(op, inputs, attrs, node_id, aval, None,
-                           [place[2] for place in places])
+        return self._bound(op, inputs, attrs, node_id, aval, None, places)
 
     def _bound(self, op, inputs, attrs, node_id: int, aval: Aval, symbolic,
                proxies=None) -> Tensor:

@@ -65,7 +65,12 @@ def same_value(a, b) -> bool:
     if kind is not type(b):
         return False
     if kind is tuple or kind is list or (isinstance(a, tuple) and hasattr(a, "_fields")):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):  # (one object is itself: None, True, an attribute's name)
+            if x is not y and not same_value(x, y):
+                return False
+        return True
     if kind is float:
         return a.hex() == b.hex()
     if isinstance(a, (np.ndarray, np.generic)):

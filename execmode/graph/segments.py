@@ -152,7 +152,8 @@ class Segmenting:
         d = tensor._data
         if d.__class__ is not TracedValue or d.tracer is not self:
             return d.materialize(tensor, reason) if hasattr(d, "materialize") else d
-        op = self._builder.graph.node(self._ref(tensor)).op
+        node_id = d.node_id if d.version == d.storage.version else self._ref(tensor)
+        op = self._builder.graph.node(node_id).op
         if self.fullgraph == "bake":
             return self._bake(tensor, f"{reason} needs a concrete value", op)
         self._graph_break(f"{reason} needs a concrete value", op)
