@@ -102,3 +102,37 @@ def test_both_paths_give_the_same_bits(monkeypatch):
         outputs[matching] = [f(x).numpy() for _ in range(3)]
     for matched, full in zip(outputs[True], outputs[False]):
         assert matched.tobytes() == full.tobytes()
+
+
+def _same_ops_on_two_lines(x):
+    if float(x.sum().item()) > 0:
+        y = em.tanh(x) * 0.5  # _UP_LINE
+    else:
+        y = em.tanh(x) * 0.5  # _DOWN_LINE
+    if float(y.sum().item()) > 1e9:
+        y = y * 0.0
+    return y
+
+
+def _line_of(marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(_same_ops_on_two_lines)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_a_matched_segment_keeps_this_calls_lines():
+    """The previous call's nodes are reused only where nothing differs, the user's line
+    included: the same ops from another line carry that line (errors and the debugger
+    name it), and the breaks after them keep theirs."""
+    up = (em.tensor(np.array([1.0, 2.0], np.float32)), "_UP_LINE")
+    down = (em.tensor(np.array([-1.0, -2.0], np.float32)), "_DOWN_LINE")
+    # Three calls each: all traced (later ones may run eagerly, cache_policy.BreakCost).
+    for calls in ((up, down, down), (down, up, up)):
+        f = em.jit(_same_ops_on_two_lines)
+        for x, marker in calls:
+            np.testing.assert_array_equal(f(x).numpy(), _same_ops_on_two_lines(x).numpy())
+            cf = f.concrete_functions[0]
+            ops = [n for n in cf.segments[1].graph.nodes if n.op in ("tanh", "multiply")]
+            assert [n.loc.lineno for n in ops] == [_line_of(marker)] * 2
+            assert [b.lineno for b in cf.breaks] == [_line_of("> 0:"), _line_of("> 1e9:")]
