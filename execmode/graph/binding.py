@@ -31,7 +31,8 @@ from .py_names import note_names
 from .segment_match import same_operands, same_value
 from .segments import InputSource
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
-from .views import ViewStep, c_ordered, contiguous_proxy, is_view_op, proxy_of, view_proxy
+from .views import (VIEW_OPS, ViewStep, c_ordered, contiguous_proxy, is_view_op, proxy_of,
+                    view_proxy)
 
 # Python numbers an op of a re-run segment takes as they are (bool, int, float).
 _PLAIN_NUMBERS = frozenset({bool, int, float})
@@ -97,9 +98,9 @@ class Binding:
             return storage, steps
         source = make_source()
         shape = tuple(tensor.shape) if shape is None else shape
-        aval = Aval(shape, tensor.dtype, tensor.device)
-        node_id = b.add_input(aval, source)
-        storage = Storage(node_id, shape, tensor.dtype, tensor.device, source, array)
+        dtype, device = tensor.dtype, tensor.device
+        node_id = b.add_input(Aval(shape, dtype, device), source)
+        storage = Storage(node_id, shape, dtype, device, source, array)
         self._check_overlap(array, storage)
         b.storages[id(array)] = (storage, ())
         b.captured_arrays.append(array)
@@ -196,11 +197,12 @@ class Binding:
         return node_id
 
     def _new_tensor(self, node_id: int, aval: Aval, storage=None, view=(), proxy=None):
+        shape = tuple(aval.shape)
         if storage is None:
-            storage = Storage(node_id, tuple(aval.shape), aval.dtype, aval.device)
+            storage = Storage(node_id, shape, aval.dtype, aval.device)
         t = object.__new__(Tensor)
-        t._data = TracedValue(self, node_id, tuple(aval.shape), aval.dtype, aval.device,
-                              storage, view, proxy)
+        t._data = TracedValue(self, node_id, shape, aval.dtype, aval.device, storage, view,
+                              proxy)
         t.requires_grad = False
         self.live.append(weakref.ref(t))
         return t
@@ -405,7 +407,18 @@ class Binding:
             b.add(Node(node_id, op.name, refs, node_attrs, tuple(aval.shape), aval.dtype,
                        str(aval.device), scope, loc))
         b.avals[node_id] = aval
-        return self._bound(op, inputs, attrs, node_id, aval, None, places)
+        name = op.name
+        if name in VIEW_OPS or name == "debug_print":
+            return self._bound(op, inputs, attrs, node_id, aval, None, places)
+        # A fresh result (``_result``'s last case, inline: most ops of a re-run segment).
+        shape = tuple(aval.shape)
+        known = len(shape) <= 1 or name in _ALWAYS_C_ORDER or all(
+            p is not None and p.flags.c_contiguous for p in places) or (
+            name == "concat" and all(p is not None and c_ordered(p) for p in places))
+        t = self._new_tensor(node_id, aval, proxy=contiguous_proxy(shape) if known else None)
+        if op.vjp is not None and places and dispatch.grad_enabled():
+            self._record_grad(op, inputs, attrs, t, None)
+        return t
 
     def _bound(self, op, inputs, attrs, node_id: int, aval: Aval, symbolic,
                proxies=None) -> Tensor:
@@ -413,14 +426,18 @@ class Binding:
         (``proxies``: the tensor operands' layouts, where the caller has placed them)."""
         t = self._result(op, inputs, attrs, node_id, aval, proxies)
         if dispatch.grad_enabled() and op.vjp is not None:
-            for x in inputs:
-                if isinstance(x, Tensor) and x.requires_grad:
-                    # Symbolic numbers stay symbolic in the vjp (d(lr * x)/dx = lr).
-                    saved = dispatch.record_grad(op, symbolic or inputs, attrs, t)
-                    if saved is not None:
-                        self.adopt(saved)
-                    break
+            self._record_grad(op, inputs, attrs, t, symbolic)
         return t
+
+    def _record_grad(self, op, inputs, attrs, t: Tensor, symbolic) -> None:
+        """``t``'s autograd node, where an operand requires grad (grad mode is on)."""
+        for x in inputs:
+            if isinstance(x, Tensor) and x.requires_grad:
+                # Symbolic numbers stay symbolic in the vjp (d(lr * x)/dx = lr).
+                saved = dispatch.record_grad(op, symbolic or inputs, attrs, t)
+                if saved is not None:
+                    self.adopt(saved)
+                break
 
     def _result(self, op, inputs, attrs, node_id: int, aval: Aval, proxies=None) -> Tensor:
         """The traced result of an op: a view of its input's storage where eager NumPy

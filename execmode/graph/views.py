@@ -57,11 +57,22 @@ def _contiguous(shape: tuple) -> np.ndarray:
 
 def proxy_of(array) -> np.ndarray | None:
     """The layout of a real array (NumPy or CuPy), in element strides."""
-    itemsize = array.dtype.itemsize
     strides = getattr(array, "strides", None)
-    if strides is None or any(s % itemsize for s in strides):
+    if strides is None:
         return None
-    return _strided(tuple(array.shape), tuple(s // itemsize for s in strides))
+    itemsize = array.dtype.itemsize
+    key = (tuple(array.shape), tuple(strides), itemsize)
+    hit = _proxies.get(key, _NONE)
+    if hit is _NONE:  # (a capture at every segment of every call asks: one lookup)
+        if len(_proxies) > 4096:
+            _proxies.clear()
+        hit = _proxies[key] = None if any(s % itemsize for s in strides) else _strided(
+            key[0], tuple(s // itemsize for s in strides))
+    return hit
+
+
+_proxies: dict = {}  # (shape, byte strides, itemsize) -> proxy_of's answer
+_NONE = object()
 
 
 @functools.lru_cache(maxsize=4096)
