@@ -11,6 +11,7 @@ its own.
 
 from __future__ import annotations
 
+import sys
 import weakref
 
 import numpy as np
@@ -31,8 +32,16 @@ from .py_names import note_names
 from .segment_match import same_operands, same_value
 from .segments import InputSource
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
-from .views import (VIEW_OPS, ViewStep, c_ordered, contiguous_proxy, is_view_op, proxy_of,
-                    view_proxy)
+from .views import (
+    VIEW_OPS,
+    ViewStep,
+    c_ordered,
+    contiguous_layout,
+    contiguous_proxy,
+    is_view_op,
+    proxy_of,
+    view_proxy,
+)
 
 # Python numbers an op of a re-run segment takes as they are (bool, int, float).
 _PLAIN_NUMBERS = frozenset({bool, int, float})
@@ -399,7 +408,8 @@ class Binding:
                 raise op_error(exc.cls, op.name, inputs, exc.problem) from None
             before = None
         node_id = b.new_id()
-        loc, scope = user_location(), _scope._state.current
+        # (from the frame past this one's caller, bind or _bind: both execmode's own)
+        loc, scope = user_location(sys._getframe(2)), _scope._state.current
         if before is not None and (before.loc is loc or before.loc == loc) and \
                 before.scope == scope:
             b.graph.nodes.append(before)  # the very node: nothing of it differs
@@ -415,9 +425,14 @@ class Binding:
         known = len(shape) <= 1 or name in _ALWAYS_C_ORDER or all(
             p is not None and p.flags.c_contiguous for p in places) or (
             name == "concat" and all(p is not None and c_ordered(p) for p in places))
-        t = self._new_tensor(node_id, aval, proxy=contiguous_proxy(shape) if known else None)
+        # (its sizes are plain ints unless sizes are symbolic: the layout's cache key)
+        t = self._new_tensor(node_id, aval, proxy=None if not known else contiguous_layout(
+            shape) if self.size_env is None else contiguous_proxy(shape))
         if op.vjp is not None and places and dispatch.grad_enabled():
-            self._record_grad(op, inputs, attrs, t, None)
+            for x in inputs:
+                if isinstance(x, Tensor) and x.requires_grad:
+                    self._record_grad(op, inputs, attrs, t, None)
+                    break
         return t
 
     def _bound(self, op, inputs, attrs, node_id: int, aval: Aval, symbolic,

@@ -261,8 +261,10 @@ class Segmenting:
             if st.source is None:
                 storages.setdefault(id(st), st)
         b.graph.outputs = [st.node for st in storages.values()]
-        for st, _ in {id(s): (s, v) for s, v in b.storages.values()}.values():
-            if st.written and st.node != st.input_node:
+        assigned: set[int] = set()  # (several arrays may view one storage: one assign)
+        for st, _ in b.storages.values():
+            if st.written and st.node != st.input_node and id(st) not in assigned:
+                assigned.add(id(st))
                 node_id = b.new_id()
                 b.add(Node(node_id, ASSIGN, (st.input_node, st.node), (), st.shape, st.dtype,
                            str(st.device), _scope._state.current, None))

@@ -43,11 +43,12 @@ class ViewStep:
 def contiguous_proxy(shape) -> np.ndarray:
     """The layout of a fresh C-contiguous array of ``shape``."""
     # (symbolic sizes as their traced numbers: a cache key)
-    return _contiguous(tuple(map(int, shape)))
+    return contiguous_layout(tuple(map(int, shape)))
 
 
 @functools.lru_cache(maxsize=4096)
-def _contiguous(shape: tuple) -> np.ndarray:
+def contiguous_layout(shape: tuple) -> np.ndarray:
+    """``contiguous_proxy`` of a tuple of plain ints."""
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)
@@ -165,5 +166,5 @@ def inverse_axes(axes) -> tuple:
     return tuple(inverse)
 
 
-__all__ = ["ViewStep", "c_ordered", "contiguous_proxy", "inverse_axes", "is_view_op", "proxy_of",
-           "replay", "view_proxy"]
+__all__ = ["ViewStep", "c_ordered", "contiguous_layout", "contiguous_proxy", "inverse_axes",
+           "is_view_op", "proxy_of", "replay", "view_proxy"]
