@@ -29,7 +29,7 @@ from ..symbolic_sizes import SymInt, attach, attach_attrs, resolve
 from ..symbolic_sizes import text as sizes_text
 from .ir import ASSIGN, Literal, Node, make_attrs
 from .py_names import note_names
-from .segment_match import same_operands, same_value
+from .segment_match import same_attrs, same_operands
 from .segments import InputSource
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
 from .views import (
@@ -397,7 +397,7 @@ class Binding:
         aval = expected.avals.get(before.id) if before is not None else None
         if aval is None or before.op != op.name or before.id != b.next_id or \
                 not same_operands(refs, before.inputs) or \
-                not same_value(node_attrs, before.attrs):
+                not same_attrs(node_attrs, before.attrs):
             operands = [Aval(x.shape, x.dtype, x.device) if isinstance(x, Tensor)
                         else (x.item() if isinstance(x, np.generic) else x) for x in inputs]
             device = None if any(isinstance(x, Tensor) for x in inputs) else \

@@ -56,6 +56,19 @@ def same_operands(a: tuple, b: tuple) -> bool:
     return True
 
 
+def same_attrs(a: tuple, b: tuple) -> bool:
+    """``same_value`` for two nodes' attributes (sorted (name, value) pairs), past the
+    values that are one object (an op's attributes cached by its front end)."""
+    if a is b:
+        return True
+    if len(a) != len(b):
+        return False
+    for (name, x), (other, y) in zip(a, b):
+        if name != other or (x is not y and not same_value(x, y)):
+            return False
+    return True
+
+
 def same_value(a, b) -> bool:
     """Equal, and of the same type: ``1``, ``1.0`` and ``True`` promote differently, and
     ``0.0`` and ``-0.0`` give different products, so neither is the other."""
