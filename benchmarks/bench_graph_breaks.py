@@ -9,10 +9,15 @@ elements) is timed in interleaved rounds (benchmarks/timing.py), for N = 10 and 
 eagerly; through ``em.jit`` on the full path (every call infers each op's type, verifies
 each segment and hashes it to find its plan: ``EXECMODE_SEGMENT_MATCH=0``); and through
 ``em.jit`` as it runs by default, where a call that traces the segments the call before
-traced reuses their types and plans (graph/segment_match.py). The cost of a break is the
+traced reuses their types, nodes and plans, each op taking the tracer's short path
+(graph/segment_match.py, graph/binding.py's ``_bind_as_before``). The cost of a break is the
 jitted call's time minus the eager call's, over N, round by round (the rounds are
 interleaved, so round r of each shared the machine's state): what a break adds on top of
-the ops the function runs. Goal: <= 20 us per break, judged on the median.
+the ops the function runs. Goal: <= 20 us per break, judged on the median. What a break
+still costs on the default path is Python work per object (docs/graph-mode.md, "What a
+break costs"): per traced op (two here, and the sum) its check, its line and its traced
+tensor; per break the segment ended, its plan run and values handed out, and the next
+segment's captured input.
 """
 
 from __future__ import annotations
