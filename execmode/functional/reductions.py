@@ -113,14 +113,19 @@ def _reduce(name):
 # A training step reduces over the same few axes at every call (softmax, layer norm, the
 # vjps' sums to a broadcast operand's shape): the attributes normalized once per (op,
 # axis, keepdims, rank) are kept. Only for an axis of None, an exact int or a tuple of
-# exact ints on a NumPy array, so that a bool or float axis (equal to an int as a key)
+# exact ints on a NumPy array or a traced value (a function with graph breaks re-traces
+# its reductions at every call), so that a bool or float axis (equal to an int as a key)
 # still meets the general path's checks.
 _ATTRS: dict = {}
 
 
 def _known_attrs(name: str, axis, keepdims: bool, data):
     """The normalized attributes of ``name`` over ``axis``, or None (the general path)."""
-    if data.__class__ is not _ndarray:
+    if data.__class__ is _ndarray:
+        ndim = data.ndim
+    elif getattr(data, "tracer", None) is not None:  # a traced value (graph/traced_value)
+        ndim = len(data.shape)
+    else:
         return None
     if axis.__class__ is tuple:
         for a in axis:
@@ -128,12 +133,11 @@ def _known_attrs(name: str, axis, keepdims: bool, data):
                 return None
     elif axis is not None and axis.__class__ is not int:
         return None
-    key = (name, axis, keepdims, data.ndim)
+    key = (name, axis, keepdims, ndim)
     attrs = _ATTRS.get(key)
     if attrs is None:
         try:
-            attrs = normalize_reduction_attrs(name, data.ndim,
-                                              {"axis": axis, "keepdims": keepdims})
+            attrs = normalize_reduction_attrs(name, ndim, {"axis": axis, "keepdims": keepdims})
         except RuleError:
             return None
         if len(_ATTRS) < 4096:
