@@ -77,7 +77,6 @@ class Segment:
     index: int
     graph: Graph
     sources: list[InputSource]
-    output_tensors: list = field(default_factory=list)
     compiled: object = None     # the CompiledSegment used to run it
     backend: object = None      # the kernel backend it was compiled for
     avals: dict = field(default_factory=dict)  # op node id -> its result's Aval
@@ -272,8 +271,9 @@ class Segmenting:
         if same is None:  # (a graph equal to one verified before needs no check)
             # The nodes verified here are not verified again by the passes (verify.py).
             verify(b.graph, "tracing", b.graph.meta.setdefault(VERIFIED, {}))
-        segment = Segment(len(self.segments), b.graph, b.sources, tensors, avals=b.avals,
-                          same_as=same)
+        # (the tensors it hands values to are not kept: their arrays, once the caller
+        # drops them, go back to the plan's output pools)
+        segment = Segment(len(self.segments), b.graph, b.sources, avals=b.avals, same_as=same)
         self.segments.append(segment)
         if instrument._on_event:
             instrument.emit(instrument.Event("trace", {

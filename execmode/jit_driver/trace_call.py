@@ -223,8 +223,6 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
     cf.python_writes = python_writes
     cf.flag_writes = flag_writes
     cf.joint = joint
-    if reuse is None and not tracer.breaks:
-        cf.segments[0].output_tensors = []  # replay builds fresh outputs
     if reuse is not None:
         cf.segments, cf.breaks = tracer.segments, tracer.breaks
     jitted._last_tracer = tracer
