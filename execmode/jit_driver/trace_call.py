@@ -62,10 +62,13 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
         symbols = getattr(reuse, "symbols", ())
     if symbols:
         DynamicSizes.install(tracer, signature, symbols)
+    # (a re-run's signature has the same structure as the one it re-runs, whose names
+    # are worked out already)
+    arg_names = (reuse.signature if reuse is not None else signature).arg_names
     stand_ins, seen = [], {}
     for i, t in enumerate(leaves):  # one stand-in per tensor, however often it is passed
         if id(t) not in seen:
-            seen[id(t)] = tracer.stand_in(t, i, signature.arg_names[i])
+            seen[id(t)] = tracer.stand_in(t, i, arg_names[i])
         stand_ins.append(seen[id(t)])
     # A module's (or a bound method's) own object is read like a static argument:
     # its flags and numbers are guarded (model.eval() retraces), its writes watched.
@@ -91,7 +94,8 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
     began = backward_mod.tape_clock()  # the autograd nodes this trace makes come after
     try:
         with tracer:
-            (s_args, s_kwargs) = _replace_leaves((args, kwargs), stand_ins)
+            # ((args, kwargs) flattened to the signature's structure: the caller did it)
+            (s_args, s_kwargs) = pytree.unflatten(signature.structure, stand_ins)
             result = jitted.fn(*s_args, **s_kwargs)
             out_leaves, out_structure = pytree.flatten(result)
             grad_entries = []  # (owner ref, new grad or None, grad first read)
@@ -301,7 +305,3 @@ def _traced_node(t, tracer):
             return d.node_id
     return None
 
-
-def _replace_leaves(tree, new_leaves):
-    _, structure = pytree.flatten(tree)
-    return pytree.unflatten(structure, new_leaves)
