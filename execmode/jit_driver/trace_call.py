@@ -73,7 +73,9 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
     # A module's (or a bound method's) own object is read like a static argument:
     # its flags and numbers are guarded (model.eval() retraces), its writes watched.
     code_fn, roots = state_roots(jitted.fn)
-    statics = signature.statics + roots
+    # (a structure equal to one without static arguments has none: not walked again)
+    statics = (() if reuse is not None and not reuse.signature.statics else
+               signature.statics) + roots
     python_guards = guards_mod.collect(code_fn, statics)
     if len(python_guards) >= guards_mod.MAX_GUARDS:
         warnings.warn(f"em.jit({jitted.name}): the Python state it can read holds more than "
