@@ -46,6 +46,8 @@ def same_operands(a: tuple, b: tuple) -> bool:
                 return False
         elif x.__class__ is Literal and y.__class__ is Literal:
             u, v = x.value, y.value
+            if u is v:  # (one object: a constant of the user's code, read at each call)
+                continue
             kind = u.__class__
             if kind is not v.__class__ or not (
                     u.hex() == v.hex() if kind is float else
