@@ -410,8 +410,9 @@ class Binding:
                 raise op_error(exc.cls, op.name, inputs, exc.problem) from None
             before = None
         node_id = b.new_id()
-        # (from the frame past this one's caller, bind or _bind: both execmode's own)
-        loc, scope = user_location(sys._getframe(2)), _scope._state.current
+        # (from past this frame's callers: bind, or _bind and bind, then dispatch.apply,
+        # bind's only caller; all execmode's own)
+        loc, scope = user_location(sys._getframe(3)), _scope._state.current
         if before is not None and (before.loc is loc or before.loc == loc) and \
                 before.scope == scope:
             b.graph.nodes.append(before)  # the very node: nothing of it differs
