@@ -10,9 +10,7 @@ from .._tensor import Tensor
 def capture_labels(fn) -> dict[int, str]:
     """Names for captured tensors: globals and closure variables the function reads, and
     the parameters and state of modules and optimizers among them."""
-    from ..nn import Module
-    from ..optim import Optimizer
-
+    Module, Optimizer = _module_classes()  # noqa: N806 - the classes
     labels: dict[int, str] = {}
     scopes: dict = {}
     owner = fn if isinstance(fn, Module) else getattr(fn, "__self__", None)
@@ -44,6 +42,21 @@ def capture_labels(fn) -> dict[int, str]:
         elif isinstance(value, Optimizer):
             _label_tensors(labels, vars(value), name, depth=3)
     return labels
+
+
+_classes: tuple = ()
+
+
+def _module_classes() -> tuple:
+    """(nn.Module, optim.Optimizer), imported at the first call, as before (not when
+    execmode is imported), and kept: a function with graph breaks asks at every call."""
+    global _classes
+    if not _classes:
+        from ..nn import Module
+        from ..optim import Optimizer
+
+        _classes = (Module, Optimizer)
+    return _classes
 
 
 def _label_tensors(labels: dict, obj, path: str, depth: int) -> None:
