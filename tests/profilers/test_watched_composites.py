@@ -29,13 +29,18 @@ def test_nobody_watching_counts_nothing():
     assert watched_composites.since(before) == {}
 
 
-def test_a_recorded_composite_is_counted_at_its_site_and_stated(tmp_path):
+def _recorded_linear_calls(tmp_path, n: int):
+    """(meta, summary) of a session that recorded ``n`` calls of linear."""
     x, w, b = em.ones((2, 3)), em.ones((4, 3)), em.ones(4)
     rec = Recorder(tmp_path / "s.emsession", calibrate=False).start()
-    _linear_calls(7, x, w, b)
+    _linear_calls(n, x, w, b)
     rec.close()
     with open_session(tmp_path / "s.emsession") as s:
-        meta, summary = s.meta, s.summary()
+        return s.meta, s.summary()
+
+
+def test_a_recorded_composite_is_counted_at_its_site_and_stated(tmp_path):
+    meta, summary = _recorded_linear_calls(tmp_path, 7)
     declined = meta["recorded"]["declined"]
     assert declined["nn/functional:linear"] == 7
     calibration = dict(NOTHING_CALIBRATED, declined_ns={"nn/functional:linear": 1000})
@@ -60,12 +65,7 @@ def test_a_composite_that_would_run_op_by_op_anyway_is_not_counted(tmp_path):
 
 
 def test_without_a_calibration_of_composites_nothing_is_stated_for_them(tmp_path):
-    x, w, b = em.ones((2, 3)), em.ones((4, 3)), em.ones(4)
-    rec = Recorder(tmp_path / "s.emsession", calibrate=False).start()
-    _linear_calls(2, x, w, b)
-    rec.close()
-    with open_session(tmp_path / "s.emsession") as s:
-        meta, summary = s.meta, s.summary()
+    meta, summary = _recorded_linear_calls(tmp_path, 2)
     cost = profiler_cost(NOTHING_CALIBRATED, summary["profiler_cost"].counts, meta)
     assert cost.declined_ns is None
 
