@@ -5,8 +5,9 @@ Each is one OPAQUE op over a stack of matrices (the last two axes): under jit it
 step that makes the same library call eagerly and in the graph (no kernel template: a
 LAPACK factorisation is not an elementwise expression), so graph mode gives eager's bits.
 A function with several results (eigh, qr, svd, slogdet) is one op per result, named by
-its ``part`` attribute; each makes the whole call. Their gradients, for real matrices, are
-in ``linalg_grads.py``; matrix_rank, an integer, has none.
+its ``part`` attribute; each makes the whole call. Their gradients, for real and complex
+matrices (qr's for real ones only), are in ``linalg_grads.py``; matrix_rank, an integer,
+has none.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DTypeError
+from .complex_grad import complex_differentiable
 from .linalg_grads import VJPS
 from .registry import OPAQUE, OpDef, RuleError, broadcast_shapes, register
 
@@ -71,9 +73,17 @@ _op("det", lambda xp, a: xp.linalg.det(a), _batch("det", True),
     "The determinant of each square matrix.")
 _op("inv", lambda xp, a: xp.linalg.inv(a), _same("inv"),
     "The inverse of each square matrix (LinAlgError for a singular one).")
-_op("cholesky", lambda xp, a, *, upper: (
-        xp.swapaxes(xp.linalg.cholesky(a), -1, -2) if upper else xp.linalg.cholesky(a)),
-    _same("cholesky"), "The Cholesky factor of each symmetric positive-definite matrix.")
+def _cholesky_impl(xp, a, *, upper):
+    low = xp.linalg.cholesky(a)
+    if not upper:
+        return low
+    # A = U^H U: the upper factor is L's conjugate transpose (of a complex A, not L^T)
+    high = xp.swapaxes(low, -1, -2)
+    return xp.conj(high) if high.dtype.kind == "c" else high
+
+
+_op("cholesky", _cholesky_impl, _same("cholesky"),
+    "The Cholesky factor of each Hermitian (symmetric) positive-definite matrix.")
 _op("matrix_power", lambda xp, a, *, n: xp.linalg.matrix_power(a, n), _same("matrix_power"),
     "Each square matrix to the integer power n (negative n through the inverse).")
 _op("eigvalsh", lambda xp, a: xp.linalg.eigvalsh(a),
@@ -198,3 +208,6 @@ register(OpDef(name="linalg_slogdet", kind=OPAQUE, impl=_slogdet_impl,
                shape_rule=lambda x, *, part: _matrices("slogdet", x, square=True)[:-2],
                dtype_rule=_float_dtype("slogdet"), **_grad("slogdet"),
                doc="The sign or the log of the absolute value of each determinant."))
+
+# PyTorch's complex gradients (linalg_grads.py); qr's rule is for real matrices only
+complex_differentiable(*(f"linalg_{name}" for name in VJPS if name != "qr"))

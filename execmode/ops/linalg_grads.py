@@ -1,5 +1,5 @@
-"""Gradients (vjp rules) of em.linalg's LAPACK calls (``decompositions.py``), for real
-float32 and float64 matrices, batched over the leading axes.
+"""Gradients (vjp rules) of em.linalg's LAPACK calls (``decompositions.py``), for real and
+complex matrices (float32, float64, complex64, complex128), batched over the leading axes.
 
 The rules are written with execmode ops, so a backward runs them eagerly and the jit
 traces them into a backward graph alike; a LAPACK call a rule needs (an inverse, a solve,
@@ -8,8 +8,18 @@ with several results is one op per result (``part``), so each part's rule gives 
 gradient of its own result and autograd sums them; the other parts are computed again
 from the input. The formulas are PyTorch's (``torch/csrc/autograd/FunctionsManual.cpp``:
 ``linalg_det_backward``, ``cholesky_backward``, ``linalg_eig_backward``, ``svd_backward``,
-``pinv_backward``, ``linalg_qr_backward``) specialised to real matrices; complex ones never
-reach them (``dispatch.record_grad`` gives a node with a complex value a vjp that refuses).
+``pinv_backward``, ``linalg_qr_backward``), with PyTorch's convention for complex values
+(ops/complex_grad.py: the gradient is dL/dRe + i dL/dIm). A transpose of the real formula is
+the conjugate transpose there (``_mh``: for real values the transpose itself, so nothing
+changes for them), plus the terms only complex values have: slogdet's sign moves, and the
+phase of each singular vector pair adds a diagonal term to svd's U rule.
+
+Eigenvectors and singular vectors of complex matrices are defined up to a phase each
+(v e^{i phi}): as PyTorch says, a loss that depends on those phases has no gradient, and the
+formulas give one only for losses that do not (|v|**2, v v^H, U Vh ...). PyTorch checks the
+phase dependence at backward and raises; these rules do not read values (a check would
+be a host sync in every backward, and under jit a graph break), so such a loss gets
+PyTorch's formula's value, not an error.
 
 Where PyTorch's gradients are undefined, these are too, and for the same reason: eigh
 divides by the differences of eigenvalues and svd (U, Vh) by those of squared singular
@@ -23,12 +33,27 @@ pinv's gradient holds where the rank does not change near the input.
 from __future__ import annotations
 
 from ..errors import BackwardError
+from .complex_grad import to_operand
 from .elementwise import sum_to_shape
 from .registry import F
 
 
 def _mt(x):
     return F.matrix_transpose(x)
+
+
+def _is_complex(x):
+    return x.dtype.kind == "c"
+
+
+def _mh(x):
+    """``x``'s conjugate transpose: its transpose where x is real."""
+    t = F.matrix_transpose(x)
+    return F.conj(t) if _is_complex(t) else t
+
+
+def _conj(x):
+    return F.conj(x) if _is_complex(x) else x
 
 
 def _lapack(name, x, *more, **attrs):
@@ -48,15 +73,15 @@ def _eye(n, like):
 
 
 def _times_inverse_transposed(x, r):
-    """``x @ r^-T``, by a solve against ``r``."""
-    return _mt(_lapack("solve", r, _mt(x)))
+    """``x @ r^-H``, by a solve against ``r``."""
+    return _mh(_lapack("solve", r, _mh(x)))
 
 
 # --- inverse, determinants, solve, powers --------------------------------------------------
 
 def inv_vjp(g, out, a):
-    # d(A^-1) = -A^-1 dA A^-1
-    t = _mt(out)
+    # d(A^-1) = -A^-1 dA A^-1, whose adjoint sends g to -A^-H g A^-H
+    t = _mh(out)
     return (-F.matmul(F.matmul(t, g), t),)
 
 
@@ -64,33 +89,41 @@ def det_vjp(g, out, a):
     # The gradient of det is the cofactor matrix, det(A) A^-T where A is invertible. Read
     # from the SVD A = U S Vh, it is det(U) det(Vh) U diag(prod_{j != i} s_j) Vh, which
     # holds at singular matrices too (PyTorch's singular case), with no inverse to fail.
+    # Of a complex A, g conj(det(A)) A^-H: U and Vh are unitary and det(U) det(Vh) is
+    # conjugated.
     u, s, vh = _reduced_svd(a)
     n = s.shape[-1]
     before = F.cumulative_prod(s, axis=-1, include_initial=True)[..., :n]
     after = F.flip(F.cumulative_prod(F.flip(s, axis=-1), axis=-1, include_initial=True)
                    [..., :n], axis=-1)
-    sign = _lapack("det", u) * _lapack("det", vh)
+    sign = _conj(_lapack("det", u) * _lapack("det", vh))
     return (F.matmul(u * _row(before * after * _col(g * sign)), vh),)
 
 
 def slogdet_vjp(g, out, a, *, part):
+    # d logabsdet = Re tr(A^-1 dA) and, of a complex A, d sign = i sign Im tr(A^-1 dA):
+    # their adjoints are g A^-H and -i Im(conj(g) sign) A^-H (PyTorch's slogdet_backward)
     if part == "sign":
-        return (None,)  # piecewise constant: no gradient, as PyTorch's for real matrices
-    return (_col(_col(g)) * _mt(_lapack("inv", a)),)
+        if not _is_complex(a):
+            return (None,)  # piecewise constant: no gradient, as PyTorch's
+        sign = _lapack("slogdet", a, part="sign")
+        g = F.imag(F.conj(g) * sign) * -1j
+    return (_col(_col(g)) * _mh(_lapack("inv", a)),)
 
 
 def solve_vjp(g, out, a, b):
     vector = b.ndim == 1  # the standard's one-vector case: b of shape (M,)
     g2, x2 = (_col(g), _col(out)) if vector else (g, out)
-    gb = _lapack("solve", _mt(a), g2)  # A^T gB = g
+    gb = _lapack("solve", _mh(a), g2)  # A^H gB = g
     ga = None
     if a.requires_grad:
-        ga = sum_to_shape(-F.matmul(gb, _mt(x2)), a.shape)
+        # to_operand: a real operand of a complex solve gets the real part
+        ga = to_operand(sum_to_shape(-F.matmul(gb, _mh(x2)), a.shape), a)
     if not b.requires_grad:
         return ga, None
     if vector:
         gb = gb[..., 0]
-    return ga, sum_to_shape(gb, b.shape)
+    return ga, to_operand(sum_to_shape(gb, b.shape), b)
 
 
 def matrix_power_vjp(g, out, a, *, n):
@@ -98,11 +131,11 @@ def matrix_power_vjp(g, out, a, *, n):
         return (F.zeros_like(a),)
     base = a if n > 0 else _lapack("inv", a)
     m = abs(n)
-    t = _mt(base)
+    t = _mh(base)
     powers = [None, t]  # t^k; None for the identity
     while len(powers) < m:
         powers.append(F.matmul(powers[-1], t))
-    # d(B^m) = sum_k B^k dB B^(m-1-k): each term's transpose sends g back
+    # d(B^m) = sum_k B^k dB B^(m-1-k): each term's adjoint sends g back
     grad = None
     for k in range(m):
         left, right = powers[k], powers[m - 1 - k]
@@ -117,18 +150,19 @@ def matrix_power_vjp(g, out, a, *, n):
 # --- cholesky and eigh ---------------------------------------------------------------------
 
 def cholesky_vjp(g, out, a, *, upper):
-    low, g_low = (_mt(out), _mt(g)) if upper else (out, g)
-    phi = F.tril(F.matmul(_mt(low), g_low))
-    # the lower triangle mirrored, its diagonal once: a symmetric matrix
-    sym = 0.5 * (phi + _mt(F.tril(phi, -1)))
-    # L^-T sym L^-1, by two solves against L^T
-    x = _lapack("solve", _mt(low), sym)
-    return (_mt(_lapack("solve", _mt(low), _mt(x))),)
+    low, g_low = (_mh(out), _mh(g)) if upper else (out, g)
+    phi = F.tril(F.matmul(_mh(low), g_low))
+    # the lower triangle mirrored, its diagonal once: a symmetric (Hermitian off the
+    # diagonal) matrix
+    sym = 0.5 * (phi + _mh(F.tril(phi, -1)))
+    # L^-H sym L^-1, by two solves against L^H
+    x = _lapack("solve", _mh(low), sym)
+    return (_mh(_lapack("solve", _mh(low), _mh(x))),)
 
 
 def _eigenvalues_vjp(g, a):
     v = _lapack("eigh", a, part="eigenvectors")
-    return (F.matmul(v * _row(g), _mt(v)),)
+    return (F.matmul(v * _row(g), _mh(v)),)
 
 
 def eigvalsh_vjp(g, out, a):
@@ -139,11 +173,13 @@ def eigh_vjp(g, out, a, *, part):
     if part == "eigenvalues":
         return _eigenvalues_vjp(g, a)
     w = _lapack("eigh", a, part="eigenvalues")
-    vg = F.matmul(_mt(out), g)
-    skew = 0.5 * (vg - _mt(vg))
-    # w_j - w_i off the diagonal; 1 on it, where skew is 0
+    vg = F.matmul(_mh(out), g)
+    # skew-Hermitian; its diagonal is 0 for real values and i Im(v^H gV) for complex ones,
+    # which a loss blind to the eigenvectors' phases makes 0 too (PyTorch keeps it)
+    skew = 0.5 * (vg - _mh(vg))
+    # w_j - w_i off the diagonal; 1 on it
     gaps = _row(w) - _col(w) + _eye(w.shape[-1], w)
-    return (F.matmul(F.matmul(out, skew / gaps), _mt(out)),)
+    return (F.matmul(F.matmul(out, skew / gaps), _mh(out)),)
 
 
 # --- svd and pinv --------------------------------------------------------------------------
@@ -166,33 +202,37 @@ def svd_vjp(g, out, a, *, full_matrices, part):
     s2 = s * s
     gaps = _row(s2) - _col(s2) + _eye(k, s)  # s_j^2 - s_i^2 off the diagonal
     if part == "U":
-        ug = F.matmul(_mt(u), g)
-        core = ((ug - _mt(ug)) / gaps) * _row(s)
-        if m > n:  # U's columns span part of the space: (I - U U^T) gU S^-1 too
+        ug = F.matmul(_mh(u), g)
+        skew = ug - _mh(ug)
+        core = (skew / gaps) * _row(s)
+        if _is_complex(skew):
+            # the phase of each pair (u_k, v_k): i Im(u_k^H gU_k) / s_k on the diagonal
+            core = core + _eye(k, s) * skew / _row(2 * s)
+        if m > n:  # U's columns span part of the space: (I - U U^H) gU S^-1 too
             gs = g / _row(s)
-            left = F.matmul(u, core) + gs - F.matmul(u, F.matmul(_mt(u), gs))
+            left = F.matmul(u, core) + gs - F.matmul(u, F.matmul(_mh(u), gs))
             return (F.matmul(left, vh),)
         return (F.matmul(F.matmul(u, core), vh),)
-    vg = F.matmul(vh, _mt(g))
-    core = _col(s) * ((vg - _mt(vg)) / gaps)
-    if m < n:  # likewise S^-1 gVh (I - V V^T)
+    vg = F.matmul(vh, _mh(g))
+    core = _col(s) * ((vg - _mh(vg)) / gaps)
+    if m < n:  # likewise S^-1 gVh (I - V V^H)
         sg = g / _col(s)
-        right = F.matmul(core, vh) + sg - F.matmul(F.matmul(sg, _mt(vh)), vh)
+        right = F.matmul(core, vh) + sg - F.matmul(F.matmul(sg, _mh(vh)), vh)
         return (F.matmul(u, right),)
     return (F.matmul(F.matmul(u, core), vh),)
 
 
 def pinv_vjp(g, out, a, *, rtol):
     m, n = a.shape[-2:]
-    p, pt, gt = out, _mt(out), _mt(g)
+    p, pt, gt = out, _mh(out), _mh(g)
     if m <= n:
         k = F.matmul(gt, p)
         kpt = F.matmul(k, pt)
-        return (-_mt(F.matmul(p, k)) + kpt - F.matmul(F.matmul(a, p), kpt)
+        return (-_mh(F.matmul(p, k)) + kpt - F.matmul(F.matmul(a, p), kpt)
                 + F.matmul(F.matmul(pt, p), gt - F.matmul(k, a)),)
     k = F.matmul(p, gt)
     ptk = F.matmul(pt, k)
-    return (-_mt(F.matmul(k, p)) + F.matmul(F.matmul(gt - F.matmul(a, k), p), pt) + ptk
+    return (-_mh(F.matmul(k, p)) + F.matmul(F.matmul(gt - F.matmul(a, k), p), pt) + ptk
             - F.matmul(F.matmul(ptk, p), a),)
 
 
@@ -241,6 +281,7 @@ def qr_vjp(g, out, a, *, mode, part):
 
 
 # The rule of each op (``linalg_<name>``) and whether it reads the op's own result.
+# Every rule holds for complex values but qr's (decompositions.py declares them so).
 VJPS = {
     "inv": (inv_vjp, True),
     "det": (det_vjp, False),

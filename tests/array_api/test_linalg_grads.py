@@ -161,5 +161,5 @@ def test_what_has_no_gradient_says_so():
     sign = L.slogdet(em.tensor(SQUARE, requires_grad=True)).sign
     em.sum(sign).backward()  # piecewise constant: nothing flows back, as PyTorch's
     z = em.tensor(SQUARE, requires_grad=True) * 1j
-    with pytest.raises(em.BackwardError, match="linalg_svd: no gradient through complex"):
-        em.sum(L.svdvals(z)).backward()  # real singular values of a complex matrix
+    # of a complex matrix too (test_linalg_complex_grads.py has the complex gradients)
+    assert not L.matrix_rank(z).requires_grad
