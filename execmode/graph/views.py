@@ -39,6 +39,13 @@ class ViewStep:
     def kwargs(self) -> dict:
         return dict(self.attrs)
 
+    @functools.cached_property
+    def replay_kwargs(self) -> tuple:
+        """(the op's keyword arguments, whether they hold a symbolic size): read at every
+        replay of a view (a jitted model hands out dozens per call), worked out once."""
+        kwargs = dict(self.attrs)
+        return kwargs, has_symbolic(kwargs)
+
 
 def contiguous_proxy(shape) -> np.ndarray:
     """The layout of a fresh C-contiguous array of ``shape``."""
@@ -152,10 +159,11 @@ def replay(steps, array):
     from ..ops import OPS
 
     for step in steps:
-        kwargs = step.kwargs
-        if has_symbolic(kwargs):  # a view of a symbolic size: this call's (symbolic_sizes)
+        kwargs, symbolic = step.replay_kwargs
+        if symbolic:  # a view of a symbolic size: this call's (symbolic_sizes)
             kwargs = resolve(kwargs)
-        array = OPS[step.op].impl(xp_for(device_of_array(array)), array, **kwargs)
+        xp = np if array.__class__ is np.ndarray else xp_for(device_of_array(array))
+        array = OPS[step.op].impl(xp, array, **kwargs)
     return array
 
 
