@@ -258,8 +258,13 @@ class _Walk:
             raise BackwardError(f"backward through {t.name}: {SECOND_BACKWARD}")
         given = {id(g) for _, g in got.values()}
         sent = t.backward(got)
+        # a gradient sent once, that the op was not given: no other holder (a jitted
+        # model's call sends dozens: counted in one pass, not per gradient)
+        times_sent: dict = {}
+        for _, gx in sent:
+            times_sent[id(gx)] = times_sent.get(id(gx), 0) + 1
         for x, gx in sent:
-            _send(self, x, gx, id(gx) not in given and sum(h is gx for _, h in sent) == 1)
+            _send(self, x, gx, id(gx) not in given and times_sent[id(gx)] == 1)
         self.ran.append(t)
 
 
