@@ -23,9 +23,10 @@ from __future__ import annotations
 from .registry import F
 
 # Ops whose vjp rule is right for complex values, by name. The op files add their own
-# (elementwise.py, complex_parts.py, fft.py, linalg.py, reductions.py); the real linear
-# maps of the movement, indexing and reduction files are listed here: their vjps are
-# transposes built of the same maps, which carry complex values as they carry real ones.
+# (elementwise.py, complex_parts.py, fft.py, linalg.py, decompositions.py, reductions.py);
+# the real linear maps of the movement, indexing and reduction files are listed here: their
+# vjps are transposes built of the same maps, which carry complex values as they carry real
+# ones.
 COMPLEX_DIFFERENTIABLE: set[str] = {
     "reshape", "permute_dims", "broadcast_to", "concat", "getitem", "pad", "sum",
     "cumsum", "tril", "triu", "to_device", "take_along_axis", "scatter_add",

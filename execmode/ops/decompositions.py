@@ -6,8 +6,7 @@ step that makes the same library call eagerly and in the graph (no kernel templa
 LAPACK factorisation is not an elementwise expression), so graph mode gives eager's bits.
 A function with several results (eigh, qr, svd, slogdet) is one op per result, named by
 its ``part`` attribute; each makes the whole call. Their gradients, for real and complex
-matrices (qr's for real ones only), are in ``linalg_grads.py``; matrix_rank, an integer,
-has none.
+matrices, are in ``linalg_grads.py``; matrix_rank, an integer, has none.
 """
 
 from __future__ import annotations
@@ -209,5 +208,5 @@ register(OpDef(name="linalg_slogdet", kind=OPAQUE, impl=_slogdet_impl,
                dtype_rule=_float_dtype("slogdet"), **_grad("slogdet"),
                doc="The sign or the log of the absolute value of each determinant."))
 
-# PyTorch's complex gradients (linalg_grads.py); qr's rule is for real matrices only
-complex_differentiable(*(f"linalg_{name}" for name in VJPS if name != "qr"))
+# PyTorch's complex gradients (linalg_grads.py)
+complex_differentiable(*(f"linalg_{name}" for name in VJPS))

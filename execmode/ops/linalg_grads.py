@@ -239,16 +239,21 @@ def pinv_vjp(g, out, a, *, rtol):
 # --- qr ------------------------------------------------------------------------------------
 
 def _qr_tall_vjp(gq, gr, q, r):
-    """A = QR with Q (M, N) and R (N, N), M >= N: (gQ + Q copyltu(M)) R^-T with
-    M = R gR^T - gQ^T Q, copyltu copying the lower triangle onto the upper."""
+    """A = QR with Q (M, N) and R (N, N), M >= N: (gQ + Q copyltu(M)) R^-H with
+    M = R gR^H - gQ^H Q, copyltu copying the lower triangle onto the upper (conjugated).
+    LAPACK's R of a complex A has a real diagonal, so only M's real part is kept there
+    (PyTorch's syminvadj)."""
     parts = []
     if gr is not None:
-        parts.append(F.matmul(r, _mt(gr)))
+        parts.append(F.matmul(r, _mh(gr)))
     if gq is not None:
-        parts.append(-F.matmul(_mt(gq), q))
+        parts.append(-F.matmul(_mh(gq), q))
     m_ = parts[0] if len(parts) == 1 else parts[0] + parts[1]
     low = F.tril(m_)
-    grad = F.matmul(q, low + _mt(F.tril(m_, -1)))
+    copied = low + _mh(F.tril(m_, -1))
+    if _is_complex(m_):
+        copied = copied - _eye(m_.shape[-1], r) * F.imag(m_) * 1j
+    grad = F.matmul(q, copied)
     if gq is not None:
         grad = grad + gq
     return _times_inverse_transposed(grad, r)
@@ -272,7 +277,7 @@ def qr_vjp(g, out, a, *, mode, part):
     if gr is not None:
         gu, gv = gr[..., :, :m], gr[..., :, m:]
         gy = F.matmul(q, gv)
-        through_v = F.matmul(y, _mt(gv))  # V = Q^T Y moves with Q too
+        through_v = F.matmul(y, _mh(gv))  # V = Q^H Y moves with Q too
         gq = through_v if gq is None else gq + through_v
     if gy is None:
         gy = F.zeros_like(y)
@@ -281,7 +286,7 @@ def qr_vjp(g, out, a, *, mode, part):
 
 
 # The rule of each op (``linalg_<name>``) and whether it reads the op's own result.
-# Every rule holds for complex values but qr's (decompositions.py declares them so).
+# Every rule holds for complex values too (decompositions.py declares them so).
 VJPS = {
     "inv": (inv_vjp, True),
     "det": (det_vjp, False),

@@ -84,6 +84,14 @@ CASES = {
     "svd_full": (lambda ns, x: _abs2(ns, _svd(ns, x, True)[0][..., :3]), [TALL]),
     "pinv_tall": (lambda ns, x: ns.linalg.pinv(x), [TALL]),
     "pinv_wide": (lambda ns, x: ns.linalg.pinv(x), [WIDE]),
+    # Q and R together: LAPACK's R has a real diagonal, which fixes the phases
+    "qr_tall": (lambda ns, x: (lambda q, r: q + r[..., :1, :])(*ns.linalg.qr(x)), [TALL]),
+    "qr_square": (lambda ns, x: (lambda q, r: q @ r.mT if ns is not em
+                                 else q @ em.matrix_transpose(r))(*ns.linalg.qr(x)),
+                  [SQUARE]),
+    "qr_wide": (lambda ns, x: (lambda q, r: q[..., :1] * r)(*ns.linalg.qr(x)), [WIDE]),
+    "qr_r_only": (lambda ns, x: ns.linalg.qr(x)[1], [TALL]),
+    "qr_q_only_wide": (lambda ns, x: ns.linalg.qr(x)[0], [WIDE]),
     "matrix_norm_2": (lambda ns, x: ns.linalg.matrix_norm(x, ord=2), [TALL]),
     "matrix_norm_nuc": (lambda ns, x: ns.linalg.matrix_norm(x, ord="nuc"), [WIDE]),
     "matrix_norm_fro": (lambda ns, x: ns.linalg.matrix_norm(x, ord="fro"), [SQUARE]),
