@@ -96,6 +96,8 @@ CASES = {
     "matrix_norm_nuc": (lambda ns, x: ns.linalg.matrix_norm(x, ord="nuc"), [WIDE]),
     "matrix_norm_fro": (lambda ns, x: ns.linalg.matrix_norm(x, ord="fro"), [SQUARE]),
     "matrix_norm_minus_2": (lambda ns, x: ns.linalg.matrix_norm(x, ord=-2), [SQUARE]),
+    "matrix_norm_1": (lambda ns, x: ns.linalg.matrix_norm(x, ord=1), [TALL]),
+    "matrix_norm_inf": (lambda ns, x: ns.linalg.matrix_norm(x, ord=float("inf")), [WIDE]),
 }
 
 
@@ -144,16 +146,31 @@ def test_a_jitted_backward_is_eagers(name, single):
                                      2e-5 if single else 1e-12)
 
 
-def test_a_real_operand_of_a_complex_solve_gets_the_real_part():
-    # torch's solve takes one dtype; the real matrix's gradient is the real part of the
+@pytest.mark.parametrize("real_operand", [0, 1])
+def test_a_real_operand_of_a_complex_solve_gets_the_real_part(real_operand):
+    # torch's solve takes one dtype; the real operand's gradient is the real part of the
     # complex one's (ops/complex_grad.to_operand), checked by finite differences
-    a, b = SQUARE[0].real.copy(), RHS[0]
+    arrays = [SQUARE[0], RHS[0]]
+    arrays[real_operand] = arrays[real_operand].real.copy()
     fn = CASES["solve"][0]
-    weights = _weights(fn, [a, b])
-    got = em_gradients(fn, [a, b], weights)
-    assert got[0].dtype == em.float64 and got[1].dtype == em.complex128
-    for g, want in zip(got, finite_differences(fn, [a, b], weights), strict=True):
+    weights = _weights(fn, arrays)
+    got = em_gradients(fn, arrays, weights)
+    assert [g.dtype for g in got] == [em.asarray(a).dtype for a in arrays]
+    for g, want in zip(got, finite_differences(fn, arrays, weights), strict=True):
         np.testing.assert_allclose(g.numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+def test_the_gradient_of_det_holds_at_a_singular_complex_matrix():
+    # read from the SVD, with det(U) det(Vh) conjugated: no inverse to fail. A 3x3 matrix
+    # of rank 2 has a cofactor matrix that is not 0, which finite differences see too.
+    u, v = _complex((3, 2)), _complex((2, 3))
+    singular = u @ v
+    fn = CASES["det"][0]
+    weights = _weights(fn, [singular])
+    got = em_gradients(fn, [singular], weights)[0].numpy()
+    assert np.abs(got).max() > 0.1
+    np.testing.assert_allclose(got, finite_differences(fn, [singular], weights)[0],
+                               rtol=1e-6, atol=1e-7)
 
 
 def test_the_sign_of_a_real_determinant_still_passes_no_gradient():
