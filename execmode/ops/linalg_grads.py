@@ -11,8 +11,9 @@ from the input. The formulas are PyTorch's (``torch/csrc/autograd/FunctionsManua
 ``pinv_backward``, ``linalg_qr_backward``), with PyTorch's convention for complex values
 (ops/complex_grad.py: the gradient is dL/dRe + i dL/dIm). A transpose of the real formula is
 the conjugate transpose there (``_mh``: for real values the transpose itself, so nothing
-changes for them), plus the terms only complex values have: slogdet's sign moves, and the
-phase of each singular vector pair adds a diagonal term to svd's U rule.
+changes for them), plus the terms only complex values have: slogdet's sign moves, the
+phase of each singular vector pair adds a diagonal term to svd's U rule, and qr keeps the
+real part on a diagonal (LAPACK's R has a real one).
 
 Eigenvectors and singular vectors of complex matrices are defined up to a phase each
 (v e^{i phi}): as PyTorch says, a loss that depends on those phases has no gradient, and the
