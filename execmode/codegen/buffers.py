@@ -58,8 +58,15 @@ def has_strides(a: np.ndarray, element_strides) -> bool:
 
 def arranged(xp, a, dtype, element_strides):
     """A copy of ``a`` in ``dtype`` laid out with ``element_strides`` (a permutation of
-    C-contiguous strides): what a kernel reading a permuted view in place expects."""
+    C-contiguous strides, with 0 along broadcast axes): what a kernel reading a permuted
+    or broadcast view in place expects."""
     shape = tuple(a.shape)
+    if any(s == 0 and n > 1 for s, n in zip(element_strides, shape)):
+        # A broadcast layout: its values repeat along the 0-stride axes. One of each,
+        # laid out with the other strides, broadcast back (a view of the copy).
+        one = tuple(slice(0, 1) if s == 0 else slice(None) for s in element_strides)
+        compact = arranged(xp, a[one], dtype, element_strides)
+        return xp.broadcast_to(compact, shape)
     axes = sorted(range(len(shape)), key=lambda d: -element_strides[d])
     base = xp.empty([shape[d] for d in axes], dtype)
     view = base.transpose(tuple(int(i) for i in np.argsort(axes)))

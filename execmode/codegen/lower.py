@@ -172,9 +172,14 @@ class _Lowering:
                 name = f"v{inp}"
                 self.taken.add(name)
             describe = f"%{inp} {src.label}" if src.op == INPUT and src.label else f"%{inp}"
-            strides = arrival_strides(inp, producers)
+            # Generated loops read any strides; a library matmul's operands cannot repeat
+            # (a stride of 0), so a broadcast reaches one as a copy.
+            strides = arrival_strides(inp, producers,
+                                      broadcasts=node.attr.get("kind", "elementwise")
+                                      in ("elementwise", "reduction"))
             if strides is not None:
-                describe += " (a permuted view, read in place)"
+                describe += f" (a {'broadcast' if 0 in strides else 'permuted'} view, " \
+                            "read in place)"
             if src.dtype not in KERNEL_DTYPES:  # fuse keeps such ops out; said again here
                 raise Unsupported(f"input %{inp} is {short_name(src.dtype)}: the kernels "
                                   "have no such type")
@@ -438,18 +443,27 @@ def _matrix_strides(p: Param) -> tuple:
     return tuple(p.element_strides)
 
 
-def arrival_strides(node_id: int, producers: dict):
+def arrival_strides(node_id: int, producers: dict, *, broadcasts: bool = False):
     """Element strides of the array the plan passes for ``node_id`` when it is a permuted
-    view (``permute_dims`` of a value the plan keeps C-contiguous), else None (the array
-    arrives C-contiguous; the runtime copies anything else into that layout)."""
+    view (``permute_dims`` of a value the plan keeps C-contiguous) or, with ``broadcasts``,
+    a broadcast one (``broadcast_to``: 0 along the repeated axes), else None (the array
+    arrives C-contiguous; the runtime copies anything else into that layout:
+    buffers.arranged)."""
     src = producers.get(node_id)
-    if src is None or src.op != "permute_dims" or not isinstance(src.inputs[0], int):
+    if src is None or src.op not in ("permute_dims", "broadcast_to") or \
+            not isinstance(src.inputs[0], int):
+        return None
+    if src.op == "broadcast_to" and not broadcasts:
         return None
     inner = producers.get(src.inputs[0])
     if inner is None:
         return None
-    base = arrival_strides(src.inputs[0], producers) or layout.contiguous_strides(inner.shape)
-    strides = layout.permuted_strides(base, tuple(src.attr.get("axes", ())))
+    base = arrival_strides(src.inputs[0], producers, broadcasts=broadcasts) or \
+        layout.contiguous_strides(inner.shape)
+    if src.op == "permute_dims":
+        strides = layout.permuted_strides(base, tuple(src.attr.get("axes", ())))
+    else:
+        strides = layout.broadcast_strides(tuple(inner.shape), tuple(src.shape), base)
     return None if layout.is_contiguous(src.shape, strides) else strides
 
 
