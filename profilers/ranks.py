@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from execmode.profilers import store_queries
 from execmode.profilers.store import SESSION_SUFFIX
+from execmode.profilers.straggler import straggler_line  # noqa: F401 - the report's
 
 RANKS_DIR_ENV = "EXECMODE_RANKS_DIR"  # set by execmode launch --profile for its ranks
 _RANK_FILE = re.compile(rf"rank(\d+){re.escape(SESSION_SUFFIX)}")
@@ -111,18 +112,30 @@ COLLECTIVES = ("all_reduce", "all_reduce_wait", "broadcast", "all_gather",
 _WAITED = re.compile(r"(?:^|, )waited_us=([0-9.]+)")
 
 
+_NUMBER = re.compile(r"(?:^|, )collective=(\d+)")
+_NONBLOCKING = "started=nonblocking"  # a bucket's launch: its wait is its all_reduce_wait's
+
+
 class CollectiveWaits(NamedTuple):
     calls: int        # collectives the rank ran
     waited_ns: int    # of their time, waiting for the other ranks to arrive
     total_ns: int     # their time in all
+    # (collective's number in the group, wait ns) of each collective with a wait of its
+    # own: how the straggler is found, collective by collective (straggler.py)
+    by_collective: tuple = ()
 
 
 def collective_waits(session) -> CollectiveWaits:
     """How long a rank's collectives took, and how much of it the rank waited for the
     others (their header exchange: ``waited_us`` in each op's attrs)."""
     rows = store_queries.op_spans(session._query, COLLECTIVES)
-    return CollectiveWaits(len(rows), sum(waited_ns(attrs) for _, _, attrs in rows),
-                           sum(int(d or 0) for _, d, _ in rows))
+    waited, total, by_collective = 0, 0, []
+    for position, (_, dur, attrs) in enumerate(rows):
+        wait = waited_ns(attrs)
+        waited, total = waited + wait, total + int(dur or 0)
+        if _NONBLOCKING not in (attrs or ""):
+            by_collective.append((_collective_number(attrs, position), wait))
+    return CollectiveWaits(len(rows), waited, total, tuple(by_collective))
 
 
 def waited_ns(attrs: str | None) -> int:
@@ -131,19 +144,8 @@ def waited_ns(attrs: str | None) -> int:
     return int(float(match.group(1)) * 1000) if match else 0
 
 
-def straggler_line(waits: dict) -> str | None:
-    """Who the ranks waited for: ``waits`` is {rank: CollectiveWaits}; None without
-    collectives. The rank that waited least arrived last at most collectives."""
-    ranked = {r: w for r, w in waits.items() if w.calls}
-    if len(ranked) < 2:
-        return None
-    last = min(ranked, key=lambda r: ranked[r].waited_ns)
-    others = [w.waited_ns for r, w in ranked.items() if r != last]
-    spread = _ms(min(others)) if min(others) == max(others) else \
-        f"{_ms(min(others))} to {_ms(max(others))}"
-    return (f"the ranks waited for rank {last}: the others waited {spread} in their "
-            f"collectives, rank {last} {_ms(ranked[last].waited_ns)}")
-
-
-def _ms(ns: int) -> str:
-    return f"{ns / 1e6:.1f} ms"
+def _collective_number(attrs: str | None, position: int) -> int:
+    # Sessions recorded before collectives carried their number: their order, which every
+    # rank shares when every rank recorded all of them.
+    match = _NUMBER.search(attrs or "")
+    return int(match.group(1)) if match else position

@@ -37,8 +37,10 @@ class ReduceOp(enum.Enum):
 
 
 _MAX_DIMS = 16
-# When this thread's last header exchange began and ended (perf_counter_ns): a
-# collective's event runs from the first, and the wait is the difference.
+# When this thread's last header exchange began and ended (perf_counter_ns), and its
+# number in the group: a collective's event runs from the first, the wait is the
+# difference, and the number (alike on every rank) is how a report matches one
+# collective across the ranks' sessions (profilers/straggler.py).
 _exchange = threading.local()
 _CODES = {dtype: code for code, dtype in enumerate(SUPPORTED)}
 
@@ -84,6 +86,7 @@ def agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
     _exchange.began = time.perf_counter_ns()
     _gather_headers(pg, caller, mine, every)
     _exchange.ended = time.perf_counter_ns()
+    _exchange.number = pg.sequence
     return read_headers(caller, every, problem)
 
 
@@ -210,6 +213,7 @@ def barrier(pg: ProcessGroup) -> None:
     _exchange.began = time.perf_counter_ns()
     _gather_headers(pg, "barrier", mark, np.empty((pg.size, 1), np.int64))
     _exchange.ended = time.perf_counter_ns()
+    _exchange.number = pg.sequence
 
 
 # --- the op event ---------------------------------------------------------------------
@@ -222,7 +226,7 @@ def record(caller: str, pg, inputs: tuple, out, moved: int, attrs: dict) -> None
     if began is None or ended is None:
         return
     attrs = {**attrs, "ranks": pg.size, "waited_us": round((ended - began) / 1000, 1),
-             "moved_bytes": int(moved)}
+             "moved_bytes": int(moved), "collective": _exchange.number}
     array = out if out is not None else np.empty(0, np.float32)
     holder = next((t for t in inputs if isinstance(t, Tensor)), None)
     dispatch.emit_after(caller, inputs, attrs, holder, array[...], began, ring=False)

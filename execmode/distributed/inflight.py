@@ -12,7 +12,8 @@ communicator): the reducer starts its buckets in bucket order on every rank.
 A recorder sees two ops per bucket: ``all_reduce`` when it starts (its time is the
 launch; ``waited_us`` 0, ``moved_bytes`` the bucket's, ``started="nonblocking"``) and
 ``all_reduce_wait`` when it is finished (its time is the wait; ``waited_us`` the part
-spent waiting for the other ranks' headers, the rest the data still moving).
+spent waiting for the other ranks' headers, the rest the data still moving); both carry
+the collective's number in the group (``collective``), as a blocking one's event does.
 """
 
 from __future__ import annotations
@@ -74,7 +75,10 @@ class StartedAllReduce:
 
     def _emit(self, name: str, began: int, out: np.ndarray, waited_ns: int, moved: int,
               **more) -> None:
-        attrs = {**self.attrs, **more, "ranks": self.pg.size,
-                 "waited_us": round(waited_ns / 1000, 1), "moved_bytes": int(moved)}
+        # The measures first: a recorder shortens a long attrs text (a bucket of many
+        # parameters' names) from its end, and the report reads them back.
+        attrs = {"ranks": self.pg.size, "waited_us": round(waited_ns / 1000, 1),
+                 "moved_bytes": int(moved), "collective": self.posted[3], **more,
+                 **self.attrs}
         holder = _holder(self.work)
         dispatch.emit_after(name, (holder,), attrs, holder, out, began, ring=False)
