@@ -7,7 +7,7 @@ differentiate as those do: ``matmul``, ``matrix_transpose``, ``tensordot``, ``ve
 (``ops/decompositions.py``): ``det``, ``inv``, ``solve``, ``cholesky``, ``eigh``,
 ``eigvalsh``, ``qr``, ``svd``, ``svdvals``, ``pinv``, ``slogdet``, ``matrix_rank``,
 ``matrix_power``: one op each (per result), a NumPy/CuPy plan step under jit, with
-gradients for real matrices (``ops/linalg_grads.py``). Everything takes floating-point
+gradients for real and complex matrices (``ops/linalg_grads.py``). Everything takes floating-point
 (real or complex) stacks of matrices in the last two axes.
 """
 
