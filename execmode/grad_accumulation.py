@@ -1,8 +1,11 @@
 """How a leaf's ``.grad`` takes the gradients backward sends it (PyTorch's AccumulateGrad).
 
-The first gradient becomes ``.grad``, in the leaf's layout (a C-ordered parameter gets a
-C-ordered ``.grad``, whatever strides the vjp left, such as a linear weight's transposed
-product); later ones are added into it in place. ``.grad`` stays the same tensor object
+The first gradient becomes ``.grad``, in the leaf's layout where the leaf is dense (its
+elements fill its memory in some order of its axes: a C-ordered parameter gets a
+C-ordered ``.grad`` whatever strides the vjp left, such as a linear weight's transposed
+product, and a Fortran-ordered or transposed one an F-ordered ``.grad``), else in C order
+(PyTorch's layout contract, AccumulateGrad's ``clone_obey_contract``), eagerly, in graph
+mode and on the GPU alike; later ones are added into it in place. ``.grad`` stays the same tensor object
 across accumulations (``zero_grad(set_to_none=False)``, or two backward calls), so a
 ``g = p.grad`` held by the user or an optimizer sees the accumulated values, as in PyTorch.
 
@@ -55,14 +58,41 @@ def held_alone(g: Tensor) -> bool:
     return (cls is _ndarray or cls is dispatch._gpu_ndarray) and d.base is None
 
 
+def dense_axes(array) -> tuple | None:
+    """The axes of ``array`` (a NumPy or CuPy array, or a traced value's layout proxy)
+    from the largest stride to the smallest when its elements fill its memory in that
+    order (PyTorch's "non-overlapping and dense": C order, F order, any transpose of
+    them), else None. Axes of length 1 stay where they are: they do not change where
+    elements lie."""
+    shape, strides = array.shape, array.strides
+    if any(n == 0 for n in shape):
+        return tuple(range(len(shape)))
+    long = [a for a in range(len(shape)) if shape[a] != 1]
+    by_stride = iter(sorted(long, key=lambda a: (-strides[a], a)))
+    step = array.itemsize
+    for a in reversed(sorted(long, key=lambda a: (-strides[a], a))):
+        if strides[a] != step:
+            return None
+        step *= shape[a]
+    return tuple(next(by_stride) if shape[a] != 1 else a for a in range(len(shape)))
+
+
+def _grad_axes(leaf_layout) -> tuple:
+    """The order of memory ``.grad`` keeps for a leaf of this layout: the leaf's where it
+    is dense, else C order."""
+    axes = dense_axes(leaf_layout)
+    return axes if axes is not None else tuple(range(len(leaf_layout.shape)))
+
+
 def _in_layout_of(g: Tensor, leaf: Tensor) -> bool:
     """Whether ``g``'s strides are the ones ``.grad`` keeps for ``leaf``: the leaf's own
-    where it is dense (C or F order), else C order (PyTorch's layout contract)."""
+    where it is dense, else C order (PyTorch's layout contract)."""
     d, ld = g._data, leaf._data
     if ld.__class__ is not _ndarray:
         return True
-    flags = ld.flags
-    if flags.c_contiguous or flags.f_contiguous:
+    if ld.flags.c_contiguous:
+        return d.flags.c_contiguous
+    if dense_axes(ld) is not None:
         return d.strides == ld.strides
     return d.flags.c_contiguous
 
@@ -80,6 +110,10 @@ def _traced_in_layout_of(g: Tensor, leaf: Tensor) -> bool:
     return bool(leaf_layout.flags.c_contiguous)
 
 
+def _inverse(axes: tuple) -> tuple:
+    return tuple(sorted(range(len(axes)), key=axes.__getitem__))
+
+
 def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
     """``leaf.grad`` was None: it becomes ``g`` (``owned``: held by backward alone, see
     held_alone) or a copy of ``g`` in the leaf's layout."""
@@ -88,23 +122,52 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
         return
     if dispatch.current_tracer() is not None:
         # Graph mode tells a traced value's layout by its proxy (graph/views.py); a copy
-        # node's result is a fresh C-ordered buffer of the graph's own.
-        leaf.grad = g if _traced_in_layout_of(g, leaf) else F.copy(g)
+        # node's result is a fresh C-ordered buffer of the graph's own, so a leaf of
+        # another order gets the copy of ``g`` seen in that order, seen back.
+        if _traced_in_layout_of(g, leaf):
+            leaf.grad = g
+            return
+        ld = leaf._data
+        layout = getattr(ld, "proxy", ld)
+        axes = _grad_axes(layout) if layout is not None else tuple(range(leaf.ndim))
+        if axes == tuple(range(len(axes))):
+            leaf.grad = F.copy(g)
+        else:
+            copied = F.copy(F.permute_dims(g, axes))
+            leaf.grad = F.permute_dims(copied, _inverse(axes))
         return
     arrays = dispatch.plain_arrays(leaf, g)
     if arrays is not None:
-        out = np.empty_like(arrays[0])  # the leaf's strides where it is dense, else C
+        # A C-ordered buffer seen in the leaf's order of axes: what graph mode's copy
+        # gives (above), so that eager and jit leave the same .grad (strides, and a
+        # view of a buffer of its own where the leaf is not C-ordered).
+        ld = arrays[0]
+        axes = _grad_axes(ld)
+        out = np.empty(tuple(ld.shape[a] for a in axes), ld.dtype)
+        if axes != tuple(range(out.ndim)):
+            out = out.transpose(_inverse(axes))
         np.copyto(out, arrays[1])
         leaf.grad = dispatch.plain_tensor(out)
         return
     gpu = dispatch._gpu_ndarray
+    axes = _grad_axes(leaf._data)
     if gpu is not None and dispatch._plain and g._data.__class__ is gpu:
-        # Nobody watches, on the GPU: one device copy, C order (a parameter's layout),
-        # not the two ops below (each a launch and a dispatch).
-        leaf.grad = dispatch.plain_tensor(g._data.copy(order="C"))
+        # Nobody watches, on the GPU: one device copy in the leaf's order of axes, not
+        # the ops below (each a launch and a dispatch).
+        if axes == tuple(range(len(axes))):
+            copied = g._data.copy(order="C")
+        else:
+            copied = g._data.transpose(axes).copy(order="C").transpose(_inverse(axes))
+        leaf.grad = dispatch.plain_tensor(copied)
         return
-    # A listener watches (the debugger): the copy as ops it sees.
-    copy = F.empty_like(leaf)
+    # A listener watches (the debugger): the copy as ops it sees, into a C-ordered buffer
+    # seen in the leaf's order of axes.
+    if axes == tuple(range(len(axes))):
+        copy = F.empty_like(leaf)
+    else:
+        shape = tuple(leaf.shape[a] for a in axes)
+        copy = F.permute_dims(F.empty(shape, dtype=leaf.dtype, device=leaf.device),
+                              _inverse(axes))
     F.assign(copy, g)
     leaf.grad = copy
 
