@@ -5,9 +5,10 @@ elements fill its memory in some order of its axes: a C-ordered parameter gets a
 C-ordered ``.grad`` whatever strides the vjp left, such as a linear weight's transposed
 product, and a Fortran-ordered or transposed one an F-ordered ``.grad``), else in C order
 (PyTorch's layout contract, AccumulateGrad's ``clone_obey_contract``), eagerly, in graph
-mode and on the GPU alike; later ones are added into it in place. ``.grad`` stays the same tensor object
-across accumulations (``zero_grad(set_to_none=False)``, or two backward calls), so a
-``g = p.grad`` held by the user or an optimizer sees the accumulated values, as in PyTorch.
+mode and on the GPU alike; later ones are added into it in place. ``.grad`` stays the
+same tensor object across accumulations (``zero_grad(set_to_none=False)``, or two
+backward calls), so a ``g = p.grad`` held by the user or an optimizer sees the
+accumulated values, as in PyTorch.
 
 Because later gradients are written into the stored one, it must share memory with
 nothing else. A gradient that backward alone holds (a vjp's fresh result) is kept as it
@@ -67,14 +68,15 @@ def dense_axes(array) -> tuple | None:
     shape, strides = array.shape, array.strides
     if any(n == 0 for n in shape):
         return tuple(range(len(shape)))
-    long = [a for a in range(len(shape)) if shape[a] != 1]
-    by_stride = iter(sorted(long, key=lambda a: (-strides[a], a)))
+    by_stride = sorted((a for a in range(len(shape)) if shape[a] != 1),
+                       key=lambda a: (-strides[a], a))
     step = array.itemsize
-    for a in reversed(sorted(long, key=lambda a: (-strides[a], a))):
+    for a in reversed(by_stride):
         if strides[a] != step:
             return None
         step *= shape[a]
-    return tuple(next(by_stride) if shape[a] != 1 else a for a in range(len(shape)))
+    placed = iter(by_stride)
+    return tuple(next(placed) if shape[a] != 1 else a for a in range(len(shape)))
 
 
 def _grad_axes(leaf_layout) -> tuple:
