@@ -59,7 +59,8 @@ class OpEvent(NamedTuple):
 EVENT_KINDS = {
     # A function was traced into a graph segment.
     "trace": ("function", "graph_id", "segment", "signature", "node_count", "location"),
-    # A jitted function traced again for a new signature (or a broken guard).
+    # A jitted function traced again for a new signature (or a broken guard), or a call it
+    # ran eagerly instead (past the retrace limit; a function with breaks' timed samples).
     "retrace": ("function", "reason", "signature"),
     # Python needed a concrete value: the segment before was compiled and run.
     "graph_break": ("function", "graph_id", "reason", "op", "location", "segment_before",

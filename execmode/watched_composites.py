@@ -3,14 +3,16 @@
 A composite (``nn.functional.linear``, a reshape's view, a reduction, backward's gradient
 accumulation ...) computes on NumPy at once when nobody watches (dispatch.plain_arrays);
 with a listener it runs its ops one by one through dispatch, so that each is seen. That
-path costs more than the recorder's own work on those ops (a softmax ~2x its NumPy
-calls): part of what recording costs a script. A recorder takes the counts of its
+path costs more than the recorder's own work on those ops (dispatch's general path, the
+function API's checks, a tensor per intermediate value): part of what recording costs a
+script. A recorder takes the counts of its
 session (profilers/recorder.py) and states their cost from the calibration's cost per
 call of each site (profilers/calibration_declined.py).
 
 Counted where plain_arrays declines with a listener attached and no trace running (a
-trace declines for its own reasons). A site is its caller's code object: the composite
-itself, named ``module:qualname`` only when read.
+trace declines for its own reasons: while any thread traces, nothing is counted). A site
+is its caller's code object: the composite itself, named ``module:qualname`` only when
+read. Threads count without a lock: a race may lose a count, never make one up.
 """
 
 from __future__ import annotations

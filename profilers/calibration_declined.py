@@ -27,6 +27,8 @@ def workloads(calls: int = CALLS) -> dict:
     """{name: a callable making ``calls`` calls of one composite}: the composites scripts
     reach most, each on arrays of a few hundred bytes."""
     import execmode as em
+    from execmode.functional.primitives import apply_op
+    from execmode.grad_accumulation import add_into
 
     F = em.nn.functional
     x, w, b = em.randn(8, 16), em.randn(16, 16), em.randn(16)
@@ -35,6 +37,7 @@ def workloads(calls: int = CALLS) -> dict:
     logits, target = em.randn(8, 10), em.tensor([0, 1, 2, 3, 4, 5, 6, 7])
     q = em.randn(1, 2, 4, 8)
     xg, wg = em.randn(8, 16, requires_grad=True), em.randn(16, 4, requires_grad=True)
+    acc = em.zeros(16)
     one_call = {
         "relu": lambda: F.relu(x),
         "gelu": lambda: F.gelu(x),
@@ -51,6 +54,9 @@ def workloads(calls: int = CALLS) -> dict:
         "sum": lambda: em.sum(x, axis=0),
         # the vjps' views and products, a leaf's first gradient and the ones added into it
         "backward": lambda: em.matmul(xg, wg).sum().backward(),
+        # and alone: a vjp's view (apply_op), a gradient added into a .grad
+        "view": lambda: apply_op("permute_dims", x, axes=(1, 0)),
+        "accumulate": lambda: add_into(acc, b),
     }
 
     def repeat(fn):

@@ -224,7 +224,9 @@ def _graph_tables(session: Session, report: Report) -> None:
     if retraces:
         rows = [[str(e.data.get("function", "")), str(e.data.get("reason", "")),
                  str(e.data.get("signature", ""))] for e in retraces[:MAX_ROWS]]
-        report.tables.append(Table("retraces", "Retraces", ["function", "reason", "signature"],
+        # (with the calls jit ran eagerly instead: a retrace limit's, a break's samples)
+        report.tables.append(Table("retraces", "Retraces and eager calls",
+                                   ["function", "reason", "signature"],
                                    rows, "lll", _cut_note(len(retraces))))
     passes = session.events("pass")
     if passes:

@@ -19,7 +19,6 @@ from execmode.backend import cuda_problem, cupy_module
 
 from .buffers import arranged, has_strides
 from .kernel_ir import Kernel
-from .layout import contiguous_strides
 from .render_cuda import REDUCE_THREADS, CUDARenderer
 
 THREADS = 256
@@ -128,7 +127,7 @@ class CudaKernel:
             a = args[position]
             if a.__class__ is not ndarray:
                 # A Python number or a host 0-d array (a scalar input).
-                a = self._device_scalar(position, a, dtype, shape)
+                a = self._device_scalar(position, a, dtype, shape, element_strides)
             elif a.dtype != dtype or a.shape != shape or (
                     a.strides != byte_strides and not has_strides(a, element_strides)):
                 a = arranged(cp, a.reshape(shape), dtype, element_strides)
@@ -137,14 +136,14 @@ class CudaKernel:
         self._function(self._grid, self._block, (*arrays, *scratch, out))
         return out
 
-    def _device_scalar(self, position, value, dtype, shape):
+    def _device_scalar(self, position, value, dtype, shape, element_strides):
         """``value`` on the device in ``dtype``, as the host would convert it; the last
         one kept per position and reused while its bytes are unchanged (a constant input;
         the bytes tell -0.0 from 0.0)."""
         host = np.asarray(value).astype(dtype, copy=False)
         if host.size != 1:  # not a scalar after all: copied, as any host array
             return arranged(self._cp, self._cp.asarray(host).reshape(shape), dtype,
-                            contiguous_strides(shape))
+                            element_strides)
         host = host.reshape(())
         key = host.tobytes()
         kept = self._scalars.get(position)

@@ -37,8 +37,10 @@ class Param:
     inputs (-1 for the output and for scratch arrays the runtime fills).
 
     ``strides`` are the element strides the array arrives with: C-contiguous unless the
-    graph makes it a permuted view (``x.mT`` of a weight, a transposed gradient), which
-    the kernel then reads in place instead of copying.
+    graph makes it a permuted view (``x.mT`` of a weight, a transposed gradient) or, for
+    an elementwise or reduction kernel, a broadcast one (0 along the repeated axes: a
+    layer norm's statistics over the last axis), which the kernel then reads in place
+    instead of copying.
     """
 
     name: str

@@ -60,6 +60,9 @@ from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member
 from .render_c import CRenderer, read_header
 from .toolchain import NoCompiler, get_toolchain
 
+# The views a program keeps as aliases of their input's buffer. A broadcast_to is not
+# among them (the program refuses it), so its strides here are arrival_strides' without
+# broadcasts, while its kernels read broadcast views in place where a plan hands them one.
 VIEWS = ("permute_dims", "reshape")
 
 

@@ -56,3 +56,12 @@ def test_a_materialized_broadcast_is_laid_out_to_the_kernels_strides(strides, sh
     got = arranged(np, a, np.float32, strides)
     assert has_strides(got, strides)
     np.testing.assert_array_equal(got, a)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "numpy"])
+def test_a_broadcast_view_agrees_with_eager_on_the_other_backends(backend):
+    x = em.tensor(np.random.default_rng(2).standard_normal((4, 8, 16)).astype(np.float32))
+    jitted = em.jit(_centered, backend=backend)
+    for _ in range(2):
+        np.testing.assert_allclose(jitted(x).numpy(), _centered(x).numpy(), rtol=1e-6,
+                                   atol=1e-6)

@@ -65,7 +65,7 @@ class GraphScreen(StoreView):
 
     def on_mount(self) -> None:
         self.query_one("#graph-list").border_title = "jitted functions · segments"
-        self.query_one("#retraces").border_title = "retraces"
+        self.query_one("#retraces").border_title = "retraces · eager calls"
         self.query_one("#ir").border_title = "IR"
         super().on_mount()
 
