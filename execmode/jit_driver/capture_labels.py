@@ -48,7 +48,7 @@ _classes: tuple = ()
 
 
 def _module_classes() -> tuple:
-    """(nn.Module, optim.Optimizer), imported at the first call, as before (not when
+    """(nn.Module, optim.Optimizer), imported at the first call (not when
     execmode is imported), and kept: a function with graph breaks asks at every call."""
     global _classes
     if not _classes:

@@ -40,7 +40,7 @@ def complex_differentiable(*names: str) -> None:
     COMPLEX_DIFFERENTIABLE.update(names)
 
 
-def _is_complex(x) -> bool:
+def is_complex(x) -> bool:
     dtype = getattr(x, "dtype", None)
     return dtype is not None and dtype.kind == "c"
 
@@ -55,7 +55,7 @@ def _complex_operand(x) -> bool:
 def to_operand(gx, x):
     """The gradient ``gx`` for operand ``x``: its real part where x is real (or a Python
     number, which gets none anyway) and gx complex."""
-    if gx is None or not _is_complex(gx) or _is_complex(x):
+    if gx is None or not is_complex(gx) or is_complex(x):
         return gx
     return F.real(gx)
 
@@ -86,7 +86,7 @@ def holomorphic_binary(rule):
 
 
 def _through_conjugates(rule, g, out, inputs, attrs):
-    grads = rule(F.conj(g) if _is_complex(g) else g, out, *inputs, **attrs)
+    grads = rule(F.conj(g) if is_complex(g) else g, out, *inputs, **attrs)
     return tuple(_conj_for(gx, x) for gx, x in zip(grads, inputs))
 
 
@@ -97,9 +97,9 @@ def _named(vjp, rule):
 
 
 def _conj_for(gx, x):
-    if gx is None or not _is_complex(gx):
+    if gx is None or not is_complex(gx):
         return gx
-    if not _is_complex(x):
+    if not is_complex(x):
         return F.real(gx)  # the real part of conj(gx) is gx's
     return F.conj(gx)
 

@@ -34,27 +34,19 @@ pinv's gradient holds where the rank does not change near the input.
 from __future__ import annotations
 
 from ..errors import BackwardError
-from .complex_grad import to_operand
+from .complex_grad import is_complex, to_operand
 from .elementwise import sum_to_shape
 from .registry import F
-
-
-def _mt(x):
-    return F.matrix_transpose(x)
-
-
-def _is_complex(x):
-    return x.dtype.kind == "c"
 
 
 def _mh(x):
     """``x``'s conjugate transpose: its transpose where x is real."""
     t = F.matrix_transpose(x)
-    return F.conj(t) if _is_complex(t) else t
+    return F.conj(t) if is_complex(t) else t
 
 
 def _conj(x):
-    return F.conj(x) if _is_complex(x) else x
+    return F.conj(x) if is_complex(x) else x
 
 
 def _lapack(name, x, *more, **attrs):
@@ -73,7 +65,7 @@ def _eye(n, like):
     return F.eye(n, dtype=like.dtype, device=like.device)
 
 
-def _times_inverse_transposed(x, r):
+def _times_inverse_adjoint(x, r):
     """``x @ r^-H``, by a solve against ``r``."""
     return _mh(_lapack("solve", r, _mh(x)))
 
@@ -105,7 +97,7 @@ def slogdet_vjp(g, out, a, *, part):
     # d logabsdet = Re tr(A^-1 dA) and, of a complex A, d sign = i sign Im tr(A^-1 dA):
     # their adjoints are g A^-H and -i Im(conj(g) sign) A^-H (PyTorch's slogdet_backward)
     if part == "sign":
-        if not _is_complex(a):
+        if not is_complex(a):
             return (None,)  # piecewise constant: no gradient, as PyTorch's
         sign = _lapack("slogdet", a, part="sign")
         g = F.imag(F.conj(g) * sign) * -1j
@@ -206,7 +198,7 @@ def svd_vjp(g, out, a, *, full_matrices, part):
         ug = F.matmul(_mh(u), g)
         skew = ug - _mh(ug)
         core = (skew / gaps) * _row(s)
-        if _is_complex(skew):
+        if is_complex(skew):
             # the phase of each pair (u_k, v_k): i Im(u_k^H gU_k) / s_k on the diagonal
             core = core + _eye(k, s) * skew / _row(2 * s)
         if m > n:  # U's columns span part of the space: (I - U U^H) gU S^-1 too
@@ -252,12 +244,12 @@ def _qr_tall_vjp(gq, gr, q, r):
     m_ = parts[0] if len(parts) == 1 else parts[0] + parts[1]
     low = F.tril(m_)
     copied = low + _mh(F.tril(m_, -1))
-    if _is_complex(m_):
+    if is_complex(m_):
         copied = copied - _eye(m_.shape[-1], r) * F.imag(m_) * 1j
     grad = F.matmul(q, copied)
     if gq is not None:
         grad = grad + gq
-    return _times_inverse_transposed(grad, r)
+    return _times_inverse_adjoint(grad, r)
 
 
 def qr_vjp(g, out, a, *, mode, part):
