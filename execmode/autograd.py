@@ -219,6 +219,9 @@ class _Walk:
             inputs = node.inputs
             in_grads = op.vjp(g, node.saved_output, *inputs, **node.attrs)
             done(node)
+            # Let go of the node's gradient: memory it shared with a leaf's gradient (a
+            # transpose of it, transposed back) may then become that leaf's .grad.
+            given, g = id(g), None
             for x, gx in zip(inputs, in_grads):
                 if gx is None or x.__class__ is not tensor and not isinstance(x, tensor) \
                         or not x.requires_grad:
@@ -230,7 +233,7 @@ class _Walk:
                     # fresh: not the vjp's own gradient or operand, nor a result it gives
                     # twice (to an inner tensor too, whose pending gradient an in-place
                     # accumulation into this .grad would change)
-                    self._leaf(x, gx, gx is not g and gx is not node.saved_output
+                    self._leaf(x, gx, id(gx) != given and gx is not node.saved_output
                                and not any(gx is y for y in inputs)
                                and sum(h is gx for h in in_grads) == 1)
                 else:

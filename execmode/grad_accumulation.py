@@ -56,7 +56,14 @@ def held_alone(g: Tensor) -> bool:
         return False
     d = g._data
     cls = d.__class__
-    return (cls is _ndarray or cls is dispatch._gpu_ndarray) and d.base is None
+    if cls is not _ndarray and cls is not dispatch._gpu_ndarray:
+        return False
+    if d.base is None:
+        return True
+    # A view that shows its whole base as the base lays it out (a transpose of a transposed
+    # product: nn.Linear's weight gradient), the base seen through it alone: its memory.
+    return sys.getrefcount(d.base) == _ALONE and d.base.base is None and \
+        d.shape == d.base.shape and d.strides == d.base.strides and d.dtype == d.base.dtype
 
 
 def dense_axes(array) -> tuple | None:
@@ -120,6 +127,8 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
     """``leaf.grad`` was None: it becomes ``g`` (``owned``: held by backward alone, see
     held_alone) or a copy of ``g`` in the leaf's layout."""
     if owned and _in_layout_of(g, leaf):
+        if g._data.base is not None:  # a whole view of memory of its own: that memory
+            g._data = g._data.base
         leaf.grad = g
         return
     if dispatch.current_tracer() is not None:

@@ -55,9 +55,23 @@ def _matmul_vjp(g, out, a, b):
         ga = sum_to_shape(F.matmul(g2, _transposed(b2)), a2.shape)
         ga = _reshaped(ga, a.shape)
     if need_b:
-        gb = sum_to_shape(F.matmul(_transposed(a2), g2), b2.shape)
-        gb = _reshaped(gb, b.shape)
+        if b2 is b and b.ndim == 2 and a2.ndim == 2 and _column_major(b):
+            # b = w.mT (nn.Linear's weight): its gradient in b's layout, so that w's is
+            # g^T a laid out as w is, as PyTorch's linear computes it, not the transposed
+            # view of a^T g that .grad would copy
+            gb = _transposed(F.matmul(_transposed(g2), a2))
+        else:
+            gb = sum_to_shape(F.matmul(_transposed(a2), g2), b2.shape)
+            gb = _reshaped(gb, b.shape)
     return ga, gb
+
+
+def _column_major(x) -> bool:
+    """Whether matrix ``x`` lies in memory column by column (``w.mT`` of a C-ordered
+    ``w``), eagerly or as traced (a traced value's layout: graph/views.py)."""
+    data = x._data
+    flags = getattr(getattr(data, "proxy", data), "flags", None)
+    return flags is not None and flags.f_contiguous and not flags.c_contiguous
 
 
 def _reshaped(x, shape):
