@@ -60,10 +60,12 @@ def held_alone(g: Tensor) -> bool:
         return False
     if d.base is None:
         return True
-    # A view that shows its whole base as the base lays it out (a transpose of a transposed
-    # product: nn.Linear's weight gradient), the base seen through it alone: its memory.
+    # A view that shows its whole C-ordered base as the base lays it out (a transpose of a
+    # transposed product: nn.Linear's weight gradient), the base seen through it alone:
+    # its memory. (A leaf of another order keeps a view of a C-ordered buffer, as jit's.)
     return sys.getrefcount(d.base) == _ALONE and d.base.base is None and \
-        d.shape == d.base.shape and d.strides == d.base.strides and d.dtype == d.base.dtype
+        d.shape == d.base.shape and d.strides == d.base.strides and \
+        d.dtype == d.base.dtype and d.base.flags.c_contiguous
 
 
 def dense_axes(array) -> tuple | None:

@@ -148,3 +148,22 @@ def test_with_a_listener_the_copy_is_ops_it_sees_in_the_same_layout(layout):
                           w.grad.numpy().copy())
     assert grads[True][:2] == grads[False][:2]
     np.testing.assert_array_equal(grads[True][2], grads[False][2])
+
+
+def test_a_linear_weights_gradient_becomes_grad_without_a_copy(monkeypatch):
+    """nn.Linear's weight gets g^T x laid out as the weight (PyTorch's linear): the
+    product itself becomes .grad, with no copy into the weight's layout."""
+    from execmode import grad_accumulation
+
+    copies = []
+    real_copyto = grad_accumulation.np.copyto
+    monkeypatch.setattr(grad_accumulation.np, "copyto",
+                        lambda *a, **k: copies.append(a[0].shape) or real_copyto(*a, **k))
+    layer = em.nn.Linear(6, 4)
+    x = em.tensor(np.random.default_rng(3).standard_normal((5, 6)).astype(np.float32))
+    (layer(x) ** 2).sum().backward()
+    w = layer.weight
+    assert w.grad._data.base is None and w.grad._data.flags.c_contiguous
+    assert (4, 6) not in copies
+    g = 2 * (x.numpy() @ w.numpy().T + layer.bias.numpy())
+    np.testing.assert_allclose(w.grad.numpy(), g.T @ x.numpy(), rtol=1e-5, atol=1e-6)
