@@ -105,9 +105,12 @@ class Binding:
                                             tensor=holder))
             b.storages[id(array)] = (storage, steps)
             return storage, steps
-        source = make_source()
-        shape = tuple(tensor.shape) if shape is None else shape
-        dtype, device = tensor.dtype, tensor.device
+        # (None: a plain capture, the common case, whose source is made here)
+        source = make_source() if make_source is not None else \
+            InputSource("capture", self._label(tensor), tensor=tensor)
+        if shape is None:
+            shape = array.shape if array.__class__ is np.ndarray else tuple(tensor.shape)
+        dtype, device = array.dtype, tensor.device
         node_id = b.add_input(Aval(shape, dtype, device), source)
         storage = Storage(node_id, shape, dtype, device, source, array)
         self._check_overlap(array, storage)
@@ -120,22 +123,27 @@ class Binding:
         the graph cannot tell that a write through one changes the other."""
         root = getattr(array, "base", None)
         key = id(root) if root is not None else id(array)
-        b = self._builder
-        for other in b.roots.setdefault(key, []):
+        roots = self._builder.roots
+        others = roots.get(key)
+        if others is None:  # (the usual capture: no other input on that memory)
+            roots[key] = [storage]
+            return
+        for other in others:
             if np.may_share_memory(array, other.array):  # (outputs share a block, apart)
                 other.ambiguous.append(storage)
                 storage.ambiguous.append(other)
-        b.roots[key].append(storage)
+        others.append(storage)
 
     def _capture(self, tensor: Tensor) -> tuple[Storage, tuple]:
-        stand_in = self.user_stand_in.get(id(tensor))
+        key = id(tensor)
+        stand_in = self.user_stand_in.get(key)
         if stand_in is not None and traced_by(stand_in, self):
             # The function also reads, as a global, a tensor it got as an argument: one
             # value, so that an in-place update through either name is seen by both.
             d = stand_in._data
             self.arg_aliases[id(tensor)] = (tensor, self.stand_in_index[id(stand_in)])
             return d.storage, d.view
-        owner = self.grad_owner_of.get(id(tensor))
+        owner = self.grad_owner_of.get(key)
         if owner is not None:
             user = self.stand_in_of.get(id(owner), owner)
 
@@ -143,8 +151,7 @@ class Binding:
                 return InputSource("grad", f"{self._label(user)}.grad", tensor=user,
                                    leaf_index=self.stand_in_index.get(id(owner), -1))
         else:
-            def make_source():
-                return InputSource("capture", self._label(tensor), tensor=tensor)
+            make_source = None  # a plain capture (_input_storage makes its source)
         storage, view = self._input_storage(tensor, make_source)
         if owner is None and storage.source.kind == "arg":  # an argument's memory
             self.arg_aliases[id(tensor)] = (tensor, storage.source.leaf_index)
@@ -294,9 +301,11 @@ class Binding:
             device = None
             for x in inputs:
                 if x.__class__ is Tensor:
+                    d = x._data  # (a traced value's device without the property)
+                    here = d.em_device if d.__class__ is TracedValue else x.device
                     if device is None:
-                        device = x.device
-                    elif x.device != device:
+                        device = here
+                    elif here != device:
                         break
                 elif x.__class__ not in _PLAIN_NUMBERS:
                     break
@@ -429,8 +438,15 @@ class Binding:
             p is not None and p.flags.c_contiguous for p in places) or (
             name == "concat" and all(p is not None and c_ordered(p) for p in places))
         # (its sizes are plain ints unless sizes are symbolic: the layout's cache key)
-        t = self._new_tensor(node_id, aval, proxy=None if not known else contiguous_layout(
-            shape) if self.size_env is None else contiguous_proxy(shape))
+        proxy = None if not known else contiguous_layout(shape) if self.size_env is None \
+            else contiguous_proxy(shape)
+        # (_new_tensor's work, inline: a storage of its own)
+        dtype, device = aval.dtype, aval.device
+        t = object.__new__(Tensor)
+        t._data = TracedValue(self, node_id, shape, dtype, device,
+                              Storage(node_id, shape, dtype, device), (), proxy)
+        t.requires_grad = False
+        self.live.append(weakref.ref(t))
         if op.vjp is not None and places and dispatch.grad_enabled():
             for x in inputs:
                 if isinstance(x, Tensor) and x.requires_grad:

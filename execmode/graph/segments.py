@@ -122,20 +122,25 @@ class SegmentBuilder:
         return node
 
     def add_input(self, aval: Aval, source: InputSource) -> int:
-        node_id = self.new_id()
+        node_id = self.next_id
+        self.next_id = node_id + 1
         attrs = _ARG_ATTRS if source.kind == "arg" else _CAPTURE_ATTRS
-        shape, device, nodes = tuple(aval.shape), str(aval.device), self.graph.nodes
+        shape, dtype, device = aval.shape, aval.dtype, str(aval.device)
+        if shape.__class__ is not tuple:
+            shape = tuple(shape)
+        nodes = self.graph.nodes
         before = None
         if self.expected is not None:  # the previous call's input here, if equal
             theirs = self.expected.graph.nodes
-            before = theirs[len(nodes)] if len(nodes) < len(theirs) else None
+            k = len(nodes)
+            before = theirs[k] if k < len(theirs) else None
         if before is not None and before.op == INPUT and before.id == node_id and \
                 before.attrs == attrs and before.shape == shape and \
-                before.dtype == aval.dtype and before.device == device and \
+                before.dtype == dtype and before.device == device and \
                 before.label == source.label:
             nodes.append(before)
         else:
-            self.add(Node(node_id, INPUT, (), attrs, shape, aval.dtype, device,
+            self.add(Node(node_id, INPUT, (), attrs, shape, dtype, device,
                           label=source.label))
         self.graph.inputs.append(node_id)
         self.sources.append(source)
@@ -257,8 +262,8 @@ class Segmenting:
         storages: dict[int, Storage] = {}
         for t in tensors:
             st = t._data.storage
-            if st.source is None:
-                storages.setdefault(id(st), st)
+            if st.source is None and id(st) not in storages:
+                storages[id(st)] = st
         b.graph.outputs = [st.node for st in storages.values()]
         assigned: set[int] = set()  # (several arrays may view one storage: one assign)
         for st, _ in b.storages.values():
@@ -285,20 +290,21 @@ class Segmenting:
         if self.execute:
             outputs = self.run_segment(segment, list(b.captured_arrays))
             self.last_outputs = outputs
-            array_of = {key: out for key, out in zip(storages, outputs)}
+            array_of = dict(zip(storages, outputs))
             for st, _ in b.storages.values():
                 array_of[id(st)] = st.array  # written back in place by the plan
             arrays: dict[int, object] = {}  # tensors sharing a traced value share an array
             for t in tensors:
                 d = t._data
-                if id(d) not in arrays:
+                array = arrays.get(id(d))
+                if array is None:
                     root = array_of[id(d.storage)]
                     if d.view:
                         arrays[id(d)] = array = replay(d.view, root)
                         self.break_views[id(array)] = (root, d.view, array)
                     else:
-                        arrays[id(d)] = root
-                t._data = arrays[id(d)]
+                        arrays[id(d)] = array = root
+                t._data = array
         segment.same_as = None  # (run_segment has used it: calls must not chain)
         for target, original in self.assigned.values():
             # Executed: the plan's assigns updated the original buffer in place.
@@ -306,8 +312,9 @@ class Segmenting:
             target._data = original
         self.assigned.clear()
         # The next segment starts with fresh inputs; ids keep counting so they stay unique.
-        self._builder = SegmentBuilder(f"{self.prefix}:{len(self.segments)}", b.next_id,
-                                       self.previous_segment(len(self.segments)))
+        n, previous = len(self.segments), self.previous_segments
+        self._builder = SegmentBuilder(f"{self.prefix}:{n}", b.next_id,
+                                       previous[n] if n < len(previous) else None)
         self.output_storages = list(storages.values())
         return segment
 

@@ -274,18 +274,36 @@ def _capture_flag_guards(tracer) -> list:
     layer).
     Python guards, so the compiled check (and the C entry) test them at every replay
     (fuzz 1795535866-9082)."""
-    out, seen = [], set()
+    out, seen, made = [], set(), None
     for segment in tracer.segments:
         for src in segment.sources:
             t = src.tensor if src.kind == "capture" else None
             if t is None or id(t) in seen:
                 continue
             seen.add(id(t))
+            if made is None:
+                made = _made_by(tracer)
+            if made.get(id(t)) is t:
+                # A value this call's trace made and a graph break handed to Python,
+                # read again by a later segment: no later call reads this object.
+                continue
             before = tracer.flags_before.get(id(t))
             requires_grad = before[1] if before is not None else t.requires_grad
             out.append(guards_mod.Guard(t, "requires_grad", requires_grad, True,
                                         f"requires_grad of captured {src.label}"))
     return out
+
+
+def _made_by(tracer) -> dict:
+    """id -> tensor for every tensor the trace made that is still alive (its traced
+    results, concrete since a break or still traced). The tracer also follows the
+    caller's tensors that the function wrote in place (``flags_before``): not its own."""
+    made, written = {}, tracer.flags_before
+    for ref in tracer.settled + tracer.live:
+        t = ref()
+        if t is not None and id(t) not in written:
+            made[id(t)] = t
+    return made
 
 
 def _writes_a_grad(tracer) -> bool:
