@@ -29,7 +29,7 @@ from ..symbolic_sizes import SymInt, attach, attach_attrs, resolve
 from ..symbolic_sizes import text as sizes_text
 from .ir import ASSIGN, Literal, Node, make_attrs
 from .py_names import note_names
-from .segment_match import same_attrs, same_operands
+from .segment_match import attrs_as_before, same_operands
 from .segments import InputSource
 from .traced_value import LeakedValue, Storage, TracedValue, traced_by
 from .views import (
@@ -399,7 +399,6 @@ class Binding:
                 ref = literals = Literal(x.item() if isinstance(x, np.generic) else x)
             refs.append(ref)
         refs = tuple(refs)
-        node_attrs = make_attrs(attrs) if attrs else ()
         expected = b.expected
         theirs = expected.graph.nodes if expected is not None else ()
         k = len(b.graph.nodes)
@@ -408,7 +407,7 @@ class Binding:
         if aval is None or before.op != op.name or before.id != b.next_id or \
                 not (refs == before.inputs if literals is None else
                      same_operands(refs, before.inputs)) or \
-                not same_attrs(node_attrs, before.attrs):
+                not (attrs_as_before(attrs, before.attrs) if attrs else not before.attrs):
             operands = [Aval(x.shape, x.dtype, x.device) if isinstance(x, Tensor)
                         else (x.item() if isinstance(x, np.generic) else x) for x in inputs]
             device = None if any(isinstance(x, Tensor) for x in inputs) else \
@@ -418,7 +417,8 @@ class Binding:
             except RuleError as exc:
                 raise op_error(exc.cls, op.name, inputs, exc.problem) from None
             before = None
-        node_id = b.new_id()
+        node_id = b.next_id  # (b.new_id(), inline)
+        b.next_id = node_id + 1
         # (from past this frame's callers: bind, or _bind and bind, then dispatch.apply,
         # bind's only caller; all execmode's own)
         loc, scope = user_location(sys._getframe(3)), _scope._state.current
@@ -426,8 +426,8 @@ class Binding:
                 before.scope == scope:
             b.graph.nodes.append(before)  # the very node: nothing of it differs
         else:
-            b.add(Node(node_id, op.name, refs, node_attrs, tuple(aval.shape), aval.dtype,
-                       str(aval.device), scope, loc))
+            b.add(Node(node_id, op.name, refs, make_attrs(attrs) if attrs else (),
+                       tuple(aval.shape), aval.dtype, str(aval.device), scope, loc))
         b.avals[node_id] = aval
         name = op.name
         if name in VIEW_OPS or name == "debug_print":

@@ -58,17 +58,20 @@ def same_operands(a: tuple, b: tuple) -> bool:
     return True
 
 
-def same_attrs(a: tuple, b: tuple) -> bool:
-    """``same_value`` for two nodes' attributes (sorted (name, value) pairs), past the
-    values that are one object (an op's attributes cached by its front end)."""
-    if a is b:
-        return True
-    if len(a) != len(b):
+def attrs_as_before(attrs: dict, theirs: tuple) -> bool:
+    """Are an op's attributes (a dict) the previous call's node's (sorted (name, value)
+    pairs, ir.make_attrs)? The same names (as many, each found), each value the same
+    object or ``same_value``; the dict is not sorted into pairs to ask."""
+    if len(attrs) != len(theirs):
         return False
-    for (name, x), (other, y) in zip(a, b):
-        if name != other or (x is not y and not same_value(x, y)):
+    for name, y in theirs:
+        x = attrs.get(name, _ABSENT)
+        if x is not y and (x is _ABSENT or not same_value(x, y)):
             return False
     return True
+
+
+_ABSENT = object()
 
 
 def same_value(a, b) -> bool:
