@@ -9,6 +9,7 @@ in a new segment. ``finish`` ends the last one and says how a call rebuilds each
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -191,7 +192,9 @@ class Segmenting:
         return value
 
     def _graph_break(self, reason: str, op: str) -> None:
-        loc = user_location() or SourceLocation("?", 0, "?")
+        # (from past this frame's caller, a method of this class: no frame object is made
+        # for it)
+        loc = user_location(sys._getframe(2)) or SourceLocation("?", 0, "?")
         if self.fullgraph is True or self.fullgraph == "error":
             raise GraphBreakError(
                 f"graph break in {self.name} (fullgraph=True): {reason} (op {op})\n  at {loc}"
