@@ -17,7 +17,8 @@ the ops the function runs. Goal: <= 20 us per break, judged on the median. What 
 still costs on the default path is Python work per object (docs/graph-mode.md, "What a
 break costs"): per traced op (two here, and the sum) its check, its line and its traced
 tensor; per break the segment ended, its plan run and values handed out, and the next
-segment's captured input.
+segment's captured input (most of it); and the call's own bookkeeping, which the N breaks
+share (so 10 breaks cost more each than 30).
 """
 
 from __future__ import annotations
