@@ -111,7 +111,7 @@ class Binding:
         if shape is None:
             shape = array.shape if array.__class__ is np.ndarray else tuple(tensor.shape)
         dtype, device = array.dtype, tensor.device
-        node_id = b.add_input(Aval(shape, dtype, device), source)
+        node_id = b.add_input_of(shape, dtype, device, source)
         storage = Storage(node_id, shape, dtype, device, source, array)
         self._check_overlap(array, storage)
         b.storages[id(array)] = (storage, ())
@@ -305,7 +305,7 @@ class Binding:
                     here = d.em_device if d.__class__ is TracedValue else x.device
                     if device is None:
                         device = here
-                    elif here != device:
+                    elif here is not device and here != device:
                         break
                 elif x.__class__ not in _PLAIN_NUMBERS:
                     break

@@ -18,6 +18,7 @@ import numpy as np
 from .. import dispatch, instrument
 from .. import scope as _scope
 from .._tensor import Tensor
+from ..backend import CPU
 from ..errors import GraphBreakError
 from ..ops.registry import OPS, Aval
 from ..source import SourceLocation, user_location
@@ -123,10 +124,14 @@ class SegmentBuilder:
         return node
 
     def add_input(self, aval: Aval, source: InputSource) -> int:
+        return self.add_input_of(aval.shape, aval.dtype, aval.device, source)
+
+    def add_input_of(self, shape, dtype, device, source: InputSource) -> int:
+        """``add_input`` of an Aval's three parts (a capture need not make the Aval)."""
         node_id = self.next_id
         self.next_id = node_id + 1
         attrs = _ARG_ATTRS if source.kind == "arg" else _CAPTURE_ATTRS
-        shape, dtype, device = aval.shape, aval.dtype, str(aval.device)
+        device = "cpu" if device is CPU else str(device)  # (Device.__str__'s answer)
         if shape.__class__ is not tuple:
             shape = tuple(shape)
         nodes = self.graph.nodes
