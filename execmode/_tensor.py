@@ -167,7 +167,7 @@ class Tensor:
         return int(self._single("__index__"))
 
     def _single(self, name: str):
-        if math.prod(self._data.shape) != 1:  # (self.size, without making its Size)
+        if self.size != 1:
             raise op_error(ArgumentError, name, (self,),
                            f"the tensor has {self.size} elements; only one-element tensors "
                            "convert to a Python number")
