@@ -204,7 +204,7 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
     # have memory of its own (p1.grad is p2.grad: eager scales it twice).
     guards += [tg.GradType(tracer.owner_ref(owner), kind)
                for owner, _, kind in tracer.grad_guards.values() if kind is not None]
-    if _writes_a_grad(tracer):
+    if tracer.wrote_inputs and _writes_a_grad(tracer):  # (assigns write inputs only)
         owners = [o for o, none, _ in tracer.grad_guards.values() if not none]
         # Counted on the grads the call began with (it may have set some to None).
         entry = [tracer.grad_read[id(o)] for o in owners]
