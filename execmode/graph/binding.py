@@ -286,21 +286,18 @@ class Binding:
 
     def bind(self, op, inputs, attrs):
         stand_ins = self.user_stand_in
-        if stand_ins:
-            for x in inputs:  # (same_object changes only the caller's own tensors)
-                if x.__class__ is Tensor and id(x) in stand_ins:
-                    inputs = tuple(self.same_object(x) for x in inputs)
-                    break
         b = self._builder
         if b.expected is not None and self.size_env is None and \
                 not instrument._before_op and op.name != ASSIGN and \
-                not op.data_dependent_shape and (not attrs or not any(
-                    v.__class__ is SymbolicScalar for v in attrs.values())):
+                not op.data_dependent_shape and (not attrs or _no_symbolic_number(attrs)):
             # The common op of a re-run segment (graph/segment_match.py), checked in one
-            # pass over its operands: plain tensors and Python numbers, one device.
+            # pass over its operands: plain tensors (none of them the caller's own, which
+            # same_object maps below) and Python numbers, one device.
             device = None
             for x in inputs:
                 if x.__class__ is Tensor:
+                    if id(x) in stand_ins:
+                        break
                     d = x._data  # (a traced value's device without the property)
                     here = d.em_device if d.__class__ is TracedValue else x.device
                     if device is None:
@@ -311,6 +308,11 @@ class Binding:
                     break
             else:
                 return self._bind_as_before(op, inputs, attrs)
+        if stand_ins:
+            for x in inputs:  # (same_object changes only the caller's own tensors)
+                if x.__class__ is Tensor and id(x) in stand_ins:
+                    inputs = tuple(self.same_object(x) for x in inputs)
+                    break
         if self.size_env is not None and any(x.__class__ is SymInt for x in inputs):
             # A size as an operand (x / t): a number read at each call, as a promoted
             # attribute is (symbolic.py), from the sizes the replay runs with.
@@ -512,6 +514,14 @@ class Binding:
         if op_name == "reshape" and storage.source is not None and \
                 storage.source.kind == "arg":
             self.layout_args.add(storage.source.leaf_index)
+
+
+def _no_symbolic_number(attrs: dict) -> bool:
+    """No attribute is a symbolic number (symbolic.py)."""
+    for v in attrs.values():
+        if v.__class__ is SymbolicScalar:
+            return False
+    return True
 
 
 def _attr_device(attrs):
