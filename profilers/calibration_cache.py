@@ -46,7 +46,7 @@ MAX_BYTES = 64 * 1024
 # Fields a stored calibration must have, with their types: anything else is re-measured.
 FIELDS = {"ops": int, "rounds": int, "no_listener_ns": int, "null_listener_ns": int,
           "recorder_ns": int, "instrumentation_ns": int, "overhead_ns": int, "op_path_ns": dict,
-          "site_ns": int,
+          "site_ns": int, "declined_ns": dict,
           "graph_run_ns": int, "graph_steps": int, "load_average": (float, int, type(None)),
           "settled": bool, "crowded": list, "disagreeing": list, "memory": bool,
           "summaries": bool, "kernel_rows": bool}
