@@ -300,7 +300,8 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     site_ns = max(0, round((spreads["sites recorded"].median - spreads["sites plain"].median)
                            / SITES - (op_path_ns["binary1"] or 0)))
     # A composite's cost left beyond the recorder's stated work on its ops, per site.
-    stated_for = {"overhead_ns": per_op["recorder"] - per_op["none"], "op_path_ns": op_path_ns}
+    overhead_ns = max(0, round(per_op["recorder"] - per_op["none"]))
+    stated_for = {"overhead_ns": overhead_ns, "op_path_ns": op_path_ns}
     left_ns = {name: spreads[f"composite:{name} recorded"].median
                - spreads[f"composite:{name} plain"].median
                - (stated_eager_ns(stated_for, probe["ops"], probe["ring_ops"]) or 0)
@@ -318,7 +319,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         "null_listener_ns": round(per_op["null"]),
         "recorder_ns": round(per_op["recorder"]),
         "instrumentation_ns": max(0, round(per_op["null"] - per_op["none"])),
-        "overhead_ns": max(0, round(per_op["recorder"] - per_op["none"])),
+        "overhead_ns": overhead_ns,
         # What recording adds to an op by its path (OP_PATHS' keys as "binary0" ...).
         "op_path_ns": op_path_ns,
         # What a new site adds (registered by the ring, formatted by the writer), per site.

@@ -133,7 +133,7 @@ def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
                         around_ns=_int(fixed.get("around")), writer_ns=_int(fixed.get("writer")),
                         displaced_ns=_int(fixed.get("displaced")),
                         declined_ns=_declined_ns(calibration, declined),
-                        declined_calls=sum(n for n in declined.values() if _int(n)))
+                        declined_calls=sum(_int(n) or 0 for n in declined.values()))
 
 
 def _declined_ns(calibration: dict, declined: dict) -> int | None:
