@@ -19,6 +19,9 @@ code, even when it fails; the debugger opens and closes its interrupt window the
 from __future__ import annotations
 
 import os
+# runpy.run_path imports pkgutil on its first call (~0.3 ms): loaded with the runner, not
+# inside the script's time, where a recorder would count it as the script's own.
+import pkgutil  # noqa: F401
 import runpy
 import sys
 import traceback

@@ -6,9 +6,9 @@ core but one idle while a user waited for a first call. So the kernels are cut, 
 order, into units of at most :data:`UNIT_WEIGHT` (ops, plus a fixed cost per kernel for
 its function, loop nest and OpenMP outlining: measured ~8 ms of gcc for a 3-op kernel
 against ~0.3 ms per op of a long chain, and more for each transcendental it inlines), and the units, with any runtime-library helper
-they call that is not built yet (runtime_library.py), are compiled by a pool of at most
-the thread count kernels run on (threads.py: ``em.set_num_threads``,
-``EXECMODE_NUM_THREADS``): each worker thread waits on one compiler process.
+they call that is not built yet (runtime_library.py), are compiled on at most the
+thread count kernels run on (threads.py: ``em.set_num_threads``, ``EXECMODE_NUM_THREADS``):
+the calling thread and threads kept for the process, each waiting on one compiler process.
 
 The cut depends on the kernels alone, never on the thread count, so the disk cache finds
 the same libraries whatever the count (one thread compiles the same units one after
@@ -18,6 +18,8 @@ depend on which unit holds them (tests/codegen/test_units.py).
 
 from __future__ import annotations
 
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from . import runtime_library
@@ -95,9 +97,10 @@ def build_libraries(kernels, toolchain, renderer, threads: int | None = None,
 
 
 def _run(jobs, ours, workers: int) -> dict:
-    """Run ``jobs`` (size, key, job) on ``workers`` threads: key -> the Exception each
-    failed with. One thread stops at the first failure among ``ours`` (what the caller
-    raises); a pool runs every job, as it always did before a failure was raised."""
+    """Run ``jobs`` (size, key, job) on ``workers`` threads, this one among them: key ->
+    the Exception each failed with. One thread stops at the first failure among ``ours``
+    (what the caller raises); several run every job, as they always did before a failure
+    was raised."""
     failures = {}
 
     def attempt(key, job) -> None:
@@ -111,12 +114,60 @@ def _run(jobs, ours, workers: int) -> dict:
             attempt(key, job)
             if key in ours and key in failures:
                 break
-    else:
-        with ThreadPoolExecutor(max_workers=workers,
-                                thread_name_prefix="execmode-compile") as pool:
-            for future in [pool.submit(attempt, key, job) for _, key, job in jobs]:
-                future.result()  # a BaseException (KeyboardInterrupt) raises here
+        return failures
+    pending, taking = iter(jobs), threading.Lock()
+    stop = []
+
+    def drain() -> None:
+        while not stop:
+            with taking:
+                item = next(pending, None)
+            if item is None:
+                return
+            attempt(item[1], item[2])
+
+    others = [_Workers.pool(workers - 1).submit(drain) for _ in range(workers - 1)]
+    try:
+        drain()
+    except BaseException:  # (KeyboardInterrupt) no new job starts; those running finish
+        stop.append(True)
+        raise
+    finally:
+        for future in others:
+            future.result()
     return failures
+
+
+class _Workers:
+    """The compile threads beside the calling one, started once per process and kept.
+    Threads started for each compile cost a first call whose libraries are all in the
+    disk cache more than finding them (~1 ms of a ~4 ms first call here), and a thread that
+    ended before a recorder stopped escaped its count of the CPU the script's threads
+    waited for (recorder.py, "displaced")."""
+
+    lock = threading.Lock()
+    executor: ThreadPoolExecutor | None = None
+    size = 0
+
+    @classmethod
+    def pool(cls, size: int) -> ThreadPoolExecutor:
+        with cls.lock:
+            if cls.executor is None or cls.size < size:
+                if cls.executor is not None:
+                    cls.executor.shutdown(wait=False)  # its threads end when idle
+                cls.executor = ThreadPoolExecutor(max_workers=size,
+                                                  thread_name_prefix="execmode-compile")
+                cls.size = size
+            return cls.executor
+
+    @classmethod
+    def forget(cls) -> None:
+        # A forked child has none of the parent's threads: its first compile starts its own.
+        cls.lock = threading.Lock()
+        cls.executor, cls.size = None, 0
+
+
+os.register_at_fork(after_in_child=_Workers.forget)
 
 
 def _build_helper(toolchain, helpers: str, name: str) -> None:

@@ -5,6 +5,7 @@ the thread count, and the same bits as one unit and one kernel."""
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -69,6 +70,34 @@ def test_parallel_compile_gives_the_sequential_libraries(toolchain, tmp_path, mo
     assert names1 == names2 and sources1 == sources2  # the same units, the same cache keys
     for a, b in zip(out1, out2):
         np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))
+
+
+def _compile_threads() -> set:
+    return {t.ident for t in threading.enumerate() if t.name.startswith("execmode-compile")}
+
+
+def test_parallel_compiles_reuse_their_threads_and_a_forked_child_starts_its_own(
+        toolchain, tmp_path, monkeypatch):
+    _, _, kernels = _small_kernels(4)
+    monkeypatch.setattr(units, "UNIT_WEIGHT", units.weight(kernels[0]))
+    monkeypatch.setenv("EXECMODE_CACHE_DIR", str(tmp_path))
+    units.build_libraries(kernels[:2], toolchain, CRenderer(), threads=2)
+    first = _compile_threads()
+    assert first  # one thread beside the caller
+    units.build_libraries(kernels[2:], toolchain, CRenderer(), threads=2)
+    assert _compile_threads() == first  # no new thread for the second build
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's pool threads are not here
+        try:
+            built = units.build_libraries(kernels, toolchain, CRenderer(), threads=2)
+            os.write(write, str(len(built)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read) as f:
+        assert f.read() == "4" and status == 0
 
 
 def _chain(n_ops, tanh=True):
