@@ -241,8 +241,8 @@ def _program_target(plan, sources):
     GIL, keepalive) for a whole-graph program."""
     program = plan.program
     n_block = len(program._block)
-    if len(program._inputs) != len(sources):
-        return None
+    if len(program._inputs) != len(sources) or program.failed is not None:
+        return None  # (a failed check is a miss the generated Python replay takes)
     out_blocks = [index for index, _ in program._outputs]
     in_blocks = [index for index, _ in program._inputs]
     if len(set(out_blocks)) != len(out_blocks) or set(out_blocks) & set(in_blocks) \

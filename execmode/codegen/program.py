@@ -57,6 +57,7 @@ from .c_runtime import CompileError, Library, Unit, _Slot, compile_unit, load_un
 from .factory import emit_compile, kernel_child
 from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
+from .program_checks import CHECKS, check_lines
 from .render_c import CRenderer, read_header
 from .toolchain import NoCompiler, get_toolchain
 
@@ -72,8 +73,10 @@ class Program:
     ``calls`` counts the runs (tests and ``execmode explain`` read it)."""
 
     def __init__(self, library: Library, entry_name: str, n_buffers: int, inputs, owned,
-                 outputs, source: str, fixed=None, assigned=()):
+                 outputs, source: str, fixed=None, assigned=(), failed=None):
         self.source = source
+        # The word a check sets before it returns (program_checks.py); None: no checks.
+        self.failed = failed
         self.library = library  # its compile time and cache hit: what a first call paid
         self.library_path = library.path
         self.calls = 0
@@ -105,8 +108,9 @@ class Program:
                 self._outputs.append((index, OutputPool(shape, dtype)))
 
     def run(self, inputs: list) -> list | None:
-        """The outputs, with the assigns written into their inputs; None (nothing run)
-        when an input the program writes arrives in another layout: Plan.run replays."""
+        """The outputs, with the assigns written into their inputs; None when an input the
+        program writes arrives in another layout (nothing run), or when a check failed
+        (nothing written to an input): Plan.run replays, and raises eager's error."""
         block, memo = self._block, self._memo
         for k in self._assigned:
             a = inputs[k]
@@ -137,6 +141,10 @@ class Program:
             results.append(array)
         self._entry(self._address)
         self.calls += 1
+        failed = self.failed
+        if failed is not None and failed[0]:
+            failed[0] = 0
+            return None
         for k, first in self._repeats:
             results[k] = results[first]
         return results
@@ -243,6 +251,7 @@ class _Draft:
     assigned: list
     step_of: dict
     clock_slot: int
+    failed: int | None = None  # the failure word's block index, when the program checks
 
     def expects(self, compiled: dict) -> bool:
         """Whether ``compiled`` holds, as C functions, the kernels this program calls."""
@@ -268,6 +277,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
     positions = {node_id: k for k, node_id in enumerate(graph.inputs)}
     assigns, assigned = [], []
     views, constants = set(), set()
+    failed = None                              # the failure word's block index (checks)
     uses_blas = False
     features: set = set()                      # "em_gemm": the program calls em_gemm.h
     step_of = {n.id: k for k, n in enumerate(
@@ -307,12 +317,32 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
         buffer_of[node.id] = index
         op = OPS.get(node.op)
         if op is not None and op.kind == "creation" and not node.inputs:
-            if node.id in outputs:
-                raise _Refused(f"%{node.id} ({node.op}): a constant is an output")
             if op.impure:
                 raise _Refused(f"%{node.id} ({node.op}): a random draw differs at every call")
-            owned[index] = np.ascontiguousarray(op.impl(np, **node.attr), dtype=node.dtype)
-            constants.add(node.id)
+            value = np.ascontiguousarray(op.impl(np, **node.attr), dtype=node.dtype)
+            if node.id not in outputs:
+                owned[index] = value
+                constants.add(node.id)
+                continue
+            # A constant the caller receives (a forward's positions saved for its
+            # backward): each call's output is a new array, so the constant, kept once, is
+            # copied into it.
+            kept = new_buffer(None)
+            owned[kept] = value
+            statements.append(("copy", node, (index, kept, value.nbytes), node.id))
+            continue
+        if node.op in CHECKS:
+            checked = node.inputs[0]
+            if not isinstance(checked, int) or arrival_strides(checked, producers):
+                raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal")
+            if failed is None:
+                failed = new_buffer(None)
+                owned[failed] = np.zeros(1, np.int32)
+            if node.id not in outputs:
+                owned[index] = np.empty(node.shape, node.dtype)
+            statements.append(("check", node, check_lines(
+                node, renderer.type_names[np.dtype(producers[checked].dtype)],
+                int(np.prod(node.shape)), buffer_of[checked], index, failed), node.id))
             continue
         reused = c_kernels.get(node.id)
         if reused is not None:
@@ -379,6 +409,11 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
         lines.append(f"    /* {member_comment(node)} */")
         if kind == "blas":
             lines.extend("    " + line for line in detail)
+        elif kind == "check":
+            lines.extend("    " + line for line in detail)
+        elif kind == "copy":
+            target, kept, nbytes = detail
+            lines.append(f"    __builtin_memcpy(b[{target}], b[{kept}], {nbytes});")
         else:
             kernel, params, args, slot = detail
             types = [f"{'' if p is kernel.output else 'const '}"
@@ -411,7 +446,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
         kernels, program_source,
         [(buffer_of[i], _Slot(_param_of(producers[i]))) for i in graph.inputs],
         [(buffer_of[o], tuple(producers[o].shape), producers[o].dtype)
-         for o in graph.outputs], assigned, step_of, clock_slot)
+         for o in graph.outputs], assigned, step_of, clock_slot, failed)
 
 
 def _finish(draft: _Draft, compiled: dict, clock) -> Program:
@@ -441,7 +476,7 @@ def _finish(draft: _Draft, compiled: dict, clock) -> Program:
                          [renderer.kernel(k) for k in draft.kernels])
     program = Program(library, draft.entry, draft.n_buffers, draft.inputs, owned,
                       draft.outputs, source + "\n\n" + draft.program_source, fixed,
-                      draft.assigned)
+                      draft.assigned, owned.get(draft.failed))
     program.kernels = keep  # the plan's kernels whose functions it calls: keep them loaded
     program.clock = clock
     for (_, pool), node_id in zip(program._outputs, draft.graph.outputs):

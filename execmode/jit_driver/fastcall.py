@@ -248,7 +248,7 @@ def _python_replay(cf, jit_module):
         # assigns are written inside it; None: an input it writes has another layout).
         ns["_program"] = plan.program
         lines.append(f"    outs = _program.run([{inputs}])")
-        if plan.assigns:
+        if plan.assigns or plan.program.failed is not None:  # (a check failed: MISS)
             lines.append("    if outs is None:")
             lines.append("        return MISS")
         for k, slot in enumerate(plan.output_slots):
