@@ -57,13 +57,13 @@ from .c_runtime import CompileError, Library, Unit, _Slot, compile_unit, load_un
 from .factory import emit_compile, kernel_child
 from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
-from .program_checks import CHECKS, check_lines
+from .program_checks import CHECKS, along_axis_lines, check_lines
 from .render_c import CRenderer, read_header
 from .toolchain import NoCompiler, get_toolchain
 
-# The views a program keeps as aliases of their input's buffer. A broadcast_to is not
-# among them (the program refuses it), so its strides here are arrival_strides' without
-# broadcasts, while its kernels read broadcast views in place where a plan hands them one.
+# The views a program keeps as aliases of their input's buffer. A broadcast_to is an alias
+# too, but only where generated loops alone read it (_reads_in_place): so the strides of
+# the other operands (a BLAS call's) are arrival_strides' without broadcasts.
 VIEWS = ("permute_dims", "reshape")
 
 
@@ -283,6 +283,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
     step_of = {n.id: k for k, n in enumerate(
         n for n in graph.nodes if n.op not in (INPUT, ASSIGN))}
     reused_at: dict[int, int] = {}             # block index -> the node of a plan kernel
+    users = graph.users()
 
     def new_buffer(node) -> int:
         index = len(shapes)
@@ -305,10 +306,25 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             assigns.append(node)
             assigned.append(positions[node.inputs[0]])
             continue
+        if node.op == "broadcast_to" and isinstance(node.inputs[0], int):
+            # An alias read with zero strides, as the plan's kernels read it; only the
+            # generated loops can (a BLAS operand, a check, a view or an output of it
+            # would need the copy the plan's runtime makes: buffers.arranged).
+            if node.id in outputs:
+                raise _Refused(f"%{node.id} ({node.op}): a view is an output")
+            reader = next((u for u in users.get(node.id, ())
+                           if not _reads_in_place(producers[u], producers)), None)
+            if reader is not None:
+                raise _Refused(f"%{node.id} ({node.op}) is read by %{reader} "
+                               f"({producers[reader].op}), which needs it copied")
+            buffer_of[node.id] = buffer_of[node.inputs[0]]
+            views.add(node.id)
+            continue
         if node.op in VIEWS and isinstance(node.inputs[0], int):
             if node.id in outputs:
                 raise _Refused(f"%{node.id} ({node.op}): a view is an output")
-            if node.op == "reshape" and arrival_strides(node.inputs[0], producers):
+            if node.op == "reshape" and arrival_strides(node.inputs[0], producers,
+                                                         broadcasts=True):
                 raise _Refused(f"%{node.id}: a reshape of a permuted view would copy")
             buffer_of[node.id] = buffer_of[node.inputs[0]]
             views.add(node.id)
@@ -332,17 +348,32 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             statements.append(("copy", node, (index, kept, value.nbytes), node.id))
             continue
         if node.op in CHECKS:
-            checked = node.inputs[0]
-            if not isinstance(checked, int) or arrival_strides(checked, producers):
+            operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
+            if any(o is None or o.dtype not in KERNEL_DTYPES
+                   or arrival_strides(i, producers, broadcasts=True)
+                   for i, o in zip(node.inputs, operands)):
                 raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal")
+            if node.op == "scatter_add" and not \
+                    np.dtype(operands[0].dtype) == np.dtype(operands[2].dtype) == node.dtype:
+                raise _Refused(f"%{node.id} ({node.op}) adds across dtypes")
             if failed is None:
                 failed = new_buffer(None)
                 owned[failed] = np.zeros(1, np.int32)
             if node.id not in outputs:
                 owned[index] = np.empty(node.shape, node.dtype)
-            statements.append(("check", node, check_lines(
-                node, renderer.type_names[np.dtype(producers[checked].dtype)],
-                int(np.prod(node.shape)), buffer_of[checked], index, failed), node.id))
+            types = {name: renderer.type_names[np.dtype(o.dtype)] for name, o in
+                     zip(("x", "index", "src"), operands)}
+            types["out"] = renderer.type_names[np.dtype(node.dtype)]
+            buffers = {name: buffer_of[i] for name, i in zip(("x", "index", "src"),
+                                                             node.inputs)}
+            buffers["out"] = index
+            if node.op == "check_labels":
+                lines = check_lines(node, types["x"], int(np.prod(node.shape)),
+                                    buffers["x"], index, failed)
+            else:
+                lines = along_axis_lines(node, operands[0], operands[1], types, buffers,
+                                         failed)
+            statements.append(("check", node, lines, node.id))
             continue
         reused = c_kernels.get(node.id)
         if reused is not None:
@@ -582,6 +613,16 @@ def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shape
             f"({t} *)b[{target}]", fn, turn, own)
     except blas_mod.NoBlas as exc:
         raise _Refused(f"%{mm.id} matmul: {exc}") from None
+
+
+def _reads_in_place(node, producers) -> bool:
+    """Whether ``node`` is a generated loop that reads a broadcast operand in place (zero
+    strides: lower.arrival_strides with broadcasts), as elementwise kernels and
+    reductions do."""
+    if node.op == FUSED:
+        return node.attr.get("kind", "elementwise") in ("elementwise", "reduction")
+    return OPS.get(node.op) is not None and (
+        fusable_elementwise(node, producers) or node.op in REDUCTIONS)
 
 
 def _strides(node_id: int, producers) -> tuple:

@@ -99,3 +99,83 @@ def test_a_constant_among_the_outputs_is_copied_into_each_calls_own_array():
     assert not np.shares_memory(first.numpy(), second.numpy())
     second.numpy()[:] = 7  # the caller's array: the constant the program keeps is its own
     np.testing.assert_array_equal(f(x)[1].numpy(), np.arange(4))
+
+
+# --- gather and scatter along an axis, broadcasts read in place ---------------------------
+
+def _classifier_step(w, x, y):
+    loss = em.nn.functional.cross_entropy(x @ w, y)
+    loss.backward()
+    with em.no_grad():
+        w -= 0.1 * w.grad
+    w.grad = None
+    return loss
+
+
+def test_a_cross_entropy_training_step_is_one_program_with_eagers_values():
+    # (Within rounding: a matmul this small is generated loops, which add the products in
+    # their own order, docs/graph-mode.md; the gather and scatter have eager's bits.)
+    rng = np.random.default_rng(0)
+    x = em.tensor(rng.standard_normal((16, 8)).astype(np.float32))
+    y = em.tensor(rng.integers(0, 5, 16))
+    w_eager = em.tensor(rng.standard_normal((8, 5)).astype(np.float32), requires_grad=True)
+    w_jit = em.tensor(w_eager.numpy().copy(), requires_grad=True)
+    step = em.jit(_classifier_step)
+    for _ in range(4):
+        eager = _classifier_step(w_eager, x, y)
+        jitted = step(w_jit, x, y)
+        np.testing.assert_allclose(jitted.numpy(), eager.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(w_jit.numpy(), w_eager.numpy(), rtol=1e-5, atol=1e-7)
+    plan = _plan(step)
+    assert plan.program is not None, plan.program_reason
+    source = plan.program.source
+    assert "take_along_axis" in source and "scatter_add" in source
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter_add"])
+def test_an_index_out_of_range_raises_eagers_error_from_the_program(op):
+    x = em.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    good = em.tensor(np.array([[0, 3], [2, 2], [1, 0]]))
+    bad = em.tensor(np.array([[0, 3], [2, 4], [1, 0]]))
+    src = em.tensor(np.ones((3, 2), np.float32))
+
+    def f(index):
+        y = x * 2.0
+        out = em.gather(y, 1, index) if op == "gather" else em.scatter_add(y, 1, index, src)
+        return out + 0.5
+
+    with pytest.raises(em.IndexingError) as eager_error:
+        f(bad)
+    g = em.jit(f)
+    for _ in range(2):
+        np.testing.assert_array_equal(g(good).numpy(), f(good).numpy())
+    assert _plan(g).program is not None, _plan(g).program_reason
+    with pytest.raises(em.IndexingError) as jit_error:
+        g(bad)
+    assert str(jit_error.value).splitlines()[0] == str(eager_error.value).splitlines()[0]
+
+
+def test_repeated_scatter_indices_add_up_in_numpys_order():
+    rng = np.random.default_rng(1)
+    src = em.tensor(rng.standard_normal((64, 7)).astype(np.float32) * 1e4)
+    index = em.tensor(rng.integers(0, 3, (64, 7)))
+
+    def f(s):
+        return em.scatter_add(em.zeros((3, 7)), 0, index, s * 1.0)
+
+    g = em.jit(f)
+    for _ in range(2):
+        assert g(src).numpy().tobytes() == f(src).numpy().tobytes()
+    assert _plan(g).program is not None, _plan(g).program_reason
+
+
+def test_a_broadcast_read_by_a_matmul_leaves_the_graph_to_the_plan_with_the_reason():
+    def f(v, m):
+        return em.broadcast_to(v * 2.0, (4, 3)) @ m
+
+    v, m = em.ones(3), em.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    g = em.jit(f)
+    for _ in range(2):
+        np.testing.assert_array_equal(g(v, m).numpy(), f(v, m).numpy())
+    plan = _plan(g)
+    assert plan.program is None and "needs it copied" in plan.program_reason
