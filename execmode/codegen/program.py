@@ -58,6 +58,7 @@ from .factory import emit_compile, kernel_child
 from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
 from .program_checks import CHECKS, along_axis_lines, check_lines
+from .program_indexing import NotInProgram, basic_lines, rows_index, rows_lines
 from .render_c import CRenderer, read_header
 from .toolchain import NoCompiler, get_toolchain
 
@@ -278,6 +279,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
     assigns, assigned = [], []
     views, constants = set(), set()
     failed = None                              # the failure word's block index (checks)
+    output_buffer: dict[int, int] = {}         # a view's copy the caller receives
     uses_blas = False
     features: set = set()                      # "em_gemm": the program calls em_gemm.h
     step_of = {n.id: k for k, n in enumerate(
@@ -321,13 +323,27 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             views.add(node.id)
             continue
         if node.op in VIEWS and isinstance(node.inputs[0], int):
-            if node.id in outputs:
-                raise _Refused(f"%{node.id} ({node.op}): a view is an output")
-            if node.op == "reshape" and arrival_strides(node.inputs[0], producers,
-                                                         broadcasts=True):
-                raise _Refused(f"%{node.id}: a reshape of a permuted view would copy")
-            buffer_of[node.id] = buffer_of[node.inputs[0]]
-            views.add(node.id)
+            source = node.inputs[0]
+            buffer_of[node.id] = buffer_of[source]
+            # A reshape of a permuted view is a copy in C order (as NumPy's reshape makes
+            # it, and the plan's kernels then read it): made here, into a buffer of its
+            # own. So is a view the caller receives (its own array at every call).
+            copied = source if node.op == "reshape" and arrival_strides(
+                source, producers, broadcasts=True) else None
+            if copied is None and node.id in outputs:
+                copied = node.id
+            if copied is None:
+                views.add(node.id)
+                continue
+            index = new_buffer(node)
+            if node.id not in outputs:
+                owned[index] = np.empty(node.shape, node.dtype)
+            statements.append(_copy_in_c_order(node, copied, producers, buffer_of, index,
+                                               kernels))
+            if copied == source:  # consumers read the copy; a permute's read the alias
+                buffer_of[node.id] = index
+            else:
+                output_buffer[node.id] = index
             continue
         index = new_buffer(node)
         buffer_of[node.id] = index
@@ -346,6 +362,35 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             kept = new_buffer(None)
             owned[kept] = value
             statements.append(("copy", node, (index, kept, value.nbytes), node.id))
+            continue
+        if node.op in ("getitem", "index_add"):
+            operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
+            if any(o is None or o.dtype not in KERNEL_DTYPES
+                   or arrival_strides(i, producers, broadcasts=True)
+                   for i, o in zip(node.inputs, operands)):
+                raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal")
+            if node.id not in outputs:
+                owned[index] = np.empty(node.shape, node.dtype)
+            scatter = node.op == "index_add"
+            base = tuple(node.attr["shape"]) if scatter else tuple(operands[0].shape)
+            t = renderer.type_names[np.dtype(node.dtype)]
+            try:
+                if len(node.inputs) == 1:
+                    lines = basic_lines(node, base, t, buffer_of[node.inputs[0]], index,
+                                        scatter)
+                elif len(node.inputs) == 2 and rows_index(node.attr["index"]):
+                    if failed is None:
+                        failed = new_buffer(None)
+                        owned[failed] = np.zeros(1, np.int32)
+                    lines = rows_lines(
+                        node, base, t, renderer.type_names[np.dtype(operands[1].dtype)],
+                        int(np.prod(operands[1].shape)), buffer_of[node.inputs[0]],
+                        buffer_of[node.inputs[1]], index, failed, scatter)
+                else:
+                    raise NotInProgram("several index tensors, or one after other items")
+            except NotInProgram as exc:
+                raise _Refused(f"%{node.id} ({node.op}): {exc}") from None
+            statements.append(("check", node, lines, node.id))
             continue
         if node.op in CHECKS:
             operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
@@ -476,7 +521,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
         owned, fixed_addresses, reused_at, {i: c_kernels[i] for i in reused_at.values()},
         kernels, program_source,
         [(buffer_of[i], _Slot(_param_of(producers[i]))) for i in graph.inputs],
-        [(buffer_of[o], tuple(producers[o].shape), producers[o].dtype)
+        [(output_buffer.get(o, buffer_of[o]), tuple(producers[o].shape), producers[o].dtype)
          for o in graph.outputs], assigned, step_of, clock_slot, failed)
 
 
@@ -613,6 +658,23 @@ def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shape
             f"({t} *)b[{target}]", fn, turn, own)
     except blas_mod.NoBlas as exc:
         raise _Refused(f"%{mm.id} matmul: {exc}") from None
+
+
+def _copy_in_c_order(node, value: int, producers, buffer_of, target: int, kernels) -> tuple:
+    """The statement copying ``value`` (a view, read with its strides; or a contiguous
+    value) into ``b[target]`` in C order, for ``node``'s step."""
+    src = producers[value]
+    if not arrival_strides(value, producers, broadcasts=True):
+        nbytes = int(np.prod(src.shape)) * np.dtype(src.dtype).itemsize
+        return ("check", node, [f"__builtin_memcpy(b[{target}], b[{buffer_of[value]}], "
+                                f"{nbytes});"], node.id)
+    copy = Node(node.id, "copy", (value,), make_attrs({}), src.shape, src.dtype,
+                src.device, node.scope, node.loc)
+    kernel, _ = _lower(copy, producers, "view copy")
+    kernels.append(kernel)
+    params = CRenderer().signature_params(kernel)
+    args = [target if p is kernel.output else buffer_of[value] for p in params]
+    return ("kernel", node, (kernel, params, args, None), node.id)
 
 
 def _reads_in_place(node, producers) -> bool:

@@ -179,3 +179,94 @@ def test_a_broadcast_read_by_a_matmul_leaves_the_graph_to_the_plan_with_the_reas
         np.testing.assert_array_equal(g(v, m).numpy(), f(v, m).numpy())
     plan = _plan(g)
     assert plan.program is None and "needs it copied" in plan.program_reason
+
+
+# --- indexing: slices and rows, their gradients, views the caller receives ----------------
+
+def _same_bits(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_slices_and_their_gradient_run_in_the_program_with_eagers_bits():
+    rng = np.random.default_rng(2)
+    qkv = em.tensor(rng.standard_normal((2, 3, 12)).astype(np.float32), requires_grad=True)
+    mask = em.tensor(rng.standard_normal((1, 1, 6, 6)).astype(np.float32))
+
+    def f(t):
+        q, k = t[:, :, 0:4], t[:, :, 8:12:2]
+        out = (q * 2.0).sum() + (k * 3.0).sum() + (mask[:, :, :3, ::-2] * 1.5).sum()
+        out.backward()
+        g = t.grad
+        t.grad = None
+        return out, g * 1.0, t[-1, 1, ::-3] + 0.0
+
+    g = em.jit(f)
+    for _ in range(3):
+        (eager_loss, *eager), (jit_loss, *jitted) = f(qkv), g(qkv)
+        # (a float sum is within rounding of eager's: docs/graph-mode.md)
+        np.testing.assert_allclose(jit_loss.numpy(), eager_loss.numpy(), rtol=1e-6)
+        for a, b in zip(eager, jitted):
+            _same_bits(a.numpy(), b.numpy())
+    plan = _plan(g)
+    assert plan.program is not None, plan.program_reason
+
+
+@pytest.mark.parametrize("negative", [False, True])
+def test_embedding_rows_and_their_gradient_in_the_program_with_eagers_bits(negative):
+    rng = np.random.default_rng(3)
+    table = em.tensor(rng.standard_normal((7, 5)).astype(np.float32), requires_grad=True)
+    ids = rng.integers(0, 7, (4, 6))
+    ids = em.tensor(ids - 7 if negative else ids)  # repeats add up, in index order
+
+    def f(i):
+        rows = table[i]
+        loss = (rows * rows).sum()
+        loss.backward()
+        grad = table.grad
+        table.grad = None
+        return loss, grad * 1.0
+
+    g = em.jit(f)
+    for _ in range(3):
+        (eager_loss, eager_grad), (jit_loss, jit_grad) = f(ids), g(ids)
+        np.testing.assert_allclose(jit_loss.numpy(), eager_loss.numpy(), rtol=1e-6)
+        _same_bits(eager_grad.numpy(), jit_grad.numpy())
+    assert _plan(g).program is not None, _plan(g).program_reason
+
+
+def test_a_row_index_out_of_range_raises_eagers_error_from_the_program():
+    table = em.tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
+
+    def f(i):
+        return table[i] * 2.0 + 1.0
+
+    good, bad = em.tensor(np.array([0, 3, -4])), em.tensor(np.array([0, 4, 1]))
+    with pytest.raises(em.IndexingError) as eager_error:
+        f(bad)
+    g = em.jit(f)
+    g(good)
+    g(good)
+    assert _plan(g).program is not None, _plan(g).program_reason
+    with pytest.raises(em.IndexingError) as jit_error:
+        g(bad)
+    assert str(jit_error.value).splitlines()[0] == str(eager_error.value).splitlines()[0]
+    _same_bits(g(good).numpy(), f(good).numpy())
+
+
+def test_a_reshape_of_a_transpose_and_views_returned_are_copies_of_their_own():
+    rng = np.random.default_rng(4)
+    x = em.tensor(rng.standard_normal((3, 4, 5)).astype(np.float32))
+
+    def f(t):
+        y = t * 2.0
+        merged = em.reshape(em.permute_dims(y, (1, 0, 2)), (4, 15))
+        return merged + 1.0, em.reshape(y, (12, 5)), em.permute_dims(y, (2, 1, 0))
+
+    g = em.jit(f)
+    first = g(x)
+    for a, b in zip(f(x), g(x)):
+        _same_bits(a.numpy(), b.numpy())
+    assert _plan(g).program is not None, _plan(g).program_reason
+    second = g(x)
+    for a, b in zip(first, second):
+        assert not np.shares_memory(a.numpy(), b.numpy())

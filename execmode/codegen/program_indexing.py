@@ -1,0 +1,107 @@
+"""Indexing inside a whole-graph program (program.py): ``getitem`` and its gradient
+``index_add`` for the two forms a model's step is made of.
+
+* **Basic indices** (slices, integers, ``None``, ``...``: an attention's ``qkv[:, :, 64:128]``,
+  a mask's ``[:, :, :T, :T]``): the plan hands out a NumPy view, which a kernel then reads
+  copied into its layout; the program copies the view's elements into a buffer of its own
+  in C order, and ``index_add`` writes them into zeros, as eager's ``out[key] = g``.
+* **One index tensor on the first axis** (an embedding's ``weight[ids]``): whole rows
+  gathered in the index's order; ``index_add`` adds them into zeros in the same order,
+  one rounding per add, as NumPy's ``add.at`` (and ops/movement.py's rounds) do. A value
+  outside [-rows, rows) sets the program's failure word and returns, as a check does
+  (program_checks.py); a negative one counts from the end, as in NumPy.
+
+Anything else (several index tensors, a tensor after a slice, a view as operand) is left
+to the plan, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class NotInProgram(Exception):
+    """This index has no program form; the message says why."""
+
+
+def basic_view(shape: tuple, index) -> tuple:
+    """(offset, element strides, shape) of ``x[index]`` within ``x`` of ``shape``, stored
+    C-contiguous. NumPy itself applies the index, to a stand-in of one byte whose strides
+    count elements: no memory of ``x``'s size is made or read."""
+    if any(item[0] == "tensor" for item in index):
+        raise NotInProgram("an index tensor among slices")
+    strides, step = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape,
+                                               strides=strides)
+    key = []
+    for item in index:
+        tag = item[0]
+        key.append(item[1] if tag == "int" else slice(*item[1:]) if tag == "slice"
+                   else None if tag == "none" else Ellipsis)
+    view = stand_in[tuple(key)]
+    offset = view.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
+    return offset, tuple(view.strides), tuple(view.shape)
+
+
+def rows_index(index) -> bool:
+    """Whether ``index`` is one index tensor on the first axis (``x[ids]``)."""
+    return tuple(index) == (("tensor", 0),)
+
+
+def basic_lines(node, base_shape: tuple, t: str, source: int, target: int,
+                scatter: bool) -> list[str]:
+    """``getitem`` (``scatter`` False): ``b[target]`` gets the view's elements in C order.
+    ``index_add`` (True): ``b[target]`` (of ``base_shape``) is zeros with the value in
+    ``b[source]`` written at the view's elements."""
+    offset, strides, shape = basic_view(base_shape, node.attr["index"])
+    lines = ["{", f"    const {t} *src = (const {t} *)b[{source}];",
+             f"    {t} *out = ({t} *)b[{target}];", "    long long p = 0;"]
+    if scatter:
+        lines.append(f"    __builtin_memset(out, 0, {math.prod(base_shape) * _size(node)});")
+    if math.prod(shape) == 0:
+        return lines + ["    (void)p;", "}"]
+    indent = "    "
+    for d, n in enumerate(shape):
+        lines.append(f"{indent}for (long long i{d} = 0; i{d} < {n}LL; ++i{d}) {{")
+        indent += "    "
+    at = " + ".join([f"{offset}LL"] + [f"i{d} * {s}LL" for d, s in enumerate(strides)])
+    lines.append(f"{indent}out[{at}] = src[p++];" if scatter else
+                 f"{indent}out[p++] = src[{at}];")
+    for _ in shape:
+        indent = indent[:-4]
+        lines.append(f"{indent}}}")
+    return lines + ["}"]
+
+
+def rows_lines(node, base_shape: tuple, t: str, it: str, count: int, source: int,
+               index: int, target: int, failed: int, scatter: bool) -> list[str]:
+    """``getitem`` of rows (``out[r] = x[ids[r]]``) or its ``index_add`` (zeros of
+    ``base_shape``, then ``out[ids[r]] += g[r]`` for r in order); ``count`` index values."""
+    rows, width = base_shape[0], math.prod(base_shape[1:])
+    lines = ["{", f"    const {t} *src = (const {t} *)b[{source}];",
+             f"    const {it} *ids = (const {it} *)b[{index}];",
+             f"    {t} *out = ({t} *)b[{target}];"]
+    if scatter:
+        lines.append(f"    __builtin_memset(out, 0, {math.prod(base_shape) * _size(node)});")
+    into, read = ("v", "r") if scatter else ("r", "v")
+    lines += [f"    for (long long r = 0; r < {count}LL; ++r) {{",
+              "        long long v = (long long)ids[r];",
+              f"        if (v < -{rows}LL || v >= {rows}LL) {{",
+              f"            *(int *)b[{failed}] = 1;",
+              "            return;",
+              "        }",
+              f"        if (v < 0) v += {rows}LL;",
+              f"        {t} *o = out + {into} * {width}LL;",
+              f"        const {t} *s = src + {read} * {width}LL;",
+              f"        for (long long j = 0; j < {width}LL; ++j) o[j] {'+=' if scatter else '='} s[j];",
+              "    }", "}"]
+    return lines
+
+
+def _size(node) -> int:
+    return np.dtype(node.dtype).itemsize
