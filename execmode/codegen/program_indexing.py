@@ -43,7 +43,11 @@ def basic_view(shape: tuple, index) -> tuple:
         tag = item[0]
         key.append(item[1] if tag == "int" else slice(*item[1:]) if tag == "slice"
                    else None if tag == "none" else Ellipsis)
+    if Ellipsis not in key:  # (integers alone would give a NumPy scalar, not a view)
+        key.append(Ellipsis)
     view = stand_in[tuple(key)]
+    if not isinstance(view, np.ndarray) or view.base is None:
+        raise NotInProgram("the index does not make a view")
     offset = view.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
     return offset, tuple(view.strides), tuple(view.shape)
 

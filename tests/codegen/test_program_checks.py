@@ -270,3 +270,20 @@ def test_a_reshape_of_a_transpose_and_views_returned_are_copies_of_their_own():
     second = g(x)
     for a, b in zip(first, second):
         assert not np.shares_memory(a.numpy(), b.numpy())
+
+
+def test_integer_indices_read_their_element_regression_fuzz_20261210_227():
+    # The differential fuzzer's program 20261210-227: `d[0]` made a NumPy scalar of the
+    # index's stand-in (no view), whose address gave the program an offset far outside
+    # `d`, and the process crashed. Integers alone, with a slice, and after an ellipsis.
+    w = em.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    d = em.tensor(np.array([[1.0, -1.0, -0.5], [-1.75, 2.5, 4.0]]))
+
+    def f(x):
+        return em.maximum(w, w) - x[0, 1], x[-1] * 2.0, x[..., 2] + 1.0, x[1, ::-2] * 3.0
+
+    g = em.jit(f, passes=["fold_constants", "plan_memory"])
+    for _ in range(3):
+        for a, b in zip(f(d), g(d)):
+            _same_bits(a.numpy(), b.numpy())
+    assert _plan(g).program is not None, _plan(g).program_reason
