@@ -59,6 +59,7 @@ from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
 from .program_checks import CHECKS, along_axis_lines, check_lines
 from .program_indexing import NotInProgram, basic_lines, rows_index, rows_lines
+from .program_windows import WINDOW_OPS, window_call, window_lines
 from .render_c import CRenderer, read_header
 from .toolchain import NoCompiler, get_toolchain
 
@@ -280,6 +281,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
     views, constants = set(), set()
     failed = None                              # the failure word's block index (checks)
     output_buffer: dict[int, int] = {}         # a view's copy the caller receives
+    window_fixed: dict[int, int] = {}          # block index -> a windows function's address
     uses_blas = False
     features: set = set()                      # "em_gemm": the program calls em_gemm.h
     step_of = {n.id: k for k, n in enumerate(
@@ -362,6 +364,38 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             kept = new_buffer(None)
             owned[kept] = value
             statements.append(("copy", node, (index, kept, value.nbytes), node.id))
+            continue
+        if node.op in WINDOW_OPS or node.op == "pad":
+            operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
+            if any(o is None or arrival_strides(i, producers, broadcasts=True)
+                   for i, o in zip(node.inputs, operands)) or node.dtype.kind != "f":
+                raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal, or is "
+                               "not float")
+            if node.id not in outputs:
+                owned[index] = np.empty(node.shape, node.dtype)
+            t = renderer.type_names[np.dtype(node.dtype)]
+            if node.op == "pad":
+                widths = node.attr["widths"]
+                inside = tuple(("slice", b, b + d, None)
+                               for (b, _), d in zip(widths, operands[0].shape))
+                fill = float(np.array(node.attr["value"], node.dtype)).hex()
+                statements.append(("check", node, basic_lines(
+                    node, tuple(node.shape), t, buffer_of[node.inputs[0]], index, True,
+                    index=inside, fill=None if fill == "0x0.0p+0" else fill), node.id))
+                continue
+            try:
+                address, dims, pointers, status = window_call(node, operands, node.dtype)
+            except NotInProgram as exc:
+                raise _Refused(f"%{node.id} ({node.op}): {exc}") from None
+            function, dims_at = new_buffer(None), new_buffer(None)
+            window_fixed[function] = address
+            owned[dims_at] = dims
+            if status and failed is None:
+                failed = new_buffer(None)
+                owned[failed] = np.zeros(1, np.int32)
+            statements.append(("check", node, window_lines(
+                node, pointers, status, function, dims_at,
+                [buffer_of[i] for i in node.inputs], index, failed), node.id))
             continue
         if node.op in ("getitem", "index_add"):
             operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
@@ -472,6 +506,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
     blas = blas_mod.find() if uses_blas else None
     fixed_addresses = {index: blas.pointer(*key) for key, index in fixed.items()} \
         if blas is not None else {}
+    fixed_addresses.update(window_fixed)
     clock_slot = len(shapes)
     shapes[clock_slot] = None
     entry = f"program_{graph.structural_hash()}"

@@ -58,15 +58,20 @@ def rows_index(index) -> bool:
 
 
 def basic_lines(node, base_shape: tuple, t: str, source: int, target: int,
-                scatter: bool) -> list[str]:
+                scatter: bool, index=None, fill: str | None = None) -> list[str]:
     """``getitem`` (``scatter`` False): ``b[target]`` gets the view's elements in C order.
-    ``index_add`` (True): ``b[target]`` (of ``base_shape``) is zeros with the value in
-    ``b[source]`` written at the view's elements."""
-    offset, strides, shape = basic_view(base_shape, node.attr["index"])
+    ``index_add`` (True): ``b[target]`` (of ``base_shape``) is zeros (or ``fill``, a C
+    literal: a pad's value) with the value in ``b[source]`` written at the view's
+    elements. ``index``: the node's own by default."""
+    offset, strides, shape = basic_view(base_shape, node.attr["index"] if index is None
+                                        else index)
     lines = ["{", f"    const {t} *src = (const {t} *)b[{source}];",
              f"    {t} *out = ({t} *)b[{target}];", "    long long p = 0;"]
-    if scatter:
+    if scatter and fill is None:
         lines.append(f"    __builtin_memset(out, 0, {math.prod(base_shape) * _size(node)});")
+    elif scatter:
+        lines.append(f"    for (long long i = 0; i < {math.prod(base_shape)}LL; ++i) "
+                     f"out[i] = {fill};")
     if math.prod(shape) == 0:
         return lines + ["    (void)p;", "}"]
     indent = "    "

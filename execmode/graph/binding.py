@@ -438,7 +438,8 @@ class Binding:
         shape = tuple(aval.shape)
         known = len(shape) <= 1 or name in _ALWAYS_C_ORDER or all(
             p is not None and p.flags.c_contiguous for p in places) or (
-            name == "concat" and all(p is not None and c_ordered(p) for p in places))
+            (name == "concat" or op.is_elementwise)
+            and all(p is not None and c_ordered(p) for p in places))
         # (its sizes are plain ints unless sizes are symbolic: the layout's cache key)
         proxy = None if not known else contiguous_layout(shape) if self.size_env is None \
             else contiguous_proxy(shape)
@@ -499,12 +500,15 @@ class Binding:
             return self._new_tensor(node_id, aval, proxy=contiguous_proxy(aval.shape))
         # A fresh result. NumPy lays it out like its inputs ("K" order): C-contiguous when
         # they are, and up to NumPy otherwise (unknown here, unless it has one axis, or is
-        # a concat of C-ordered slices: roll's).
+        # a concat or an elementwise op of C-ordered inputs, flipped or strided ones
+        # included: NumPy orders the result's axes by the inputs' absolute strides, and
+        # every elementwise impl, NumPy's and the C operators', allocates so).
         if proxies is None:
             proxies = [self._place(x)[2] for x in inputs if isinstance(x, Tensor)]
         known = len(aval.shape) <= 1 or op.name in _ALWAYS_C_ORDER or all(
             p is not None and p.flags.c_contiguous for p in proxies) or (
-            op.name == "concat" and all(p is not None and c_ordered(p) for p in proxies))
+            (op.name == "concat" or op.is_elementwise)
+            and all(p is not None and c_ordered(p) for p in proxies))
         return self._new_tensor(node_id, aval,
                                 proxy=contiguous_proxy(aval.shape) if known else None)
 

@@ -287,3 +287,51 @@ def test_integer_indices_read_their_element_regression_fuzz_20261210_227():
         for a, b in zip(f(d), g(d)):
             _same_bits(a.numpy(), b.numpy())
     assert _plan(g).program is not None, _plan(g).program_reason
+
+
+# --- a CNN's sliding windows --------------------------------------------------------------
+
+def test_padding_pooling_and_their_gradients_run_in_the_program_with_eagers_bits():
+    rng = np.random.default_rng(5)
+    x = em.tensor(rng.standard_normal((2, 3, 7, 6)).astype(np.float32), requires_grad=True)
+    F = em.nn.functional
+
+    def f(t):
+        padded = F.pad(t * 1.5, (1, 2, 2, 0), value=-0.25)
+        pooled = F.max_pool2d(padded, 2, stride=2)
+        same = F.max_pool2d(t, 3, stride=1, padding=1)
+        # (a float sum is within rounding; its gradient flows through the windows exactly)
+        ((pooled * pooled).sum() + (same * 3.0).sum()).backward()
+        grad = t.grad
+        t.grad = None
+        return padded + 0.0, pooled, same, grad * 1.0
+
+    g = em.jit(f)
+    for _ in range(3):
+        for a, b in zip(f(x), g(x)):
+            _same_bits(a.numpy(), b.numpy())
+    assert _plan(g).program is not None, _plan(g).program_reason
+
+
+def test_a_convolution_training_step_is_one_program():
+    rng = np.random.default_rng(6)
+    conv = em.nn.Conv2d(2, 4, 3, padding=1)
+    x = em.tensor(rng.standard_normal((3, 2, 8, 8)).astype(np.float32))
+
+    def step(inp):
+        out = em.nn.functional.max_pool2d(em.relu(conv(inp)), 2)
+        loss = (out * out).mean()
+        loss.backward()
+        grads = [p.grad * 1.0 for p in conv.parameters()]
+        for p in conv.parameters():
+            p.grad = None
+        return loss, grads
+
+    g = em.jit(step)
+    for _ in range(3):
+        (eager_loss, eager_grads), (jit_loss, jit_grads) = step(x), g(x)
+        # (within rounding: the convolution's matmul and the mean, docs/graph-mode.md)
+        np.testing.assert_allclose(jit_loss.numpy(), eager_loss.numpy(), rtol=1e-5)
+        for a, b in zip(eager_grads, jit_grads):
+            np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-6)
+    assert _plan(g).program is not None, _plan(g).program_reason

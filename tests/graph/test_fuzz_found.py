@@ -504,3 +504,40 @@ def test_numpy_lays_a_concat_of_c_ordered_inputs_out_c_contiguous():
             for axis in (0, 1):
                 assert np.concatenate(arrays, axis=axis).flags.c_contiguous, (arrays, axis)
     assert not np.concatenate([a[:2, :4].T, a[2:, :4].T], axis=0).flags.c_contiguous
+
+
+def test_an_elementwise_result_of_a_flipped_input_is_c_contiguous_and_writable_in_place():
+    # Seed 20261211, program 1248: log(flip(z)) has no known layout to the tracer (an op
+    # result of strided inputs), so an in-place write through its reshape was refused as
+    # an aliasing it could not resolve, while eager ran. NumPy lays an elementwise result
+    # out by its inputs' absolute strides: C-ordered inputs (flipped, stepped) give a
+    # C-contiguous result, whose reshape is a view.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(z):
+    v0 = em.flip(z, axis=0)
+    v1 = em.log(v0)
+    v3 = v1.reshape(-1, 2, 2)
+    v3.zero_()
+    return v1 * 1.0, v3 + 1.0
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+z1 = em.tensor([[-0.25, -2.75, -1.0, 2.0], [2.75, 0.5, 3.0, 0.5], [-1.25, -2.25, -2.75, -1.25], [-1.5, 0.75, 2.75, 1.25], [-1.5, 1.5, -1.75, -1.25]], dtype=em.float32)
+out1 = F(z1)
+""")
+
+
+def test_numpy_lays_an_elementwise_result_of_c_ordered_inputs_out_c_contiguous():
+    # What the tracer assumes above (graph/binding.py), against NumPy and the eager ops.
+    a = np.arange(1.0, 49.0, dtype=np.float32).reshape(6, 8)
+    for x in (a[::-1], a[:, ::-1], a[:, ::2], a[::2, ::-3], np.broadcast_to(a[:, :1], (6, 8))):
+        assert c_ordered(proxy_of(x))
+        assert np.log(x).flags.c_contiguous and np.add(x, x).flags.c_contiguous
+        for out in (em.log(em.tensor(x)), em.tensor(x) * 2.0, em.tanh(em.tensor(x))):
+            assert out.numpy().flags.c_contiguous
+    assert not c_ordered(proxy_of(a.T))
