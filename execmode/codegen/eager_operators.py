@@ -51,8 +51,9 @@ from ..native import source_path
 from ..ops import OPS
 from ..ops import erf as _erf
 from ..ops import window_kernels as _window_kernels
+from ..optim import plain as _plain_optim
 from ..tensor_method_tables import FAST_OPERATORS
-from . import eager_erf, eager_windows
+from . import eager_adam, eager_erf, eager_windows
 from .extension_build import build_extension
 from .factory import _note
 
@@ -95,9 +96,11 @@ def load_extension():
 
 
 # erf's inner intervals in C once erf has run on a few large arrays (eager_erf.py); max
-# pooling, im2col and col2im from their first call (eager_windows.py).
+# pooling, im2col and col2im from their first call (eager_windows.py); Adam's update after a
+# few steps (eager_adam.py).
 _erf.NATIVE.loader = eager_erf.load
 _window_kernels.NATIVE.loader = eager_windows.load
+_plain_optim.ADAM.loader = eager_adam.load
 
 
 def extension_status() -> dict:

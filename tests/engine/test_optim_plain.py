@@ -92,13 +92,55 @@ def _adam_kwargs():
     })
 
 
-@settings(max_examples=40, deadline=None)
+@contextlib.contextmanager
+def _adam_in_c(on):
+    """Adam's update in C (codegen/eager_adam.py), or the NumPy passes only."""
+    if not on:
+        with plain.ADAM.withheld():
+            yield
+        return
+    import execmode.codegen.eager_operators  # noqa: F401 - hands plain.ADAM its loader
+
+    for _ in range(plain.ADAM.after_calls):  # asked for after a few steps: asked now
+        if plain.ADAM.get() is not None:
+            break
+    if plain.ADAM.get() is None:
+        pytest.skip("Adam's C update could not be built here (no C compiler?)")
+    yield
+
+
+@settings(max_examples=60, deadline=None)
 @given(kw=_adam_kwargs(), cls=st.sampled_from([optim.Adam, optim.AdamW]), dtype=FLOATS,
        shapes=st.lists(SIZES, min_size=1, max_size=3), seed=st.integers(0, 2**16),
-       chunk=st.sampled_from([plain.CHUNK, 7]))
-def test_adam_gives_the_ops_bits(kw, cls, dtype, shapes, seed, chunk):
-    with _chunk(chunk):
+       chunk=st.sampled_from([plain.CHUNK, 7]), in_c=st.booleans())
+def test_adam_gives_the_ops_bits(kw, cls, dtype, shapes, seed, chunk, in_c):
+    with _chunk(chunk), _adam_in_c(in_c):
         _check(lambda ps: cls(ps, **kw), shapes, dtype, seed, missing=(0,))
+
+
+def test_adams_c_update_gives_the_numpy_passes_bits_on_extreme_values():
+    # Large and tiny gradients, zeros, infinities and NaN: each op rounds (or overflows)
+    # where the NumPy passes do.
+    values = np.array([0.0, -0.0, 1e-30, -1e30, 3e38, np.inf, -np.inf, np.nan, 1.5, -2.25],
+                      np.float32)
+    results, calls = [], []
+    for in_c in (True, False):
+        with _adam_in_c(in_c):
+            if in_c:
+                kernels = plain.ADAM.get()
+                update = kernels.update
+                kernels.update = lambda *a: (calls.append(1), update(*a))
+            p = em.tensor(np.linspace(-3, 3, 10).astype(np.float32), requires_grad=True)
+            opt = optim.AdamW([p], lr=0.1, weight_decay=0.01, eps=1e-8)
+            for k in range(3):
+                p.grad = em.tensor(values * (k + 1))
+                with np.errstate(all="ignore"):
+                    opt.step()
+            results.append(p.numpy().copy())
+            if in_c:
+                kernels.update = update
+    assert len(calls) == 3  # the C update ran
+    assert results[0].tobytes() == results[1].tobytes()
 
 
 @settings(max_examples=40, deadline=None)

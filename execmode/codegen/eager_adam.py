@@ -1,0 +1,51 @@
+"""Adam's and AdamW's per-parameter update in C for the optimizers' plain path
+(optim/plain.py), compiled once per machine.
+
+``eager_adam.c`` makes, per element, the float operations ``_adam_chunk``'s NumPy passes
+make, in the same order and dtype (the kernels' flags: no contraction, no fast-math): the
+same bits in one pass over the parameter, its gradient and moments instead of ~14. The
+optimizers cannot import codegen: :func:`load` is handed to optim/plain.py as its loader
+(codegen/eager_operators.py, at import), and plain.py calls it after a few steps, so a
+short script never compiles. ``EXECMODE_EAGER_OPERATORS=0`` keeps NumPy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .native_library import load_library
+
+_P = ctypes.c_void_p
+
+
+class _Kernels:
+    """``update(p, g, m, v, constants, flags)`` on flat C-contiguous arrays of one dtype
+    (float32 or float64); ``constants``: plain.py's ten, as an array of that dtype."""
+
+    def __init__(self, cdll):
+        self._cdll = cdll  # keeps the library loaded
+        self._fns = {}
+        for sfx, dtype in (("f32", np.float32), ("f64", np.float64)):
+            fn = getattr(cdll, f"em_adam_{sfx}")
+            fn.argtypes = (_P, _P, _P, _P, ctypes.c_int64, _P, ctypes.c_int)
+            fn.restype = None
+            self._fns[np.dtype(dtype)] = fn
+
+    def update(self, p, g, m, v, constants, flags: int) -> None:
+        self._fns[p.dtype](_address(p), _address(g), _address(m), _address(v), p.size,
+                           _address(constants), flags)
+
+
+def _address(a) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def load():
+    """The compiled kernels, or None (switched off, no compiler, a failed build)."""
+    cdll = load_library("eager_adam.c")
+    return None if cdll is None else _Kernels(cdll)
+
+
+__all__ = ["load"]
