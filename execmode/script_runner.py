@@ -19,9 +19,7 @@ code, even when it fails; the debugger opens and closes its interrupt window the
 from __future__ import annotations
 
 import os
-# runpy.run_path imports pkgutil on its first call (~0.3 ms): loaded with the runner, not
-# inside the script's time, where a recorder would count it as the script's own.
-import pkgutil  # noqa: F401
+import pkgutil  # noqa: F401 - runpy's (below)
 import runpy
 import sys
 import traceback
@@ -29,6 +27,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import lifeline
+
+# runpy.run_path imports pkgutil on its first call (~0.3 ms): imported above, with the
+# runner, not inside the script's time, where a recorder would count it as the script's.
 
 
 @dataclass

@@ -36,6 +36,12 @@ class _Kernels:
                 fn.restype = ctypes.c_int if status else None
                 self._fns[name, sfx] = fn
 
+    def address(self, name: str, dtype) -> int:
+        """The entry point ``name`` for ``dtype``'s arrays, as an address (a whole-graph
+        program calls it: codegen/program_windows.py)."""
+        fn = self._fns[name, "f32" if dtype.itemsize == 4 else "f64"]
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
     def _call(self, name, dtype, *arrays) -> None:
         fn = self._fns[name, "f32" if dtype.itemsize == 4 else "f64"]
         if fn(*(None if a is None else _address(a) for a in arrays)):

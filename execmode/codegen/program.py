@@ -379,7 +379,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
                 inside = tuple(("slice", b, b + d, None)
                                for (b, _), d in zip(widths, operands[0].shape))
                 fill = float(np.array(node.attr["value"], node.dtype)).hex()
-                statements.append(("check", node, basic_lines(
+                statements.append(("lines", node, basic_lines(
                     node, tuple(node.shape), t, buffer_of[node.inputs[0]], index, True,
                     index=inside, fill=None if fill == "0x0.0p+0" else fill), node.id))
                 continue
@@ -393,7 +393,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             if status and failed is None:
                 failed = new_buffer(None)
                 owned[failed] = np.zeros(1, np.int32)
-            statements.append(("check", node, window_lines(
+            statements.append(("lines", node, window_lines(
                 node, pointers, status, function, dims_at,
                 [buffer_of[i] for i in node.inputs], index, failed), node.id))
             continue
@@ -412,7 +412,8 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
                 if len(node.inputs) == 1:
                     lines = basic_lines(node, base, t, buffer_of[node.inputs[0]], index,
                                         scatter)
-                elif len(node.inputs) == 2 and rows_index(node.attr["index"]):
+                elif len(node.inputs) == 2 and rows_index(node.attr["index"]) and \
+                        np.dtype(operands[1].dtype).kind in "iu":
                     if failed is None:
                         failed = new_buffer(None)
                         owned[failed] = np.zeros(1, np.int32)
@@ -424,7 +425,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
                     raise NotInProgram("several index tensors, or one after other items")
             except NotInProgram as exc:
                 raise _Refused(f"%{node.id} ({node.op}): {exc}") from None
-            statements.append(("check", node, lines, node.id))
+            statements.append(("lines", node, lines, node.id))
             continue
         if node.op in CHECKS:
             operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
@@ -452,7 +453,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             else:
                 lines = along_axis_lines(node, operands[0], operands[1], types, buffers,
                                          failed)
-            statements.append(("check", node, lines, node.id))
+            statements.append(("lines", node, lines, node.id))
             continue
         reused = c_kernels.get(node.id)
         if reused is not None:
@@ -520,7 +521,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
         lines.append(f"    /* {member_comment(node)} */")
         if kind == "blas":
             lines.extend("    " + line for line in detail)
-        elif kind == "check":
+        elif kind == "lines":  # written out here (program_checks.py, _indexing, _windows)
             lines.extend("    " + line for line in detail)
         elif kind == "copy":
             target, kept, nbytes = detail
@@ -701,7 +702,7 @@ def _copy_in_c_order(node, value: int, producers, buffer_of, target: int, kernel
     src = producers[value]
     if not arrival_strides(value, producers, broadcasts=True):
         nbytes = int(np.prod(src.shape)) * np.dtype(src.dtype).itemsize
-        return ("check", node, [f"__builtin_memcpy(b[{target}], b[{buffer_of[value]}], "
+        return ("lines", node, [f"__builtin_memcpy(b[{target}], b[{buffer_of[value]}], "
                                 f"{nbytes});"], node.id)
     copy = Node(node.id, "copy", (value,), make_attrs({}), src.shape, src.dtype,
                 src.device, node.scope, node.loc)

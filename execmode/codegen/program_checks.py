@@ -79,7 +79,7 @@ def along_axis_lines(node, x, index, types: dict, buffers: dict, failed: int) ->
               f"{indent}}}",
               f"{indent}out[{q if scatter else 'p'}] {'+=' if scatter else '='} "
               f"{'src[p]' if scatter else f'x[{q}]'};"]
-    for d in range(rank):
+    for _ in range(rank):
         indent = indent[:-4]
         lines.append(f"{indent}}}")
     lines.append("}")

@@ -13,8 +13,6 @@ dtype, the graph is left to the plan, with the reason.
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from execmode.ops import window_kernels
@@ -37,9 +35,7 @@ def window_call(node, operands: list, dtype) -> tuple:
     if kernels is None:
         raise NotInProgram("no C windows library here (or not float32/float64)")
     name, pointers, status = _ENTRIES[node.op]
-    function = kernels._fns[name, "f32" if dtype.itemsize == 4 else "f64"]
-    address = ctypes.cast(function, ctypes.c_void_p).value
-    return address, _dims(node, operands), pointers, status
+    return kernels.address(name, dtype), _dims(node, operands), pointers, status
 
 
 def _dims(node, operands: list) -> np.ndarray:

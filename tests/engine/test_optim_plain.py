@@ -129,7 +129,7 @@ def test_adams_c_update_gives_the_numpy_passes_bits_on_extreme_values():
             if in_c:
                 kernels = plain.ADAM.get()
                 update = kernels.update
-                kernels.update = lambda *a: (calls.append(1), update(*a))
+                kernels.update = lambda *a, update=update: (calls.append(1), update(*a))
             p = em.tensor(np.linspace(-3, 3, 10).astype(np.float32), requires_grad=True)
             opt = optim.AdamW([p], lr=0.1, weight_decay=0.01, eps=1e-8)
             for k in range(3):
