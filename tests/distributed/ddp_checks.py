@@ -286,8 +286,10 @@ def ddp_jitted_step_is_one_graph_with_a_node_per_bucket():
     assert f"bucket={eager_buckets[0]!r}" in text, text
     said = format_report([jitted])  # execmode explain's text
     assert f"(bucket: {', '.join(eager_buckets[0])})" in said, said
-    # the gradients, bit for bit: a jitted backward through DDP averages in the buckets
-    # eager DDP uses, as eager DDP's own averaging does on the same local gradients
+    # the gradients: a jitted backward through DDP averages in the buckets eager DDP uses,
+    # as eager DDP's own averaging does on the same local gradients (within rounding:
+    # ``local`` runs as one C program, whose single reductions sum in float64, and
+    # ``averaged`` step by step, its collectives run from Python; docs/graph-mode.md)
     plain = make_model(seed=0)
     ddp = DDP(make_model(seed=0), bucket_cap_mb=cap_mb)
     local = em.jit(lambda x, y: F.cross_entropy(plain(x), y).backward())
@@ -298,7 +300,8 @@ def ddp_jitted_step_is_one_graph_with_a_node_per_bucket():
         average_gradients(dist.group.WORLD, plain.parameters(), int(cap_mb * (1 << 20)))
         averaged(x, y)
         for p, q in zip(plain.parameters(), ddp.module.parameters()):
-            assert np.array_equal(p.grad.numpy(), q.grad.numpy()), step
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-6,
+                                       atol=1e-7, err_msg=f"step {step}")
     # two traces: .grad was None, then a tensor (a guarded difference)
     assert averaged.trace_count == 2 and lowered_ops(averaged).count("all_reduce") == 2
 
