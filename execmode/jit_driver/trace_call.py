@@ -101,9 +101,17 @@ def trace_call(jitted, args, kwargs, leaves, signature, reuse=None, execute=True
             result = jitted.fn(*s_args, **s_kwargs)
             out_leaves, out_structure = pytree.flatten(result)
             grad_entries = []  # (owner ref, new grad or None, grad first read)
+            given = set()  # the traced values already some .grad
             for owner, value in tracer.grad_state.values():
-                grad_entries.append((tracer.owner_ref(owner), value,
-                                     tracer.grad_read.get(id(owner), _UNREAD)))
+                first = tracer.grad_read.get(id(owner), _UNREAD)
+                if value is not None and value is not first and \
+                        _traced_node(value, tracer) is not None:
+                    if id(value) in given:
+                        # One gradient for two leaves (x + z): eager's .grads are two
+                        # tensors apart (AccumulateGrad keeps a copy), so is this one.
+                        value = value.clone()
+                    given.add(id(value))
+                grad_entries.append((tracer.owner_ref(owner), value, first))
             # A .grad rebound to a tensor the trace made is a result; the .grad it read
             # and wrote in place (clip_grad_norm_) is not: it is a graph input, written
             # back into whatever tensor is the caller's .grad at each call.

@@ -144,3 +144,32 @@ def test_an_op_that_saved_a_grad_still_refuses_after_it_accumulated():
     loss = (b.grad * w).sum() + (b * b).sum()
     with pytest.raises(em.BackwardError, match="overwritten in place"):
         loss.backward()
+
+
+def test_one_gradient_for_two_leaves_is_two_grads_apart():
+    # Seed 20261212, program 3031: x + z gives x and z the same gradient; eager's .grad of
+    # each is a tensor of its own (no memory shared), jit set one tensor as both.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+w = em.tensor([[-1.75, 0.5, 2.5], [2.75, 0.25, 3.0], [-3.0, 0.5, -3.0], [-1.25, 1.75, -1.0]], dtype=em.float32, requires_grad=True)
+b = em.tensor([-1.0, 0.75, -2.5], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x, z):
+    v3 = x + z
+    v6 = ((v3 @ w) * b).sum()
+    v6.backward(retain_graph=True)
+    return z
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[1.25, 2.5, -1.25, -1.5]], dtype=em.float32, requires_grad=True)
+z1 = em.tensor([[1.0, -0.75, -2.0, 1.75]], dtype=em.float32, requires_grad=True)
+out1 = F(x1, z1)
+# --- call 2 ---
+x2 = em.tensor([[0.5, -2.0, 1.0, 3.0]], dtype=em.float32, requires_grad=True)
+z2 = em.tensor([[2.0, 0.25, -1.0, -0.5]], dtype=em.float32, requires_grad=True)
+out2 = F(x2, z2)
+""")
