@@ -24,7 +24,10 @@ its own ctypes loader; this package imports nothing of execmode's):
   operators (codegen/eager_erf.py), called by ops/erf.py.
 * ``windows.c`` (ctypes): max pooling (values, indices, the gradient), im2col and col2im,
   called by ops/pooling.py's and ops/conv.py's primitives eagerly and as plan steps
-  (codegen/eager_windows.py, ops/window_kernels.py).
+  (codegen/eager_windows.py, ops/window_kernels.py), and by whole-graph programs through
+  their addresses (codegen/program_windows.py).
+* ``eager_adam.c`` (ctypes): Adam's and AdamW's per-parameter update in one pass, for the
+  optimizers' plain path (codegen/eager_adam.py, optim/plain.py's ``ADAM``).
 * ``fast_entry.c`` (``_em_fast_entry``): a jitted call's replay; the jit driver builds one
   per qualifying plan (codegen/fast_entry.py, jit_driver/fastcall.py).
 * ``op_ring.c`` (``_em_op_ring``) and its parts ``op_ring_*.h``, ``cpu_memory.h``: the
