@@ -251,11 +251,18 @@ def _rebind_earlier_segments(tracer: Tracer) -> None:
     stack = [t for t in (ref() for ref in tracer.live + tracer.settled)
              if t is not None and t._grad_fn is not None]
     while stack:
-        node = stack.pop()._grad_fn
+        t = stack.pop()
+        node = t._grad_fn
         if node is None or id(node) in seen or isinstance(node.op, MultiOutputOp):
             continue
         seen.add(id(node))
-        if any(id(x) in stand_ins for x in node.inputs):
+        # Only the tape of the segments that ran: a node of the segment still traced
+        # (``y - x`` after the break) is the traced tape, whose walk (backward_trace.py)
+        # reads the stand-ins' flags; the caller's tensor does not have them yet (x took
+        # y's history in the earlier segment: earlier_segment_histories gives it after
+        # the call), and x's gradient was dropped (fuzz seed 20261212, program 3091).
+        traced = t._data.__class__ is TracedValue and t._data.tracer is tracer
+        if not traced and any(id(x) in stand_ins for x in node.inputs):
             node.inputs = tuple(stand_ins.get(id(x), x) for x in node.inputs)
         stack.extend(x for x in node.inputs
                      if isinstance(x, Tensor) and x._grad_fn is not None)

@@ -168,3 +168,36 @@ def test_a_captured_tensor_given_a_history_before_a_break_backpropagates_from_it
         return y.grad.numpy()
 
     np.testing.assert_array_equal(run(True), run(False))
+
+
+def test_an_argument_written_from_a_leaf_before_a_break_passes_its_gradient_on():
+    # Seed 20261212, program 3091: x[...] = y, a graph break, then y - x. After the break
+    # the traced `y - x` was pointed at the caller's x (which takes y's history only after
+    # the call), so the backward trace saw an x without requires_grad and dropped its
+    # gradient: y.grad 3 where eager gives 1.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(x, y):
+    x[...] = y
+    v0 = em.sum(em.unique_values(em.reshape(x, (-1,))))
+    v1 = y - x
+    return v1, y, v1
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[-1.5, -1.0, -0.0, -2.75], [1.25, -1.75, -0.5, 2.25]], dtype=em.float32)
+y1 = em.tensor([1.75, 2.25, 3.0, -1.0], dtype=em.float32, requires_grad=True)
+out1 = F(x1, y1)
+# --- call 2 ---
+(out1[2].sum() + out1[1].sum()).backward()
+x2 = em.tensor([[-0.25, 3.5, -0.0, -1.0], [1.0, -1.5, -0.5, 1.0], [-2.0, -2.0, 1.0, -0.75]], dtype=em.float32)
+y2 = em.tensor([-0.5, -0.5, -0.25, -1.0], dtype=em.float32, requires_grad=True)
+out2 = F(x2, y2)
+# --- call 3 ---
+(out2[0].sum() * 2.0).backward()
+out3 = F(x1, y1)
+""")
