@@ -294,6 +294,21 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
         shapes[index] = node
         return index
 
+    def failure_word() -> int:
+        """The block index of the word a failing loop sets (one per program)."""
+        nonlocal failed
+        if failed is None:
+            failed = new_buffer(None)
+            owned[failed] = np.zeros(1, np.int32)
+        return failed
+
+    def called_at(address: int, dims: np.ndarray) -> tuple:
+        """Block indices of a C function's address and of the dims array it reads."""
+        function, dims_at = new_buffer(None), new_buffer(None)
+        window_fixed[function] = address
+        owned[dims_at] = dims
+        return function, dims_at
+
     for node in graph.nodes:
         if str(node.device) != "cpu":
             raise _Refused(f"%{node.id} ({node.op}) is on {node.device}: programs are C")
@@ -340,8 +355,8 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             index = new_buffer(node)
             if node.id not in outputs:
                 owned[index] = np.empty(node.shape, node.dtype)
-            statements.append(_copy_in_c_order(node, copied, producers, buffer_of, index,
-                                               kernels))
+            statements.append(("lines", node, _copy_lines(
+                node, copied, producers, buffer_of, index, kernels, renderer), node.id))
             if copied == source:  # consumers read the copy; a permute's read the alias
                 buffer_of[node.id] = index
             else:
@@ -363,97 +378,18 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             # copied into it.
             kept = new_buffer(None)
             owned[kept] = value
-            statements.append(("copy", node, (index, kept, value.nbytes), node.id))
+            statements.append(("lines", node, [
+                f"__builtin_memcpy(b[{index}], b[{kept}], {value.nbytes});"], node.id))
             continue
-        if node.op in WINDOW_OPS or node.op == "pad":
-            operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
-            if any(o is None or arrival_strides(i, producers, broadcasts=True)
-                   for i, o in zip(node.inputs, operands)) or node.dtype.kind != "f":
-                raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal, or is "
-                               "not float")
+        if node.op in WRITTEN_OUT:
+            # Loops written out here, over C-contiguous operands (program_checks.py,
+            # program_indexing.py, program_windows.py).
+            operands = _flat_operands(node, producers)
             if node.id not in outputs:
                 owned[index] = np.empty(node.shape, node.dtype)
-            t = renderer.type_names[np.dtype(node.dtype)]
-            if node.op == "pad":
-                widths = node.attr["widths"]
-                inside = tuple(("slice", b, b + d, None)
-                               for (b, _), d in zip(widths, operands[0].shape))
-                fill = float(np.array(node.attr["value"], node.dtype)).hex()
-                statements.append(("lines", node, basic_lines(
-                    node, tuple(node.shape), t, buffer_of[node.inputs[0]], index, True,
-                    index=inside, fill=None if fill == "0x0.0p+0" else fill), node.id))
-                continue
-            try:
-                address, dims, pointers, status = window_call(node, operands, node.dtype)
-            except NotInProgram as exc:
-                raise _Refused(f"%{node.id} ({node.op}): {exc}") from None
-            function, dims_at = new_buffer(None), new_buffer(None)
-            window_fixed[function] = address
-            owned[dims_at] = dims
-            if status and failed is None:
-                failed = new_buffer(None)
-                owned[failed] = np.zeros(1, np.int32)
-            statements.append(("lines", node, window_lines(
-                node, pointers, status, function, dims_at,
-                [buffer_of[i] for i in node.inputs], index, failed), node.id))
-            continue
-        if node.op in ("getitem", "index_add"):
-            operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
-            if any(o is None or o.dtype not in KERNEL_DTYPES
-                   or arrival_strides(i, producers, broadcasts=True)
-                   for i, o in zip(node.inputs, operands)):
-                raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal")
-            if node.id not in outputs:
-                owned[index] = np.empty(node.shape, node.dtype)
-            scatter = node.op == "index_add"
-            base = tuple(node.attr["shape"]) if scatter else tuple(operands[0].shape)
-            t = renderer.type_names[np.dtype(node.dtype)]
-            try:
-                if len(node.inputs) == 1:
-                    lines = basic_lines(node, base, t, buffer_of[node.inputs[0]], index,
-                                        scatter)
-                elif len(node.inputs) == 2 and rows_index(node.attr["index"]) and \
-                        np.dtype(operands[1].dtype).kind in "iu":
-                    if failed is None:
-                        failed = new_buffer(None)
-                        owned[failed] = np.zeros(1, np.int32)
-                    lines = rows_lines(
-                        node, base, t, renderer.type_names[np.dtype(operands[1].dtype)],
-                        int(np.prod(operands[1].shape)), buffer_of[node.inputs[0]],
-                        buffer_of[node.inputs[1]], index, failed, scatter)
-                else:
-                    raise NotInProgram("several index tensors, or one after other items")
-            except NotInProgram as exc:
-                raise _Refused(f"%{node.id} ({node.op}): {exc}") from None
-            statements.append(("lines", node, lines, node.id))
-            continue
-        if node.op in CHECKS:
-            operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
-            if any(o is None or o.dtype not in KERNEL_DTYPES
-                   or arrival_strides(i, producers, broadcasts=True)
-                   for i, o in zip(node.inputs, operands)):
-                raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal")
-            if node.op == "scatter_add" and not \
-                    np.dtype(operands[0].dtype) == np.dtype(operands[2].dtype) == node.dtype:
-                raise _Refused(f"%{node.id} ({node.op}) adds across dtypes")
-            if failed is None:
-                failed = new_buffer(None)
-                owned[failed] = np.zeros(1, np.int32)
-            if node.id not in outputs:
-                owned[index] = np.empty(node.shape, node.dtype)
-            types = {name: renderer.type_names[np.dtype(o.dtype)] for name, o in
-                     zip(("x", "index", "src"), operands)}
-            types["out"] = renderer.type_names[np.dtype(node.dtype)]
-            buffers = {name: buffer_of[i] for name, i in zip(("x", "index", "src"),
-                                                             node.inputs)}
-            buffers["out"] = index
-            if node.op == "check_labels":
-                lines = check_lines(node, types["x"], int(np.prod(node.shape)),
-                                    buffers["x"], index, failed)
-            else:
-                lines = along_axis_lines(node, operands[0], operands[1], types, buffers,
-                                         failed)
-            statements.append(("lines", node, lines, node.id))
+            statements.append(("lines", node, _written_out(
+                node, operands, [buffer_of[i] for i in node.inputs], index, renderer,
+                failure_word, called_at), node.id))
             continue
         reused = c_kernels.get(node.id)
         if reused is not None:
@@ -474,7 +410,7 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
             else:
                 target = index
                 kernel = None
-            statements.append(("blas", mm, _blas_matmul(mm, producers, buffer_of, target,
+            statements.append(("lines", mm, _blas_matmul(mm, producers, buffer_of, target,
                                                         fixed, shapes, owned, features),
                                node.id))
             uses_blas = True
@@ -519,21 +455,10 @@ def _draft(graph, graph_id: str, c_kernels: dict) -> _Draft:
              "    long long em_t = em_start;"]
     for position, (kind, node, detail, step_node) in enumerate(statements):
         lines.append(f"    /* {member_comment(node)} */")
-        if kind == "blas":
+        if kind == "lines":  # C written out here: a BLAS call, a copy, a loop (program_*.py)
             lines.extend("    " + line for line in detail)
-        elif kind == "lines":  # written out here (program_checks.py, _indexing, _windows)
-            lines.extend("    " + line for line in detail)
-        elif kind == "copy":
-            target, kept, nbytes = detail
-            lines.append(f"    __builtin_memcpy(b[{target}], b[{kept}], {nbytes});")
         else:
-            kernel, params, args, slot = detail
-            types = [f"{'' if p is kernel.output else 'const '}"
-                     f"{renderer.type_names[p.dtype]} *" for p in params]
-            casts = ", ".join(f"({t})b[{i}]" for t, i in zip(types, args))
-            function = kernel.name if slot is None else \
-                f"((void (*)({', '.join(types)}))b[{slot}])"
-            lines.append(f"    {function}({casts});")
+            lines.append("    " + _call_line(*detail, renderer))
         # A matmul with an epilogue is two statements and one step: timed after both.
         if position + 1 == len(statements) or statements[position + 1][3] != step_node:
             offset = clock_module.HEADER + clock_module.FIELDS * step_of[step_node]
@@ -621,18 +546,8 @@ def _assign(node, producers, buffer_of, views, constants, kernels, renderer) -> 
     if np.dtype(source.dtype) != np.dtype(target_node.dtype) or \
             tuple(source.shape) != tuple(target_node.shape):
         raise _Refused(f"%{node.id}: the value's type differs from the input's")
-    comment = f"/* {member_comment(node)} */"
-    if value not in views or not arrival_strides(value, producers):
-        nbytes = int(np.prod(source.shape)) * np.dtype(source.dtype).itemsize
-        return [f"__builtin_memcpy(b[{buffer_of[target]}], b[{buffer_of[value]}], {nbytes});"
-                f"   {comment}"]
-    copy = Node(node.id, "copy", (value,), make_attrs({}), source.shape, source.dtype,
-                source.device, node.scope, node.loc)
-    kernel, _ = _lower(copy, producers, "write-back")
-    kernels.append(kernel)
-    ctype = renderer.type_names[kernel.output.dtype]
-    return [comment, f"{kernel.name}((const {ctype} *)b[{buffer_of[value]}], "
-                     f"({ctype} *)b[{buffer_of[target]}]);"]
+    return [f"/* {member_comment(node)} */"] + _copy_lines(
+        node, value, producers, buffer_of, buffer_of[target], kernels, renderer)
 
 
 def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shapes,
@@ -696,21 +611,95 @@ def _blas_matmul(mm: Node, producers, buffer_of, target: int, fixed: dict, shape
         raise _Refused(f"%{mm.id} matmul: {exc}") from None
 
 
-def _copy_in_c_order(node, value: int, producers, buffer_of, target: int, kernels) -> tuple:
-    """The statement copying ``value`` (a view, read with its strides; or a contiguous
-    value) into ``b[target]`` in C order, for ``node``'s step."""
+# The ops whose C program.py writes out itself, as loops or calls.
+WRITTEN_OUT = CHECKS | WINDOW_OPS | {"pad", "getitem", "index_add"}
+
+
+def _flat_operands(node, producers) -> list:
+    """``node``'s operand nodes, each a C-contiguous buffer of a kernel dtype (not a
+    literal, a permuted or a broadcast view)."""
+    operands = [producers.get(i) if isinstance(i, int) else None for i in node.inputs]
+    if any(o is None or o.dtype not in KERNEL_DTYPES
+           or arrival_strides(i, producers, broadcasts=True)
+           for i, o in zip(node.inputs, operands)):
+        raise _Refused(f"%{node.id} ({node.op}) reads a view or a literal")
+    return operands
+
+
+def _written_out(node, operands: list, inputs: list, out: int, renderer, failure_word,
+                 called_at) -> list[str]:
+    """The C lines of a WRITTEN_OUT op reading block indices ``inputs`` into ``out``;
+    ``failure_word()`` and ``called_at(address, dims)`` give the block indices of the
+    program's failure word and of a called function and its dims."""
+    t = renderer.type_names[np.dtype(node.dtype)]
+    try:
+        if node.op in WINDOW_OPS or node.op == "pad":
+            if node.dtype.kind != "f":
+                raise _Refused(f"%{node.id} ({node.op}) is not float")
+            if node.op == "pad":
+                inside = tuple(("slice", b, b + d, None)
+                               for (b, _), d in zip(node.attr["widths"], operands[0].shape))
+                fill = float(np.array(node.attr["value"], node.dtype)).hex()
+                return basic_lines(node, tuple(node.shape), t, inputs[0], out, True,
+                                   index=inside, fill=None if fill == "0x0.0p+0" else fill)
+            address, dims, pointers, status = window_call(node, operands, node.dtype)
+            function, dims_at = called_at(address, dims)
+            return window_lines(node, pointers, status, function, dims_at, inputs, out,
+                                failure_word() if status else None)
+        if node.op in ("getitem", "index_add"):
+            scatter = node.op == "index_add"
+            base = tuple(node.attr["shape"]) if scatter else tuple(operands[0].shape)
+            if len(inputs) == 1:
+                return basic_lines(node, base, t, inputs[0], out, scatter)
+            if len(inputs) == 2 and rows_index(node.attr["index"]) and \
+                    np.dtype(operands[1].dtype).kind in "iu":
+                return rows_lines(node, base, t,
+                                  renderer.type_names[np.dtype(operands[1].dtype)],
+                                  int(np.prod(operands[1].shape)), inputs[0], inputs[1],
+                                  out, failure_word(), scatter)
+            raise NotInProgram("several index tensors, or one after other items")
+    except NotInProgram as exc:
+        raise _Refused(f"%{node.id} ({node.op}): {exc}") from None
+    if node.op == "scatter_add" and not \
+            np.dtype(operands[0].dtype) == np.dtype(operands[2].dtype) == node.dtype:
+        raise _Refused(f"%{node.id} ({node.op}) adds across dtypes")
+    if node.op == "check_labels":
+        return check_lines(node, renderer.type_names[np.dtype(operands[0].dtype)],
+                           int(np.prod(node.shape)), inputs[0], out, failure_word())
+    names = ("x", "index", "src")
+    types = {name: renderer.type_names[np.dtype(o.dtype)]
+             for name, o in zip(names, operands)}
+    types["out"] = t
+    buffers = dict(zip(names, inputs), out=out)
+    return along_axis_lines(node, operands[0], operands[1], types, buffers, failure_word())
+
+
+def _copy_lines(node, value: int, producers, buffer_of, target: int, kernels,
+                renderer) -> list[str]:
+    """C copying ``value`` into ``b[target]`` in C order, for ``node``: its bytes as they
+    are, or, where it is a permuted view, a one-member kernel that reads it with the
+    view's strides (added to ``kernels``)."""
     src = producers[value]
     if not arrival_strides(value, producers, broadcasts=True):
         nbytes = int(np.prod(src.shape)) * np.dtype(src.dtype).itemsize
-        return ("lines", node, [f"__builtin_memcpy(b[{target}], b[{buffer_of[value]}], "
-                                f"{nbytes});"], node.id)
+        return [f"__builtin_memcpy(b[{target}], b[{buffer_of[value]}], {nbytes});"]
     copy = Node(node.id, "copy", (value,), make_attrs({}), src.shape, src.dtype,
                 src.device, node.scope, node.loc)
-    kernel, _ = _lower(copy, producers, "view copy")
+    kernel, _ = _lower(copy, producers, "copy")
     kernels.append(kernel)
-    params = CRenderer().signature_params(kernel)
+    params = renderer.signature_params(kernel)
     args = [target if p is kernel.output else buffer_of[value] for p in params]
-    return ("kernel", node, (kernel, params, args, None), node.id)
+    return [_call_line(kernel, params, args, None, renderer)]
+
+
+def _call_line(kernel, params, args, slot, renderer) -> str:
+    """The call of ``kernel`` on block indices ``args`` (one per param): by its name, or
+    through the address in ``b[slot]`` (a plan's kernel)."""
+    types = [f"{'' if p is kernel.output else 'const '}{renderer.type_names[p.dtype]} *"
+             for p in params]
+    casts = ", ".join(f"({t})b[{i}]" for t, i in zip(types, args))
+    function = kernel.name if slot is None else f"((void (*)({', '.join(types)}))b[{slot}])"
+    return f"{function}({casts});"
 
 
 def _reads_in_place(node, producers) -> bool:

@@ -21,6 +21,9 @@ import math
 
 import numpy as np
 
+from .layout import contiguous_strides
+from .program_indexing import loop_nest
+
 CHECKS = frozenset({"check_labels", "take_along_axis", "scatter_add"})
 
 
@@ -55,7 +58,7 @@ def along_axis_lines(node, x, index, types: dict, buffers: dict, failed: int) ->
     rank = len(ishape)
     axis = int(node.attr["axis"]) % rank
     size = xshape[axis]
-    ix, xs = _strides(ishape), _strides(xshape)
+    ix, xs = contiguous_strides(ishape), contiguous_strides(xshape)
     p = " + ".join(f"i{d} * {ix[d]}LL" for d in range(rank)) or "0"
     q = " + ".join(f"{'v' if d == axis else f'i{d}'} * {xs[d]}LL" for d in range(rank)) or "0"
     scatter = node.op == "scatter_add"
@@ -67,29 +70,13 @@ def along_axis_lines(node, x, index, types: dict, buffers: dict, failed: int) ->
         nbytes = math.prod(xshape) * np.dtype(x.dtype).itemsize
         lines += [f"    const {types['src']} *src = (const {types['src']} *)b[{buffers['src']}];",
                   f"    __builtin_memcpy(out, x, {nbytes});"]
-    indent = "    "
-    for d in range(rank):
-        lines.append(f"{indent}for (long long i{d} = 0; i{d} < {ishape[d]}LL; ++i{d}) {{")
-        indent += "    "
-    lines += [f"{indent}const long long p = {p};",
-              f"{indent}const long long v = (long long)ix[p];",
-              f"{indent}if (v < 0 || v >= {size}LL) {{",
-              f"{indent}    *(int *)b[{failed}] = 1;",
-              f"{indent}    return;",
-              f"{indent}}}",
-              f"{indent}out[{q if scatter else 'p'}] {'+=' if scatter else '='} "
-              f"{'src[p]' if scatter else f'x[{q}]'};"]
-    for _ in range(rank):
-        indent = indent[:-4]
-        lines.append(f"{indent}}}")
-    lines.append("}")
-    return lines
-
-
-def _strides(shape: tuple) -> list:
-    strides, step = [0] * len(shape), 1
-    for d in range(len(shape) - 1, -1, -1):
-        strides[d] = step
-        step *= shape[d]
-    return strides
+    return lines + loop_nest(ishape, [
+        f"const long long p = {p};",
+        "const long long v = (long long)ix[p];",
+        f"if (v < 0 || v >= {size}LL) {{",
+        f"    *(int *)b[{failed}] = 1;",
+        "    return;",
+        "}",
+        f"out[{q if scatter else 'p'}] {'+=' if scatter else '='} "
+        f"{'src[p]' if scatter else f'x[{q}]'};"]) + ["}"]
 

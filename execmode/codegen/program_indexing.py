@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from .layout import contiguous_strides
+
 
 class NotInProgram(Exception):
     """This index has no program form; the message says why."""
@@ -32,12 +34,8 @@ def basic_view(shape: tuple, index) -> tuple:
     count elements: no memory of ``x``'s size is made or read."""
     if any(item[0] == "tensor" for item in index):
         raise NotInProgram("an index tensor among slices")
-    strides, step = [0] * len(shape), 1
-    for d in range(len(shape) - 1, -1, -1):
-        strides[d] = step
-        step *= max(shape[d], 1)
     stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape,
-                                               strides=strides)
+                                               strides=contiguous_strides(shape))
     key = []
     for item in index:
         tag = item[0]
@@ -74,17 +72,23 @@ def basic_lines(node, base_shape: tuple, t: str, source: int, target: int,
                      f"out[i] = {fill};")
     if math.prod(shape) == 0:
         return lines + ["    (void)p;", "}"]
-    indent = "    "
+    at = " + ".join([f"{offset}LL"] + [f"i{d} * {s}LL" for d, s in enumerate(strides)])
+    return lines + loop_nest(shape, [f"out[{at}] = src[p++];" if scatter else
+                                     f"out[p++] = src[{at}];"]) + ["}"]
+
+
+def loop_nest(shape: tuple, body: list[str]) -> list[str]:
+    """``body`` inside one C loop per axis of ``shape`` (``i0``, ``i1`` ... in C order),
+    indented inside a block."""
+    lines, indent = [], "    "
     for d, n in enumerate(shape):
         lines.append(f"{indent}for (long long i{d} = 0; i{d} < {n}LL; ++i{d}) {{")
         indent += "    "
-    at = " + ".join([f"{offset}LL"] + [f"i{d} * {s}LL" for d, s in enumerate(strides)])
-    lines.append(f"{indent}out[{at}] = src[p++];" if scatter else
-                 f"{indent}out[p++] = src[{at}];")
+    lines += [indent + line for line in body]
     for _ in shape:
         indent = indent[:-4]
         lines.append(f"{indent}}}")
-    return lines + ["}"]
+    return lines
 
 
 def rows_lines(node, base_shape: tuple, t: str, it: str, count: int, source: int,

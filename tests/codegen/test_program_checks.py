@@ -32,6 +32,13 @@ def _plan(jitted):
     return concrete.segments[0].compiled.plan
 
 
+def _program(jitted):
+    """The jitted function's whole-graph program, which must have been built."""
+    plan = _plan(jitted)
+    assert plan.program is not None, plan.program_reason
+    return plan.program
+
+
 def _labels(values):
     return em.tensor(np.array(values, dtype=np.int64))
 
@@ -42,9 +49,8 @@ def test_a_label_check_runs_inside_the_program_with_eagers_values():
     f = em.jit(_masked)
     for _ in range(3):
         np.testing.assert_array_equal(f(x, labels).numpy(), _masked(x, labels).numpy())
-    plan = _plan(f)
-    assert plan.program is not None, plan.program_reason
-    assert plan.program.failed is not None and plan.program.calls >= 2
+    program = _program(f)
+    assert program.failed is not None and program.calls >= 2
 
 
 @pytest.mark.parametrize("bad", [5, -1])
@@ -126,9 +132,7 @@ def test_a_cross_entropy_training_step_is_one_program_with_eagers_values():
         jitted = step(w_jit, x, y)
         np.testing.assert_allclose(jitted.numpy(), eager.numpy(), rtol=1e-6)
         np.testing.assert_allclose(w_jit.numpy(), w_eager.numpy(), rtol=1e-5, atol=1e-7)
-    plan = _plan(step)
-    assert plan.program is not None, plan.program_reason
-    source = plan.program.source
+    source = _program(step).source
     assert "take_along_axis" in source and "scatter_add" in source
 
 
@@ -149,7 +153,7 @@ def test_an_index_out_of_range_raises_eagers_error_from_the_program(op):
     g = em.jit(f)
     for _ in range(2):
         np.testing.assert_array_equal(g(good).numpy(), f(good).numpy())
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _program(g)
     with pytest.raises(em.IndexingError) as jit_error:
         g(bad)
     assert str(jit_error.value).splitlines()[0] == str(eager_error.value).splitlines()[0]
@@ -166,7 +170,7 @@ def test_repeated_scatter_indices_add_up_in_numpys_order():
     g = em.jit(f)
     for _ in range(2):
         assert g(src).numpy().tobytes() == f(src).numpy().tobytes()
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _program(g)
 
 
 def test_a_broadcast_read_by_a_matmul_leaves_the_graph_to_the_plan_with_the_reason():
@@ -185,6 +189,13 @@ def test_a_broadcast_read_by_a_matmul_leaves_the_graph_to_the_plan_with_the_reas
 
 def _same_bits(a, b):
     assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _agree_bit_for_bit(f, g, *args, calls=3):
+    """Eager ``f`` and jitted ``g`` give results of the same bits, call after call."""
+    for _ in range(calls):
+        for a, b in zip(f(*args), g(*args)):
+            _same_bits(a.numpy(), b.numpy())
 
 
 def test_slices_and_their_gradient_run_in_the_program_with_eagers_bits():
@@ -207,8 +218,7 @@ def test_slices_and_their_gradient_run_in_the_program_with_eagers_bits():
         np.testing.assert_allclose(jit_loss.numpy(), eager_loss.numpy(), rtol=1e-6)
         for a, b in zip(eager, jitted):
             _same_bits(a.numpy(), b.numpy())
-    plan = _plan(g)
-    assert plan.program is not None, plan.program_reason
+    _program(g)
 
 
 @pytest.mark.parametrize("negative", [False, True])
@@ -231,7 +241,7 @@ def test_embedding_rows_and_their_gradient_in_the_program_with_eagers_bits(negat
         (eager_loss, eager_grad), (jit_loss, jit_grad) = f(ids), g(ids)
         np.testing.assert_allclose(jit_loss.numpy(), eager_loss.numpy(), rtol=1e-6)
         _same_bits(eager_grad.numpy(), jit_grad.numpy())
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _program(g)
 
 
 def test_a_row_index_out_of_range_raises_eagers_error_from_the_program():
@@ -246,7 +256,7 @@ def test_a_row_index_out_of_range_raises_eagers_error_from_the_program():
     g = em.jit(f)
     g(good)
     g(good)
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _program(g)
     with pytest.raises(em.IndexingError) as jit_error:
         g(bad)
     assert str(jit_error.value).splitlines()[0] == str(eager_error.value).splitlines()[0]
@@ -264,9 +274,8 @@ def test_a_reshape_of_a_transpose_and_views_returned_are_copies_of_their_own():
 
     g = em.jit(f)
     first = g(x)
-    for a, b in zip(f(x), g(x)):
-        _same_bits(a.numpy(), b.numpy())
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _agree_bit_for_bit(f, g, x, calls=1)
+    _program(g)
     second = g(x)
     for a, b in zip(first, second):
         assert not np.shares_memory(a.numpy(), b.numpy())
@@ -283,10 +292,8 @@ def test_integer_indices_read_their_element_regression_fuzz_20261210_227():
         return em.maximum(w, w) - x[0, 1], x[-1] * 2.0, x[..., 2] + 1.0, x[1, ::-2] * 3.0
 
     g = em.jit(f, passes=["fold_constants", "plan_memory"])
-    for _ in range(3):
-        for a, b in zip(f(d), g(d)):
-            _same_bits(a.numpy(), b.numpy())
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _agree_bit_for_bit(f, g, d)
+    _program(g)
 
 
 # --- a CNN's sliding windows --------------------------------------------------------------
@@ -307,10 +314,8 @@ def test_padding_pooling_and_their_gradients_run_in_the_program_with_eagers_bits
         return padded + 0.0, pooled, same, grad * 1.0
 
     g = em.jit(f)
-    for _ in range(3):
-        for a, b in zip(f(x), g(x)):
-            _same_bits(a.numpy(), b.numpy())
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _agree_bit_for_bit(f, g, x)
+    _program(g)
 
 
 def test_a_convolution_training_step_is_one_program():
@@ -334,4 +339,4 @@ def test_a_convolution_training_step_is_one_program():
         np.testing.assert_allclose(jit_loss.numpy(), eager_loss.numpy(), rtol=1e-5)
         for a, b in zip(eager_grads, jit_grads):
             np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-6)
-    assert _plan(g).program is not None, _plan(g).program_reason
+    _program(g)
