@@ -436,13 +436,12 @@ class Binding:
             return self._bound(op, inputs, attrs, node_id, aval, None, places)
         # A fresh result (``_result``'s last case, inline: most ops of a re-run segment).
         shape = tuple(aval.shape)
-        known = len(shape) <= 1 or name in _ALWAYS_C_ORDER or all(
-            p is not None and p.flags.c_contiguous for p in places) or (
-            (name == "concat" or op.is_elementwise)
-            and all(p is not None and c_ordered(p) for p in places))
         # (its sizes are plain ints unless sizes are symbolic: the layout's cache key)
-        proxy = None if not known else contiguous_layout(shape) if self.size_env is None \
-            else contiguous_proxy(shape)
+        if not _fresh_c_contiguous(op, shape, places):
+            proxy = None
+        else:
+            proxy = contiguous_layout(shape) if self.size_env is None else \
+                contiguous_proxy(shape)
         # (_new_tensor's work, inline: a storage of its own)
         dtype, device = aval.dtype, aval.device
         t = object.__new__(Tensor)
@@ -498,17 +497,10 @@ class Binding:
                 result._data.storage.ambiguous.append(storage)
                 return result
             return self._new_tensor(node_id, aval, proxy=contiguous_proxy(aval.shape))
-        # A fresh result. NumPy lays it out like its inputs ("K" order): C-contiguous when
-        # they are, and up to NumPy otherwise (unknown here, unless it has one axis, or is
-        # a concat or an elementwise op of C-ordered inputs, flipped or strided ones
-        # included: NumPy orders the result's axes by the inputs' absolute strides, and
-        # every elementwise impl, NumPy's and the C operators', allocates so).
+        # A fresh result.
         if proxies is None:
             proxies = [self._place(x)[2] for x in inputs if isinstance(x, Tensor)]
-        known = len(aval.shape) <= 1 or op.name in _ALWAYS_C_ORDER or all(
-            p is not None and p.flags.c_contiguous for p in proxies) or (
-            (op.name == "concat" or op.is_elementwise)
-            and all(p is not None and c_ordered(p) for p in proxies))
+        known = _fresh_c_contiguous(op, aval.shape, proxies)
         return self._new_tensor(node_id, aval,
                                 proxy=contiguous_proxy(aval.shape) if known else None)
 
@@ -518,6 +510,19 @@ class Binding:
         if op_name == "reshape" and storage.source is not None and \
                 storage.source.kind == "arg":
             self.layout_args.add(storage.source.leaf_index)
+
+
+def _fresh_c_contiguous(op, shape, proxies) -> bool:
+    """Whether ``op``'s fresh result is C-contiguous eagerly, from its operands' layouts
+    (None: not known). NumPy lays a result out like its inputs ("K" order): C-contiguous
+    when they are, and up to NumPy otherwise, unless it has one axis, or is a concat or an
+    elementwise op of C-ordered inputs, flipped or strided ones included: NumPy orders the
+    result's axes by the inputs' absolute strides, and every elementwise impl, NumPy's and
+    the C operators', allocates so."""
+    return len(shape) <= 1 or op.name in _ALWAYS_C_ORDER or all(
+        p is not None and p.flags.c_contiguous for p in proxies) or (
+        (op.name == "concat" or op.is_elementwise)
+        and all(p is not None and c_ordered(p) for p in proxies))
 
 
 def _no_symbolic_number(attrs: dict) -> bool:
