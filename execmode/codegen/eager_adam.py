@@ -15,6 +15,7 @@ import ctypes
 
 import numpy as np
 
+from .buffers import data_pointer
 from .native_library import load_library
 
 _P = ctypes.c_void_p
@@ -34,12 +35,8 @@ class _Kernels:
             self._fns[np.dtype(dtype)] = fn
 
     def update(self, p, g, m, v, constants, flags: int) -> None:
-        self._fns[p.dtype](_address(p), _address(g), _address(m), _address(v), p.size,
-                           _address(constants), flags)
-
-
-def _address(a) -> int:
-    return a.__array_interface__["data"][0]
+        self._fns[p.dtype](data_pointer(p), data_pointer(g), data_pointer(m),
+                           data_pointer(v), p.size, data_pointer(constants), flags)
 
 
 def load():
