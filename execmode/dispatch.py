@@ -264,6 +264,26 @@ def plain_arrays(*tensors, fused: bool = False):
     return arrays
 
 
+def one_node_arrays(*tensors):
+    """The NumPy arrays of ``tensors`` when a composite may compute on them at once and
+    record one autograd node for the whole (nn/one_node.py): as :func:`plain_arrays`, but
+    an input that requires grad is taken (the caller records the node). Else None: the
+    composite runs its ops, each seen by the tracer or the listener."""
+    arrays = []
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            return None
+        data = t._data
+        if data.__class__ is not _ndarray:
+            return None
+        arrays.append(data)
+    if not _plain:
+        if _listening and not _tracing:  # the op path for the listener: part of its cost
+            count_declined(_getframe(1).f_code)
+        return None
+    return arrays
+
+
 class _Named:
     """What _emit_op reads of an op it did not dispatch: its name."""
 

@@ -37,6 +37,7 @@ def workloads(calls: int = CALLS) -> dict:
     logits, target = em.randn(8, 10), em.tensor([0, 1, 2, 3, 4, 5, 6, 7])
     q = em.randn(1, 2, 4, 8)
     xg, wg = em.randn(8, 16, requires_grad=True), em.randn(16, 4, requires_grad=True)
+    logits_g = em.randn(8, 10, requires_grad=True)
     acc = em.zeros(16)
     one_call = {
         "relu": lambda: F.relu(x),
@@ -48,6 +49,9 @@ def workloads(calls: int = CALLS) -> dict:
         "softmax": lambda: F.softmax(x, dim=-1),
         "log_softmax": lambda: F.log_softmax(x, dim=-1),
         "cross_entropy": lambda: F.cross_entropy(logits, target),
+        # in training: one node and its backward unwatched (nn/one_node.py), the ops and
+        # their vjps watched
+        "cross_entropy_training": lambda: F.cross_entropy(logits_g, target).backward(),
         "dropout": lambda: F.dropout(x, 0.1, training=True),
         "attention": lambda: F.scaled_dot_product_attention(q, q, q),
         "reshape": lambda: em.reshape(x, (16, 8)),

@@ -18,6 +18,7 @@ from ..errors import ArgumentError, ShapeError
 from ..op_errors import op_error
 from ..ops import OPS
 from ..scope import named_scope
+from . import one_node
 from . import plain as P
 from .softmax import log_softmax
 
@@ -181,6 +182,10 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100,
             out = _plain_cross_entropy(*arrays, ignore_index, reduction)
             if out is not None:
                 return plain_tensor(out)
+        elif getattr(logits, "requires_grad", False):  # training: one node (nn/one_node.py)
+            out = one_node.cross_entropy(logits, target, ignore_index, reduction)
+            if out is not None:
+                return out
     return _cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
 
 

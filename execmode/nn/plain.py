@@ -74,21 +74,33 @@ def cross_entropy(logits, target, ignore_index: int, reduction: str):
     """losses.cross_entropy for (N, C) logits and (N,) class indices, without weights or
     label smoothing. The label check is the op's (check_labels): a bad label raises and
     the ops explain it."""
+    return cross_entropy_saving(logits, target, ignore_index, reduction)[0]
+
+
+def cross_entropy_saving(logits, target, ignore_index: int, reduction: str):
+    """``(loss, saved)``: :func:`cross_entropy`'s loss, and the values its ops' backward
+    reads (nn/one_node.py): ``exp(shifted)``, the sum of it, the index of each label, the
+    samples' weights and, for the mean, their sum."""
     n, classes = logits.shape
-    logp = log_softmax(logits, 1)
+    shifted = np.subtract(logits, _stable_max(logits, 1))
+    e = np.exp(shifted)
+    total = _SUM(np, e, axis=(1,), keepdims=True)
+    logp = np.subtract(shifted, np.log(total))
     keep = OPS["check_labels"].impl(np, target, num_classes=classes,
                                     ignore_index=ignore_index, caller="cross_entropy")
-    safe = np.where(keep, target, 0)
-    picked = OPS["take_along_axis"].impl(np, logp, safe.reshape(n, 1), axis=1)
+    index = np.where(keep, target, 0).reshape(n, 1)
+    picked = OPS["take_along_axis"].impl(np, logp, index, axis=1)
     nll = np.negative(picked.reshape(n))
     w = keep.astype(logp.dtype)
     loss = np.multiply(nll, w)
+    saved = [e, total, index, w, None]
     if reduction == "none":
-        return loss
-    total = np.asarray(_SUM(np, loss, axis=(0,), keepdims=False))
+        return loss, saved
+    total_loss = np.asarray(_SUM(np, loss, axis=(0,), keepdims=False))
     if reduction == "sum":
-        return total
-    return np.true_divide(total, np.asarray(_SUM(np, w, axis=(0,), keepdims=False)))
+        return total_loss, saved
+    saved[4] = np.asarray(_SUM(np, w, axis=(0,), keepdims=False))
+    return np.true_divide(total_loss, saved[4]), saved
 
 
 def _mean(a, axes: tuple):
