@@ -267,8 +267,10 @@ def plain_arrays(*tensors, fused: bool = False):
 def one_node_arrays(*tensors):
     """The NumPy arrays of ``tensors`` when a composite may compute on them at once and
     record one autograd node for the whole (nn/one_node.py): as :func:`plain_arrays`, but
-    an input that requires grad is taken (the caller records the node). Else None: the
-    composite runs its ops, each seen by the tracer or the listener."""
+    an input that requires grad is taken (the caller records the node), in grad mode only.
+    Else None: the composite runs its ops, each seen by the tracer or the listener."""
+    if not (_grad_enabled or _thread.grad):
+        return None
     arrays = []
     for t in tensors:
         if not isinstance(t, Tensor):

@@ -3,7 +3,7 @@
 An event per compiled step costs more than a small kernel itself. Instead, while a
 listener wants kernel times (``wants_kernel_times = True``: the recorder, em.compare),
 every plan sums its own steps' runs: a whole-graph C program with one clock read per step
-into an int64 array it was given at compile time (program.py), the fast entry around a
+into an int64 array it was given at compile time (program_draft.py), the fast entry around a
 one-step plan's kernel or ufunc (fast_entry.c), the plan's Python loops and the generated
 Python replay into lists (plan.py, jit_driver/fastcall.py). Nothing crosses into Python
 per run in C; the listeners read the sums when they like (:func:`clocks`): the recorder at

@@ -61,10 +61,12 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     "execmode.stats",  # the value summaries, timed with summaries on
                     # graph mode: the plan's loops, the program's clock, the fast entry
                     "execmode.plan", "execmode.kernel_clock", "execmode.codegen.program",
+                    "execmode.codegen.program_draft", "execmode.codegen.program_statements",
                     "execmode.codegen.fast_entry", "execmode.profilers.kernel_totals",
                     "execmode.profilers.calibration",
                     # the composites' op-by-op path under a recorder, and its measurement
                     "execmode.watched_composites", "execmode.nn.functional",
+                    "execmode.nn.losses", "execmode.nn.one_node",
                     "execmode.functional.primitives", "execmode.profilers.calibration_declined")
 # The C they run (execmode/native: the op ring, the operators, the fast entry, their shared
 # header; the kernel clock is codegen's), stamped the same way.

@@ -114,7 +114,7 @@ def test_imports_stay_light(code, forbidden):
 
 
 def test_no_module_of_the_package_is_over_600_lines():
-    # Issue 33: a module a reader can hold in mind; split by concept, not by line count.
+    # A module a reader can hold in mind: split by concept, not by line count.
     # The package's three source trees (execmode/, profilers/, tui/), not the tests.
     long = {str(path.relative_to(ROOT)): n
             for folder in ("execmode", "profilers", "tui")

@@ -1,15 +1,15 @@
 """A composite recorded as one autograd node when nobody watches: cross_entropy in training.
 
 A training step calls ``F.cross_entropy`` on logits that require grad. Through its ops
-that is a dozen nodes on the tape and a dozen vjps in backward: ~170 us of Python for a
-(32, 10) batch, where PyTorch's fused loss takes ~20 us. When no tracer and no listener
-would see the ops (``dispatch.one_node_arrays``), the forward makes the ops' NumPy calls
-at once (nn/plain.py: the same bits) and records one node. Its backward makes, on the
-values the forward kept, the arithmetic the ops' vjps make, in the order backward runs
-them, so the gradient has the bits it has through the ops (tests/engine/
-test_one_node_loss.py compares them). Only the rounding steps matter for that: the
-scatter of each sample's gradient into zeros and the row sums over one non-zero value are
-exact. A tracer, a debugger or a profiler sees the ops, as before.
+that is a dozen nodes on the tape and a dozen vjps in backward, mostly Python for the
+batches people train on. When no tracer and no listener would see the ops
+(``dispatch.one_node_arrays``), the forward makes the ops' NumPy calls at once
+(nn/plain.py: the same bits) and records one node. Its backward makes, on the values the
+forward kept, the arithmetic the ops' vjps make, in the order backward runs them and with
+the casts backward makes between nodes, so the gradient has the bits it has through the
+ops (tests/engine/test_one_node_loss.py compares them). Only the rounding steps matter for
+that: the scatter of each sample's gradient into zeros and the row sums over one non-zero
+value are exact. A tracer, a debugger or a profiler sees the ops, as before.
 """
 
 from __future__ import annotations
@@ -66,33 +66,50 @@ def _cross_entropy_vjp(g, out, logits, *, saved, reduction):
     divide (the mean) ``g / sum(w)``; sum, a broadcast; multiply by the weights ``g * w``;
     negative; take_along_axis, a scatter_add into zeros; ``shifted - log(total)`` sends
     ``g`` to shifted and ``sum(-g)`` to the log; log ``g / total``; sum, a broadcast; exp
-    ``g * e``; the two gradients of shifted added; ``x - max`` passes it to x."""
-    gd = g._data
-    if gd.__class__ is not np.ndarray:  # a traced gradient (a jit's backward through it)
+    ``g * e``; the two gradients of shifted added; ``x - max`` passes it to x. Backward
+    casts a gradient to its operand's dtype between nodes (another dtype of ``g``)."""
+    if g._data.__class__ is not np.ndarray:  # a traced gradient (a jit's backward through it)
         return (_cross_entropy_vjp_in_ops(g, saved, reduction),)
+    try:
+        grad = _cross_entropy_grad(g._data, saved, reduction)
+    except FloatingPointError:  # np.seterr(all="raise"): as dispatch retries an op's NumPy
+        with np.errstate(all="ignore"):
+            grad = _cross_entropy_grad(g._data, saved, reduction)
+    return (plain_tensor(grad),)
+
+
+def _cross_entropy_grad(gd, saved, reduction):
     e, total, index, w, weight_sum = saved
     n, classes = e.shape
+    dtype = e.dtype
     if reduction == "mean":
-        gd = np.true_divide(gd, weight_sum)
+        gd = _as(np.true_divide(gd, weight_sum), dtype)
     if reduction != "none":
-        gd = np.broadcast_to(gd, (n,))
-    gd = np.negative(np.multiply(gd, w))
-    g_logp = _SCATTER_ADD(np, np.zeros((n, classes), gd.dtype), index, gd.reshape(n, 1),
-                          axis=1)
+        gd = _as(np.broadcast_to(gd, (n,)), dtype)
+    gd = np.negative(_as(np.multiply(gd, w), dtype))
+    g_logp = _SCATTER_ADD(np, np.zeros((n, classes), dtype), index, gd.reshape(n, 1), axis=1)
     g_total = np.true_divide(_SUM(np, np.negative(g_logp), axis=(1,), keepdims=True), total)
-    grad = np.add(g_logp, np.multiply(np.broadcast_to(g_total, (n, classes)), e))
-    return (plain_tensor(grad),)
+    return np.add(g_logp, np.multiply(np.broadcast_to(g_total, (n, classes)), e))
+
+
+def _as(a, dtype):
+    """Backward's cast of a gradient to its operand's dtype (autograd._cast_to_operand)."""
+    return a if a.dtype == dtype else a.astype(dtype)
 
 
 def _cross_entropy_vjp_in_ops(g: Tensor, saved, reduction):
     """The same arithmetic through ops, recorded by the tracer that runs it."""
     e, total, index, w, weight_sum = (None if a is None else plain_tensor(a) for a in saved)
     n, classes = e.shape
+
+    def cast(t):
+        return t if t.dtype == e.dtype else F.astype(t, e.dtype)
+
     if reduction == "mean":
-        g = g / weight_sum
+        g = cast(g / weight_sum)
     if reduction != "none":
-        g = F.broadcast_to(g, (n,))
-    g = F.negative(g * w)
+        g = cast(F.broadcast_to(g, (n,)))
+    g = F.negative(cast(g * w))
     zeros = F.zeros((n, classes), dtype=g.dtype, device=g.device)
     g_logp = F.apply_op("scatter_add", zeros, index, F.reshape(g, (n, 1)), axis=1)
     g_total = F.sum(F.negative(g_logp), axis=1, keepdims=True) / total

@@ -34,7 +34,7 @@ MAX_GROUP_OPS = 256
 
 
 def fusable_elementwise(n: Node, by_id: dict) -> bool:
-    """An elementwise op a kernel can compute as eager does (program.py asks it too);
+    """An elementwise op a kernel can compute as eager does (program_statements.py asks it too);
     ``by_id`` maps the graph's node ids to nodes (for the operands' dtypes)."""
     op = OPS.get(n.op)
     return op is not None and op.is_elementwise and op.template is not None \

@@ -1,5 +1,5 @@
 """A cold first call's compiles on a bounded pool (codegen/compiler_slots.py, units.py,
-program.py's draft): never more compiler processes at once than the thread count, the
+program_draft.py's draft): never more compiler processes at once than the thread count, the
 same libraries and bits whatever the count, and every compiler failure reported as a
 sequential build reports it, in the thread that asked."""
 

@@ -98,3 +98,54 @@ def test_under_jit_the_loss_is_its_ops():
     # (within rounding: the compiled kernels' exp and log are not NumPy's)
     np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-6)
     assert "log" in {n.op for n in loss_of.concrete_functions[0].segments[0].graph.nodes}
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("given", [np.float64, np.int64])
+def test_a_gradient_of_another_dtype_is_cast_where_backward_casts(reduction, given):
+    # backward casts each node's gradient to its operand's dtype: after the first node
+    rng = np.random.default_rng(5)
+    logits_np = rng.standard_normal((16, 5)).astype(np.float32)
+    labels = em.tensor(rng.integers(0, 5, 16))
+    gradient = np.full((16,) if reduction == "none" else (), 3, dtype=given)
+
+    def grad_of_logits():
+        x = em.tensor(logits_np, requires_grad=True)
+        loss = F.cross_entropy(x, labels, reduction=reduction)
+        loss.backward(em.tensor(gradient))
+        return loss._grad_fn.op.name, x.grad.numpy()
+
+    node, fused = grad_of_logits()
+    with instrument.listening(_Null()):
+        _, ops = grad_of_logits()
+    assert node == "cross_entropy"
+    assert fused.dtype == ops.dtype == np.float32 and fused.tobytes() == ops.tobytes()
+
+
+def test_np_seterr_raise_is_honoured_as_by_the_ops():
+    # an exp that underflows in backward's product: the ops retry with errors ignored
+    logits_np = np.array([[0.0, -87.3, -1.0], [1.0, 2.0, 3.0]], np.float32)
+    labels = em.tensor([0, 2])
+
+    def grad_of_logits():
+        x = em.tensor(logits_np, requires_grad=True)
+        F.cross_entropy(x, labels).backward()
+        return x.grad.numpy()
+
+    with np.errstate(all="raise"):
+        fused = grad_of_logits()
+        with instrument.listening(_Null()):
+            ops = grad_of_logits()
+    assert fused.tobytes() == ops.tobytes()
+
+
+def test_under_no_grad_a_watched_call_is_counted_once():
+    from execmode import watched_composites
+
+    x = em.randn(4, 3, requires_grad=True)
+    before = watched_composites.counts()
+    with em.no_grad(), instrument.listening(_Null()):
+        F.cross_entropy(x, em.tensor([0, 1, 2, 1]))
+    counted = watched_composites.since(before)  # (the ops' own composites count too)
+    assert counted.get("nn/losses:cross_entropy") == 1
+    assert "nn/one_node:cross_entropy" not in counted
