@@ -1,36 +1,49 @@
-"""erf's inner intervals in C for eager calls (ops/erf.py), compiled once per machine.
+"""erf in C for eager calls (ops/erf.py), compiled once per machine.
 
-``eager_erf.c`` evaluates fdlibm's two inner intervals (|x| < 1.25, where nearly every GELU
-input falls) with the same double operations in the same order as ops/erf.py's NumPy
-version, vectorised with the kernels' flags (``-O3 -march=native -ffp-contract=off``, no
-fast-math): the same bits, ~5x faster. ops/erf.py computes the outer intervals and NaN with
-NumPy as before. The ops cannot import codegen: :func:`load` is handed to ops/erf.py as its
-loader (codegen/eager_operators.py, at import), and ops/erf.py calls it after a few large
-calls, so a short script never compiles. ``EXECMODE_EAGER_OPERATORS=0`` keeps NumPy.
+``eager_erf.c`` evaluates fdlibm's intervals with the same double operations in the same
+order as ops/erf.py's NumPy version, with the kernels' flags (``-O3 -march=native
+-ffp-contract=off``, no fast-math): the same bits. Only the tails' two ``exp`` calls
+(1.25 <= |x| < 6) stay NumPy's, whose exp is not libm's: ``split`` computes every other
+element and the tails' exponents, NumPy exponentiates, ``finish`` completes the tails. The
+ops cannot import codegen: :func:`load` is handed to ops/erf.py as its loader
+(codegen/eager_operators.py, at import), and ops/erf.py calls it after a few large calls, so
+a short script never compiles. ``EXECMODE_EAGER_OPERATORS=0`` keeps NumPy.
 """
 
 from __future__ import annotations
 
 import ctypes
 
+from .buffers import data_pointer
 from .native_library import load_library
+
+_P = ctypes.c_void_p
 
 
 class _Kernels:
-    """``f32(x, out)`` / ``f64(x, out)`` on C-contiguous arrays of one size and dtype."""
+    """On C-contiguous arrays of one size, float32 or float64: ``split(x, out, tail, e1,
+    e2)`` returns the number of tail elements, ``finish(x, out, tail, factors, k)``."""
 
     def __init__(self, cdll):
         self._cdll = cdll  # keeps the library loaded
-        self._fns = {}
-        for name in ("f32", "f64"):
-            fn = getattr(cdll, f"em_erf_inner_{name}")
-            fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-            fn.restype = None
-            self._fns[name] = fn
+        self._split, self._finish = {}, {}
+        for name, itemsize in (("f32", 4), ("f64", 8)):
+            split = getattr(cdll, f"em_erf_split_{name}")
+            split.argtypes = (_P, _P, ctypes.c_int64, _P, _P, _P)
+            split.restype = ctypes.c_int64
+            finish = getattr(cdll, f"em_erf_finish_{name}")
+            finish.argtypes = (_P, _P, _P, _P, ctypes.c_int64)
+            finish.restype = None
+            self._split[itemsize], self._finish[itemsize] = split, finish
 
-    def __call__(self, x, out) -> None:
-        self._fns["f32" if x.dtype.itemsize == 4 else "f64"](x.ctypes.data, out.ctypes.data,
-                                                              x.size)
+    def split(self, x, out, tail, e1, e2) -> int:
+        return self._split[x.dtype.itemsize](data_pointer(x), data_pointer(out), x.size,
+                                             data_pointer(tail), data_pointer(e1),
+                                             data_pointer(e2))
+
+    def finish(self, x, out, tail, factors, k: int) -> None:
+        self._finish[x.dtype.itemsize](data_pointer(x), data_pointer(out), data_pointer(tail),
+                                       data_pointer(factors), k)
 
 
 def load():

@@ -95,7 +95,7 @@ def load_extension():
     return hit[0]
 
 
-# erf's inner intervals in C once erf has run on a few large arrays (eager_erf.py); max
+# erf in C once it has run on a few large arrays (eager_erf.py); max
 # pooling, im2col and col2im from their first call (eager_windows.py); Adam's update after a
 # few steps (eager_adam.py).
 _erf.NATIVE.loader = eager_erf.load

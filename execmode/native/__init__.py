@@ -4,7 +4,7 @@ The three CPython extensions (the eager operators, the jit's fast entry, the op 
 caches of decisions Python made: Python decides what the fast path may do, the C only
 looks up and calls, and every call it does not take goes back to the Python version
 (which stays the reference: jit_driver/paths.py forces each path, and the tests compare
-them); erf's inner intervals, max pooling and the BLAS workers are plain C libraries
+them); erf, max pooling and the BLAS workers are plain C libraries
 loaded with ctypes. The generated kernels' headers (em_common.h, em_dialect_*.h,
 em_eager_sum.h, em_gemm.h) and the kernel clock (em_clock.h, which generated programs and
 the fast entry share) belong to codegen, not here.
@@ -20,7 +20,7 @@ its own ctypes loader; this package imports nothing of execmode's):
 * ``eager_operators.c`` (``_em_eager_operators``): Tensor's ``+ - * /`` and 22 unary
   functions; codegen/eager_operators.py builds and installs it once dispatch says the
   operators are hot (api.py hands dispatch that hook) or jit_driver/paths.py pins it.
-* ``eager_erf.c`` (ctypes): erf's inner intervals for large eager inputs; loaded beside the
+* ``eager_erf.c`` (ctypes): erf for large eager inputs (NumPy's exp for the tails); loaded beside the
   operators (codegen/eager_erf.py), called by ops/erf.py.
 * ``windows.c`` (ctypes): max pooling (values, indices, the gradient), im2col and col2im,
   called by ops/pooling.py's and ops/conv.py's primitives eagerly and as plan steps

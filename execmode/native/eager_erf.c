@@ -1,8 +1,8 @@
-/* erf of float32/float64 arrays on fdlibm's two inner intervals (|x| < 1.25), for
- * execmode/ops/erf.py: the same double operations, in the same order, as its NumPy
- * version (Horner's rule as _poly writes it, no FMA: -ffp-contract=off), so the same
- * bits; vectorised. Elements with |x| >= 1.25 or NaN get a meaningless value here: the
- * caller computes those with NumPy. */
+/* erf of float32/float64 arrays for execmode/ops/erf.py: fdlibm's intervals with the same
+ * double operations, in the same order, as its NumPy version (Horner's rule as _poly
+ * writes it, no FMA: -ffp-contract=off), so the same bits. The tails' two exp() calls are
+ * left to NumPy (its exp is not libm's: another exp could round differently), between
+ * em_erf_split_* and em_erf_finish_*. */
 #include <math.h>
 #include <stdint.h>
 
@@ -60,12 +60,123 @@ static inline __attribute__((always_inline)) double em_erf_inner(double v) {
     return a < 0.84375 ? small : mid;
 }
 
-void em_erf_inner_f32(const float *restrict x, float *restrict out, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        out[i] = (float)em_erf_inner((double)x[i]);
+/* The tails (1.25 <= |x| < 6): erf = 1 - exp(-z*z - 0.5625) * exp((z - a) * (z + a) + R/S)
+ * / a, with s = 1 / a^2, z = a with its low 32 bits cleared (fdlibm's split) and R/S the
+ * near (below 2.857142857142857 = 1 / 0.35) or the far interval's. Here the two exponents;
+ * NumPy's exp makes the factors (ops/erf.py's _erf_tail), em_erf_finish_* the rest. Both
+ * intervals' R/S are computed and one taken: the same bits, and a loop that vectorises. */
+static inline __attribute__((always_inline)) void em_erf_exponents(double v, double *e1,
+                                                                   double *e2) {
+    double a = __builtin_fabs(v);
+    double s = 1.0 / (a * a);
+    union { double d; uint64_t u; } split = {a};
+    split.u &= 0xFFFFFFFF00000000ull;
+    double z = split.d;
+    double ratio_near, ratio_far;
+    {
+        double r = s * -9.814329344169145;
+        r = r + -81.2874355063066;
+        r = r * s;
+        r = r + -184.60509290671104;
+        r = r * s;
+        r = r + -162.39666946257347;
+        r = r * s;
+        r = r + -62.375332450326006;
+        r = r * s;
+        r = r + -10.558626225323291;
+        r = r * s;
+        r = r + -0.6938585727071818;
+        r = r * s;
+        r = r + -0.009864944034847148;
+        double q = s * -0.0604244152148581;
+        q = q + 6.570249770319282;
+        q = q * s;
+        q = q + 108.63500554177944;
+        q = q * s;
+        q = q + 429.00814002756783;
+        q = q * s;
+        q = q + 645.3872717332679;
+        q = q * s;
+        q = q + 434.56587747522923;
+        q = q * s;
+        q = q + 137.65775414351904;
+        q = q * s;
+        q = q + 19.651271667439257;
+        q = q * s;
+        q = q + 1.0;
+        ratio_near = r / q;
+    }
+    {
+        double r = s * -483.5191916086514;
+        r = r + -1025.0951316110772;
+        r = r * s;
+        r = r + -637.5664433683896;
+        r = r * s;
+        r = r + -160.63638485582192;
+        r = r * s;
+        r = r + -17.757954917754752;
+        r = r * s;
+        r = r + -0.799283237680523;
+        r = r * s;
+        r = r + -0.0098649429247001;
+        double q = s * -22.44095244658582;
+        q = q + 474.52854120695537;
+        q = q * s;
+        q = q + 2553.0504064331644;
+        q = q * s;
+        q = q + 3199.8582195085955;
+        q = q * s;
+        q = q + 1536.729586084437;
+        q = q * s;
+        q = q + 325.7925129965739;
+        q = q * s;
+        q = q + 30.33806074348246;
+        q = q * s;
+        q = q + 1.0;
+        ratio_far = r / q;
+    }
+    double ratio = a < 2.857142857142857 ? ratio_near : ratio_far;
+    *e1 = -z * z - 0.5625;
+    *e2 = (z - a) * (z + a) + ratio;
 }
 
-void em_erf_inner_f64(const double *restrict x, double *restrict out, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        out[i] = em_erf_inner(x[i]);
-}
+/* erf on every element whose value needs no exp (|x| < 1.25; 6 <= |x|, inf and NaN: +-1 or
+ * the NaN); for each tail element its index in tail[] and its two exponents in e1[], e2[].
+ * Returns the number of tail elements. Three loops without branches: the inner intervals
+ * over every element (vectorised), the others' values and the tails' indices (each index
+ * stored, the count moved on for a tail), the tails' exponents (vectorised, both tail
+ * intervals computed and one taken). */
+#define EM_ERF_SPLIT(T, SFX)                                                               \
+    int64_t em_erf_split_##SFX(const T *restrict x, T *restrict out, int64_t n,             \
+                               int64_t *restrict tail, double *restrict e1,                \
+                               double *restrict e2) {                                      \
+        for (int64_t i = 0; i < n; i++)                                                    \
+            out[i] = (T)em_erf_inner((double)x[i]);                                        \
+        int64_t k = 0;                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            double v = (double)x[i];                                                       \
+            double a = __builtin_fabs(v);                                                  \
+            int outer = !(a < 6.0); /* NaN too */                                          \
+            out[i] = outer ? (T)(v != v ? v : __builtin_copysign(1.0, v)) : out[i];        \
+            tail[k] = i;                                                                   \
+            k += (a >= 1.25) & !outer;                                                     \
+        }                                                                                  \
+        for (int64_t j = 0; j < k; j++)                                                    \
+            em_erf_exponents((double)x[tail[j]], e1 + j, e2 + j);                          \
+        return k;                                                                          \
+    }
+
+/* The tail elements' erf from their factors f = exp(e1) * exp(e2): copysign(1 - f / a, x). */
+#define EM_ERF_FINISH(T, SFX)                                                              \
+    void em_erf_finish_##SFX(const T *restrict x, T *restrict out, const int64_t *tail,     \
+                             const double *restrict f, int64_t k) {                        \
+        for (int64_t j = 0; j < k; j++) {                                                  \
+            double v = (double)x[tail[j]];                                                 \
+            out[tail[j]] = (T)__builtin_copysign(1.0 - f[j] / __builtin_fabs(v), v);       \
+        }                                                                                  \
+    }
+
+EM_ERF_SPLIT(float, f32)
+EM_ERF_SPLIT(double, f64)
+EM_ERF_FINISH(float, f32)
+EM_ERF_FINISH(double, f64)

@@ -106,24 +106,24 @@ def _erf_tail(flat, ax, where, out, num, den) -> None:
     out[where] = np.copysign(1.0 - e / a, flat[where])
 
 
-# The inner intervals (|x| < 1.25) in C, the same operations vectorised
-# (codegen/eager_erf.py), after a few large calls (a script calling erf once pays no
-# compile); NumPy where there are none.
+# erf in C but for the tails' exp (codegen/eager_erf.py), after a few large calls (a script
+# calling erf once pays no compile); NumPy where there are none.
 NATIVE_MIN_SIZE = 4096
 NATIVE_AFTER_CALLS = 3
 NATIVE = NativeKernels(after_calls=NATIVE_AFTER_CALLS)
 
 
 def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
-    """erf_float64's bits (rounded to ``a``'s dtype) with the inner intervals in C and the
-    rest (|x| >= 1.25, NaN) by erf_float64 on those elements."""
+    """erf_float64's bits (rounded to ``a``'s dtype): every interval in C, the tails'
+    exponentials by NumPy's exp (as _erf_tail makes them) between the two C passes."""
     out = np.empty(a.shape, a.dtype)
-    kernels(a, out)
-    with np.errstate(all="ignore"):
-        rest = np.flatnonzero(~(np.abs(a) < 1.25).ravel())
-    if rest.size:
-        flat = out.reshape(-1)
-        flat[rest] = erf_float64(a.reshape(-1)[rest].astype(np.float64))
+    n = a.size
+    tail, e1, e2 = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.float64)
+    k = kernels.split(a, out, tail, e1, e2)
+    if k:
+        with np.errstate(all="ignore"):
+            factors = np.exp(e1[:k]) * np.exp(e2[:k])
+        kernels.finish(a, out, tail, factors, k)
     return out
 
 

@@ -190,7 +190,8 @@ def test_col2im_of_stride_1_windows_is_the_strided_adds(dtype):
         _same(np.where(nan, 0, got), np.where(nan, 0, want))
 
 
-def test_erf_inner_intervals_in_c_are_the_numpy_versions_bits():
+def test_erf_in_c_is_the_numpy_versions_bits():
+    # every interval: the inner two in C, the tails' exponents in C, NumPy's exp, C again
     from execmode.codegen import eager_erf
     from execmode.ops import erf as erf_module
     kernels = eager_erf.load()
@@ -199,7 +200,8 @@ def test_erf_inner_intervals_in_c_are_the_numpy_versions_bits():
     rng = np.random.default_rng(11)
     edges = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 0.84375, -0.84375,
                       np.nextafter(0.84375, 0), 1.25, np.nextafter(1.25, 0), -1.25, 1 / 0.35,
-                      6.0, 5e-324, -1e-300, 1e-9, 3e38])
+                      np.nextafter(1 / 0.35, 0), -np.nextafter(1 / 0.35, 9), 6.0,
+                      np.nextafter(6.0, 0), -6.0, 5e-324, -1e-300, 1e-9, 3e38])
     for values in (rng.standard_normal(50_000), rng.uniform(-7, 7, 50_000),
                    0.3 * rng.standard_normal(50_000), np.tile(edges, 300)):
         for dtype in (np.float32, np.float64):
