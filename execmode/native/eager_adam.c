@@ -33,3 +33,16 @@
 
 EM_ADAM(float, f32, sqrtf)
 EM_ADAM(double, f64, sqrt)
+
+/* A group's parameters in one call: ptrs holds each parameter's (p, g, m, v), n their
+ * sizes. The parameters share no memory (optim/plain.py checks), so their order is free. */
+#define EM_ADAM_MANY(T, SFX)                                                              \
+    void em_adam_many_##SFX(int64_t count, void *const *ptrs, const int64_t *n,          \
+                            const T *c, int flags) {                                     \
+        for (int64_t j = 0; j < count; ++j)                                              \
+            em_adam_##SFX((T *)ptrs[4 * j], (const T *)ptrs[4 * j + 1],                  \
+                          (T *)ptrs[4 * j + 2], (T *)ptrs[4 * j + 3], n[j], c, flags);   \
+    }
+
+EM_ADAM_MANY(float, f32)
+EM_ADAM_MANY(double, f64)

@@ -231,7 +231,16 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
         table = np.array(table, dtype=dt)  # (the 0-d values exactly)
         flags = (1 if maximize else 0) | (2 if shrink is not None else 0) | \
             (4 if add_decay is not None else 0)
-    for p, state, arrays, inputs in work:
+    batched = native is not None and dispatch._plain
+    if batched:
+        # Nobody records each update as an op: every parameter whose arrays are all
+        # C-contiguous in one C call; the others (a gradient copied into C order uses the
+        # one scratch buffer) one at a time below; the bookkeeping after all, in order.
+        flats = [_contiguous_flats(arrays) for _, _, arrays, _ in work]
+        native.update_many([f for f in flats if f is not None], table, flags)
+    for k, (p, state, arrays, inputs) in enumerate(work):
+        if batched and flats[k] is not None:
+            continue
         t0 = dispatch._perf_ns()
         flat = _flat(arrays) if native is not None else None
         if flat is not None:
@@ -241,8 +250,17 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
                 arrays.append(None)
             _run_chunked(_adam_chunk, arrays, scratch, maximize, shrink, add_decay,
                          *consts)
-        _record_step(name, p, inputs, t0)
-        # F.assign's bookkeeping, in the ops' order.
+        if not batched:
+            _record_step(name, p, inputs, t0)
+            _mark_adam_updates([(p, state, arrays, inputs)], shrink, amsgrad)
+    if batched:
+        _mark_adam_updates(work, shrink, amsgrad)
+    return True
+
+
+def _mark_adam_updates(work, shrink, amsgrad) -> None:
+    """F.assign's bookkeeping of each update, in the ops' order."""
+    for p, state, _, _ in work:
         if shrink is not None:
             mark_modified(p)
         mark_modified(state["exp_avg"])
@@ -250,7 +268,15 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
         if amsgrad:
             mark_modified(state["max_exp_avg_sq"])
         mark_modified(p)
-    return True
+
+
+def _contiguous_flats(arrays):
+    """``arrays`` (param, grad, moments) flat when every one is C-contiguous, else None."""
+    if arrays[0].ndim == 1:
+        return arrays
+    if all(a.flags.c_contiguous for a in arrays):
+        return [a.reshape(-1) for a in arrays]
+    return None
 
 
 _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -128,8 +128,10 @@ def test_adams_c_update_gives_the_numpy_passes_bits_on_extreme_values():
         with _adam_in_c(in_c):
             if in_c:
                 kernels = plain.ADAM.get()
-                update = kernels.update
+                update, many = kernels.update, kernels.update_many
                 kernels.update = lambda *a, update=update: (calls.append(1), update(*a))
+                kernels.update_many = lambda flats, *a, many=many: (
+                    calls.extend([1] * len(flats)), many(flats, *a))
             p = em.tensor(np.linspace(-3, 3, 10).astype(np.float32), requires_grad=True)
             opt = optim.AdamW([p], lr=0.1, weight_decay=0.01, eps=1e-8)
             for k in range(3):
@@ -138,7 +140,7 @@ def test_adams_c_update_gives_the_numpy_passes_bits_on_extreme_values():
                     opt.step()
             results.append(p.numpy().copy())
             if in_c:
-                kernels.update = update
+                kernels.update, kernels.update_many = update, many
     assert len(calls) == 3  # the C update ran
     assert results[0].tobytes() == results[1].tobytes()
 
@@ -313,3 +315,37 @@ def test_a_recorder_records_the_fused_step_as_one_op_per_parameter(tmp_path, cls
     assert all(o.bytes == 0 and o.line > 0 and o.file.endswith("test_optim_plain.py")
                for o in ops)
     assert ops[0].inputs.startswith("f32[4,3], f32[4,3]") and ops[0].output == "f32[4,3]"
+
+
+def test_a_groups_c_updates_in_one_call_give_each_ones_bits():
+    # Every parameter with C-contiguous arrays in one call, a transposed gradient's (copied
+    # into C order in the one scratch buffer) alone: the same bits as one call each.
+    shapes = [(6, 5), (5,), (7, 3), (4, 4)]
+    results = []
+    for one_call in (True, False):
+        rng = np.random.default_rng(4)
+        with _adam_in_c(True):
+            kernels = plain.ADAM.get()
+            update, many = kernels.update, kernels.update_many
+            sizes = []
+            kernels.update = lambda *a: (sizes.append(1), update(*a))
+            if one_call:
+                kernels.update_many = lambda flats, *a: (sizes.append(len(flats)),
+                                                         many(flats, *a))
+            else:
+                kernels.update_many = lambda flats, constants, flags: [
+                    kernels.update(*f, constants, flags) for f in flats]
+            params = [em.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True)
+                      for s in shapes]
+            opt = optim.Adam(params, lr=0.05, weight_decay=0.1)
+            for _ in range(3):
+                for k, q in enumerate(params):
+                    g = rng.standard_normal(q.shape[::-1] if k == 2 else q.shape)
+                    g = g.astype(np.float32)
+                    q.grad = em.tensor(g).T if k == 2 else em.tensor(g)
+                opt.step()
+            kernels.update, kernels.update_many = update, many
+            results.append([q.numpy().copy() for q in params])
+        assert sizes == ([3, 1] * 3 if one_call else [1] * 12)
+    for a, b in zip(*results):
+        assert a.tobytes() == b.tobytes()
