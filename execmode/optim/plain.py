@@ -272,10 +272,8 @@ def _mark_adam_updates(work, shrink, amsgrad) -> None:
 
 def _contiguous_flats(arrays):
     """``arrays`` (param, grad, moments) flat when every one is C-contiguous, else None."""
-    if arrays[0].ndim == 1:
-        return arrays
     if all(a.flags.c_contiguous for a in arrays):
-        return [a.reshape(-1) for a in arrays]
+        return arrays if arrays[0].ndim == 1 else [a.reshape(-1) for a in arrays]
     return None
 
 
@@ -285,7 +283,7 @@ _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _flat(arrays):
     """``arrays`` (param, grad, moments) flat for the C update: as they are, or with the
     gradient copied into C order when only it is not C-contiguous; None otherwise."""
-    if arrays[0].ndim == 1:
+    if arrays[0].ndim == 1 and all(a.flags.c_contiguous for a in arrays):
         return arrays
     if all(a.flags.c_contiguous for k, a in enumerate(arrays) if k != 1):
         return [_grad_in_c_order(a) if k == 1 else a.reshape(-1)
