@@ -4,10 +4,10 @@
 order as ops/erf.py's NumPy version, with the kernels' flags (``-O3 -march=native
 -ffp-contract=off``, no fast-math): the same bits. Only the tails' two ``exp`` calls
 (1.25 <= |x| < 6) stay NumPy's, whose exp is not libm's: ``split`` computes every other
-element and the tails' exponents, NumPy exponentiates, ``finish`` completes the tails. The
-ops cannot import codegen: :func:`load` is handed to ops/erf.py as its loader
-(codegen/eager_operators.py, at import), and ops/erf.py calls it after a few large calls, so
-a short script never compiles. ``EXECMODE_EAGER_OPERATORS=0`` keeps NumPy.
+element and finds the tails, ``exponents`` gives theirs, NumPy exponentiates, ``finish``
+completes them. The ops cannot import codegen: :func:`load` is handed to ops/erf.py as its
+loader (codegen/eager_operators.py, at import), and ops/erf.py calls it after a few large
+calls, so a short script never compiles. ``EXECMODE_EAGER_OPERATORS=0`` keeps NumPy.
 """
 
 from __future__ import annotations
@@ -21,25 +21,33 @@ _P = ctypes.c_void_p
 
 
 class _Kernels:
-    """On C-contiguous arrays of one size, float32 or float64: ``split(x, out, tail, e1,
-    e2)`` returns the number of tail elements, ``finish(x, out, tail, factors, k)``."""
+    """On C-contiguous arrays of one size, float32 or float64: ``split(x, out, tail)``
+    returns the number of tail elements, ``exponents(x, tail, k, e1, e2)``,
+    ``finish(x, out, tail, factors, k)``."""
 
     def __init__(self, cdll):
         self._cdll = cdll  # keeps the library loaded
-        self._split, self._finish = {}, {}
+        self._split, self._exponents, self._finish = {}, {}, {}
         for name, itemsize in (("f32", 4), ("f64", 8)):
             split = getattr(cdll, f"em_erf_split_{name}")
-            split.argtypes = (_P, _P, ctypes.c_int64, _P, _P, _P)
+            split.argtypes = (_P, _P, ctypes.c_int64, _P)
             split.restype = ctypes.c_int64
+            exponents = getattr(cdll, f"em_erf_exponents_{name}")
+            exponents.argtypes = (_P, _P, ctypes.c_int64, _P, _P)
+            exponents.restype = None
             finish = getattr(cdll, f"em_erf_finish_{name}")
             finish.argtypes = (_P, _P, _P, _P, ctypes.c_int64)
             finish.restype = None
-            self._split[itemsize], self._finish[itemsize] = split, finish
+            self._split[itemsize], self._exponents[itemsize] = split, exponents
+            self._finish[itemsize] = finish
 
-    def split(self, x, out, tail, e1, e2) -> int:
+    def split(self, x, out, tail) -> int:
         return self._split[x.dtype.itemsize](data_pointer(x), data_pointer(out), x.size,
-                                             data_pointer(tail), data_pointer(e1),
-                                             data_pointer(e2))
+                                             data_pointer(tail))
+
+    def exponents(self, x, tail, k: int, e1, e2) -> None:
+        self._exponents[x.dtype.itemsize](data_pointer(x), data_pointer(tail), k,
+                                          data_pointer(e1), data_pointer(e2))
 
     def finish(self, x, out, tail, factors, k: int) -> None:
         self._finish[x.dtype.itemsize](data_pointer(x), data_pointer(out), data_pointer(tail),

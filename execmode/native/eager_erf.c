@@ -141,15 +141,13 @@ static inline __attribute__((always_inline)) void em_erf_exponents(double v, dou
 }
 
 /* erf on every element whose value needs no exp (|x| < 1.25; 6 <= |x|, inf and NaN: +-1 or
- * the NaN); for each tail element its index in tail[] and its two exponents in e1[], e2[].
- * Returns the number of tail elements. Three loops without branches: the inner intervals
- * over every element (vectorised), the others' values and the tails' indices (each index
- * stored, the count moved on for a tail), the tails' exponents (vectorised, both tail
- * intervals computed and one taken). */
+ * the NaN), and each tail element's index in tail[]; returns the number of tail elements.
+ * Two loops without branches: the inner intervals over every element (vectorised), then
+ * the others' values and the tails' indices (each index stored, the count moved on for a
+ * tail). */
 #define EM_ERF_SPLIT(T, SFX)                                                               \
     int64_t em_erf_split_##SFX(const T *restrict x, T *restrict out, int64_t n,             \
-                               int64_t *restrict tail, double *restrict e1,                \
-                               double *restrict e2) {                                      \
+                               int64_t *restrict tail) {                                   \
         for (int64_t i = 0; i < n; i++)                                                    \
             out[i] = (T)em_erf_inner((double)x[i]);                                        \
         int64_t k = 0;                                                                     \
@@ -161,9 +159,15 @@ static inline __attribute__((always_inline)) void em_erf_exponents(double v, dou
             tail[k] = i;                                                                   \
             k += (a >= 1.25) & !outer;                                                     \
         }                                                                                  \
+        return k;                                                                          \
+    }
+
+/* The tail elements' two exponents (vectorised: both tail intervals computed, one taken). */
+#define EM_ERF_EXPONENTS(T, SFX)                                                           \
+    void em_erf_exponents_##SFX(const T *restrict x, const int64_t *restrict tail,          \
+                                int64_t k, double *restrict e1, double *restrict e2) {     \
         for (int64_t j = 0; j < k; j++)                                                    \
             em_erf_exponents((double)x[tail[j]], e1 + j, e2 + j);                          \
-        return k;                                                                          \
     }
 
 /* The tail elements' erf from their factors f = exp(e1) * exp(e2): copysign(1 - f / a, x). */
@@ -178,5 +182,7 @@ static inline __attribute__((always_inline)) void em_erf_exponents(double v, dou
 
 EM_ERF_SPLIT(float, f32)
 EM_ERF_SPLIT(double, f64)
+EM_ERF_EXPONENTS(float, f32)
+EM_ERF_EXPONENTS(double, f64)
 EM_ERF_FINISH(float, f32)
 EM_ERF_FINISH(double, f64)

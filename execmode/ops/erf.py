@@ -117,12 +117,13 @@ def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
     """erf_float64's bits (rounded to ``a``'s dtype): every interval in C, the tails'
     exponentials by NumPy's exp (as _erf_tail makes them) between the two C passes."""
     out = np.empty(a.shape, a.dtype)
-    n = a.size
-    tail, e1, e2 = np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.float64)
-    k = kernels.split(a, out, tail, e1, e2)
+    tail = np.empty(a.size, np.int64)  # (the scratch beyond the tails is never touched)
+    k = kernels.split(a, out, tail)
     if k:
+        e1, e2 = np.empty(k, np.float64), np.empty(k, np.float64)
+        kernels.exponents(a, tail, k, e1, e2)
         with np.errstate(all="ignore"):
-            factors = np.exp(e1[:k]) * np.exp(e2[:k])
+            factors = np.exp(e1) * np.exp(e2)
         kernels.finish(a, out, tail, factors, k)
     return out
 
