@@ -346,10 +346,12 @@ def _send(walk: _Walk, x, gx, fresh: bool) -> None:
 
 def _only_accumulated_into(x: Tensor, node: GradNode) -> bool:
     """``x`` is a ``.grad`` whose last write was backward adding into it in place
-    (grad_accumulation.add_into), read by an op whose gradient needs no values: PyTorch
-    checks the versions of saved tensors alone, so ``(p.grad + w).sum()`` backpropagates
-    after ``p.grad`` accumulated."""
-    return node.op.name in _SAVES_NOTHING and \
+    (grad_accumulation.add_into), read by an op whose gradient needs no values of it:
+    PyTorch checks the versions of saved tensors alone, so ``(p.grad + w).sum()``
+    backpropagates after ``p.grad`` accumulated, and so does ``where(c, b, p.grad)``
+    (where's gradient reads its condition only)."""
+    name = node.op.name
+    return (name in _SAVES_NOTHING or name == "where" and x is not node.inputs[0]) and \
         x.__dict__.get("_accumulated_at", -1) == x.__dict__.get("_written_at")
 
 

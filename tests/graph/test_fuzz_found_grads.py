@@ -173,3 +173,49 @@ x2 = em.tensor([[0.5, -2.0, 1.0, 3.0]], dtype=em.float32, requires_grad=True)
 z2 = em.tensor([[2.0, 0.25, -1.0, -0.5]], dtype=em.float32, requires_grad=True)
 out2 = F(x2, z2)
 """)
+
+
+def test_where_reading_an_accumulated_grad_backpropagates_as_in_pytorch():
+    # Seed 20261218, program 919: f runs backward inside (w.grad accumulates in place), then
+    # where(b > 0, b, w.grad); an outside backward through both results accumulated into
+    # w.grad before it reached where, and eager refused ("w.grad was overwritten") where
+    # the jit's one node did not. where's gradient reads its condition only: PyTorch saves
+    # nothing else, and eager now lets a .grad that only backward wrote through, as it
+    # does for ops that need no values.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+w = em.tensor([[1.0, -1.75, 0.25], [-0.75, 0.5, 1.5], [-2.25, 2.5, 1.75], [-1.0, -2.25, 2.0]], dtype=em.float32, requires_grad=True)
+b = em.tensor([1.75, -1.75, -0.75], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x):
+    v0 = ((x @ w) * b).sum()
+    v0.backward(retain_graph=True)
+    v1 = em.where(b > 0.0, b, w.grad)
+    v2 = v0 * 0.25
+    return v1, v2
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[2.5, -2.5, 0.25, 0.5], [-2.5, 1.75, 2.75, -2.75]], dtype=em.float32, requires_grad=True)
+out1 = F(x1)
+# --- call 2 ---
+x2 = em.tensor([[0.0, -2.75, 2.25, 3.0], [0.5, 1.25, -1.0, -1.0], [0.0, 2.25, 1.0, 0.25]], dtype=em.float32, requires_grad=True)
+out2 = F(x2)
+# --- call 3 ---
+(out2[0].sum() + out2[1].sum()).backward()
+out3 = F(x1)
+""")
+
+
+def test_where_still_refuses_a_condition_overwritten_after_it():
+    from execmode.errors import BackwardError
+
+    x = em.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    c = x > 0.0
+    y = em.where(c, x, 0.0)
+    c[...] = em.tensor([False, False, False])
+    with pytest.raises(BackwardError, match="overwritten"):
+        y.sum().backward()
