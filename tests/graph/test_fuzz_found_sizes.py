@@ -192,3 +192,32 @@ out4 = F(x4)
 x5 = em.tensor([[0.5, 1.0, 2.75, 1.75], [-1.0, -0.75, 2.25, -0.75], [-1.75, -2.75, -2.0, 2.25]], dtype=em.float32)
 out5 = F(x5)
 """)
+
+
+def test_fftshift_rolls_each_size_by_its_own_half():
+    # Seed 20261219, program 3859: ifftshift at sizes 6 and 7 rolls by 6 // 2 == 7 // 2 == 3,
+    # so the two traces gave one graph and the size-generic plan rolled size 8 by 3 too
+    # (roll made its shift a plain int). The shift now stays the size's expression.
+    assert_agrees("""
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(x):
+    return em.fft.ifftshift(x, axes=(0,)) * 1.0
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=em.float32)
+out1 = F(x1)
+# --- call 2 ---
+x2 = em.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 10.0], [11.0, 12.0]], dtype=em.float32)
+out2 = F(x2)
+# --- call 3 ---
+x3 = em.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 10.0], [11.0, 12.0], [13.0, 14.0]], dtype=em.float32)
+out3 = F(x3)
+# --- call 4 ---
+x4 = em.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 10.0], [11.0, 12.0], [13.0, 14.0], [15.0, 16.0]], dtype=em.float32)
+out4 = F(x4)
+""")
