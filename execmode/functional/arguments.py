@@ -192,10 +192,14 @@ def normalize_axis_for(op: str, x, axis) -> int:
 
 
 def _shape_like(shape) -> tuple:
+    """A shape's ints; a traced size's expression (symbolic_sizes.SymInt, an int) is kept,
+    so that a size-generic plan evaluates it at each call (``x.shape[0] // 2``)."""
     if isinstance(shape, int | np.integer):
-        return (int(shape),)
+        return (shape if isinstance(shape, int) and shape.__class__ is not bool
+                else int(shape),)
     try:
-        return tuple(operator.index(d) for d in shape)
+        return tuple(d if isinstance(d, int) and d.__class__ is not bool
+                     else operator.index(d) for d in shape)
     except TypeError:
         raise RuleError(f"a shape must be a sequence of ints, got {value_text(shape)}",
                         ArgumentError) from None

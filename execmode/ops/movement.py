@@ -24,8 +24,11 @@ def _same_dtype(dtypes, attrs):
 # --- reshape ----------------------------------------------------------------------------
 
 def resolve_shape(shape, size: int) -> tuple:
-    """Replace one -1 in ``shape`` so that it holds ``size`` elements."""
-    shape = tuple(int(d) for d in shape)
+    """Replace one -1 in ``shape`` so that it holds ``size`` elements. A traced size's
+    expression (symbolic_sizes.SymInt) stays one, so that a size-generic plan evaluates it
+    at each call."""
+    shape = tuple(d if isinstance(d, int) and d.__class__ is not bool else int(d)
+                  for d in shape)
     if shape.count(-1) > 1:
         raise RuleError(f"reshape to {shape}: only one dimension can be -1")
     if any(d < -1 for d in shape):

@@ -221,3 +221,27 @@ out3 = F(x3)
 x4 = em.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 10.0], [11.0, 12.0], [13.0, 14.0], [15.0, 16.0]], dtype=em.float32)
 out4 = F(x4)
 """)
+
+
+@pytest.mark.parametrize("body", [
+    "em.broadcast_to(x[:1], (x.shape[0] // 2, x.shape[1])) * 1.0",
+    "em.reshape(x[:(x.shape[0] // 2) * 2], (x.shape[0] // 2, -1)) * 1.0",
+])
+def test_a_shape_computed_from_a_size_is_evaluated_at_each_size(body):
+    # Beside 20261219-3859: a shape argument that is a size's floor division was made a
+    # plain int (broadcast_to's shape, reshape's -1 resolved), so sizes 6 and 7 gave one
+    # graph and size 8 got size 6's shape: broadcast_to silently, reshape by raising.
+    rows = [[float(2 * i), float(2 * i + 1)] for i in range(8)]
+    calls = "".join(f"# --- call {k} ---\nx{k} = em.tensor({rows[:n]}, dtype=em.float32)\n"
+                    f"out{k} = F(x{k})\n" for k, n in enumerate((3, 6, 7, 8), start=1))
+    assert_agrees(f"""
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(x):
+    return {body}
+
+F = em.jit(f, passes=[])
+{calls}""")
