@@ -237,14 +237,15 @@ def fused_path_open() -> bool:
         getattr(listener, "records_fused_steps", False) for listener in instrument.listeners()))
 
 
-def plain_arrays(*tensors, fused: bool = False):
+def plain_arrays(*tensors, fused: bool = False, one_node: bool = False):
     """The NumPy arrays of ``tensors`` when a composite may compute on them directly,
     without apply for each of its ops: no tracer and no listener (nobody sees those ops;
     with ``fused``, :func:`fused_path_open`: the caller records its call as one op,
     emit_after), every one a Tensor on a NumPy array, and autograd would not record
     (none requires grad, or grad mode is off in this thread). Else None: the composite
     runs its ops. The composite must make the NumPy calls its ops make, so that the bits
-    are the ops'."""
+    are the ops'. With ``one_node``, a composite that records one autograd node for the
+    whole (nn/one_node.py): an input that requires grad is taken, in grad mode only."""
     arrays = []
     grad = False
     for t in tensors:
@@ -256,30 +257,11 @@ def plain_arrays(*tensors, fused: bool = False):
         grad = grad or t.requires_grad
         arrays.append(data)
     if grad and (_grad_enabled or _thread.grad):
+        if not one_node:
+            return None
+    elif one_node:  # no node where autograd would record none
         return None
     if not (_plain or fused and fused_path_open()):
-        if _listening and not _tracing:  # the op path for the listener: part of its cost
-            count_declined(_getframe(1).f_code)
-        return None
-    return arrays
-
-
-def one_node_arrays(*tensors):
-    """The NumPy arrays of ``tensors`` when a composite may compute on them at once and
-    record one autograd node for the whole (nn/one_node.py): as :func:`plain_arrays`, but
-    an input that requires grad is taken (the caller records the node), in grad mode only.
-    Else None: the composite runs its ops, each seen by the tracer or the listener."""
-    if not (_grad_enabled or _thread.grad):
-        return None
-    arrays = []
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            return None
-        data = t._data
-        if data.__class__ is not _ndarray:
-            return None
-        arrays.append(data)
-    if not _plain:
         if _listening and not _tracing:  # the op path for the listener: part of its cost
             count_declined(_getframe(1).f_code)
         return None

@@ -1,12 +1,12 @@
 """A composite recorded as one autograd node when nobody watches: cross_entropy in training.
 
-A training step calls ``F.cross_entropy`` on logits that require grad. Through its ops
-that is a dozen nodes on the tape and a dozen vjps in backward, mostly Python for the
-batches people train on. When no tracer and no listener would see the ops
-(``dispatch.one_node_arrays``), the forward makes the ops' NumPy calls at once
-(nn/plain.py: the same bits) and records one node. Its backward makes, on the values the
-forward kept, the arithmetic the ops' vjps make, in the order backward runs them and with
-the casts backward makes between nodes, so the gradient has the bits it has through the
+A training step calls ``F.cross_entropy`` on logits that require grad. Through its ops that
+is a dozen nodes on the tape and a dozen vjps in backward, mostly Python for the batches
+people train on. When no tracer and no listener would see the ops
+(``dispatch.plain_arrays(..., one_node=True)``), the forward makes the ops' NumPy calls at
+once (nn/plain.py: the same bits) and records one node. Its backward makes, on the values
+the forward kept, the arithmetic the ops' vjps make, in the order backward runs them and
+with the casts backward makes between nodes, so the gradient has the bits it has through the
 ops (tests/engine/test_one_node_loss.py compares them). Only the rounding steps matter for
 that: the scatter of each sample's gradient into zeros and the row sums over one non-zero
 value are exact. A tracer, a debugger or a profiler sees the ops, as before.
@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import functional as F
 from .._tensor import Tensor
-from ..dispatch import one_node_arrays, plain_tensor
+from ..dispatch import plain_arrays, plain_tensor
 from ..ops import OPS
 from ..tape import GradNode
 from . import plain as P
@@ -42,7 +42,7 @@ def cross_entropy(logits, target, ignore_index, reduction):
     """The loss with one node for the whole composite, or None where its ops run (a tracer
     or a listener, another layout of arguments than (N, C) logits and (N,) labels, a label
     to explain, NumPy raising)."""
-    arrays = one_node_arrays(logits, target)
+    arrays = plain_arrays(logits, target, one_node=True)
     if arrays is None:
         return None
     a, t = arrays
