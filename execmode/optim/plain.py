@@ -283,8 +283,9 @@ _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _flat(arrays):
     """``arrays`` (param, grad, moments) flat for the C update: as they are, or with the
     gradient copied into C order when only it is not C-contiguous; None otherwise."""
-    if arrays[0].ndim == 1 and all(a.flags.c_contiguous for a in arrays):
-        return arrays
+    flats = _contiguous_flats(arrays)
+    if flats is not None:
+        return flats
     if all(a.flags.c_contiguous for k, a in enumerate(arrays) if k != 1):
         return [_grad_in_c_order(a) if k == 1 else a.reshape(-1)
                 for k, a in enumerate(arrays)]
