@@ -109,11 +109,13 @@ def prepare(jitted, rebuild, tracer: Tracer, out_leaves: list, n_results: int,
         good = tuple(k for k in range(len(outputs)) if k not in joint.refusals)
         if not joint.refusals or not good:
             joint.refusal, joint.refusals = str(exc), {}
+            _trace_prefixes(joint, tp, tracer, range(len(outputs)))
             return joint
         try:
             bg = trace_backward(joint, tp, good, tracer)
         except BackwardError as again:
             joint.refusal, joint.refusals = str(again), {}
+            _trace_prefixes(joint, tp, tracer, range(len(outputs)))
             return joint
         except Exception as again:  # noqa: BLE001 - as below
             joint.refusal, joint.refusals = CANNOT.format(
@@ -133,11 +135,32 @@ def prepare(jitted, rebuild, tracer: Tracer, out_leaves: list, n_results: int,
            id(t) not in tracer.stand_in_of for t in tp.boundary):
         joint.per_call = ("autograd: a tensor overwritten from its own value carries its "
                           "history from before the call into the backward")
+    if joint.refusals:
+        _trace_prefixes(joint, tp, tracer, joint.refusals)
+    _keep_saved(joint, tp, tracer)
+    return joint
+
+
+def _keep_saved(joint: JointBackward, tp: BackwardTape, tracer: Tracer) -> None:
+    """The forward values the backward graphs read: the forward returns them too."""
     joint.scalars = [src.scalar for src in tracer._builder.sources if src.kind == "scalar"]
     joint.saved_tensors = [None] * len(tp.saved_of)
     for key, j in tp.saved_of.items():
         joint.saved_tensors[j] = tp.forward[key]
-    return joint
+
+
+def _trace_prefixes(joint: JointBackward, tp: BackwardTape, tracer: Tracer, refused) -> None:
+    """For a backward that eager refuses: the graphs of what eager's walk runs before it
+    refuses (joint.prefixes), by mask: every output's together, and each refused one's
+    alone. An op among them can fail first (an SVD of an inf), and eager raises that."""
+    masks = {tuple(range(len(tp.outputs)))} | {(k,) for k in refused}
+    for mask in sorted(masks):
+        try:
+            joint.prefixes[mask] = trace_backward(joint, tp, mask, tracer, upto_refusal=True)
+        except Exception:  # noqa: BLE001 - without it the call raises the refusal alone
+            continue
+    if joint.refusal is not None:
+        _keep_saved(joint, tp, tracer)
 
 
 def take_saved_specs(joint: JointBackward | None, specs: list) -> list:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import functional as F
+from .. import tape
 from .._tensor import Tensor
 from ..autograd import check_not_overwritten, node_saves
 from ..backend import device_of_array, xp_for
@@ -178,11 +179,16 @@ def _cotangent_example(t: Tensor) -> Tensor:
 
 
 def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
-                    tracer=None) -> BackwardGraph:
+                    tracer=None, upto_refusal: bool = False) -> BackwardGraph:
     """Trace the backward graph for the outputs in ``mask``: autograd.backward's walk,
     from several roots, under a tracer of its own. With ``tracer`` (the forward's, still
     tracing) this is the first trace, for every output: it decides the saved values and
-    the inputs, and checks what eager checks; the traces of other masks reuse them."""
+    the inputs, and checks what eager checks; the traces of other masks reuse them.
+
+    ``upto_refusal``: the walk of a backward that eager refuses, up to the node where it
+    refuses. Its graph runs what eager runs before the refusal (an SVD that fails on an
+    inf raises first there): its results are every gradient computed by then, to keep
+    those ops; nothing receives them."""
     if tp is None:
         raise BackwardError(CANNOT.format(why="its backward could not be traced"))
     first = tracer is not None
@@ -212,14 +218,23 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
                     freed_at = node.op.name
                 if node_saves(node):
                     saving.add(id(node))
-                if first:
-                    check_not_overwritten(t, node)
+                if first or upto_refusal:
+                    try:
+                        check_not_overwritten(t, node)
+                    except BackwardError:
+                        if not upto_refusal:
+                            raise
+                        flow.append((None, g))
+                        break
                 for x in (*node.inputs, node.saved_output):
                     index = tp.check_index.get(id(x))
                     if index is not None:
                         checked.add(index)
                 args = [_operand(x, tp, first, tracer, views) for x in node.inputs]
                 saved = _operand(node.saved_output, tp, first, tracer, views)
+                if upto_refusal and tape.refuses_complex(node.op):
+                    flow.append((None, g))
+                    break
                 in_grads = node.op.vjp(g, saved, *args, **node.attrs)
                 hook = getattr(node.op, "at_each_backward", None)
                 if hook is not None and hook not in each_backward:
@@ -234,12 +249,14 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
                         grads[id(x)] = gx if prev is None else prev + gx
                     elif _receives(x, tp, tracer):
                         flow.append((x, gx))
+            if upto_refusal:
+                flow = [(None, gx) for _, gx in flow] + [(None, gx) for gx in grads.values()]
             segment, specs = bw.finish([gx for _, gx in flow])
     except BaseException:
         bw.abort()
         raise
     receivers = []
-    for x, _ in flow:
+    for x, _ in flow if not upto_refusal else ():
         index = tp.inputs_of.get(id(x))
         if index is None:
             index = tp.inputs_of[id(x)] = len(tp.boundary)

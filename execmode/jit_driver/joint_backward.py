@@ -45,6 +45,8 @@ class JointBackward:
     # overwritten later), by index: a backward through the others still runs.
     refusals: dict = field(default_factory=dict)
     graphs: dict = field(default_factory=dict)   # mask -> BackwardGraph
+    # mask -> the graph of what eager runs before it refuses (backward_trace.py)
+    prefixes: dict = field(default_factory=dict)
     tape: object = None        # BackwardTape, kept to trace the graph of other masks
     # Why each call must re-run the Python (a history that changes per call), or "".
     per_call: str = ""
@@ -56,7 +58,7 @@ class JointBackward:
     # --- at every call ----------------------------------------------------------------
     def attach(self, results: list, leaves, outputs) -> None:
         """Give this call's differentiable results their shared node."""
-        saved = [] if self.refusal else self.saved_arrays(results, leaves, outputs)
+        saved = self.saved_arrays(results, leaves, outputs)
         inputs = tuple(resolve(ref, leaves) for ref in self.inputs)
         checked = [results[r] if kind == "result" else resolve(r, leaves)
                    for kind, r in self.checks]
@@ -128,33 +130,48 @@ class JitCall(MultiOutputOp):
 
     def backward(self, gradients: dict) -> list:
         joint = self.joint
-        if joint.refusal is not None:
-            raise BackwardError(joint.refusal)
-        for k in sorted(gradients):
-            if k in joint.refusals:
-                raise BackwardError(joint.refusals[k])
+        mask = tuple(sorted(gradients))
+        refusal = joint.refusal or next(
+            (joint.refusals[k] for k in mask if k in joint.refusals), None)
+        if refusal is not None:
+            self._run_prefix(mask, gradients)
+            raise BackwardError(refusal)
         if dispatch.current_tracer() is not None:
             raise BackwardError(CANNOT.format(
                 why="the ops that made it ran in a compiled graph, whose backward cannot be "
                     "traced into another jitted function's graph"))
-        mask = tuple(sorted(gradients))
         bg = joint.graph_for(mask)
         if bg.freed_at is not None:
             raise BackwardError(f"backward through {bg.freed_at}: {SECOND_BACKWARD}")
         self.saves_for_backward = bg.saves  # whether autograd frees this node afterwards
         self._running = bg.saving_nodes
         self._check_writes(gradients, bg)
+        for hook in bg.at_each_backward:
+            hook()
+        leaves, outputs = self._run(bg, mask, gradients)
+        grads = joint.rebuild(bg.specs, leaves, outputs)
+        return [(self.inputs[i], g) for i, g in zip(bg.receivers, grads)]
+
+    def _run(self, bg: BackwardGraph, mask: tuple, gradients: dict) -> tuple:
+        """Run a backward graph: its leaves (the gradients, then the saved values) and
+        its plan's outputs."""
         leaves = [gradients[k][1] for k in mask]
         for array in self.saved:
             t = object.__new__(Tensor)
             t._data, t.requires_grad = array, False
             leaves.append(t)
-        for hook in bg.at_each_backward:
-            hook()
         arrays = [self._read(src, leaves) for src in bg.segment.sources]
-        outputs = run_plan(bg.compiled.plan, arrays)
-        grads = joint.rebuild(bg.specs, leaves, outputs)
-        return [(self.inputs[i], g) for i, g in zip(bg.receivers, grads)]
+        return leaves, run_plan(bg.compiled.plan, arrays)
+
+    def _run_prefix(self, mask: tuple, gradients: dict) -> None:
+        """Before raising eager's refusal: run what eager's walk runs before it refuses,
+        so that an op there that fails (an SVD of an inf) raises first, as eagerly."""
+        pg = self.joint.prefixes.get(mask)
+        if pg is None or dispatch.current_tracer() is not None:
+            return
+        if pg.compiled is None:
+            pg.compiled = self.joint.jitted.compile_segment(pg.segment.graph, pg.backend)
+        self._run(pg, mask, gradients)
 
     def _read(self, src, leaves):
         """A backward graph input: a number the forward read, as it was at this call."""
