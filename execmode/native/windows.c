@@ -98,10 +98,86 @@ static em_window_columns *em_columns(const em_pool_dims *d) {
     free(columns);                                                                       \
     return 0
 
+/* 2x2 windows at stride 2, no padding or dilation, all inside the image: the common max
+ * pool, whose windows tile the image. The general walk's bounds and offsets per window
+ * cost more than the window's four comparisons, so where no NaN is in the image (the
+ * general walk finds the first NaN), a row of these windows has a loop of its own,
+ * vectorised, with the same rule. */
+static inline int em_tiled_2x2(const int64_t *dims) {
+    const em_pool_dims *d = (const em_pool_dims *)dims;
+    return d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->ph == 0 &&
+           d->pw == 0 && d->dh == 1 && d->dw == 1 && 2 * d->oh <= d->h && 2 * d->ow <= d->w;
+}
+
+/* One row of 2x2 windows: rows x0 and x1 of x (h0, h1 of h), ow windows. Written as
+ * selects on comparisons, without branches, so that the compiler vectorises it; for
+ * images without NaN. b wins over a by b > a, c over both by c > their maximum, e over
+ * all three likewise: the first maximum in row-major order. */
+#define EM_DEFINE_ROW_2X2(T)                                                            \
+    static inline int em_fast_2x2_##T(const T *x, const int64_t *dims) {                \
+        if (!em_tiled_2x2(dims)) return 0;                                               \
+        int nan = 0;                                                                     \
+        for (int64_t i = 0, n = dims[0] * dims[1] * dims[2]; i < n; i++)                 \
+            nan |= x[i] != x[i];                                                         \
+        return !nan;                                                                     \
+    }                                                                                    \
+    static inline void em_select_row_2x2_##T(const T *restrict x0, const T *restrict x1,  \
+                                            const T *restrict h0, const T *restrict h1,  \
+                                            T *restrict out, int64_t ow) {               \
+        for (int64_t ox = 0; ox < ow; ox++) {                                            \
+            const T a = x0[2 * ox], b = x0[2 * ox + 1], c = x1[2 * ox], e = x1[2 * ox + 1]; \
+            const T ha = h0[2 * ox], hb = h0[2 * ox + 1], hc = h1[2 * ox];               \
+            const T he = h1[2 * ox + 1];                                                 \
+            const T ab = b > a ? b : a;                                                  \
+            const T abc = c > ab ? c : ab;                                               \
+            T v = b > a ? hb : ha;                                                       \
+            v = c > ab ? hc : v;                                                         \
+            out[ox] = e > abc ? he : v;                                                  \
+        }                                                                                \
+    }                                                                                    \
+    static inline void em_scatter_row_2x2_##T(const T *restrict x0, const T *restrict x1, \
+                                             const T *restrict g, T *restrict o0,        \
+                                             T *restrict o1, int64_t ow) {               \
+        const T zero = 0;                                                                \
+        for (int64_t ox = 0; ox < ow; ox++) {                                            \
+            const T a = x0[2 * ox], b = x0[2 * ox + 1], c = x1[2 * ox], e = x1[2 * ox + 1]; \
+            const T ab = b > a ? b : a;                                                  \
+            const T abc = c > ab ? c : ab;                                               \
+            /* zero + g, as the general path adds g into zeros (-0.0 becomes +0.0) */    \
+            const T add = zero + g[ox];                                                  \
+            const T p0 = b > a ? zero : add, p1 = b > a ? add : zero;                    \
+            const T q0 = c > ab ? zero : p0, q1 = c > ab ? zero : p1;                    \
+            const T q2 = c > ab ? add : zero;                                            \
+            const int last = e > abc;                                                    \
+            o0[2 * ox] = last ? zero : q0;                                               \
+            o0[2 * ox + 1] = last ? zero : q1;                                           \
+            o1[2 * ox] = last ? zero : q2;                                               \
+            o1[2 * ox + 1] = last ? add : zero;                                          \
+        }                                                                                \
+    }
+
+/* Every row of 2x2 windows (plane p, row oy): ``top``, its first image row's offset. */
+#define EM_FOR_EACH_2X2_ROW(dims, BODY)                                                 \
+    const int64_t h = dims[1], w = dims[2], oh = dims[3], ow = dims[4];                  \
+    for (int64_t p = 0; p < dims[0]; p++)                                                \
+        for (int64_t oy = 0; oy < oh; oy++) {                                            \
+            const int64_t top = p * h * w + 2 * oy * w, row = (p * oh + oy) * ow;        \
+            BODY;                                                                        \
+        }
+
 /* out[window] = h[the window's first maximum in x]; index (or NULL) gets that position. */
 #define EM_DEFINE_SELECT(T, SFX)                                                        \
+    static void em_max_pool_select_2x2_##SFX(const T *h_in, const T *x, T *out,          \
+                                             const int64_t *dims) {                      \
+        EM_FOR_EACH_2X2_ROW(dims, em_select_row_2x2_##T(x + top, x + top + w, h_in + top, \
+                                                        h_in + top + w, out + row, ow)); \
+    }                                                                                    \
     int em_max_pool_select_##SFX(const T *h_in, const T *x, T *out, int64_t *index,     \
                                  const int64_t *dims) {                                  \
+        if (!index && em_fast_2x2_##T(x, dims)) {                                        \
+            em_max_pool_select_2x2_##SFX(h_in, x, out, dims);                            \
+            return 0;                                                                    \
+        }                                                                                \
         EM_FOR_EACH_WINDOW(T, x, dims, {                                                 \
             const int64_t o = p * pooled + oy * d.ow + ox;                               \
             out[o] = h_in[p * image + at];                                               \
@@ -112,14 +188,29 @@ static em_window_columns *em_columns(const em_pool_dims *d) {
 /* out = zeros of x's shape, then g[window] added at the window's first maximum in x, the
  * windows in row-major order (where windows overlap, that is the order of the sums). */
 #define EM_DEFINE_SCATTER(T, SFX)                                                       \
+    static void em_max_pool_scatter_2x2_##SFX(const T *g, const T *x, T *out,           \
+                                              const int64_t *dims) {                     \
+        EM_FOR_EACH_2X2_ROW(dims, em_scatter_row_2x2_##T(x + top, x + top + w, g + row,   \
+                                                         out + top, out + top + w, ow)); \
+    }                                                                                    \
     int em_max_pool_scatter_##SFX(const T *g, const T *x, T *out, const int64_t *dims) {  \
-        memset(out, 0, (size_t)(dims[0] * dims[1] * dims[2]) * sizeof(T));               \
+        const size_t bytes = (size_t)(dims[0] * dims[1] * dims[2]) * sizeof(T);          \
+        if (em_fast_2x2_##T(x, dims)) {                                                  \
+            /* its windows write every position they cover, zeros too */                 \
+            if (dims[1] != 2 * dims[3] || dims[2] != 2 * dims[4])                        \
+                memset(out, 0, bytes);                                                   \
+            em_max_pool_scatter_2x2_##SFX(g, x, out, dims);                              \
+            return 0;                                                                    \
+        }                                                                                \
+        memset(out, 0, bytes);                                                           \
         EM_FOR_EACH_WINDOW(T, x, dims,                                                   \
                            out[p * image + at] += g[p * pooled + oy * d.ow + ox]);       \
     }
 
 EM_DEFINE_ARGMAX(float)
 EM_DEFINE_ARGMAX(double)
+EM_DEFINE_ROW_2X2(float)
+EM_DEFINE_ROW_2X2(double)
 EM_DEFINE_SELECT(float, f32)
 EM_DEFINE_SELECT(double, f64)
 EM_DEFINE_SCATTER(float, f32)

@@ -76,6 +76,32 @@ def test_c_kernels_give_the_numpy_versions_bits(kernels, case, dtype):
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), name
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 8, 40), (2, 3, 9, 41), (1, 2, 14, 14)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_2x2_windows_without_nan_give_the_numpy_versions_bits(kernels, shape, dtype):
+    # The common max pool (2x2, stride 2) of an image without NaN has a vectorised loop
+    # of its own (windows.c): ties, signed zeros and infinities pick the same position,
+    # and the gradient adds into zeros (-0.0 becomes +0.0, NaN stays) on exactly tiled
+    # images and on odd sizes alike.
+    rng = np.random.default_rng(11)
+    special = np.array([0.0, -0.0, 1.0, 1.0, -np.inf, np.inf, 2.0], dtype)
+    x = rng.choice(special, size=shape)
+    mixed = rng.random(shape) < 0.5
+    x[mixed] = rng.standard_normal(int(mixed.sum()))
+    attrs = _attrs(shape, (2, 2), (2, 2), (0, 0), (1, 1), None)
+    g = rng.choice(np.array([-0.0, 0.0, np.nan, 1.5, -2.0], dtype),
+                   size=shape[:2] + attrs["out_size"])
+    h = rng.standard_normal(shape).astype(dtype)
+    runs = {
+        "max_pool2d": lambda: pooling._select(np, x, x, **attrs),
+        "select": lambda: pooling._select(np, h, x, **attrs),
+        "backward": lambda: pooling._scatter(np, g, x, **attrs),
+    }
+    for name, run in runs.items():
+        got, want = run(), _numpy_only(run)
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), name
+
+
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_im2col_and_col2im_in_c_give_the_numpy_bits(kernels, case, dtype):
