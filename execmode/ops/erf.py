@@ -11,6 +11,8 @@ on every input tested (tests/engine/test_plain_paths.py). Graph mode compiles er
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .native_kernels import NativeKernels
@@ -113,11 +115,27 @@ NATIVE_AFTER_CALLS = 3
 NATIVE = NativeKernels(after_calls=NATIVE_AFTER_CALLS)
 
 
+# The tails' indices go into a buffer kept per thread (up to this many elements): a fresh
+# one of the input's size at every call had its pages faulted in by the scan that fills
+# it, which cost as much as the scan on a virtual machine.
+_SCRATCH_MAX = 1 << 21
+_scratch = threading.local()
+
+
+def _tail_indices(n: int) -> np.ndarray:
+    if n > _SCRATCH_MAX:
+        return np.empty(n, np.int64)
+    buf = getattr(_scratch, "tail", None)
+    if buf is None or buf.size < n:
+        buf = _scratch.tail = np.empty(max(n, 4096), np.int64)
+    return buf
+
+
 def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
     """erf_float64's bits (rounded to ``a``'s dtype): every interval in C, the tails'
     exponentials by NumPy's exp (as _erf_tail makes them) between the two C passes."""
     out = np.empty(a.shape, a.dtype)
-    tail = np.empty(a.size, np.int64)  # (the scratch beyond the tails is never touched)
+    tail = _tail_indices(a.size)  # (split reads none of it; beyond the tails, untouched)
     k = kernels.split(a, out, tail)
     if k:
         e1, e2 = np.empty(k, np.float64), np.empty(k, np.float64)

@@ -210,6 +210,29 @@ def test_erf_in_c_is_the_numpy_versions_bits():
             _same(erf_module._erf_native(kernels, a), want)
 
 
+def test_erf_in_c_keeps_its_tail_indices_per_thread():
+    # The tails' indices live in a buffer kept per thread and grown: sizes up and down,
+    # and four threads at once, each get erf_float64's bits.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from execmode.codegen import eager_erf
+    from execmode.ops import erf as erf_module
+    kernels = eager_erf.load()
+    if kernels is None:
+        pytest.skip("no C compiler (or EXECMODE_EAGER_OPERATORS=0): erf stays in NumPy")
+
+    def check(seed):
+        rng = np.random.default_rng(seed)
+        for n in (70_000, 5_000, 200_000, 9_000):
+            a = rng.uniform(-7, 7, n).astype(np.float32)
+            want = erf_module.erf_float64(a.astype(np.float64)).astype(np.float32)
+            _same(erf_module._erf_native(kernels, a), want)
+
+    check(0)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(check, range(1, 9)))
+
+
 def test_erf_switches_to_c_after_a_few_large_calls(monkeypatch):
     from execmode.ops import erf as erf_module
     calls = []
