@@ -33,6 +33,7 @@ from .arguments import (
     _tensor_arg,
     _torch_axis,
     normalize_axis_for,
+    size_arg,
 )
 from .array_api import (
     broadcast_arrays,

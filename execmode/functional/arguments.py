@@ -93,7 +93,7 @@ def _int_arg(op: str, name: str, v, inputs=()) -> int:
         if value is not None and _is_int(value):
             return int(value)
         raise op_error(ArgumentError, op, inputs, f"{name} must be an int, got {value_text(v)}")
-    return int(v)
+    return size_arg(v)  # (a count from a traced size, linspace's num or topk's k, stays one)
 
 
 def _number_arg(op: str, name: str, v, inputs=()):
@@ -128,7 +128,7 @@ def _shape_arg(shape, op: str = "full") -> tuple:
         shape = (shape,)
     if not isinstance(shape, tuple | list) or not builtins.all(_is_int(d) for d in shape):
         raise op_error(ArgumentError, op, (), f"a shape must be a sequence of ints, got {value_text(shape)}")
-    out = tuple(int(d) for d in shape)
+    out = tuple(size_arg(d) for d in shape)
     if builtins.any(d < 0 for d in out):
         raise op_error(ArgumentError, op, (), f"negative dimension in shape {out}")
     return out
@@ -191,15 +191,19 @@ def normalize_axis_for(op: str, x, axis) -> int:
         raise _rule_error(op, (x,), exc) from None
 
 
+def size_arg(d) -> int:
+    """An int that may be a size: a traced size's expression (symbolic_sizes.SymInt, an
+    int) is kept, so that a size-generic plan evaluates it at each call (``x.shape[0] //
+    2``); turned into a plain int, one graph would serve sizes it is wrong for."""
+    return d if isinstance(d, int) and d.__class__ is not bool else operator.index(d)
+
+
 def _shape_like(shape) -> tuple:
-    """A shape's ints; a traced size's expression (symbolic_sizes.SymInt, an int) is kept,
-    so that a size-generic plan evaluates it at each call (``x.shape[0] // 2``)."""
+    """A shape's ints, a traced size's expression kept (size_arg)."""
     if isinstance(shape, int | np.integer):
-        return (shape if isinstance(shape, int) and shape.__class__ is not bool
-                else int(shape),)
+        return (size_arg(shape),)
     try:
-        return tuple(d if isinstance(d, int) and d.__class__ is not bool
-                     else operator.index(d) for d in shape)
+        return tuple(size_arg(d) for d in shape)
     except TypeError:
         raise RuleError(f"a shape must be a sequence of ints, got {value_text(shape)}",
                         ArgumentError) from None

@@ -23,6 +23,7 @@ from .arguments import (
     _require_tensor,
     _tensor_arg,
     normalize_axis_for,
+    size_arg,
 )
 from .creation import arange, astype, tensor
 from .elementwise import copy, where
@@ -203,7 +204,8 @@ def repeat_interleave(x, repeats=None, dim=None, *, output_size=None) -> Tensor:
         x = reshape(x, (1,))
     n = x.shape[axis]
     if isinstance(repeats, Tensor) and repeats.ndim == 0 or _is_int(repeats):
-        r = _int_arg("repeat_interleave", "repeats", int(repeats), (x,))
+        r = size_arg(repeats) if _is_int(repeats) else \
+            _int_arg("repeat_interleave", "repeats", int(repeats), (x,))
         if r < 0:
             raise op_error(ArgumentError, "repeat_interleave", (x,),
                            f"repeats must be >= 0, got {r}")

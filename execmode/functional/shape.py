@@ -29,6 +29,7 @@ from .arguments import (
     _tensor_arg,
     _tensor_list_arg,
     normalize_axis_for,
+    size_arg,
 )
 from .elementwise import copy
 
@@ -297,7 +298,7 @@ def expand(x, *sizes):
         raise op_error(ShapeError, "expand", (x,),
                        f"cannot expand shape {tuple(x.shape)} to {tuple(sizes)}")
     lead = len(sizes) - x.ndim
-    shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else int(s)
+    shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else size_arg(s)
                   for i, s in enumerate(sizes))
     if any(s < 0 for s in shape):
         raise op_error(ShapeError, "expand", (x,),
@@ -316,7 +317,7 @@ def tile(x, *repetitions):
     if not all(_is_int(r) and r >= 0 for r in repetitions):
         raise op_error(ArgumentError, "tile", (x,),
                        f"repetitions {tuple(repetitions)} must be non-negative ints")
-    reps = (1,) * (x.ndim - len(repetitions)) + tuple(int(r) for r in repetitions)
+    reps = (1,) * (x.ndim - len(repetitions)) + tuple(size_arg(r) for r in repetitions)
     shape = (1,) * (len(reps) - x.ndim) + tuple(x.shape)
     # (d0, d1) -> (1, d0, 1, d1) -> (r0, d0, r1, d1) -> (r0 * d0, r1 * d1)
     spread = tuple(v for d in shape for v in (1, d))

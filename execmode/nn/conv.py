@@ -79,7 +79,7 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002 - PyTorch
                        f"value is only used in constant mode, not {mode!r}")
     widths = [(0, 0)] * x.ndim
     for k in range(len(pad) // 2):
-        widths[x.ndim - 1 - k] = (int(pad[2 * k]), int(pad[2 * k + 1]))
+        widths[x.ndim - 1 - k] = (F.size_arg(pad[2 * k]), F.size_arg(pad[2 * k + 1]))
     if mode == "constant":
         fill = 0 if value is None else F._number_arg("pad", "value", value, (x,))
         return _pad_constant(x, widths, fill)

@@ -226,14 +226,24 @@ out4 = F(x4)
 @pytest.mark.parametrize("body", [
     "em.broadcast_to(x[:1], (x.shape[0] // 2, x.shape[1])) * 1.0",
     "em.reshape(x[:(x.shape[0] // 2) * 2], (x.shape[0] // 2, -1)) * 1.0",
+    # The same through expand's sizes, tile's repetitions, repeat's count and pad's
+    # widths: sizes 10 and 11 got size 8's shape, silently.
+    "x[:1].expand(x.shape[0] // 2, x.shape[1]) * 1.0",
+    "em.tile(x[:1], (x.shape[0] // 2, 1)) * 1.0",
+    "em.repeat(x[:1], x.shape[0] // 2, axis=0) * 1.0",
+    "em.nn.functional.pad(x, (0, 0, 0, x.shape[0] // 2)) * 1.0",
+    # ... and through an int argument (linspace's num, topk's k) or a new tensor's shape
+    "x.new_zeros(x.shape[0] // 2, x.shape[1]) + 1.0",
+    "em.linspace(0.0, 1.0, x.shape[0] // 2) * 1.0",
+    "em.topk(x[:, 0], x.shape[0] // 2)[0] * 1.0",
 ])
 def test_a_shape_computed_from_a_size_is_evaluated_at_each_size(body):
     # Beside 20261219-3859: a shape argument that is a size's floor division was made a
     # plain int (broadcast_to's shape, reshape's -1 resolved), so sizes 6 and 7 gave one
     # graph and size 8 got size 6's shape: broadcast_to silently, reshape by raising.
-    rows = [[float(2 * i), float(2 * i + 1)] for i in range(8)]
+    rows = [[float(2 * i), float(2 * i + 1)] for i in range(11)]
     calls = "".join(f"# --- call {k} ---\nx{k} = em.tensor({rows[:n]}, dtype=em.float32)\n"
-                    f"out{k} = F(x{k})\n" for k, n in enumerate((3, 6, 7, 8), start=1))
+                    f"out{k} = F(x{k})\n" for k, n in enumerate((3, 6, 7, 8, 10, 11), start=1))
     assert_agrees(f"""
 import execmode as em
 
