@@ -72,6 +72,8 @@ def _folded(n: Node, nodes: dict, folder: Interpreter) -> Node | None:
     producers = [nodes[i] for i in n.node_inputs]
     if not producers or not all(p.op in CONSTANT_OPS for p in producers):
         return None
+    if any(has_symbolic(p.shape) or has_symbolic(p.attrs) for p in producers):
+        return None  # a constant of a symbolic size (eye's k = t // 2): as above
     if all(p.op == "full" for p in producers) and (op.is_elementwise or n.op in _SHAPE_ONLY):
         # A uniform value stays uniform: compute one element exactly as the op would.
         ones = {p.id: np.full((1,), p.attr["value"], dtype=p.dtype) for p in producers}

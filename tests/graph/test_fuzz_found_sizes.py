@@ -255,3 +255,23 @@ def f(x):
 
 F = em.jit(f, passes=[])
 {calls}""")
+
+
+def test_a_constant_with_a_symbolic_attribute_is_not_folded():
+    # Beside the above: eye's k = t // 2 - 3 stayed symbolic, but constant folding (the
+    # default passes) computed eye(4, k) * 1.0 at the traced k, so sizes 10 and 11 got
+    # size 8's k, silently.
+    rows = [[float(2 * i), float(2 * i + 1)] for i in range(11)]
+    calls = "".join(f"# --- call {k} ---\nx{k} = em.tensor({rows[:n]}, dtype=em.float32)\n"
+                    f"out{k} = F(x{k})\n" for k, n in enumerate((6, 7, 8, 9, 10, 11), start=1))
+    assert_agrees(f"""
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(x):
+    return em.eye(4, k=x.shape[0] // 2 - 3) * 1.0
+
+F = em.jit(f)
+{calls}""")
