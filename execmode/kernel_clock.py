@@ -9,6 +9,10 @@ Python replay into lists (plan.py, jit_driver/fastcall.py). Nothing crosses into
 per run in C; the listeners read the sums when they like (:func:`clocks`): the recorder at
 each writer batch and at the end, em.compare after each round.
 
+Compiled code reads the CPU's time-stamp counter where it runs at a constant rate and
+sums ticks (codegen/clock_mode.py, which hands :func:`set_tick_rate` its measure); the
+readers here turn them into ns. The Python loops' sums are ns.
+
 A :class:`StepClock` belongs to one plan. Its ``array`` is what C reads and writes:
 
     [on, runs, run_ns, run_min, run_max, (calls, ns, min, max, bytes) per step ...]
@@ -145,15 +149,37 @@ def _add(sums: list, ns: int) -> None:
         sums[3] = ns
 
 
+# Compiled code sums the time-stamp counter's ticks where codegen/clock_mode.py uses it:
+# ns per tick, measured once when first read (None: the C sums are ns).
+_tick_rate = {"measure": None, "ns": None}
+
+
+def set_tick_rate(measure) -> None:
+    """The compiled steps sum ticks; ``measure()`` says how many ns a tick is."""
+    _tick_rate["measure"] = measure
+
+
+def _ns_per_tick() -> float:
+    rate = _tick_rate["ns"]
+    if rate is None:
+        measure = _tick_rate["measure"]
+        if measure is None:
+            return 1.0
+        rate = _tick_rate["ns"] = measure()
+    return rate
+
+
 def _merged(native, py: list) -> tuple:
     calls = int(native[0]) + py[0]
     if calls == 0:
         return 0, 0, 0, 0, 0
     nbytes = (int(native[4]) if len(native) > 4 else 0) + py[4]
-    low = min(int(native[2]), py[2])
+    rate = _ns_per_tick() if native[0] else 1.0
+    low = int(native[2])
+    low = min(low if low == NO_MIN else round(low * rate), py[2])
     # No run since the clock last started: min and max are unknown (0).
-    return (calls, int(native[1]) + py[1], 0 if low == NO_MIN else low,
-            max(int(native[3]), py[3]), nbytes)
+    return (calls, round(int(native[1]) * rate) + py[1], 0 if low == NO_MIN else low,
+            max(round(int(native[3]) * rate), py[3]), nbytes)
 
 
 def running() -> bool:

@@ -62,6 +62,7 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     # graph mode: the plan's loops, the program's clock, the fast entry
                     "execmode.plan", "execmode.kernel_clock", "execmode.codegen.program",
                     "execmode.codegen.program_draft", "execmode.codegen.program_statements",
+                    "execmode.codegen.clock_mode",
                     "execmode.codegen.fast_entry", "execmode.profilers.kernel_totals",
                     "execmode.profilers.calibration",
                     # the composites' op-by-op path under a recorder, and its measurement
@@ -130,6 +131,8 @@ def cache_key(memory: bool, summaries: bool, kernel_rows: bool = False) -> dict:
         "memory": bool(memory),
         "summaries": bool(summaries),
         "kernel_rows": bool(kernel_rows),
+        # the compiled steps' clock (codegen/clock_mode.py): ticks, or ns when forced
+        "kernel_clock": os.environ.get("EXECMODE_KERNEL_CLOCK", "").strip().lower(),
     }
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from ..native import generated_headers
 from . import disk_cache
 from .cache_trust import UnsafeCacheError
+from .clock_mode import clock_header
 from .toolchain import NoCompiler, compiler, cpu_identity, run_compiler
 
 # CPython extension flags. No -march=native: nothing here vectorises, and -O2 compiles
@@ -107,7 +108,7 @@ def build_extension(name: str, source_path: str, stem: str) -> tuple:
     with open(source_path, encoding="utf-8") as f:
         # The kernel clock (em_clock.h) is codegen's: generated programs include it too.
         source = _with_local_headers(f.read(), (os.path.dirname(source_path), HEADERS),
-                                     generated_headers())
+                                     {**generated_headers(), "em_clock.h": clock_header()})
     flags = (*FLAGS, f"-I{py_include}", f"-I{np_include}")
     identity = "\n".join([" ".join(command), version, " ".join(flags),
                           cpu_identity(), python_abi()])

@@ -16,6 +16,7 @@ from execmode.ops import OPS
 
 from . import blas as blas_mod
 from .c_runtime import Unit, _Slot, render_unit
+from .clock_mode import clock_header
 from .lower import arrival_strides, member_comment
 from .program_statements import (
     WRITTEN_OUT,
@@ -264,7 +265,7 @@ def draft_program(graph, graph_id: str, c_kernels: dict) -> Draft:
              "in one call */", f"void {entry}(void *const *b)", "{",
              f"    long long *const em_clock = (long long *)b[{clock_slot}];",
              "    const int em_timed = em_clock[0] != 0;",
-             "    const long long em_start = em_timed ? em_clock_ns() : 0;",
+             "    const long long em_start = em_timed ? em_clock_ticks() : 0;",
              "    long long em_t = em_start;"]
     for position, (kind, node, detail, step_node) in enumerate(statements):
         lines.append(f"    /* {member_comment(node)} */")
@@ -280,7 +281,7 @@ def draft_program(graph, graph_id: str, c_kernels: dict) -> Draft:
         lines.extend("    " + line for line in write_back)
     lines.append("    if (em_timed) em_clock_step(em_clock + 1, em_start);")
     lines.append("}")
-    program_source = read_header("em_clock.h") + "\n" + "\n".join(lines)
+    program_source = clock_header() + "\n" + "\n".join(lines)
     if uses_blas:
         program_source = blas_mod.c_typedefs(blas) + "\n\n" + program_source
     if "em_gemm" in features:

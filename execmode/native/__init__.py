@@ -34,6 +34,8 @@ its own ctypes loader; this package imports nothing of execmode's):
   recorder's per-op path, compiled as one translation unit (profilers/native.py).
 * ``blas_workers.c`` (ctypes, opt-in): OpenBLAS's parallel jobs on the kernels' OpenMP
   team (codegen/blas_workers.py).
+* ``clock_ticks.c`` (ctypes, x86-64): the time-stamp counter read from Python, to learn
+  the kernel clock's ns per tick (codegen/clock_mode.py).
 
 The Python state the C reads is declared below, once: MODULE_STATE (names the C looks up
 in its owners' module dicts, handed to it when an extension object is made) and

@@ -289,7 +289,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         memcpy(argv, self->block, self->n_block * sizeof(void *));
         for (Py_ssize_t k = 0; k < self->n_inputs; ++k)
             argv[self->inputs[k].block] = held[k];
-        long long t0 = self->clock != NULL && self->clock[0] ? em_clock_ns() : 0;
+        long long t0 = self->clock != NULL && self->clock[0] ? em_clock_ticks() : 0;
         PyObject *ret = PyObject_Vectorcall(self->call, argv, self->n_block, NULL);
         if (ret == NULL || !PyArray_CheckExact(ret)) {
             if (ret == NULL)
@@ -341,7 +341,7 @@ fe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject
         block[self->inputs[k].block] = PyArray_DATA((PyArrayObject *)held[k]);
     for (Py_ssize_t k = 0; k < self->n_outputs; ++k)
         block[self->outputs[k].block] = PyArray_DATA((PyArrayObject *)out_arrays[k]);
-    long long t0 = self->clock != NULL && self->clock[0] ? em_clock_ns() : 0;
+    long long t0 = self->clock != NULL && self->clock[0] ? em_clock_ticks() : 0;
     if (self->release_gil) {
         /* Big, stateless kernels only: the block is on this thread's stack and we hold
          * every array it points into. */
