@@ -120,6 +120,15 @@ class SymInt(int):
 
     __hash__ = int.__hash__
 
+    def __float__(self):
+        # A float of the size (float(t // 3), a correction or a scale read as a number)
+        # leaves the symbols: what follows holds for this value only, so the replay checks
+        # it (another value traces again), as dynamo specializes a SymInt made concrete.
+        # (int() and indexing cannot be followed alike: int's own conversions skip them.)
+        value = int(self)
+        self.env.record(self.expr, "==", repr(value), True)
+        return float(value)
+
     def __reduce__(self):  # a graph stored or copied holds the traced number
         return int, (int(self),)
 

@@ -236,6 +236,9 @@ out4 = F(x4)
     "x.new_zeros(x.shape[0] // 2, x.shape[1]) + 1.0",
     "em.linspace(0.0, 1.0, x.shape[0] // 2) * 1.0",
     "em.topk(x[:, 0], x.shape[0] // 2)[0] * 1.0",
+    # ... and through float() of it, read as a number (a correction, an end point)
+    "em.std(x, axis=0, correction=x.shape[0] // 2 - 2) * 1.0",
+    "em.linspace(0.0, float(x.shape[0] // 2), 5) * 1.0",
 ])
 def test_a_shape_computed_from_a_size_is_evaluated_at_each_size(body):
     # Beside 20261219-3859: a shape argument that is a size's floor division was made a
