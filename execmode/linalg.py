@@ -163,10 +163,14 @@ def diagonal(x, /, *, offset=0):
         raise op_error(ShapeError, "diagonal", (x,), "needs a stack of matrices")
     offset = _int_arg("diagonal", "offset", offset, (x,))
     m, n = x.shape[-2:]
-    rows = range(max(0, -offset), min(m, n - offset)) if m and n else range(0)
-    # the flat positions of (i, i + offset) in each matrix: one take over m * n
+    first, end = max(0, -offset), min(m, n - offset)
+    count = end - first if m and n and end > first else 0
+    # the flat positions r * n + r + offset of (r, r + offset) in each matrix, r from
+    # first: one take over m * n. Computed with ops, not a list: a traced size (or an
+    # offset computed from one) stays symbolic in them.
     flat = _em.reshape(x, x.shape[:-2] + (m * n,))
-    index = _em.tensor([i * n + i + offset for i in rows], dtype=_em.int64, device=x.device)
+    rows = _em.arange(count, dtype=_em.int64, device=x.device)
+    index = (rows + first) * (n + 1) + offset
     return _em.take(flat, index, axis=-1)
 
 

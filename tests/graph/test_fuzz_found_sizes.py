@@ -278,3 +278,23 @@ def f(x):
 
 F = em.jit(f)
 {calls}""")
+
+
+def test_diagonal_of_an_offset_computed_from_a_size_follows_the_size():
+    # linalg.diagonal made its positions as a Python list from the offset: an offset of
+    # t // 3 - 2 is 0 at sizes 6, 7 and 8, the graphs agreed (every comparison on the way
+    # held at 9 too) and size 9 got offset 0's diagonal, silently.
+    rows = [[float(4 * i + j) for j in range(4)] for i in range(10)]
+    calls = "".join(f"# --- call {k} ---\nx{k} = em.tensor({rows[:n]}, dtype=em.float32)\n"
+                    f"out{k} = F(x{k})\n" for k, n in enumerate((6, 7, 8, 9, 10), start=1))
+    assert_agrees(f"""
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(x):
+    return em.linalg.diagonal(x, offset=x.shape[0] // 3 - 2) * 1.0
+
+F = em.jit(f)
+{calls}""")
