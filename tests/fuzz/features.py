@@ -25,6 +25,7 @@ FEATURES: dict[str, bool] = {
     "index_tensors": True,      # a[em.tensor([0, 2])]: gathers with in-range index tensors
     "more_dtypes": True,        # int8 ... uint64, complex64/128 through casts (issue 36)
     "more_functions": True,     # take, searchsorted, unique_values, em.linalg (issue 36)
+    "size_counts": True,        # counts from the batch size in shapes and int args (issue 35)
     # fixed (class 2), was: simplify rewrites x + 0, x * 1, x / 1.0, -(-x), x.clone() to x, so the
     # output *is* (shares memory with) the input where eager returns a new tensor.
     "identity_ops": True,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import re
 
+from . import size_counts
 from .features import FEATURES
 from .op_statements import OpStatements
 from .program import Program, Stmt
@@ -153,6 +154,10 @@ class Generator(ProgramFrame, OpStatements, StateStatements):
         params = self.make_params()
         self.make_body()
         returns, single = self.make_returns()
+        counted = size_counts.statement(self)
+        if counted is not None:  # after the returns were drawn: they stay the seed's
+            returns.append(Stmt(counted.name, frozenset({"size_counts"})))
+            single = False
         by_name = {v.name: v for v in self.vars}
         self.differentiable = [j for j, r in enumerate(returns)
                                if by_name[r.text].rg and by_name[r.text].dtype != "int64"

@@ -65,3 +65,21 @@ def test_a_good_share_of_the_programs_reach_the_one_graph_for_every_size():
     # ... and those calls agree with eager (the fast and slow tiers compare all of them).
     for program in reached[:8]:
         assert check(program) == [], program.render()
+
+
+def test_counts_from_the_batch_size_are_generated_and_returned():
+    # (tests/fuzz/size_counts.py) About a quarter of the programs count from the batch
+    # size once, after the body, and return what they counted; turning the feature off
+    # leaves every program as it was without it.
+    off = features(size_counts=False)
+    counted = 0
+    for i in range(80):
+        program = generate(f"{SEED}-{i}")
+        if "size_counts" not in program.tags():
+            assert program.render() == generate(f"{SEED}-{i}", off).render()
+            continue
+        counted += 1
+        last = program.body[-1]
+        assert "size_counts" in last.tags and ".shape[0] //" in last.text
+        assert program.returns[-1].text == last.text.split(" = ")[0]
+    assert counted >= 10, counted
