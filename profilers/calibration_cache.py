@@ -68,7 +68,8 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     # the composites' op-by-op path under a recorder, and its measurement
                     "execmode.watched_composites", "execmode.nn.functional",
                     "execmode.nn.losses", "execmode.nn.one_node",
-                    "execmode.functional.primitives", "execmode.profilers.calibration_declined")
+                    "execmode.functional.primitives", "execmode.profilers.calibration_declined",
+                    "execmode.optim.plain")
 # The C they run (execmode/native: the op ring, the operators, the fast entry, their shared
 # header; the kernel clock is codegen's), stamped the same way.
 MEASURED_SOURCES = tuple(("execmode.native", name) for name in (

@@ -39,6 +39,11 @@ def workloads(calls: int = CALLS) -> dict:
     xg, wg = em.randn(8, 16, requires_grad=True), em.randn(16, 4, requires_grad=True)
     logits_g = em.randn(8, 10, requires_grad=True)
     acc = em.zeros(16)
+    # Adam over four small parameters: one C call for all unwatched, one each recorded
+    params = [em.randn(16, requires_grad=True) for _ in range(4)]
+    for p in params:
+        p.grad = em.randn(16)
+    adam = em.optim.Adam(params, lr=1e-3)
     one_call = {
         "relu": lambda: F.relu(x),
         "gelu": lambda: F.gelu(x),
@@ -61,6 +66,7 @@ def workloads(calls: int = CALLS) -> dict:
         # and alone: a vjp's view (apply_op), a gradient added into a .grad
         "view": lambda: apply_op("permute_dims", x, axes=(1, 0)),
         "accumulate": lambda: add_into(acc, b),
+        "adam_step": adam.step,
     }
 
     def repeat(fn):

@@ -37,6 +37,7 @@ import numpy as np
 from .. import dispatch
 from ..ops.native_kernels import NativeKernels
 from ..tape import mark_modified
+from ..watched_composites import count as count_declined
 
 ENABLED = os.environ.get("EXECMODE_PLAIN_OPTIM", "1") != "0"
 CHUNK = 65536  # elements a chunk: a 4M-element Adam step 8.1 -> 6.5 ms against one pass each
@@ -232,6 +233,11 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
         flags = (1 if maximize else 0) | (2 if shrink is not None else 0) | \
             (4 if add_decay is not None else 0)
     batched = native is not None and dispatch._plain
+    if native is not None and not batched and dispatch._listening:
+        # A recorder takes each update as an op, so they go one call each: part of what
+        # recording costs (watched_composites.py), counted per parameter.
+        for _ in work:
+            count_declined(_ADAM_SITE)
     if batched:
         # Nobody records each update as an op: every parameter whose arrays are all
         # C-contiguous in one C call; the others (a gradient copied into C order uses the
@@ -256,6 +262,9 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
     if batched:
         _mark_adam_updates(work, shrink, amsgrad)
     return True
+
+
+_ADAM_SITE = adam_group.__code__  # where a recorded Adam step's parameters are counted
 
 
 def _mark_adam_updates(work, shrink, amsgrad) -> None:

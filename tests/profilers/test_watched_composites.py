@@ -94,3 +94,30 @@ def test_every_composite_workload_reaches_its_site_under_a_recorder(tmp_path):
     for name, probe in probes.items():
         assert probe["declined"], name
         assert probe["ops"] > 0, name
+
+
+def test_a_recorded_adam_step_counts_each_parameter_that_went_alone(tmp_path):
+    """Unwatched, Adam updates a group in one C call; recorded, one call per parameter
+    (each an op for the recorder): counted per parameter at adam_group's site, so that the
+    calibration's cost per call is stated for it. Where the C update is not loaded, every
+    parameter goes alone whoever watches: nothing counted."""
+    from execmode.optim import plain
+
+    params = [em.randn(8, requires_grad=True) for _ in range(3)]
+    for p in params:
+        p.grad = em.ones(8)
+    opt = em.optim.Adam(params, lr=1e-3)
+    for _ in range(plain.ADAM.after_calls + 1):  # past the calls before the C is loaded
+        opt.step()
+    before = watched_composites.counts()
+    opt.step()
+    assert watched_composites.since(before) == {}
+    rec = Recorder(tmp_path / "s.emsession", calibrate=False).start()
+    try:
+        before = watched_composites.counts()
+        opt.step()
+        counted = watched_composites.since(before)
+    finally:
+        rec.close()
+    expected = {"optim/plain:adam_group": 3} if plain.ADAM.get() is not None else {}
+    assert counted == expected
