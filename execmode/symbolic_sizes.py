@@ -139,6 +139,35 @@ class SymInt(int):
         return self
 
 
+def decides_equal(value, number: int) -> bool:
+    """``value == number``, recorded as a decision where ``value`` is a SymInt, equal or
+    not: a shortcut taken on it (``repeat``'s count of 1) holds at this value only.
+    (``==`` with a plain number is not recorded when true: SymInt._compare says why.)"""
+    if isinstance(value, SymInt):
+        answer = int(value) == number
+        value.env.record(value.expr, "==", repr(number), answer)
+        return answer
+    return value == number
+
+
+def decides_same(a: tuple, b: tuple) -> bool:
+    """``a == b`` for two shapes, each size's equality with a plain number recorded as
+    a decision (decides_equal): a shortcut taken on it (``broadcast_to`` or ``reshape``
+    to the shape it has returns its input) holds at these sizes only."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, SymInt) and not isinstance(y, SymInt):
+            same = decides_equal(x, y)
+        elif isinstance(y, SymInt) and not isinstance(x, SymInt):
+            same = decides_equal(y, x)
+        else:
+            same = x == y
+        if not same:
+            return False
+    return True
+
+
 def evaluate(expr: str, sizes: tuple) -> int:
     fn = _compiled.get(expr)
     if fn is None:

@@ -123,7 +123,7 @@ def _arrange(x, term, order, sizes):
     """``x`` permuted to the letters of ``order`` and broadcast to their full sizes."""
     x = permute_dims(x, tuple(term.index(c) for c in order))
     full = tuple(sizes[c] for c in order)
-    return broadcast_to(x, full) if x.shape != full else x
+    return broadcast_to(x, full)  # (x itself where it has them: a decision on the sizes)
 
 
 def _evaluate(pairs, output, sizes):

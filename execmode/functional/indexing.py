@@ -14,7 +14,7 @@ from ..errors import ArgumentError, ShapeError
 from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.registry import RuleError, broadcast_shapes
-from ..symbolic_sizes import SymInt
+from ..symbolic_sizes import SymInt, decides_equal
 from . import reductions  # reductions.max: this module's bodies use Python's max
 from .arguments import (
     _int_arg,
@@ -212,7 +212,7 @@ def repeat_interleave(x, repeats=None, dim=None, *, output_size=None) -> Tensor:
         spread = expand_dims(x, axis + 1)
         shape = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
         merged = x.shape[:axis] + (n * r,) + x.shape[axis + 1:]
-        return reshape(broadcast_to(spread, shape), merged) if r != 1 else x
+        return x if decides_equal(r, 1) else reshape(broadcast_to(spread, shape), merged)
     counts = _require_tensor("repeat_interleave", repeats, (x, repeats))
     if counts.ndim != 1 or counts.shape[0] != n or counts.dtype.kind not in "iu":
         raise op_error(ShapeError, "repeat_interleave", (x, counts),

@@ -19,6 +19,7 @@ from ..op_errors import op_error
 from ..ops import OPS
 from ..ops.movement import resolve_shape
 from ..ops.registry import RuleError, normalize_axes, normalize_axis
+from ..symbolic_sizes import decides_same
 from .arguments import (
     _axes,
     _int_arg,
@@ -67,7 +68,7 @@ def reshape(x, shape, copy=None) -> Tensor:
     if copy is False and not _c_contiguous(x):
         raise op_error(ArgumentValueError, "reshape", (x,),
                        "copy=False, but this layout can only be reshaped by a copy")
-    out = x if shape == x.shape else apply(OPS["reshape"], x, shape=shape)
+    out = x if decides_same(shape, tuple(x.shape)) else apply(OPS["reshape"], x, shape=shape)
     return _copy(out) if copy else out
 
 
@@ -199,7 +200,7 @@ def broadcast_to(x, shape) -> Tensor:
         shape = _shape_like(shape)
     except RuleError as exc:
         raise _rule_error("broadcast_to", (x,), exc) from None
-    if shape == x.shape:
+    if decides_same(shape, tuple(x.shape)):
         return x
     return apply(OPS["broadcast_to"], x, shape=shape)
 

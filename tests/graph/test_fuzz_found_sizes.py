@@ -298,3 +298,30 @@ def f(x):
 
 F = em.jit(f)
 {calls}""")
+
+
+@pytest.mark.parametrize("body", [
+    "em.sum(em.repeat(x[:1], x.shape[0] // 3, axis=0), axis=0)",
+    # 20261225-2522, -84: broadcast_to the shape the tensor has returns it as it is: at
+    # sizes 3 and 4 the count is 1, so no broadcast in either graph
+    "em.sum(em.broadcast_to(x[:1], (x.shape[0] // 3,) + tuple(x.shape[1:])), axis=0)",
+])
+def test_a_shortcut_on_a_count_equal_to_one_is_a_decision(body):
+    # 20261225-196 (the size_counts family): repeat's count x.shape[0] // 3 is 1 at sizes
+    # 3 and 4, where repeat returned its input as it is (a shortcut on r != 1, which the
+    # symbols did not record: an equality with a plain number is not recorded), so the
+    # two graphs agreed and size 6 got a count of 1 where eager repeats twice.
+    rows = [[float(4 * i + j) for j in range(4)] for i in range(6)]
+    calls = "".join(f"# --- call {k} ---\nx{k} = em.tensor({rows[:n]}, dtype=em.float32)\n"
+                    f"out{k} = F(x{k})\n" for k, n in enumerate((2, 3, 4, 6, 2), start=1))
+    assert_agrees(f"""
+import execmode as em
+
+# --- setup ---
+
+# --- function ---
+def f(x):
+    return {body}
+
+F = em.jit(f, passes=[])
+{calls}""")
