@@ -219,7 +219,10 @@ def test_the_team_is_opt_in_and_gives_the_same_bits(openblas):
     on = _json_child(_PRODUCTS_SCRIPT, **TEAM_ON)
     off = _json_child(_PRODUCTS_SCRIPT, EXECMODE_BLAS_CALLBACK="0")
     assert default["workers"] == blas_workers.own_threads(blas_workers.OFF_BY_DEFAULT)
-    assert on["workers"] == blas_workers.TEAM and on["calls"][0] >= 4
+    # The team ran OpenBLAS's jobs: at least c @ d's (600x700x500, threaded everywhere);
+    # which of the smaller products OpenBLAS splits depends on its kernel (on a Xeon with
+    # its SkylakeX kernel, 3 of the 4 were).
+    assert on["workers"] == blas_workers.TEAM and on["calls"][0] >= 1
     assert off["workers"] == "OpenBLAS's own threads (EXECMODE_BLAS_CALLBACK=0)"
     assert default["calls"] == off["calls"] == [0, 0]
     assert on["digest"] == off["digest"] == default["digest"]
