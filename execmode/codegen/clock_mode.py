@@ -7,7 +7,8 @@ the profiler's calibration, on small steps, stated as half of what a real progra
 The time-stamp counter read without that order costs a few ns whatever the step did.
 
 It is used where it runs at one constant rate whatever the CPU's frequency and sleep
-states (Linux's ``constant_tsc`` and ``nonstop_tsc`` flags, x86-64) and the C compiler
+states (Linux's ``constant_tsc`` and ``nonstop_tsc`` flags, x86-64), where Linux itself
+keeps time by it (its clocksource is ``tsc``: stable, in step across CPUs), and the C compiler
 builds the little library that reads it from Python (native/clock_ticks.c). The compiled
 code then sums ticks; :func:`ns_per_tick` (measured once per process, against
 ``time.perf_counter_ns``, when a reader first needs it) turns them into ns in
@@ -41,6 +42,17 @@ def _cpu_flags() -> set:
     return set()
 
 
+def _kernel_trusts_tsc() -> bool:
+    """Linux keeps time by the counter itself (its clocksource is ``tsc``): it found the
+    counter stable and in step across CPUs, which the flags alone do not say."""
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  encoding="utf-8") as f:
+            return f.read().strip() == "tsc"
+    except OSError:
+        return False
+
+
 def _reader():
     """The counter's reader from Python (a ctypes function), or None where the steps read
     clock_gettime."""
@@ -48,7 +60,7 @@ def _reader():
         reader = None
         if os.environ.get("EXECMODE_KERNEL_CLOCK", "").strip().lower() != "ns" and \
                 platform.machine() in ("x86_64", "AMD64") and \
-                {"constant_tsc", "nonstop_tsc"} <= _cpu_flags():
+                {"constant_tsc", "nonstop_tsc"} <= _cpu_flags() and _kernel_trusts_tsc():
             try:
                 cdll = load_library("clock_ticks.c")
             except Exception:  # noqa: BLE001 - no counter: the steps read clock_gettime
