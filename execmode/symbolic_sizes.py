@@ -126,7 +126,7 @@ class SymInt(int):
         # it (another value traces again), as dynamo specializes a SymInt made concrete.
         # (int() and indexing cannot be followed alike: int's own conversions skip them.)
         value = int(self)
-        self.env.record(self.expr, "==", repr(value), True)
+        decides_equal(self, value)
         return float(value)
 
     def __reduce__(self):  # a graph stored or copied holds the traced number

@@ -20,8 +20,8 @@ from __future__ import annotations
 declined: dict = {}  # the caller's code object -> calls that took the op path
 
 
-def count(code) -> None:
-    declined[code] = declined.get(code, 0) + 1
+def count(code, calls: int = 1) -> None:
+    declined[code] = declined.get(code, 0) + calls
 
 
 def site_name(code) -> str:

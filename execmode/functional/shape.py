@@ -376,7 +376,7 @@ def roll(x, shift=None, axis=None, *, shifts=None, dims=None) -> Tensor:
         if not _is_int(shift):
             raise op_error(ArgumentError, "roll", (x,),
                            f"without an axis, shift must be one int, got {shift!r}")
-        return reshape(roll(reshape(x, (-1,)), _shift_int(shift), 0), x.shape)
+        return reshape(roll(reshape(x, (-1,)), size_arg(shift), 0), x.shape)
     axes = _axes_or_dims("roll", x, axis, dims)
     shift_list = tuple(shift) if isinstance(shift, tuple | list) else (shift,)
     if len(shift_list) != len(axes) or not all(_is_int(s) for s in shift_list):
@@ -387,20 +387,13 @@ def roll(x, shift=None, axis=None, *, shifts=None, dims=None) -> Tensor:
     out = x
     for s, a in zip(shift_list, axes):
         n = x.shape[a]
-        s = _shift_int(s) % n if n else 0
+        s = size_arg(s) % n if n else 0  # (fftshift's n // 2 stays a size's expression)
         if s == 0:
             continue
         head = (slice(None),) * a + (slice(n - s, None),)
         tail = (slice(None),) * a + (slice(0, n - s),)
         out = concat([out[head], out[tail]], axis=a)
     return out if out is not x else copy(x)
-
-
-def _shift_int(s):
-    """A shift as an int: a NumPy integer converted, a traced size's expression kept
-    (symbolic_sizes.SymInt: fftshift's ``n // 2``), so that a size-generic plan rolls each
-    call's size by its own shift instead of the traced one."""
-    return s if isinstance(s, int) else int(s)
 
 
 def meshgrid(*arrays, indexing="xy") -> list:

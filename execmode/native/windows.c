@@ -104,12 +104,14 @@ static em_window_columns *em_columns(const em_pool_dims *d) {
  * general walk finds the first NaN), a row of these windows has a loop of its own,
  * vectorised, with the same rule. */
 static inline int em_tiled_2x2(const int64_t *dims) {
-    const em_pool_dims *d = (const em_pool_dims *)dims;
-    return d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->ph == 0 &&
-           d->pw == 0 && d->dh == 1 && d->dw == 1 && 2 * d->oh <= d->h && 2 * d->ow <= d->w;
+    em_pool_dims d;
+    memcpy(&d, dims, sizeof d);
+    return d.kh == 2 && d.kw == 2 && d.sh == 2 && d.sw == 2 && d.ph == 0 && d.pw == 0 &&
+           d.dh == 1 && d.dw == 1 && 2 * d.oh <= d.h && 2 * d.ow <= d.w;
 }
 
-/* One row of 2x2 windows: rows x0 and x1 of x (h0, h1 of h), ow windows. Written as
+/* em_fast_2x2_T: whether x's windows take the rows below (tiled 2x2, no NaN in x).
+ * One row of 2x2 windows: rows x0 and x1 of x (h0, h1 of h), ow windows. Written as
  * selects on comparisons, without branches, so that the compiler vectorises it; for
  * images without NaN. b wins over a by b > a, c over both by c > their maximum, e over
  * all three likewise: the first maximum in row-major order. */

@@ -236,8 +236,7 @@ def adam_group(opt, group: dict, indices: list[int]) -> bool:
     if native is not None and not batched and dispatch._listening:
         # A recorder takes each update as an op, so they go one call each: part of what
         # recording costs (watched_composites.py), counted per parameter.
-        for _ in work:
-            count_declined(_ADAM_SITE)
+        count_declined(_ADAM_SITE, len(work))
     if batched:
         # Nobody records each update as an op: every parameter whose arrays are all
         # C-contiguous in one C call; the others (a gradient copied into C order uses the
