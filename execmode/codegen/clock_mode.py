@@ -29,6 +29,7 @@ from .render_c import read_header
 
 _mode: dict = {}
 CALIBRATION_NS = 2_000_000  # how long the tick rate is measured: 2 ms, ~1e-4 relative
+PAIRS = 9  # bracketed counter reads at each end, the tightest kept
 
 
 def _cpu_flags() -> set:
@@ -94,10 +95,18 @@ def ns_per_tick() -> float:
         read, now = _reader(), time.perf_counter_ns
         read()  # (a first call resolves the symbol: slow, and not to be timed)
 
-        def pair():  # a counter read and the clock's time at its middle
-            before = now()
-            ticks = read()
-            return ticks, (before + now()) / 2
+        def pair():
+            """A counter read and the clock's time at its middle, from the tightest of
+            a few brackets: a thread descheduled inside one (a busy machine) would move
+            the rate by the time it waited."""
+            best = None
+            for _ in range(PAIRS):
+                before = now()
+                ticks = read()
+                after = now()
+                if best is None or after - before < best[2]:
+                    best = (ticks, (before + after) / 2, after - before)
+            return best[:2]
 
         c0, t0 = pair()
         while now() - t0 < CALIBRATION_NS:
