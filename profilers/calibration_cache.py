@@ -67,7 +67,8 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     "execmode.profilers.calibration",
                     # the composites' op-by-op path under a recorder, and its measurement
                     "execmode.watched_composites", "execmode.nn.functional",
-                    "execmode.nn.losses", "execmode.nn.one_node",
+                    "execmode.nn.losses", "execmode.nn.one_node", "execmode.nn.one_node_layers",
+                    "execmode.nn.softmax",
                     "execmode.functional.primitives", "execmode.profilers.calibration_declined",
                     "execmode.optim.plain")
 # The C they run (execmode/native: the op ring, the operators, the fast entry, their shared

@@ -38,6 +38,7 @@ def workloads(calls: int = CALLS) -> dict:
     q = em.randn(1, 2, 4, 8)
     xg, wg = em.randn(8, 16, requires_grad=True), em.randn(16, 4, requires_grad=True)
     logits_g = em.randn(8, 10, requires_grad=True)
+    ones_g, zeros_g = em.ones(16, requires_grad=True), em.zeros(16, requires_grad=True)
     acc = em.zeros(16)
     # Adam over four small parameters: one C call for all unwatched, one each recorded
     params = [em.randn(16, requires_grad=True) for _ in range(4)]
@@ -57,6 +58,11 @@ def workloads(calls: int = CALLS) -> dict:
         # in training: one node and its backward unwatched (nn/one_node.py), the ops and
         # their vjps watched
         "cross_entropy_training": lambda: F.cross_entropy(logits_g, target).backward(),
+        # the same for a transformer block's layers (nn/one_node_layers.py)
+        "layer_norm_training": lambda: F.layer_norm(xg, (16,), ones_g, zeros_g).sum()
+        .backward(),
+        "softmax_training": lambda: F.softmax(xg, dim=-1).sum().backward(),
+        "gelu_training": lambda: F.gelu(xg).sum().backward(),
         "dropout": lambda: F.dropout(x, 0.1, training=True),
         "attention": lambda: F.scaled_dot_product_attention(q, q, q),
         "reshape": lambda: em.reshape(x, (16, 8)),

@@ -20,6 +20,7 @@ from ..functional.linalg import plain_matmul
 from ..op_errors import op_error
 from ..ops import OPS
 from ..scope import named_scope
+from . import one_node_layers
 from . import plain as P
 from .activations import (  # noqa: F401
     celu,
@@ -108,6 +109,11 @@ def gelu(x, approximate: str = "none"):
             return plain_tensor(P.gelu(arrays[0]))
         except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
             pass
+    elif getattr(x, "requires_grad", False) and approximate.__class__ is str \
+            and approximate == "none":  # training: one node (nn/one_node_layers.py)
+        out = one_node_layers.gelu(x)
+        if out is not None:
+            return out
     return _gelu(x, approximate)
 
 
@@ -185,6 +191,10 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
                                 bias is not None, eps)
         if out is not None:
             return plain_tensor(out)
+    elif any(getattr(t, "requires_grad", False) for t in (x, weight, bias)):
+        out = one_node_layers.layer_norm(x, normalized_shape, weight, bias, eps)
+        if out is not None:  # training: one node (nn/one_node_layers.py)
+            return out
     return _layer_norm(x, normalized_shape, weight, bias, eps)
 
 

@@ -30,7 +30,7 @@ from ..ops.registry import normalize_axes
 
 _SUM = OPS["sum"].impl
 _MAX = OPS["max"].impl
-_SQRT_HALF = 1 / math.sqrt(2)
+SQRT_HALF = 1 / math.sqrt(2)  # gelu scales x by it (nn/functional.py, one_node_layers.py)
 
 
 def float_array(a) -> bool:
@@ -59,8 +59,15 @@ def _stable_max(a, axis: int):
 
 def softmax(a, axis: int):
     """``e / sum(e)`` with ``e = exp(x - max)``."""
+    return softmax_saving(a, axis)[0]
+
+
+def softmax_saving(a, axis: int):
+    """``(out, (e, total))``: :func:`softmax` and what its ops' backward reads
+    (nn/one_node_layers.py)."""
     e = np.exp(np.subtract(a, _stable_max(a, axis)))
-    return np.true_divide(e, _SUM(np, e, axis=(axis,), keepdims=True))
+    total = _SUM(np, e, axis=(axis,), keepdims=True)
+    return np.true_divide(e, total), (e, total)
 
 
 def log_softmax(a, axis: int):
@@ -111,21 +118,36 @@ def _mean(a, axes: tuple):
 
 def layer_norm(a, n: int, weight, bias, eps: float):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``n`` axes."""
+    return layer_norm_saving(a, n, weight, bias, eps)[0]
+
+
+def layer_norm_saving(a, n: int, weight, bias, eps: float):
+    """``(out, (d, root, normed, axes))``: :func:`layer_norm` and what its ops' backward
+    reads (nn/one_node_layers.py): ``x - mean``, ``sqrt(var + eps)``, their quotient and
+    the normalised axes."""
     axes = normalize_axes(tuple(range(a.ndim - n, a.ndim)), a.ndim)
     d = np.subtract(a, _mean(a, axes))
     var = _mean(np.multiply(d, d), axes)
-    out = np.true_divide(d, np.sqrt(np.add(var, eps)))
+    root = np.sqrt(np.add(var, eps))
+    out = normed = np.true_divide(d, root)
     if weight is not None:
         out = np.multiply(out, weight)
     if bias is not None:
         out = np.add(out, bias)
-    return out
+    return out, (d, root, normed, axes)
 
 
 def gelu(a):
     """``0.5 * x * (1 + erf(x / sqrt 2))``."""
-    e = erf_array(np.multiply(a, _SQRT_HALF))
-    return np.multiply(np.multiply(0.5, a), np.add(1, e))
+    return gelu_saving(a)[0]
+
+
+def gelu_saving(a):
+    """``(out, (half, scaled, shifted))``: :func:`gelu` and what its ops' backward reads
+    (nn/one_node_layers.py): ``0.5 * x``, ``x / sqrt 2`` and ``1 + erf(x / sqrt 2)``."""
+    scaled = np.multiply(a, SQRT_HALF)
+    half, shifted = np.multiply(0.5, a), np.add(1, erf_array(scaled))
+    return np.multiply(half, shifted), (half, scaled, shifted)
 
 
 def dropout(a, p: float):
@@ -145,4 +167,5 @@ def embedding(ids, weight):
 
 
 __all__ = ["class_axis", "cross_entropy", "dropout", "embedding", "float_array", "gelu",
-           "layer_norm", "log_softmax", "softmax"]
+           "gelu_saving", "layer_norm", "layer_norm_saving", "log_softmax", "softmax",
+           "softmax_saving"]

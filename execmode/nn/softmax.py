@@ -9,6 +9,7 @@ from ..dispatch import plain_arrays, plain_tensor
 from ..errors import ArgumentError
 from ..op_errors import op_error
 from ..scope import named_scope
+from . import one_node_layers
 from . import plain as P
 
 _tensor = F._tensor_arg
@@ -44,6 +45,10 @@ def softmax(x, axis: int = -1, **torch_keywords):
         out = _plain(P.softmax, arrays[0], axis, torch_keywords)
         if out is not None:
             return plain_tensor(out)
+    elif getattr(x, "requires_grad", False):  # training: one node (nn/one_node_layers.py)
+        out = one_node_layers.softmax(x, axis, torch_keywords)
+        if out is not None:
+            return out
     return _softmax(x, axis, **torch_keywords)
 
 

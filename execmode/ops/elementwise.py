@@ -43,15 +43,20 @@ def sum_to_shape(g, shape):
     """Undo broadcasting in a gradient: sum ``g`` down to ``shape``."""
     if g.shape == tuple(shape):
         return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
-    )
+    axes = broadcast_axes(g.shape, shape)
     if axes:
         g = F.sum(g, axis=axes, keepdims=True)
-    if lead:
+    if g.ndim != len(shape):
         g = F.reshape(g, shape)
     return g
+
+
+def broadcast_axes(to_shape, shape) -> tuple:
+    """The axes along which ``shape`` was broadcast to ``to_shape``: the leading ones it
+    lacks and those where it has 1 (sum_to_shape sums over them, keeping them)."""
+    lead = len(to_shape) - len(shape)
+    return tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and to_shape[lead + i] != 1)
 
 
 # --- unary ----------------------------------------------------------------------------

@@ -1,0 +1,236 @@
+"""layer_norm, softmax and gelu in training, each recorded as one autograd node when nobody
+watches (nn/one_node.py's mechanism, for the layers of a transformer block).
+
+Through its ops, a layer_norm is ten nodes on the tape and a dozen vjps in backward,
+softmax five and seven, gelu five and six: a GPT's eager step spent more time in that
+Python than in their arithmetic. Here the forward makes the ops' NumPy calls at once
+(nn/plain.py: the same bits) and keeps what their vjps read; the node's backward makes the
+arithmetic those vjps make, in the order backward runs them, so every gradient has the
+bits it has through the ops (tests/engine/test_one_node_layers.py compares them).
+
+Where an input gets gradients from two of the composite's ops (layer_norm's x from the
+mean and from ``x - mean``, gelu's x from ``0.5 * x`` and ``x / sqrt 2``), the node lists
+it twice, and backward adds the two as it adds them through the ops: one after the other
+into whatever the input already holds. A tracer, a debugger or a profiler sees the ops.
+
+Each backward is written once, over a kit of the few functions that differ between NumPy
+arrays and tensors (operators are the same on both): tensors when the gradient is traced
+(a jit's backward walks an eager node), arrays otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import functional as F
+from ..dispatch import plain_arrays, plain_tensor
+from ..ops import OPS
+from ..ops.elementwise import broadcast_axes
+from ..tape import GradNode
+from . import plain as P
+from .one_node import _OneNodeOp
+
+_SUM = OPS["sum"].impl
+# erf's vjp multiplies by 2 / sqrt(pi) as a Python number (dispatch turns the NumPy scalar
+# into one): a float64 NumPy scalar would make a float32 gradient float64.
+_TWO_OVER_ROOT_PI = float(2.0 / np.sqrt(np.pi))
+
+
+class _ArrayKit:
+    """The vjps' functions on NumPy arrays: the calls the ops make."""
+
+    @staticmethod
+    def sum(a, axes):
+        return _SUM(np, a, axis=axes, keepdims=True)
+
+    broadcast, reshape, exp = staticmethod(np.broadcast_to), staticmethod(np.reshape), np.exp
+
+    @staticmethod
+    def value(t):
+        """An input's values as the vjps' arithmetic takes them."""
+        return t._data
+
+
+class _TensorKit:
+    """The same through ops (a traced gradient: the tracer records them)."""
+
+    @staticmethod
+    def sum(a, axes):
+        return F.sum(a, axis=axes, keepdims=True)
+
+    @staticmethod
+    def broadcast(a, shape):
+        return F.apply_op("broadcast_to", a, shape=tuple(shape))
+
+    reshape, exp = staticmethod(F.reshape), staticmethod(F.exp)
+
+    @staticmethod
+    def value(t):
+        return t
+
+
+def _sum_to(kit, g, shape):
+    """ops/elementwise.sum_to_shape with ``kit``'s functions."""
+    if g.shape == tuple(shape):
+        return g
+    axes = broadcast_axes(g.shape, shape)
+    if axes:
+        g = kit.sum(g, axes)
+    return g if g.ndim == len(shape) else kit.reshape(g, shape)
+
+
+def _broadcast(kit, g, shape):
+    """A sum's vjp (keepdims): its gradient broadcast back to the summed shape."""
+    return g if g.shape == tuple(shape) else kit.broadcast(g, shape)
+
+
+def _backward(vjp_arrays):
+    """A node's vjp from ``vjp_arrays(kit, g, *inputs, **attrs)``: on arrays when ``g`` is
+    a NumPy array (retried with NumPy's floating-point errors ignored where
+    ``np.seterr(all="raise")`` made one raise, as dispatch retries an op), through ops when
+    it is traced."""
+    def vjp(g, out, *inputs, **attrs):
+        if g._data.__class__ is not np.ndarray:
+            grads = vjp_arrays(_TensorKit, g, *inputs, **_as_tensors(attrs))
+            return grads
+        try:
+            grads = vjp_arrays(_ArrayKit, g._data, *inputs, **attrs)
+        except FloatingPointError:
+            with np.errstate(all="ignore"):
+                grads = vjp_arrays(_ArrayKit, g._data, *inputs, **attrs)
+        return tuple(None if a is None else plain_tensor(a) for a in grads)
+    return vjp
+
+
+def _as_tensors(attrs: dict) -> dict:
+    """The saved arrays of ``attrs`` as tensors (constants of a trace)."""
+    saved = tuple(a if a.__class__ is not np.ndarray else plain_tensor(a)
+                  for a in attrs["saved"])
+    return {**attrs, "saved": saved}
+
+
+def _needs(x) -> bool:
+    return x is not None and x.requires_grad
+
+
+def _one_node(op, out, inputs: tuple, attrs: dict):
+    t = plain_tensor(out)
+    t._grad_fn = GradNode(op, inputs, attrs, None)
+    t.requires_grad = True
+    return t
+
+
+# --- layer_norm ----------------------------------------------------------------------------
+
+def layer_norm(x, normalized_shape, weight, bias, eps):
+    """layer_norm as one node, or None where its ops run (a tracer or a listener, mixed
+    dtypes, a weight or bias that broadcasts the result larger, anything the ops check)."""
+    affine = tuple(t for t in (weight, bias) if t is not None)
+    arrays = plain_arrays(x, *affine, one_node=True)
+    if arrays is None:
+        return None
+    a = arrays[0]
+    shape = (normalized_shape,) if normalized_shape.__class__ is int \
+        else tuple(normalized_shape) if isinstance(normalized_shape, tuple | list) else None
+    if not shape or not all(d.__class__ is int for d in shape) or not P.float_array(a) \
+            or a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape):]) != shape \
+            or eps.__class__ not in (int, float) \
+            or any(t.dtype != a.dtype or t.ndim > a.ndim
+                   or np.broadcast_shapes(a.shape, t.shape) != a.shape for t in arrays[1:]):
+        return None
+    w = arrays[1] if weight is not None else None
+    b = arrays[-1] if bias is not None else None
+    try:
+        out, saved = P.layer_norm_saving(a, len(shape), w, b, eps)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
+    return _one_node(LAYER_NORM, out, (x, x, *affine),
+                     {"saved": saved, "affine": (weight is not None, bias is not None)})
+
+
+def _layer_norm_grads(kit, g, x, _, *affine_tensors, saved, affine):
+    """Through the ops, last first: ``+ bias`` (its gradient summed to its shape),
+    ``* weight``, ``d / root``, sqrt, ``+ eps``, ``/ count``, the sum, ``d * d`` (both
+    operands d: d's gradient is ``(g / root + b) + b``), ``x - mean``, ``/ count``, the
+    sum. x gets ``x - mean``'s gradient first, then the mean's."""
+    d, root, normed, axes = saved
+    weight = affine_tensors[0] if affine[0] else None
+    bias = affine_tensors[-1] if affine[1] else None
+    g_bias = _sum_to(kit, g, bias.shape) if _needs(bias) else None
+    g_weight = _sum_to(kit, g * normed, weight.shape) if _needs(weight) else None
+    given = ((g_weight,) if weight is not None else ()) + ((g_bias,) if bias is not None else ())
+    if not x.requires_grad:
+        return (None, None) + given
+    if weight is not None:
+        g = g * kit.value(weight)
+    count = math.prod(d.shape[i] for i in axes)
+    g_root = _sum_to(kit, -g * d / (root * root), root.shape)
+    g_sum = _broadcast(kit, g_root * 0.5 / root / count, d.shape)
+    g_d = g / root + g_sum * d
+    g_d = g_d + g_sum * d
+    g_mean = _sum_to(kit, -g_d, root.shape)
+    return (g_d, _broadcast(kit, g_mean / count, d.shape)) + given
+
+
+LAYER_NORM = _OneNodeOp("layer_norm", _backward(_layer_norm_grads))
+
+
+# --- softmax -------------------------------------------------------------------------------
+
+def softmax(x, axis, torch_keywords):
+    """softmax as one node, or None where its ops run."""
+    arrays = plain_arrays(x, one_node=True)
+    if arrays is None or not P.float_array(arrays[0]):
+        return None
+    a = arrays[0]
+    axis = P.class_axis(a, axis, torch_keywords)
+    if axis is None:
+        return None
+    try:
+        out, saved = P.softmax_saving(a, axis)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
+    return _one_node(SOFTMAX, out, (x,), {"saved": saved})
+
+
+def _softmax_grads(kit, g, x, *, saved):
+    """``e / total``'s two gradients (the total's summed over the axis), the sum's added
+    to e's, then exp's (``* e``); ``x - max`` passes it on (the max is a constant)."""
+    e, total = saved
+    g_e = g / total
+    g_total = _sum_to(kit, -g * e / (total * total), total.shape)
+    g_e = g_e + _broadcast(kit, g_total, e.shape)
+    return (g_e * e,)
+
+
+SOFTMAX = _OneNodeOp("softmax", _backward(_softmax_grads))
+
+
+# --- gelu ----------------------------------------------------------------------------------
+
+def gelu(x):
+    """gelu (the erf formula) as one node, or None where its ops run."""
+    arrays = plain_arrays(x, one_node=True)
+    if arrays is None or not P.float_array(arrays[0]):
+        return None
+    try:
+        out, saved = P.gelu_saving(arrays[0])
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
+    return _one_node(GELU, out, (x, x), {"saved": saved})
+
+
+def _gelu_grads(kit, g, x, _, *, saved):
+    """``half * shifted``'s two gradients; ``1 + erf`` passes shifted's to erf, whose vjp
+    is ``g * 2/sqrt(pi) * exp(-scaled^2)``; ``x / sqrt 2`` and ``0.5 * x`` give x its two,
+    in the order backward reaches them (through erf first)."""
+    half, scaled, shifted = saved
+    g_scaled = g * half * _TWO_OVER_ROOT_PI * kit.exp(-(scaled * scaled))
+    return g_scaled * P.SQRT_HALF, g * shifted * 0.5
+
+
+GELU = _OneNodeOp("gelu", _backward(_gelu_grads))
+
+__all__ = ["GELU", "LAYER_NORM", "SOFTMAX", "gelu", "layer_norm", "softmax"]
