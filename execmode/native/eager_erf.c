@@ -6,6 +6,12 @@
 #include <math.h>
 #include <stdint.h>
 
+/* Whole 512-bit vectors where the machine has them (GCC prefers 256 by default): the inner
+ * intervals' double arithmetic is most of this file's time. */
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
+
 /* ops/erf.py's coefficients, lowest degree first. */
 static const double EM_PP[5] = {
     0.12837916709551256, -0.3250421072470015, -0.02848174957559851,
@@ -62,12 +68,15 @@ static inline __attribute__((always_inline)) double em_erf_inner(double v) {
     double q = em_poly(z, EM_QQ, 6);
     double pa = em_poly(s, EM_PA, 7);
     double qa = em_poly(s, EM_QA, 7);
-    double small = p / q;
-    small = small * v;
+    /* One division of the interval's own pair (the other interval's quotient is never
+     * used): the division is the vector loop's slowest operation. */
+    int inner = a < 0.84375;
+    double ratio = (inner ? p : pa) / (inner ? q : qa);
+    double small = ratio * v;
     small = small + v;
-    double mid = 0.8450629115104675 + pa / qa;
+    double mid = 0.8450629115104675 + ratio;
     mid = __builtin_copysign(mid, v);
-    return a < 0.84375 ? small : mid;
+    return inner ? small : mid;
 }
 
 /* The tails (1.25 <= |x| < 6): erf = 1 - exp(-z*z - 0.5625) * exp((z - a) * (z + a) + R/S)
@@ -89,18 +98,15 @@ static inline __attribute__((always_inline)) void em_erf_exponents(double v, dou
     *e2 = (z - a) * (z + a) + ratio;
 }
 
-/* erf on every element whose value needs no exp (|x| < 1.25; 6 <= |x|, inf and NaN: +-1 or
- * the NaN), and each tail element's index in tail[]; returns the number of tail elements.
- * Two loops without branches: the inner intervals over every element (vectorised), then
- * the others' values and the tails' indices (each index stored, the count moved on for a
- * tail). */
-#define EM_ERF_SPLIT(T, SFX)                                                               \
-    int64_t em_erf_split_##SFX(const T *restrict x, T *restrict out, int64_t n,             \
-                               int64_t *restrict tail) {                                   \
-        for (int64_t i = 0; i < n; i++)                                                    \
-            out[i] = (T)em_erf_inner((double)x[i]);                                        \
-        int64_t k = 0;                                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                  \
+/* The elements from i0 on that need no exp beyond the inner intervals (6 <= |x|, inf and
+ * NaN: +-1 or the NaN) get their value, and each tail element (1.25 <= |x| < 6) its index
+ * in tail[] from k on; returns the new count. One element at a time, without branches
+ * (each index stored, the count moved on for a tail): the part of the array the vector
+ * scans below leave, and all of it on a machine without them. */
+#define EM_ERF_SCAN(T, SFX)                                                                \
+    static int64_t em_erf_scan_##SFX(const T *restrict x, T *restrict out, int64_t i0,     \
+                                     int64_t n, int64_t *restrict tail, int64_t k) {        \
+        for (int64_t i = i0; i < n; i++) {                                                 \
             double v = (double)x[i];                                                       \
             double a = __builtin_fabs(v);                                                  \
             int outer = !(a < 6.0); /* NaN too */                                          \
@@ -109,6 +115,127 @@ static inline __attribute__((always_inline)) void em_erf_exponents(double v, dou
             k += (a >= 1.25) & !outer;                                                     \
         }                                                                                  \
         return k;                                                                          \
+    }
+
+EM_ERF_SCAN(float, f32)
+EM_ERF_SCAN(double, f64)
+
+/* The same scan a vector at a time, where the compiler targets AVX-512 or AVX2: a GELU's
+ * input has ~5-10% tail elements and the outer ones are rare, so the comparisons run over
+ * whole vectors and only the positions their masks name are visited. The bounds 1.25 and
+ * 6 are floats exactly, so comparing a float32 |x| with them answers as in double. Each
+ * returns how far it got (a multiple of its vector length); the scalar scan does the rest.
+ * tail[] has room for n indices and k never passes i, so a full vector of indices stored
+ * at tail + k stays inside it. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define EM_ERF_HAVE_VECTOR_SCAN 1
+
+static int64_t em_erf_vscan_f32(const float *restrict x, float *restrict out, int64_t n,
+                                int64_t *restrict tail, int64_t *count) {
+    const __m512 six = _mm512_set1_ps(6.0f), low = _mm512_set1_ps(1.25f);
+    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int64_t k = *count, i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __m512 a = _mm512_abs_ps(v);
+        __mmask16 inside = _mm512_cmp_ps_mask(a, six, _CMP_LT_OQ); /* false for NaN */
+        __mmask16 tails = inside & _mm512_cmp_ps_mask(a, low, _CMP_GE_OQ);
+        for (unsigned outer = (unsigned)(~inside) & 0xFFFFu; outer; outer &= outer - 1) {
+            int64_t j = i + __builtin_ctz(outer);
+            double v = (double)x[j];
+            out[j] = (float)(v != v ? v : __builtin_copysign(1.0, v));
+        }
+        if (tails) {
+            __m512i first = _mm512_add_epi64(_mm512_set1_epi64(i), iota);
+            __mmask8 lo = (__mmask8)tails, hi = (__mmask8)(tails >> 8);
+            _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(lo, first));
+            k += __builtin_popcount(lo);
+            __m512i second = _mm512_add_epi64(first, _mm512_set1_epi64(8));
+            _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(hi, second));
+            k += __builtin_popcount(hi);
+        }
+    }
+    *count = k;
+    return i;
+}
+
+static int64_t em_erf_vscan_f64(const double *restrict x, double *restrict out, int64_t n,
+                                int64_t *restrict tail, int64_t *count) {
+    const __m512d six = _mm512_set1_pd(6.0), low = _mm512_set1_pd(1.25);
+    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int64_t k = *count, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d v = _mm512_loadu_pd(x + i);
+        __m512d a = _mm512_abs_pd(v);
+        __mmask8 inside = _mm512_cmp_pd_mask(a, six, _CMP_LT_OQ);
+        __mmask8 tails = inside & _mm512_cmp_pd_mask(a, low, _CMP_GE_OQ);
+        for (unsigned outer = (unsigned)(~inside) & 0xFFu; outer; outer &= outer - 1) {
+            int64_t j = i + __builtin_ctz(outer);
+            double v = x[j];
+            out[j] = v != v ? v : __builtin_copysign(1.0, v);
+        }
+        if (tails) {
+            __m512i first = _mm512_add_epi64(_mm512_set1_epi64(i), iota);
+            _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(tails, first));
+            k += __builtin_popcount(tails);
+        }
+    }
+    *count = k;
+    return i;
+}
+
+#elif defined(__AVX2__)
+#include <immintrin.h>
+#define EM_ERF_HAVE_VECTOR_SCAN 1
+
+/* AVX2 has no compress: the mask's positions are visited one by one (few per vector). */
+#define EM_ERF_VSCAN_AVX2(T, SFX, VT, LANES, LOAD, SET1, ANDNOT, CMP, MOVEMASK)             \
+    static int64_t em_erf_vscan_##SFX(const T *restrict x, T *restrict out, int64_t n,      \
+                                      int64_t *restrict tail, int64_t *count) {             \
+        const VT six = SET1((T)6.0), low = SET1((T)1.25), sign = SET1((T)-0.0);            \
+        int64_t k = *count, i = 0;                                                         \
+        for (; i + LANES <= n; i += LANES) {                                               \
+            VT v = LOAD(x + i);                                                            \
+            VT a = ANDNOT(sign, v);                                                        \
+            unsigned inside = (unsigned)MOVEMASK(CMP(a, six, _CMP_LT_OQ));                 \
+            unsigned tails = inside & (unsigned)MOVEMASK(CMP(a, low, _CMP_GE_OQ));         \
+            for (unsigned outer = ~inside & ((1u << LANES) - 1); outer; outer &= outer - 1) { \
+                int64_t j = i + __builtin_ctz(outer);                                      \
+                double v = (double)x[j];                                                   \
+                out[j] = (T)(v != v ? v : __builtin_copysign(1.0, v));                     \
+            }                                                                              \
+            for (; tails; tails &= tails - 1)                                              \
+                tail[k++] = i + __builtin_ctz(tails);                                      \
+        }                                                                                  \
+        *count = k;                                                                        \
+        return i;                                                                          \
+    }
+
+EM_ERF_VSCAN_AVX2(float, f32, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_andnot_ps,
+                  _mm256_cmp_ps, _mm256_movemask_ps)
+EM_ERF_VSCAN_AVX2(double, f64, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_andnot_pd,
+                  _mm256_cmp_pd, _mm256_movemask_pd)
+#endif
+
+/* erf on every element whose value needs no exp, and each tail element's index in tail[];
+ * returns the number of tail elements. The inner intervals over every element
+ * (vectorised), then the scan. */
+#ifdef EM_ERF_HAVE_VECTOR_SCAN
+#define EM_ERF_SCAN_ALL(SFX)                                                               \
+    int64_t k = 0;                                                                         \
+    int64_t done = em_erf_vscan_##SFX(x, out, n, tail, &k);                                \
+    return em_erf_scan_##SFX(x, out, done, n, tail, k);
+#else
+#define EM_ERF_SCAN_ALL(SFX) return em_erf_scan_##SFX(x, out, 0, n, tail, 0);
+#endif
+
+#define EM_ERF_SPLIT(T, SFX)                                                               \
+    int64_t em_erf_split_##SFX(const T *restrict x, T *restrict out, int64_t n,             \
+                               int64_t *restrict tail) {                                   \
+        for (int64_t i = 0; i < n; i++)                                                    \
+            out[i] = (T)em_erf_inner((double)x[i]);                                        \
+        EM_ERF_SCAN_ALL(SFX)                                                               \
     }
 
 /* The tail elements' two exponents (vectorised: both tail intervals computed, one taken). */

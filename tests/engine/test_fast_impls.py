@@ -210,6 +210,25 @@ def test_erf_in_c_is_the_numpy_versions_bits():
             _same(erf_module._erf_native(kernels, a), want)
 
 
+def test_erf_in_c_scans_every_length_alike():
+    # The tails are found a vector at a time where the machine has AVX-512 or AVX2 and one
+    # element at a time for what is left: every length up to a few vectors past 16, tails
+    # and outer values (NaN, inf, |x| >= 6) at every position of a vector.
+    from execmode.codegen import eager_erf
+    from execmode.ops import erf as erf_module
+    kernels = eager_erf.load()
+    if kernels is None:
+        pytest.skip("no C compiler (or EXECMODE_EAGER_OPERATORS=0): erf stays in NumPy")
+    rng = np.random.default_rng(12)
+    values = np.array([0.1, -0.5, 0.9, 1.25, -2.0, 3.5, -5.9, 6.0, -7.0, np.inf, np.nan,
+                       -0.0, np.nextafter(1.25, 0), np.nextafter(6.0, 0)])
+    for n in [*range(1, 50), 1023, 4097]:
+        for dtype in (np.float32, np.float64):
+            a = rng.choice(values, n).astype(dtype)
+            want = erf_module.erf_float64(a.astype(np.float64)).astype(dtype)
+            _same(erf_module._erf_native(kernels, a), want)
+
+
 def test_erf_in_c_keeps_its_tail_indices_per_thread():
     # The tails' indices live in a buffer kept per thread and grown: sizes up and down,
     # and four threads at once, each get erf_float64's bits.
