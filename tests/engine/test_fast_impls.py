@@ -123,6 +123,25 @@ def test_argmax_argmin_over_a_short_axis_are_numpys():
                 np.testing.assert_array_equal(got, want)
 
 
+def test_max_min_over_many_short_rows_are_numpys():
+    # Many short rows reduce as columns (ops/reductions.py): NumPy's values, NaN where
+    # NumPy has NaN; a tie between 0.0 and -0.0 may keep either (as NumPy's lanes may).
+    from execmode.ops import OPS
+    rng = np.random.default_rng(4)
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -2.5, 3.0])
+    for shape in [(64, 2), (65, 3), (100, 64), (16, 4, 32, 32), (2, 300, 7), (64, 65)]:
+        for dtype in (np.float32, np.float64, np.int32, np.int64):
+            values = special if dtype in (np.float32, np.float64) else np.arange(-4, 5)
+            a = rng.choice(values, size=shape).astype(dtype)
+            for name in ("max", "min"):
+                for keepdims in (False, True):
+                    want = getattr(np, name)(a, axis=-1, keepdims=keepdims)
+                    got = OPS[name].impl(np, a, axis=(a.ndim - 1,), keepdims=keepdims)
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    assert got.flags.c_contiguous
+                    np.testing.assert_array_equal(got, want)
+
+
 def test_argmax_over_a_short_middle_axis_is_numpys():
     x = np.random.default_rng(0).standard_normal((4, 8, 16, 16)).astype(np.float32)
     x[0, 0, :2, :2] = np.nan
