@@ -28,6 +28,7 @@ class _Kernels:
     def __init__(self, cdll):
         self._cdll = cdll  # keeps the library loaded
         self._split, self._exponents, self._finish = {}, {}, {}
+        self._gelu = {}
         for name, itemsize in (("f32", 4), ("f64", 8)):
             split = getattr(cdll, f"em_erf_split_{name}")
             split.argtypes = (_P, _P, ctypes.c_int64, _P)
@@ -40,6 +41,14 @@ class _Kernels:
             finish.restype = None
             self._split[itemsize], self._exponents[itemsize] = split, exponents
             self._finish[itemsize] = finish
+            n = ctypes.c_int64
+            for entry, argtypes, returns in (("gelu_split", (_P,) * 4 + (n, _P), n),
+                                             ("gelu_finish", (_P,) * 3 + (n,), None),
+                                             ("gelu_square", (_P,) * 2 + (n,), None),
+                                             ("gelu_grads", (_P,) * 6 + (n,), None)):
+                fn = getattr(cdll, f"em_{entry}_{name}")
+                fn.argtypes, fn.restype = argtypes, returns
+                self._gelu[entry, itemsize] = fn
 
     def split(self, x, out, tail) -> int:
         return self._split[x.dtype.itemsize](data_pointer(x), data_pointer(out), x.size,
@@ -52,6 +61,26 @@ class _Kernels:
     def finish(self, x, out, tail, factors, k: int) -> None:
         self._finish[x.dtype.itemsize](data_pointer(x), data_pointer(out), data_pointer(tail),
                                        data_pointer(factors), k)
+
+
+    # GELU (nn/plain.py's gelu_saving, nn/one_node_layers.py's backward): x's products and
+    # the erf but for its tails; the tails go through exponents and finish on ``scaled``.
+    def gelu_split(self, x, scaled, half, erf_out, tail) -> int:
+        return self._gelu["gelu_split", x.dtype.itemsize](
+            *(data_pointer(a) for a in (x, scaled, half, erf_out)), x.size, data_pointer(tail))
+
+    def gelu_finish(self, half, shifted, out) -> None:
+        self._gelu["gelu_finish", half.dtype.itemsize](
+            data_pointer(half), data_pointer(shifted), data_pointer(out), half.size)
+
+    def gelu_square(self, scaled, u) -> None:
+        self._gelu["gelu_square", scaled.dtype.itemsize](data_pointer(scaled), data_pointer(u),
+                                                        scaled.size)
+
+    def gelu_grads(self, g, half, shifted, exp_u, through_erf, through_half) -> None:
+        self._gelu["gelu_grads", g.dtype.itemsize](
+            *(data_pointer(a) for a in (g, half, shifted, exp_u, through_erf, through_half)),
+            g.size)
 
 
 def load():

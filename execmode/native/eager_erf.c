@@ -222,12 +222,12 @@ EM_ERF_VSCAN_AVX2(double, f64, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm2
  * returns the number of tail elements. The inner intervals over every element
  * (vectorised), then the scan. */
 #ifdef EM_ERF_HAVE_VECTOR_SCAN
-#define EM_ERF_SCAN_ALL(SFX)                                                               \
+#define EM_ERF_SCAN_ALL(SFX, X, OUT, N, TAIL)                                              \
     int64_t k = 0;                                                                         \
-    int64_t done = em_erf_vscan_##SFX(x, out, n, tail, &k);                                \
-    return em_erf_scan_##SFX(x, out, done, n, tail, k);
+    int64_t done = em_erf_vscan_##SFX(X, OUT, N, TAIL, &k);                                \
+    return em_erf_scan_##SFX(X, OUT, done, N, TAIL, k);
 #else
-#define EM_ERF_SCAN_ALL(SFX) return em_erf_scan_##SFX(x, out, 0, n, tail, 0);
+#define EM_ERF_SCAN_ALL(SFX, X, OUT, N, TAIL) return em_erf_scan_##SFX(X, OUT, 0, N, TAIL, 0);
 #endif
 
 #define EM_ERF_SPLIT(T, SFX)                                                               \
@@ -235,7 +235,56 @@ EM_ERF_VSCAN_AVX2(double, f64, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm2
                                int64_t *restrict tail) {                                   \
         for (int64_t i = 0; i < n; i++)                                                    \
             out[i] = (T)em_erf_inner((double)x[i]);                                        \
-        EM_ERF_SCAN_ALL(SFX)                                                               \
+        EM_ERF_SCAN_ALL(SFX, x, out, n, tail)                                              \
+    }
+
+/* GELU, 0.5 * x * (1 + erf(x / sqrt 2)), as nn/plain.py's gelu makes it: each product and
+ * sum in the array's own type (NumPy's float32 ufuncs take the Python constants as float32),
+ * the erf in double as above. em_gelu_split_* makes scaled = x * (1/sqrt 2), half = 0.5 * x
+ * and the erf of scaled but for its tails (which em_erf_exponents_* and em_erf_finish_* on
+ * scaled complete, NumPy's exp between them); em_gelu_finish_* makes shifted = 1 + erf and
+ * out = half * shifted. What backward reads (nn/one_node_layers.py) is kept: scaled, half,
+ * shifted. */
+#define EM_SQRT_HALF 0x1.6a09e667f3bccp-1          /* 1 / math.sqrt(2) */
+#define EM_TWO_OVER_ROOT_PI 0x1.20dd750429b6dp+0   /* 2 / sqrt(pi), erf's derivative at 0 */
+
+#define EM_GELU(T, SFX)                                                                    \
+    int64_t em_gelu_split_##SFX(const T *restrict x, T *restrict scaled, T *restrict half,  \
+                                T *restrict erf_out, int64_t n, int64_t *restrict tail) {  \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            T v = x[i];                                                                    \
+            T s = v * (T)EM_SQRT_HALF;                                                     \
+            scaled[i] = s;                                                                 \
+            half[i] = (T)0.5 * v;                                                          \
+            erf_out[i] = (T)em_erf_inner((double)s);                                       \
+        }                                                                                  \
+        EM_ERF_SCAN_ALL(SFX, scaled, erf_out, n, tail)                                     \
+    }                                                                                      \
+    void em_gelu_finish_##SFX(const T *restrict half, T *restrict shifted, T *restrict out, \
+                              int64_t n) {                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            T e = (T)1 + shifted[i];                                                       \
+            shifted[i] = e;                                                                \
+            out[i] = half[i] * e;                                                          \
+        }                                                                                  \
+    }                                                                                      \
+    /* backward: u = -(scaled * scaled), exponentiated by NumPy in place, then the two     \
+     * gradients of x: ((g * half) * 2/sqrt(pi)) * exp(u) * (1/sqrt 2) through erf, and     \
+     * (g * shifted) * 0.5 through 0.5 * x */                                             \
+    void em_gelu_square_##SFX(const T *restrict scaled, T *restrict u, int64_t n) {         \
+        for (int64_t i = 0; i < n; i++)                                                    \
+            u[i] = -(scaled[i] * scaled[i]);                                               \
+    }                                                                                      \
+    void em_gelu_grads_##SFX(const T *restrict g, const T *restrict half,                  \
+                             const T *restrict shifted, const T *restrict exp_u,           \
+                             T *restrict through_erf, T *restrict through_half, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            T a = g[i] * half[i];                                                          \
+            a = a * (T)EM_TWO_OVER_ROOT_PI;                                                \
+            a = a * exp_u[i];                                                              \
+            through_erf[i] = a * (T)EM_SQRT_HALF;                                          \
+            through_half[i] = (g[i] * shifted[i]) * (T)0.5;                                \
+        }                                                                                  \
     }
 
 /* The tail elements' two exponents (vectorised: both tail intervals computed, one taken). */
@@ -262,3 +311,5 @@ EM_ERF_EXPONENTS(float, f32)
 EM_ERF_EXPONENTS(double, f64)
 EM_ERF_FINISH(float, f32)
 EM_ERF_FINISH(double, f64)
+EM_GELU(float, f32)
+EM_GELU(double, f64)

@@ -28,6 +28,7 @@ from .. import functional as F
 from ..dispatch import plain_arrays, plain_tensor
 from ..ops import OPS
 from ..ops.elementwise import broadcast_axes
+from ..ops.erf import gelu_grads_native
 from ..tape import GradNode
 from . import plain as P
 from .one_node import _OneNodeOp
@@ -227,6 +228,10 @@ def _gelu_grads(kit, g, x, _, *, saved):
     is ``g * 2/sqrt(pi) * exp(-scaled^2)``; ``x / sqrt 2`` and ``0.5 * x`` give x its two,
     in the order backward reaches them (through erf first)."""
     half, scaled, shifted = saved
+    if kit is _ArrayKit:  # in C where it applies (ops/erf.py: the same operations)
+        native = gelu_grads_native(g, half, scaled, shifted)
+        if native is not None:
+            return native
     g_scaled = g * half * _TWO_OVER_ROOT_PI * kit.exp(-(scaled * scaled))
     return g_scaled * P.SQRT_HALF, g * shifted * 0.5
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ops import OPS
 from ..ops import rng as _rng
-from ..ops.erf import erf_array
+from ..ops.erf import erf_array, gelu_native
 from ..ops.registry import normalize_axes
 
 _SUM = OPS["sum"].impl
@@ -144,7 +144,11 @@ def gelu(a):
 
 def gelu_saving(a):
     """``(out, (half, scaled, shifted))``: :func:`gelu` and what its ops' backward reads
-    (nn/one_node_layers.py): ``0.5 * x``, ``x / sqrt 2`` and ``1 + erf(x / sqrt 2)``."""
+    (nn/one_node_layers.py): ``0.5 * x``, ``x / sqrt 2`` and ``1 + erf(x / sqrt 2)``. In
+    C where it applies (ops/erf.py: the same operations, so the same bits)."""
+    native = gelu_native(a)
+    if native is not None:
+        return native
     scaled = np.multiply(a, SQRT_HALF)
     half, shifted = np.multiply(0.5, a), np.add(1, erf_array(scaled))
     return np.multiply(half, shifted), (half, scaled, shifted)

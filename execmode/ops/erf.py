@@ -136,14 +136,58 @@ def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
     exponentials by NumPy's exp (as _erf_tail makes them) between the two C passes."""
     out = np.empty(a.shape, a.dtype)
     tail = _tail_indices(a.size)  # (split reads none of it; beyond the tails, untouched)
-    k = kernels.split(a, out, tail)
+    _finish_tails(kernels, a, out, tail, kernels.split(a, out, tail))
+    return out
+
+
+def _native_for(*arrays):
+    """The C kernels when every array is a C-contiguous float32/float64 one of the first's
+    dtype and size, large enough (and the kernels loaded, after a few such calls); else
+    None."""
+    a = arrays[0]
+    if a.size < NATIVE_MIN_SIZE or not (a.dtype == np.float32 or a.dtype == np.float64) \
+            or any(x.dtype != a.dtype or x.size != a.size or not x.flags.c_contiguous
+                   for x in arrays):
+        return None
+    return NATIVE.get()
+
+
+def _finish_tails(kernels, x, out, tail, k: int) -> None:
+    """The tail elements' erf (1.25 <= |x| < 6): C's exponents, NumPy's exp, C's finish."""
     if k:
         e1, e2 = np.empty(k, np.float64), np.empty(k, np.float64)
-        kernels.exponents(a, tail, k, e1, e2)
+        kernels.exponents(x, tail, k, e1, e2)
         with np.errstate(all="ignore"):
             factors = np.exp(e1) * np.exp(e2)
-        kernels.finish(a, out, tail, factors, k)
-    return out
+        kernels.finish(x, out, tail, factors, k)
+
+
+def gelu_native(a: np.ndarray):
+    """nn/plain.py's gelu_saving in C (the same bits): ``(out, (half, scaled, shifted))``,
+    or None where the C does not apply."""
+    kernels = _native_for(a)
+    if kernels is None:
+        return None
+    scaled, half, shifted, out = (np.empty(a.shape, a.dtype) for _ in range(4))
+    tail = _tail_indices(a.size)
+    k = kernels.gelu_split(a, scaled, half, shifted, tail)
+    _finish_tails(kernels, scaled, shifted, tail, k)
+    kernels.gelu_finish(half, shifted, out)
+    return out, (half, scaled, shifted)
+
+
+def gelu_grads_native(g: np.ndarray, half, scaled, shifted):
+    """nn/one_node_layers.py's gelu gradients in C but for NumPy's exp (the same bits):
+    ``(through erf, through 0.5 * x)``, or None where the C does not apply."""
+    kernels = _native_for(g, half, scaled, shifted)
+    if kernels is None:
+        return None
+    u = np.empty(g.shape, g.dtype)
+    kernels.gelu_square(scaled, u)
+    np.exp(u, out=u)
+    through_erf, through_half = np.empty(g.shape, g.dtype), np.empty(g.shape, g.dtype)
+    kernels.gelu_grads(g, half, shifted, u, through_erf, through_half)
+    return through_erf, through_half
 
 
 def erf_array(a: np.ndarray) -> np.ndarray:
@@ -160,4 +204,4 @@ def erf_array(a: np.ndarray) -> np.ndarray:
     return out.astype(a.dtype) if a.dtype.kind == "f" else out
 
 
-__all__ = ["NATIVE", "erf_array", "erf_float64"]
+__all__ = ["NATIVE", "erf_array", "erf_float64", "gelu_grads_native", "gelu_native"]

@@ -248,6 +248,38 @@ def test_erf_in_c_scans_every_length_alike():
             _same(erf_module._erf_native(kernels, a), want)
 
 
+def test_gelu_in_c_is_the_numpy_versions_bits(monkeypatch):
+    # GELU's forward (what nn/plain.py's gelu_saving keeps) and its gradients
+    # (nn/one_node_layers.py) in C, against the NumPy arithmetic they replace.
+    from execmode.codegen import eager_erf
+    from execmode.nn import one_node_layers, plain
+    from execmode.ops import erf as erf_module
+    kernels = eager_erf.load()
+    if kernels is None:
+        pytest.skip("no C compiler (or EXECMODE_EAGER_OPERATORS=0): GELU stays in NumPy")
+    monkeypatch.setattr(erf_module.NATIVE, "_kernels", kernels)
+
+    def forward_and_grads(x, g):
+        out, saved = plain.gelu_saving(x)
+        with np.errstate(all="ignore"):
+            grads = one_node_layers._gelu_grads(one_node_layers._ArrayKit, g, None, None,
+                                                saved=saved)
+        return [out, *saved, *grads]
+
+    rng = np.random.default_rng(13)
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.8, -3.0, 8.5, -9.0, 1e-30])
+    for n in (4096, 4099, 20_011):
+        for dtype in (np.float32, np.float64):
+            for x in (rng.standard_normal(n) * 3, rng.choice(special, n)):
+                x, g = x.astype(dtype), rng.standard_normal(n).astype(dtype)
+                assert erf_module.gelu_native(x) is not None  # the C path is taken
+                with erf_module.NATIVE.withheld():
+                    assert erf_module.gelu_native(x) is None
+                    want = forward_and_grads(x, g)
+                for got, expected in zip(forward_and_grads(x, g), want):
+                    _same(got, expected)
+
+
 def test_erf_in_c_keeps_its_tail_indices_per_thread():
     # The tails' indices live in a buffer kept per thread and grown: sizes up and down,
     # and four threads at once, each get erf_float64's bits.

@@ -153,3 +153,21 @@ def test_a_jitted_backward_through_an_eager_node_gives_its_gradient(name):
         grads.append([t.grad.numpy() for t in (x, *params) if t is not None])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_in_c_has_the_bits_of_the_ops(monkeypatch):
+    # Arrays large enough for the C GELU (ops/erf.py), with it loaded.
+    from execmode.codegen import eager_erf
+    from execmode.ops import erf as erf_module
+    kernels = eager_erf.load()
+    if kernels is None:
+        pytest.skip("no C compiler (or EXECMODE_EAGER_OPERATORS=0): GELU stays in NumPy")
+    monkeypatch.setattr(erf_module.NATIVE, "_kernels", kernels)
+    for dtype in (np.float32, np.float64):
+        for leaf in (True, False):
+            node, fused = _run(LAYERS["gelu"], 5, (8, 33, 64), dtype, leaf)
+            with instrument.listening(_Null()):
+                _, ops = _run(LAYERS["gelu"], 5, (8, 33, 64), dtype, leaf)
+            assert node == "gelu"
+            for a, b in zip(fused, ops):
+                assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
