@@ -91,13 +91,15 @@ def node_saves(node) -> bool:
         return False
     if name in _SAVES_IF_BOTH:
         return all(isinstance(x, Tensor) and x.requires_grad for x in node.inputs)
-    return True
+    when = tape.saves_when.get(name)
+    return when is None or when(node)
 
 
 def _free(ran: list) -> None:
     """Mark what a backward without retain_graph went through as freed (node_saves, inlined:
     it runs for every node of every training step)."""
     nothing, if_both, node_class = _SAVES_NOTHING, _SAVES_IF_BOTH, GradNode
+    saves_when = tape.saves_when
     for item in ran:
         if item.__class__ is not node_class:  # a multi-output op
             if item.saves_for_backward:
@@ -108,6 +110,9 @@ def _free(ran: list) -> None:
             continue
         if name in if_both and not all(isinstance(x, Tensor) and x.requires_grad
                                        for x in item.inputs):
+            continue
+        when = saves_when.get(name)
+        if when is not None and not when(item):
             continue
         item.freed = True
 

@@ -27,6 +27,12 @@ def mark_modified(t) -> None:
     t._written_at = _tick
 
 
+# What a node recorded for a whole composite (nn/one_node_layers.py) frees after a backward
+# without retain_graph, as its ops would (autograd.node_saves): by op name, a test of the
+# node, where the ops save only for some operands (linear's product only when x and the
+# weight both require grad).
+saves_when: dict = {}
+
 # Leaves with post-accumulate-grad hooks (register_post_accumulate_grad_hook), alive: while
 # there are none, backward skips counting which leaves are done (one check per backward).
 hooked_leaves = 0

@@ -39,6 +39,7 @@ def workloads(calls: int = CALLS) -> dict:
     xg, wg = em.randn(8, 16, requires_grad=True), em.randn(16, 4, requires_grad=True)
     logits_g = em.randn(8, 10, requires_grad=True)
     ones_g, zeros_g = em.ones(16, requires_grad=True), em.zeros(16, requires_grad=True)
+    w_g = em.randn(16, 16, requires_grad=True)
     acc = em.zeros(16)
     # Adam over four small parameters: one C call for all unwatched, one each recorded
     params = [em.randn(16, requires_grad=True) for _ in range(4)]
@@ -62,6 +63,7 @@ def workloads(calls: int = CALLS) -> dict:
         "layer_norm_training": lambda: F.layer_norm(xg, (16,), ones_g, zeros_g).sum()
         .backward(),
         "softmax_training": lambda: F.softmax(xg, dim=-1).sum().backward(),
+        "linear_training": lambda: F.linear(xg, w_g, zeros_g).sum().backward(),
         "gelu_training": lambda: F.gelu(xg).sum().backward(),
         "dropout": lambda: F.dropout(x, 0.1, training=True),
         "attention": lambda: F.scaled_dot_product_attention(q, q, q),

@@ -16,7 +16,6 @@ from ..functional import (
     one_hot,  # noqa: F401 - torch.nn.functional.one_hot
     tanh,  # noqa: F401 - torch.nn.functional.tanh
 )
-from ..functional.linalg import plain_matmul
 from ..op_errors import op_error
 from ..ops import OPS
 from ..scope import named_scope
@@ -133,35 +132,14 @@ def linear(x, weight, bias=None):
     """``x @ weight.mT + bias`` with PyTorch's (out_features, in_features) weight layout."""
     arrays = plain_arrays(x, weight) if bias is None else plain_arrays(x, weight, bias)
     if arrays is not None:
-        out = _plain_linear(*arrays)
+        out = P.linear(*arrays)
         if out is not None:
             return plain_tensor(out)
+    elif any(getattr(t, "requires_grad", False) for t in (x, weight, bias)):
+        out = one_node_layers.linear(x, weight, bias)
+        if out is not None:  # training: one node (nn/one_node_layers.py)
+            return out
     return _linear(x, weight, bias)
-
-
-def _plain_linear(x, weight, bias=None):
-    """linear's ops on arrays nobody watches (dispatch.plain_arrays): the NumPy calls they
-    make - matmul of x and weight's transposed view, then add - so the same bits, for
-    float operands of one dtype and shapes that every check passes; else None (also when
-    NumPy raises: the ops run and explain it). An MLP's eager forward spent most of its
-    time in apply for the transpose and the matmul."""
-    dtype = x.dtype
-    if weight.ndim != 2 or x.ndim < 1 or dtype.kind != "f" or weight.dtype != dtype \
-            or x.shape[-1] != weight.shape[1]:
-        return None
-    if bias is not None and (bias.dtype != dtype or bias.shape != weight.shape[:1]):
-        return None
-    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) if x.ndim > 2 else x
-    out = plain_matmul(rows, weight.T)
-    if out is None:
-        return None
-    out = out.reshape(x.shape[:-1] + weight.shape[:1])
-    if bias is None:
-        return out
-    try:
-        return np.add(out, bias, out=out)
-    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
-        return None
 
 
 @named_scope("linear")

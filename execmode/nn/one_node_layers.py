@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from .. import functional as F
+from .. import tape
 from ..dispatch import plain_arrays, plain_tensor
 from ..ops import OPS
 from ..ops.elementwise import broadcast_axes
@@ -47,6 +48,11 @@ class _ArrayKit:
         return _SUM(np, a, axis=axes, keepdims=True)
 
     broadcast, reshape, exp = staticmethod(np.broadcast_to), staticmethod(np.reshape), np.exp
+    matmul = staticmethod(np.matmul)
+
+    @staticmethod
+    def transposed(a):
+        return a.T
 
     @staticmethod
     def value(t):
@@ -65,7 +71,11 @@ class _TensorKit:
     def broadcast(a, shape):
         return F.apply_op("broadcast_to", a, shape=tuple(shape))
 
-    reshape, exp = staticmethod(F.reshape), staticmethod(F.exp)
+    reshape, exp, matmul = staticmethod(F.reshape), staticmethod(F.exp), staticmethod(F.matmul)
+
+    @staticmethod
+    def transposed(a):
+        return F.matrix_transpose(a)
 
     @staticmethod
     def value(t):
@@ -123,6 +133,50 @@ def _one_node(op, out, inputs: tuple, attrs: dict):
     return t
 
 
+# --- linear --------------------------------------------------------------------------------
+
+def linear(x, weight, bias):
+    """linear as one node, or None where its ops run (a tracer or a listener, a 1-D x, a
+    weight not laid out row by row, mixed dtypes, anything the ops check)."""
+    inputs = (x, weight) if bias is None else (x, weight, bias)
+    arrays = plain_arrays(*inputs, one_node=True)
+    if arrays is None:
+        return None
+    a, w = arrays[0], arrays[1]
+    # The weight's gradient is g^T x where w.mT is laid out column by column (the matmul's
+    # vjp, ops/linalg.py): a weight in rows, as a layer keeps it.
+    if a.ndim < 2 or w.ndim != 2 or not w.flags.c_contiguous or w.flags.f_contiguous:
+        return None
+    out = P.linear(*arrays)
+    if out is None:
+        return None
+    rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1]) if a.ndim > 2 else a
+    return _one_node(LINEAR, out, inputs, {"saved": (rows,)})
+
+
+def _linear_grads(kit, g, x, weight, *bias, saved):
+    """Through the ops, last first: ``+ bias`` (its gradient summed to its shape), the
+    reshape of the rows' product, the product ``rows @ w.mT`` (rows: ``g @ w``; w.mT:
+    ``(g^T rows)^T``, which w.mT's transpose turns back), the reshape of x into rows."""
+    (rows,) = saved
+    g_bias = (_sum_to(kit, g, bias[0].shape) if _needs(bias[0]) else None,) if bias else ()
+    g_rows = g if g.ndim == 2 else kit.reshape(g, (rows.shape[0], g.shape[-1]))
+    g_x = g_weight = None
+    if x.requires_grad:
+        g_x = kit.matmul(g_rows, kit.value(weight))
+        if g_x.shape != x.shape:
+            g_x = kit.reshape(g_x, x.shape)
+    if weight.requires_grad:
+        g_weight = kit.matmul(kit.transposed(g_rows), rows)
+    return (g_x, g_weight) + g_bias
+
+
+LINEAR = _OneNodeOp("linear", _backward(_linear_grads))
+# (its ops save only for a product of two operands that require grad)
+tape.saves_when["linear"] = lambda node: node.inputs[0].requires_grad and \
+    node.inputs[1].requires_grad
+
+
 # --- layer_norm ----------------------------------------------------------------------------
 
 def layer_norm(x, normalized_shape, weight, bias, eps):
@@ -176,6 +230,9 @@ def _layer_norm_grads(kit, g, x, _, *affine_tensors, saved, affine):
 
 
 LAYER_NORM = _OneNodeOp("layer_norm", _backward(_layer_norm_grads))
+# (its ops save only where x requires grad: ``d / root`` and the sqrt; the weight's product
+# saves nothing with a normed x that needs none)
+tape.saves_when["layer_norm"] = lambda node: node.inputs[0].requires_grad
 
 
 # --- softmax -------------------------------------------------------------------------------
@@ -238,4 +295,4 @@ def _gelu_grads(kit, g, x, _, *, saved):
 
 GELU = _OneNodeOp("gelu", _backward(_gelu_grads))
 
-__all__ = ["GELU", "LAYER_NORM", "SOFTMAX", "gelu", "layer_norm", "softmax"]
+__all__ = ["GELU", "LAYER_NORM", "LINEAR", "SOFTMAX", "gelu", "layer_norm", "linear", "softmax"]

@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from ..functional.linalg import plain_matmul
 from ..ops import OPS
 from ..ops import rng as _rng
 from ..ops.erf import erf_array, gelu_native
@@ -116,6 +117,31 @@ def _mean(a, axes: tuple):
                           math.prod(a.shape[i] for i in axes))
 
 
+def linear(x, weight, bias=None):
+    """linear's ops on arrays nobody watches (dispatch.plain_arrays): the NumPy calls they
+    make - matmul of x and weight's transposed view, then add - so the same bits, for
+    float operands of one dtype and shapes that every check passes; else None (also when
+    NumPy raises: the ops run and explain it). An MLP's eager forward spent most of its
+    time in apply for the transpose and the matmul."""
+    dtype = x.dtype
+    if weight.ndim != 2 or x.ndim < 1 or dtype.kind != "f" or weight.dtype != dtype \
+            or x.shape[-1] != weight.shape[1]:
+        return None
+    if bias is not None and (bias.dtype != dtype or bias.shape != weight.shape[:1]):
+        return None
+    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) if x.ndim > 2 else x
+    out = plain_matmul(rows, weight.T)
+    if out is None:
+        return None
+    out = out.reshape(x.shape[:-1] + weight.shape[:1])
+    if bias is None:
+        return out
+    try:
+        return np.add(out, bias, out=out)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
+
+
 def layer_norm(a, n: int, weight, bias, eps: float):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``n`` axes."""
     return layer_norm_saving(a, n, weight, bias, eps)[0]
@@ -171,5 +197,5 @@ def embedding(ids, weight):
 
 
 __all__ = ["class_axis", "cross_entropy", "dropout", "embedding", "float_array", "gelu",
-           "gelu_saving", "layer_norm", "layer_norm_saving", "log_softmax", "softmax",
+           "gelu_saving", "layer_norm", "layer_norm_saving", "linear", "log_softmax", "softmax",
            "softmax_saving"]
