@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 
 from . import functional as F
-from . import tape
+from . import tape, watched_composites
 from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
 from .grad_accumulation import accumulate, held_alone, retain
@@ -197,6 +197,7 @@ class _Walk:
 
     def run(self) -> None:
         grads, ran, hooked = self.grads, self.ran, self.hooked
+        marked = watched_composites.marked  # (a composite's ops ran for a listener)
         pop, get, done = grads.pop, grads.get, ran.append
         multi_output, tensor = MultiOutputOp, Tensor
         for t in self.order:
@@ -212,6 +213,8 @@ class _Walk:
                 continue
             if t._retains_grad:
                 retain(t, g)
+            if marked:
+                watched_composites.count_backward(t)
             node = t._grad_fn
             op = node.op
             if isinstance(op, multi_output):

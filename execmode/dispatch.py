@@ -237,6 +237,12 @@ def fused_path_open() -> bool:
         getattr(listener, "records_fused_steps", False) for listener in instrument.listeners()))
 
 
+def listener_untraced() -> bool:
+    """A listener sees the ops and no trace runs: composites run their ops for it (and
+    plain_arrays counts each such call: watched_composites.py)."""
+    return _listening and not _tracing
+
+
 def plain_arrays(*tensors, fused: bool = False, one_node: bool = False):
     """The NumPy arrays of ``tensors`` when a composite may compute on them directly,
     without apply for each of its ops: no tracer and no listener (nobody sees those ops;

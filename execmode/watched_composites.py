@@ -18,10 +18,30 @@ read. Threads count without a lock: a race may lose a count, never make one up.
 from __future__ import annotations
 
 declined: dict = {}  # the caller's code object -> calls that took the op path
+# Whether some composite's result was marked (mark_backward) in this process: until then
+# backward does not look for marks.
+marked = False
 
 
 def count(code, calls: int = 1) -> None:
     declined[code] = declined.get(code, 0) + calls
+
+
+def mark_backward(t, code) -> None:
+    """``t`` came from a composite that records one autograd node unwatched
+    (nn/one_node.py) but ran its ops for a listener: backward, reaching it, counts a call
+    at ``code``'s site (the node's own backward, which the ops' vjps replaced). Counted
+    apart from the forward because a script may run the forward alone."""
+    global marked
+    t.__dict__["_declined_backward"] = code
+    marked = True
+
+
+def count_backward(t) -> None:
+    """Backward reached ``t``: its mark's site, if it has one, counts a call."""
+    code = t.__dict__.get("_declined_backward")
+    if code is not None:
+        declined[code] = declined.get(code, 0) + 1
 
 
 def site_name(code) -> str:

@@ -56,15 +56,20 @@ def workloads(calls: int = CALLS) -> dict:
         "softmax": lambda: F.softmax(x, dim=-1),
         "log_softmax": lambda: F.log_softmax(x, dim=-1),
         "cross_entropy": lambda: F.cross_entropy(logits, target),
-        # in training: one node and its backward unwatched (nn/one_node.py), the ops and
-        # their vjps watched
-        "cross_entropy_training": lambda: F.cross_entropy(logits_g, target).backward(),
-        # the same for a transformer block's layers (nn/one_node_layers.py)
-        "layer_norm_training": lambda: F.layer_norm(xg, (16,), ones_g, zeros_g).sum()
+        # in training: one node unwatched (nn/one_node.py, nn/one_node_layers.py), the ops
+        # watched; the forward alone and with the backward (the node's backward, or the
+        # ops' vjps, counted at a site of its own: a script may run the forward alone)
+        "cross_entropy_training": lambda: F.cross_entropy(logits_g, target),
+        "cross_entropy_backward": lambda: F.cross_entropy(logits_g, target).backward(),
+        "layer_norm_training": lambda: F.layer_norm(xg, (16,), ones_g, zeros_g),
+        "layer_norm_backward": lambda: F.layer_norm(xg, (16,), ones_g, zeros_g).sum()
         .backward(),
-        "softmax_training": lambda: F.softmax(xg, dim=-1).sum().backward(),
-        "linear_training": lambda: F.linear(xg, w_g, zeros_g).sum().backward(),
-        "gelu_training": lambda: F.gelu(xg).sum().backward(),
+        "softmax_training": lambda: F.softmax(xg, dim=-1),
+        "softmax_backward": lambda: F.softmax(xg, dim=-1).sum().backward(),
+        "linear_training": lambda: F.linear(xg, w_g, zeros_g),
+        "linear_backward": lambda: F.linear(xg, w_g, zeros_g).sum().backward(),
+        "gelu_training": lambda: F.gelu(xg),
+        "gelu_backward": lambda: F.gelu(xg).sum().backward(),
         "dropout": lambda: F.dropout(x, 0.1, training=True),
         "attention": lambda: F.scaled_dot_product_attention(q, q, q),
         "reshape": lambda: em.reshape(x, (16, 8)),

@@ -58,6 +58,7 @@ from .losses import (  # noqa: F401
     smooth_l1_loss,
 )
 from .normalization import group_norm, normalize, rms_norm  # noqa: F401
+from .one_node import ran_its_ops
 from .pooling import (  # noqa: F401
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -113,6 +114,7 @@ def gelu(x, approximate: str = "none"):
         out = one_node_layers.gelu(x)
         if out is not None:
             return out
+        return ran_its_ops(_gelu(x, approximate), one_node_layers.gelu_grads)
     return _gelu(x, approximate)
 
 
@@ -139,6 +141,7 @@ def linear(x, weight, bias=None):
         out = one_node_layers.linear(x, weight, bias)
         if out is not None:  # training: one node (nn/one_node_layers.py)
             return out
+        return ran_its_ops(_linear(x, weight, bias), one_node_layers.linear_grads)
     return _linear(x, weight, bias)
 
 
@@ -173,6 +176,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
         out = one_node_layers.layer_norm(x, normalized_shape, weight, bias, eps)
         if out is not None:  # training: one node (nn/one_node_layers.py)
             return out
+        return ran_its_ops(_layer_norm(x, normalized_shape, weight, bias, eps),
+                           one_node_layers.layer_norm_grads)
     return _layer_norm(x, normalized_shape, weight, bias, eps)
 
 

@@ -186,6 +186,9 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100,
             out = one_node.cross_entropy(logits, target, ignore_index, reduction)
             if out is not None:
                 return out
+            return one_node.ran_its_ops(_cross_entropy(logits, target, weight, ignore_index,
+                                                       reduction, label_smoothing),
+                                        one_node._cross_entropy_vjp)
     return _cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
 
 

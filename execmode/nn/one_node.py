@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
+from .. import watched_composites
 from .._tensor import Tensor
-from ..dispatch import plain_arrays, plain_tensor
+from ..dispatch import listener_untraced, plain_arrays, plain_tensor
 from ..ops import OPS
 from ..tape import GradNode
 from . import plain as P
@@ -36,6 +37,17 @@ class _OneNodeOp:
 
     def __init__(self, name: str, vjp):
         self.name, self.vjp = name, vjp
+
+
+def ran_its_ops(out, backward):
+    """``out``, a composite's result through its ops. Where only a listener kept it from
+    one node (a recorder: watched_composites.py), backward through it counts a call at the
+    site of the node's own backward (``backward``, the function the node runs): what
+    recording costs there is stated apart from the forward's, which a script may run
+    alone."""
+    if out.__class__ is Tensor and out._grad_fn is not None and listener_untraced():
+        watched_composites.mark_backward(out, backward.__code__)
+    return out
 
 
 def cross_entropy(logits, target, ignore_index, reduction):
@@ -118,4 +130,4 @@ def _cross_entropy_vjp_in_ops(g: Tensor, saved, reduction):
 
 CROSS_ENTROPY = _OneNodeOp("cross_entropy", _cross_entropy_vjp)
 
-__all__ = ["CROSS_ENTROPY", "cross_entropy"]
+__all__ = ["CROSS_ENTROPY", "cross_entropy", "ran_its_ops"]

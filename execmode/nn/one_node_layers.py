@@ -154,7 +154,7 @@ def linear(x, weight, bias):
     return _one_node(LINEAR, out, inputs, {"saved": (rows,)})
 
 
-def _linear_grads(kit, g, x, weight, *bias, saved):
+def linear_grads(kit, g, x, weight, *bias, saved):
     """Through the ops, last first: ``+ bias`` (its gradient summed to its shape), the
     reshape of the rows' product, the product ``rows @ w.mT`` (rows: ``g @ w``; w.mT:
     ``(g^T rows)^T``, which w.mT's transpose turns back), the reshape of x into rows."""
@@ -171,7 +171,7 @@ def _linear_grads(kit, g, x, weight, *bias, saved):
     return (g_x, g_weight) + g_bias
 
 
-LINEAR = _OneNodeOp("linear", _backward(_linear_grads))
+LINEAR = _OneNodeOp("linear", _backward(linear_grads))
 # (its ops save only for a product of two operands that require grad)
 tape.saves_when["linear"] = lambda node: node.inputs[0].requires_grad and \
     node.inputs[1].requires_grad
@@ -205,7 +205,7 @@ def layer_norm(x, normalized_shape, weight, bias, eps):
                      {"saved": saved, "affine": (weight is not None, bias is not None)})
 
 
-def _layer_norm_grads(kit, g, x, _, *affine_tensors, saved, affine):
+def layer_norm_grads(kit, g, x, _, *affine_tensors, saved, affine):
     """Through the ops, last first: ``+ bias`` (its gradient summed to its shape),
     ``* weight``, ``d / root``, sqrt, ``+ eps``, ``/ count``, the sum, ``d * d`` (both
     operands d: d's gradient is ``(g / root + b) + b``), ``x - mean``, ``/ count``, the
@@ -229,7 +229,7 @@ def _layer_norm_grads(kit, g, x, _, *affine_tensors, saved, affine):
     return (g_d, _broadcast(kit, g_mean / count, d.shape)) + given
 
 
-LAYER_NORM = _OneNodeOp("layer_norm", _backward(_layer_norm_grads))
+LAYER_NORM = _OneNodeOp("layer_norm", _backward(layer_norm_grads))
 # (its ops save only where x requires grad: ``d / root`` and the sqrt; the weight's product
 # saves nothing with a normed x that needs none)
 tape.saves_when["layer_norm"] = lambda node: node.inputs[0].requires_grad
@@ -253,7 +253,7 @@ def softmax(x, axis, torch_keywords):
     return _one_node(SOFTMAX, out, (x,), {"saved": saved})
 
 
-def _softmax_grads(kit, g, x, *, saved):
+def softmax_grads(kit, g, x, *, saved):
     """``e / total``'s two gradients (the total's summed over the axis), the sum's added
     to e's, then exp's (``* e``); ``x - max`` passes it on (the max is a constant)."""
     e, total = saved
@@ -263,7 +263,7 @@ def _softmax_grads(kit, g, x, *, saved):
     return (g_e * e,)
 
 
-SOFTMAX = _OneNodeOp("softmax", _backward(_softmax_grads))
+SOFTMAX = _OneNodeOp("softmax", _backward(softmax_grads))
 
 
 # --- gelu ----------------------------------------------------------------------------------
@@ -280,7 +280,7 @@ def gelu(x):
     return _one_node(GELU, out, (x, x), {"saved": saved})
 
 
-def _gelu_grads(kit, g, x, _, *, saved):
+def gelu_grads(kit, g, x, _, *, saved):
     """``half * shifted``'s two gradients; ``1 + erf`` passes shifted's to erf, whose vjp
     is ``g * 2/sqrt(pi) * exp(-scaled^2)``; ``x / sqrt 2`` and ``0.5 * x`` give x its two,
     in the order backward reaches them (through erf first)."""
@@ -293,6 +293,7 @@ def _gelu_grads(kit, g, x, _, *, saved):
     return g_scaled * P.SQRT_HALF, g * shifted * 0.5
 
 
-GELU = _OneNodeOp("gelu", _backward(_gelu_grads))
+GELU = _OneNodeOp("gelu", _backward(gelu_grads))
 
-__all__ = ["GELU", "LAYER_NORM", "LINEAR", "SOFTMAX", "gelu", "layer_norm", "linear", "softmax"]
+__all__ = ["GELU", "LAYER_NORM", "LINEAR", "SOFTMAX", "gelu", "gelu_grads", "layer_norm",
+           "layer_norm_grads", "linear", "linear_grads", "softmax", "softmax_grads"]

@@ -262,7 +262,7 @@ def test_gelu_in_c_is_the_numpy_versions_bits(monkeypatch):
     def forward_and_grads(x, g):
         out, saved = plain.gelu_saving(x)
         with np.errstate(all="ignore"):
-            grads = one_node_layers._gelu_grads(one_node_layers._ArrayKit, g, None, None,
+            grads = one_node_layers.gelu_grads(one_node_layers._ArrayKit, g, None, None,
                                                 saved=saved)
         return [out, *saved, *grads]
 

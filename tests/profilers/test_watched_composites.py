@@ -96,6 +96,28 @@ def test_every_composite_workload_reaches_its_site_under_a_recorder(tmp_path):
         assert probe["ops"] > 0, name
 
 
+def test_a_recorded_one_node_composite_counts_its_backward_apart(tmp_path):
+    """Unwatched, linear in training is one node (nn/one_node_layers.py); recorded, its
+    ops run: the forward counts at the composite's site, and backward through its result
+    at the node's backward site, only when a backward runs (a forward alone, as a batch
+    sweep without no_grad makes, states no backward's cost)."""
+    x = em.randn(4, 8, requires_grad=True)
+    w = em.randn(3, 8, requires_grad=True)
+    rec = Recorder(tmp_path / "s.emsession", calibrate=False).start()
+    try:
+        before = watched_composites.counts()
+        y = em.nn.functional.linear(x, w)
+        forward = watched_composites.since(before)
+        before = watched_composites.counts()
+        y.sum().backward()
+        backward = watched_composites.since(before)
+    finally:
+        rec.close()
+    assert forward == {"nn/one_node_layers:linear": 1}
+    assert backward.get("nn/one_node_layers:linear_grads") == 1
+    assert "nn/one_node_layers:linear" not in backward
+
+
 def test_a_recorded_adam_step_counts_each_parameter_that_went_alone(tmp_path):
     """Unwatched, Adam updates a group in one C call; recorded, one call per parameter
     (each an op for the recorder): counted per parameter at adam_group's site, so that the
