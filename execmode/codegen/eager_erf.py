@@ -5,7 +5,9 @@ order as ops/erf.py's NumPy version, with the kernels' flags (``-O3 -march=nativ
 -ffp-contract=off``, no fast-math): the same bits. Only the tails' two ``exp`` calls
 (1.25 <= |x| < 6) stay NumPy's, whose exp is not libm's: ``split`` computes every other
 element and finds the tails, ``exponents`` gives theirs, NumPy exponentiates, ``finish``
-completes them. The ops cannot import codegen: :func:`load` is handed to ops/erf.py as its
+completes them. GELU's forward and its one-node gradients (ops/erf.py's gelu_native and
+gelu_grads_native) run in the same library, around the same split and NumPy's exp. The ops
+cannot import codegen: :func:`load` is handed to ops/erf.py as its
 loader (codegen/eager_operators.py, at import), and ops/erf.py calls it after a few large
 calls, so a short script never compiles. ``EXECMODE_EAGER_OPERATORS=0`` keeps NumPy.
 """
@@ -61,7 +63,6 @@ class _Kernels:
     def finish(self, x, out, tail, factors, k: int) -> None:
         self._finish[x.dtype.itemsize](data_pointer(x), data_pointer(out), data_pointer(tail),
                                        data_pointer(factors), k)
-
 
     # GELU (nn/plain.py's gelu_saving, nn/one_node_layers.py's backward): x's products and
     # the erf but for its tails; the tails go through exponents and finish on ``scaled``.

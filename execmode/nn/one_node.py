@@ -45,7 +45,8 @@ def ran_its_ops(out, backward):
     site of the node's own backward (``backward``, the function the node runs): what
     recording costs there is stated apart from the forward's, which a script may run
     alone."""
-    if out.__class__ is Tensor and out._grad_fn is not None and listener_untraced():
+    if out.__class__ is Tensor and out._grad_fn is not None and listener_untraced() \
+            and out._data.__class__ is np.ndarray:  # (as plain_arrays counts the forward)
         watched_composites.mark_backward(out, backward.__code__)
     return out
 

@@ -1,9 +1,9 @@
-"""layer_norm, softmax and gelu in training, each recorded as one autograd node when nobody
-watches (nn/one_node.py's mechanism, for the layers of a transformer block).
+"""linear, layer_norm, softmax and gelu in training, each recorded as one autograd node when
+nobody watches (nn/one_node.py's mechanism, for the layers of a transformer block).
 
-Through its ops, a layer_norm is ten nodes on the tape and a dozen vjps in backward,
-softmax five and seven, gelu five and six: a GPT's eager step spent more time in that
-Python than in their arithmetic. Here the forward makes the ops' NumPy calls at once
+Through its ops, a linear layer is five nodes on the tape, a layer_norm ten, softmax and
+gelu five each, and backward runs a vjp for every one: a GPT's eager step spent more time
+in that Python than in their arithmetic. Here the forward makes the ops' NumPy calls at once
 (nn/plain.py: the same bits) and keeps what their vjps read; the node's backward makes the
 arithmetic those vjps make, in the order backward runs them, so every gradient has the
 bits it has through the ops (tests/engine/test_one_node_layers.py compares them).
@@ -104,8 +104,7 @@ def _backward(vjp_arrays):
     it is traced."""
     def vjp(g, out, *inputs, **attrs):
         if g._data.__class__ is not np.ndarray:
-            grads = vjp_arrays(_TensorKit, g, *inputs, **_as_tensors(attrs))
-            return grads
+            return vjp_arrays(_TensorKit, g, *inputs, **_as_tensors(attrs))
         try:
             grads = vjp_arrays(_ArrayKit, g._data, *inputs, **attrs)
         except FloatingPointError:

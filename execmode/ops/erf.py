@@ -7,6 +7,10 @@ fall in it, with the same rational approximations and constants: within 1 ulp of
 ``math.erf`` in float64 (most results identical), and identical after rounding to float32
 on every input tested (tests/engine/test_plain_paths.py). Graph mode compiles erf to C
 (``em_erf_f32``/``em_erf_f64`` in codegen/em_dialect_c.h) instead.
+
+The C version (codegen/eager_erf.py) also makes GELU's forward and gradients for the
+composites that run on arrays (nn/plain.py, nn/one_node_layers.py): :func:`gelu_native`,
+:func:`gelu_grads_native`.
 """
 
 from __future__ import annotations

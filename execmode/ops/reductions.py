@@ -139,7 +139,7 @@ def _short_axis_arg(extremum, a, axis, keepdims):
 # may differ, as between NumPy's own vector lanes; graph mode's kernels differ there too.)
 _SHORT_ROW = 64
 _MANY_ROWS = 64
-_SHORT_ROW_EXTREMA = {"max": np.maximum, "min": np.minimum}
+_SHORT_ROW_EXTREMA = frozenset(("max", "min"))
 
 
 def _short_rows(a, axis) -> bool:
