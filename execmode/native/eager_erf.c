@@ -127,33 +127,49 @@ EM_ERF_SCAN(double, f64)
  * returns how far it got (a multiple of its vector length); the scalar scan does the rest.
  * tail[] has room for n indices and k never passes i, so a full vector of indices stored
  * at tail + k stays inside it. */
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #define EM_ERF_HAVE_VECTOR_SCAN 1
+
+/* The outer values of a vector's positions named by ``outer`` (from i on), as the scalar
+ * scan writes them. */
+#define EM_ERF_OUTER(T, SFX)                                                               \
+    static inline void em_erf_outer_##SFX(const T *restrict x, T *restrict out, int64_t i,  \
+                                          unsigned outer) {                                \
+        for (; outer; outer &= outer - 1) {                                                \
+            int64_t j = i + __builtin_ctz(outer);                                          \
+            double v = (double)x[j];                                                       \
+            out[j] = (T)(v != v ? v : __builtin_copysign(1.0, v));                         \
+        }                                                                                  \
+    }
+
+EM_ERF_OUTER(float, f32)
+EM_ERF_OUTER(double, f64)
+#endif
+
+#if defined(__AVX512F__)
+/* The indices first..first+7 that ``lanes`` names, stored at tail + k (a full vector: see
+ * above); returns the new count. */
+static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int64_t first,
+                                         __mmask8 lanes) {
+    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i index = _mm512_add_epi64(_mm512_set1_epi64(first), iota);
+    _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(lanes, index));
+    return k + __builtin_popcount(lanes);
+}
 
 static int64_t em_erf_vscan_f32(const float *restrict x, float *restrict out, int64_t n,
                                 int64_t *restrict tail, int64_t *count) {
     const __m512 six = _mm512_set1_ps(6.0f), low = _mm512_set1_ps(1.25f);
-    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     int64_t k = *count, i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        __m512 a = _mm512_abs_ps(v);
+        __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
         __mmask16 inside = _mm512_cmp_ps_mask(a, six, _CMP_LT_OQ); /* false for NaN */
         __mmask16 tails = inside & _mm512_cmp_ps_mask(a, low, _CMP_GE_OQ);
-        for (unsigned outer = (unsigned)(~inside) & 0xFFFFu; outer; outer &= outer - 1) {
-            int64_t j = i + __builtin_ctz(outer);
-            double v = (double)x[j];
-            out[j] = (float)(v != v ? v : __builtin_copysign(1.0, v));
-        }
+        em_erf_outer_f32(x, out, i, (unsigned)(~inside) & 0xFFFFu);
         if (tails) {
-            __m512i first = _mm512_add_epi64(_mm512_set1_epi64(i), iota);
-            __mmask8 lo = (__mmask8)tails, hi = (__mmask8)(tails >> 8);
-            _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(lo, first));
-            k += __builtin_popcount(lo);
-            __m512i second = _mm512_add_epi64(first, _mm512_set1_epi64(8));
-            _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(hi, second));
-            k += __builtin_popcount(hi);
+            k = em_erf_store_tails(tail, k, i, (__mmask8)tails);
+            k = em_erf_store_tails(tail, k, i + 8, (__mmask8)(tails >> 8));
         }
     }
     *count = k;
@@ -163,31 +179,20 @@ static int64_t em_erf_vscan_f32(const float *restrict x, float *restrict out, in
 static int64_t em_erf_vscan_f64(const double *restrict x, double *restrict out, int64_t n,
                                 int64_t *restrict tail, int64_t *count) {
     const __m512d six = _mm512_set1_pd(6.0), low = _mm512_set1_pd(1.25);
-    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     int64_t k = *count, i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m512d v = _mm512_loadu_pd(x + i);
-        __m512d a = _mm512_abs_pd(v);
+        __m512d a = _mm512_abs_pd(_mm512_loadu_pd(x + i));
         __mmask8 inside = _mm512_cmp_pd_mask(a, six, _CMP_LT_OQ);
         __mmask8 tails = inside & _mm512_cmp_pd_mask(a, low, _CMP_GE_OQ);
-        for (unsigned outer = (unsigned)(~inside) & 0xFFu; outer; outer &= outer - 1) {
-            int64_t j = i + __builtin_ctz(outer);
-            double v = x[j];
-            out[j] = v != v ? v : __builtin_copysign(1.0, v);
-        }
-        if (tails) {
-            __m512i first = _mm512_add_epi64(_mm512_set1_epi64(i), iota);
-            _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(tails, first));
-            k += __builtin_popcount(tails);
-        }
+        em_erf_outer_f64(x, out, i, (unsigned)(~inside) & 0xFFu);
+        if (tails)
+            k = em_erf_store_tails(tail, k, i, tails);
     }
     *count = k;
     return i;
 }
 
 #elif defined(__AVX2__)
-#include <immintrin.h>
-#define EM_ERF_HAVE_VECTOR_SCAN 1
 
 /* AVX2 has no compress: the mask's positions are visited one by one (few per vector). */
 #define EM_ERF_VSCAN_AVX2(T, SFX, VT, LANES, LOAD, SET1, ANDNOT, CMP, MOVEMASK)             \
@@ -200,11 +205,7 @@ static int64_t em_erf_vscan_f64(const double *restrict x, double *restrict out, 
             VT a = ANDNOT(sign, v);                                                        \
             unsigned inside = (unsigned)MOVEMASK(CMP(a, six, _CMP_LT_OQ));                 \
             unsigned tails = inside & (unsigned)MOVEMASK(CMP(a, low, _CMP_GE_OQ));         \
-            for (unsigned outer = ~inside & ((1u << LANES) - 1); outer; outer &= outer - 1) { \
-                int64_t j = i + __builtin_ctz(outer);                                      \
-                double v = (double)x[j];                                                   \
-                out[j] = (T)(v != v ? v : __builtin_copysign(1.0, v));                     \
-            }                                                                              \
+            em_erf_outer_##SFX(x, out, i, ~inside & ((1u << LANES) - 1));                  \
             for (; tails; tails &= tails - 1)                                              \
                 tail[k++] = i + __builtin_ctz(tails);                                      \
         }                                                                                  \
