@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from . import host_memory, instrument
+from . import host_memory, instrument, watched_composites
 from . import scope as _scope
 from ._tensor import SCALAR_TYPES, Tensor
 from .backend import CPU, as_device, cuda_device_count, device_of_array, xp_for
@@ -77,6 +77,8 @@ def set_listening(on: bool, before: bool) -> None:
     _fast_with_events = _listening and not _before and not _tracing
     sink = _native_sink() if on and not before else None
     _native_binary, _native_general = sink if sink is not None else (None, None)
+    if not on:  # nobody counts composites' backward calls any more (watched_composites.py)
+        watched_composites.marked = False
 
 
 def _native_sink():

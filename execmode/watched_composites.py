@@ -18,8 +18,9 @@ read. Threads count without a lock: a race may lose a count, never make one up.
 from __future__ import annotations
 
 declined: dict = {}  # the caller's code object -> calls that took the op path
-# Whether some composite's result was marked (mark_backward) in this process: until then
-# backward does not look for marks.
+# Whether some composite's result was marked (mark_backward) while a listener was
+# attached: otherwise backward does not look for marks (dispatch clears it when the last
+# listener goes, and nobody counts).
 marked = False
 
 

@@ -116,6 +116,7 @@ def test_a_recorded_one_node_composite_counts_its_backward_apart(tmp_path):
     assert forward == {"nn/one_node_layers:linear": 1}
     assert backward.get("nn/one_node_layers:linear_grads") == 1
     assert "nn/one_node_layers:linear" not in backward
+    assert not watched_composites.marked  # the recorder gone: backward stops looking
 
 
 def test_a_recorded_adam_step_counts_each_parameter_that_went_alone(tmp_path):
