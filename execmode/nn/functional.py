@@ -168,10 +168,10 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     (``normalized_shape``), with the biased variance, as PyTorch's."""
     arrays = plain_arrays(x, *(t for t in (weight, bias) if t is not None))
     if arrays is not None:  # nobody watches: the ops' NumPy calls at once (nn/plain.py)
-        out = _plain_layer_norm(arrays, normalized_shape, weight is not None,
-                                bias is not None, eps)
-        if out is not None:
-            return plain_tensor(out)
+        got = P.layer_norm_of(arrays, normalized_shape, weight is not None, bias is not None,
+                              eps)
+        if got is not None:
+            return plain_tensor(got[0])
     elif any(getattr(t, "requires_grad", False) for t in (x, weight, bias)):
         out = one_node_layers.layer_norm(x, normalized_shape, weight, bias, eps)
         if out is not None:  # training: one node (nn/one_node_layers.py)
@@ -179,25 +179,6 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
         return ran_its_ops(_layer_norm(x, normalized_shape, weight, bias, eps),
                            one_node_layers.layer_norm_grads)
     return _layer_norm(x, normalized_shape, weight, bias, eps)
-
-
-def _plain_layer_norm(arrays, normalized_shape, has_weight, has_bias, eps):
-    """layer_norm's plain path for float arrays whose shapes every check passes, or None."""
-    a = arrays[0]
-    shape = (normalized_shape,) if normalized_shape.__class__ is int \
-        else tuple(normalized_shape) if isinstance(normalized_shape, tuple | list) else None
-    if not shape or not all(d.__class__ is int for d in shape) or not P.float_array(a) \
-            or a.ndim < len(shape) \
-            or tuple(a.shape[a.ndim - len(shape):]) != shape \
-            or eps.__class__ not in (int, float) \
-            or any(t.dtype.kind != "f" or t.ndim > a.ndim for t in arrays[1:]):
-        return None
-    weight = arrays[1] if has_weight else None
-    bias = arrays[1 + has_weight] if has_bias else None
-    try:
-        return P.layer_norm(a, len(shape), weight, bias, eps)
-    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate, shapes): the ops explain
-        return None
 
 
 @named_scope("layer_norm")

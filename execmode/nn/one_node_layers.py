@@ -186,20 +186,13 @@ def layer_norm(x, normalized_shape, weight, bias, eps):
     if arrays is None:
         return None
     a = arrays[0]
-    shape = (normalized_shape,) if normalized_shape.__class__ is int \
-        else tuple(normalized_shape) if isinstance(normalized_shape, tuple | list) else None
-    if not shape or not all(d.__class__ is int for d in shape) or not P.float_array(a) \
-            or a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape):]) != shape \
-            or eps.__class__ not in (int, float) \
-            or any(t.dtype != a.dtype or t.ndim > a.ndim
-                   or np.broadcast_shapes(a.shape, t.shape) != a.shape for t in arrays[1:]):
+    if any(t.dtype != a.dtype or np.broadcast_shapes(a.shape, t.shape) != a.shape
+           for t in arrays[1:]):
         return None
-    w = arrays[1] if weight is not None else None
-    b = arrays[-1] if bias is not None else None
-    try:
-        out, saved = P.layer_norm_saving(a, len(shape), w, b, eps)
-    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+    got = P.layer_norm_of(arrays, normalized_shape, weight is not None, bias is not None, eps)
+    if got is None:
         return None
+    out, saved = got
     return _one_node(LAYER_NORM, out, (x, x, *affine),
                      {"saved": saved, "affine": (weight is not None, bias is not None)})
 
@@ -239,16 +232,11 @@ tape.saves_when["layer_norm"] = lambda node: node.inputs[0].requires_grad
 def softmax(x, axis, torch_keywords):
     """softmax as one node, or None where its ops run."""
     arrays = plain_arrays(x, one_node=True)
-    if arrays is None or not P.float_array(arrays[0]):
+    got = None if arrays is None else P.on_class_axis(P.softmax_saving, arrays[0], axis,
+                                                      torch_keywords)
+    if got is None:
         return None
-    a = arrays[0]
-    axis = P.class_axis(a, axis, torch_keywords)
-    if axis is None:
-        return None
-    try:
-        out, saved = P.softmax_saving(a, axis)
-    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
-        return None
+    out, saved = got
     return _one_node(SOFTMAX, out, (x,), {"saved": saved})
 
 

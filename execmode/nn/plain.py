@@ -39,6 +39,21 @@ def float_array(a) -> bool:
     return a.dtype.kind == "f" and a.size > 0
 
 
+def on_class_axis(fn, a, axis, torch_keywords):
+    """``fn(a, axis)`` (softmax, log_softmax or what their ops' backward keeps) for a float
+    array and an axis :func:`class_axis` takes, or None (the ops decide, and explain
+    NumPy raising under ``np.errstate``)."""
+    if not float_array(a):
+        return None
+    axis = class_axis(a, axis, torch_keywords)
+    if axis is None:
+        return None
+    try:
+        return fn(a, axis)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
+        return None
+
+
 def class_axis(a, axis, torch_keywords) -> int | None:
     """softmax's axis (``axis=`` or PyTorch's ``dim=``) as a non-negative int, or None when
     the ops should check it (anything unusual)."""
@@ -142,6 +157,28 @@ def linear(x, weight, bias=None):
         return None
 
 
+def layer_norm_of(arrays, normalized_shape, has_weight: bool, has_bias: bool, eps):
+    """:func:`layer_norm_saving` of x (``arrays[0]``) and its weight and bias (those given,
+    after it) where every argument is one the ops take without a word (normalized_shape as
+    ints that end x's shape, a number eps, a float weight and bias of x's rank at most, x
+    float), or None (also when NumPy raises: the ops explain it)."""
+    a = arrays[0]
+    shape = (normalized_shape,) if normalized_shape.__class__ is int \
+        else tuple(normalized_shape) if isinstance(normalized_shape, tuple | list) else None
+    if not shape or not all(d.__class__ is int for d in shape) or not float_array(a) \
+            or a.ndim < len(shape) \
+            or tuple(a.shape[a.ndim - len(shape):]) != shape \
+            or eps.__class__ not in (int, float) \
+            or any(t.dtype.kind != "f" or t.ndim > a.ndim for t in arrays[1:]):
+        return None
+    weight = arrays[1] if has_weight else None
+    bias = arrays[1 + has_weight] if has_bias else None
+    try:
+        return layer_norm_saving(a, len(shape), weight, bias, eps)
+    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate, shapes): the ops explain
+        return None
+
+
 def layer_norm(a, n: int, weight, bias, eps: float):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``n`` axes."""
     return layer_norm_saving(a, n, weight, bias, eps)[0]
@@ -197,5 +234,5 @@ def embedding(ids, weight):
 
 
 __all__ = ["class_axis", "cross_entropy", "dropout", "embedding", "float_array", "gelu",
-           "gelu_saving", "layer_norm", "layer_norm_saving", "linear", "log_softmax", "softmax",
-           "softmax_saving"]
+           "gelu_saving", "layer_norm", "layer_norm_of", "layer_norm_saving", "linear",
+           "log_softmax", "on_class_axis", "softmax", "softmax_saving"]

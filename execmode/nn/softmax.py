@@ -43,7 +43,7 @@ def softmax(x, axis: int = -1, **torch_keywords):
     accepted too), shifted by the max so that nothing overflows."""
     arrays = plain_arrays(x)
     if arrays is not None:  # nobody watches: the ops' NumPy calls at once (nn/plain.py)
-        out = _plain(P.softmax, arrays[0], axis, torch_keywords)
+        out = P.on_class_axis(P.softmax, arrays[0], axis, torch_keywords)
         if out is not None:
             return plain_tensor(out)
     elif getattr(x, "requires_grad", False):  # training: one node (nn/one_node_layers.py)
@@ -52,19 +52,6 @@ def softmax(x, axis: int = -1, **torch_keywords):
             return out
         return ran_its_ops(_softmax(x, axis, **torch_keywords), one_node_layers.softmax_grads)
     return _softmax(x, axis, **torch_keywords)
-
-
-def _plain(fn, a, axis, torch_keywords):
-    """softmax's or log_softmax's plain path, or None (the ops decide)."""
-    if not P.float_array(a):
-        return None
-    axis = P.class_axis(a, axis, torch_keywords)
-    if axis is None:
-        return None
-    try:
-        return fn(a, axis)
-    except Exception:  # noqa: BLE001 - NumPy raising (np.errstate): the ops explain it
-        return None
 
 
 @named_scope("softmax")
@@ -94,7 +81,7 @@ def log_softmax(x, axis: int = -1, **torch_keywords):
     as ``(x - max) - log(sum(exp(x - max)))``."""
     arrays = plain_arrays(x)
     if arrays is not None:  # nobody watches: the ops' NumPy calls at once (nn/plain.py)
-        out = _plain(P.log_softmax, arrays[0], axis, torch_keywords)
+        out = P.on_class_axis(P.log_softmax, arrays[0], axis, torch_keywords)
         if out is not None:
             return plain_tensor(out)
     return _log_softmax(x, axis, **torch_keywords)
