@@ -186,8 +186,7 @@ def layer_norm(x, normalized_shape, weight, bias, eps):
     if arrays is None:
         return None
     a = arrays[0]
-    if any(t.dtype != a.dtype or np.broadcast_shapes(a.shape, t.shape) != a.shape
-           for t in arrays[1:]):
+    if any(t.dtype != a.dtype or not _keeps_shape(a, t) for t in arrays[1:]):
         return None
     got = P.layer_norm_of(arrays, normalized_shape, weight is not None, bias is not None, eps)
     if got is None:
@@ -195,6 +194,15 @@ def layer_norm(x, normalized_shape, weight, bias, eps):
     out, saved = got
     return _one_node(LAYER_NORM, out, (x, x, *affine),
                      {"saved": saved, "affine": (weight is not None, bias is not None)})
+
+
+def _keeps_shape(a, t) -> bool:
+    """``t`` broadcasts against ``a`` without making the result larger (a weight or bias
+    that does not broadcast at all is the ops' to explain)."""
+    try:
+        return np.broadcast_shapes(a.shape, t.shape) == a.shape
+    except ValueError:
+        return False
 
 
 def layer_norm_grads(kit, g, x, _, *affine_tensors, saved, affine):

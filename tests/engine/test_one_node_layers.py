@@ -14,7 +14,7 @@ import pytest
 import execmode as em
 import execmode.nn.functional as F
 from execmode import instrument
-from execmode.errors import BackwardError
+from execmode.errors import BackwardError, ExecmodeError
 
 
 class _Null:
@@ -140,6 +140,16 @@ def test_the_node_is_taken_only_in_training_and_unwatched():
     assert mixed._grad_fn.op.name != "layer_norm"  # mixed dtypes: the ops decide
     with instrument.listening(_Null()):
         assert F.softmax(x, dim=-1)._grad_fn.op.name != "softmax"
+
+
+def test_a_weight_of_another_shape_is_explained_by_the_ops():
+    # A weight that does not broadcast against x: the one-node path steps aside and the
+    # ops raise their error naming layer_norm, in training as when watched.
+    x = em.randn(4, 3, requires_grad=True)
+    w = em.randn(5, requires_grad=True)
+    for context in (nullcontext(), instrument.listening(_Null())):
+        with context, pytest.raises(ExecmodeError, match="layer_norm|multiply"):
+            F.layer_norm(x, (3,), w)
 
 
 def test_second_backward_and_an_overwritten_input_are_refused():
