@@ -22,64 +22,61 @@ from .native_library import load_library
 _P = ctypes.c_void_p
 
 
+_N = ctypes.c_int64
+# Each entry point: its name (em_<name>_f32 / _f64), argument types and result type.
+_ENTRIES = {
+    "erf_split": ((_P, _P, _N, _P), _N),
+    "erf_exponents": ((_P, _P, _N, _P, _P), None),
+    "erf_finish": ((_P, _P, _P, _P, _N), None),
+    "gelu_split": ((_P, _P, _P, _P, _N, _P), _N),
+    "gelu_finish": ((_P, _P, _P, _N), None),
+    "gelu_square": ((_P, _P, _N), None),
+    "gelu_grads": ((_P, _P, _P, _P, _P, _P, _N), None),
+}
+
+
 class _Kernels:
     """On C-contiguous arrays of one size, float32 or float64: ``split(x, out, tail)``
     returns the number of tail elements, ``exponents(x, tail, k, e1, e2)``,
-    ``finish(x, out, tail, factors, k)``."""
+    ``finish(x, out, tail, factors, k)``; GELU's ``gelu_*`` below."""
 
     def __init__(self, cdll):
         self._cdll = cdll  # keeps the library loaded
-        self._split, self._exponents, self._finish = {}, {}, {}
-        self._gelu = {}
+        self._fns = {}  # (entry, itemsize) -> the ctypes function
         for name, itemsize in (("f32", 4), ("f64", 8)):
-            split = getattr(cdll, f"em_erf_split_{name}")
-            split.argtypes = (_P, _P, ctypes.c_int64, _P)
-            split.restype = ctypes.c_int64
-            exponents = getattr(cdll, f"em_erf_exponents_{name}")
-            exponents.argtypes = (_P, _P, ctypes.c_int64, _P, _P)
-            exponents.restype = None
-            finish = getattr(cdll, f"em_erf_finish_{name}")
-            finish.argtypes = (_P, _P, _P, _P, ctypes.c_int64)
-            finish.restype = None
-            self._split[itemsize], self._exponents[itemsize] = split, exponents
-            self._finish[itemsize] = finish
-            n = ctypes.c_int64
-            for entry, argtypes, returns in (("gelu_split", (_P,) * 4 + (n, _P), n),
-                                             ("gelu_finish", (_P,) * 3 + (n,), None),
-                                             ("gelu_square", (_P,) * 2 + (n,), None),
-                                             ("gelu_grads", (_P,) * 6 + (n,), None)):
+            for entry, (argtypes, returns) in _ENTRIES.items():
                 fn = getattr(cdll, f"em_{entry}_{name}")
                 fn.argtypes, fn.restype = argtypes, returns
-                self._gelu[entry, itemsize] = fn
+                self._fns[entry, itemsize] = fn
 
     def split(self, x, out, tail) -> int:
-        return self._split[x.dtype.itemsize](data_pointer(x), data_pointer(out), x.size,
-                                             data_pointer(tail))
+        return self._fns["erf_split", x.dtype.itemsize](data_pointer(x), data_pointer(out),
+                                                        x.size, data_pointer(tail))
 
     def exponents(self, x, tail, k: int, e1, e2) -> None:
-        self._exponents[x.dtype.itemsize](data_pointer(x), data_pointer(tail), k,
-                                          data_pointer(e1), data_pointer(e2))
+        self._fns["erf_exponents", x.dtype.itemsize](data_pointer(x), data_pointer(tail), k,
+                                                     data_pointer(e1), data_pointer(e2))
 
     def finish(self, x, out, tail, factors, k: int) -> None:
-        self._finish[x.dtype.itemsize](data_pointer(x), data_pointer(out), data_pointer(tail),
-                                       data_pointer(factors), k)
+        self._fns["erf_finish", x.dtype.itemsize](data_pointer(x), data_pointer(out),
+                                                  data_pointer(tail), data_pointer(factors), k)
 
     # GELU (nn/plain.py's gelu_saving, nn/one_node_layers.py's backward): x's products and
     # the erf but for its tails; the tails go through exponents and finish on ``scaled``.
     def gelu_split(self, x, scaled, half, erf_out, tail) -> int:
-        return self._gelu["gelu_split", x.dtype.itemsize](
+        return self._fns["gelu_split", x.dtype.itemsize](
             *(data_pointer(a) for a in (x, scaled, half, erf_out)), x.size, data_pointer(tail))
 
     def gelu_finish(self, half, shifted, out) -> None:
-        self._gelu["gelu_finish", half.dtype.itemsize](
+        self._fns["gelu_finish", half.dtype.itemsize](
             data_pointer(half), data_pointer(shifted), data_pointer(out), half.size)
 
     def gelu_square(self, scaled, u) -> None:
-        self._gelu["gelu_square", scaled.dtype.itemsize](data_pointer(scaled), data_pointer(u),
-                                                        scaled.size)
+        self._fns["gelu_square", scaled.dtype.itemsize](data_pointer(scaled), data_pointer(u),
+                                                       scaled.size)
 
     def gelu_grads(self, g, half, shifted, exp_u, through_erf, through_half) -> None:
-        self._gelu["gelu_grads", g.dtype.itemsize](
+        self._fns["gelu_grads", g.dtype.itemsize](
             *(data_pointer(a) for a in (g, half, shifted, exp_u, through_erf, through_half)),
             g.size)
 

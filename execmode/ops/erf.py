@@ -197,11 +197,9 @@ def gelu_grads_native(g: np.ndarray, half, scaled, shifted):
 def erf_array(a: np.ndarray) -> np.ndarray:
     """erf of a NumPy array: float32 computes in float64 and rounds once; integers and
     bool give float64 (as math.erf gave them)."""
-    if a.size >= NATIVE_MIN_SIZE and (a.dtype == np.float32 or a.dtype == np.float64) \
-            and a.flags.c_contiguous:
-        kernels = NATIVE.get()
-        if kernels is not None:
-            return _erf_native(kernels, a)
+    kernels = _native_for(a)
+    if kernels is not None:
+        return _erf_native(kernels, a)
     if a.dtype == np.float64:
         return erf_float64(a)
     out = erf_float64(a.astype(np.float64))
