@@ -145,78 +145,72 @@ EM_ERF_SCAN(double, f64)
 
 EM_ERF_OUTER(float, f32)
 EM_ERF_OUTER(double, f64)
-#endif
 
+/* The indices first..first+7 that the low eight bits of ``lanes`` name, stored from tail + k
+ * (with AVX-512 a full vector of them: see above); returns the new count. */
 #if defined(__AVX512F__)
-/* The indices first..first+7 that ``lanes`` names, stored at tail + k (a full vector: see
- * above); returns the new count. */
 static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int64_t first,
-                                         __mmask8 lanes) {
+                                         unsigned lanes) {
     const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     __m512i index = _mm512_add_epi64(_mm512_set1_epi64(first), iota);
-    _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64(lanes, index));
-    return k + __builtin_popcount(lanes);
+    _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64((__mmask8)lanes, index));
+    return k + __builtin_popcount(lanes & 0xFFu);
 }
-
-static int64_t em_erf_vscan_f32(const float *restrict x, float *restrict out, int64_t n,
-                                int64_t *restrict tail, int64_t *count) {
-    const __m512 six = _mm512_set1_ps(6.0f), low = _mm512_set1_ps(1.25f);
-    int64_t k = *count, i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
-        __mmask16 inside = _mm512_cmp_ps_mask(a, six, _CMP_LT_OQ); /* false for NaN */
-        __mmask16 tails = inside & _mm512_cmp_ps_mask(a, low, _CMP_GE_OQ);
-        em_erf_outer_f32(x, out, i, (unsigned)(~inside) & 0xFFFFu);
-        if (tails) {
-            k = em_erf_store_tails(tail, k, i, (__mmask8)tails);
-            k = em_erf_store_tails(tail, k, i + 8, (__mmask8)(tails >> 8));
-        }
-    }
-    *count = k;
-    return i;
+#define EM_VEC_F32 __m512
+#define EM_VEC_F64 __m512d
+#define EM_LANES_F32 16
+#define EM_LANES_F64 8
+#define EM_LOAD_F32 _mm512_loadu_ps
+#define EM_LOAD_F64 _mm512_loadu_pd
+#define EM_SET1_F32 _mm512_set1_ps
+#define EM_SET1_F64 _mm512_set1_pd
+#define EM_ABS_F32(v) _mm512_abs_ps(v)
+#define EM_ABS_F64(v) _mm512_abs_pd(v)
+#define EM_MASK_F32(a, b, p) (unsigned)_mm512_cmp_ps_mask(a, b, p)
+#define EM_MASK_F64(a, b, p) (unsigned)_mm512_cmp_pd_mask(a, b, p)
+#else /* AVX2: no compress; the mask's few positions are visited one by one */
+static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int64_t first,
+                                         unsigned lanes) {
+    for (lanes &= 0xFFu; lanes; lanes &= lanes - 1)
+        tail[k++] = first + __builtin_ctz(lanes);
+    return k;
 }
+#define EM_VEC_F32 __m256
+#define EM_VEC_F64 __m256d
+#define EM_LANES_F32 8
+#define EM_LANES_F64 4
+#define EM_LOAD_F32 _mm256_loadu_ps
+#define EM_LOAD_F64 _mm256_loadu_pd
+#define EM_SET1_F32 _mm256_set1_ps
+#define EM_SET1_F64 _mm256_set1_pd
+#define EM_ABS_F32(v) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v)
+#define EM_ABS_F64(v) _mm256_andnot_pd(_mm256_set1_pd(-0.0), v)
+#define EM_MASK_F32(a, b, p) (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, p))
+#define EM_MASK_F64(a, b, p) (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, b, p))
+#endif
 
-static int64_t em_erf_vscan_f64(const double *restrict x, double *restrict out, int64_t n,
-                                int64_t *restrict tail, int64_t *count) {
-    const __m512d six = _mm512_set1_pd(6.0), low = _mm512_set1_pd(1.25);
-    int64_t k = *count, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m512d a = _mm512_abs_pd(_mm512_loadu_pd(x + i));
-        __mmask8 inside = _mm512_cmp_pd_mask(a, six, _CMP_LT_OQ);
-        __mmask8 tails = inside & _mm512_cmp_pd_mask(a, low, _CMP_GE_OQ);
-        em_erf_outer_f64(x, out, i, (unsigned)(~inside) & 0xFFu);
-        if (tails)
-            k = em_erf_store_tails(tail, k, i, tails);
-    }
-    *count = k;
-    return i;
-}
-
-#elif defined(__AVX2__)
-
-/* AVX2 has no compress: the mask's positions are visited one by one (few per vector). */
-#define EM_ERF_VSCAN_AVX2(T, SFX, VT, LANES, LOAD, SET1, ANDNOT, CMP, MOVEMASK)             \
+/* A vector at a time: the masks of the outer values and the tails; the tails' indices go
+ * out eight at a time. */
+#define EM_ERF_VSCAN(T, SFX, S)                                                            \
     static int64_t em_erf_vscan_##SFX(const T *restrict x, T *restrict out, int64_t n,      \
                                       int64_t *restrict tail, int64_t *count) {             \
-        const VT six = SET1((T)6.0), low = SET1((T)1.25), sign = SET1((T)-0.0);            \
+        const EM_VEC_##S six = EM_SET1_##S((T)6.0), low = EM_SET1_##S((T)1.25);            \
         int64_t k = *count, i = 0;                                                         \
-        for (; i + LANES <= n; i += LANES) {                                               \
-            VT v = LOAD(x + i);                                                            \
-            VT a = ANDNOT(sign, v);                                                        \
-            unsigned inside = (unsigned)MOVEMASK(CMP(a, six, _CMP_LT_OQ));                 \
-            unsigned tails = inside & (unsigned)MOVEMASK(CMP(a, low, _CMP_GE_OQ));         \
-            em_erf_outer_##SFX(x, out, i, ~inside & ((1u << LANES) - 1));                  \
-            for (; tails; tails &= tails - 1)                                              \
-                tail[k++] = i + __builtin_ctz(tails);                                      \
+        for (; i + EM_LANES_##S <= n; i += EM_LANES_##S) {                                 \
+            EM_VEC_##S a = EM_ABS_##S(EM_LOAD_##S(x + i));                                 \
+            unsigned inside = EM_MASK_##S(a, six, _CMP_LT_OQ); /* false for NaN */         \
+            unsigned tails = inside & EM_MASK_##S(a, low, _CMP_GE_OQ);                     \
+            em_erf_outer_##SFX(x, out, i, ~inside & ((1u << EM_LANES_##S) - 1));           \
+            if (tails)                                                                     \
+                for (int h = 0; h < EM_LANES_##S; h += 8)                                  \
+                    k = em_erf_store_tails(tail, k, i + h, tails >> h);                    \
         }                                                                                  \
         *count = k;                                                                        \
         return i;                                                                          \
     }
 
-EM_ERF_VSCAN_AVX2(float, f32, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_andnot_ps,
-                  _mm256_cmp_ps, _mm256_movemask_ps)
-EM_ERF_VSCAN_AVX2(double, f64, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_andnot_pd,
-                  _mm256_cmp_pd, _mm256_movemask_pd)
+EM_ERF_VSCAN(float, f32, F32)
+EM_ERF_VSCAN(double, f64, F64)
 #endif
 
 /* erf on every element whose value needs no exp, and each tail element's index in tail[];
