@@ -17,6 +17,9 @@ medians), on workloads small enough that the profiler's cost shows:
   ops the ring does not take (an OpEvent each), on a recorder without one. ``site_ns``
   is what an op adds the first time its site (op, operands, line) is seen: the ring
   registers it and the writer formats it, once;
+* **ops over more data than the cache holds** - what an op adds beyond that when the data
+  it moved evicted the recorder's own state from the core's cache (``cold_op_ns``, by the
+  bytes moved: calibration_cold.py);
 * **composites** - what a composite that runs op by op because a recorder watches adds
   beyond its ops' recording, per call of each site (``declined_ns``:
   calibration_declined.py);
@@ -45,7 +48,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from execmode.profilers import calibration_declined, measure
+from execmode.profilers import calibration_cold, calibration_declined, measure
 from execmode.profilers.profiler_cost import stated_eager_ns
 
 from execmode import instrument
@@ -224,7 +227,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                     **{f"{path} recorded": (python_rec if path == "python" else rec,)
                        for path in paths},
                     **{f"composite:{name} plain": () for name in composites},
-                    **{f"composite:{name} recorded": (rec,) for name in composites}}
+                    **{f"composite:{name} recorded": (rec,) for name in composites},}
         native_in = {}
 
         def before_round(name):
@@ -272,6 +275,11 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                     for name, run in composites.items()}},
                 rounds=ROUNDS, calls=1, warmup=1, before_round=before_round,
                 replay_sizes=False)
+            before_round("none")
+            cold_points, cold_spreads = calibration_cold.measure_points(
+                lambda: instrument.add_listener(rec), lambda: instrument.remove_listener(rec),
+                rounds=ROUNDS)
+            spreads.update({f"cold:{name}": spread for name, spread in cold_spreads.items()})
         finally:
             before_round("none")
             rec.close()
@@ -327,6 +335,9 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         # What a composite's call adds beyond its ops' recording, by site
         # (calibration_declined.py), where a recorder makes it run op by op.
         "declined_ns": calibration_declined.per_site_ns(left_ns, probes),
+        # What an op adds beyond that after its data pushed the recorder out of the core's
+        # cache: [[bytes moved, ns], ...] (calibration_cold.py).
+        "cold_op_ns": cold_points,
         "graph_run_ns": round(per_run["graph"]),
         "graph_steps": reads["graph"] - 1,
         # Per clock read (a timed step, or a run's end): compiled code, or Python; with

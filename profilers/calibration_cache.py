@@ -46,7 +46,7 @@ MAX_BYTES = 64 * 1024
 # Fields a stored calibration must have, with their types: anything else is re-measured.
 FIELDS = {"ops": int, "rounds": int, "no_listener_ns": int, "null_listener_ns": int,
           "recorder_ns": int, "instrumentation_ns": int, "overhead_ns": int, "op_path_ns": dict,
-          "site_ns": int, "declined_ns": dict,
+          "site_ns": int, "declined_ns": dict, "cold_op_ns": list,
           "graph_run_ns": int, "graph_steps": int, "load_average": (float, int, type(None)),
           "settled": bool, "crowded": list, "disagreeing": list, "memory": bool,
           "summaries": bool, "kernel_rows": bool}
@@ -70,6 +70,7 @@ MEASURED_MODULES = ("execmode.dispatch", "execmode.instrument", "execmode.source
                     "execmode.nn.losses", "execmode.nn.one_node", "execmode.nn.one_node_layers",
                     "execmode.nn.softmax",
                     "execmode.functional.primitives", "execmode.profilers.calibration_declined",
+                    "execmode.profilers.calibration_cold",
                     "execmode.optim.plain")
 # The C they run (execmode/native: the op ring, the operators, the fast entry, their shared
 # header; the kernel clock is codegen's), stamped the same way.

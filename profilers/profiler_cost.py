@@ -11,9 +11,11 @@ cost inside the recording, with what was measured directly: the time the recorde
 encoding graph-mode events (rare, and milliseconds each for a graph's IR), the time ops
 waited for room in the op ring while the session writer was behind, a runner's own work
 inside the recorded wall time (from the start to the script's first line, from its end to
-the stop: ``execmode profile`` marks both, and recording what the script printed), the
-session writer's Python work while the script ran (its thread's CPU time less its SQLite
-work: the interpreter is held meanwhile, and a script running Python waits), the CPU
+the stop: ``execmode profile`` marks both, and recording what the script printed), what an
+op whose data outgrew the core's cache adds, by the bytes it moved (the recorder's own state
+runs from memory after it: calibration_cold.py), the session writer's Python work while
+the script ran (its thread's CPU time less its SQLite work: the interpreter is held
+meanwhile, and a script running Python waits), the CPU
 time the script's threads waited for while the writer's SQLite work ran beside them (at
 most that work's CPU time: on a CPU the script leaves idle it costs nothing), and, for
 plans timed in Python at every run, what the timing did between their steps (a run's time
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from execmode.profilers.calibration_cold import MIN_BYTES, extra_ns
 from execmode.profilers.units import fmt_ns, fmt_share
 
 
@@ -53,6 +56,11 @@ class ProfilerCost:
     # by site, execmode/watched_composites.py; each site's cost, calibration_declined.py)
     declined_ns: int | None = None
     declined_calls: int = 0
+    # calibrated: what ops over more data than the core's cache added, the recorder's own
+    # state evicted by their data (by the bytes each moved, calibration_cold.py); None
+    # without that calibration
+    cold_ns: int | None = None
+    cold_ops: int = 0
 
     @property
     def total_ns(self) -> int | None:
@@ -62,7 +70,7 @@ class ProfilerCost:
             return None
         parts = [p for p in (self.eager_ns, self.graph_ns, self.events_ns, self.waited_ns,
                              self.around_ns, self.writer_ns, self.displaced_ns,
-                             self.declined_ns)
+                             self.declined_ns, self.cold_ns)
                  if p is not None]
         return sum(parts)
 
@@ -79,6 +87,10 @@ class ProfilerCost:
             what = (f"{c.kernel_rows:,} kernel rows" if c.kernel_rows else
                     f"{c.kernel_calls:,} kernel runs in {c.graph_runs:,} graph runs")
             pieces.append(f"{fmt_ns(self.graph_ns)} for {what}")
+        if self.cold_ns:
+            pieces.append(f"{fmt_ns(self.cold_ns)} for the data of {self.cold_ops:,} of those "
+                          f"ops ({MIN_BYTES >> 10} KiB or more each) evicting the recorder's "
+                          "state from the CPU's cache")
         if self.declined_ns:
             pieces.append(f"{fmt_ns(self.declined_ns)} for {self.declined_calls:,} composite "
                           "calls run op by op (so that each op is seen)")
@@ -113,6 +125,7 @@ class ProfilerCost:
                 "around_ns": self.around_ns, "writer_ns": self.writer_ns,
                 "displaced_ns": self.displaced_ns,
                 "declined_ns": self.declined_ns, "declined_calls": self.declined_calls,
+                "cold_ns": self.cold_ns, "cold_ops": self.cold_ops,
                 "start_ns": self.start_ns, "stop_ns": self.stop_ns, "settled": self.settled,
                 "total_ns": self.total_ns}
 
@@ -133,7 +146,22 @@ def profiler_cost(calibration: dict, counts, meta: dict) -> ProfilerCost:
                         around_ns=_int(fixed.get("around")), writer_ns=_int(fixed.get("writer")),
                         displaced_ns=_int(fixed.get("displaced")),
                         declined_ns=_declined_ns(calibration, declined),
-                        declined_calls=sum(_int(n) or 0 for n in declined.values()))
+                        declined_calls=sum(_int(n) or 0 for n in declined.values()),
+                        **_cold(calibration, counts))
+
+
+def _cold(calibration: dict, counts) -> dict:
+    """The ops' extra for the bytes each moved (calibration_cold.py), and how many ops
+    it counts (those that moved calibration_cold.MIN_BYTES or more)."""
+    points = calibration.get("cold_op_ns")
+    if not isinstance(points, list) or not points or not all(
+            isinstance(p, list) and len(p) == 2 and all(_number(v) is not None for v in p)
+            and p[0] > 0 for p in points):
+        return {}
+    moved = getattr(counts, "op_bytes", ()) or ()
+    total = sum(n * extra_ns(points, nbytes) for nbytes, n in moved)
+    return {"cold_ns": round(total),
+            "cold_ops": sum(n for _, n in moved)}
 
 
 def _declined_ns(calibration: dict, declined: dict) -> int | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from execmode.profilers.calibration_cold import MIN_BYTES, type_bytes
 from execmode.profilers.errors import SessionError
 from execmode.profilers.op_columns import VIEW_COLUMNS
 from execmode.profilers.store_rows import (
@@ -310,7 +311,7 @@ def cost_counts(run: Run) -> CostCounts:
     ops = int(run("SELECT COUNT(*) FROM op_events", ())[0][0])
     kernel_rows = int(run("SELECT COUNT(*) FROM kernels", ())[0][0])
     if not has_kernel_sums(run):  # older sessions: kernel runs are their rows
-        return CostCounts(ops, kernel_rows, 0, 0, 0, kernel_rows)
+        return CostCounts(ops, kernel_rows, 0, 0, 0, kernel_rows, op_bytes=op_bytes_moved(run))
     calls, loop_calls = run("SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(loop_calls), 0) "
                             "FROM kernel_totals", ())[0]
     runs, loop_runs = run("SELECT COALESCE(SUM(runs), 0), COALESCE(SUM(loop_runs), 0) "
@@ -323,7 +324,22 @@ def cost_counts(run: Run) -> CostCounts:
         "SUM(total_ns) AS steps, SUM(calls) AS calls FROM kernel_totals GROUP BY clock) "
         "AS s ON s.clock = g.clock WHERE g.runs > 0 AND g.loop_runs = g.runs", ())[0]
     return CostCounts(ops, int(calls), int(loop_calls), int(runs), int(loop_runs),
-                      kernel_rows, max(0, int(gap)), int(gap_runs), int(gap_calls))
+                      kernel_rows, max(0, int(gap)), int(gap_runs), int(gap_calls),
+                      op_bytes_moved(run))
+
+
+def op_bytes_moved(run: Run) -> tuple:
+    """``((bytes, ops), ...)``: the CPU ops that allocated their output, by the bytes of
+    their inputs and output (calibration_cold.py states what such an op costs the
+    recorder), largest first; ops under MIN_BYTES left out."""
+    moved: dict = {}
+    for inputs, output, n in run("SELECT inputs, output, COUNT(*) FROM op_events "
+                                 "WHERE bytes > 0 AND device = 'cpu' "
+                                 "GROUP BY inputs, output", ()):
+        nbytes = type_bytes(inputs) + type_bytes(output)
+        if nbytes >= MIN_BYTES:
+            moved[nbytes] = moved.get(nbytes, 0) + int(n)
+    return tuple(sorted(moved.items(), reverse=True))
 
 
 class CostCounts(NamedTuple):
@@ -336,6 +352,7 @@ class CostCounts(NamedTuple):
     loop_gap_ns: int = 0   # measured: the Python timing's work between steps, in the
     gap_runs: int = 0      # runs (and steps) of plans timed in Python at every run
     gap_calls: int = 0
+    op_bytes: tuple = ()   # ((bytes moved, ops), ...): op_bytes_moved
 
 
 def _totals(rows, sort_by: str, limit: int | None) -> list[OpTotal]:

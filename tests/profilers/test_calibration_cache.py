@@ -16,6 +16,7 @@ RESULT = {"ops": 2000, "rounds": 7, "no_listener_ns": 1000, "null_listener_ns": 
           "recorder_ns": 3000, "instrumentation_ns": 200, "overhead_ns": 2000,
           "op_path_ns": {"binary0": 300, "binary1": 400, "general1": 350, "general2": 600},
           "site_ns": 2000, "declined_ns": {"nn/functional:linear": 1500},
+          "cold_op_ns": [[1048576, 2000], [2097152, 5000]],
           "graph_run_ns": 800, "graph_steps": 6, "kernel_step_ns": 30, "kernel_run_ns": 150,
           "kernel_loop_step_ns": 300, "load_average": 0.5,
           "settled": True, "crowded": [], "disagreeing": [], "memory": True,
