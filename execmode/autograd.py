@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import threading
 
+from . import dispatch, tape, watched_composites
 from . import functional as F
-from . import tape, watched_composites
 from ._tensor import Tensor
 from .errors import BackwardError, describe_operand
 from .grad_accumulation import accumulate, held_alone, retain
@@ -173,6 +173,12 @@ def _walk(root: Tensor, gradient: Tensor, retain_graph: bool, owned: bool) -> No
         order = _topological_order(root)
         walk = _Walk(order, {id(root): gradient})
         walk.run()
+        if dispatch.listener_untraced():
+            # A listener sees backward's ops: the walk costs more than its ops' recording
+            # (a cost per walk and per node, calibrated as the composites' sites are:
+            # profilers/calibration_declined.py)
+            watched_composites.count(_walk.__code__)
+            watched_composites.count(_Walk.run.__code__, len(walk.ran))
         if not retain_graph:
             _free(walk.ran)
 

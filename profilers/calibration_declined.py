@@ -76,6 +76,9 @@ def workloads(calls: int = CALLS) -> dict:
         "sum": lambda: em.sum(x, axis=0),
         # the vjps' views and products, a leaf's first gradient and the ones added into it
         "backward": lambda: em.matmul(xg, wg).sum().backward(),
+        # a walk of many nodes: the walk's cost per node apart from its cost per walk
+        # (both sites of their own: autograd.py counts them)
+        "backward_chain": lambda: _chain(xg, CHAIN).sum().backward(),
         # and alone: a vjp's view (apply_op), a gradient added into a .grad
         "view": lambda: apply_op("permute_dims", x, axes=(1, 0)),
         "accumulate": lambda: add_into(acc, b),
@@ -88,6 +91,15 @@ def workloads(calls: int = CALLS) -> dict:
                 fn()
         return run
     return {name: repeat(fn) for name, fn in one_call.items()}
+
+
+CHAIN = 16
+
+
+def _chain(x, length: int):
+    for _ in range(length):
+        x = x * 1.0001
+    return x
 
 
 def probe(run, recorder) -> dict:

@@ -144,3 +144,39 @@ def test_a_recorded_adam_step_counts_each_parameter_that_went_alone(tmp_path):
         rec.close()
     expected = {"optim/plain:adam_group": 3} if plain.ADAM.get() is not None else {}
     assert counted == expected
+
+
+def test_a_recorded_backward_counts_its_walk_and_nodes_apart(tmp_path):
+    """Watched, backward's vjps run their ops one by one: the walk costs more than those
+    ops' recording, once per walk and per node. Each counts at a site of its own (the
+    calibration's backward workloads of 2 and 17 nodes separate the two); nothing is
+    counted unwatched or inside a trace."""
+    x = em.randn(4, 8, requires_grad=True)
+
+    def loss():
+        return (em.tanh(x * 2.0) + 1.0).sum()  # 4 nodes
+
+    before = watched_composites.counts()
+    loss().backward()
+    assert watched_composites.since(before) == {}
+    rec = Recorder(tmp_path / "s.emsession", calibrate=False).start()
+    try:
+        before = watched_composites.counts()
+        loss().backward()
+        watched = watched_composites.since(before)
+        before = watched_composites.counts()
+        em.jit(_step_with_backward)(em.ones(4))
+        traced = watched_composites.since(before)
+    finally:
+        rec.close()
+    assert watched["autograd:_walk"] == 1 and watched["autograd:_Walk.run"] == 4
+    assert "autograd:_walk" not in traced
+
+
+_w = em.randn(4, requires_grad=True)
+
+
+def _step_with_backward(x):
+    loss = (x * _w).sum()
+    loss.backward()
+    return loss
