@@ -278,7 +278,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
             before_round("none")
             cold_points, cold_spreads = calibration_cold.measure_points(
                 lambda: instrument.add_listener(rec), lambda: instrument.remove_listener(rec),
-                rounds=ROUNDS)
+                rounds=calibration_cold.ROUNDS)
             spreads.update({f"cold:{name}": spread for name, spread in cold_spreads.items()})
         finally:
             before_round("none")

@@ -33,7 +33,9 @@ from execmode.dtypes import from_short_name
 
 # Sizes swept before each op, in units of the core's L2 cache; 0 is the warm baseline.
 FRACTIONS = (0, 0.5, 1, 2)
-CALLS = 200
+CALLS = 100
+# More rounds than the other workloads': a sweep's cache misses vary from round to round.
+ROUNDS = 15
 # An op whose data are smaller than this is stated warm: the interpolation gives it a few
 # ns at most, and the sessions' byte lists stay short.
 MIN_BYTES = 16 << 10
