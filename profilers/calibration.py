@@ -38,8 +38,9 @@ A report multiplies each by what the session ran (profilers/profiler_cost.py). N
 differences (the noise of a fast machine) are stated as 0. ``settled`` is False when some
 rounds ran on a machine busier than its CPUs (``crowded`` names them): such numbers serve
 the session at hand and are not cached; rounds that disagree on a quiet machine
-(``disagreeing``) are the workload's own, and kept. Takes ~2 s on the 2-core dev VM
-(more on a busy machine), once per machine and code (calibration_cache.py).
+(``disagreeing``) are the workload's own, and kept. Takes ~4-5 s on the 2-core dev VM (~1 s
+of it the cache sweeps; more on a busy machine), once per machine and code
+(calibration_cache.py).
 """
 
 from __future__ import annotations

@@ -3,13 +3,14 @@
 The recorder's per-op work (dispatch's listening path, the op ring, the memory tables,
 the user's line) runs from the core's caches when the script's ops are small. An op that
 streams more data than the core's L2 cache holds evicts that work's code and data, and
-the recorder's next visit runs from memory: on the 2-vCPU dev VM ~0.4 us an op warm,
-~6 us after 2 MiB of new data, ~10 us after 4 MiB (an elementwise chain on 400 KB arrays
-was stated at a third of its measured recording cost before this was counted).
+the recorder's next visit runs from memory: on the 2-vCPU dev VM (2 MiB of L2) ~0.4 us
+an op warm, ~1.5 us more after 1 MiB of new data, ~3-3.5 us more after 2 MiB, ~5 us more
+after 4 MiB.
 
 Measured like the rest of the calibration, in interleaved rounds plainly and recorded:
 each call sweeps ``size`` bytes of data it has not touched lately (a NumPy reduction, no
-op) and then makes one small op, for sizes around the L2 cache and for none::
+op) and then makes one small op, timed alone (the sweeps' own time varies by more than
+the recorder's cost), for sizes around the L2 cache and for none::
 
     extra(size) = (recorded - plain)(size) - (recorded - plain)(0), per op
 
