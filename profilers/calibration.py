@@ -228,7 +228,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                     **{f"{path} recorded": (python_rec if path == "python" else rec,)
                        for path in paths},
                     **{f"composite:{name} plain": () for name in composites},
-                    **{f"composite:{name} recorded": (rec,) for name in composites},}
+                    **{f"composite:{name} recorded": (rec,) for name in composites}}
         native_in = {}
 
         def before_round(name):

@@ -15,9 +15,9 @@ the stop: ``execmode profile`` marks both, and recording what the script printed
 op whose data outgrew the core's cache adds, by the bytes it moved (the recorder's own state
 runs from memory after it: calibration_cold.py), the session writer's Python work while
 the script ran (its thread's CPU time less its SQLite work: the interpreter is held
-meanwhile, and a script running Python waits), the CPU
-time the script's threads waited for while the writer's SQLite work ran beside them (at
-most that work's CPU time: on a CPU the script leaves idle it costs nothing), and, for
+meanwhile, and a script running Python waits), the CPU time the script's threads waited
+for while the writer's SQLite work ran beside them (at most that work's CPU time: on a
+CPU the script leaves idle it costs nothing), and, for
 plans timed in Python at every run, what the timing did between their steps (a run's time
 less its steps': the calibration's small steps cost the timing less than a real graph's,
 whose steps allocate and touch more). The recorder's own start (calibration included when
@@ -93,7 +93,7 @@ class ProfilerCost:
                           "state from the CPU's cache")
         if self.declined_ns:
             pieces.append(f"{fmt_ns(self.declined_ns)} for {self.declined_calls:,} composite "
-                          "calls run op by op (so that each op is seen)")
+                          "calls and backward steps run op by op (so that each op is seen)")
         if self.events_ns:
             pieces.append(f"{fmt_ns(self.events_ns)} encoding graph-mode events")
         if self.waited_ns:
