@@ -27,10 +27,7 @@ from __future__ import annotations
 import os
 import re
 
-import numpy as np
 from execmode.profilers import measure
-
-from execmode.dtypes import from_short_name
 
 # Sizes swept before each op, in units of the core's L2 cache; 0 is the warm baseline.
 FRACTIONS = (0, 0.5, 1, 2)
@@ -70,6 +67,8 @@ def _op_after_sweeps(size: int, calls: int):
     that no sweep touched for at least four L2 caches' worth: the mean op's ns. Only the
     op is timed: the sweeps' own time varies by more than the recorder's cost."""
     import time
+
+    import numpy as np
 
     import execmode as em
 
@@ -146,21 +145,23 @@ def extra_ns(points, nbytes: int) -> float:
     return float(y0)
 
 
-_TYPE = re.compile(r"(\w+)\[([\d,]*)\]")
+# A tensor in a row: its dtype's name (``f32``, ``bool``, or NumPy's for a dtype outside
+# the short names: ``float16``), then its shape.
+_TYPE = re.compile(r"([A-Za-z_]+?)(\d*)\[([\d,]*)\]")
 
 
 def type_bytes(text: str) -> int:
     """The bytes of the tensors a row's ``inputs`` or ``output`` names (``f32[64,512],
-    0.5``: 131072); Python scalars and unknown shapes or dtypes count nothing."""
+    0.5``: 131072); Python scalars and unknown shapes or dtypes count nothing. Read from
+    the names alone (their bits, ``bool`` a byte): the TUI reads sessions without NumPy."""
     total = 0
-    for name, dims in _TYPE.findall(text or ""):
-        try:
-            itemsize = from_short_name(name).itemsize
-        except KeyError:  # a dtype outside the short names reads as NumPy names it
-            try:
-                itemsize = np.dtype(name).itemsize
-            except TypeError:
-                continue
+    for name, bits, dims in _TYPE.findall(text or ""):
+        if bits:
+            itemsize = int(bits) // 8
+        elif name == "bool":
+            itemsize = 1
+        else:
+            continue
         count = 1
         for d in dims.split(",") if dims else ():
             count *= int(d)

@@ -21,7 +21,7 @@ import execmode as em
     ("f64[]", 8),                            # a 0-d tensor is one element
     ("bool[10], i64[3]", 10 + 24),
     ("float16[4]", 8),                       # a dtype outside the short names
-    ("f32[?]", 0), ("", 0), ("nonsense[3]", 0),
+    ("f32[?]", 0), ("", 0), ("nonsense[3]", 0), ("c128[2]", 32), ("u8[3], i16[2]", 7),
 ])
 def test_a_rows_types_give_the_bytes_of_its_tensors(text, nbytes):
     assert type_bytes(text) == nbytes
