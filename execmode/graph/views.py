@@ -41,10 +41,13 @@ class ViewStep:
 
     @functools.cached_property
     def replay_kwargs(self) -> tuple:
-        """(the op's keyword arguments, whether they hold a symbolic size): read at every
-        replay of a view (a jitted model hands out dozens per call), worked out once."""
+        """(the op's implementation, its keyword arguments, whether they hold a symbolic
+        size): read at every replay of a view (a jitted model hands out dozens per call),
+        worked out once."""
+        from ..ops import OPS
+
         kwargs = dict(self.attrs)
-        return kwargs, has_symbolic(kwargs)
+        return OPS[self.op].impl, kwargs, has_symbolic(kwargs)
 
 
 def contiguous_proxy(shape) -> np.ndarray:
@@ -155,15 +158,17 @@ def is_view_op(op: str, attrs: dict) -> bool:
 
 def replay(steps, array):
     """Apply view steps to a real array, giving the same (NumPy) views as eager mode."""
-    from ..backend import device_of_array, xp_for
-    from ..ops import OPS
+    if array.__class__ is np.ndarray:
+        xp = np
+    else:
+        from ..backend import device_of_array, xp_for
 
+        xp = xp_for(device_of_array(array))
     for step in steps:
-        kwargs, symbolic = step.replay_kwargs
+        impl, kwargs, symbolic = step.replay_kwargs
         if symbolic:  # a view of a symbolic size: this call's (symbolic_sizes)
             kwargs = resolve(kwargs)
-        xp = np if array.__class__ is np.ndarray else xp_for(device_of_array(array))
-        array = OPS[step.op].impl(xp, array, **kwargs)
+        array = impl(xp, array, **kwargs)
     return array
 
 
