@@ -51,6 +51,7 @@ from ..autograd import check_not_overwritten
 from ..errors import BackwardError
 from ..graph.trace import Tracer
 from ..graph.traced_value import TracedValue
+from ..symbolic import SymbolicScalar
 from ..tape import MultiOutputOp
 from .backward_trace import CANNOT, BackwardTape, autograd_order, trace_backward
 from .joint_backward import JointBackward
@@ -287,5 +288,11 @@ def _rebind_earlier_segments(tracer: Tracer) -> None:
         traced = t._data.__class__ is TracedValue and t._data.tracer is tracer
         if not traced and any(id(x) in stand_ins for x in node.inputs):
             node.inputs = tuple(stand_ins.get(id(x), x) for x in node.inputs)
+        if not traced and any(x.__class__ is SymbolicScalar for x in node.inputs):
+            # A size used as a number (mean's count at a symbolic size) is this call's
+            # number: eager's vjp divides by an int, not by the trace's stand-in for it
+            # (fuzz seed 20261235, program 519).
+            node.inputs = tuple(x.value if x.__class__ is SymbolicScalar else x
+                                for x in node.inputs)
         stack.extend(x for x in node.inputs
                      if isinstance(x, Tensor) and x._grad_fn is not None)

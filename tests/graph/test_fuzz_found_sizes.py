@@ -325,3 +325,40 @@ def f(x):
 
 F = em.jit(f, passes=[])
 {calls}""")
+
+
+def test_a_size_used_as_a_number_before_a_break_is_this_calls_number_in_backward():
+    # 20261235-519: mean's count at a symbolic size is a SymbolicScalar operand of its
+    # divide; a graph break (unique_values) left that segment's tape to eager's backward,
+    # which called divide(f32[], SymbolicScalar) and raised where eager divides by an int.
+    assert_agrees("""
+import execmode as em
+
+nan, inf = float("nan"), float("inf")
+
+# --- setup ---
+w = em.tensor([[-1.75, -0.398, 2.5], [-0.25, -3.0, 0.25], [2.75, -1.835, -2.25], [-1.25, 1.255, -1.545]], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x, z):
+    v0 = (z @ w).mean()
+    v1 = em.sum(em.unique_values(em.reshape(x, (-1,))))
+    return (v0, v1)
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+x1 = em.tensor([[-0.25, -1.25, -0.413, 1.593], [0.058, -0.75, 3.0, -2.0]], dtype=em.float32)
+out1 = F(x1, x1)
+
+# --- call 2 ---
+x2 = em.tensor([[0.75, 0.75, 1.75, 1.5], [1.636, -2.75, -1.75, 2.4], [2.0, -0.046, 2.75, -0.75], [-0.876, -0.75, 2.5, 1.0], [1.25, 0.0, 0.5, -0.25]], dtype=em.float32)
+out2 = F(x2, x2 * 0.5)
+
+# --- call 3 ---
+x3 = em.tensor([[-2.0, -0.25, 0.5, -2.25], [1.75, -2.531, -0.25, -0.653], [-0.75, -1.75, 1.5, 2.25], [-0.5, -1.5, 1.75, -0.75], [-1.5, 0.25, -0.5, -2.75], [-3.0, 2.25, 1.5, 1.0], [1.076, 0.25, 2.25, 2.0], [0.5, -1.321, 2.5, 1.25]], dtype=em.float32)
+out3 = F(x3, x3 - 1.0)
+
+# --- call 4 ---
+(out3[0] * out3[0]).sum().backward()
+out4 = F(x3, x3)
+""")
