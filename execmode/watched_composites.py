@@ -42,7 +42,7 @@ def count_backward(t) -> None:
     """Backward reached ``t``: its mark's site, if it has one, counts a call."""
     code = t.__dict__.get("_declined_backward")
     if code is not None:
-        declined[code] = declined.get(code, 0) + 1
+        count(code)
 
 
 def site_name(code) -> str:

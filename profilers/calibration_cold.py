@@ -108,15 +108,15 @@ def measure_points(attach, detach, *, rounds: int, calls: int = CALLS) -> tuple:
                 detach()
         return run
 
-    candidates = {}
-    for size in sizes():
+    swept, candidates = sizes(), {}
+    for size in swept:
         timed = _op_after_sweeps(size, calls)
         candidates[f"{size} plain"] = timed
         candidates[f"{size} recorded"] = recorded(timed)
     results = measure.run_interleaved(candidates, rounds=rounds)
     spreads = {name: measure.Spread.of(values) for name, values in results.items()}
     differences = {size: spreads[f"{size} recorded"].median - spreads[f"{size} plain"].median
-                   for size in sizes()}
+                   for size in swept}
     return extra_points(differences), spreads
 
 

@@ -285,14 +285,13 @@ def _rebind_earlier_segments(tracer: Tracer) -> None:
         # reads the stand-ins' flags; the caller's tensor does not have them yet (x took
         # y's history in the earlier segment: earlier_segment_histories gives it after
         # the call), and x's gradient was dropped (fuzz seed 20261212, program 3091).
+        # A size used as a number (mean's count at a symbolic size) is this call's number
+        # there: eager's vjp divides by an int, not by the trace's stand-in for it (fuzz
+        # seed 20261235, program 519).
         traced = t._data.__class__ is TracedValue and t._data.tracer is tracer
-        if not traced and any(id(x) in stand_ins for x in node.inputs):
-            node.inputs = tuple(stand_ins.get(id(x), x) for x in node.inputs)
-        if not traced and any(x.__class__ is SymbolicScalar for x in node.inputs):
-            # A size used as a number (mean's count at a symbolic size) is this call's
-            # number: eager's vjp divides by an int, not by the trace's stand-in for it
-            # (fuzz seed 20261235, program 519).
-            node.inputs = tuple(x.value if x.__class__ is SymbolicScalar else x
-                                for x in node.inputs)
+        if not traced and any(id(x) in stand_ins or x.__class__ is SymbolicScalar
+                              for x in node.inputs):
+            node.inputs = tuple(x.value if x.__class__ is SymbolicScalar
+                                else stand_ins.get(id(x), x) for x in node.inputs)
         stack.extend(x for x in node.inputs
                      if isinstance(x, Tensor) and x._grad_fn is not None)

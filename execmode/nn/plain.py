@@ -179,11 +179,6 @@ def layer_norm_of(arrays, normalized_shape, has_weight: bool, has_bias: bool, ep
         return None
 
 
-def layer_norm(a, n: int, weight, bias, eps: float):
-    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``n`` axes."""
-    return layer_norm_saving(a, n, weight, bias, eps)[0]
-
-
 def layer_norm_saving(a, n: int, weight, bias, eps: float):
     """``(out, (d, root, normed, axes))``: :func:`layer_norm` and what its ops' backward
     reads (nn/one_node_layers.py): ``x - mean``, ``sqrt(var + eps)``, their quotient and
@@ -234,5 +229,5 @@ def embedding(ids, weight):
 
 
 __all__ = ["class_axis", "cross_entropy", "dropout", "embedding", "float_array", "gelu",
-           "gelu_saving", "layer_norm", "layer_norm_of", "layer_norm_saving", "linear",
+           "gelu_saving", "layer_norm_of", "layer_norm_saving", "linear",
            "log_softmax", "on_class_axis", "softmax", "softmax_saving"]
