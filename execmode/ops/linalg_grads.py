@@ -27,7 +27,8 @@ divides by the differences of eigenvalues and svd (U, Vh) by those of squared si
 values, so repeated ones give inf or NaN; svd's U of a tall matrix and Vh of a wide one
 divide by the singular values. slogdet, inv, solve and cholesky need an invertible matrix
 (a singular one raises the inverse's or the solve's LinAlgError at backward; det's
-gradient, read from the SVD, holds at singular matrices too);
+gradient, read from the SVD, holds at singular matrices too, and is NaN, as PyTorch's,
+at matrices holding Inf or NaN);
 pinv's gradient holds where the rank does not change near the input.
 """
 
@@ -83,14 +84,17 @@ def det_vjp(g, out, a):
     # from the SVD A = U S Vh, it is det(U) det(Vh) U diag(prod_{j != i} s_j) Vh, which
     # holds at singular matrices too (PyTorch's singular case), with no inverse to fail.
     # Of a complex A, g conj(det(A)) A^-H: U and Vh are unitary and det(U) det(Vh) is
-    # conjugated.
-    u, s, vh = _reduced_svd(a)
+    # conjugated. A matrix holding Inf or NaN has PyTorch's NaN gradient: LAPACK's SVD of
+    # it does not converge (a LinAlgError), so it reads zeros in its place.
+    finite = F.all(F.isfinite(a), axis=(-2, -1), keepdims=True)
+    u, s, vh = _reduced_svd(F.where(finite, a, F.zeros_like(a)))
     n = s.shape[-1]
     before = F.cumulative_prod(s, axis=-1, include_initial=True)[..., :n]
     after = F.flip(F.cumulative_prod(F.flip(s, axis=-1), axis=-1, include_initial=True)
                    [..., :n], axis=-1)
     sign = _conj(_lapack("det", u) * _lapack("det", vh))
-    return (F.matmul(u * _row(before * after * _col(g * sign)), vh),)
+    cofactors = F.matmul(u * _row(before * after * _col(g * sign)), vh)
+    return (F.where(finite, cofactors, F.full_like(cofactors, float("nan"))),)
 
 
 def slogdet_vjp(g, out, a, *, part):

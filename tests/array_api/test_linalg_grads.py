@@ -98,6 +98,20 @@ def test_the_gradient_of_det_holds_at_a_singular_matrix():
     np.testing.assert_allclose(x.grad.numpy(), [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
 
 
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_dets_gradient_at_a_matrix_holding_inf_or_nan_is_nan_as_pytorchs(mode):
+    # LAPACK's SVD of such a matrix does not converge; the gradient is NaN, not an error,
+    # and the other matrices of the batch keep theirs
+    nan, inf = float("nan"), float("inf")
+    x = em.tensor([[[2.0, 1.0], [1.0, 3.0]], [[1.0, nan], [1.0, 1.0]],
+                   [[inf, -inf], [-inf, inf]]], dtype=em.float32, requires_grad=True)
+    det = em.jit(L.det) if mode == "jit" else L.det
+    det(x).sum().backward()
+    grad = x.grad.numpy()
+    np.testing.assert_allclose(grad[0], [[3.0, -1.0], [-1.0, 2.0]], rtol=1e-6)
+    assert np.isnan(grad[1:]).all()
+
+
 def test_a_norms_gradient_at_zero_is_zero_as_pytorchs():
     # the root's own derivative is infinite there: inf * 0 would be NaN
     import execmode.torch as emt

@@ -219,3 +219,31 @@ def test_where_still_refuses_a_condition_overwritten_after_it():
     c[...] = em.tensor([False, False, False])
     with pytest.raises(BackwardError, match="overwritten"):
         y.sum().backward()
+
+
+def test_det_of_a_gram_matrix_that_overflowed_backpropagates_nan_in_both_modes():
+    # Seed 20261237, program 1236: x @ x.T of inf beside -3.06e38 is -inf off the diagonal
+    # through OpenBLAS (multiply and add fused) and NaN through the small C matmul (the
+    # product rounded to float32 first: the documented small-matmul overflow order). det's
+    # backward then ran LAPACK's SVD of the NaN matrix in the graph, which raised where
+    # eager's of the inf one did not; det's gradient there is NaN in both, as PyTorch's.
+    assert_agrees("""
+import execmode as em
+
+nan, inf = float("nan"), float("inf")
+
+# --- setup ---
+
+# --- function ---
+def f(x):
+    return em.linalg.det(x @ x.T + 4.0 * em.eye(x.shape[0], dtype=x.dtype))
+
+F = em.jit(f, passes=['fold_constants', 'eliminate_common_subexpressions'])
+# --- call 1 ---
+x1 = em.tensor([[-2.5, -1.5, 1.0, -2.75], [inf, -3.06e+38, 0.0, 3.0]], dtype=em.float32, requires_grad=True)
+out1 = F(x1)
+# --- call 2 ---
+(out1 * out1).sum().backward()
+x2 = em.tensor([[1.5, 2.0, -0.0, -1.5], [-3.4e+38, 0.0, 1.25, 2.0]], dtype=em.float32, requires_grad=True)
+out2 = F(x2)
+""")
