@@ -67,6 +67,7 @@ BENCHES = [
     Bench("threads-sweep", "bench_threads.py", ("--sweep",), minutes=3),
     Bench("fp-contract", "bench_fp_contract.py", minutes=1),
     Bench("gemm", "bench_gemm.py", minutes=0.5),
+    Bench("small-matmul", "bench_small_matmul.py", minutes=0.5),
     Bench("output", "bench_output.py", minutes=2),
     Bench("tui-latency", "bench_tui_latency.py", minutes=4, needs="tmux"),
     Bench("gpu", "bench_gpu.py", minutes=2, needs="gpu"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import disk_cache, runtime_library
+from . import disk_cache, matmul_overflow, runtime_library
 from .buffers import REGISTRY, OutputPool, arranged, data_pointer, has_strides
 from .call_path import build_call_path
 from .kernel_ir import Kernel, Param
@@ -119,6 +119,7 @@ def load_unit(unit: Unit) -> Library:
         except runtime_library.RuntimeBuildError as exc:
             raise CompileError(str(exc)) from exc
     cdll = ctypes.CDLL(unit.path)
+    matmul_overflow.bind(cdll, unit.source)  # its generated matmuls' BLAS, where they call it
     if toolchain.openmp:
         configure_library(cdll)  # the thread count, and what a fork does (threads.py)
     return Library(unit.path, cdll, unit.source, unit.cache_hit, unit.compile_ns, toolchain,

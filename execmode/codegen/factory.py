@@ -25,7 +25,7 @@ from execmode.graph.ir import FUSED, Node, make_attrs
 from . import matmul_policy
 from .c_runtime import CompileError, make_kernel, needs_compiling
 from .interpreter import InterpretedKernel
-from .lower import Unsupported, lower_fused
+from .lower import Unsupported, arrival_strides, lower_fused
 from .render_c import CRenderer
 from .status import record_fallback
 from .toolchain import NoCompiler, get_toolchain
@@ -107,7 +107,8 @@ def _lower_small_matmuls(graph, graph_id: str) -> dict:
         if a is None or b is None or len(a.shape) != 2 or len(b.shape) != 2:
             continue
         m, n, k = node.shape[0], node.shape[1], a.shape[1]
-        if not matmul_policy.inline_on_cpu(m, n, k, node.dtype):
+        if not matmul_policy.inline_on_cpu(m, n, k, node.dtype,
+                                           arrival_strides(node.inputs[1], producers)):
             continue
         wrapper = Node(node.id, FUSED, node.inputs, make_attrs({"kind": "matmul_epilogue"}),
                        node.shape, node.dtype, node.device, node.scope, node.loc, (node,),

@@ -365,7 +365,8 @@ class _Lowering:
         dtype = np.dtype(mm.dtype)
         two_d = len(a.shape) == 2 and len(b.shape) == 2
         same = a.dtype == b.dtype == dtype and dtype.kind == "f"
-        generated = two_d and same and inline(space[0], space[1], a.shape[1], dtype)
+        generated = two_d and same and inline(space[0], space[1], a.shape[1], dtype,
+                                              _matrix_strides(b))
         output = self.output_param()
         comment = member_comment(mm)
         if generated:

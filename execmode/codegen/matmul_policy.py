@@ -1,14 +1,20 @@
 """When a matmul generates its own loops instead of calling BLAS (NumPy) or cuBLAS.
 
 A NumPy matmul costs ~1 us of call overhead before any arithmetic; for tiny static shapes
-generated loops finish sooner. Measured on the 2-core AVX-512 dev machine, ``run_into`` of
-a generated kernel vs ``np.matmul(a, b, out=)`` (float32; docs/kernels.md has the table):
+generated loops finish sooner, when B's rows are contiguous (the row form: a whole output
+row accumulated in vectors). Per call of a jitted ``(x @ b) * 2.0`` on the 2-core
+Sapphire Rapids VM (float32, medians of 7 rounds; the loops with their overflow bound,
+matmul_overflow.py, against the BLAS call the plan makes instead):
 
-    10x10 @ 10x10        0.42 us vs 0.95 us     16x16 @ 16x16        0.45 vs 1.01
-    32x32 @ 32x32        2.90 us vs 1.64 us     1x256 @ 256x128 (B^T) 1.96 vs 2.24
-    1x128 @ 128x2 (B^T)  0.37 us vs 0.98 us     1x512 @ 512x256 (B^T) 8.15 vs 6.96
+    8x8 @ 8x8            0.24 us vs 2.1 us      32x16 @ 16x32        1.15 vs 2.65
+    1x64 @ 64x64         0.54 us vs 2.2 us
 
-so: generated loops up to 16K multiply-adds, and for matrix-vector shapes up to 40K.
+but where B arrives transposed (``x @ w.T``, a Linear layer's layout) the loops are dot
+products, one per output with a horizontal sum, and OpenBLAS's kernels were faster at
+every size tried: 16x16 @ (16x16)^T 0.88 us against 0.45, 1x256 @ (32x256)^T 1.16
+against 0.55, 4x64 @ (64x64)^T 1.45 against 0.65 (and 1x128 @ (2x128)^T 0.27 against
+0.28). So: generated loops up to 16K multiply-adds, and for matrix-vector shapes up to
+40K, where B's rows are contiguous or B is one column; BLAS otherwise.
 """
 
 from __future__ import annotations
@@ -19,13 +25,16 @@ INLINE_MAX_MACS = 16 * 1024
 INLINE_MAX_MACS_MATVEC = 40 * 1024
 
 
-def inline_on_cpu(m: int, n: int, k: int, dtype) -> bool:
+def inline_on_cpu(m: int, n: int, k: int, dtype, b_strides=None) -> bool:
+    """``b_strides``: B's element strides as the kernel reads it (None: C-contiguous)."""
     if np.dtype(dtype).kind != "f":
         return False
+    if b_strides is not None and b_strides[-1] != 1 and n != 1:
+        return False  # B's rows are not contiguous: BLAS
     macs = m * n * k
     return macs <= INLINE_MAX_MACS or (min(m, n) <= 2 and macs <= INLINE_MAX_MACS_MATVEC)
 
 
-def inline_on_gpu(m: int, n: int, k: int, dtype) -> bool:
+def inline_on_gpu(m: int, n: int, k: int, dtype, b_strides=None) -> bool:
     # cuBLAS everywhere: a launch costs microseconds either way on a GPU.
     return False

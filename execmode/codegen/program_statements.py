@@ -237,7 +237,8 @@ def lower_node(node: Node, producers, graph_id):
         a = producers.get(node.inputs[0])
         if len(node.shape) != 2 or a is None or len(a.shape) != 2 or \
                 not matmul_policy.inline_on_cpu(node.shape[0], node.shape[1], a.shape[1],
-                                                node.dtype):
+                                                node.dtype,
+                                                arrival_strides(node.inputs[1], producers)):
             return None, ()
         wrapper = Node(node.id, FUSED, node.inputs, make_attrs({"kind": "matmul_epilogue"}),
                        node.shape, node.dtype, node.device, node.scope, node.loc, (node,),

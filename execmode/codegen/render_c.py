@@ -33,7 +33,7 @@ import numpy as np
 
 from execmode.dtypes import short_name
 
-from . import runtime_library
+from . import matmul_overflow, runtime_library
 from .kernel_ir import Apply, Cast, Const, Kernel, Load, Var, canonical, loads_of, point_cost
 from .render_reduction import ReductionRendering
 
@@ -140,6 +140,8 @@ class CRenderer(ReductionRendering):
             parts.append(text)
         declared = [name for name in runtime_library.HELPERS if name in called]
         calls = runtime_library.declarations(declared) + "\n" if declared else ""
+        if any("em_blas_fn[" in text for text in parts):
+            calls += matmul_overflow.unit_globals() + "\n"
         return self.prelude() + "\n" + calls + "\n\n".join(parts) + "\n"
 
     def alias(self, k: Kernel, same: Kernel) -> str:
@@ -384,28 +386,31 @@ class CRenderer(ReductionRendering):
         rows, cols = k.loops
         a_ik = f"{mm.a}[{_term(rows.var, a_row)} + {_term('k', a_col)}]"
         lines = [f"/* {mm.comment}: {mm.m}x{mm.k} @ {mm.k}x{mm.n}, then the epilogue */"]
-        row_header = ([self.parallel_pragma()] if mm.m * mm.n * mm.k >= self.parallel_min_points
-                      and mm.m > 1 else []) + [self.for_line(rows.var, mm.m)]
+        parallel = mm.m * mm.n * mm.k >= self.parallel_min_points and mm.m > 1
         epilogue = self.statements(k) + [self.store_line(k)]
+        row_header = ([self.parallel_pragma()] if parallel else []) + \
+            [self.for_line(rows.var, mm.m)]
         if b_row == 1 and a_col == 1:
             # B is a transposed (k-contiguous) view: one dot product per output.
             b_kj = f"{mm.b}[k + {_term(cols.var, b_col)}]"
             dot = [f"{t} acc = 0;", "#pragma omp simd reduction(+:acc)",
                    self.for_line("k", mm.k), f"    acc += {a_ik} * {b_kj};", "}"]
-            return lines + self.nest([row_header, [self.for_line(cols.var, mm.n)]],
-                                     dot + epilogue)
-        # Row-major B: accumulate a whole output row, vectorised along it (i-k-j order).
-        b_kj = f"{mm.b}[{_term('k', b_row)} + {_term(cols.var, b_col)}]"
-        row = [f"{t} acc_row[{mm.n}];", "#pragma omp simd",
-               self.for_line(cols.var, mm.n), f"    acc_row[{cols.var}] = 0;", "}",
-               self.for_line("k", mm.k), f"    const {t} a_ik = {a_ik};",
-               "    #pragma omp simd", "    " + self.for_line(cols.var, mm.n),
-               f"        acc_row[{cols.var}] += a_ik * {b_kj};", "    }", "}",
-               "#pragma omp simd", self.for_line(cols.var, mm.n),
-               f"    const {t} acc = acc_row[{cols.var}];"]
-        row += [self.indent_unit + line for line in epilogue] + ["}"]
-        return lines + self.nest([row_header], row)
-
+            loops = self.nest([row_header, [self.for_line(cols.var, mm.n)]], dot + epilogue)
+        else:
+            # Row-major B: accumulate a whole output row, vectorised along it (i-k-j order).
+            b_kj = f"{mm.b}[{_term('k', b_row)} + {_term(cols.var, b_col)}]"
+            row = [f"{t} acc_row[{mm.n}];", "#pragma omp simd",
+                   self.for_line(cols.var, mm.n), f"    acc_row[{cols.var}] = 0;", "}",
+                   self.for_line("k", mm.k), f"    const {t} a_ik = {a_ik};",
+                   "    #pragma omp simd", "    " + self.for_line(cols.var, mm.n),
+                   f"        acc_row[{cols.var}] += a_ik * {b_kj};", "    }", "}",
+                   "#pragma omp simd", self.for_line(cols.var, mm.n),
+                   f"    const {t} acc = acc_row[{cols.var}];"]
+            row += [self.indent_unit + line for line in epilogue] + ["}"]
+            loops = self.nest([row_header], row)
+        if matmul_overflow.usable(k):  # near the float limits, eager's product instead
+            loops = matmul_overflow.bounded_first(self, k, loops)
+        return lines + loops
 
 
 def _term(var: str, stride: int) -> str:

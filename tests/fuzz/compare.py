@@ -113,18 +113,12 @@ def _first_differences(e: np.ndarray, j: np.ndarray, bad: np.ndarray, n: int = 3
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def compare_values(e: np.ndarray, j: np.ndarray, exact: bool, names=("eager", "jit"),
-                   overflow_order: bool = False):
+def compare_values(e: np.ndarray, j: np.ndarray, exact: bool, names=("eager", "jit")):
     """None, or (check, detail) for two arrays of equal shape and dtype (``names``: the
-    two runs', for the detail). ``overflow_order``: NaN against +-Inf is no mismatch (the
-    documented small-matmul limitation, features.CHECKS "matmul_overflow")."""
+    two runs', for the detail)."""
     if e.dtype.kind == "c":  # each part as a float (NaN, -0.0 and the tolerance per part)
         return compare_values(np.stack([e.real, e.imag], -1), np.stack([j.real, j.imag], -1),
-                              exact, names, overflow_order)
-    if overflow_order and e.dtype.kind == "f":
-        either = ~np.isfinite(e) & ~np.isfinite(j) & (np.isnan(e) != np.isnan(j))
-        if either.any():
-            e, j = np.where(either, np.nan, e), np.where(either, np.nan, j)
+                              exact, names)
     if e.dtype.kind not in "fc":
         if np.array_equal(e, j):
             return None
@@ -163,8 +157,7 @@ def compare_values(e: np.ndarray, j: np.ndarray, exact: bool, names=("eager", "j
 
 
 def _compare_tensor(path: str, e: TensorObs, j: TensorObs, exact: bool, out: list, call: int,
-                    run: str, checks: dict, names=("eager", "jit"),
-                    overflow_order: bool = False) -> None:
+                    run: str, checks: dict, names=("eager", "jit")) -> None:
     E, J = names
     def add(check, detail):
         if check == "requires_grad" and not checks["requires_grad"]:
@@ -191,7 +184,7 @@ def _compare_tensor(path: str, e: TensorObs, j: TensorObs, exact: bool, out: lis
     if e.values is not None and j.values is not None:
         if not checks.get("float_values", True) and e.values.dtype.kind in "fc":
             return
-        diff = compare_values(e.values, j.values, exact, names, overflow_order)
+        diff = compare_values(e.values, j.values, exact, names)
         if diff is not None:
             add(*diff)
 
@@ -225,10 +218,6 @@ def compare_runs(program, eager, other, checks: dict | None = None, *,
         checks["signed_zero"] = False
     run = other.label or other.mode
     out: list[Mismatch] = []
-    # The small-matmul overflow order (features.CHECKS "matmul_overflow"): eager against
-    # jit only, in programs with a matmul; two paths of one mode agree bit for bit.
-    overflow_order = exact is None and not checks.get("matmul_overflow", True) and any(
-        "@" in s.text or "matmul" in s.text for s in program.statements())
     # The float sums of int64 extremes (features.CHECKS "int_extremes_sum_order"): their
     # float values are not compared, eager against jit.
     checks["float_values"] = not (exact is None and
@@ -284,7 +273,7 @@ def compare_runs(program, eager, other, checks: dict | None = None, *,
                                     path, detail + f" ({what})", category(path, call), run))
                 continue
             if isinstance(e, TensorObs) and isinstance(j, TensorObs):
-                _compare_tensor(path, e, j, exact, out, call, run, checks, names, overflow_order)
+                _compare_tensor(path, e, j, exact, out, call, run, checks, names)
             elif e != j:
                 out.append(Mismatch(call, "python", path, f"{E} {e[1] if isinstance(e, tuple) else e}"
                                     f" {J} {j[1] if isinstance(j, tuple) else j}",

@@ -131,13 +131,6 @@ CHECKS: dict[str, bool] = {
     # the slow tier (program 1795535866-5875). (A backward outside jit through such a
     # result works: feature outer_backward.)
     "jit_result_backward": False,
-    # A documented limitation, off: a small matmul the kernels compute in generated loops
-    # adds its products in its own order, not the BLAS's, so where partial dot products
-    # overflow it may give NaN where eager gives -inf (docs/graph-mode.md). The generator
-    # keeps near-limit floats away from matmuls, but int64 extremes scale floats there too
-    # (z *= k.sum(): slow tier, program 1858958899-9720). Off: NaN against +-Inf is no
-    # mismatch in programs with a matmul (eager against jit only).
-    "matmul_overflow": False,
     # A float sum (mean) of int64 values holding -2**63 and 2**63 - 1: in float64 the two
     # cancel and absorb the small values beside them, by an amount that depends on the
     # order (NumPy pairwise, a kernel's running sum: -0.25 against 0.0, slow tier, program

@@ -32,28 +32,6 @@ x2 = em.tensor([1.0, 1.0])
 y2 = em.tensor([0.5, 0.5])
 out2 = F(x2, y2)
 ''',
-    # check "matmul_overflow" (program 1858958899-9720): k.sum() of int64 extremes scales z
-    # to ~1e19; z.T @ z overflows in its partial sums: eager -inf, jit's loops NaN.
-    "matmul_overflow": '''
-import execmode as em
-
-# --- setup ---
-
-# --- function ---
-def f(z, k):
-    v0 = k.sum()
-    v1 = v0 + v0
-    z *= v0
-    v5 = z.T @ z
-    v6 = v5 - v1
-    return v6
-
-F = em.jit(f, passes=[])
-# --- call 1 ---
-x1 = em.tensor([[-1.25, 2.0, 1.0, -2.0], [-2.25, 2.5, -2.75, 1.25], [1.25, 0.0, 0.75, -1.25], [-1.25, -2.75, -2.5, -2.0], [-0.25, 2.0, 3.0, -2.5]], dtype=em.float32)
-k1 = em.tensor([[9223372036854775807, -2, -1, 1], [-4, -4, 5, -3], [6, -4, 6, -6], [0, -3, 2147483648, -4], [-4, 2, 1, -2]], dtype=em.int64)
-out1 = F(x1, k1)
-''',
     # check "int_extremes_sum_order" (program 20261129-3108): the mean of int64 values that
     # hold -2**63 and 2**63 - 1 sums them in float64, where the two cancel and absorb the
     # small values beside them in an order-dependent way: NumPy's pairwise sum gives -0.25,

@@ -335,4 +335,4 @@ def test_known_repros_run_eagerly(name):
 def test_checks_are_all_known():
     assert set(CHECKS) == {"exceptions", "values", "signed_zero", "requires_grad", "grads",
                            "identity", "aliasing", "output_aliasing", "jit_result_backward",
-                           "matmul_overflow", "int_extremes_sum_order"}
+                           "int_extremes_sum_order"}
