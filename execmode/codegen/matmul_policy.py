@@ -3,17 +3,18 @@
 A NumPy matmul costs ~1 us of call overhead before any arithmetic; for tiny static shapes
 generated loops finish sooner, when B's rows are contiguous (the row form: a whole output
 row accumulated in vectors). Per call of a jitted ``(x @ b) * 2.0`` on the 2-core
-Sapphire Rapids VM (float32, medians of 7 rounds; the loops with their overflow bound,
-matmul_overflow.py, against the BLAS call the plan makes instead):
+Sapphire Rapids VM (float32, medians of 7 interleaved rounds, benchmarks/
+bench_small_matmul.py; the loops with their overflow bound, matmul_overflow.py, against
+the BLAS call the plan or program makes instead):
 
-    8x8 @ 8x8            0.24 us vs 2.1 us      32x16 @ 16x32        1.15 vs 2.65
-    1x64 @ 64x64         0.54 us vs 2.2 us
+    8x8 @ 8x8            0.24 us vs 2.5 us      32x16 @ 16x32        1.1 vs 2.9
+    1x64 @ 64x64         0.46 us vs 2.3 us      1x256 @ 256x128      3.6 vs 3.6
 
 but where B arrives transposed (``x @ w.T``, a Linear layer's layout) the loops are dot
 products, one per output with a horizontal sum, and OpenBLAS's kernels were faster at
-every size tried: 16x16 @ (16x16)^T 0.88 us against 0.45, 1x256 @ (32x256)^T 1.16
-against 0.55, 4x64 @ (64x64)^T 1.45 against 0.65 (and 1x128 @ (2x128)^T 0.27 against
-0.28). So: generated loops up to 16K multiply-adds, and for matrix-vector shapes up to
+nearly every size tried: 16x16 @ (16x16)^T 0.85 us against 0.46, 1x256 @ (32x256)^T 1.3
+against 0.59, 1x256 @ (128x256)^T 4.9 against 1.9 (1x128 @ (2x128)^T: 0.23 against
+0.25). So: generated loops up to 16K multiply-adds, and for matrix-vector shapes up to
 40K, where B's rows are contiguous or B is one column; BLAS otherwise.
 """
 
