@@ -77,7 +77,9 @@ def usable(k) -> bool:
         blas_mod.find() is not None and _blas_call(k) is not None
 
 
-def _blas_call(k, out: str = "em_mm") -> list | None:
+def _blas_call(k) -> list | None:
+    """C computing ``em_mm = A @ B`` as numpy.matmul does, or None where it would not
+    call BLAS."""
     mm = k.matmul
     dtype = np.dtype(mm.dtype)
     letter = "s" if dtype == np.float32 else "d"
@@ -85,13 +87,9 @@ def _blas_call(k, out: str = "em_mm") -> list | None:
     try:
         return blas_mod.matmul_call(blas_mod.find(), dtype, (mm.m, mm.k), mm.a_strides,
                                     (mm.k, mm.n), mm.b_strides, (mm.m, mm.n),
-                                    mm.a, mm.b, out, fn)
+                                    mm.a, mm.b, "em_mm", fn)
     except blas_mod.NoBlas:  # NumPy's own loops: their order is not the BLAS's either
         return None
-
-
-def limit(k) -> str:
-    return LIMITS[np.dtype(k.matmul.dtype)]
 
 
 def bounded_first(renderer, k, loops: list) -> list:
@@ -108,7 +106,8 @@ def bounded_first(renderer, k, loops: list) -> list:
         " * past the bound, NumPy's BLAS call instead (matmul_overflow.py). */",
         f"if (em_blas_fn[0] != 0 && (double){mm.k} * "
         f"em_absmax_{sfx}({mm.a}, {mm.m}, {mm.k}, {a_rows}, {a_cols}) * "
-        f"em_absmax_{sfx}({mm.b}, {mm.k}, {mm.n}, {b_rows}, {b_cols}) > {limit(k)}) {{",
+        f"em_absmax_{sfx}({mm.b}, {mm.k}, {mm.n}, {b_rows}, {b_cols}) > "
+        f"{LIMITS[np.dtype(mm.dtype)]}) {{",
         *("    " + line for line in eager_product(renderer, k)),
         "}",
     ] + loops

@@ -386,12 +386,12 @@ class CRenderer(ReductionRendering):
         rows, cols = k.loops
         a_ik = f"{mm.a}[{_term(rows.var, a_row)} + {_term('k', a_col)}]"
         lines = [f"/* {mm.comment}: {mm.m}x{mm.k} @ {mm.k}x{mm.n}, then the epilogue */"]
-        parallel = mm.m * mm.n * mm.k >= self.parallel_min_points and mm.m > 1
+        row_header = ([self.parallel_pragma()] if mm.m * mm.n * mm.k >= self.parallel_min_points
+                      and mm.m > 1 else []) + [self.for_line(rows.var, mm.m)]
         epilogue = self.statements(k) + [self.store_line(k)]
-        row_header = ([self.parallel_pragma()] if parallel else []) + \
-            [self.for_line(rows.var, mm.m)]
         if b_row == 1 and a_col == 1:
-            # B is a transposed (k-contiguous) view: one dot product per output.
+            # B's k axis is contiguous (one column: matmul_policy leaves other transposed
+            # B to BLAS): one dot product per output.
             b_kj = f"{mm.b}[k + {_term(cols.var, b_col)}]"
             dot = [f"{t} acc = 0;", "#pragma omp simd reduction(+:acc)",
                    self.for_line("k", mm.k), f"    acc += {a_ik} * {b_kj};", "}"]
