@@ -1,4 +1,5 @@
-"""A generated matmul gives eager's product where its values are near the float's limits.
+"""A generated matmul gives eager's product where its values are near the float's limits,
+and NumPy's BLAS call from the kernel where that is faster than the loops.
 
 A small matmul's generated loops (matmul_policy.py) add their products in their own order,
 rounding each product first; NumPy's BLAS adds them in another (OpenBLAS's sgemm: one fused
@@ -15,6 +16,10 @@ among them) the kernel computes the product with the same CBLAS call NumPy's mat
 (blas.matmul_call: gemm, syrk, gemv or dot, same arguments), into a scratch buffer, and
 runs its epilogue over that: eager's bits. Where NumPy would not call BLAS (an operand it
 copies first, an outer product), the kernel keeps its loops alone.
+
+A matrix-matrix product of ``BLAS_FROM_MACS`` multiply-adds or more takes NumPy's call
+always, without the bound: made from the kernel, with the epilogue fused after it, it
+was faster than the loops there (and gives eager's bits at any value).
 
 The BLAS functions' addresses reach the kernels of a translation unit through one global
 array, set by ``em_blas_bind`` when the unit is loaded (:func:`bind`). Without a BLAS this
@@ -33,6 +38,11 @@ ROUTINES = ("gemm", "gemv", "syrk", "dot")
 LETTERS = ("s", "d")
 # Half the largest float: a sum of terms each below it by a factor K stays finite.
 LIMITS = {np.dtype(np.float32): "1.7e38", np.dtype(np.float64): "8.9e307"}
+# From here a matrix-matrix product (both output sides 2 or more) is NumPy's call always:
+# made from the kernel it took 0.57-0.75x the loops' time for 8x32 @ 32x32, 32x16 @ 16x32,
+# 4x64 @ 64x64 and 2x128 @ 128x64 (float32, one thread, 9 interleaved rounds), 1.0x at
+# 16x16 @ 16x16 and 1.1-1.2x at 8x8 @ 8x8; a matrix-vector product's gemv took 1.05-1.1x.
+BLAS_FROM_MACS = 8 * 1024
 BIND = "em_blas_bind"
 
 
@@ -92,25 +102,29 @@ def _blas_call(k) -> list | None:
         return None
 
 
-def bounded_first(renderer, k, loops: list) -> list:
-    """The bound from the operands' largest magnitudes, before ``loops`` run (one pass
-    over each operand, which the loops read again from cache). Past it, eager's product
-    and the epilogue instead."""
+def guarded(renderer, k, loops: list) -> list:
+    """``loops`` behind the bound from the operands' largest magnitudes (one pass over each
+    operand, which the loops read again from cache); past it, eager's product and the
+    epilogue instead. A matrix-matrix product of ``BLAS_FROM_MACS`` or more takes eager's
+    product always: NumPy's call, made from the kernel, was faster than the loops there."""
     mm = k.matmul
     t = renderer.type_names[np.dtype(mm.dtype)]
     sfx = "f32" if t == "float" else "f64"
     a_rows, a_cols = mm.a_strides
     b_rows, b_cols = mm.b_strides
-    return [
-        "/* Near the float limits the order of the products decides Inf against NaN:",
-        " * past the bound, NumPy's BLAS call instead (matmul_overflow.py). */",
-        f"if (em_blas_fn[0] != 0 && (double){mm.k} * "
-        f"em_absmax_{sfx}({mm.a}, {mm.m}, {mm.k}, {a_rows}, {a_cols}) * "
-        f"em_absmax_{sfx}({mm.b}, {mm.k}, {mm.n}, {b_rows}, {b_cols}) > "
-        f"{LIMITS[np.dtype(mm.dtype)]}) {{",
-        *("    " + line for line in eager_product(renderer, k)),
-        "}",
-    ] + loops
+    if min(mm.m, mm.n) >= 2 and mm.m * mm.n * mm.k >= BLAS_FROM_MACS:
+        head = ["/* NumPy's BLAS call from the kernel: eager's bits, and faster than loops at",
+                " * this size (matmul_overflow.py); the loops only without scratch memory. */",
+                "if (em_blas_fn[0] != 0) {"]
+    else:
+        head = [
+            "/* Near the float limits the order of the products decides Inf against NaN:",
+            " * past the bound, NumPy's BLAS call instead (matmul_overflow.py). */",
+            f"if (em_blas_fn[0] != 0 && (double){mm.k} * "
+            f"em_absmax_{sfx}({mm.a}, {mm.m}, {mm.k}, {a_rows}, {a_cols}) * "
+            f"em_absmax_{sfx}({mm.b}, {mm.k}, {mm.n}, {b_rows}, {b_cols}) > "
+            f"{LIMITS[np.dtype(mm.dtype)]}) {{"]
+    return head + ["    " + line for line in eager_product(renderer, k)] + ["}"] + loops
 
 
 def eager_product(renderer, k) -> list:

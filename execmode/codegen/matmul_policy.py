@@ -15,7 +15,9 @@ products, one per output with a horizontal sum, and OpenBLAS's kernels were fast
 nearly every size tried: 16x16 @ (16x16)^T 0.85 us against 0.46, 1x256 @ (32x256)^T 1.3
 against 0.59, 1x256 @ (128x256)^T 4.9 against 1.9 (1x128 @ (2x128)^T: 0.23 against
 0.25). So: generated loops up to 16K multiply-adds, and for matrix-vector shapes up to
-40K, where B's rows are contiguous or B is one column; BLAS otherwise.
+40K, where B's rows are contiguous or B is one column; BLAS otherwise. Inside such a
+kernel, a matrix-matrix product of matmul_overflow.BLAS_FROM_MACS or more calls NumPy's
+BLAS itself, the epilogue after it (faster than its loops there, and eager's bits).
 """
 
 from __future__ import annotations

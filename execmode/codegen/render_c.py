@@ -409,7 +409,7 @@ class CRenderer(ReductionRendering):
             row += [self.indent_unit + line for line in epilogue] + ["}"]
             loops = self.nest([row_header], row)
         if matmul_overflow.usable(k):  # near the float limits, eager's product instead
-            loops = matmul_overflow.bounded_first(self, k, loops)
+            loops = matmul_overflow.guarded(self, k, loops)
         return lines + loops
 
 

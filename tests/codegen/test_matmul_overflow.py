@@ -114,3 +114,25 @@ x1 = em.tensor([[-1.25, 2.0, 1.0, -2.0], [-2.25, 2.5, -2.75, 1.25], [1.25, 0.0, 
 k1 = em.tensor([[9223372036854775807, -2, -1, 1], [-4, -4, 5, -3], [6, -4, 6, -6], [0, -3, 2147483648, -4], [-4, 2, 1, -2]], dtype=em.int64)
 out1 = F(x1, k1)
 """)
+
+
+@pytest.mark.parametrize("replay", ["general", "generated", "native"])
+@pytest.mark.parametrize("shape", [(8, 32, 32), (32, 16, 32), (4, 64, 64)])
+def test_a_matrix_product_past_the_loops_size_is_numpys_call_from_the_kernel(shape, replay):
+    # matmul_overflow.BLAS_FROM_MACS: eager's bits at any values (loops would round in
+    # their own order), with the epilogue fused after the call (* 2 + 1: exact in both)
+    m, k, n = shape
+    rng = np.random.default_rng(m + k + n)
+    x = em.tensor(rng.standard_normal((m, k)).astype(np.float32))
+    w = em.tensor(rng.standard_normal((k, n)).astype(np.float32))
+
+    def fn(x, w):
+        return (x @ w) * 2.0 + 1.0
+
+    with paths.pinned(replay=replay):
+        jitted = em.jit(fn)
+        for _ in range(3):
+            np.testing.assert_array_equal(jitted(x, w).numpy(), fn(x, w).numpy())
+    if replay == "general":
+        (source,) = [s for s in _generated(jitted) if "em_blas_fn[" in s]
+        assert "if (em_blas_fn[0] != 0) {" in source and "em_absmax" not in source
