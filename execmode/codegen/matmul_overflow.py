@@ -39,9 +39,10 @@ LETTERS = ("s", "d")
 # Half the largest float: a sum of terms each below it by a factor K stays finite.
 LIMITS = {np.dtype(np.float32): "1.7e38", np.dtype(np.float64): "8.9e307"}
 # From here a matrix-matrix product (both output sides 2 or more) is NumPy's call always:
-# made from the kernel it took 0.57-0.75x the loops' time for 8x32 @ 32x32, 32x16 @ 16x32,
-# 4x64 @ 64x64 and 2x128 @ 128x64 (float32, one thread, 9 interleaved rounds), 1.0x at
-# 16x16 @ 16x16 and 1.1-1.2x at 8x8 @ 8x8; a matrix-vector product's gemv took 1.05-1.1x.
+# made from the kernel it took 0.41-0.75x the loops' time for 8x32 @ 32x32, 32x16 @ 16x32,
+# 4x64 @ 64x64 and 2x128 @ 128x64 (float32, one thread, interleaved rounds, three runs;
+# benchmarks/bench_small_matmul.py), 1.0x at 16x16 @ 16x16 and 1.1-1.2x at 8x8 @ 8x8; a
+# matrix-vector product's gemv took 1.05-1.1x.
 BLAS_FROM_MACS = 8 * 1024
 BIND = "em_blas_bind"
 
@@ -60,8 +61,8 @@ def unit_globals() -> str:
     return "\n".join([
         "#include <stdlib.h>",
         blas_mod.c_typedefs(blas),
-        "/* NumPy's CBLAS functions, for the products near the float limits",
-        " * (matmul_overflow.py): set when the library is loaded. */",
+        "/* NumPy's CBLAS functions, for the products near the float limits and the",
+        " * bigger ones (matmul_overflow.py): set when the library is loaded. */",
         f"static void *em_blas_fn[{n}];",
         f"void {BIND}(void *const *fns) {{ for (int i = 0; i < {n}; i++) "
         "em_blas_fn[i] = fns[i]; }",
@@ -136,7 +137,7 @@ def eager_product(renderer, k) -> list:
     epilogue = [f"const {t} acc = em_mm[{rows.var} * {mm.n} + {cols.var}];"] + \
         renderer.statements(k) + [renderer.store_line(k)]
     nest = renderer.nest([[renderer.for_line(rows.var, mm.m)],
-                          [renderer.for_line(cols.var, mm.n)]], epilogue)
+                          ["#pragma omp simd", renderer.for_line(cols.var, mm.n)]], epilogue)
     return [f"{t} *em_mm = ({t} *)malloc(sizeof({t}) * {mm.m * mm.n});",
             "if (em_mm != NULL) {",
             *("    " + line for line in _blas_call(k)),
