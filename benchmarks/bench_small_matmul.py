@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     rows = []
     for m, k, n, transposed in SHAPES:
         generated = policy(m, n, k, np.float32, (1, k) if transposed else None)
-        in_kernel = generated and min(m, n) >= 2 and m * n * k >= blas_from
+        in_kernel = generated and matmul_overflow.blas_always(m, n, k)
         loops_possible = generated or (transposed and ignoring_layout(m, n, k, np.float32))
         runs = {"policy": _jitted(m, k, n, transposed, policy, blas_from),
                 "outside": _jitted(m, k, n, transposed, never, blas_from)}

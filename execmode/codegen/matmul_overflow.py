@@ -82,10 +82,9 @@ def bind(cdll, source: str) -> None:
     getattr(cdll, BIND)(addresses)
 
 
-def usable(k) -> bool:
-    """Whether ``k``'s generated matmul can fall back to NumPy's BLAS call."""
-    return k.matmul is not None and np.dtype(k.matmul.dtype) in LIMITS and \
-        blas_mod.find() is not None and _blas_call(k) is not None
+def blas_always(m: int, n: int, k: int) -> bool:
+    """Whether an ``(m x k) @ (k x n)`` generated matmul takes NumPy's call at any values."""
+    return min(m, n) >= 2 and m * n * k >= BLAS_FROM_MACS
 
 
 def _blas_call(k) -> list | None:
@@ -107,13 +106,17 @@ def guarded(renderer, k, loops: list) -> list:
     """``loops`` behind the bound from the operands' largest magnitudes (one pass over each
     operand, which the loops read again from cache); past it, eager's product and the
     epilogue instead. A matrix-matrix product of ``BLAS_FROM_MACS`` or more takes eager's
-    product always: NumPy's call, made from the kernel, was faster than the loops there."""
+    product always: NumPy's call, made from the kernel, was faster than the loops there.
+    ``loops`` alone where NumPy would not call BLAS, or no BLAS is known."""
     mm = k.matmul
-    t = renderer.type_names[np.dtype(mm.dtype)]
-    sfx = "f32" if t == "float" else "f64"
+    dtype = np.dtype(mm.dtype)
+    call = _blas_call(k) if dtype in LIMITS and blas_mod.find() is not None else None
+    if call is None:
+        return loops
+    sfx = "f32" if dtype == np.float32 else "f64"
     a_rows, a_cols = mm.a_strides
     b_rows, b_cols = mm.b_strides
-    if min(mm.m, mm.n) >= 2 and mm.m * mm.n * mm.k >= BLAS_FROM_MACS:
+    if blas_always(mm.m, mm.n, mm.k):
         head = ["/* NumPy's BLAS call from the kernel: eager's bits, and faster than loops at",
                 " * this size (matmul_overflow.py); the loops only without scratch memory. */",
                 "if (em_blas_fn[0] != 0) {"]
@@ -124,13 +127,14 @@ def guarded(renderer, k, loops: list) -> list:
             f"if (em_blas_fn[0] != 0 && (double){mm.k} * "
             f"em_absmax_{sfx}({mm.a}, {mm.m}, {mm.k}, {a_rows}, {a_cols}) * "
             f"em_absmax_{sfx}({mm.b}, {mm.k}, {mm.n}, {b_rows}, {b_cols}) > "
-            f"{LIMITS[np.dtype(mm.dtype)]}) {{"]
-    return head + ["    " + line for line in eager_product(renderer, k)] + ["}"] + loops
+            f"{LIMITS[dtype]}) {{"]
+    return head + ["    " + line for line in eager_product(renderer, k, call)] + ["}"] + loops
 
 
-def eager_product(renderer, k) -> list:
-    """The product by NumPy's BLAS call into scratch, the epilogue over it, and the
-    kernel's return (without scratch memory, the loops run after all)."""
+def eager_product(renderer, k, call: list) -> list:
+    """The product by NumPy's BLAS call (``call``: _blas_call's lines) into scratch, the
+    epilogue over it, and the kernel's return (without scratch memory, the loops run after
+    all)."""
     mm = k.matmul
     t = renderer.type_names[np.dtype(mm.dtype)]
     rows, cols = k.loops
@@ -140,7 +144,7 @@ def eager_product(renderer, k) -> list:
                           ["#pragma omp simd", renderer.for_line(cols.var, mm.n)]], epilogue)
     return [f"{t} *em_mm = ({t} *)malloc(sizeof({t}) * {mm.m * mm.n});",
             "if (em_mm != NULL) {",
-            *("    " + line for line in _blas_call(k)),
+            *("    " + line for line in call),
             *("    " + line for line in nest),
             "    free(em_mm);",
             "    return;",
@@ -154,46 +158,36 @@ HELPERS = r"""
  * (its second operand), as v > m ? v : m does. */
 #if defined(__AVX__)
 #include <immintrin.h>
-static inline float em_absmax_f32_flat(const float *p, long n, long *done)
-{
-    const __m256 mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 m0 = _mm256_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;
-    long i = 0;
-    for (; i + 32 <= n; i += 32) {
-        m0 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(p + i), mask), m0);
-        m1 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(p + i + 8), mask), m1);
-        m2 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(p + i + 16), mask), m2);
-        m3 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(p + i + 24), mask), m3);
-    }
-    for (; i + 8 <= n; i += 8)
-        m0 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(p + i), mask), m0);
-    float lanes[8], r = 0;
-    _mm256_storeu_ps(lanes, _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
-    for (int j = 0; j < 8; j++)
-        r = lanes[j] > r ? lanes[j] : r;
-    *done = i;
-    return r;
+/* T's lanes in a 256-bit vector V; SFX the intrinsics' suffix (ps, pd); MASK all bits
+ * but the sign's. */
+#define EM_ABSMAX_FLAT(NAME, T, V, LANES, SFX, MASK)                                \
+static inline T NAME(const T *p, long n, long *done)                                \
+{                                                                                   \
+    const V mask = MASK;                                                            \
+    V m0 = _mm256_setzero_##SFX(), m1 = m0, m2 = m0, m3 = m0;                       \
+    long i = 0;                                                                     \
+    for (; i + 4 * LANES <= n; i += 4 * LANES) {                                    \
+        m0 = _mm256_max_##SFX(_mm256_and_##SFX(_mm256_loadu_##SFX(p + i), mask), m0); \
+        m1 = _mm256_max_##SFX(_mm256_and_##SFX(_mm256_loadu_##SFX(p + i + LANES), mask), m1); \
+        m2 = _mm256_max_##SFX(_mm256_and_##SFX(_mm256_loadu_##SFX(p + i + 2 * LANES), mask), \
+                              m2);                                                  \
+        m3 = _mm256_max_##SFX(_mm256_and_##SFX(_mm256_loadu_##SFX(p + i + 3 * LANES), mask), \
+                              m3);                                                  \
+    }                                                                               \
+    for (; i + LANES <= n; i += LANES)                                              \
+        m0 = _mm256_max_##SFX(_mm256_and_##SFX(_mm256_loadu_##SFX(p + i), mask), m0); \
+    T lanes[LANES], r = 0;                                                          \
+    _mm256_storeu_##SFX(lanes, _mm256_max_##SFX(_mm256_max_##SFX(m0, m1),           \
+                                                 _mm256_max_##SFX(m2, m3)));        \
+    for (int j = 0; j < LANES; j++)                                                 \
+        r = lanes[j] > r ? lanes[j] : r;                                            \
+    *done = i;                                                                      \
+    return r;                                                                       \
 }
-static inline double em_absmax_f64_flat(const double *p, long n, long *done)
-{
-    const __m256d mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
-    __m256d m0 = _mm256_setzero_pd(), m1 = m0, m2 = m0, m3 = m0;
-    long i = 0;
-    for (; i + 16 <= n; i += 16) {
-        m0 = _mm256_max_pd(_mm256_and_pd(_mm256_loadu_pd(p + i), mask), m0);
-        m1 = _mm256_max_pd(_mm256_and_pd(_mm256_loadu_pd(p + i + 4), mask), m1);
-        m2 = _mm256_max_pd(_mm256_and_pd(_mm256_loadu_pd(p + i + 8), mask), m2);
-        m3 = _mm256_max_pd(_mm256_and_pd(_mm256_loadu_pd(p + i + 12), mask), m3);
-    }
-    for (; i + 4 <= n; i += 4)
-        m0 = _mm256_max_pd(_mm256_and_pd(_mm256_loadu_pd(p + i), mask), m0);
-    double lanes[4], r = 0;
-    _mm256_storeu_pd(lanes, _mm256_max_pd(_mm256_max_pd(m0, m1), _mm256_max_pd(m2, m3)));
-    for (int j = 0; j < 4; j++)
-        r = lanes[j] > r ? lanes[j] : r;
-    *done = i;
-    return r;
-}
+EM_ABSMAX_FLAT(em_absmax_f32_flat, float, __m256, 8, ps,
+               _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)))
+EM_ABSMAX_FLAT(em_absmax_f64_flat, double, __m256d, 4, pd,
+               _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL)))
 #else
 /* Four running maxima in scalars: no one latency-bound chain. */
 #define EM_MAX(m, v) ((v) > (m) ? (v) : (m))

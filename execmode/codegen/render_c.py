@@ -408,9 +408,8 @@ class CRenderer(ReductionRendering):
                    f"    const {t} acc = acc_row[{cols.var}];"]
             row += [self.indent_unit + line for line in epilogue] + ["}"]
             loops = self.nest([row_header], row)
-        if matmul_overflow.usable(k):  # near the float limits, eager's product instead
-            loops = matmul_overflow.guarded(self, k, loops)
-        return lines + loops
+        # near the float limits (or past the loops' size), eager's product instead
+        return lines + matmul_overflow.guarded(self, k, loops)
 
 
 def _term(var: str, stride: int) -> str:
