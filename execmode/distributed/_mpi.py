@@ -19,10 +19,17 @@ def installed() -> bool:
         return False
 
 
+_loaded = None  # mpi4py.MPI once imported: every collective asks for it
+
+
 def load():
     """``mpi4py.MPI`` (which starts MPI in this process), or an error naming the install."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
     try:
-        return importlib.import_module("mpi4py.MPI")
+        _loaded = importlib.import_module("mpi4py.MPI")
+        return _loaded
     except ImportError as e:  # mpi4py missing, or no MPI library for it to load
         raise DistributedError(
             f"execmode.distributed needs mpi4py and an MPI library: {INSTALL_HINT} "

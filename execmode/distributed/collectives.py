@@ -1,9 +1,9 @@
 """Collectives on CPU tensors over MPI, in place as ``torch.distributed``'s: each rank
 passes its tensor, and each rank's tensor holds the result afterwards.
 
-Every collective first exchanges a small header per rank (an ``Allgather`` of a few
-integers: the tensor's dtype and shape, the root, and whether the rank's own arguments
-were wrong), so a rank whose tensor differs fails on every rank with the same message,
+Every collective first exchanges a small header per rank (a few integers: the tensor's
+dtype and shape, the root, and whether the rank's own arguments were wrong; exchange.py),
+so a rank whose tensor differs fails on every rank with the same message,
 naming each rank's shape, instead of hanging or reading past a buffer. Then the data
 moves through mpi4py's buffer methods (``Allreduce``, ``Bcast``, ``Allgather``,
 ``Reduce_scatter_block``) on the tensors' NumPy arrays, into them where their memory

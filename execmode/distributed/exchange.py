@@ -37,6 +37,9 @@ class ReduceOp(enum.Enum):
 
 
 _MAX_DIMS = 16
+# A header's first field: 0 for a rank with good arguments, then these.
+_WRONG_ARGUMENTS = 1
+_IN_BARRIER = 2
 # When this thread's last header exchange began and ended (perf_counter_ns), and its
 # number in the group: a collective's event runs from the first, the wait is the
 # difference, and the number (alike on every rank) is how a report matches one
@@ -58,9 +61,11 @@ def reduce_op(caller: str, op, dtype: np.dtype):
     mpi = _mpi.load()
     if dtype == np.bool_:
         return op, (mpi.MAX if op in (ReduceOp.SUM, ReduceOp.MAX) else mpi.MIN)
-    table = {ReduceOp.SUM: mpi.SUM, ReduceOp.AVG: mpi.SUM, ReduceOp.PRODUCT: mpi.PROD,
-             ReduceOp.MIN: mpi.MIN, ReduceOp.MAX: mpi.MAX}
-    return op, table[op]
+    return op, getattr(mpi, _MPI_OPS[op])
+
+
+_MPI_OPS = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "SUM", ReduceOp.PRODUCT: "PROD",
+            ReduceOp.MIN: "MIN", ReduceOp.MAX: "MAX"}
 
 
 def mpi_buffer(array: np.ndarray) -> np.ndarray:
@@ -72,7 +77,7 @@ def mpi_buffer(array: np.ndarray) -> np.ndarray:
 
 def agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
           root: int = -1) -> list[tuple]:
-    """Every rank's ``(shape, dtype, root)``, exchanged in one small Allgather.
+    """Every rank's ``(shape, dtype, root)``, exchanged in one small collective.
 
     A rank with ``problem`` (its own arguments are wrong) raises it; the others raise an
     error naming that rank, so no rank goes on to a data exchange the others skip."""
@@ -82,43 +87,59 @@ def agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
     if problem is None and data.dtype not in _CODES:
         problem = DTypeError(f"{caller}: dtype {data.dtype} is not one of execmode's")
     mine = header_row(data if problem is None else None, root)
-    every = np.empty((pg.size, mine.size), np.int64)
-    _exchange.began = time.perf_counter_ns()
-    _gather_headers(pg, caller, mine, every)
-    _exchange.ended = time.perf_counter_ns()
+    began = time.perf_counter_ns()
+    posted = post_headers(pg, mine)
+    alike = wait_headers(pg, caller, posted)
+    _exchange.began, _exchange.ended = began, time.perf_counter_ns()
     _exchange.number = pg.sequence
-    return read_headers(caller, every, problem)
+    if alike:  # every rank's header is this one's: its arguments are good, or all wrong
+        if problem is not None:
+            raise problem
+        return [(data.shape, data.dtype, root)] * pg.size
+    return read_headers(caller, posted.rows, problem)
 
 
 def header_row(data: np.ndarray | None, root: int = -1) -> np.ndarray:
     """This rank's header: whether its arguments were wrong (``data`` None), the dtype's
     code, the root, the shape."""
-    mine = np.full(4 + _MAX_DIMS, -1, np.int64)
     if data is None:
-        mine[0] = 1
-    else:
-        mine[:4] = (0, _CODES[data.dtype], root, data.ndim)
-        mine[4:4 + data.ndim] = data.shape
-    return mine
+        return np.array([_WRONG_ARGUMENTS] + [-1] * (3 + _MAX_DIMS), np.int64)
+    return np.array([0, _CODES[data.dtype], root, data.ndim, *data.shape]
+                    + [-1] * (_MAX_DIMS - data.ndim), np.int64)
 
 
 def read_headers(caller: str, every: np.ndarray, problem=None) -> list[tuple]:
     """Every rank's ``(shape, dtype, root)`` from the exchanged rows, or the error of a
-    rank whose arguments were wrong (``problem`` on that rank, naming it elsewhere)."""
-    failed = [r for r in range(every.shape[0]) if every[r, 0]]
+    rank whose arguments were wrong (``problem`` on that rank, naming it elsewhere), or
+    of ranks in a barrier while others are in another collective (or the reverse)."""
+    failed = [r for r in range(every.shape[0]) if every[r, 0] == _WRONG_ARGUMENTS]
     if failed:
         if problem is not None:
             raise problem
         raise DistributedError(f"{caller}: rank(s) {failed} gave wrong arguments (their "
                                "own error says which); no data was exchanged")
+    in_barrier = [r for r in range(every.shape[0]) if every[r, 0] == _IN_BARRIER]
+    if in_barrier and len(in_barrier) < every.shape[0]:
+        elsewhere = [r for r in range(every.shape[0]) if r not in in_barrier]
+        raise DistributedError(f"{caller}: rank(s) {in_barrier} are in a barrier while "
+                               f"rank(s) {elsewhere} are in another collective; every rank "
+                               "must make the same collectives in the same order")
+    if in_barrier:
+        return []
     return [(tuple(int(d) for d in h[4:4 + h[3]]), SUPPORTED[h[1]], int(h[2])) for h in every]
 
 
-# Tags of the header messages: the collective's number in the group (every rank numbers
-# its collectives alike), modulo what every MPI allows (32767 at least). A stop (a rank
-# that hit a NaN under --break nan: stop_on_nan.py) has a tag of its own.
-_TAG_SPAN = 32000
+# Tags of the few point-to-point messages (every MPI allows tags up to 32767 at least): a
+# stop (a rank that hit a NaN under --break nan: stop_on_nan.py), and, at a collective's
+# timeout, the question "who waits in this collective?" and its answers, which name the
+# ranks that never arrived.
+_ASK_TAG = 32765
+_ARRIVED_TAG = 32766
 _STOP_TAG = 32767
+# Polls of a header exchange before it counts as a long wait (~1 ms): it then polls
+# without a busy core, answering questions.
+_LONG_WAIT_POLLS = 2000
+_ANSWER_GRACE_S = 0.25  # how long a rank at its timeout waits for the others' answers
 
 
 def announce_stop(message: str) -> None:
@@ -145,49 +166,109 @@ def _stopped(pg) -> str | None:
     return data.tobytes().decode(errors="replace")
 
 
-def _gather_headers(pg, caller: str, mine: np.ndarray, every: np.ndarray) -> None:
-    """An allgather of the headers, point to point: each rank sends its own to every other
-    and receives theirs, waiting at most the group's timeout. A rank that has not sent
-    by then is named: it never arrived at this collective (stuck, or in another one)."""
-    wait_headers(pg, caller, post_headers(pg, mine, every))
+class PostedHeaders:
+    """A header exchange started (:func:`post_headers`): its request, what this rank sent
+    (its header and the negation), what the all-reduce gives, the collective's number in
+    the group, and, once :func:`wait_headers` returns, every rank's header where they
+    differ (``rows``, a row each; this rank's own header before)."""
+
+    __slots__ = ("request", "sent", "extremes", "number", "rows")
+
+    def __init__(self, request, sent, extremes, number, rows):
+        self.request, self.sent, self.extremes = request, sent, extremes
+        self.number, self.rows = number, rows
 
 
-def post_headers(pg, mine: np.ndarray, every: np.ndarray) -> tuple:
+def post_headers(pg, mine: np.ndarray) -> PostedHeaders:
     """Start the header exchange (numbered as the group's next collective) without
-    waiting: ``every[r]`` gets rank r's header once :func:`wait_headers` returns."""
+    waiting.
+
+    One small nonblocking all-reduce (MPI's ``Iallreduce``, MAX) of the header and its
+    negation gives every rank the largest and the smallest value of each field: where
+    both are this rank's own, every rank sent the same header, the usual case, which
+    costs one small collective (~2 us on 2 ranks) where exchanging the headers point to
+    point took ~10 us and delayed the data's collective by as much again. Where they
+    differ, every rank sees it, and all of them gather the headers (``Allgather``) to say
+    which rank differs: the ranks make the same MPI calls in the same order either way."""
     pg.sequence += 1
-    tag = pg.sequence % _TAG_SPAN
-    comm, me = pg.comm, pg.rank
-    every[me] = mine
-    others = [r for r in range(pg.size) if r != me]
-    receives = [comm.Irecv(every[r], source=r, tag=tag) for r in others]
-    sends = [comm.Isend(mine, dest=r, tag=tag) for r in others]
-    return others, receives, sends, pg.sequence
+    sent = np.concatenate((mine, -mine))
+    extremes = np.empty_like(sent)
+    request = pg.comm.Iallreduce(sent, extremes, op=_mpi.load().MAX)
+    return PostedHeaders(request, sent, extremes, pg.sequence, mine)
 
 
-def wait_headers(pg, caller: str, posted: tuple) -> None:
-    """Wait for the headers :func:`post_headers` started, at most the group's timeout."""
-    others, receives, sends, number = posted
-    me = pg.rank
-    mpi = _mpi.load()
-    deadline = time.monotonic() + pg.timeout_s
+def wait_headers(pg, caller: str, posted: PostedHeaders) -> bool:
+    """Wait for the headers :func:`post_headers` started, at most the group's timeout;
+    whether every rank's header was this one's; where not, ``posted.rows`` holds them."""
     polls = 0
-    while not mpi.Request.Testall(receives):
+    while not posted.request.Test():
         polls += 1
         if polls % 64 == 0:
             stop = _stopped(pg)
             if stop is not None:
-                raise DistributedError(f"{caller}: stopped on rank {me}, since {stop}")
-        if polls > 2000:  # past the first ~ms: a rank is late; poll without a busy core
-            if time.monotonic() > deadline:
-                missing = [r for r, req in zip(others, receives) if not req.Test()]
-                raise DistributedError(
-                    f"{caller}: rank(s) {missing} did not arrive within {pg.timeout_s:g} s "
-                    f"(collective #{number} of rank {me}: they are stuck, or in "
-                    "another collective); raise the timeout with init_process_group("
-                    "timeout=...) or EXECMODE_COLLECTIVE_TIMEOUT")
-            time.sleep(0.0005)
-    mpi.Request.Waitall(sends)
+                raise DistributedError(f"{caller}: stopped on rank {pg.rank}, since {stop}")
+        if polls >= _LONG_WAIT_POLLS:
+            _wait_long(pg, caller, posted.request, posted.number)
+            break
+    if posted.extremes.tobytes() == posted.sent.tobytes():
+        return True
+    mine = posted.rows
+    posted.rows = np.empty((pg.size, mine.size), np.int64)
+    pg.comm.Allgather(mine, posted.rows)
+    return False
+
+
+def _wait_long(pg, caller: str, request, number: int) -> None:
+    """A rank is late: poll without a busy core until the collective completes, answering
+    other ranks that ask who is in it, or until the timeout, which names the ranks that
+    did not answer this rank's own question."""
+    mpi = _mpi.load()
+    deadline = time.monotonic() + pg.timeout_s
+    while not request.Test():
+        _answer_asks(pg, number)
+        stop = _stopped(pg)
+        if stop is not None:
+            raise DistributedError(f"{caller}: stopped on rank {pg.rank}, since {stop}")
+        if time.monotonic() > deadline:
+            missing = _ask_who_arrived(pg, number, mpi)
+            raise DistributedError(
+                f"{caller}: rank(s) {missing} did not arrive within {pg.timeout_s:g} s "
+                f"(collective #{number} of rank {pg.rank}: they are stuck, or in "
+                "another collective); raise the timeout with init_process_group("
+                "timeout=...) or EXECMODE_COLLECTIVE_TIMEOUT")
+        time.sleep(0.0005)
+
+
+def _answer_asks(pg, number: int) -> None:
+    """Tell each rank that asked (at its timeout) which collective this one waits in."""
+    mpi = _mpi.load()
+    status, asked = mpi.Status(), np.empty(1, np.int64)
+    while pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=_ASK_TAG, status=status):
+        pg.comm.Recv(asked, source=status.Get_source(), tag=_ASK_TAG)
+        word = np.array([number], np.int64)
+        _exchange.answers = [*getattr(_exchange, "answers", [])[-64:],
+                             (word, pg.comm.Isend(word, dest=status.Get_source(),
+                                                  tag=_ARRIVED_TAG))]
+
+
+def _ask_who_arrived(pg, number: int, mpi) -> list[int]:
+    """The ranks that do not answer, within a short grace, that they wait in collective
+    ``number``. Only a rank at its timeout asks (its error ends the job), so no question
+    is left unread in a program that goes on."""
+    others = [r for r in range(pg.size) if r != pg.rank]
+    word = np.array([number], np.int64)
+    _exchange.asks = (word, [pg.comm.Isend(word, dest=r, tag=_ASK_TAG) for r in others])
+    heard: set = set()
+    status, said = mpi.Status(), np.empty(1, np.int64)
+    until = time.monotonic() + _ANSWER_GRACE_S
+    while len(heard) < len(others) and time.monotonic() < until:
+        while pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=_ARRIVED_TAG, status=status):
+            pg.comm.Recv(said, source=status.Get_source(), tag=_ARRIVED_TAG)
+            if said[0] == number:
+                heard.add(status.Get_source())
+        _answer_asks(pg, number)  # the others may reach their timeouts now too
+        time.sleep(0.0005)
+    return [r for r in others if r not in heard]
 
 
 def same_everywhere(caller: str, headers: list[tuple], what: str = "tensor",
@@ -208,12 +289,17 @@ def same_everywhere(caller: str, headers: list[tuple], what: str = "tensor",
 
 
 def barrier(pg: ProcessGroup) -> None:
-    """Wait until every rank has sent its (empty) header: the barrier's whole exchange."""
-    mark = np.zeros(1, np.int64)
+    """Wait until every rank has sent its header, a barrier's mark: the barrier's whole
+    exchange. A rank in another collective meanwhile fails on every rank, naming it."""
+    mark = np.full(4 + _MAX_DIMS, -1, np.int64)
+    mark[0] = _IN_BARRIER
     _exchange.began = time.perf_counter_ns()
-    _gather_headers(pg, "barrier", mark, np.empty((pg.size, 1), np.int64))
+    posted = post_headers(pg, mark)
+    alike = wait_headers(pg, "barrier", posted)
     _exchange.ended = time.perf_counter_ns()
     _exchange.number = pg.sequence
+    if not alike:
+        read_headers("barrier", posted.rows)
 
 
 # --- the op event ---------------------------------------------------------------------

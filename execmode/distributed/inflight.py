@@ -44,9 +44,7 @@ class StartedAllReduce:
         began = time.perf_counter_ns()
         self.pg, self.caller, self.work, self.attrs = pg, caller, work, attrs
         # Both arrays live as long as this object: MPI reads and writes them until finish.
-        self.header = exchange.header_row(work)
-        self.every = np.empty((pg.size, self.header.size), np.int64)
-        self.posted = exchange.post_headers(pg, self.header, self.every)
+        self.posted = exchange.post_headers(pg, exchange.header_row(work))
         mpi = _mpi.load()
         self.request = pg.comm.Iallreduce(mpi.IN_PLACE, exchange.mpi_buffer(work),
                                           op=mpi.SUM)
@@ -63,9 +61,11 @@ class StartedAllReduce:
     def finish(self) -> np.ndarray:
         """Wait for every rank's header and the data; the averaged ``work``."""
         began = time.perf_counter_ns()
-        exchange.wait_headers(self.pg, self.caller, self.posted)
+        alike = exchange.wait_headers(self.pg, self.caller, self.posted)
         headers_in = time.perf_counter_ns()
-        exchange.same_everywhere(self.caller, exchange.read_headers(self.caller, self.every))
+        if not alike:  # raises, naming the rank that reduced another shape
+            exchange.same_everywhere(self.caller,
+                                     exchange.read_headers(self.caller, self.posted.rows))
         self.request.Wait()
         np.divide(self.work, self.pg.size, out=self.work)
         if dispatch._listening:
@@ -78,7 +78,7 @@ class StartedAllReduce:
         # The measures first: a recorder shortens a long attrs text (a bucket of many
         # parameters' names) from its end, and the report reads them back.
         attrs = {"ranks": self.pg.size, "waited_us": round(waited_ns / 1000, 1),
-                 "moved_bytes": int(moved), "collective": self.posted[3], **more,
+                 "moved_bytes": int(moved), "collective": self.posted.number, **more,
                  **self.attrs}
         holder = _holder(self.work)
         dispatch.emit_after(name, (holder,), attrs, holder, out, began, ring=False)

@@ -165,6 +165,36 @@ def a_bad_argument_on_one_rank_fails_every_rank():
     assert x.item() == WORLD
 
 
+@check
+def a_rank_in_a_barrier_while_another_reduces_fails_both():
+    # The header exchange is one small collective on every rank: a barrier's mark meets
+    # an all_reduce's header there, and both ranks say which rank is where.
+    if RANK == 0:
+        said = raises(dist.DistributedError, dist.barrier)
+    else:
+        said = raises(dist.DistributedError, lambda: dist.all_reduce(torch.ones(2)))
+    assert "rank(s) [0] are in a barrier while rank(s) [1] are in another collective" \
+        in said, said
+    dist.barrier()  # both ranks go on in step
+    x = torch.ones(3)
+    dist.all_reduce(x)
+    assert x.tolist() == [WORLD] * 3
+
+
+@check
+def a_rank_late_within_the_timeout_is_waited_for():
+    # The rank that waits long tells the others it is in the collective (the words a rank
+    # that arrives late never reads are dropped at its own next long wait).
+    import time
+
+    for i in range(4):
+        if RANK == i % 2:
+            time.sleep(0.05)
+        x = torch.full((2,), float(RANK + i))
+        dist.all_reduce(x)
+        assert x.tolist() == [float(sum(r + i for r in range(WORLD)))] * 2
+
+
 def reduced_node(segment) -> int:
     (node,) = [n for n in segment.graph.nodes if n.op == "all_reduce"]
     return node.id

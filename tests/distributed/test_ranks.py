@@ -32,6 +32,8 @@ CHECKS = [
     "barrier_returns",
     "mismatched_shapes_name_both_ranks",
     "a_bad_argument_on_one_rank_fails_every_rank",
+    "a_rank_in_a_barrier_while_another_reduces_fails_both",
+    "a_rank_late_within_the_timeout_is_waited_for",
     "collectives_under_jit_are_graph_nodes",
     "collectives_under_jit_equal_eager_and_write_captures",
     "collectives_under_jit_that_cannot_be_nodes_break_the_graph",
@@ -282,6 +284,36 @@ def test_a_rank_that_never_arrives_is_named_when_the_collective_times_out(tmp_pa
     assert proc.returncode != 0, said
     assert "all_reduce: rank(s) [1] did not arrive within 1 s" in proc.stderr, said
     assert "rank 0 raised; ending every rank" in proc.stderr, said  # the late rank ended
+
+
+LATE_OF_THREE = """\
+import time
+import execmode.torch as torch
+import execmode.torch.distributed as dist
+
+dist.init_process_group()
+if dist.get_rank() == 2:
+    time.sleep(30)  # never arrives; rank 1 does, and answers rank 0's question
+elif dist.get_rank() == 1:
+    time.sleep(0.3)
+dist.all_reduce(torch.ones(2))
+"""
+
+
+def test_of_three_ranks_only_the_one_that_never_arrives_is_named(tmp_path):
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    script = tmp_path / "late3.py"
+    script.write_text(LATE_OF_THREE)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1",
+           "EXECMODE_COLLECTIVE_TIMEOUT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", "3",
+                           str(script)], capture_output=True, text=True, timeout=60, env=env)
+    said = proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert proc.returncode != 0, said
+    assert "all_reduce: rank(s) [2] did not arrive within 1 s" in proc.stderr, said
+    assert "rank(s) [1, 2]" not in proc.stderr, said
 
 
 NAN_ON_ONE_RANK = """\
