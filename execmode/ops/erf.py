@@ -112,8 +112,9 @@ def _erf_tail(flat, ax, where, out, num, den) -> None:
     out[where] = np.copysign(1.0 - e / a, flat[where])
 
 
-# erf in C but for the tails' exp (codegen/eager_erf.py), after a few large calls (a script
-# calling erf once pays no compile); NumPy where there are none.
+# erf in C but for the tails' exp (codegen/eager_erf.py); NumPy where there are none.
+# Calls of at least this many elements ask for them (a compile, once per machine, after
+# NATIVE_AFTER_CALLS such calls): a script of a few small erf calls compiles nothing.
 NATIVE_MIN_SIZE = 4096
 NATIVE_AFTER_CALLS = 3
 NATIVE = NativeKernels(after_calls=NATIVE_AFTER_CALLS)
@@ -145,15 +146,16 @@ def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
 
 
 def _native_for(*arrays):
-    """The C kernels when every array is a C-contiguous float32/float64 one of the first's
-    dtype and size, large enough (and the kernels loaded, after a few such calls); else
-    None."""
+    """The C kernels when every array is a non-empty C-contiguous float32/float64 one of
+    the first's dtype and size, and the kernels are loaded (after a few calls of at least
+    NATIVE_MIN_SIZE elements); else None. Once loaded they serve smaller arrays too: 16
+    elements took 71 us through the NumPy passes and 6.5 us in C here, the same bits."""
     a = arrays[0]
-    if a.size < NATIVE_MIN_SIZE or not (a.dtype == np.float32 or a.dtype == np.float64) \
+    if a.size == 0 or not (a.dtype == np.float32 or a.dtype == np.float64) \
             or any(x.dtype != a.dtype or x.size != a.size or not x.flags.c_contiguous
                    for x in arrays):
         return None
-    return NATIVE.get()
+    return NATIVE.get() if a.size >= NATIVE_MIN_SIZE else NATIVE.loaded()
 
 
 def _finish_tails(kernels, x, out, tail, k: int) -> None:

@@ -43,6 +43,11 @@ class NativeKernels:
                         kernels = self._kernels = False
         return kernels or None
 
+    def loaded(self):
+        """The kernels if they are loaded already, else None; never asks the loader (a
+        call too small to be worth a compile may still use kernels that are there)."""
+        return self._kernels or None
+
     @property
     def gave_none(self) -> bool:
         """Did the loader give no kernels (asked once, for the whole process)?"""
