@@ -35,6 +35,7 @@ class ProcessGroup:
     backend: str
     timeout_s: float = 1800.0   # how long a collective waits for every rank to arrive
     sequence: int = 0           # collectives started: every rank counts them alike
+    one_node: bool = True       # every rank shares this one's memory (one machine)
     # em.jit guards a group by identity only: ``sequence`` moves at every collective (a
     # graph's too), and rank and size are fixed for the group's life, a new group being
     # a new object. Guarded by value, a jitted step that can reach the group (through a
@@ -113,8 +114,13 @@ def init_process_group(backend: str | None = None, init_method=None, timeout=Non
         raise DistributedError(f"init_process_group: the processes asked for ranks {keys} "
                                f"(in MPI's order): each of 0..{world.Get_size() - 1} once")
     comm = world.Split(0, key)
+    # The ranks that share this one's memory (MPI-3's shared-memory split, a collective):
+    # all of them, on one machine.
+    shared = comm.Split_type(mpi.COMM_TYPE_SHARED)
+    one_node = shared.Get_size() == comm.Get_size()
+    shared.Free()
     _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size(), name,
-                            _timeout_seconds(timeout))
+                            _timeout_seconds(timeout), one_node=one_node)
     _GROUP.WORLD = _default
 
 

@@ -23,9 +23,10 @@ own. A parameter that gets no gradient in a backward holds its bucket, and the b
 after it, until the end of that backward (they are averaged then, without overlap),
 unless ``find_unused_parameters=True`` found it unused when the backward began.
 
-``EXECMODE_DDP_OVERLAP=0`` turns the overlap off: the buckets are all-reduced when
-backward ends (buckets.average_gradients), as before the overlap was built; every rank
-must take the same setting.
+The overlap is on where the ranks are on several machines, and off where they all are on
+one (overlap_enabled says why): the buckets are then all-reduced when backward ends
+(buckets.average_gradients). ``EXECMODE_DDP_OVERLAP=1`` or ``=0`` decides instead; every
+rank must take the same setting.
 """
 
 from __future__ import annotations
@@ -45,10 +46,17 @@ from .process_group import ProcessGroup
 OVERLAP_SWITCH = "EXECMODE_DDP_OVERLAP"
 
 
-def overlap_enabled() -> bool:
-    """Whether DDP overlaps its all-reduces with backward (``EXECMODE_DDP_OVERLAP``)."""
-    return os.environ.get(OVERLAP_SWITCH, "1").strip().lower() not in ("0", "false", "no",
-                                                                        "off")
+def overlap_enabled(pg: ProcessGroup) -> bool:
+    """Whether DDP overlaps its all-reduces with backward: ``EXECMODE_DDP_OVERLAP`` where
+    it is set, else only where the ranks are on several machines. On one machine MPI moves
+    the data through shared memory, on the ranks' own CPUs and only inside their MPI
+    calls: nothing moves while backward computes, and the nonblocking collectives, advanced
+    a little at each gradient hook, took ~3x the blocking ones' time for the same bytes
+    (a 2-rank step of a 1024-wide MLP, 8 buckets: 16.2 ms of backward against 13.9)."""
+    text = os.environ.get(OVERLAP_SWITCH, "").strip().lower()
+    if not text:
+        return not pg.one_node
+    return text not in ("0", "false", "no", "off")
 
 
 class _Round:

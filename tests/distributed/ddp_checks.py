@@ -3,6 +3,8 @@ and under em.jit, and DistributedSampler."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from worker_common import (
     RANK,
@@ -27,6 +29,11 @@ from execmode.tape import register_post_accumulate_grad_hook
 from execmode.torch.nn.parallel import DistributedDataParallel as DDP
 from execmode.torch.utils.data import DataLoader
 from execmode.torch.utils.data.distributed import DistributedSampler
+
+# The ranks run on one machine, where DDP does not overlap by default (reducer.py): the
+# checks below take the overlap, the path ranks on several machines take, but for the one
+# that checks the default.
+os.environ["EXECMODE_DDP_OVERLAP"] = "1"
 
 # --- DistributedDataParallel --------------------------------------------------------------
 
@@ -157,6 +164,42 @@ class Branches(torch.nn.Module):
         if RANK == 0:
             out = out + self.only_rank0(x)
         return out, None
+
+
+@check
+def ddp_on_one_machine_averages_when_backward_ends_by_default():
+    """Every rank shares one machine's memory here: with EXECMODE_DDP_OVERLAP unset, no
+    bucket starts before backward has produced every gradient; the averages are the same
+    bits."""
+    assert dist.group.WORLD.one_node
+    model = make_model(seed=12)
+    ddp = DDP(model, bucket_cap_mb=1e-6)  # a bucket per parameter
+    happened = []
+
+    class Collectives:
+        def on_op(self, event, tensor):
+            if event.op.startswith("all_reduce"):
+                happened.append(event.op)
+
+    for p in model.parameters():
+        register_post_accumulate_grad_hook(p, lambda _: happened.append("gradient"))
+    x = torch.tensor(value(RANK, (4, 6), np.float32))
+    y = torch.tensor(np.arange(4) % 3)
+    switch = os.environ.pop("EXECMODE_DDP_OVERLAP")
+    try:
+        with instrument.listening(Collectives()):
+            F.cross_entropy(ddp(x), y).backward()
+    finally:
+        os.environ["EXECMODE_DDP_OVERLAP"] = switch
+    last_gradient = len(happened) - 1 - happened[::-1].index("gradient")
+    assert "all_reduce" in happened and happened.index("all_reduce") > last_gradient, happened
+    assert "all_reduce_wait" not in happened, happened  # blocking, one op each
+    plain = make_model(seed=0)
+    plain.load_state_dict(model.state_dict())
+    F.cross_entropy(plain(x), y).backward()
+    average_gradients(dist.group.WORLD, plain.parameters(), 1)
+    for p, q in zip(plain.parameters(), model.parameters()):
+        assert np.array_equal(p.grad.numpy(), q.grad.numpy())
 
 
 @check

@@ -41,6 +41,7 @@ CHECKS = [
     "ddp_trains_as_one_process_on_the_whole_batch",
     "ddp_no_sync_accumulates_locally_then_averages",
     "ddp_starts_each_bucket_while_backward_runs",
+    "ddp_on_one_machine_averages_when_backward_ends_by_default",
     "ddp_unused_parameters_and_buffers",
     "ddp_refuses_models_that_differ",
     "ddp_jitted_forward_then_backward_outside_averages",

@@ -8,8 +8,10 @@ hook on each parameter), as a nonblocking MPI collective that moves while backwa
 computes the rest (distributed/reducer.py). A node on the module's outputs starts the
 count when backward reaches it and queues, for when backward has walked the whole tape
 (``autograd.queue_callback``), the wait for every bucket and the averaged ``.grad``s.
-``EXECMODE_DDP_OVERLAP=0`` all-reduces every bucket at that callback instead
-(buckets.average_gradients): the same bits, no overlap.
+Where every rank is on one machine, every bucket is all-reduced at that callback instead
+(buckets.average_gradients: the same bits, no overlap), since shared memory moves nothing
+while backward computes (reducer.overlap_enabled); ``EXECMODE_DDP_OVERLAP=1`` or ``=0``
+decides instead.
 
 Under ``em.jit`` the same node and callback run in the traced backward, so the buckets
 are made of traced values and each bucket's all-reduce is a graph node
@@ -167,7 +169,7 @@ class DistributedDataParallel(Module):
             return
         self._queued = True
         queue_callback(self._average)
-        if dispatch.current_tracer() is None and overlap_enabled():
+        if dispatch.current_tracer() is None and overlap_enabled(self._pg):
             self._reducer.begin(outputs if self.find_unused_parameters else ())
 
     def _average(self) -> None:
