@@ -81,9 +81,10 @@ class _Kernels:
             g.size)
 
 
-def load():
-    """The compiled kernels, or None (switched off, no compiler, a failed build)."""
-    cdll = load_library("eager_erf.c")
+def load(build: bool = True):
+    """The compiled kernels, or None (switched off, no compiler, a failed build; with
+    ``build=False``, none built on this machine yet)."""
+    cdll = load_library("eager_erf.c", build)
     return None if cdll is None else _Kernels(cdll)
 
 

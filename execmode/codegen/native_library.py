@@ -12,7 +12,7 @@ import ctypes
 import os
 
 from ..native import source_path
-from . import disk_cache
+from . import cache_trust, disk_cache
 from .toolchain import NoCompiler, get_toolchain, run_compiler
 
 
@@ -20,9 +20,10 @@ def switched_off() -> bool:
     return os.environ.get("EXECMODE_EAGER_OPERATORS", "1").strip() in ("0", "off", "no")
 
 
-def load_library(file_name: str):
+def load_library(file_name: str, build: bool = True):
     """``execmode/native/<file_name>`` as a ctypes CDLL, or None (switched off, no
-    compiler). A build that fails raises."""
+    compiler; with ``build=False``, not built on this machine yet). A build that fails
+    raises."""
     if switched_off():
         return None
     try:
@@ -36,7 +37,10 @@ def load_library(file_name: str):
     key = disk_cache.library_key(source, f"{toolchain.identity} {stem}")
     path = disk_cache.library_path(f"{stem}-{key}", folder="extensions")
 
-    def build(output: str) -> None:
+    if not build:  # only a trusted build already in the cache (~2 ms to load)
+        return None if cache_trust.verify(path) else ctypes.CDLL(path)
+
+    def compile_into(output: str) -> None:
         src_path = disk_cache.temporary_path(path[:-3] + ".c")
         try:
             with open(src_path, "w", encoding="utf-8") as f:
@@ -48,7 +52,7 @@ def load_library(file_name: str):
             if os.path.exists(src_path):
                 os.unlink(src_path)
 
-    disk_cache.reuse_or_build(path, build)
+    disk_cache.reuse_or_build(path, compile_into)
     return ctypes.CDLL(path)
 
 

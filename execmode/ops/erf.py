@@ -147,15 +147,16 @@ def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
 
 def _native_for(*arrays):
     """The C kernels when every array is a non-empty C-contiguous float32/float64 one of
-    the first's dtype and size, and the kernels are loaded (after a few calls of at least
-    NATIVE_MIN_SIZE elements); else None. Once loaded they serve smaller arrays too: 16
-    elements took 71 us through the NumPy passes and 6.5 us in C here, the same bits."""
+    the first's dtype and size, and the kernels are there: loaded after a few calls of at
+    least NATIVE_MIN_SIZE elements, which may compile them; for smaller arrays, only when
+    that needs no compile (loaded, or built on this machine before): 16 elements took 71
+    us through the NumPy passes and 6.5 us in C here, the same bits. Else None."""
     a = arrays[0]
     if a.size == 0 or not (a.dtype == np.float32 or a.dtype == np.float64) \
             or any(x.dtype != a.dtype or x.size != a.size or not x.flags.c_contiguous
                    for x in arrays):
         return None
-    return NATIVE.get() if a.size >= NATIVE_MIN_SIZE else NATIVE.loaded()
+    return NATIVE.get() if a.size >= NATIVE_MIN_SIZE else NATIVE.built()
 
 
 def _finish_tails(kernels, x, out, tail, k: int) -> None:

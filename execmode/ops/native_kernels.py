@@ -17,14 +17,18 @@ from contextlib import contextmanager
 class NativeKernels:
     """One op family's C kernels: ``get()`` is the kernels or None."""
 
-    __slots__ = ("loader", "after_calls", "_kernels", "_calls_left", "_lock")
+    __slots__ = ("loader", "after_calls", "_kernels", "_calls_left", "_lock",
+                 "_looked_for_built")
 
     def __init__(self, after_calls: int = 1):
-        self.loader = None           # set by codegen at import; a callable giving kernels or None
+        # Set by codegen at import: ``loader()`` gives the kernels or None, compiling them
+        # where needed; ``loader(build=False)`` (asked by built()) only a build already there.
+        self.loader = None
         self.after_calls = after_calls
         self._kernels = None         # the kernels, or False once the loader gave none
         self._calls_left = after_calls
         self._lock = threading.Lock()  # one thread builds them; the others wait for it
+        self._looked_for_built = False  # built() asked the loader for a build already there
 
     def get(self):
         kernels = self._kernels
@@ -43,10 +47,21 @@ class NativeKernels:
                         kernels = self._kernels = False
         return kernels or None
 
-    def loaded(self):
-        """The kernels if they are loaded already, else None; never asks the loader (a
-        call too small to be worth a compile may still use kernels that are there)."""
-        return self._kernels or None
+    def built(self):
+        """The kernels where they need no compile: loaded already, or built on this
+        machine before (the loader asked once with ``build=False``); else None. A call too
+        small to be worth a compile may still use kernels that are there."""
+        kernels = self._kernels
+        if kernels is None and self.loader is not None and not self._looked_for_built:
+            with self._lock:
+                if self._kernels is None and not self._looked_for_built:
+                    self._looked_for_built = True
+                    try:
+                        self._kernels = self.loader(build=False) or None
+                    except Exception:  # noqa: BLE001 - the NumPy version is always there
+                        pass
+            kernels = self._kernels
+        return kernels or None
 
     @property
     def gave_none(self) -> bool:

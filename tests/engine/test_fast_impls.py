@@ -339,20 +339,44 @@ def test_erf_switches_to_c_after_a_few_large_calls(monkeypatch):
     assert native.gave_none
 
 
-def test_erf_of_a_small_array_takes_c_kernels_already_loaded_and_never_loads_them(
+def test_erf_of_a_small_array_takes_c_kernels_already_there_and_never_compiles_them(
         monkeypatch):
     from execmode.ops import erf as erf_module
     native = erf_module.NATIVE
-    monkeypatch.setattr(native, "loader", lambda: pytest.fail("a small call loaded kernels"))
+    asked = []
+
+    def loader(build=True):
+        asked.append(build)
+        assert not build, "a small call compiled the kernels"
+        return None  # none built on this machine yet
+
+    monkeypatch.setattr(native, "loader", loader)
     monkeypatch.setattr(native, "_kernels", None)
     monkeypatch.setattr(native, "_calls_left", native.after_calls)
+    monkeypatch.setattr(native, "_looked_for_built", False)
     small = np.linspace(-3, 3, 16, dtype=np.float32)
     for _ in range(erf_module.NATIVE_AFTER_CALLS + 2):
         assert erf_module._native_for(small) is None
-    loaded = object()
-    monkeypatch.setattr(native, "_kernels", loaded)
-    assert erf_module._native_for(small) is loaded
+    assert asked == [False]  # looked for a build once, compiled nothing
+    built = object()  # a build from an earlier process on this machine
+    monkeypatch.setattr(native, "loader", lambda build=True: built)
+    monkeypatch.setattr(native, "_looked_for_built", False)
+    assert erf_module._native_for(small) is built
     assert erf_module._native_for(small[:0]) is None  # nothing to compute: NumPy
+
+
+def test_a_build_already_on_this_machine_loads_without_the_compiler(monkeypatch, tmp_path):
+    from execmode.codegen import eager_erf, native_library
+    if eager_erf.load() is None:
+        pytest.skip("no C compiler (or EXECMODE_EAGER_OPERATORS=0): erf stays in NumPy")
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(native_library, "run_compiler", no_compiler)
+    assert eager_erf.load(build=False) is not None
+    monkeypatch.setenv("EXECMODE_CACHE_DIR", str(tmp_path))  # a machine that built none
+    assert eager_erf.load(build=False) is None
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
