@@ -45,6 +45,15 @@ class ProcessGroup:
     def __repr__(self) -> str:
         return f"<ProcessGroup backend={self.backend} rank={self.rank} size={self.size}>"
 
+    def header_buffers(self, n: int) -> tuple:
+        """Two int64 arrays of ``n`` for a blocking collective's header exchange
+        (exchange.agree), made once: what it sends and what it receives."""
+        buffers = self.__dict__.get("_header_buffers")
+        if buffers is None or buffers[0].size != n:
+            buffers = self.__dict__["_header_buffers"] = (np.empty(n, np.int64),
+                                                          np.empty(n, np.int64))
+        return buffers
+
 
 class _Group:
     """``dist.group.WORLD``: the default group, whichever group is initialized now."""
