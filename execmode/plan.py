@@ -498,8 +498,8 @@ def _members_op_by_op(fused: Node):
     stepwise = _members_one_at_a_time(members, input_ids)
     params = [f"a{k}" for k in range(len(input_ids))]
     name_of: dict = {}
-    for param, i in zip(params, input_ids):
-        name_of.setdefault(i, param)
+    for param, i in zip(params, input_ids):  # (an id given twice: the last, as dict(zip))
+        name_of[i] = param
     namespace: dict = {"_stepwise": stepwise}
     lines = [f"def run({', '.join(params)}):", "    try:"]
     for j, (m, fn) in enumerate(members):

@@ -13,7 +13,7 @@ import os
 
 from ..native import source_path
 from . import cache_trust, disk_cache
-from .toolchain import NoCompiler, get_toolchain, run_compiler
+from .toolchain import NoCompiler, get_toolchain, remembered_toolchain, run_compiler
 
 
 def switched_off() -> bool:
@@ -26,10 +26,15 @@ def load_library(file_name: str, build: bool = True):
     raises."""
     if switched_off():
         return None
-    try:
-        toolchain = get_toolchain()
-    except NoCompiler:
-        return None
+    if build:
+        try:
+            toolchain = get_toolchain()
+        except NoCompiler:
+            return None
+    else:  # no probe either: it compiles a test kernel
+        toolchain = remembered_toolchain()
+        if toolchain is None:
+            return None
     with open(source_path(file_name), encoding="utf-8") as f:
         source = f.read()
     stem = file_name.rsplit(".", 1)[0]

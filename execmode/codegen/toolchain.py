@@ -149,6 +149,23 @@ def get_toolchain() -> Toolchain:
         return _probe(os.environ.get("CC", "").strip())
 
 
+def remembered_toolchain() -> Toolchain | None:
+    """The toolchain for the current CC where a probe found it before (in this process, or
+    on this machine, remembered on disk), without probing: None where none did, or there
+    is no compiler. For what must not compile anything (a small call looking for a library
+    built before: native_library.load_library(build=False))."""
+    cc_env = os.environ.get("CC", "").strip()
+    try:
+        command = find_compiler()
+    except NoCompiler:
+        return None
+    remembered = _remembered(cc_env, command)
+    if not remembered:
+        return None
+    return Toolchain(command, remembered["version"], tuple(remembered["flags"]),
+                     remembered["openmp"], remembered["native"], tuple(remembered["notes"]))
+
+
 def start_probe() -> None:
     """Probe the current CC on a background thread unless a probe ran or runs (em.jit
     asks as a segment starts compiling: jit_driver/compiled_segment.py). A probe that

@@ -139,17 +139,18 @@ def read_headers(caller: str, every: np.ndarray, problem=None) -> list[tuple]:
     return [(tuple(int(d) for d in h[4:4 + h[3]]), SUPPORTED[h[1]], int(h[2])) for h in every]
 
 
-# Tags of the few point-to-point messages (every MPI allows tags up to 32767 at least): a
-# stop (a rank that hit a NaN under --break nan: stop_on_nan.py), and, at a collective's
-# timeout, the question "who waits in this collective?" and its answers, which name the
-# ranks that never arrived.
+# Tags of the few point-to-point messages (every MPI allows tags up to 32767 at least):
+# the headers, where the ranks' differ; a stop (a rank that hit a NaN under --break nan:
+# stop_on_nan.py); and, at a collective's timeout, the question "who waits in this
+# collective?" and its answers, which name the ranks that never arrived.
+_HEADERS_TAG = 32764
 _ASK_TAG = 32765
 _ARRIVED_TAG = 32766
 _STOP_TAG = 32767
 # Polls of a header exchange before it counts as a long wait (~1 ms): it then polls
 # without a busy core, answering questions.
 _LONG_WAIT_POLLS = 2000
-_ANSWER_GRACE_S = 0.25  # how long a rank at its timeout waits for the others' answers
+_ANSWER_GRACE_S = 1.0  # how long a rank at its timeout waits for the others' answers
 
 
 def announce_stop(message: str) -> None:
@@ -198,8 +199,9 @@ def post_headers(pg, mine: np.ndarray, sent=None, extremes=None) -> PostedHeader
     both are this rank's own, every rank sent the same header, the usual case, which
     costs one small collective (~2 us on 2 ranks) where exchanging the headers point to
     point took ~10 us and delayed the data's collective by as much again. Where they
-    differ, every rank sees it, and all of them gather the headers (``Allgather``) to say
-    which rank differs: the ranks make the same MPI calls in the same order either way."""
+    differ, every rank sees it, and all of them send theirs to each other, point to point,
+    to say which rank differs: the ranks make the same collectives in the same order
+    either way."""
     pg.sequence += 1
     if sent is None:  # (``sent``: the header then its negation, where the caller made it)
         sent = np.concatenate((mine, -mine))
@@ -223,10 +225,25 @@ def wait_headers(pg, caller: str, posted: PostedHeaders) -> bool:
             break
     if posted.extremes.tobytes() == posted.sent.tobytes():
         return True
-    mine = posted.rows.copy()  # (a view of a buffer the group reuses, maybe)
-    posted.rows = np.empty((pg.size, mine.size), np.int64)
-    pg.comm.Allgather(mine, posted.rows)
+    posted.rows = _headers_by_messages(pg, posted.rows.copy())  # (copied: a buffer reused)
     return False
+
+
+def _headers_by_messages(pg, mine: np.ndarray) -> np.ndarray:
+    """Every rank's header, a row each, sent point to point: what the ranks do when their
+    headers differ. Every rank sees that alike, but some may be in a blocking collective
+    and others finishing a DDP bucket whose data all-reduce is still in flight: a second
+    collective here could meet those in another order on different ranks, which MPI
+    forbids; messages of their own tag cannot. Every rank has arrived (the all-reduce of
+    the headers completed), so each receive is answered."""
+    rows = np.empty((pg.size, mine.size), np.int64)
+    rows[pg.rank] = mine
+    others = [r for r in range(pg.size) if r != pg.rank]
+    sends = [pg.comm.Isend(mine, dest=r, tag=_HEADERS_TAG) for r in others]
+    for r in others:
+        pg.comm.Recv(rows[r], source=r, tag=_HEADERS_TAG)
+    _mpi.load().Request.Waitall(sends)
+    return rows
 
 
 def _wait_long(pg, caller: str, request, number: int) -> None:
@@ -241,7 +258,12 @@ def _wait_long(pg, caller: str, request, number: int) -> None:
         if stop is not None:
             raise DistributedError(f"{caller}: stopped on rank {pg.rank}, since {stop}")
         if time.monotonic() > deadline:
-            missing = _ask_who_arrived(pg, number, mpi)
+            missing = _ask_who_arrived(pg, number, mpi, request)
+            if missing is None:  # the last rank came while this one asked
+                return
+            if not missing:  # every rank says it is in it: MPI completes it soon
+                deadline = time.monotonic() + pg.timeout_s
+                continue
             raise DistributedError(
                 f"{caller}: rank(s) {missing} did not arrive within {pg.timeout_s:g} s "
                 f"(collective #{number} of rank {pg.rank}: they are stuck, or in "
@@ -262,10 +284,11 @@ def _answer_asks(pg, number: int) -> None:
                                                   tag=_ARRIVED_TAG))]
 
 
-def _ask_who_arrived(pg, number: int, mpi) -> list[int]:
+def _ask_who_arrived(pg, number: int, mpi, request) -> list[int] | None:
     """The ranks that do not answer, within a short grace, that they wait in collective
-    ``number``. Only a rank at its timeout asks (its error ends the job), so no question
-    is left unread in a program that goes on."""
+    ``number``; None if the collective completes meanwhile (every rank came after all).
+    Only a rank at its timeout asks, so a question is left unread only where the last rank
+    came during the grace."""
     others = [r for r in range(pg.size) if r != pg.rank]
     word = np.array([number], np.int64)
     _exchange.asks = (word, [pg.comm.Isend(word, dest=r, tag=_ASK_TAG) for r in others])
@@ -273,6 +296,8 @@ def _ask_who_arrived(pg, number: int, mpi) -> list[int]:
     status, said = mpi.Status(), np.empty(1, np.int64)
     until = time.monotonic() + _ANSWER_GRACE_S
     while len(heard) < len(others) and time.monotonic() < until:
+        if request.Test():
+            return None
         while pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=_ARRIVED_TAG, status=status):
             pg.comm.Recv(said, source=status.Get_source(), tag=_ARRIVED_TAG)
             if said[0] == number:

@@ -47,7 +47,8 @@ class ProcessGroup:
 
     def header_buffers(self, n: int) -> tuple:
         """Two int64 arrays of ``n`` for a blocking collective's header exchange
-        (exchange.agree), made once: what it sends and what it receives."""
+        (exchange.agree), made once: what it sends and what it receives. One thread at a
+        time, as MPI's collectives on one communicator must be called anyway."""
         buffers = self.__dict__.get("_header_buffers")
         if buffers is None or buffers[0].size != n:
             buffers = self.__dict__["_header_buffers"] = (np.empty(n, np.int64),

@@ -368,8 +368,7 @@ def _where_by_bits(c, a, b):
     (relu's gradient, max pooling's one-hot), against ~0.2 for a multiply. None when this
     does not apply (another dtype, operands of two dtypes, 0-d everything) or does not pay
     (fewer than _BY_BITS_MIN elements): np.where."""
-    if c.size < _BY_BITS_MIN and getattr(a, "size", 1) < _BY_BITS_MIN and \
-            getattr(b, "size", 1) < _BY_BITS_MIN:
+    if _fewer_than(_BY_BITS_MIN, c, a, b):
         return None
     rt = np.result_type(a, b)
     if rt not in _FLOATS or (c.ndim == 0 and np.ndim(a) == 0 and np.ndim(b) == 0) \
@@ -402,6 +401,14 @@ def _where_by_bits(c, a, b):
     if not out.flags.c_contiguous:
         return None
     return out.view(rt)
+
+
+def _fewer_than(n: int, c, a, b) -> bool:
+    """Whether where(c, a, b) has fewer than ``n`` elements (its operands broadcast)."""
+    shapes = [c.shape] + [x.shape for x in (a, b) if x.__class__ is np.ndarray]
+    if all(shape == shapes[0] for shape in shapes):
+        return c.size < n
+    return math.prod(np.broadcast_shapes(*shapes)) < n
 
 
 def _c_like(x) -> bool:

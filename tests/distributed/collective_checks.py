@@ -183,8 +183,8 @@ def a_rank_in_a_barrier_while_another_reduces_fails_both():
 
 @check
 def a_rank_late_within_the_timeout_is_waited_for():
-    # The rank that waits long tells the others it is in the collective (the words a rank
-    # that arrives late never reads are dropped at its own next long wait).
+    # The rank that waits long polls slowly, answering questions, and goes on when the
+    # late rank arrives (well within the timeout: nobody asks).
     import time
 
     for i in range(4):

@@ -433,3 +433,23 @@ def distributed_sampler_partitions():
     seen = [int(i) for batch in loader for i in batch.numpy()]
     everyone = gathered(seen)
     assert sorted(i for part in everyone for i in part) == list(range(10))
+
+
+# --- the same training, the buckets averaged when backward ends -----------------------------
+# (the default on one machine: reducer.overlap_enabled)
+
+def _without_overlap(fn):
+    def run():
+        os.environ["EXECMODE_DDP_OVERLAP"] = "0"
+        try:
+            fn()
+        finally:
+            os.environ["EXECMODE_DDP_OVERLAP"] = "1"
+    run.__name__ = f"{fn.__name__}_without_overlap"
+    return run
+
+
+for _fn in (ddp_trains_as_one_process_on_the_whole_batch,
+            ddp_no_sync_accumulates_locally_then_averages,
+            ddp_jitted_forward_then_backward_outside_averages):
+    check(_without_overlap(_fn))

@@ -48,6 +48,9 @@ CHECKS = [
     "ddp_jitted_step_is_one_graph_with_a_node_per_bucket",
     "ddp_under_jit_no_sync_unused_parameters_and_buffers",
     "distributed_sampler_partitions",
+    "ddp_trains_as_one_process_on_the_whole_batch_without_overlap",
+    "ddp_no_sync_accumulates_locally_then_averages_without_overlap",
+    "ddp_jitted_forward_then_backward_outside_averages_without_overlap",
 ]
 
 

@@ -76,6 +76,9 @@ def test_where_by_bits_leaves_small_operands_to_np_where_and_takes_large_ones():
         got = _where_by_bits(c, a, b)
         assert (got is None) == (n < elementwise._BY_BITS_MIN), n
         _same(_where_impl(np, c, a, b), np.where(c, a, np.float32(b)))
+    # Small operands that broadcast to many elements are many elements.
+    c = rng.random((1000, 1)) < 0.5
+    assert _where_by_bits(c, np.ones((1, 1000), np.float32), 0.0) is not None
 
 
 def test_relu_gradient_through_where():
@@ -373,10 +376,13 @@ def test_a_build_already_on_this_machine_loads_without_the_compiler(monkeypatch,
     def no_compiler(*args, **kwargs):
         raise AssertionError("compiled again")
 
+    from execmode.codegen import toolchain
     monkeypatch.setattr(native_library, "run_compiler", no_compiler)
+    monkeypatch.setattr(toolchain, "try_compile", no_compiler)  # nor the compiler's probe
+    monkeypatch.setattr(toolchain, "_version", no_compiler)
     assert eager_erf.load(build=False) is not None
-    monkeypatch.setenv("EXECMODE_CACHE_DIR", str(tmp_path))  # a machine that built none
-    assert eager_erf.load(build=False) is None
+    monkeypatch.setenv("EXECMODE_CACHE_DIR", str(tmp_path))  # a machine that built none,
+    assert eager_erf.load(build=False) is None               # nor probed its compiler
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
