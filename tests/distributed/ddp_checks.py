@@ -109,6 +109,17 @@ def ddp_no_sync_accumulates_locally_then_averages():
     assert same_on_every_rank(flat(p.grad for p in model.parameters()))
 
 
+def _same_as_averaging_at_the_end(model, x, y) -> None:
+    """``model``'s averaged gradients are bit for bit those of a copy's own backward on
+    (x, y) averaged at its end (buckets.average_gradients)."""
+    plain = make_model(seed=0)
+    plain.load_state_dict(model.state_dict())
+    F.cross_entropy(plain(x), y).backward()
+    average_gradients(dist.group.WORLD, plain.parameters(), 1)
+    for p, q in zip(plain.parameters(), model.parameters()):
+        assert np.array_equal(p.grad.numpy(), q.grad.numpy())
+
+
 @check
 def ddp_starts_each_bucket_while_backward_runs():
     """Each bucket's all-reduce starts (MPI's Iallreduce) once backward has produced its
@@ -140,12 +151,7 @@ def ddp_starts_each_bucket_while_backward_runs():
     waited = [i for i, kind in enumerate(kinds) if kind == "all_reduce_wait"]
     assert len(waited) == len(names) and min(waited) > last_gradient, happened
     assert ddp.buckets_reduced == len(names)
-    plain = make_model(seed=0)
-    plain.load_state_dict(model.state_dict())
-    F.cross_entropy(plain(x), y).backward()
-    average_gradients(dist.group.WORLD, plain.parameters(), 1)
-    for p, q in zip(plain.parameters(), model.parameters()):
-        assert np.array_equal(p.grad.numpy(), q.grad.numpy())
+    _same_as_averaging_at_the_end(model, x, y)
 
 
 class Branches(torch.nn.Module):
@@ -194,12 +200,7 @@ def ddp_on_one_machine_averages_when_backward_ends_by_default():
     last_gradient = len(happened) - 1 - happened[::-1].index("gradient")
     assert "all_reduce" in happened and happened.index("all_reduce") > last_gradient, happened
     assert "all_reduce_wait" not in happened, happened  # blocking, one op each
-    plain = make_model(seed=0)
-    plain.load_state_dict(model.state_dict())
-    F.cross_entropy(plain(x), y).backward()
-    average_gradients(dist.group.WORLD, plain.parameters(), 1)
-    for p, q in zip(plain.parameters(), model.parameters()):
-        assert np.array_equal(p.grad.numpy(), q.grad.numpy())
+    _same_as_averaging_at_the_end(model, x, y)
 
 
 @check

@@ -274,17 +274,23 @@ dist.all_reduce(torch.ones(2))
 """
 
 
-def test_a_rank_that_never_arrives_is_named_when_the_collective_times_out(tmp_path):
+def _launch_with_a_1s_timeout(tmp_path, text: str, ranks: int):
+    """(the launch's process, the end of what it said) of ``text`` on ``ranks`` ranks
+    whose collectives wait at most 1 s."""
     missing = _missing()
     if missing:
         pytest.skip(missing)
     script = tmp_path / "late.py"
-    script.write_text(LATE)
+    script.write_text(text)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1",
            "EXECMODE_COLLECTIVE_TIMEOUT": "1"}
-    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", str(RANKS),
+    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", str(ranks),
                            str(script)], capture_output=True, text=True, timeout=60, env=env)
-    said = proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+def test_a_rank_that_never_arrives_is_named_when_the_collective_times_out(tmp_path):
+    proc, said = _launch_with_a_1s_timeout(tmp_path, LATE, RANKS)
     assert proc.returncode != 0, said
     assert "all_reduce: rank(s) [1] did not arrive within 1 s" in proc.stderr, said
     assert "rank 0 raised; ending every rank" in proc.stderr, said  # the late rank ended
@@ -305,16 +311,7 @@ dist.all_reduce(torch.ones(2))
 
 
 def test_of_three_ranks_only_the_one_that_never_arrives_is_named(tmp_path):
-    missing = _missing()
-    if missing:
-        pytest.skip(missing)
-    script = tmp_path / "late3.py"
-    script.write_text(LATE_OF_THREE)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "EXECMODE_NUM_THREADS": "1",
-           "EXECMODE_COLLECTIVE_TIMEOUT": "1"}
-    proc = subprocess.run([sys.executable, "-m", "execmode", "launch", "-n", "3",
-                           str(script)], capture_output=True, text=True, timeout=60, env=env)
-    said = proc.stdout[-2000:] + proc.stderr[-3000:]
+    proc, said = _launch_with_a_1s_timeout(tmp_path, LATE_OF_THREE, 3)
     assert proc.returncode != 0, said
     assert "all_reduce: rank(s) [2] did not arrive within 1 s" in proc.stderr, said
     assert "rank(s) [1, 2]" not in proc.stderr, said
