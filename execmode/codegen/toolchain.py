@@ -159,11 +159,7 @@ def remembered_toolchain() -> Toolchain | None:
         command = find_compiler()
     except NoCompiler:
         return None
-    remembered = _remembered(cc_env, command)
-    if not remembered:
-        return None
-    return Toolchain(command, remembered["version"], tuple(remembered["flags"]),
-                     remembered["openmp"], remembered["native"], tuple(remembered["notes"]))
+    return _recorded(cc_env, command)
 
 
 def start_probe() -> None:
@@ -207,11 +203,9 @@ def _compiler(cc_env: str) -> tuple:
 @cache
 def _probe(cc_env: str) -> Toolchain:
     command = find_compiler()
-    remembered = _remembered(cc_env, command)
-    if remembered:
-        return Toolchain(command, remembered["version"], tuple(remembered["flags"]),
-                         remembered["openmp"], remembered["native"],
-                         tuple(remembered["notes"]))
+    recorded = _recorded(cc_env, command)
+    if recorded is not None:
+        return recorded
     toolchain = _probe_flags(cc_env)
     _remember(cc_env, toolchain, {})
     return toolchain
@@ -273,6 +267,15 @@ def _takes(command, flags, extra) -> bool:
 
 # What a remembered probe depends on besides the compiler's files and the CPU.
 _ATTEMPTS = hashlib.sha256((" ".join(BASE_FLAGS) + _PROBE_SOURCE).encode()).hexdigest()
+
+
+def _recorded(cc_env: str, command: tuple) -> Toolchain | None:
+    """The toolchain a probe of ``command`` found before, remembered on disk, or None."""
+    remembered = _remembered(cc_env, command)
+    if not remembered:
+        return None
+    return Toolchain(command, remembered["version"], tuple(remembered["flags"]),
+                     remembered["openmp"], remembered["native"], tuple(remembered["notes"]))
 
 
 def _remembered(cc_env: str, command: tuple) -> dict | None:

@@ -250,7 +250,6 @@ def _wait_long(pg, caller: str, request, number: int) -> None:
     """A rank is late: poll without a busy core until the collective completes, answering
     other ranks that ask who is in it, or until the timeout, which names the ranks that
     did not answer this rank's own question."""
-    mpi = _mpi.load()
     deadline = time.monotonic() + pg.timeout_s
     while not request.Test():
         _answer_asks(pg, number)
@@ -258,7 +257,7 @@ def _wait_long(pg, caller: str, request, number: int) -> None:
         if stop is not None:
             raise DistributedError(f"{caller}: stopped on rank {pg.rank}, since {stop}")
         if time.monotonic() > deadline:
-            missing = _ask_who_arrived(pg, number, mpi, request)
+            missing = _ask_who_arrived(pg, number, request)
             if missing is None:  # the last rank came while this one asked
                 return
             if not missing:  # every rank says it is in it: MPI completes it soon
@@ -272,19 +271,24 @@ def _wait_long(pg, caller: str, request, number: int) -> None:
         time.sleep(0.0005)
 
 
+def _words(pg, tag: int):
+    """(source, number) of each one-number message of ``tag`` that has come, read now."""
+    mpi = _mpi.load()
+    status, word = mpi.Status(), np.empty(1, np.int64)
+    while pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=tag, status=status):
+        pg.comm.Recv(word, source=status.Get_source(), tag=tag)
+        yield status.Get_source(), int(word[0])
+
+
 def _answer_asks(pg, number: int) -> None:
     """Tell each rank that asked (at its timeout) which collective this one waits in."""
-    mpi = _mpi.load()
-    status, asked = mpi.Status(), np.empty(1, np.int64)
-    while pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=_ASK_TAG, status=status):
-        pg.comm.Recv(asked, source=status.Get_source(), tag=_ASK_TAG)
+    for asker, _ in _words(pg, _ASK_TAG):
         word = np.array([number], np.int64)
         _exchange.answers = [*getattr(_exchange, "answers", [])[-64:],
-                             (word, pg.comm.Isend(word, dest=status.Get_source(),
-                                                  tag=_ARRIVED_TAG))]
+                             (word, pg.comm.Isend(word, dest=asker, tag=_ARRIVED_TAG))]
 
 
-def _ask_who_arrived(pg, number: int, mpi, request) -> list[int] | None:
+def _ask_who_arrived(pg, number: int, request) -> list[int] | None:
     """The ranks that do not answer, within a short grace, that they wait in collective
     ``number``; None if the collective completes meanwhile (every rank came after all).
     Only a rank at its timeout asks, so a question is left unread only where the last rank
@@ -293,15 +297,11 @@ def _ask_who_arrived(pg, number: int, mpi, request) -> list[int] | None:
     word = np.array([number], np.int64)
     _exchange.asks = (word, [pg.comm.Isend(word, dest=r, tag=_ASK_TAG) for r in others])
     heard: set = set()
-    status, said = mpi.Status(), np.empty(1, np.int64)
     until = time.monotonic() + _ANSWER_GRACE_S
     while len(heard) < len(others) and time.monotonic() < until:
         if request.Test():
             return None
-        while pg.comm.Iprobe(source=mpi.ANY_SOURCE, tag=_ARRIVED_TAG, status=status):
-            pg.comm.Recv(said, source=status.Get_source(), tag=_ARRIVED_TAG)
-            if said[0] == number:
-                heard.add(status.Get_source())
+        heard.update(r for r, said in _words(pg, _ARRIVED_TAG) if said == number)
         _answer_asks(pg, number)  # the others may reach their timeouts now too
         time.sleep(0.0005)
     return [r for r in others if r not in heard]

@@ -11,7 +11,7 @@ of processes MPI started, or the call says where the two disagree.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -36,6 +36,7 @@ class ProcessGroup:
     timeout_s: float = 1800.0   # how long a collective waits for every rank to arrive
     sequence: int = 0           # collectives started: every rank counts them alike
     one_node: bool = True       # every rank shares this one's memory (one machine)
+    _header_buffers: tuple | None = field(default=None, repr=False, compare=False)
     # em.jit guards a group by identity only: ``sequence`` moves at every collective (a
     # graph's too), and rank and size are fixed for the group's life, a new group being
     # a new object. Guarded by value, a jitted step that can reach the group (through a
@@ -49,11 +50,9 @@ class ProcessGroup:
         """Two int64 arrays of ``n`` for a blocking collective's header exchange
         (exchange.agree), made once: what it sends and what it receives. One thread at a
         time, as MPI's collectives on one communicator must be called anyway."""
-        buffers = self.__dict__.get("_header_buffers")
-        if buffers is None or buffers[0].size != n:
-            buffers = self.__dict__["_header_buffers"] = (np.empty(n, np.int64),
-                                                          np.empty(n, np.int64))
-        return buffers
+        if self._header_buffers is None or self._header_buffers[0].size != n:
+            self._header_buffers = (np.empty(n, np.int64), np.empty(n, np.int64))
+        return self._header_buffers
 
 
 class _Group:
