@@ -98,8 +98,10 @@ EM_FN float em_cos_f32(float x) { return cosf(x); }
  * so that GCC never fuses a multiply and an add of the user's program: inf - exp(inf) must
  * stay nan, as in NumPy. Inside these polynomials the arguments are bounded (or the result
  * is not selected), so a fused step only rounds once: the speed that contraction gave
- * (docs/performance.md) comes back without touching the user's arithmetic. */
-#ifdef __FMA__
+ * (docs/performance.md) comes back without touching the user's arithmetic. Eager's float32
+ * erf (native/eager_erf.c) defines EM_EXACT_FMA: fused steps on every machine (libm's fmaf
+ * where the CPU has no FMA), the steps ops/erf_float32.py emulates exactly in NumPy. */
+#if defined(__FMA__) || defined(EM_EXACT_FMA)
 #define em_horner_f32(p, x, c) __builtin_fmaf((p), (x), (c))
 #else
 #define em_horner_f32(p, x, c) ((p) * (x) + (c))
@@ -206,9 +208,12 @@ EM_FN float em_tanh_f32(float x) {
     return em_copysign_f32(near_zero ? small : big, x);
 }
 
-/* erf: |x| < 1: x P(x^2) (degree 6, 1.2e-9 relative before rounding);
+/* erf: |x| < 1: x + x P(x^2) (degree 6, 1.2e-9 relative before rounding; P's constant
+ * term is 2/sqrt(pi) - 1, so that x, exact, is added last: x P(x^2) with 2/sqrt(pi) in the
+ * polynomial rounded the constant to float32 and erred by up to 2.3 ulp);
  * 1 <= |x| <= 3.92: 1 - exp(Q(|x|)) with Q of degree 9 fitted to log(erfc) (4e-12 relative
- * in erf before rounding); beyond 3.92 erf rounds to +-1 in float32. */
+ * in erf before rounding); beyond 3.92 erf rounds to +-1 in float32. Eager float32 erf and
+ * GELU call this too (native/eager_erf.c; ops/erf_float32.py in NumPy): the same bits. */
 EM_FN float em_erf_f32(float x) {
     float a = em_fabs_f32(x);
     float x2 = x * x;
@@ -218,8 +223,8 @@ EM_FN float em_erf_f32(float x) {
     p = em_horner_f32(p, x2, -2.6853816583752632e-02f);
     p = em_horner_f32(p, x2, 1.1283585429191589e-01f);
     p = em_horner_f32(p, x2, -3.7612625956535339e-01f);
-    p = em_horner_f32(p, x2, 1.1283791065216064e+00f);
-    float small = a * p;
+    p = em_horner_f32(p, x2, 1.2837916709551257e-01f);
+    float small = a + a * p;
     bool above = a > 3.92f;
     bool below = a < 1.0f;
     float t = above ? 3.92f : a;

@@ -15,15 +15,18 @@ from ..native import source_path
 from . import cache_trust, disk_cache
 from .toolchain import NoCompiler, get_toolchain, remembered_toolchain, run_compiler
 
+_HEADERS = os.path.dirname(os.path.abspath(__file__))  # codegen's em_*.h
+
 
 def switched_off() -> bool:
     return os.environ.get("EXECMODE_EAGER_OPERATORS", "1").strip() in ("0", "off", "no")
 
 
-def load_library(file_name: str, build: bool = True):
+def load_library(file_name: str, build: bool = True, headers: tuple = ()):
     """``execmode/native/<file_name>`` as a ctypes CDLL, or None (switched off, no
     compiler; with ``build=False``, not built on this machine yet). A build that fails
-    raises."""
+    raises. ``headers``: codegen's headers the file includes (``#include "em_dialect_c.h"``:
+    the kernels' own float32 math), found on the include path and part of the build's key."""
     if switched_off():
         return None
     if build:
@@ -39,7 +42,13 @@ def load_library(file_name: str, build: bool = True):
         source = f.read()
     stem = file_name.rsplit(".", 1)[0]
     flags = tuple(f for f in toolchain.flags if f not in ("-fopenmp", "-fopenmp-simd"))
-    key = disk_cache.library_key(source, f"{toolchain.identity} {stem}")
+    keyed = source
+    if headers:
+        flags += ("-I", _HEADERS)
+        for name in headers:
+            with open(os.path.join(_HEADERS, name), encoding="utf-8") as f:
+                keyed += f.read()
+    key = disk_cache.library_key(keyed, f"{toolchain.identity} {stem}")
     path = disk_cache.library_path(f"{stem}-{key}", folder="extensions")
 
     if not build:  # only a trusted build already in the cache (~2 ms to load)

@@ -102,6 +102,21 @@ def draft_program(graph, graph_id: str, c_kernels: dict) -> Draft:
         n for n in graph.nodes if n.op not in (INPUT, ASSIGN))}
     reused_at: dict[int, int] = {}             # block index -> the node of a plan kernel
     users = graph.users()
+    memory = graph.meta.get("memory_plan")     # passes/memplan.py: which values share memory
+    shared: dict[int, np.ndarray] = {}         # its buffer id -> the program's array
+
+    def value_array(node) -> np.ndarray:
+        """The memory a kernel's or a matmul's value lives in: the memory plan's buffer,
+        which values dead by then shared before it (its last reader has run; an in-place
+        kernel reads each point before it writes it), so a step writes where the steps
+        before it wrote, still in the CPU's cache; else memory of its own."""
+        buffer = memory.assignment.get(node.id) if memory is not None else None
+        if buffer is None:
+            return np.empty(node.shape, node.dtype)
+        array = shared.get(buffer)
+        if array is None:
+            array = shared[buffer] = np.empty(memory.buffers[buffer].nbytes, np.uint8)
+        return array
 
     def new_buffer(node) -> int:
         index = len(shapes)
@@ -206,12 +221,14 @@ def draft_program(graph, graph_id: str, c_kernels: dict) -> Draft:
                 failure_word, called_at), node.id))
             continue
         reused = c_kernels.get(node.id)
-        if reused is not None:
+        if reused is not None:  # (lowered with the memory plan's in-place input)
             kernel, kernel_inputs = reused, node.inputs
         else:
-            kernel, kernel_inputs = lower_node(node, producers, graph_id)
+            kernel, kernel_inputs = lower_node(
+                node, producers, graph_id,
+                memory.inplace.get(node.id) if memory is not None else None)
         if node.id not in outputs:
-            owned[index] = np.empty(node.shape, node.dtype)
+            owned[index] = value_array(node)
         library_mm = kernel is not None and kernel.matmul is not None and kernel.matmul.library
         if kernel is None or library_mm:
             if node.op != "matmul" and not library_mm:

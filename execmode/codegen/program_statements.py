@@ -225,10 +225,11 @@ def param_of(node: Node) -> Param:
     return Param(node.label or f"v{node.id}", np.dtype(node.dtype), tuple(node.shape), 0)
 
 
-def lower_node(node: Node, producers, graph_id):
+def lower_node(node: Node, producers, graph_id, inplace_input: int | None = None):
     """(the kernel computing ``node``, the node ids its parameters' positions index); the
     kernel's matmul is left to BLAS when ``kernel.matmul.library``, and a matmul that is a
-    BLAS call alone has no kernel (None)."""
+    BLAS call alone has no kernel (None). ``inplace_input``: the input whose memory the
+    output takes too (the memory plan's in-place step)."""
     op = OPS.get(node.op)
     kind = "elementwise"
     if node.op == FUSED:
@@ -257,6 +258,7 @@ def lower_node(node: Node, producers, graph_id):
         raise Refused(f"%{node.id} ({node.op}) has no C lowering")
     try:
         return lower_fused(wrapper, producers, graph_id=graph_id,
-                           matmul_inline=matmul_policy.inline_on_cpu), wrapper.inputs
+                           matmul_inline=matmul_policy.inline_on_cpu,
+                           inplace_input=inplace_input), wrapper.inputs
     except Unsupported as exc:
         raise Refused(f"%{node.id} ({node.op}): {exc}") from None

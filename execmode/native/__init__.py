@@ -20,8 +20,9 @@ its own ctypes loader; this package imports nothing of execmode's):
 * ``eager_operators.c`` (``_em_eager_operators``): Tensor's ``+ - * /`` and 22 unary
   functions; codegen/eager_operators.py builds and installs it once dispatch says the
   operators are hot (api.py hands dispatch that hook) or jit_driver/paths.py pins it.
-* ``eager_erf.c`` (ctypes): erf for large eager inputs (NumPy's exp for the tails); loaded
-  beside the operators (codegen/eager_erf.py), called by ops/erf.py.
+* ``eager_erf.c`` (ctypes): eager erf and GELU (float64: fdlibm, NumPy's exp for the tails;
+  float32: codegen's ``em_erf_f32``, the one header it includes); loaded beside the
+  operators (codegen/eager_erf.py), called by ops/erf.py.
 * ``windows.c`` (ctypes): max pooling (values, indices, the gradient), im2col and col2im,
   called by ops/pooling.py's and ops/conv.py's primitives eagerly and as plan steps
   (codegen/eager_windows.py, ops/window_kernels.py), and by whole-graph programs through

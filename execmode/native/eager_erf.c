@@ -1,16 +1,24 @@
-/* erf of float32/float64 arrays for execmode/ops/erf.py: fdlibm's intervals with the same
- * double operations, in the same order, as its NumPy version (Horner's rule as _poly
- * writes it, no FMA: -ffp-contract=off), so the same bits. The tails' two exp() calls are
- * left to NumPy (its exp is not libm's: another exp could round differently), between
- * em_erf_split_* and em_erf_finish_*. */
-#include <math.h>
-#include <stdint.h>
+/* erf of float32/float64 arrays for execmode/ops/erf.py.
+ *
+ * float64: fdlibm's intervals with the same double operations, in the same order, as its
+ * NumPy version (Horner's rule as _poly writes it, no FMA: -ffp-contract=off), so the same
+ * bits. The tails' two exp() calls are left to NumPy (its exp is not libm's: another exp
+ * could round differently), between em_erf_split_f64 and em_erf_finish_f64.
+ *
+ * float32: the generated kernels' own em_erf_f32 (codegen/em_dialect_c.h), so that eager and
+ * compiled erf give the same bits, with every Horner step one fused multiply-add on every
+ * machine (EM_EXACT_FMA), as ops/erf_float32.py emulates it in NumPy; GELU's forward in one
+ * pass over it. */
 
-/* Whole 512-bit vectors where the machine has them (GCC prefers 256 by default): the inner
- * intervals' double arithmetic is most of this file's time. */
+/* Whole 512-bit vectors where the machine has them (GCC prefers 256 by default): the
+ * double arithmetic of the float64 intervals and the float32 polynomials are most of this
+ * file's time. Before the prelude, so that its inlined helpers are compiled alike. */
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC target("prefer-vector-width=512")
 #endif
+
+#define EM_EXACT_FMA 1
+#include "em_dialect_c.h"
 
 /* ops/erf.py's coefficients, lowest degree first. */
 static const double EM_PP[5] = {
@@ -117,7 +125,6 @@ static inline __attribute__((always_inline)) void em_erf_exponents(double v, dou
         return k;                                                                          \
     }
 
-EM_ERF_SCAN(float, f32)
 EM_ERF_SCAN(double, f64)
 
 /* The same scan a vector at a time, where the compiler targets AVX-512 or AVX2: a GELU's
@@ -143,7 +150,6 @@ EM_ERF_SCAN(double, f64)
         }                                                                                  \
     }
 
-EM_ERF_OUTER(float, f32)
 EM_ERF_OUTER(double, f64)
 
 /* The indices first..first+7 that the low eight bits of ``lanes`` name, stored from tail + k
@@ -156,17 +162,11 @@ static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int6
     _mm512_storeu_si512(tail + k, _mm512_maskz_compress_epi64((__mmask8)lanes, index));
     return k + __builtin_popcount(lanes & 0xFFu);
 }
-#define EM_VEC_F32 __m512
 #define EM_VEC_F64 __m512d
-#define EM_LANES_F32 16
 #define EM_LANES_F64 8
-#define EM_LOAD_F32 _mm512_loadu_ps
 #define EM_LOAD_F64 _mm512_loadu_pd
-#define EM_SET1_F32 _mm512_set1_ps
 #define EM_SET1_F64 _mm512_set1_pd
-#define EM_ABS_F32(v) _mm512_abs_ps(v)
 #define EM_ABS_F64(v) _mm512_abs_pd(v)
-#define EM_MASK_F32(a, b, p) (unsigned)_mm512_cmp_ps_mask(a, b, p)
 #define EM_MASK_F64(a, b, p) (unsigned)_mm512_cmp_pd_mask(a, b, p)
 #else /* AVX2: no compress; the mask's few positions are visited one by one */
 static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int64_t first,
@@ -175,17 +175,11 @@ static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int6
         tail[k++] = first + __builtin_ctz(lanes);
     return k;
 }
-#define EM_VEC_F32 __m256
 #define EM_VEC_F64 __m256d
-#define EM_LANES_F32 8
 #define EM_LANES_F64 4
-#define EM_LOAD_F32 _mm256_loadu_ps
 #define EM_LOAD_F64 _mm256_loadu_pd
-#define EM_SET1_F32 _mm256_set1_ps
 #define EM_SET1_F64 _mm256_set1_pd
-#define EM_ABS_F32(v) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v)
 #define EM_ABS_F64(v) _mm256_andnot_pd(_mm256_set1_pd(-0.0), v)
-#define EM_MASK_F32(a, b, p) (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, p))
 #define EM_MASK_F64(a, b, p) (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, b, p))
 #endif
 
@@ -209,7 +203,6 @@ static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int6
         return i;                                                                          \
     }
 
-EM_ERF_VSCAN(float, f32, F32)
 EM_ERF_VSCAN(double, f64, F64)
 #endif
 
@@ -234,38 +227,61 @@ EM_ERF_VSCAN(double, f64, F64)
     }
 
 /* GELU, 0.5 * x * (1 + erf(x / sqrt 2)), as nn/plain.py's gelu makes it: each product and
- * sum in the array's own type (NumPy's float32 ufuncs take the Python constants as float32),
- * the erf in double as above. em_gelu_split_* makes scaled = x * (1/sqrt 2), half = 0.5 * x
- * and the erf of scaled but for its tails (which em_erf_exponents_* and em_erf_finish_* on
- * scaled complete, NumPy's exp between them); em_gelu_finish_* makes shifted = 1 + erf and
- * out = half * shifted. What backward reads (nn/one_node_layers.py) is kept: scaled, half,
- * shifted. */
+ * sum in the array's own type (NumPy's float32 ufuncs take the Python constants as float32).
+ * What backward reads (nn/one_node_layers.py) is kept: scaled = x * (1/sqrt 2),
+ * half = 0.5 * x, shifted = 1 + erf(scaled).
+ * float64: em_gelu_split_f64 makes scaled, half and the erf of scaled but for its tails
+ * (which em_erf_exponents_f64 and em_erf_finish_f64 on scaled complete, NumPy's exp between
+ * them); em_gelu_finish_f64 makes shifted and out = half * shifted.
+ * float32: em_gelu_f32, all of it in one pass (erf as the kernels compute it). */
 #define EM_SQRT_HALF 0x1.6a09e667f3bccp-1          /* 1 / math.sqrt(2) */
 #define EM_TWO_OVER_ROOT_PI 0x1.20dd750429b6dp+0   /* 2 / sqrt(pi), erf's derivative at 0 */
 
-#define EM_GELU(T, SFX)                                                                    \
-    int64_t em_gelu_split_##SFX(const T *restrict x, T *restrict scaled, T *restrict half,  \
-                                T *restrict erf_out, int64_t n, int64_t *restrict tail) {  \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            T v = x[i];                                                                    \
-            T s = v * (T)EM_SQRT_HALF;                                                     \
-            scaled[i] = s;                                                                 \
-            half[i] = (T)0.5 * v;                                                          \
-            erf_out[i] = (T)em_erf_inner((double)s);                                       \
-        }                                                                                  \
-        EM_ERF_SCAN_ALL(SFX, scaled, erf_out, n, tail)                                     \
-    }                                                                                      \
-    void em_gelu_finish_##SFX(const T *restrict half, T *restrict shifted, T *restrict out, \
-                              int64_t n) {                                                 \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            T e = (T)1 + shifted[i];                                                       \
-            shifted[i] = e;                                                                \
-            out[i] = half[i] * e;                                                          \
-        }                                                                                  \
-    }                                                                                      \
-    /* backward: u = -(scaled * scaled), exponentiated by NumPy in place, then the two     \
-     * gradients of x: ((g * half) * 2/sqrt(pi)) * exp(u) * (1/sqrt 2) through erf, and     \
-     * (g * shifted) * 0.5 through 0.5 * x */                                             \
+int64_t em_gelu_split_f64(const double *restrict x, double *restrict scaled,
+                          double *restrict half, double *restrict erf_out, int64_t n,
+                          int64_t *restrict tail) {
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i];
+        double s = v * EM_SQRT_HALF;
+        scaled[i] = s;
+        half[i] = 0.5 * v;
+        erf_out[i] = em_erf_inner(s);
+    }
+    EM_ERF_SCAN_ALL(f64, scaled, erf_out, n, tail)
+}
+
+void em_gelu_finish_f64(const double *restrict half, double *restrict shifted,
+                        double *restrict out, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double e = 1.0 + shifted[i];
+        shifted[i] = e;
+        out[i] = half[i] * e;
+    }
+}
+
+void em_gelu_f32(const float *restrict x, float *restrict scaled, float *restrict half,
+                 float *restrict shifted, float *restrict out, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        float s = v * (float)EM_SQRT_HALF;
+        float h = 0.5f * v;
+        float e = 1.0f + em_erf_f32(s);
+        scaled[i] = s;
+        half[i] = h;
+        shifted[i] = e;
+        out[i] = h * e;
+    }
+}
+
+void em_erf_array_f32(const float *restrict x, float *restrict out, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        out[i] = em_erf_f32(x[i]);
+}
+
+/* GELU's backward, both types: u = -(scaled * scaled), exponentiated by NumPy in place,
+ * then the two gradients of x: ((g * half) * 2/sqrt(pi)) * exp(u) * (1/sqrt 2) through erf,
+ * and (g * shifted) * 0.5 through 0.5 * x. */
+#define EM_GELU_BACKWARD(T, SFX)                                                           \
     void em_gelu_square_##SFX(const T *restrict scaled, T *restrict u, int64_t n) {         \
         for (int64_t i = 0; i < n; i++)                                                    \
             u[i] = -(scaled[i] * scaled[i]);                                               \
@@ -300,11 +316,8 @@ EM_ERF_VSCAN(double, f64, F64)
         }                                                                                  \
     }
 
-EM_ERF_SPLIT(float, f32)
 EM_ERF_SPLIT(double, f64)
-EM_ERF_EXPONENTS(float, f32)
 EM_ERF_EXPONENTS(double, f64)
-EM_ERF_FINISH(float, f32)
 EM_ERF_FINISH(double, f64)
-EM_GELU(float, f32)
-EM_GELU(double, f64)
+EM_GELU_BACKWARD(float, f32)
+EM_GELU_BACKWARD(double, f64)

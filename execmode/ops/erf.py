@@ -1,12 +1,16 @@
-"""erf for NumPy arrays, vectorised: fdlibm's algorithm (the one glibc's ``erf`` and so
-Python's ``math.erf`` use), written over whole arrays.
+"""erf for NumPy arrays, vectorised.
 
-NumPy has no erf ufunc. Calling ``math.erf`` per element cost ~65 ns an element (every
-``nn.GELU`` paid it); this evaluates each of fdlibm's four intervals on the elements that
-fall in it, with the same rational approximations and constants: within 1 ulp of
-``math.erf`` in float64 (most results identical), and identical after rounding to float32
-on every input tested (tests/engine/test_plain_paths.py). Graph mode compiles erf to C
-(``em_erf_f32``/``em_erf_f64`` in codegen/em_dialect_c.h) instead.
+float64: fdlibm's algorithm (the one glibc's ``erf`` and so Python's ``math.erf`` use),
+written over whole arrays. NumPy has no erf ufunc. Calling ``math.erf`` per element cost
+~65 ns an element; this evaluates each of fdlibm's four intervals on the elements that fall
+in it, with the same rational approximations and constants: within 1 ulp of ``math.erf``
+(most results identical; tests/engine/test_plain_paths.py).
+
+float32: the generated kernels' own erf (``em_erf_f32`` in codegen/em_dialect_c.h, within
+~1.1 ulp of the exact value, docs/kernels.md), in C (native/eager_erf.c) or with the same
+bits in NumPy (ops/erf_float32.py): eager and compiled erf and GELU agree bit for bit.
+fdlibm in double rounded to float32 was correctly rounded but cost ~2 ns an element in C,
+six times PyTorch's erf (docs/pytorch.md). Other dtypes compute in float64 and round.
 
 The C version (codegen/eager_erf.py) also makes GELU's forward and gradients for the
 composites that run on arrays (nn/plain.py, nn/one_node_layers.py): :func:`gelu_native`,
@@ -19,6 +23,7 @@ import threading
 
 import numpy as np
 
+from . import erf_float32
 from .native_kernels import NativeKernels
 
 _ERX = 8.45062911510467529297e-01  # erf(1) rounded: the mid interval is erx + P/Q
@@ -137,7 +142,7 @@ def _tail_indices(n: int) -> np.ndarray:
 
 
 def _erf_native(kernels, a: np.ndarray) -> np.ndarray:
-    """erf_float64's bits (rounded to ``a``'s dtype): every interval in C, the tails'
+    """erf_float64's bits for a float64 array: every interval in C, the tails'
     exponentials by NumPy's exp (as _erf_tail makes them) between the two C passes."""
     out = np.empty(a.shape, a.dtype)
     tail = _tail_indices(a.size)  # (split reads none of it; beyond the tails, untouched)
@@ -176,6 +181,9 @@ def gelu_native(a: np.ndarray):
     if kernels is None:
         return None
     scaled, half, shifted, out = (np.empty(a.shape, a.dtype) for _ in range(4))
+    if a.dtype == np.float32:
+        kernels.gelu(a, scaled, half, shifted, out)
+        return out, (half, scaled, shifted)
     tail = _tail_indices(a.size)
     k = kernels.gelu_split(a, scaled, half, shifted, tail)
     _finish_tails(kernels, scaled, shifted, tail, k)
@@ -198,8 +206,17 @@ def gelu_grads_native(g: np.ndarray, half, scaled, shifted):
 
 
 def erf_array(a: np.ndarray) -> np.ndarray:
-    """erf of a NumPy array: float32 computes in float64 and rounds once; integers and
-    bool give float64 (as math.erf gave them)."""
+    """erf of a NumPy array: float32 as the kernels compute it; other floats compute in
+    float64 and round once; integers and bool give float64 (as math.erf gave them)."""
+    if a.dtype == np.float32:
+        if not a.flags.c_contiguous:
+            a = a.copy()  # (np.ascontiguousarray would make a 0-d array 1-d)
+        kernels = _native_for(a)
+        if kernels is None:
+            return erf_float32.erf(a)
+        out = np.empty(a.shape, a.dtype)
+        kernels.erf(a, out)
+        return out
     kernels = _native_for(a)
     if kernels is not None:
         return _erf_native(kernels, a)

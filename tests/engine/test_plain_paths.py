@@ -148,7 +148,8 @@ def test_plain_paths_step_aside_when_watched_recorded_or_wrong():
 _MATH_ERF = np.frompyfunc(math.erf, 1, 1)
 
 
-def test_erf_is_fdlibms_over_whole_arrays():
+def test_float64_erf_is_fdlibms_over_whole_arrays():
+    # (float32 erf is the kernels': tests/engine/test_erf_float32.py)
     rng = np.random.default_rng(32)
     edges = np.array([0.0, -0.0, 0.84375, -0.84375, np.nextafter(0.84375, 0), 1.25, -1.25,
                       1 / 0.35, 6.0, -6.0, 27.0, np.inf, -np.inf, 5e-324, -1e-300, 1e-9])
@@ -157,12 +158,7 @@ def test_erf_is_fdlibms_over_whole_arrays():
         want = _MATH_ERF(values).astype(np.float64)
         ulps = np.abs(got.view(np.int64) - want.view(np.int64))
         assert ulps.max() <= 1  # within 1 ulp of math.erf (mostly identical)
-        f32 = values.astype(np.float32)
-        got32 = em.erf(em.tensor(f32)).numpy()
-        assert got32.dtype == np.float32
-        np.testing.assert_array_equal(got32, _MATH_ERF(f32.astype(np.float64))
-                                      .astype(np.float64).astype(np.float32))
-    nan = em.erf(em.tensor([np.nan, 1.0])).numpy()
+    nan = em.erf(em.tensor(np.array([np.nan, 1.0]))).numpy()
     assert np.isnan(nan[0]) and nan[1] == math.erf(1.0)
     assert em.erf(em.tensor([0, 1])).dtype == em.float64  # integers give float64
 
