@@ -97,6 +97,7 @@ class JointBackward:
             bg = self.graphs[mask] = trace_backward(self, self.tape, mask)
         if bg.compiled is None:
             bg.compiled = self.jitted.compile_segment(bg.segment.graph, bg.backend)
+            _fresh_outputs(bg.compiled.plan)
         return bg
 
 
@@ -218,3 +219,15 @@ class JitCall(MultiOutputOp):
             if isinstance(s, np.ndarray) and isinstance(data, np.ndarray) and \
                     np.may_share_memory(s, data):
                 self.saved[i] = s.copy()
+
+
+def _fresh_outputs(plan) -> None:
+    """A backward program's gradients in new arrays at every call, not from output pools:
+    a pool keeps a reference to each array it hands out (to write it again once nobody
+    holds it), so autograd saw every gradient as shared and copied each into its leaf's
+    ``.grad`` (grad_accumulation.held_alone): the GPT's 29 copies cost ~80 us a step. A
+    new array costs an allocation, from memory the allocator keeps warm (host_memory.py)."""
+    program = plan.program
+    for _, pool in program._outputs if program is not None else ():
+        if pool is not None:
+            pool.capacity = 0  # OutputPool.take: nothing kept, a new array at every call
