@@ -10,13 +10,9 @@
  * machine (EM_EXACT_FMA), as ops/erf_float32.py emulates it in NumPy; GELU's forward in one
  * pass over it. */
 
-/* Whole 512-bit vectors where the machine has them (GCC prefers 256 by default): the
- * double arithmetic of the float64 intervals and the float32 polynomials are most of this
- * file's time. Before the prelude, so that its inlined helpers are compiled alike. */
-#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
-#pragma GCC target("prefer-vector-width=512")
-#endif
-
+/* The prelude asks for whole 512-bit vectors where the machine has them (GCC prefers 256
+ * by default): the double arithmetic of the float64 intervals and the float32 polynomials
+ * are most of this file's time. */
 #define EM_EXACT_FMA 1
 #include "em_dialect_c.h"
 
