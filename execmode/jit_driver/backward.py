@@ -16,7 +16,9 @@ with the rest: what the vjp rules read is what is saved, as PyTorch's ``default_
 stashes what its backward reads (torch/_functorch/partitioners.py); nothing is recomputed
 (its ``min_cut_rematerialization_partition``, which trades saved values for recomputed
 cheap ops, is not done). Saving a value the forward returns, an input, or a view of one
-costs nothing.
+costs nothing. A view (of an input, or of an op's result nothing wrote since) is saved as
+the whole value and made again by the backward graph's own view ops, which its program
+reads in place (backward_trace.py).
 
 The differentiable outputs are the returned values with a history of the call, and the
 arguments and captures it wrote with one (``x += w``: eagerly the caller's ``x`` has it

@@ -3,7 +3,7 @@
 ``trace_backward`` walks the traced tape from the outputs in a mask, as autograd.backward
 walks eager's tape (the same vjp rules, order and checks), under a tracer of its own: the
 gradients are its arguments, the forward values the rules read are saved inputs, and a
-view of an argument or capture is made again from the input itself. The
+view of an argument, a capture or an op's result is made again from the whole value. The
 :class:`BackwardTape` keeps what the first trace decided (saved values, inputs, checks),
 so that the traces of other masks reuse it.
 """
@@ -115,6 +115,8 @@ def _operand(x, tp: BackwardTape, first: bool, tracer=None, views=None):
     if d.__class__ is not TracedValue:
         return x
     base = _input_base(d, tracer) if d.view else None
+    if base is None and d.view:
+        base = _value_base(x, d, tp)
     if base is not None:
         tp.input_views[id(x)] = (base, d.view)
         return _input_view(x, tp.input_views[id(x)], tp, views)
@@ -146,6 +148,30 @@ def _input_base(d: TracedValue, tracer):
             e = t._data
             if e.__class__ is TracedValue and e.storage is d.storage and not e.view:
                 return t
+    return None
+
+
+def _value_base(x: Tensor, d: TracedValue, tp: BackwardTape):
+    """The forward tensor holding the whole op result that ``x`` views (``q`` of
+    ``qkv.split(...)[0].view(...).transpose(1, 2)``: ``qkv``), found back along the view ops'
+    nodes, while nothing has written that memory since; or None. The backward graph then
+    saves the whole value and makes the view again (a view of a saved value is free to
+    save, but a backward program reads its inputs C-ordered: a saved view arrived strided
+    and was copied into that layout at every call, 24 us each for the GPT's q, k and v)."""
+    storage = d.storage
+    if storage.version != d.version:
+        return None
+    t = x
+    for _ in range(len(d.view)):
+        node = tp.nodes.get(id(t))
+        if node is None or not node.inputs or not isinstance(node.inputs[0], Tensor):
+            return None
+        t = node.inputs[0]
+        e = t._data
+        if e.__class__ is not TracedValue or e.storage is not storage:
+            return None
+        if not e.view:
+            return t if e.version == d.version else None
     return None
 
 

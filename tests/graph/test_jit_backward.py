@@ -139,6 +139,44 @@ def test_values_overwritten_after_the_call_refuse_as_eagerly():
             out.sum().backward()
 
 
+def test_saved_views_of_a_value_are_made_again_in_the_backward_graph():
+    # Attention's q, k and v: strided views of one product, saved for the matmuls' vjps.
+    # The backward graph saves the product and views it again (its program reads the
+    # views in place, copying nothing at the call); a view taken before the value was
+    # written in place is saved as it was, and refuses as eagerly.
+    def attention(x):
+        qkv = x @ w
+        q, k = qkv[:, :4].reshape(3, 2, 2), qkv[:, 4:].reshape(3, 2, 2)
+        q, k = em.permute_dims(q, (1, 0, 2)), em.permute_dims(k, (1, 0, 2))
+        return em.tanh(q @ em.matrix_transpose(k))
+
+    def written(x):
+        h = x @ w
+        q = h[:, :4]
+        out = q @ em.matrix_transpose(q)
+        h *= 2.0
+        return out
+
+    grads = []
+    for run in (attention, em.jit(attention)):
+        w = em.tensor(np.linspace(-1, 1, 40, dtype=np.float32).reshape(5, 8),
+                      requires_grad=True)
+        for _ in range(2):
+            x = em.tensor(np.linspace(0, 1, 15, dtype=np.float32).reshape(3, 5),
+                          requires_grad=True)
+            # (a gradient that arrives C-ordered: sum's own is a broadcast, copied)
+            (run(x) * em.ones((2, 3, 3))).sum().backward()
+        grads.append(_grads([w, x]))
+    _assert_same(grads[1], grads[0])
+    backward = run.concrete_functions[0].joint.graphs[(0,)]
+    program = backward.compiled.plan.program
+    assert program is not None and all(copy is None for copy in program._keepalive)
+    for run in (written, em.jit(written)):
+        w = em.ones((5, 8), requires_grad=True)
+        with pytest.raises(em.BackwardError, match="overwritten"):
+            run(em.ones((3, 5))).sum().backward()
+
+
 def _tanh_of(model):
     return lambda x: em.tanh(model(x))
 
