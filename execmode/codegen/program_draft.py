@@ -106,10 +106,11 @@ def draft_program(graph, graph_id: str, c_kernels: dict) -> Draft:
     shared: dict[int, np.ndarray] = {}         # its buffer id -> the program's array
 
     def value_array(node) -> np.ndarray:
-        """The memory a kernel's or a matmul's value lives in: the memory plan's buffer,
-        which values dead by then shared before it (its last reader has run; an in-place
-        kernel reads each point before it writes it), so a step writes where the steps
-        before it wrote, still in the CPU's cache; else memory of its own."""
+        """The memory a kernel's or a matmul's value lives in: its buffer in the memory
+        plan, shared with values whose last reader ran before it (or with the operand an
+        in-place kernel reads at each point before writing it), so that a step writes
+        where the steps before it wrote, still in the CPU's cache; else memory of its
+        own."""
         buffer = memory.assignment.get(node.id) if memory is not None else None
         if buffer is None:
             return np.empty(node.shape, node.dtype)

@@ -13,10 +13,13 @@ captured parameter, a value from before a graph break), in the order eager adds 
 
 The forward graph gets the saved values as extra results, so the memory planner sees them
 with the rest: what the vjp rules read is what is saved, as PyTorch's ``default_partition``
-stashes what its backward reads (torch/_functorch/partitioners.py); nothing is recomputed
-(its ``min_cut_rematerialization_partition``, which trades saved values for recomputed
-cheap ops, is not done). Saving a value the forward returns, an input, or a view of one
-costs nothing. A view (of an input, or of an op's result nothing wrote since) is saved as
+stashes what its backward reads (torch/_functorch/partitioners.py), but for the simplest
+case of its ``min_cut_rematerialization_partition``, which trades saved values for
+recomputed cheap ops: a first trace on a tape of its own finds what the backward saves,
+and a value that is a cheap op of one other value and numbers, where that value is saved
+anyway or stands for two such (GELU's ``0.5 * h`` and ``h / sqrt 2``), is computed again
+by the backward graph (backward_trace.recomputed_values). Saving a value the forward
+returns, an input, or a view of one costs nothing. A view (of an input, or of an op's result nothing wrote since) is saved as
 the whole value and made again by the backward graph's own view ops, which its program
 reads in place (backward_trace.py).
 
@@ -55,7 +58,7 @@ from ..graph.trace import Tracer
 from ..graph.traced_value import TracedValue
 from ..symbolic import SymbolicScalar
 from ..tape import MultiOutputOp
-from .backward_trace import CANNOT, BackwardTape, autograd_order, trace_backward
+from .backward_trace import CANNOT, BackwardTape, autograd_order, recomputed_values, trace_backward
 from .joint_backward import JointBackward
 
 
@@ -98,10 +101,19 @@ def prepare(jitted, rebuild, tracer: Tracer, out_leaves: list, n_results: int,
         return None
     joint = JointBackward(jitted, rebuild, f"{graph_id}/backward", results, [],
                           n_results=n_results, backend=backend)
-    nodes = {id(t): t._grad_fn for t in autograd_order(
-        outputs, lambda x: _interior(x, tracer, began), lambda t: t._grad_fn)}
-    tp = BackwardTape(outputs, nodes, dict(tracer.capture_labels), name=tracer.name,
-               signature=tracer.signature)
+    order = autograd_order(outputs, lambda x: _interior(x, tracer, began),
+                           lambda t: t._grad_fn)
+
+    def new_tape(recompute=frozenset()) -> BackwardTape:
+        tp = BackwardTape(outputs, {id(t): t._grad_fn for t in order},
+                          dict(tracer.capture_labels), name=tracer.name,
+                          signature=tracer.signature, recompute=recompute)
+        # (a value's node, for every tensor that shares it: an op's saved output does)
+        tp.value_nodes = {id(t._data): t._grad_fn for t in order
+                          if t._data.__class__ is TracedValue}
+        return tp
+
+    tp = new_tape(_recompute_first(joint, new_tape(), tracer, out_leaves, len(outputs)))
     _list_checks(joint, tp, tracer, out_leaves)
     try:
         bg = trace_backward(joint, tp, tuple(range(len(outputs))), tracer)
@@ -164,6 +176,21 @@ def _trace_prefixes(joint: JointBackward, tp: BackwardTape, tracer: Tracer, refu
             continue
     if joint.refusal is not None:
         _keep_saved(joint, tp, tracer)
+
+
+def _recompute_first(joint, tp, tracer, out_leaves, n_outputs: int) -> frozenset:
+    """A first trace of the whole backward on a tape of its own, to see what it saves:
+    the values its graph should compute again instead (backward_trace.recomputed_values);
+    none where that trace fails (the real one then says why)."""
+    checks = list(joint.checks)
+    try:
+        _list_checks(joint, tp, tracer, out_leaves)
+        trace_backward(joint, tp, tuple(range(n_outputs)), tracer)
+    except Exception:  # noqa: BLE001 - the trace that counts raises it again
+        return frozenset()
+    finally:
+        joint.checks = checks
+    return recomputed_values(tp)
 
 
 def take_saved_specs(joint: JointBackward | None, specs: list) -> list:

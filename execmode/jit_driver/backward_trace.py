@@ -71,6 +71,13 @@ class BackwardTape:
     check_index: dict = field(default_factory=dict)   # id(tensor) -> joint.checks index
     # id(forward view of an argument or capture) -> (the input's forward tensor, steps)
     input_views: dict = field(default_factory=dict)
+    # id(traced value) -> the node that made it (the values of the tensors in ``nodes``)
+    value_nodes: dict = field(default_factory=dict)
+    # ids of the traced values the backward graph computes again (recomputed_values), and
+    # id(tensor) -> its value's node for the tensors the first trace found holding one
+    # (the traces of other masks know them by tensor: the values are gone by then)
+    recompute: frozenset = frozenset()
+    recomputed: dict = field(default_factory=dict)
     name: str = ""
     signature: str = ""
 
@@ -108,6 +115,11 @@ def _operand(x, tp: BackwardTape, first: bool, tracer=None, views=None):
     recipe = tp.input_views.get(id(x))
     if recipe is not None:
         return _input_view(x, recipe, tp, views)
+    node = tp.recomputed.get(id(x))
+    if node is None and first and id(x._data) in tp.recompute:
+        node = tp.recomputed[id(x)] = tp.value_nodes[id(x._data)]
+    if node is not None and views is not None:
+        return _recomputed(x, node, tp, tracer, views)
     hit = tp.placeholders.get(id(x))
     if hit is not None or not first:
         return x if hit is None else hit
@@ -173,6 +185,71 @@ def _value_base(x: Tensor, d: TracedValue, tp: BackwardTape):
         if not e.view:
             return t if e.version == d.version else None
     return None
+
+
+# Ops cheap enough to run again in the backward graph rather than save their value: one
+# more operation in a kernel the backward runs anyway.
+_CHEAP = {"multiply", "add", "subtract", "divide", "negative"}
+
+
+def recomputed_values(tp: BackwardTape) -> frozenset:
+    """Which saved values (``tp``: the tape after a first trace) the backward graph should
+    compute again instead: a cheap op of one other value and Python numbers, where that
+    value is saved anyway or stands for two or more such (GELU's ``0.5 * h`` and
+    ``h / sqrt 2``, both read by its vjps: ``h`` saved once replaces them, and the forward
+    kernels that made them fuse into their consumers). The simplest case of AOTAutograd's
+    min-cut partitioner, which trades saved values for recomputed ops by their cost. Only
+    values nothing can change before the backward: no write since, and neither an
+    argument, a capture, a returned value nor a view of one (eager saved the value
+    itself, which such a write would not reach). The same bits: the same op on the same
+    float values."""
+    saved = {id(t._data): t for key, t in tp.forward.items() if key in tp.saved_of}
+    operand_of: dict = {}
+    for key, t in saved.items():
+        u = _cheap_operand(t, tp)
+        if u is not None:
+            operand_of[key] = id(u._data)
+    shared: dict = {}
+    for u in operand_of.values():
+        shared[u] = shared.get(u, 0) + 1
+    return frozenset(key for key, u in operand_of.items() if u in saved or shared[u] > 1)
+
+
+def _cheap_operand(x: Tensor, tp: BackwardTape):
+    """The one tensor operand of ``x``'s cheap op (recomputed_values), or None."""
+    d = x._data
+    node = tp.value_nodes.get(id(d))
+    if node is None or node.op.name not in _CHEAP or node.attrs or d.view or \
+            d.version != d.storage.version or x.dtype.kind != "f":
+        return None
+    tensors = [i for i in node.inputs if isinstance(i, Tensor)]
+    if len(tensors) != 1 or any(not isinstance(i, Tensor) and i.__class__ not in (int, float)
+                                for i in node.inputs):
+        return None
+    u = tensors[0]
+    e = u._data
+    if e.__class__ is not TracedValue or e.view or e.storage.source is not None or \
+            e.version != e.storage.version or u.dtype != x.dtype or u.shape != x.shape:
+        return None
+    if any(o._data.__class__ is TracedValue and o._data.storage is e.storage
+           for o in tp.outputs):
+        return None
+    return u
+
+
+def _recomputed(x: Tensor, node, tp: BackwardTape, tracer, views: dict) -> Tensor:
+    """``x``'s value (made by ``node``) computed again in the backward trace from its
+    operand, once per trace."""
+    hit = views.get(id(node))
+    if hit is None:
+        from .. import dispatch as _dispatch
+
+        args = [_operand(i, tp, True, tracer, views) if isinstance(i, Tensor) else i
+                for i in node.inputs]
+        hit = _dispatch.apply(node.op, *args, **node.attrs)
+        hit.requires_grad = x.requires_grad
+        views[id(node)] = hit
+    return hit
 
 
 def _input_view(x: Tensor, recipe: tuple, tp: BackwardTape, views: dict) -> Tensor:

@@ -177,6 +177,36 @@ def test_saved_views_of_a_value_are_made_again_in_the_backward_graph():
             run(em.ones((3, 5))).sum().backward()
 
 
+def test_cheap_saved_values_are_computed_again_where_that_saves_one():
+    # GELU's vjps read 0.5 * h and h / sqrt 2: the backward saves h once and computes
+    # both again (backward_trace.recomputed_values), with eager's gradients. A value the
+    # caller can write after the call (an argument) is never the operand: the call saves
+    # 0.5 * a and a * 2.0 as eager does, and refuses a backward after a write as eager does.
+    def gelu_layer(x):
+        return nn.functional.gelu(x @ w)
+
+    def of_argument(a):
+        return (a * 0.5) * (a * 2.0)
+
+    grads = []
+    for run in (gelu_layer, em.jit(gelu_layer)):
+        w = em.tensor(np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6),
+                      requires_grad=True)
+        x = em.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+        run(x).sum().backward()
+        grads.append(_grads([w]))
+    _assert_same(grads[1], grads[0])
+    assert len(run.concrete_functions[0].joint.tape.recompute) == 2
+    for run in (of_argument, em.jit(of_argument)):
+        a = em.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        out = run(a)
+        with em.no_grad():
+            a += 10.0
+        with pytest.raises(em.BackwardError, match="overwritten in place"):
+            out.sum().backward()
+    assert not run.concrete_functions[0].joint.tape.recompute
+
+
 def _tanh_of(model):
     return lambda x: em.tanh(model(x))
 
