@@ -97,7 +97,7 @@ class JointBackward:
             bg = self.graphs[mask] = trace_backward(self, self.tape, mask)
         if bg.compiled is None:
             bg.compiled = self.jitted.compile_segment(bg.segment.graph, bg.backend)
-            _fresh_outputs(bg.compiled.plan)
+            _fresh_outputs(bg)
         return bg
 
 
@@ -221,13 +221,40 @@ class JitCall(MultiOutputOp):
                 self.saved[i] = s.copy()
 
 
-def _fresh_outputs(plan) -> None:
+def _fresh_outputs(bg: BackwardGraph) -> None:
     """A backward program's gradients in new arrays at every call, not from output pools:
     a pool keeps a reference to each array it hands out (to write it again once nobody
     holds it), so autograd saw every gradient as shared and copied each into its leaf's
     ``.grad`` (grad_accumulation.held_alone): the GPT's 29 copies cost ~80 us a step. A
-    new array costs an allocation, from memory the allocator keeps warm (host_memory.py)."""
-    program = plan.program
-    for _, pool in program._outputs if program is not None else ():
+    new array costs an allocation, from memory the allocator keeps warm (host_memory.py).
+    A gradient that is a reshape of its output (a bias's: its sum kept the summed axes)
+    gets the new array in its own shape, the same bytes in the same order: a reshaped
+    view would be copied into ``.grad`` all the same."""
+    program = bg.compiled.plan.program
+    if program is None:
+        return
+    uses: dict = {}
+    for spec in bg.specs:
+        if spec[0] == "out":
+            uses[spec[1]] = uses.get(spec[1], 0) + 1
+    specs = []
+    for spec in bg.specs:
+        if spec[0] == "out" and spec[2] and uses[spec[1]] == 1:
+            shape = _reshaped_to(spec[2], program._outputs[spec[1]][1])
+            if shape is not None:
+                program._outputs[spec[1]][1].shape = shape
+                spec = (spec[0], spec[1], (), *spec[3:])
+        specs.append(spec)
+    bg.specs = specs
+    for _, pool in program._outputs:
         if pool is not None:
             pool.capacity = 0  # OutputPool.take: nothing kept, a new array at every call
+
+
+def _reshaped_to(steps, pool):
+    """The shape that ``steps`` (view steps, all reshapes of static sizes) give the C-ordered
+    output ``pool`` makes, where it keeps the order of its elements; else None."""
+    if pool is None or any(step.op != "reshape" or step.replay_kwargs[2] for step in steps):
+        return None
+    shaped = replay(steps, np.empty(pool.shape, pool.dtype))
+    return tuple(shaped.shape) if shaped.flags.c_contiguous else None

@@ -207,6 +207,27 @@ def test_cheap_saved_values_are_computed_again_where_that_saves_one():
     assert not run.concrete_functions[0].joint.tape.recompute
 
 
+def test_a_jitted_backwards_gradients_become_grad_without_a_copy(monkeypatch):
+    # The backward program's outputs are new arrays at every call, a bias's in its own
+    # shape (not a reshaped view of its sum), so autograd keeps each as the leaf's .grad.
+    from execmode import grad_accumulation
+
+    owned = []
+    keep = grad_accumulation.store_first
+    monkeypatch.setattr(grad_accumulation, "store_first",
+                        lambda leaf, g, alone: owned.append(alone) or keep(leaf, g, alone))
+    model = _mlp()
+    jitted = em.jit(model)
+    for _ in range(3):
+        for p in model.parameters():
+            p.grad = None
+        owned.clear()
+        (jitted(em.ones((4, 5))) ** 2).sum().backward()
+    assert owned == [True] * 4
+    grads = [p.grad._data for p in model.parameters()]
+    assert all(g.base is None and g.flags.c_contiguous for g in grads)
+
+
 def _tanh_of(model):
     return lambda x: em.tanh(model(x))
 
