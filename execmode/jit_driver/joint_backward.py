@@ -228,8 +228,11 @@ def _fresh_outputs(bg: BackwardGraph) -> None:
     ``.grad`` (grad_accumulation.held_alone): the GPT's 29 copies cost ~80 us a step. A
     new array costs an allocation, from memory the allocator keeps warm (host_memory.py).
     A gradient that is a reshape of its output (a bias's: its sum kept the summed axes)
-    gets the new array in its own shape, the same bytes in the same order: a reshaped
-    view would be copied into ``.grad`` all the same."""
+    gets the new array in its final shape, the same bytes in the same order: the reshape
+    of it is then a view of the whole array as it lies, which autograd takes as the array
+    itself, where a view of another shape would be copied into ``.grad`` all the same.
+    (The spec keeps its reshape: a plan run step by step, as under a listener, hands
+    out the output in the graph's shape.)"""
     program = bg.compiled.plan.program
     if program is None:
         return
@@ -237,15 +240,12 @@ def _fresh_outputs(bg: BackwardGraph) -> None:
     for spec in bg.specs:
         if spec[0] == "out":
             uses[spec[1]] = uses.get(spec[1], 0) + 1
-    specs = []
     for spec in bg.specs:
         if spec[0] == "out" and spec[2] and uses[spec[1]] == 1:
-            shape = _reshaped_to(spec[2], program._outputs[spec[1]][1])
+            pool = program._outputs[spec[1]][1]
+            shape = _reshaped_to(spec[2], pool)
             if shape is not None:
-                program._outputs[spec[1]][1].shape = shape
-                spec = (spec[0], spec[1], (), *spec[3:])
-        specs.append(spec)
-    bg.specs = specs
+                pool.shape = shape
     for _, pool in program._outputs:
         if pool is not None:
             pool.capacity = 0  # OutputPool.take: nothing kept, a new array at every call

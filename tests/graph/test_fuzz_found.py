@@ -541,3 +541,40 @@ def test_numpy_lays_an_elementwise_result_of_c_ordered_inputs_out_c_contiguous()
         for out in (em.log(em.tensor(x)), em.tensor(x) * 2.0, em.tanh(em.tensor(x))):
             assert out.numpy().flags.c_contiguous
     assert not c_ordered(proxy_of(a.T))
+
+
+# Seed 20261260 (program 625), fast tier (listener=all).
+def test_a_bias_gradient_under_a_listener_keeps_its_shape():
+    # A backward program's gradient that is a reshape of its output (b's: the sum over
+    # the broadcast rows keeps them, (1, 3) -> (3,)) is allocated in its final shape, so
+    # that autograd keeps it without a copy. Its rebuild once dropped the reshape; under
+    # a listener the plan runs step by step and hands out (1, 3): b's .grad had that
+    # shape, and Adam's step raised where eager's ran.
+    assert_agrees("""
+# fuzz options: listener=all
+import execmode as em
+
+nan, inf = float("nan"), float("inf")
+
+# --- setup ---
+g1 = em.tensor([[-0.25, -inf, -2.089], [inf, 2.75, -2.5], [-1.323, -1.087, 0.888], [-1.062, inf, -2.645]], dtype=em.float32)
+w = em.tensor([[-0.25, 0.5, 0.0], [-2.195, 2.5, -1.5], [-0.387, -1.25, 3.0], [2.75, -0.75, nan]], dtype=em.float32, requires_grad=True)
+b = em.tensor([1.25, 2.25, -1.25], dtype=em.float32, requires_grad=True)
+opt = em.optim.Adam([w, b], lr=0.25, eps=0.0625)
+
+# --- function ---
+def f(y):
+    v1 = g1.clone()
+    v3 = v1 - b
+    return y, v3
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+y1 = em.tensor([-2.75, -inf, 0.248, 1.25], dtype=em.float32)
+out1 = F(y1)
+
+# --- call 2 ---
+(out1[1] * out1[1]).sum().backward()
+opt.step()
+out2 = F(y1)
+""")
