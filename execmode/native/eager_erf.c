@@ -106,47 +106,40 @@ static inline __attribute__((always_inline)) void em_erf_exponents(double v, dou
  * NaN: +-1 or the NaN) get their value, and each tail element (1.25 <= |x| < 6) its index
  * in tail[] from k on; returns the new count. One element at a time, without branches
  * (each index stored, the count moved on for a tail): the part of the array the vector
- * scans below leave, and all of it on a machine without them. */
-#define EM_ERF_SCAN(T, SFX)                                                                \
-    static int64_t em_erf_scan_##SFX(const T *restrict x, T *restrict out, int64_t i0,     \
-                                     int64_t n, int64_t *restrict tail, int64_t k) {        \
-        for (int64_t i = i0; i < n; i++) {                                                 \
-            double v = (double)x[i];                                                       \
-            double a = __builtin_fabs(v);                                                  \
-            int outer = !(a < 6.0); /* NaN too */                                          \
-            out[i] = outer ? (T)(v != v ? v : __builtin_copysign(1.0, v)) : out[i];        \
-            tail[k] = i;                                                                   \
-            k += (a >= 1.25) & !outer;                                                     \
-        }                                                                                  \
-        return k;                                                                          \
+ * scan below leaves, and all of it on a machine without one. */
+static int64_t em_erf_scan(const double *restrict x, double *restrict out, int64_t i0,
+                           int64_t n, int64_t *restrict tail, int64_t k) {
+    for (int64_t i = i0; i < n; i++) {
+        double v = x[i];
+        double a = __builtin_fabs(v);
+        int outer = !(a < 6.0); /* NaN too */
+        out[i] = outer ? (v != v ? v : __builtin_copysign(1.0, v)) : out[i];
+        tail[k] = i;
+        k += (a >= 1.25) & !outer;
     }
-
-EM_ERF_SCAN(double, f64)
+    return k;
+}
 
 /* The same scan a vector at a time, where the compiler targets AVX-512 or AVX2: a GELU's
  * input has ~5-10% tail elements and the outer ones are rare, so the comparisons run over
- * whole vectors and only the positions their masks name are visited. The bounds 1.25 and
- * 6 are floats exactly, so comparing a float32 |x| with them answers as in double. Each
- * returns how far it got (a multiple of its vector length); the scalar scan does the rest.
- * tail[] has room for n indices and k never passes i, so a full vector of indices stored
- * at tail + k stays inside it. */
+ * whole vectors and only the positions their masks name are visited. It returns how far
+ * it got (a multiple of its vector length); the scalar scan does the rest. tail[] has
+ * room for n indices and k never passes i, so a full vector of indices stored at tail + k
+ * stays inside it. */
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #define EM_ERF_HAVE_VECTOR_SCAN 1
 
 /* The outer values of a vector's positions named by ``outer`` (from i on), as the scalar
  * scan writes them. */
-#define EM_ERF_OUTER(T, SFX)                                                               \
-    static inline void em_erf_outer_##SFX(const T *restrict x, T *restrict out, int64_t i,  \
-                                          unsigned outer) {                                \
-        for (; outer; outer &= outer - 1) {                                                \
-            int64_t j = i + __builtin_ctz(outer);                                          \
-            double v = (double)x[j];                                                       \
-            out[j] = (T)(v != v ? v : __builtin_copysign(1.0, v));                         \
-        }                                                                                  \
+static inline void em_erf_outer(const double *restrict x, double *restrict out, int64_t i,
+                                unsigned outer) {
+    for (; outer; outer &= outer - 1) {
+        int64_t j = i + __builtin_ctz(outer);
+        double v = x[j];
+        out[j] = v != v ? v : __builtin_copysign(1.0, v);
     }
-
-EM_ERF_OUTER(double, f64)
+}
 
 /* The indices first..first+7 that the low eight bits of ``lanes`` name, stored from tail + k
  * (with AVX-512 a full vector of them: see above); returns the new count. */
@@ -181,46 +174,45 @@ static inline int64_t em_erf_store_tails(int64_t *restrict tail, int64_t k, int6
 
 /* A vector at a time: the masks of the outer values and the tails; the tails' indices go
  * out eight at a time. */
-#define EM_ERF_VSCAN(T, SFX, S)                                                            \
-    static int64_t em_erf_vscan_##SFX(const T *restrict x, T *restrict out, int64_t n,      \
-                                      int64_t *restrict tail, int64_t *count) {             \
-        const EM_VEC_##S six = EM_SET1_##S((T)6.0), low = EM_SET1_##S((T)1.25);            \
-        int64_t k = *count, i = 0;                                                         \
-        for (; i + EM_LANES_##S <= n; i += EM_LANES_##S) {                                 \
-            EM_VEC_##S a = EM_ABS_##S(EM_LOAD_##S(x + i));                                 \
-            unsigned inside = EM_MASK_##S(a, six, _CMP_LT_OQ); /* false for NaN */         \
-            unsigned tails = inside & EM_MASK_##S(a, low, _CMP_GE_OQ);                     \
-            em_erf_outer_##SFX(x, out, i, ~inside & ((1u << EM_LANES_##S) - 1));           \
-            if (tails)                                                                     \
-                for (int h = 0; h < EM_LANES_##S; h += 8)                                  \
-                    k = em_erf_store_tails(tail, k, i + h, tails >> h);                    \
-        }                                                                                  \
-        *count = k;                                                                        \
-        return i;                                                                          \
+static int64_t em_erf_vscan(const double *restrict x, double *restrict out, int64_t n,
+                            int64_t *restrict tail, int64_t *count) {
+    const EM_VEC_F64 six = EM_SET1_F64(6.0), low = EM_SET1_F64(1.25);
+    int64_t k = *count, i = 0;
+    for (; i + EM_LANES_F64 <= n; i += EM_LANES_F64) {
+        EM_VEC_F64 a = EM_ABS_F64(EM_LOAD_F64(x + i));
+        unsigned inside = EM_MASK_F64(a, six, _CMP_LT_OQ); /* false for NaN */
+        unsigned tails = inside & EM_MASK_F64(a, low, _CMP_GE_OQ);
+        em_erf_outer(x, out, i, ~inside & ((1u << EM_LANES_F64) - 1));
+        if (tails)
+            for (int h = 0; h < EM_LANES_F64; h += 8)
+                k = em_erf_store_tails(tail, k, i + h, tails >> h);
     }
-
-EM_ERF_VSCAN(double, f64, F64)
+    *count = k;
+    return i;
+}
 #endif
+
+/* Each element whose value needs no exp (``out`` already holds the inner intervals'
+ * values) gets its value, and each tail element its index in tail[]; returns the number
+ * of tail elements: the vector scan, then the scalar one for what it leaves. */
+static int64_t em_erf_scan_all(const double *restrict x, double *restrict out, int64_t n,
+                               int64_t *restrict tail) {
+    int64_t k = 0, done = 0;
+#ifdef EM_ERF_HAVE_VECTOR_SCAN
+    done = em_erf_vscan(x, out, n, tail, &k);
+#endif
+    return em_erf_scan(x, out, done, n, tail, k);
+}
 
 /* erf on every element whose value needs no exp, and each tail element's index in tail[];
  * returns the number of tail elements. The inner intervals over every element
  * (vectorised), then the scan. */
-#ifdef EM_ERF_HAVE_VECTOR_SCAN
-#define EM_ERF_SCAN_ALL(SFX, X, OUT, N, TAIL)                                              \
-    int64_t k = 0;                                                                         \
-    int64_t done = em_erf_vscan_##SFX(X, OUT, N, TAIL, &k);                                \
-    return em_erf_scan_##SFX(X, OUT, done, N, TAIL, k);
-#else
-#define EM_ERF_SCAN_ALL(SFX, X, OUT, N, TAIL) return em_erf_scan_##SFX(X, OUT, 0, N, TAIL, 0);
-#endif
-
-#define EM_ERF_SPLIT(T, SFX)                                                               \
-    int64_t em_erf_split_##SFX(const T *restrict x, T *restrict out, int64_t n,             \
-                               int64_t *restrict tail) {                                   \
-        for (int64_t i = 0; i < n; i++)                                                    \
-            out[i] = (T)em_erf_inner((double)x[i]);                                        \
-        EM_ERF_SCAN_ALL(SFX, x, out, n, tail)                                              \
-    }
+int64_t em_erf_split_f64(const double *restrict x, double *restrict out, int64_t n,
+                         int64_t *restrict tail) {
+    for (int64_t i = 0; i < n; i++)
+        out[i] = em_erf_inner(x[i]);
+    return em_erf_scan_all(x, out, n, tail);
+}
 
 /* GELU, 0.5 * x * (1 + erf(x / sqrt 2)), as nn/plain.py's gelu makes it: each product and
  * sum in the array's own type (NumPy's float32 ufuncs take the Python constants as float32).
@@ -243,7 +235,7 @@ int64_t em_gelu_split_f64(const double *restrict x, double *restrict scaled,
         half[i] = 0.5 * v;
         erf_out[i] = em_erf_inner(s);
     }
-    EM_ERF_SCAN_ALL(f64, scaled, erf_out, n, tail)
+    return em_erf_scan_all(scaled, erf_out, n, tail);
 }
 
 void em_gelu_finish_f64(const double *restrict half, double *restrict shifted,
@@ -295,25 +287,20 @@ void em_erf_array_f32(const float *restrict x, float *restrict out, int64_t n) {
     }
 
 /* The tail elements' two exponents (vectorised: both tail intervals computed, one taken). */
-#define EM_ERF_EXPONENTS(T, SFX)                                                           \
-    void em_erf_exponents_##SFX(const T *restrict x, const int64_t *restrict tail,          \
-                                int64_t k, double *restrict e1, double *restrict e2) {     \
-        for (int64_t j = 0; j < k; j++)                                                    \
-            em_erf_exponents((double)x[tail[j]], e1 + j, e2 + j);                          \
-    }
+void em_erf_exponents_f64(const double *restrict x, const int64_t *restrict tail, int64_t k,
+                          double *restrict e1, double *restrict e2) {
+    for (int64_t j = 0; j < k; j++)
+        em_erf_exponents(x[tail[j]], e1 + j, e2 + j);
+}
 
 /* The tail elements' erf from their factors f = exp(e1) * exp(e2): copysign(1 - f / a, x). */
-#define EM_ERF_FINISH(T, SFX)                                                              \
-    void em_erf_finish_##SFX(const T *restrict x, T *restrict out, const int64_t *tail,     \
-                             const double *restrict f, int64_t k) {                        \
-        for (int64_t j = 0; j < k; j++) {                                                  \
-            double v = (double)x[tail[j]];                                                 \
-            out[tail[j]] = (T)__builtin_copysign(1.0 - f[j] / __builtin_fabs(v), v);       \
-        }                                                                                  \
+void em_erf_finish_f64(const double *restrict x, double *restrict out, const int64_t *tail,
+                       const double *restrict f, int64_t k) {
+    for (int64_t j = 0; j < k; j++) {
+        double v = x[tail[j]];
+        out[tail[j]] = __builtin_copysign(1.0 - f[j] / __builtin_fabs(v), v);
     }
+}
 
-EM_ERF_SPLIT(double, f64)
-EM_ERF_EXPONENTS(double, f64)
-EM_ERF_FINISH(double, f64)
 EM_GELU_BACKWARD(float, f32)
 EM_GELU_BACKWARD(double, f64)
