@@ -109,3 +109,47 @@ def test_reduction_layout_is_outer_reduce_inner():
     k = lower_fused(f, g.node_map())
     assert [(lp.role, lp.size) for lp in k.loops] == [("outer", 2), ("outer", 4),
                                                      ("reduce", 3), ("reduce", 5)]
+
+
+@pytest.mark.parametrize("length", [16, 17, 32, 37, 64, 100])
+def test_row_sums_in_vector_lanes(length):
+    """Sums along one row of 16 or more points keep partial sums in a vector's lanes and
+    combine them as a tree (render_reduction.lane_sum), the tail after the last whole
+    vector included. Where the float64 sum is exact, a float32 row sum is its correctly
+    rounded value, whatever the order; overflow, NaN, infinities and -0.0 rows give
+    eager's answers exactly (the overflow rows are summed again in NumPy's order)."""
+    from kernel_helpers import fused_case
+
+    from execmode.codegen.lower import lower_fused
+    from execmode.codegen.render_c import CRenderer
+
+    rng = np.random.default_rng(length)
+    exact = (rng.integers(-4096, 4096, (40, length)) / 1024).astype(np.float32)
+    special = exact[:8].copy()
+    special[0] = 3e38                   # overflows to inf in float32, eagerly
+    special[1, :] = -3e38
+    special[1, 3] = 3e38                # inf and -inf partials: what eager gives
+    special[2, 5] = np.nan
+    special[3, :] = -0.0                # a sum of -0.0 is 0.0, as NumPy's
+    special[4, 1], special[4, 2] = np.inf, -np.inf
+    special[5, length - 1] = np.inf     # in the tail where there is one
+    ints = rng.integers(-2**31, 2**31, (6, length), dtype=np.int64).astype(np.int32)
+    cases = [
+        (lambda x: em.sum(x, axis=1), (exact,)),
+        (lambda x, y: em.sum(x * y, axis=1, keepdims=True), (exact, exact)),
+        (lambda x: em.sum(x, axis=-1), (special,)),
+        (lambda x: em.sum(x, axis=1), (exact.astype(np.float64),)),
+        (lambda x: em.sum(x, axis=1), (ints,)),   # int32 rows sum to int64, as NumPy
+    ]
+    g, f = fused_case(cases[0][0], *cases[0][1])
+    assert "acc_lane[em_l] += val;" in CRenderer().kernel(lower_fused(f, g.node_map()))
+    for k, ((fn, arrs), got) in enumerate(zip(cases, run_cases(cases, "c"))):
+        want = eager(fn, *arrs)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if k == 1:  # eager sums the products in float32, pairwise: not exact
+            assert_close(got, want, **_tolerance(fn, arrs, want))
+        else:
+            np.testing.assert_array_equal(got, want)
+        assert not np.signbit(got[np.asarray(got) == 0]).any()
+    wide = np.sum(exact.astype(np.float64), axis=1)
+    np.testing.assert_array_equal(run_cases(cases[:1], "c")[0], wide.astype(np.float32))
