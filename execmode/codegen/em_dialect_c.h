@@ -162,8 +162,8 @@ EM_FN float em_exp_f32(float x) {
 
 /* em_exp_f32 for an x its caller bounds to [-87, 87] (or NaN): tanh's 2|x| <= 20, erf's
  * Q(|x|) in [-17, -1.8]. 2^n is then a normal float and y * 2^n rounds as y * 2^n1 * 2^n2
- * does (each product is exact), so the bits are em_exp_f32's without its clamps and split:
- * a GELU's erf kernel does ~10% less work. */
+ * does (each product is exact), so the bits are em_exp_f32's, without the clamps and the
+ * split that only arguments outside that range need. */
 EM_FN float em_exp_bounded_f32(float x) {
     float t = x * 1.44269504088896341f + 12582912.0f;
     float y = em_exp_reduced_f32(x, t - 12582912.0f);

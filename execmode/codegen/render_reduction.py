@@ -4,7 +4,9 @@ Three shapes, by the kernel's loop roles (outer x reduce x inner, see layout.py)
 
 * no inner loops: each output reduces its points into a scalar ``acc`` in a vectorised
   ``omp simd reduction`` loop (float32 sums accumulate in float64; max/min keep a separate
-  NaN flag, since the vector max instructions drop NaNs NumPy propagates);
+  NaN flag, since the vector max instructions drop NaNs NumPy propagates); a sum along one
+  loop of at least two vectors' worth keeps its partial sums in a vector's lanes instead,
+  combined as a tree (:meth:`ReductionRendering.lane_sum`);
 * one big full reduction: 64 fixed chunks reduced in parallel, combined in order;
 * inner loops (kept trailing axes): a block of outputs along the last kept axis
   accumulates in a local array while the reduced axes stream past, the vector loop
@@ -137,12 +139,12 @@ class ReductionRendering:
         return max(64 // k.reduction.acc_dtype.itemsize, 2)
 
     def lane_sum(self, k: Kernel, loop) -> list:
-        """A sum along one short loop (a row of 32 or 64: layer norm, softmax) into
+        """A sum along one loop of a row's points (layer norm's, softmax's rows) into
         ``acc``, through partial sums in a vector's lanes combined as a tree. An
         ``omp simd reduction`` combines its lanes one after another after the loop (GCC
-        keeps that order without -ffast-math): ~25 dependent adds per output, which made a
-        softmax's row sums (16, 4, 32, 32) take ~30 us where ~13 do. Reassociating is what
-        the reduction clause allowed already (float sums accumulate in float64)."""
+        keeps that order without -ffast-math): a chain of dependent adds per output, which
+        on short rows cost more than the row itself. Reassociating is what the reduction
+        clause allowed already (float sums accumulate in float64)."""
         red = k.reduction
         lanes = self.sum_lanes(k)
         t = self.acc_type(k)
@@ -154,9 +156,9 @@ class ReductionRendering:
         if checked:
             lines.append(f"{self.abs_type(k)} acc_abs_lane[{lanes}] = {{0}};"
                          "  /* sums of |value|: the overflow check */")
-        # The lane loop counts a constant number of steps (em_l), so that GCC makes it
-        # whole vector operations and keeps the partial sums in registers; counting with
-        # the loop's own variable (from em_j to em_j + lanes) left them on the stack.
+        # The lane loop counts a constant number of steps (em_l): GCC then makes it whole
+        # vector operations and keeps the partial sums in registers (a loop from em_j to
+        # em_j + lanes has a count it cannot see as constant, and keeps them in memory).
         update = [f"const {self.index_type} {v} = em_j + em_l;"] + self.statements(k) + [
             self.value_line(k), "acc_lane[em_l] += val;"]
         if checked:
