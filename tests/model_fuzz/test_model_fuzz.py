@@ -193,6 +193,14 @@ def test_planted_bugs_are_caught(planted, check_name):
     assert any(m.check == check_name for m in found), found
 
 
+def test_rounding_amplified_inside_a_step_is_not_a_mismatch():
+    # Model 20261264-31: softplus's kernel is one ulp off NumPy's at one element, and a
+    # batch norm of two nearly equal rows (their difference 0.004, near sqrt(eps)) makes
+    # that 9e-5 of a weight's gradient. Perturbing the step's starting state alone moved
+    # it less; the perturbed run's nudged transcendentals reproduce it.
+    assert check(generate("20261264-31")) == []
+
+
 def test_the_real_jit_agrees_on_the_planted_bugs_model():
     assert check(_accumulating_clip_model(), backends=("numpy",)) == []
 

@@ -26,8 +26,10 @@ later sum adds in another order). :func:`allowance` turns that into a bound per 
   RMSprop's momentum buffer) may move by lr x twice that largest step (adaptive_step),
   "float32 ulps times the optimizer's amplification of a zero true gradient".
 * on top, ``SENSITIVITY_FACTOR`` times what the perturbed eager run moved (2 ulps on every
-  input of the step): whatever else this model amplifies (a layer norm of a nearly
-  constant row), measured rather than guessed.
+  float of the state the step starts from, and its transcendental and summing ops nudged
+  as tests/fuzz/rounding.py does): whatever else this model amplifies (a layer norm of a
+  nearly constant row, a batch norm of two nearly equal rows), measured rather than
+  guessed.
 
 A wrong value (a stale gradient, an update applied twice or not at all, a lost write)
 moves a parameter by a whole learning-rate step where its gradient is not noise, orders
@@ -44,7 +46,8 @@ import numpy as np
 # ~170 float32 ulps (2^-23 ~ 1.2e-7) of the element and of the scale: a step chains 10-50
 # ops forward and back, each within a few ulps of its inputs' scale.
 RTOL, ATOL = 2e-5, 2e-5
-# The perturbed run moved by 2 ulps at the inputs only; the jitted run rounds at every op.
+# The perturbed run moves 2 ulps at its state and at each transcendental and sum, all one
+# way; the jitted run rounds at every op, each its own way.
 SENSITIVITY_FACTOR = 8.0
 
 _STATE = re.compile(r"opt\.state\[(\d+)\]\['(\w+)'\]")
