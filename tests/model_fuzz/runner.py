@@ -6,11 +6,11 @@
   The first step that raises ends it (its exception is the last observation).
 * ``run_lockstep(spec, compare_step)``: an eager run, a second eager run whose floats are
   moved by 2 ulps before each step and whose transcendental and summing ops round a few
-  ulps off (tests/fuzz/rounding.py's nudges), and the runs under jit, step by step. After each step
-  all are observed, then every float state tensor of the others (parameters, gradients,
-  buffers, optimizer state) gets the eager run's values, in place: the next step starts
-  them from the same numbers, so a comparison measures one step's rounding, not the chaos
-  of a training trajectory, and the perturbed run says how much rounding this step of
+  ulps off (tests/fuzz/rounding.py's nudges), and the runs under jit, step by step. After
+  each step all are observed, then every float state tensor of the others (parameters,
+  gradients, buffers, optimizer state) gets the eager run's values, in place: the next step
+  starts them from the same numbers, so a comparison measures one step's rounding, not the
+  chaos of a training trajectory, and the perturbed run says how much rounding this step of
   this model amplifies. Each run keeps its own random stream (dropout draws as eagerly).
 """
 
