@@ -50,6 +50,22 @@ _CODES = {dtype: code for code, dtype in enumerate(SUPPORTED)}
 
 def reduce_op(caller: str, op, dtype: np.dtype):
     """The MPI op for ``op`` on ``dtype`` (bools combine as any / all)."""
+    # Every collective asks, with a handful of (op, dtype) pairs: remembered, keyed by
+    # the op's value (an Enum member hashes in Python).
+    key = (op._value_ if op.__class__ is ReduceOp else op if op.__class__ is str
+           else None, dtype)
+    found = _REDUCE_OPS.get(key) if key[0] is not None else None
+    if found is None:
+        found = _reduce_op(caller, op, dtype)
+        if key[0] is not None:
+            _REDUCE_OPS[key] = found
+    return found
+
+
+_REDUCE_OPS: dict = {}
+
+
+def _reduce_op(caller: str, op, dtype: np.dtype):
     try:
         op = op if isinstance(op, ReduceOp) else ReduceOp(str(op).lower())
     except ValueError:
@@ -86,14 +102,13 @@ def agree(pg: ProcessGroup, caller: str, data: np.ndarray | None, problem, *,
                              f"{_MAX_DIMS}")
     if problem is None and data.dtype not in _CODES:
         problem = DTypeError(f"{caller}: dtype {data.dtype} is not one of execmode's")
-    values = header_values(data if problem is None else None, root)
     began = time.perf_counter_ns()
-    # The blocking exchanges share one pair of buffers per group (each completes before
-    # the next starts); filled from a list: a new array per call took ~7 us more of a
-    # 1 MiB all_reduce on 2 ranks (NumPy's work, run with caches a 1 MiB reduction left cold).
-    sent, extremes = pg.header_buffers(2 * len(values))
-    sent[:] = values + [-v for v in values]
-    posted = post_headers(pg, sent[:len(values)], sent, extremes)
+    if problem is None:
+        mine, sent = pg.header_for((data.dtype, data.shape, root),
+                                   lambda: _header_pair(header_values(data, root)))
+    else:
+        mine, sent = _header_pair(header_values(None, root))
+    posted = post_headers(pg, mine, sent, pg.header_extremes(sent.size))
     alike = wait_headers(pg, caller, posted)
     _exchange.began, _exchange.ended = began, time.perf_counter_ns()
     _exchange.number = pg.sequence
@@ -111,6 +126,13 @@ def header_values(data: np.ndarray | None, root: int = -1) -> list[int]:
         return [_WRONG_ARGUMENTS] + [-1] * (3 + _MAX_DIMS)
     return [0, _CODES[data.dtype], root, data.ndim, *data.shape] + \
         [-1] * (_MAX_DIMS - data.ndim)
+
+
+def _header_pair(values: list[int]) -> tuple:
+    """(the header as an array, the array of the header then its negation that the
+    exchange sends; the first is a view of the second)."""
+    sent = np.array(values + [-v for v in values], np.int64)
+    return sent[:len(values)], sent
 
 
 def header_row(data: np.ndarray | None, root: int = -1) -> np.ndarray:

@@ -36,7 +36,9 @@ class ProcessGroup:
     timeout_s: float = 1800.0   # how long a collective waits for every rank to arrive
     sequence: int = 0           # collectives started: every rank counts them alike
     one_node: bool = True       # every rank shares this one's memory (one machine)
-    _header_buffers: tuple | None = field(default=None, repr=False, compare=False)
+    # What exchange.agree sends, by (dtype, shape, root), and the array it receives into.
+    _headers: dict = field(default_factory=dict, repr=False, compare=False)
+    _extremes: np.ndarray | None = field(default=None, repr=False, compare=False)
     # em.jit guards a group by identity only: ``sequence`` moves at every collective (a
     # graph's too), and rank and size are fixed for the group's life, a new group being
     # a new object. Guarded by value, a jitted step that can reach the group (through a
@@ -46,13 +48,28 @@ class ProcessGroup:
     def __repr__(self) -> str:
         return f"<ProcessGroup backend={self.backend} rank={self.rank} size={self.size}>"
 
-    def header_buffers(self, n: int) -> tuple:
-        """Two int64 arrays of ``n`` for a blocking collective's header exchange
-        (exchange.agree), made once: what it sends and what it receives. One thread at a
-        time, as MPI's collectives on one communicator must be called anyway."""
-        if self._header_buffers is None or self._header_buffers[0].size != n:
-            self._header_buffers = (np.empty(n, np.int64), np.empty(n, np.int64))
-        return self._header_buffers
+    def header_for(self, key: tuple, make) -> tuple:
+        """The header exchange.agree sends for ``key`` (dtype, shape, root), made once by
+        ``make()``: a training loop's collectives repeat a few shapes, and building the
+        header's array at every call was most of a small all_reduce's own time. At most
+        _MAX_HEADERS are kept."""
+        pair = self._headers.get(key)
+        if pair is None:
+            if len(self._headers) >= _MAX_HEADERS:
+                self._headers.clear()
+            pair = self._headers[key] = make()
+        return pair
+
+    def header_extremes(self, n: int) -> np.ndarray:
+        """The int64 array of ``n`` a blocking header exchange receives into, made once
+        (each exchange completes before the next starts; one thread at a time, as MPI's
+        collectives on one communicator must be called anyway)."""
+        if self._extremes is None or self._extremes.size != n:
+            self._extremes = np.empty(n, np.int64)
+        return self._extremes
+
+
+_MAX_HEADERS = 256
 
 
 class _Group:
