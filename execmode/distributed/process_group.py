@@ -51,8 +51,8 @@ class ProcessGroup:
     def header_for(self, key: tuple, make) -> tuple:
         """The header exchange.agree sends for ``key`` (dtype, shape, root), made once by
         ``make()``: a training loop's collectives repeat a few shapes, and building the
-        header's array at every call was most of a small all_reduce's own time. At most
-        _MAX_HEADERS are kept."""
+        header's array from a list at every call was a good part of a small all_reduce's
+        own time. At most _MAX_HEADERS are kept."""
         pair = self._headers.get(key)
         if pair is None:
             if len(self._headers) >= _MAX_HEADERS:
