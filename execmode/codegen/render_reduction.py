@@ -121,7 +121,7 @@ class ReductionRendering:
             lines.append(f"{self.abs_type(k)} acc_abs = 0;  /* sum of |value|: the overflow check */")
         if red.op in ("max", "min") and red.acc_dtype.kind == "f":
             lines.append("int acc_nan = 0;")
-        inner = self.statements(k) + [self.value_line(k)] + self.vector_update(k, "val")
+        inner = self.point_update(k)
         clause = self.vector_reduction_clause(k)
         headers = []
         for depth, loop in enumerate(reduce_loops):
@@ -133,10 +133,14 @@ class ReductionRendering:
             headers.append(header)
         return lines + self.nest(headers, inner)
 
+    def point_update(self, k: Kernel) -> list:
+        """One point's statements, its ``val`` and the update of ``acc`` with it."""
+        return self.statements(k) + [self.value_line(k)] + self.vector_update(k, "val")
+
     def sum_lanes(self, k: Kernel) -> int:
         """Partial sums kept side by side in :meth:`lane_sum`: one 512-bit vector of the
         accumulator's dtype."""
-        return max(64 // k.reduction.acc_dtype.itemsize, 2)
+        return 64 // k.reduction.acc_dtype.itemsize
 
     def lane_sum(self, k: Kernel, loop) -> list:
         """A sum along one loop of a row's points (layer norm's, softmax's rows) into
@@ -178,8 +182,7 @@ class ReductionRendering:
         if checked:
             lines.append(f"{self.abs_type(k)} acc_abs = acc_abs_lane[0];")
         if whole < size:  # the points past the last whole vector
-            tail = self.statements(k) + [self.value_line(k)] + self.vector_update(k, "val")
-            lines += self.nest([[self.for_line(v, size, str(whole))]], tail)
+            lines += self.nest([[self.for_line(v, size, str(whole))]], self.point_update(k))
         return lines
 
     def split_reduction(self, k: Kernel) -> list:

@@ -52,13 +52,12 @@ def reduce_op(caller: str, op, dtype: np.dtype):
     """The MPI op for ``op`` on ``dtype`` (bools combine as any / all)."""
     # Every collective asks, with a handful of (op, dtype) pairs: remembered, keyed by
     # the op's value (an Enum member hashes in Python).
-    key = (op._value_ if op.__class__ is ReduceOp else op if op.__class__ is str
-           else None, dtype)
-    found = _REDUCE_OPS.get(key) if key[0] is not None else None
+    name = op._value_ if op.__class__ is ReduceOp else op if op.__class__ is str else None
+    if name is None:  # (any other kind of op: looked up at every call)
+        return _reduce_op(caller, op, dtype)
+    found = _REDUCE_OPS.get((name, dtype))
     if found is None:
-        found = _reduce_op(caller, op, dtype)
-        if key[0] is not None:
-            _REDUCE_OPS[key] = found
+        found = _REDUCE_OPS[(name, dtype)] = _reduce_op(caller, op, dtype)
     return found
 
 
