@@ -161,10 +161,12 @@ class Recorder:
             self.memory.sample_now()
         self._attach_ring()
         # The objects the start made (modules, the session's meta, the ring) would make
-        # the script's next young collection one of ours, ~1 ms inside a short script's
-        # recording: collected now, as the start's cost, the script's young generations
-        # start empty.
-        gc.collect(1)
+        # the script's next young collection one of ours, and the full collections due
+        # (a full one runs after ten of the middle generation's) would fall where the
+        # process's history puts them: ~13 ms inside a 30 ms script in some runs, in
+        # none in others. Collected now, fully, as the start's cost: the script starts
+        # with every generation empty.
+        gc.collect()
         _active.add(self)
         # The sums' baseline, before this recorder starts the kernel clock.
         self.kernel_totals = KernelTotals()

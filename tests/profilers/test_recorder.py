@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 
@@ -129,6 +130,20 @@ def test_start_recording_for_script_runners(tmp_path):
         assert s.meta["exit"]["kind"] == "normal"
         assert s.count("op_events") == 2
     assert not instrument.listeners()
+
+
+def test_the_script_starts_with_no_full_collection_due(tmp_path):
+    # Whether a full collection (milliseconds on the engine's heap) falls inside a short
+    # script's recording must not depend on the process's history: the start collects
+    # every generation, so the oldest generation's count of younger collections is zero.
+    for _ in range(3):  # a middle-generation collection counts toward the next full one
+        gc.collect(1)
+    assert gc.get_count()[2] > 0
+    rec = Recorder(tmp_path / "gc.emsession", calibrate=False).start()
+    try:
+        assert gc.get_count()[2] == 0
+    finally:
+        rec.close()
 
 
 def test_values_are_unchanged_by_recording(tmp_path):
