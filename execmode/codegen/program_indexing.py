@@ -1,5 +1,6 @@
 """Indexing inside a whole-graph program (program.py): ``getitem`` and its gradient
-``index_add`` for the two forms a model's step is made of.
+``index_add`` for the two forms a model's step is made of, and ``scatter_slices`` (the
+sum of a split's ``index_add``s, passes/slice_sums.py).
 
 * **Basic indices** (slices, integers, ``None``, ``...``: an attention's ``qkv[:, :, 64:128]``,
   a mask's ``[:, :, :T, :T]``): the plan hands out a NumPy view, which a kernel then reads
@@ -75,6 +76,27 @@ def basic_lines(node, base_shape: tuple, t: str, source: int, target: int,
     at = " + ".join([f"{offset}LL"] + [f"i{d} * {s}LL" for d, s in enumerate(strides)])
     return lines + loop_nest(shape, [f"out[{at}] = src[p++];" if scatter else
                                      f"out[p++] = src[{at}];"]) + ["}"]
+
+
+def slices_lines(node, t: str, sources: list, target: int) -> list[str]:
+    """``scatter_slices``: ``b[target]`` (of the node's shape) is zeros with each source
+    ``b[sources[k]]`` plus zero (a float's -0.0 becomes +0.0, as eager's adds make it)
+    written at its slice; the zeros only where the slices leave elements uncovered."""
+    shape = tuple(node.attr["shape"])
+    views = [basic_view(shape, index) for index in node.attr["indices"]]
+    plus = " + 0" if node.dtype.kind == "f" else ""
+    lines = ["{", f"    {t} *out = ({t} *)b[{target}];"]
+    if sum(math.prod(view) for _, _, view in views) < math.prod(shape):
+        lines.append(f"    __builtin_memset(out, 0, {math.prod(shape) * _size(node)});")
+    for source, (offset, strides, view) in zip(sources, views):
+        if math.prod(view) == 0:
+            continue
+        at = " + ".join([f"{offset}LL"] + [f"i{d} * {s}LL" for d, s in enumerate(strides)])
+        lines += ["    {", f"    const {t} *src = (const {t} *)b[{source}];",
+                  "    long long p = 0;"]
+        lines += ["    " + line for line in loop_nest(view, [f"out[{at}] = src[p++]{plus};"])]
+        lines.append("    }")
+    return lines + ["}"]
 
 
 def loop_nest(shape: tuple, body: list[str]) -> list[str]:

@@ -18,7 +18,7 @@ from . import gemm_kernel, gemm_orientation, layout, matmul_policy
 from .kernel_ir import Param
 from .lower import REDUCTIONS, Unsupported, arrival_strides, lower_fused, member_comment
 from .program_checks import CHECKS, along_axis_lines, check_lines
-from .program_indexing import NotInProgram, basic_lines, rows_index, rows_lines
+from .program_indexing import NotInProgram, basic_lines, rows_index, rows_lines, slices_lines
 from .program_windows import WINDOW_OPS, window_call, window_lines
 
 
@@ -115,7 +115,7 @@ def blas_matmul_lines(mm: Node, producers, buffer_of, target: int, fixed: dict, 
 
 
 # The ops whose C this module writes out itself, as loops or calls.
-WRITTEN_OUT = CHECKS | WINDOW_OPS | {"pad", "getitem", "index_add"}
+WRITTEN_OUT = CHECKS | WINDOW_OPS | {"pad", "getitem", "index_add", "scatter_slices"}
 
 
 def flat_operands(node, producers) -> list:
@@ -149,6 +149,8 @@ def written_out_lines(node, operands: list, inputs: list, out: int, renderer, fa
             function, dims_at = called_at(address, dims)
             return window_lines(node, pointers, status, function, dims_at, inputs, out,
                                 failure_word() if status else None)
+        if node.op == "scatter_slices":
+            return slices_lines(node, t, inputs, out)
         if node.op in ("getitem", "index_add"):
             scatter = node.op == "index_add"
             base = tuple(node.attr["shape"]) if scatter else tuple(operands[0].shape)

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     reductions,
     sampling,
     scan,
+    scatter_slices,
     sets,
     state,
     triangular,

@@ -24,6 +24,7 @@ from ..graph.ir import Literal, Node, make_attrs, replace
 from ..matmul_bits import turned_same_bits
 from .record import Rewrite
 from .rewrite import rewire
+from .slice_sums import merge_slice_sums
 
 
 def _scalar_value(ref, nodes):
@@ -231,7 +232,8 @@ def simplify(graph):
     merged = {k: v for k, v in mapping.items() if isinstance(v, int)}
     g = rewire(graph.copy(nodes=out), mapping)
     g, turned = turn_transposed_products(g)
-    return g, rewrites + turned, merged, {}
+    g, placed = merge_slice_sums(g)
+    return g, rewrites + turned + placed, merged, {}
 
 
 def turn_transposed_products(graph):

@@ -1,0 +1,90 @@
+"""A sum of gradients that each fill disjoint slices of zeros becomes one ``scatter_slices``.
+
+Backward through ``q, k, v = x.split(C, dim=-1)`` (or any set of basic slices of one
+value) gives each piece's gradient as an ``index_add`` into zeros of ``x``'s shape, and
+accumulates them with adds: three full-size buffers written, read and summed where the
+result only places each piece at its slice. Where the slices are pairwise disjoint, every
+element of the sum is ``0 + ... + g + ... + 0``: ``g + 0`` (which turns -0.0 into +0.0,
+as the adds do; NaN and infinities pass) inside a piece, zero outside them. The node
+``scatter_slices`` writes exactly that, once (ops/scatter_slices.py; C in programs).
+
+Only where every term of the add tree is such an ``index_add`` (no index tensors, the
+sum's shape and dtype) read by nothing else, and the dtype is a float or an integer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.ir import make_attrs, replace
+from ..ops.scatter_slices import basic_key
+from .record import Rewrite
+
+# Disjointness is checked on a one-byte mask of the sum's shape: compile-time memory
+# bounded by this many elements (larger sums keep their adds).
+MASK_LIMIT = 1 << 24
+
+
+def merge_slice_sums(graph):
+    """Returns (graph, rewrites); the replaced adds' terms are left for dead-code
+    elimination."""
+    nodes = {n.id: n for n in graph.nodes}
+    users = graph.users()
+    outputs = set(graph.outputs)
+    replaced, inside, rewrites = {}, set(), []
+    for n in reversed(graph.nodes):  # a tree's root before the adds inside it
+        if n.op != "add" or n.id in inside or np.dtype(n.dtype).kind not in "fiu":
+            continue
+        terms, adds = [], set()
+        if not _collect(n, n, nodes, users, outputs, terms, adds) or len(terms) < 2:
+            continue
+        indices = tuple(t.attr["index"] for t in terms)
+        if not _disjoint(tuple(n.shape), indices):
+            continue
+        replaced[n.id] = replace(n, op="scatter_slices", inputs=tuple(t.inputs[0] for t in terms),
+                                 attrs=make_attrs({"shape": tuple(n.shape), "indices": indices}))
+        inside |= adds
+        rewrites.append(Rewrite(
+            f"simplified %{n.id} = a sum of {len(terms)} index_adds into disjoint slices -> "
+            f"scatter_slices " + " ".join(f"%{t.inputs[0]}" for t in terms)
+            + " (each piece written once at its slice)",
+            (n.id,) + tuple(t.id for t in terms) + tuple(sorted(adds)), "simplify"))
+    if not replaced:
+        return graph, []
+    return graph.copy(nodes=[replaced.get(n.id, n) for n in graph.nodes]), rewrites
+
+
+def _collect(node, root, nodes, users, outputs, terms: list, adds: set) -> bool:
+    """The index_add terms of the add tree under ``node`` (in order), and its inner adds;
+    False where any operand is something else or is read outside the tree."""
+    for ref in node.inputs:
+        if not isinstance(ref, int) or ref in outputs or users.get(ref) != [node.id]:
+            return False
+        m = nodes[ref]
+        if m.shape != root.shape or m.dtype != root.dtype or m.device != root.device:
+            return False
+        if m.op == "index_add":
+            if len(m.inputs) != 1 or tuple(m.attr["shape"]) != tuple(root.shape) or any(
+                    item[0] == "tensor" for item in m.attr["index"]):
+                return False
+            terms.append(m)
+        elif m.op == "add":
+            adds.add(m.id)
+            if not _collect(m, root, nodes, users, outputs, terms, adds):
+                return False
+        else:
+            return False
+    return True
+
+
+def _disjoint(shape: tuple, indices: tuple) -> bool:
+    """Whether the basic indices select pairwise disjoint elements of ``shape``."""
+    if int(np.prod(shape)) > MASK_LIMIT:
+        return False
+    taken = np.zeros(shape, np.bool_)
+    for index in indices:
+        region = taken[basic_key(index)]
+        if region.any():
+            return False
+        region[...] = True
+    return True
