@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from ..ops.scatter_slices import common_loops, permuted_shape
 from .layout import contiguous_strides
 
 
@@ -78,23 +79,39 @@ def basic_lines(node, base_shape: tuple, t: str, source: int, target: int,
                                      f"out[p++] = src[{at}];"]) + ["}"]
 
 
-def slices_lines(node, t: str, sources: list, target: int) -> list[str]:
-    """``scatter_slices``: ``b[target]`` (of the node's shape) is zeros with each source
-    ``b[sources[k]]`` plus zero (a float's -0.0 becomes +0.0, as eager's adds make it)
-    written at its slice; the zeros only where the slices leave elements uncovered."""
+def slices_lines(node, operands: list, t: str, sources: list, target: int) -> list[str]:
+    """``scatter_slices``: ``b[target]`` (of the node's shape) is zeros with each piece
+    plus zero (a float's -0.0 becomes +0.0, as eager's adds make it) written at its slice;
+    the zeros only where the slices leave elements uncovered. A piece read through a
+    permutation walks its operand and its slice in common loops."""
     shape = tuple(node.attr["shape"])
     views = [basic_view(shape, index) for index in node.attr["indices"]]
     plus = " + 0" if node.dtype.kind == "f" else ""
     lines = ["{", f"    {t} *out = ({t} *)b[{target}];"]
     if sum(math.prod(view) for _, _, view in views) < math.prod(shape):
         lines.append(f"    __builtin_memset(out, 0, {math.prod(shape) * _size(node)});")
-    for source, (offset, strides, view) in zip(sources, views):
+    for operand, source, axes, (offset, strides, view) in zip(
+            operands, sources, node.attr["reads"], views):
         if math.prod(view) == 0:
             continue
-        at = " + ".join([f"{offset}LL"] + [f"i{d} * {s}LL" for d, s in enumerate(strides)])
-        lines += ["    {", f"    const {t} *src = (const {t} *)b[{source}];",
-                  "    long long p = 0;"]
-        lines += ["    " + line for line in loop_nest(view, [f"out[{at}] = src[p++]{plus};"])]
+        if axes is None:
+            loops = [(n, d, 1, None, 1) for d, n in enumerate(view)]
+            src_strides, read = (), "src[p++]"
+        else:
+            loops = common_loops(view, permuted_shape(tuple(operand.shape), axes))
+            if loops is None:
+                raise NotInProgram("a permuted piece whose shape does not nest in its slice's")
+            src_strides = permuted_shape(contiguous_strides(tuple(operand.shape)), axes)
+            read = "src[" + " + ".join(["0LL"] + [
+                f"i{k} * {src_strides[j] * inner}LL"
+                for k, (_, _, _, j, inner) in enumerate(loops)]) + "]"
+        at = " + ".join([f"{offset}LL"] + [f"i{k} * {strides[d] * inner}LL"
+                                           for k, (_, d, inner, _, _) in enumerate(loops)])
+        lines += ["    {", f"    const {t} *src = (const {t} *)b[{source}];"]
+        if axes is None:
+            lines.append("    long long p = 0;")
+        lines += ["    " + line for line in loop_nest(tuple(n for n, *_ in loops),
+                                                       [f"out[{at}] = {read}{plus};"])]
         lines.append("    }")
     return lines + ["}"]
 

@@ -150,7 +150,7 @@ def written_out_lines(node, operands: list, inputs: list, out: int, renderer, fa
             return window_lines(node, pointers, status, function, dims_at, inputs, out,
                                 failure_word() if status else None)
         if node.op == "scatter_slices":
-            return slices_lines(node, t, inputs, out)
+            return slices_lines(node, operands, t, inputs, out)
         if node.op in ("getitem", "index_add"):
             scatter = node.op == "index_add"
             base = tuple(node.attr["shape"]) if scatter else tuple(operands[0].shape)

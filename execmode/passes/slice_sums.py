@@ -10,6 +10,10 @@ as the adds do; NaN and infinities pass) inside a piece, zero outside them. The 
 
 Only where every term of the add tree is such an ``index_add`` (no index tensors, the
 sum's shape and dtype) read by nothing else, and the dtype is a float or an integer.
+
+A piece that is ``reshape(permute_dims(x))`` read by nothing else (attention's heads put
+back in order: a copy) is read from ``x`` through the permutation instead, where the two
+shapes nest into common loops (ops/scatter_slices.py ``common_loops``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.ir import make_attrs, replace
-from ..ops.scatter_slices import basic_key
+from ..ops.scatter_slices import basic_key, common_loops, permuted_shape
 from .record import Rewrite
 
 # Disjointness is checked on a one-byte mask of the sum's shape: compile-time memory
@@ -41,13 +45,18 @@ def merge_slice_sums(graph):
         indices = tuple(t.attr["index"] for t in terms)
         if not _disjoint(tuple(n.shape), indices):
             continue
-        replaced[n.id] = replace(n, op="scatter_slices", inputs=tuple(t.inputs[0] for t in terms),
-                                 attrs=make_attrs({"shape": tuple(n.shape), "indices": indices}))
+        reads = [_read_through(t.inputs[0], t, nodes, users, outputs) for t in terms]
+        operands = tuple(t.inputs[0] if r is None else r[0] for t, r in zip(terms, reads))
+        replaced[n.id] = replace(n, op="scatter_slices", inputs=operands, attrs=make_attrs({
+            "shape": tuple(n.shape), "indices": indices,
+            "reads": tuple(None if r is None else r[1] for r in reads)}))
         inside |= adds
+        through = sum(r is not None for r in reads)
         rewrites.append(Rewrite(
             f"simplified %{n.id} = a sum of {len(terms)} index_adds into disjoint slices -> "
-            f"scatter_slices " + " ".join(f"%{t.inputs[0]}" for t in terms)
-            + " (each piece written once at its slice)",
+            f"scatter_slices " + " ".join(f"%{i}" for i in operands)
+            + " (each piece written once at its slice"
+            + (f"; {through} read through their permutation" if through else "") + ")",
             (n.id,) + tuple(t.id for t in terms) + tuple(sorted(adds)), "simplify"))
     if not replaced:
         return graph, []
@@ -75,6 +84,24 @@ def _collect(node, root, nodes, users, outputs, terms: list, adds: set) -> bool:
         else:
             return False
     return True
+
+
+def _read_through(ref, term, nodes, users, outputs):
+    """(x, axes) where the piece ``ref`` is ``reshape(permute_dims(x, axes))`` that only
+    ``term`` reads and whose shapes nest, else None."""
+    piece = nodes[ref]
+    if piece.op != "reshape" or ref in outputs or users.get(ref) != [term.id] \
+            or not isinstance(piece.inputs[0], int):
+        return None
+    permuted = nodes[piece.inputs[0]]
+    if permuted.op != "permute_dims" or not isinstance(permuted.inputs[0], int):
+        return None
+    source = nodes[permuted.inputs[0]]
+    axes = tuple(permuted.attr["axes"])
+    if source.dtype != piece.dtype or common_loops(
+            tuple(piece.shape), permuted_shape(tuple(source.shape), axes)) is None:
+        return None
+    return source.id, axes
 
 
 def _disjoint(shape: tuple, indices: tuple) -> bool:

@@ -138,7 +138,7 @@ class Generator(ProgramFrame, OpStatements, StateStatements):
         ("st_identity", 1.5), ("st_clone", 0.5), ("st_stack", 0.5), ("st_index_tensor", 1),
         ("st_view", 3), ("st_inplace", 5), ("st_backward", 2), ("st_grad_edit", 1),
         ("st_optimizer", 1), ("st_param_update", 1), ("st_array_api", 1),
-        ("st_more_dtypes", 1.5), ("st_more_functions", 1),
+        ("st_more_dtypes", 1.5), ("st_more_functions", 1), ("st_split", 1),
     )
 
     def make_body(self) -> None:

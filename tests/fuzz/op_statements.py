@@ -182,6 +182,31 @@ class OpStatements:
                      {"array_api"}, a)
         return True
 
+    def st_split(self) -> bool:
+        """Pieces of one value from ``em.split`` combined (q * k - v): under backward, their
+        gradients' index_adds into disjoint slices are summed (passes/slice_sums.py)."""
+        if not self.on("views"):
+            return False
+
+        def axes(v):
+            return [i for i, n in enumerate(v.shape)
+                    if isinstance(n, int) and n >= 2 and (n % 2 == 0 or n % 3 == 0)]
+
+        a = self.pick(lambda v: self.numeric(v) and axes(v))
+        if a is None:
+            return False
+        axis = self.rng.choice(axes(a))
+        n = a.shape[axis]
+        k = 3 if n % 3 == 0 else 2
+        size = n // k
+
+        def piece(i):
+            return f"em.split({a.name}, {size}, dim={axis})[{i}]"
+
+        text = f"{piece(0)} * {piece(k - 1)}" + (f" - {piece(1)}" if k == 3 else "")
+        self.add_var(text, a.shape[:axis] + (size,) + a.shape[axis + 1:], a.dtype, {"views"}, a)
+        return True
+
     def st_where(self) -> bool:
         if not self.on("where"):
             return False

@@ -10,6 +10,7 @@ import pytest
 import execmode as em
 from execmode import instrument
 from execmode.codegen.toolchain import NoCompiler, get_toolchain
+from execmode.ops.scatter_slices import common_loops
 
 
 def _weights(dtype, shape=(3, 5, 12)):
@@ -42,9 +43,10 @@ def _eager_and_jit(dtype, pieces, listen=False):
                 pass
         with instrument.listening(Listener()):
             got.append(jitted().numpy().copy())
-    ops = [n.op for n in em.jit(_grad_step(jit_w, pieces)).lower().graph.nodes]
+    lowered = em.jit(_grad_step(jit_w, pieces)).lower()
+    ops = [n.op for n in lowered.graph.nodes]
     ((compiled),) = jitted._segments.values()
-    return eager, got, ops, compiled.plan
+    return eager, got, ops, compiled.plan, [str(r) for r in lowered.record.rewrites]
 
 
 def _same_bits(a, b):
@@ -62,7 +64,7 @@ def _compiler():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_splits_gradients_become_one_scatter_slices_with_eagers_bits(dtype):
-    eager, got, ops, plan = _eager_and_jit(dtype, lambda w: w.split(4, dim=2), listen=True)
+    eager, got, ops, plan, _ = _eager_and_jit(dtype, lambda w: w.split(4, dim=2), listen=True)
     assert "scatter_slices" in ops and "index_add" not in ops
     assert np.signbit(eager[0, 0]).sum() == 0 and (eager[0, 0] == 0).all()
     for g in got:  # the program's C, then a listener's step-by-step run (NumPy)
@@ -72,7 +74,7 @@ def test_a_splits_gradients_become_one_scatter_slices_with_eagers_bits(dtype):
 
 
 def test_slices_that_leave_elements_uncovered_keep_them_zero():
-    eager, got, ops, plan = _eager_and_jit(
+    eager, got, ops, plan, _ = _eager_and_jit(
         np.float32, lambda w: (w[:, :2, 1:4], w[:, 2:4, 6:9], w[:, 3:, 9:]))
     assert "scatter_slices" in ops
     for g in got:
@@ -82,7 +84,41 @@ def test_slices_that_leave_elements_uncovered_keep_them_zero():
 
 
 def test_overlapping_slices_keep_their_adds():
-    eager, got, ops, _ = _eager_and_jit(np.float32, lambda w: (w[:, :, :7], w[:, :, 5:]))
+    eager, got, ops, *_ = _eager_and_jit(np.float32, lambda w: (w[:, :, :7], w[:, :, 5:]))
     assert "scatter_slices" not in ops
     for g in got:
         _same_bits(eager, g)
+
+
+def _heads(w):
+    """Attention's layout: each piece split into 2 heads and moved to (B, heads, T, d); the
+    gradients come back through a permutation and a reshape (a copy each, read in place)."""
+    return tuple(p.reshape(3, 5, 2, 2).transpose(1, 2) for p in w.split(4, dim=2))
+
+
+def _merged_rows(w):
+    """Each piece's rows merged and transposed: the permuted operand's dims are coarser
+    than its slice's (one of them split across two loops)."""
+    return tuple(p.reshape(15, 4).T for p in w.split(4, dim=2))
+
+
+@pytest.mark.parametrize("pieces", [_heads, _merged_rows])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_permuted_pieces_are_read_in_place(dtype, pieces):
+    eager, got, ops, plan, rewrites = _eager_and_jit(dtype, pieces, listen=True)
+    assert "scatter_slices" in ops and "reshape" not in ops[ops.index("scatter_slices"):]
+    assert any("3 read through their permutation" in r for r in rewrites), rewrites
+    for g in got:
+        _same_bits(eager, g)
+    if _compiler() is None:
+        assert plan.program is not None, plan.program_reason
+
+
+def test_shapes_walked_in_common_loops():
+    # (size, dim of a, its inner rest, dim of b, its inner rest), outermost first
+    assert common_loops((2, 4, 8), (2, 4, 2, 4)) == [
+        (2, 0, 1, 0, 1), (4, 1, 1, 1, 1), (2, 2, 4, 2, 1), (4, 2, 1, 3, 1)]
+    assert common_loops((6,), (1, 2, 1, 3)) == [(2, 0, 3, 1, 1), (3, 0, 1, 3, 1)]
+    assert common_loops((2, 3), (3, 2)) is None
+    assert common_loops((4,), (5,)) is None
+    assert common_loops((0, 3), (3, 0)) == []
