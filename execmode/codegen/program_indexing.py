@@ -107,9 +107,9 @@ def slices_lines(node, operands: list, t: str, sources: list, target: int) -> li
                 for k, (_, _, _, j, inner) in enumerate(loops)]) + "]"
         at = " + ".join([f"{offset}LL"] + [f"i{k} * {strides[d] * inner}LL"
                                            for k, (_, d, inner, _, _) in enumerate(loops)])
-        lines += ["    {", f"    const {t} *src = (const {t} *)b[{source}];"]
+        lines += ["    {", f"        const {t} *src = (const {t} *)b[{source}];"]
         if axes is None:
-            lines.append("    long long p = 0;")
+            lines.append("        long long p = 0;")
         lines += ["    " + line for line in loop_nest(tuple(n for n, *_ in loops),
                                                        [f"out[{at}] = {read}{plus};"])]
         lines.append("    }")
