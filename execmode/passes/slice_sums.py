@@ -37,7 +37,8 @@ def merge_slice_sums(graph):
     outputs = set(graph.outputs)
     replaced, inside, rewrites = {}, set(), []
     for n in reversed(graph.nodes):  # a tree's root before the adds inside it
-        if n.op != "add" or n.id in inside or np.dtype(n.dtype).kind not in "fiu":
+        if n.op != "add" or n.id in inside or np.dtype(n.dtype).kind not in "fiu" or \
+                not _plain(n.shape):
             continue
         terms, adds = [], set()
         if not _collect(n, n, nodes, users, outputs, terms, adds) or len(terms) < 2:
@@ -74,7 +75,7 @@ def _collect(node, root, nodes, users, outputs, terms: list, adds: set) -> bool:
             return False
         if m.op == "index_add":
             if len(m.inputs) != 1 or tuple(m.attr["shape"]) != tuple(root.shape) or any(
-                    item[0] == "tensor" for item in m.attr["index"]):
+                    item[0] == "tensor" or not _plain(item[1:]) for item in m.attr["index"]):
                 return False
             terms.append(m)
         elif m.op == "add":
@@ -102,6 +103,12 @@ def _read_through(ref, term, nodes, users, outputs):
             tuple(piece.shape), permuted_shape(tuple(source.shape), axes)) is None:
         return None
     return source.id, axes
+
+
+def _plain(values) -> bool:
+    """Sizes and slice bounds known when compiling (a symbolic size is not: its graph
+    serves every size, and disjointness would be a question per size)."""
+    return all(v is None or type(v) is int for v in values)
 
 
 def _disjoint(shape: tuple, indices: tuple) -> bool:
