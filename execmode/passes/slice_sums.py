@@ -35,14 +35,20 @@ def merge_slice_sums(graph):
     nodes = {n.id: n for n in graph.nodes}
     users = graph.users()
     outputs = set(graph.outputs)
+    # Whether each add's tree holds only qualifying index_adds: one pass in graph order
+    # (an add's operands come before it), so a long chain of adds costs linear time.
+    whole = {}
+    for n in graph.nodes:
+        if n.op == "add":
+            whole[n.id] = all(_term_of(ref, n, nodes, users, outputs, whole)
+                              for ref in n.inputs)
     replaced, inside, rewrites = {}, set(), []
     for n in reversed(graph.nodes):  # a tree's root before the adds inside it
-        if n.op != "add" or n.id in inside or np.dtype(n.dtype).kind not in "fiu" or \
-                not _plain(n.shape):
+        if not whole.get(n.id) or n.id in inside or np.dtype(n.dtype).kind not in "fiu" \
+                or not _plain(n.shape):
             continue
-        terms, adds = [], set()
-        if not _collect(n, n, nodes, users, outputs, terms, adds) or len(terms) < 2:
-            continue
+        terms, adds = _tree(n, nodes)
+        inside |= adds  # (tried once: a tree that fails is not tried again piece by piece)
         indices = tuple(t.attr["index"] for t in terms)
         if not _disjoint(tuple(n.shape), indices):
             continue
@@ -51,7 +57,6 @@ def merge_slice_sums(graph):
         replaced[n.id] = replace(n, op="scatter_slices", inputs=operands, attrs=make_attrs({
             "shape": tuple(n.shape), "indices": indices,
             "reads": tuple(None if r is None else r[1] for r in reads)}))
-        inside |= adds
         through = sum(r is not None for r in reads)
         rewrites.append(Rewrite(
             f"simplified %{n.id} = a sum of {len(terms)} index_adds into disjoint slices -> "
@@ -64,27 +69,34 @@ def merge_slice_sums(graph):
     return graph.copy(nodes=[replaced.get(n.id, n) for n in graph.nodes]), rewrites
 
 
-def _collect(node, root, nodes, users, outputs, terms: list, adds: set) -> bool:
-    """The index_add terms of the add tree under ``node`` (in order), and its inner adds;
-    False where any operand is something else or is read outside the tree."""
-    for ref in node.inputs:
-        if not isinstance(ref, int) or ref in outputs or users.get(ref) != [node.id]:
-            return False
-        m = nodes[ref]
-        if m.shape != root.shape or m.dtype != root.dtype or m.device != root.device:
-            return False
-        if m.op == "index_add":
-            if len(m.inputs) != 1 or tuple(m.attr["shape"]) != tuple(root.shape) or any(
-                    item[0] == "tensor" or not _plain(item[1:]) for item in m.attr["index"]):
-                return False
-            terms.append(m)
-        elif m.op == "add":
+def _term_of(ref, node, nodes, users, outputs, whole: dict) -> bool:
+    """Whether operand ``ref`` of the add ``node`` belongs to a tree of qualifying terms:
+    an index_add (basic index, plain bounds, ``node``'s shape and dtype) or an add whose
+    own tree qualifies, read by ``node`` alone."""
+    if not isinstance(ref, int) or ref in outputs or users.get(ref) != [node.id]:
+        return False
+    m = nodes[ref]
+    if m.shape != node.shape or m.dtype != node.dtype or m.device != node.device:
+        return False
+    if m.op == "add":
+        return whole.get(m.id, False)
+    return m.op == "index_add" and len(m.inputs) == 1 and \
+        tuple(m.attr["shape"]) == tuple(node.shape) and not any(
+            item[0] == "tensor" or not _plain(item[1:]) for item in m.attr["index"])
+
+
+def _tree(root, nodes) -> tuple[list, set]:
+    """The index_add terms under the qualifying add ``root``, left to right, and its
+    inner adds (a stack, not recursion: a chain of adds can be thousands long)."""
+    terms, adds, stack = [], set(), list(reversed(root.inputs))
+    while stack:
+        m = nodes[stack.pop()]
+        if m.op == "add":
             adds.add(m.id)
-            if not _collect(m, root, nodes, users, outputs, terms, adds):
-                return False
+            stack.extend(reversed(m.inputs))
         else:
-            return False
-    return True
+            terms.append(m)
+    return terms, adds
 
 
 def _read_through(ref, term, nodes, users, outputs):

@@ -122,3 +122,19 @@ def test_shapes_walked_in_common_loops():
     assert common_loops((2, 3), (3, 2)) is None
     assert common_loops((4,), (5,)) is None
     assert common_loops((0, 3), (3, 0)) == []
+
+
+def test_a_long_chain_of_adds_compiles_in_linear_time():
+    # A loss summed in a Python loop: a chain of 1,500 adds whose terms are not index_adds
+    # (the tree walk once recursed per add and again from every add: RecursionError).
+    rows = 1500
+    xs = em.tensor(np.linspace(-1, 1, rows * 4).reshape(rows, 4).astype(np.float32))
+
+    def total(x):
+        t = x[0] * x[0]
+        for i in range(1, rows):
+            t = t + x[i] * x[i]
+        return t
+
+    lowered = em.jit(total).lower(xs)
+    assert not any("scatter_slices" in str(r) for r in lowered.record.rewrites)
