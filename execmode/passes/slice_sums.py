@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.ir import make_attrs, replace
+from ..graph.views import VIEW_OPS
 from ..ops.scatter_slices import basic_key, common_loops, permuted_shape
 from .record import Rewrite
 
@@ -101,7 +102,8 @@ def _tree(root, nodes) -> tuple[list, set]:
 
 def _read_through(ref, term, nodes, users, outputs):
     """(x, axes) where the piece ``ref`` is ``reshape(permute_dims(x, axes))`` that only
-    ``term`` reads and whose shapes nest, else None."""
+    ``term`` reads, ``x`` a value of its own (not a view), and the shapes nest; else
+    None."""
     piece = nodes[ref]
     if piece.op != "reshape" or ref in outputs or users.get(ref) != [term.id] \
             or not isinstance(piece.inputs[0], int):
@@ -111,7 +113,7 @@ def _read_through(ref, term, nodes, users, outputs):
         return None
     source = nodes[permuted.inputs[0]]
     axes = tuple(permuted.attr["axes"])
-    if source.dtype != piece.dtype or common_loops(
+    if source.op in VIEW_OPS or source.dtype != piece.dtype or common_loops(
             tuple(piece.shape), permuted_shape(tuple(source.shape), axes)) is None:
         return None
     return source.id, axes
