@@ -22,8 +22,9 @@ import math
 
 import numpy as np
 
+from ..ops.movement import basic_key
 from ..ops.scatter_slices import common_loops, permuted_shape
-from .layout import contiguous_strides
+from .layout import contiguous_strides, permuted_strides
 
 
 class NotInProgram(Exception):
@@ -38,14 +39,7 @@ def basic_view(shape: tuple, index) -> tuple:
         raise NotInProgram("an index tensor among slices")
     stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape,
                                                strides=contiguous_strides(shape))
-    key = []
-    for item in index:
-        tag = item[0]
-        key.append(item[1] if tag == "int" else slice(*item[1:]) if tag == "slice"
-                   else None if tag == "none" else Ellipsis)
-    if Ellipsis not in key:  # (integers alone would give a NumPy scalar, not a view)
-        key.append(Ellipsis)
-    view = stand_in[tuple(key)]
+    view = stand_in[basic_key(index)]
     if not isinstance(view, np.ndarray) or view.base is None:
         raise NotInProgram("the index does not make a view")
     offset = view.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
@@ -101,7 +95,7 @@ def slices_lines(node, operands: list, t: str, sources: list, target: int) -> li
             loops = common_loops(view, permuted_shape(tuple(operand.shape), axes))
             if loops is None:
                 raise NotInProgram("a permuted piece whose shape does not nest in its slice's")
-            src_strides = permuted_shape(contiguous_strides(tuple(operand.shape)), axes)
+            src_strides = permuted_strides(contiguous_strides(tuple(operand.shape)), axes)
             read = "src[" + " + ".join(["0LL"] + [
                 f"i{k} * {src_strides[j] * inner}LL"
                 for k, (_, _, _, j, inner) in enumerate(loops)]) + "]"

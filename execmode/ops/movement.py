@@ -161,6 +161,13 @@ def index_to_key(index, arrays):
     return tuple(key)
 
 
+def basic_key(index) -> tuple:
+    """The NumPy key of a basic index (no index tensors), always making a view: integers
+    alone would give a NumPy scalar."""
+    key = index_to_key(index, ())
+    return key if Ellipsis in key else key + (Ellipsis,)
+
+
 def format_index(index) -> str:
     parts = []
     for item in index:

@@ -15,14 +15,8 @@ from __future__ import annotations
 
 import math
 
-from .movement import index_to_key
+from .movement import basic_key
 from .registry import INDEXING, F, OpDef, RuleError, register
-
-
-def basic_key(index) -> tuple:
-    """The NumPy key of a basic index (no index tensors), always making a view."""
-    key = index_to_key(index, ())
-    return key if Ellipsis in key else key + (Ellipsis,)
 
 
 def permuted_shape(shape: tuple, axes: tuple) -> tuple:
