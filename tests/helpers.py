@@ -118,6 +118,17 @@ def assert_same_bits(fast, slow):
     assert fast.requires_grad is slow.requires_grad is False
 
 
+def has_c_compiler() -> bool:
+    """Whether this machine compiles kernels (else graph mode runs them through NumPy)."""
+    from execmode.codegen.toolchain import NoCompiler, get_toolchain
+
+    try:
+        get_toolchain()
+    except NoCompiler:
+        return False
+    return True
+
+
 def to_tensor(x, requires_grad=False):
     """NumPy arrays become tensors of the same dtype; anything else passes through."""
     if isinstance(x, np.ndarray):

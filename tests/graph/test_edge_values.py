@@ -14,23 +14,15 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import has_c_compiler
 
 import execmode as em
 from execmode import instrument
 from execmode.codegen.program import compile_program
-from execmode.codegen.toolchain import NoCompiler, get_toolchain
 from execmode.errors import ArgumentValueError
 from execmode.plan import build_plan
 
 BACKENDS = [None, "interpreter", "numpy"]
-
-
-def _has_compiler() -> bool:
-    try:
-        get_toolchain()
-    except NoCompiler:
-        return False
-    return True
 
 
 class _Listener:
@@ -103,7 +95,7 @@ def test_outputs_that_passes_merged_stay_distinct_tensors(fn, listen, backend):
         got[0][...] = 7.0
         np.testing.assert_allclose(got[1].numpy(), want[1].numpy(), rtol=1e-5, atol=1e-5)
     plan = jitted.concrete_functions[0].segments[0].compiled.plan
-    if backend is None and _has_compiler():
+    if backend is None and has_c_compiler():
         assert plan.program is not None  # the copy that keeps them apart is a C loop too
 
 
@@ -131,7 +123,7 @@ def test_output_returned_twice_is_one_object_on_replay():
         assert got[0] is got[1]
 
 
-@pytest.mark.skipif(not _has_compiler(), reason="needs a C compiler")
+@pytest.mark.skipif(not has_c_compiler(), reason="needs a C compiler")
 def test_program_returns_a_repeated_output_like_the_plan():
     """A graph listing one value at two output positions: Plan.run hands out that array
     twice; the program once returned an unwritten buffer for the second position."""
