@@ -358,15 +358,36 @@ def _send(walk: _Walk, x, gx, fresh: bool) -> None:
         walk.grads[id(x)] = gx if prev is None else prev + gx
 
 
+def reads_no_values_of(x: Tensor, node: GradNode) -> bool:
+    """Whether ``node``'s gradient needs no values of its input ``x``: an op that saves
+    nothing (``p.grad + w``), or ``where`` for the branches (its gradient reads its
+    condition only). A write into such an ``x`` that is backward's own accumulation does
+    not make the backward refuse (_only_accumulated_into)."""
+    name = node.op.name
+    return name in _SAVES_NOTHING or name == "where" and x is not node.inputs[0]
+
+
 def _only_accumulated_into(x: Tensor, node: GradNode) -> bool:
     """``x`` is a ``.grad`` whose last write was backward adding into it in place
     (grad_accumulation.add_into), read by an op whose gradient needs no values of it:
     PyTorch checks the versions of saved tensors alone, so ``(p.grad + w).sum()``
-    backpropagates after ``p.grad`` accumulated, and so does ``where(c, b, p.grad)``
-    (where's gradient reads its condition only)."""
-    name = node.op.name
-    return (name in _SAVES_NOTHING or name == "where" and x is not node.inputs[0]) and \
-        x.__dict__.get("_accumulated_at", -1) == x.__dict__.get("_written_at")
+    backpropagates after ``p.grad`` accumulated, and so does ``where(c, b, p.grad)``."""
+    return reads_no_values_of(x, node) and last_write_accumulated(x)
+
+
+def last_write_accumulated(x: Tensor) -> bool:
+    """Whether the last in-place write into ``x`` was backward adding into it."""
+    return x.__dict__.get("_accumulated_at", -1) == x.__dict__.get("_written_at")
+
+
+def overwritten_error(op_name: str, operand) -> BackwardError:
+    """Eager's refusal of a backward through ``op_name``, one of whose operands (or its
+    saved output) was written in place after the op used it."""
+    return BackwardError(
+        f"backward through {op_name}: {describe_operand(operand)} was overwritten "
+        f"in place (assign, setitem or an augmented assignment such as -=) after "
+        f"{op_name} used it, so its gradient cannot be computed; update it out of "
+        "place, or call backward() before the in-place update")
 
 
 def check_not_overwritten(t: Tensor, node: GradNode) -> None:
@@ -377,9 +398,4 @@ def check_not_overwritten(t: Tensor, node: GradNode) -> None:
     if node.op.saves_output and getattr(t, "_written_at", 0) > made:
         stale.append(t)
     if stale:
-        raise BackwardError(
-            f"backward through {node.op.name}: {describe_operand(stale[0])} was overwritten "
-            f"in place (assign, setitem or an augmented assignment such as -=) after "
-            f"{node.op.name} used it, so its gradient cannot be computed; update it out of "
-            "place, or call backward() before the in-place update"
-        )
+        raise overwritten_error(node.op.name, stale[0])

@@ -270,11 +270,20 @@ def _list_checks(joint: JointBackward, tp: BackwardTape, tracer: Tracer, out_lea
     """Number what the traced nodes read that the caller can still write after the call
     (arguments, captures, returned values): eager's backward checks them (joint.checks)."""
     returned = {id(t): r for r, t in reversed(list(enumerate(out_leaves)))}
+    # A leaf's .grad as the call leaves it: backward may add into it in place later, so
+    # it is checked as the leaf's .grad after each call (the object the ops read then),
+    # whether it was there before the call or the call made it.
+    grad_of = {id(value): owner for owner, value in tracer.grad_state.values()
+               if value is not None}
     for node in tp.nodes.values():
         for x in (*node.inputs, node.saved_output):
             if not isinstance(x, Tensor) or id(x) in tp.check_index:
                 continue
-            if x._data.__class__ is not TracedValue or x._data.tracer is not tracer or \
+            owner = grad_of.get(id(x))
+            if owner is not None:
+                entry = ("grad", tracer.owner_ref(owner))
+                tp.grad_owners[len(joint.checks)] = owner
+            elif x._data.__class__ is not TracedValue or x._data.tracer is not tracer or \
                     id(x) in tracer.stand_in_of or id(x) in tracer.assigned:
                 entry = ("ref", tracer.owner_ref(x))
             elif id(x) in returned:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .. import functional as F
 from .. import tape
 from .._tensor import Tensor
-from ..autograd import check_not_overwritten, node_saves
+from ..autograd import check_not_overwritten, node_saves, reads_no_values_of
 from ..backend import device_of_array, xp_for
 from ..errors import BackwardError
 from ..grad_mode import no_grad
@@ -50,6 +50,15 @@ class BackwardGraph:
     # runs (an op's ``at_each_backward``: DistributedDataParallel's node queues the
     # averaging of the gradients the graph sends, as its eager backward does).
     at_each_backward: tuple = ()
+    # Eager adds a leaf's gradient into its .grad in place as soon as its walk reaches the
+    # leaf: a later node on the way that needs the values of that .grad (maximum(w.grad,
+    # w)) then refuses. (receiver index, index into JointBackward.checks, the node's op)
+    # for each such read; the call refuses where that .grad is still the leaf's then.
+    accumulated_reads: tuple = ()
+    # The checks some node on the way needs the values of; the others are read by ops
+    # that save nothing of them, which a write that is backward's accumulation leaves
+    # differentiable (autograd._only_accumulated_into).
+    values_read: frozenset = frozenset()
 
 
 @dataclass
@@ -69,6 +78,8 @@ class BackwardTape:
     inputs_of: dict = field(default_factory=dict)     # id(input tensor) -> input index
     boundary: list = field(default_factory=list)      # the input tensors, in order
     check_index: dict = field(default_factory=dict)   # id(tensor) -> joint.checks index
+    # joint.checks index of a leaf's .grad (a ("grad", ref) check) -> that leaf's tensor
+    grad_owners: dict = field(default_factory=dict)
     # id(forward view of an argument or capture) -> (the input's forward tensor, steps)
     input_views: dict = field(default_factory=dict)
     # id(traced value) -> the node that made it (the values of the tensors in ``nodes``)
@@ -307,6 +318,9 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
     views: dict = {}  # views of inputs made in this trace (_input_view)
     flow: list = []   # (tensor outside the call, gradient), in the order eager adds them
     freed_at, saving = None, set()
+    flowed: set = set()          # ids of the leaves a gradient reached so far
+    reads_values: set = set()    # checks read by a node whose gradient needs their values
+    accumulated_reads: list = []  # (leaf, check index, op): reads of .grad after it took one
     each_backward: list = []
     try:
         with bw, no_grad(), named_scope("backward"):
@@ -331,8 +345,14 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
                         break
                 for x in (*node.inputs, node.saved_output):
                     index = tp.check_index.get(id(x))
-                    if index is not None:
-                        checked.add(index)
+                    if index is None:
+                        continue
+                    checked.add(index)
+                    if x is node.saved_output or not reads_no_values_of(x, node):
+                        reads_values.add(index)
+                        owner = tp.grad_owners.get(index)
+                        if owner is not None and id(owner) in flowed:
+                            accumulated_reads.append((owner, index, node.op.name))
                 args = [_operand(x, tp, first, tracer, views) for x in node.inputs]
                 saved = _operand(node.saved_output, tp, first, tracer, views)
                 if upto_refusal and tape.refuses_complex(node.op):
@@ -352,6 +372,8 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
                         grads[id(x)] = gx if prev is None else prev + gx
                     elif _receives(x, tp, tracer):
                         flow.append((x, gx))
+                        if x._grad_fn is None:  # eager adds into a leaf's .grad at once
+                            flowed.add(id(x))
             if upto_refusal:
                 flow = [(None, gx) for _, gx in flow] + [(None, gx) for gx in grads.values()]
             segment, specs = bw.finish([gx for _, gx in flow])
@@ -365,6 +387,8 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
             index = tp.inputs_of[id(x)] = len(tp.boundary)
             tp.boundary.append(x)
         receivers.append(index)
+    accumulated = tuple((tp.inputs_of[id(owner)], index, op)
+                        for owner, index, op in accumulated_reads if not upto_refusal)
     # The placeholders the rules read are the saved values: the backward graph takes them
     # as arguments after the gradients.
     n_cot = len(mask)
@@ -382,7 +406,9 @@ def trace_backward(joint, tp: BackwardTape | None, mask: tuple,
              isinstance(s[1], Tensor) and id(s[1]._data) in tp.saved_of else s for s in specs]
     return BackwardGraph(mask, segment, specs, receivers, sorted(checked), joint.backend,
                          freed_at=freed_at, saves=bool(saving),
-                         saving_nodes=frozenset(saving), at_each_backward=tuple(each_backward))
+                         saving_nodes=frozenset(saving), at_each_backward=tuple(each_backward),
+                         accumulated_reads=accumulated,
+                         values_read=frozenset(reads_values))
 
 
 def _receives(x: Tensor, tp: BackwardTape, tracer) -> bool:

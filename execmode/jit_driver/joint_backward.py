@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dispatch, tape
 from .._tensor import Tensor
-from ..autograd import SECOND_BACKWARD
+from ..autograd import SECOND_BACKWARD, last_write_accumulated, overwritten_error
 from ..errors import BackwardError, describe_operand
 from ..graph.views import replay
 from ..tape import GradNode, MultiOutputOp
@@ -35,7 +35,8 @@ class JointBackward:
     results: list
     inputs: list               # refs of the tensors gradients flow into (results.resolve)
     # The tensors visible outside the call that its nodes read (eager checks them for
-    # overwrites): ("ref", an argument or capture) or ("result", a returned value).
+    # overwrites): ("ref", an argument or capture), ("result", a returned value) or
+    # ("grad", an argument or capture whose .grad after the call it is).
     checks: list = field(default_factory=list)
     saved_specs: list = field(default_factory=list)
     n_results: int = 0
@@ -60,8 +61,8 @@ class JointBackward:
         """Give this call's differentiable results their shared node."""
         saved = self.saved_arrays(results, leaves, outputs)
         inputs = tuple(resolve(ref, leaves) for ref in self.inputs)
-        checked = [results[r] if kind == "result" else resolve(r, leaves)
-                   for kind, r in self.checks]
+        checked = [results[r] if kind == "result" else resolve(r, leaves)._grad
+                   if kind == "grad" else resolve(r, leaves) for kind, r in self.checks]
         call = JitCall(self, inputs, saved, checked)
         call.scalar_values = {id(number): number.read() for number in self.scalars}
         for k, (kind, r) in enumerate(self.results):
@@ -131,7 +132,7 @@ class JitCall(MultiOutputOp):
 
     def backward(self, gradients: dict) -> list:
         joint = self.joint
-        mask = tuple(sorted(gradients))
+        mask = walk_order(gradients)
         refusal = joint.refusal or next(
             (joint.refusals[k] for k in mask if k in joint.refusals), None)
         if refusal is not None:
@@ -147,6 +148,7 @@ class JitCall(MultiOutputOp):
         self.saves_for_backward = bg.saves  # whether autograd frees this node afterwards
         self._running = bg.saving_nodes
         self._check_writes(gradients, bg)
+        self._check_accumulations(bg)
         for hook in bg.at_each_backward:
             hook()
         leaves, outputs = self._run(bg, mask, gradients)
@@ -167,7 +169,7 @@ class JitCall(MultiOutputOp):
     def _run_prefix(self, mask: tuple, gradients: dict) -> None:
         """Before raising eager's refusal: run what eager's walk runs before it refuses,
         so that an op there that fails (an SVD of an inf) raises first, as eagerly."""
-        pg = self.joint.prefixes.get(mask)
+        pg = self.joint.prefixes.get(tuple(sorted(mask)))
         if pg is None or dispatch.current_tracer() is not None:
             return
         if pg.compiled is None:
@@ -182,7 +184,7 @@ class JitCall(MultiOutputOp):
 
     def reads_saved(self, positions) -> bool:
         joint = self.joint
-        mask = tuple(sorted(positions))
+        mask = walk_order(positions)
         if joint.refusal is not None or any(k in joint.refusals for k in mask):
             return False  # backward() raises the refusal eager raises
         if mask not in joint.graphs and dispatch.current_tracer() is not None:
@@ -197,7 +199,8 @@ class JitCall(MultiOutputOp):
         them; so does the call, for what its nodes on the way read from outside and what
         it returns."""
         stale = [self.checked[i] for i in bg.checked
-                 if getattr(self.checked[i], "_written_at", 0) > self.made_at]
+                 if getattr(self.checked[i], "_written_at", 0) > self.made_at and
+                 (i in bg.values_read or not last_write_accumulated(self.checked[i]))]
         for result, _ in gradients.values():
             if getattr(result, "_written_at", 0) > self.made_at and any(
                     np.may_share_memory(result._data, s) for s in self.saved
@@ -210,6 +213,16 @@ class JitCall(MultiOutputOp):
                 f"the call used it, so its gradient cannot be computed; update it out of "
                 "place, or call backward() before the in-place update")
 
+    def _check_accumulations(self, bg: BackwardGraph) -> None:
+        """Eager's walk adds a leaf's gradient into its ``.grad`` in place before a later
+        node reads that ``.grad``'s values, and refuses there: so does the call, where the
+        leaf's ``.grad`` is still the one the call's ops read (a ``.grad`` set to None
+        since takes a new tensor, as eagerly)."""
+        for receiver, index, op in bg.accumulated_reads:
+            read = self.checked[index]
+            if read is not None and self.inputs[receiver]._grad is read:
+                raise overwritten_error(op, read)
+
     def output_overwritten(self, target: Tensor) -> None:
         """``target`` (a result of this call) is about to be overwritten with autograd
         recording (``y += 1``): keep the values the backward reads from its memory, as
@@ -219,6 +232,19 @@ class JitCall(MultiOutputOp):
             if isinstance(s, np.ndarray) and isinstance(data, np.ndarray) and \
                     np.may_share_memory(s, data):
                 self.saved[i] = s.copy()
+
+
+def walk_order(gradients: dict) -> tuple:
+    """The results that got a gradient as roots of the backward graph's walk
+    (backward_trace.autograd_order), in the order that makes that walk go through the
+    call's ops as eager's walk would have, had they run eagerly: which gradients a leaf's
+    ``.grad`` takes first, and the order of sums, follow from it. Eager's order is a
+    depth-first search from its root, reversed (autograd._topological_order): the search
+    reaches the results in some order, and from each result it would have gone on into the
+    call's ops. Each result is done right after the search reached it (its one input is
+    the call's node), so the walk, which reads that order reversed, met them in reverse:
+    ``gradients`` is filled in the walk's order."""
+    return tuple(reversed(gradients))
 
 
 def _fresh_outputs(bg: BackwardGraph) -> None:

@@ -247,3 +247,72 @@ out1 = F(x1)
 x2 = em.tensor([[1.5, 2.0, -0.0, -1.5], [-3.4e+38, 0.0, 1.25, 2.0]], dtype=em.float32, requires_grad=True)
 out2 = F(x2)
 """)
+
+
+_READS_A_GRAD = """
+import execmode as em
+
+# --- setup ---
+w = em.tensor([[1.0, -2.0, -3.0], [-2.25, 1.25, -1.25], [2.25, 1.0, 1.5], [-1.5, -1.5, 0.0]], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x):
+    v0 = (x * w[:, 0]).sum()
+    v0.backward(retain_graph=True)
+    return v0, {op}(w.grad, w) * 2.0
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+out1 = F(em.tensor([[-1.0, 1.0, 1.0, -1.5]], dtype=em.float32))
+# --- call 2 ---
+(out1[{first}].sum() + out1[{second}].sum()).backward()
+out2 = F(em.tensor([[0.5, 2.0, -1.0, 1.5]], dtype=em.float32))
+# --- call 3 ---
+(out2[{first}].sum() + out2[{second}].sum()).backward()
+out3 = F(em.tensor([[0.5, 2.0, -1.0, 1.5]], dtype=em.float32))
+"""
+
+
+@pytest.mark.parametrize("op", ["em.maximum", "em.add"])
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_grad_read_after_the_walk_added_into_it_refuses_as_eagerly(op, first):
+    # Seed 20261271, program 1178: an outside backward through both results reaches w
+    # through v0 and adds into w.grad in place; where that comes before maximum, which
+    # saved w.grad, eager refuses ("w.grad was overwritten after maximum used it"). The
+    # jit's one node ran its walk in a fixed order and checked writes only at its start,
+    # so it computed. Whether eager refuses depends on the order the outside expression
+    # reaches the results (first), which the call's walk now follows; add saves nothing,
+    # and backpropagates either way, as in PyTorch.
+    assert_agrees(_READS_A_GRAD.format(op=op, first=first, second=1 - first))
+
+
+@pytest.mark.parametrize("op", ["em.maximum", "em.add"])
+def test_an_outside_backward_into_a_grad_a_call_read_is_checked_as_eagerly(op):
+    # The same check across the call: after the call, another backward adds into the
+    # .grad that the call made (w.grad was None) or read, before the call's result is
+    # differentiated. Eager refuses through maximum and not through add; the jit computed
+    # through maximum where it made the .grad (nothing checked it), and refused through
+    # add where the .grad was there before (a write that was backward's accumulation).
+    assert_agrees(f"""
+import execmode as em
+
+# --- setup ---
+w = em.tensor([1.0, -2.0, 3.0], dtype=em.float32, requires_grad=True)
+
+# --- function ---
+def f(x):
+    (w * x).sum().backward()
+    return {op}(w.grad, w).sum()
+
+F = em.jit(f, passes=[])
+# --- call 1 ---
+out1 = F(em.tensor([1.0, 1.0, 2.0], dtype=em.float32))
+# --- call 2 ---
+(w * 3.0).sum().backward()
+out1.backward()
+out2 = F(em.tensor([1.0, 1.0, 2.0], dtype=em.float32))
+# --- call 3 ---
+(w * 3.0).sum().backward()
+out2.backward()
+out3 = F(em.tensor([0.5, 1.0, 2.0], dtype=em.float32))
+""")
