@@ -200,7 +200,7 @@ def copy_lines(node, value: int, producers, buffer_of, target: int, kernels,
 def call_line(kernel, params, args, slot, renderer) -> str:
     """The call of ``kernel`` on block indices ``args`` (one per param): by its name, or
     through the address in ``b[slot]`` (a plan's kernel)."""
-    types = [f"{'' if p is kernel.output else 'const '}{renderer.type_names[p.dtype]} *"
+    types = [f"{'' if p is kernel.output else 'const '}{renderer.array_type_names[p.dtype]} *"
              for p in params]
     casts = ", ".join(f"({t})b[{i}]" for t, i in zip(types, args))
     function = kernel.name if slot is None else f"((void (*)({', '.join(types)}))b[{slot}])"

@@ -59,6 +59,11 @@ class CRenderer(ReductionRendering):
         np.dtype("int64"): "int64_t",
         np.dtype("bool"): "bool",
     }
+    # The element type of an array in memory, where it differs from its values' type:
+    # NumPy's bools are bytes holding 0 or 1, declared uint8_t and read back as bool
+    # (``expr``). GCC 12 vectorizes no loop that loads a _Bool array: a where() on
+    # attention's causal mask ran one element at a time, ~5x the vector loop's time.
+    array_type_names = {**type_names, np.dtype("bool"): "uint8_t"}
     int64_suffix = "LL"
     # Op templates that this dialect spells differently from the registry's.
     op_spellings: dict = {}
@@ -184,7 +189,7 @@ class CRenderer(ReductionRendering):
         (one ctypes argument costs half of five; see call_path.py)."""
         params = self.signature_params(k)
         casts = ", ".join(
-            f"({'' if p is k.output else 'const '}{self.type_names[p.dtype]} *)args[{i}]"
+            f"({'' if p is k.output else 'const '}{self.array_type_names[p.dtype]} *)args[{i}]"
             for i, p in enumerate(params))
         return ["", f"void {k.name}_entry(void *const *args) {{ {k.name}({casts}); }}"]
 
@@ -214,7 +219,7 @@ class CRenderer(ReductionRendering):
             # In place: no restrict for the pair; the loops' omp simd still vectorises
             # (each point reads its inputs before it writes its own output).
             pointer = "*" if p.name in aliased else f"*{self.restrict} "
-            params.append(f"{const}{self.type_names[p.dtype]} {pointer}{p.name}")
+            params.append(f"{const}{self.array_type_names[p.dtype]} {pointer}{p.name}")
         return f"{self.kernel_prefix}void {k.name}({', '.join(params)})"
 
     # --- expressions -------------------------------------------------------------------------
@@ -222,7 +227,9 @@ class CRenderer(ReductionRendering):
         if isinstance(e, Var):
             return e.name
         if isinstance(e, Load):
-            return f"{e.param}[{self.index(e.strides)}]"
+            load = f"{e.param}[{self.index(e.strides)}]"
+            t = self.type_names[e.dtype]
+            return load if self.array_type_names[e.dtype] == t else f"(({t}){load})"
         if isinstance(e, Const):
             return self.literal(e.value, e.dtype)
         if isinstance(e, Cast):
