@@ -62,7 +62,8 @@ class CRenderer(ReductionRendering):
     # The element type of an array in memory, where it differs from its values' type:
     # NumPy's bools are bytes holding 0 or 1, declared uint8_t and read back as bool
     # (``expr``). GCC 12 vectorizes no loop that loads a _Bool array: a where() on
-    # attention's causal mask ran one element at a time, ~5x the vector loop's time.
+    # attention's causal mask, (16, 4, 32, 32), ran one element at a time, ~50 us where
+    # the vector loop takes ~5.
     array_type_names = {**type_names, np.dtype("bool"): "uint8_t"}
     int64_suffix = "LL"
     # Op templates that this dialect spells differently from the registry's.

@@ -32,7 +32,7 @@ class CUDARenderer(CRenderer):
     index_type = "long long"
     type_names = dict(CRenderer.type_names)
     type_names.update({np.dtype("int32"): "int", np.dtype("int64"): "long long"})
-    array_type_names = type_names  # (NVRTC's loads of bool arrays are no concern)
+    array_type_names = type_names  # (bytes for bools are for GCC's vectorizer, in C)
 
     def runtime_globals(self) -> str:
         return ""
