@@ -108,13 +108,16 @@ def cross_entropy_saving(logits, target, ignore_index: int, reduction: str):
     shifted = np.subtract(logits, _stable_max(logits, 1))
     e = np.exp(shifted)
     total = _SUM(np, e, axis=(1,), keepdims=True)
-    logp = np.subtract(shifted, np.log(total))
     keep = OPS["check_labels"].impl(np, target, num_classes=classes,
                                     ignore_index=ignore_index, caller="cross_entropy")
     index = np.where(keep, target, 0).reshape(n, 1)
-    picked = OPS["take_along_axis"].impl(np, logp, index, axis=1)
+    # log_softmax's ``shifted - log(total)`` at the picked class only: each element of
+    # that subtraction is its own rounding, so the picked ones have the bits of the
+    # whole (N, C) result the ops compute, at N subtractions instead of N x C.
+    picked = np.subtract(OPS["take_along_axis"].impl(np, shifted, index, axis=1),
+                         np.log(total))
     nll = np.negative(picked.reshape(n))
-    w = keep.astype(logp.dtype)
+    w = keep.astype(picked.dtype)
     loss = np.multiply(nll, w)
     saved = [e, total, index, w, None]
     if reduction == "none":
