@@ -380,13 +380,14 @@ def last_write_accumulated(x: Tensor) -> bool:
     return x.__dict__.get("_accumulated_at", -1) == x.__dict__.get("_written_at")
 
 
-def overwritten_error(op_name: str, operand) -> BackwardError:
+def overwritten_error(op_name: str, operand, user: str | None = None) -> BackwardError:
     """Eager's refusal of a backward through ``op_name``, one of whose operands (or its
-    saved output) was written in place after the op used it."""
+    saved output) was written in place after the op (``user``: what used it, if not the
+    op itself) used it."""
     return BackwardError(
         f"backward through {op_name}: {describe_operand(operand)} was overwritten "
         f"in place (assign, setitem or an augmented assignment such as -=) after "
-        f"{op_name} used it, so its gradient cannot be computed; update it out of "
+        f"{user or op_name} used it, so its gradient cannot be computed; update it out of "
         "place, or call backward() before the in-place update")
 
 

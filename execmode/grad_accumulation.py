@@ -28,6 +28,7 @@ import numpy as np
 from . import dispatch
 from . import functional as F
 from ._tensor import Tensor
+from .ops.movement import inverse_permutation
 from .tape import mark_modified
 
 _ndarray = np.ndarray
@@ -121,10 +122,6 @@ def _traced_in_layout_of(g: Tensor, leaf: Tensor) -> bool:
     return bool(leaf_layout.flags.c_contiguous)
 
 
-def _inverse(axes: tuple) -> tuple:
-    return tuple(sorted(range(len(axes)), key=axes.__getitem__))
-
-
 def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
     """``leaf.grad`` was None: it becomes ``g`` (``owned``: held by backward alone, see
     held_alone) or a copy of ``g`` in the leaf's layout."""
@@ -147,7 +144,7 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
             leaf.grad = F.copy(g)
         else:
             copied = F.copy(F.permute_dims(g, axes))
-            leaf.grad = F.permute_dims(copied, _inverse(axes))
+            leaf.grad = F.permute_dims(copied, inverse_permutation(axes))
         return
     arrays = dispatch.plain_arrays(leaf, g)
     if arrays is not None:
@@ -158,7 +155,7 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
         axes = _grad_axes(ld)
         out = np.empty(tuple(ld.shape[a] for a in axes), ld.dtype)
         if axes != tuple(range(out.ndim)):
-            out = out.transpose(_inverse(axes))
+            out = out.transpose(inverse_permutation(axes))
         np.copyto(out, arrays[1])
         leaf.grad = dispatch.plain_tensor(out)
         return
@@ -170,7 +167,7 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
         if axes == tuple(range(len(axes))):
             copied = g._data.copy(order="C")
         else:
-            copied = g._data.transpose(axes).copy(order="C").transpose(_inverse(axes))
+            copied = g._data.transpose(axes).copy(order="C").transpose(inverse_permutation(axes))
         leaf.grad = dispatch.plain_tensor(copied)
         return
     # A listener watches (the debugger): the copy as ops it sees, into a C-ordered buffer
@@ -180,7 +177,7 @@ def store_first(leaf: Tensor, g: Tensor, owned: bool) -> None:
     else:
         shape = tuple(leaf.shape[a] for a in axes)
         copy = F.permute_dims(F.empty(shape, dtype=leaf.dtype, device=leaf.device),
-                              _inverse(axes))
+                              inverse_permutation(axes))
     F.assign(copy, g)
     leaf.grad = copy
 

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dispatch, tape
 from .._tensor import Tensor
 from ..autograd import SECOND_BACKWARD, last_write_accumulated, overwritten_error
-from ..errors import BackwardError, describe_operand
+from ..errors import BackwardError
 from ..graph.views import replay
 from ..tape import GradNode, MultiOutputOp
 from .backward_trace import CANNOT, BackwardGraph, trace_backward
@@ -207,11 +207,7 @@ class JitCall(MultiOutputOp):
                     if isinstance(s, np.ndarray) and isinstance(result._data, np.ndarray)):
                 stale.append(result)
         if stale:
-            raise BackwardError(
-                f"backward through {self.name}: {describe_operand(stale[0])} was overwritten "
-                f"in place (assign, setitem or an augmented assignment such as -=) after "
-                f"the call used it, so its gradient cannot be computed; update it out of "
-                "place, or call backward() before the in-place update")
+            raise overwritten_error(self.name, stale[0], "the call")
 
     def _check_accumulations(self, bg: BackwardGraph) -> None:
         """Eager's walk adds a leaf's gradient into its ``.grad`` in place before a later

@@ -68,11 +68,11 @@ def _permute_rule(x, *, axes):
 
 
 def _permute_vjp(g, out, x, *, axes):
-    return (F.apply_op("permute_dims", g, axes=_inverse_permutation(axes)),)
+    return (F.apply_op("permute_dims", g, axes=inverse_permutation(axes)),)
 
 
 @functools.lru_cache(maxsize=256)
-def _inverse_permutation(axes: tuple) -> tuple:
+def inverse_permutation(axes: tuple) -> tuple:
     # the permutation that undoes ``axes`` (a valid one: the forward op checked it)
     return tuple(int(i) for i in np.argsort(axes))
 

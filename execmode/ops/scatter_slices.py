@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from .movement import basic_key
+from .movement import basic_key, inverse_permutation
 from .registry import INDEXING, F, OpDef, RuleError, register
 
 
@@ -76,9 +76,8 @@ def _vjp(g, out, *operands, shape, indices, reads):
     for x, index, axes in zip(operands, indices, reads):
         piece = F.apply_op("getitem", g, index=index)
         if axes is not None:
-            inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
             piece = F.apply_op("reshape", piece, shape=permuted_shape(tuple(x.shape), axes))
-            piece = F.apply_op("permute_dims", piece, axes=inverse)
+            piece = F.apply_op("permute_dims", piece, axes=inverse_permutation(axes))
         grads.append(piece)
     return tuple(grads)
 
