@@ -138,6 +138,14 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     rank's ``tensor`` holds the result."""
     caller = "all_reduce"
     pg = default_group(caller, group)
+    if not (async_op or dispatch._listening or dispatch.current_tracer() is not None):
+        # A training loop's all_reduce repeats what an earlier call checked: its short path
+        data = tensor._data if tensor.__class__ is Tensor else None
+        flags = data.flags if data.__class__ is np.ndarray else None
+        if flags is not None and flags.c_contiguous and flags.writeable \
+                and exchange.repeated_all_reduce(pg, caller, data, op):
+            mark_modified(tensor)
+            return None
     data = None
 
     def check():

@@ -377,6 +377,33 @@ def record(caller: str, pg, inputs: tuple, out, moved: int, attrs: dict) -> None
 
 # --- the data moves -------------------------------------------------------------------
 
+def repeated_all_reduce(pg: ProcessGroup, caller: str, data: np.ndarray, op) -> bool:
+    """All-reduce ``data`` (a contiguous, writable array) in place where a call before
+    checked the same dtype, shape and op (its header and MPI op are known); False, with
+    nothing exchanged, where the full path must run.
+
+    The same header exchange and data reduction as :func:`agree` and
+    :func:`all_reduce_into`, in fewer Python steps: after a large reduction the CPU's
+    caches hold its data, and each step of Python around the two collectives runs from
+    memory (a 1 MiB all_reduce spent ~50 us more than mpi4py's ``Allreduce`` on the
+    full path)."""
+    dtype = data.dtype
+    pair = pg.known_header((dtype, data.shape, -1))
+    name = op._value_ if op.__class__ is ReduceOp else op if op.__class__ is str else None
+    found = _REDUCE_OPS.get((name, dtype))
+    if pair is None or found is None or dtype.kind == "b":  # (bools: mpi_buffer's view)
+        return False
+    mine, sent = pair
+    posted = post_headers(pg, mine, sent, pg.header_extremes(sent.size))
+    if not wait_headers(pg, caller, posted):  # another rank sent another header
+        same_everywhere(caller, read_headers(caller, posted.rows))
+    op, mpi_op = found
+    pg.comm.Allreduce(_mpi.load().IN_PLACE, data, op=mpi_op)
+    if op is ReduceOp.AVG:
+        np.divide(data, pg.size, out=data)
+    return True
+
+
 def all_reduce_into(pg: ProcessGroup, caller: str, work: np.ndarray, op) -> ReduceOp:
     """Reduce ``work`` (contiguous) across the ranks in place; returns the ReduceOp."""
     op, mpi_op = reduce_op(caller, op, work.dtype)

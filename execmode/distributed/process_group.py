@@ -60,6 +60,11 @@ class ProcessGroup:
             pair = self._headers[key] = make()
         return pair
 
+    def known_header(self, key: tuple) -> tuple | None:
+        """The header :meth:`header_for` made for ``key`` (its arguments were checked
+        then), or None."""
+        return self._headers.get(key)
+
     def header_extremes(self, n: int) -> np.ndarray:
         """The int64 array of ``n`` a blocking header exchange receives into, made once
         (each exchange completes before the next starts; one thread at a time, as MPI's

@@ -149,6 +149,35 @@ def mismatched_shapes_name_both_ranks():
 
 
 @check
+def a_repeated_all_reduce_checks_as_the_first():
+    # A call like an earlier one takes the short path (exchange.repeated_all_reduce) on
+    # one rank while the other rank's call is new to it: the same header exchange, so
+    # both still name both shapes, a wrong argument or a barrier elsewhere.
+    x = torch.ones(4, 3)
+    dist.all_reduce(x)
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    np.testing.assert_array_equal(x.numpy(), np.full((4, 3), float(WORLD)))
+    y = torch.ones(4, 3) if RANK == 0 else torch.ones(4, 5)
+    said = raises(em.ShapeError, lambda: dist.all_reduce(y))
+    assert "rank 0 has f32[4,3]" in said and "rank 1 has f32[4,5]" in said, said
+    frozen = torch.ones(4, 3).expand(2, 4, 3)[0]  # read-only: rank 1 refuses it
+    if RANK == 1:
+        assert "read-only" in raises(em.ArgumentError, lambda: dist.all_reduce(frozen))
+    else:
+        said = raises(dist.DistributedError, lambda: dist.all_reduce(torch.ones(4, 3)))
+        assert "rank(s) [1]" in said, said
+    if RANK == 0:
+        assert "barrier" in raises(dist.DistributedError, lambda: dist.all_reduce(x))
+    else:
+        assert "barrier" in raises(dist.DistributedError, dist.barrier)
+    strided = torch.ones(4, 6)[:, ::2]  # not contiguous: the full path, the same values
+    dist.all_reduce(strided)
+    np.testing.assert_array_equal(strided.numpy(), np.full((4, 3), float(WORLD)))
+    dist.all_reduce(x)  # the ranks are still in step
+    np.testing.assert_array_equal(x.numpy(), np.full((4, 3), float(WORLD * WORLD)))
+
+
+@check
 def a_bad_argument_on_one_rank_fails_every_rank():
     out = [torch.zeros(2) for _ in range(WORLD if RANK == 0 else WORLD + 1)]
     if RANK == 1:

@@ -31,6 +31,7 @@ CHECKS = [
     "reduce_scatter_both_forms",
     "barrier_returns",
     "mismatched_shapes_name_both_ranks",
+    "a_repeated_all_reduce_checks_as_the_first",
     "a_bad_argument_on_one_rank_fails_every_rank",
     "a_rank_in_a_barrier_while_another_reduces_fails_both",
     "a_rank_late_within_the_timeout_is_waited_for",
