@@ -39,6 +39,9 @@ class ProcessGroup:
     # What exchange.agree sends, by (dtype, shape, root), and the array it receives into.
     _headers: dict = field(default_factory=dict, repr=False, compare=False)
     _extremes: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # The last all_reduce's short path (exchange.repeated_all_reduce): (dtype, shape, op,
+    # header, header sent, ReduceOp, MPI op).
+    last_all_reduce: tuple | None = field(default=None, repr=False, compare=False)
     # em.jit guards a group by identity only: ``sequence`` moves at every collective (a
     # graph's too), and rank and size are fixed for the group's life, a new group being
     # a new object. Guarded by value, a jitted step that can reach the group (through a
