@@ -22,7 +22,8 @@ medians), on workloads small enough that the profiler's cost shows:
   bytes moved: calibration_cold.py);
 * **composites** - what a composite that runs op by op because a recorder watches adds
   beyond its ops' recording, per call of each site (``declined_ns``:
-  calibration_declined.py);
+  calibration_declined.py), from its runs plain and recorded side by side in
+  ``PAIRED_ROUNDS`` pairs (measure.paired), each run after one untimed call;
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
   recorder, twice: as one whole-graph C program (which reads the clock in C) and without
   one (the generated Python replay reads it). Recording adds a clock read per step it
@@ -38,9 +39,9 @@ A report multiplies each by what the session ran (profilers/profiler_cost.py). N
 differences (the noise of a fast machine) are stated as 0. ``settled`` is False when some
 rounds ran on a machine busier than its CPUs (``crowded`` names them): such numbers serve
 the session at hand and are not cached; rounds that disagree on a quiet machine
-(``disagreeing``) are the workload's own, and kept. Takes ~4-5 s on the 2-core dev VM (~1 s
-of it the cache sweeps; more on a busy machine), once per machine and code
-(calibration_cache.py).
+(``disagreeing``) are the workload's own, and kept. Takes ~4-8.5 s on the 2-core dev VM
+(~1 s of it the cache sweeps, ~2 s the composites' pairs; more on a busy machine or a slow
+one), once per machine and code (calibration_cache.py).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from execmode import instrument
 DEFAULT_OPS = 2000
 GRAPH_STEPS = 6
 ROUNDS = measure.MIN_ROUNDS + 2
+PAIRED_ROUNDS = 15  # the composites' pairs of runs (measure.paired)
 
 
 class _NullListener:
@@ -198,6 +200,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     paths["sites"] = (_site_workload(SITES), False)
     paths["python"] = (_path_workload("operator", rounds_of_two), False)
     composites = calibration_declined.workloads()
+    primers = calibration_declined.workloads(calls=1)  # one call of each, untimed
     from execmode._tensor import Tensor
     from execmode.codegen import eager_operators
 
@@ -244,6 +247,12 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
             python_rec.flush()
             for listener in attached[name]:
                 instrument.add_listener(listener)
+            if name.startswith("composite:"):
+                # A composite's round is a few dozen calls: after the other workloads, its
+                # first call runs from memory, the recorded path's code and data ~30 us
+                # more than the plain path's (measured apart): ~0.6 us a call of a round.
+                # One call first, untimed, as a script's loop runs its ops again and again.
+                primers[name.split(" ")[0].removeprefix("composite:")]()
 
         def recorded_path(run, recorder):
             # The writer's commits belong to the rounds they hold rows of.
@@ -270,12 +279,23 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                  "loop": loop, "loop recorded": loop,
                  **{f"{path} plain": run for path, (run, _) in paths.items()},
                  **{f"{path} recorded": recorded_path(run, python_rec if path == "python" else rec)
-                    for path, (run, _) in paths.items()},
-                 **{f"composite:{name} plain": run for name, run in composites.items()},
-                 **{f"composite:{name} recorded": recorded_path(run, rec)
-                    for name, run in composites.items()}},
+                    for path, (run, _) in paths.items()}},
                 rounds=ROUNDS, calls=1, warmup=1, before_round=before_round,
                 replay_sizes=False)
+            # A composite costs a recorder ~1 us a call beyond its ops, a difference of two
+            # runs of ~100-500 us: its two runs side by side, many times. As the
+            # difference of two medians of interleaved rounds, matmul's read 0-1855 ns in
+            # six calibrations (one matpow session stated 86-201 ms by them); paired,
+            # 544-992 ns (109-128 ms).
+            composite_spreads = measure.paired(
+                {**{f"composite:{name} plain": run for name, run in composites.items()},
+                 **{f"composite:{name} recorded": recorded_path(run, rec)
+                    for name, run in composites.items()}},
+                {name: (f"composite:{name} plain", f"composite:{name} recorded")
+                 for name in composites},
+                rounds=PAIRED_ROUNDS, before_round=before_round)
+            spreads.update({f"composite:{name}": spread
+                            for name, spread in composite_spreads.items()})
             before_round("none")
             cold_points, cold_spreads = calibration_cold.measure_points(
                 lambda: instrument.add_listener(rec), lambda: instrument.remove_listener(rec),
@@ -311,8 +331,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     # A composite's cost left beyond the recorder's stated work on its ops, per site.
     overhead_ns = max(0, round(per_op["recorder"] - per_op["none"]))
     stated_for = {"overhead_ns": overhead_ns, "op_path_ns": op_path_ns}
-    left_ns = {name: spreads[f"composite:{name} recorded"].median
-               - spreads[f"composite:{name} plain"].median
+    left_ns = {name: spreads[f"composite:{name}"].median
                - (stated_eager_ns(stated_for, probe["ops"], probe["ring_ops"]) or 0)
                for name, probe in probes.items()}
     added = {path: max(0.0, per_run[f"{path} recorded"] - per_run[path])

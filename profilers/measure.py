@@ -216,6 +216,36 @@ def measure(candidates: dict, *, rounds: int = DEFAULT_ROUNDS, round_s: float = 
             for name in names}
 
 
+def paired(candidates: dict, pairs: dict, *, rounds: int = DEFAULT_ROUNDS,
+           before_round=None) -> dict:
+    """``{pair name: Spread}`` of ``candidates[second]()``'s time less
+    ``candidates[first]()``'s, for ``pairs`` ``{name: (first, second)}``, one difference
+    per round.
+
+    For a difference smaller than the rounds' own spread: the two runs of a pair are
+    adjacent, which goes first alternates, and each round takes the pairs in an order
+    rotated as :func:`measure` rotates its candidates. ``before_round(candidate name)``
+    runs before each run, outside its timing."""
+    names = list(pairs)
+    differences: dict = {name: [] for name in names}
+    runnable: dict = {name: [] for name in names}
+    for r in range(int(rounds)):
+        for name in _round_order(names, r):
+            took = {}
+            for which in (pairs[name] if r % 2 else pairs[name][::-1]):
+                if before_round is not None:
+                    before_round(which)
+                t0 = _perf_ns()
+                candidates[which]()
+                took[which] = _perf_ns() - t0
+            first, second = pairs[name]
+            differences[name].append(took[second] - took[first])
+            ready = runnable_tasks()
+            if ready is not None:
+                runnable[name].append(ready)
+    return {name: Spread.of(differences[name], 1, runnable[name]) for name in names}
+
+
 def _warm_up(fn, warmup: int, round_s: float, sync, count: int | None = None) -> tuple:
     """Run ``fn`` at least ``warmup`` + 1 times and for about a round (or exactly
     ``count`` times); (the ns of the median call after the first, the calls made). The

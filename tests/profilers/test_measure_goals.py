@@ -8,12 +8,14 @@ import subprocess
 import sys
 
 import pytest
+from execmode.profilers import measure as measure_module
 from execmode.profilers.measure import (
     Spread,
     decide,
     judge_ratio,
     judge_value,
     measure,
+    paired,
     run_interleaved,
 )
 
@@ -142,3 +144,33 @@ def test_a_program_whose_own_threads_share_a_pinned_cpu_is_not_a_busy_machine():
         if others <= raw / 2:  # but mostly behind each other, not behind another process
             return
     pytest.fail(f"waits behind other processes in every try (raw, others): {tries}")
+
+
+def test_paired_runs_each_pair_side_by_side_in_alternating_order(monkeypatch):
+    """measure.paired: the two runs of a pair are adjacent, which goes first alternates
+    round by round, the pairs' order rotates, before_round precedes every run, and each
+    round gives one difference (second - first), on a clock the runs themselves move."""
+    clock = [0]
+    monkeypatch.setattr(measure_module, "_perf_ns", lambda: clock[0])
+    ran = []
+
+    def run(name, ns):
+        def fn():
+            ran.append(name)
+            clock[0] += ns
+        return fn
+
+    candidates = {"a plain": run("a plain", 100), "a recorded": run("a recorded", 130),
+                  "b plain": run("b plain", 50), "b recorded": run("b recorded", 45)}
+    before = []
+    spreads = paired(candidates, {"a": ("a plain", "a recorded"),
+                                  "b": ("b plain", "b recorded")},
+                     rounds=4, before_round=before.append)
+    assert before == ran and len(ran) == 16
+    pairs = [tuple(ran[i:i + 2]) for i in range(0, 16, 2)]
+    assert pairs == [("a recorded", "a plain"), ("b recorded", "b plain"),
+                     ("b plain", "b recorded"), ("a plain", "a recorded"),
+                     ("a recorded", "a plain"), ("b recorded", "b plain"),
+                     ("b plain", "b recorded"), ("a plain", "a recorded")]
+    assert spreads["a"].samples == (30.0,) * 4 and spreads["b"].samples == (-5.0,) * 4
+    assert spreads["a"].median == 30 and spreads["b"].median == -5
