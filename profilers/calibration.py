@@ -25,7 +25,7 @@ medians), on workloads small enough that the profiler's cost shows:
   calibration_declined.py), from its runs plain and recorded side by side in
   ``PAIRED_ROUNDS`` pairs (measure.paired), each run after one untimed call;
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
-  recorder, twice: as one whole-graph C program (which reads the clock in C) and without
+  recorder side by side (measure.paired, as the composites), twice: as one whole-graph C program (which reads the clock in C) and without
   one (the generated Python replay reads it). Recording adds a clock read per step it
   times and one per run (execmode/kernel_clock.py), counted from the plan's own clock.
   The compiled run also has a cost of its own, whatever its steps (the call's path while
@@ -275,27 +275,30 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         try:
             spreads = measure.measure(
                 {"none": eager, "null": eager, "recorder": recorded_path(eager, rec), "graph": graph,
-                 "graph recorded": graph, "short": short, "short recorded": short,
-                 "loop": loop, "loop recorded": loop,
                  **{f"{path} plain": run for path, (run, _) in paths.items()},
                  **{f"{path} recorded": recorded_path(run, python_rec if path == "python" else rec)
                     for path, (run, _) in paths.items()}},
                 rounds=ROUNDS, calls=1, warmup=1, before_round=before_round,
                 replay_sizes=False)
-            # A composite costs a recorder ~1 us a call beyond its ops, a difference of two
-            # runs of ~100-500 us: its two runs side by side, many times. As the
-            # difference of two medians of interleaved rounds, matmul's read 0-1855 ns in
-            # six calibrations (one matpow session stated 86-201 ms by them); paired,
-            # 544-992 ns (109-128 ms).
-            composite_spreads = measure.paired(
+            # A composite costs a recorder ~1 us a call beyond its ops, a jitted run tens of
+            # ns: small differences of two runs, measured with the two side by side, many
+            # times (the composites and the jitted runs apart: interleaved, the jitted
+            # runs' 500 calls widened the composites' spread). As the difference of two
+            # medians of interleaved rounds, matmul's composite read 0-1855 ns in six
+            # calibrations (one matpow session stated 86-201 ms by them) and a jitted run
+            # cost 0 in two of six; paired, 652-1201 ns (120-133 ms) and never 0 in twelve.
+            spreads.update(measure.paired(
                 {**{f"composite:{name} plain": run for name, run in composites.items()},
                  **{f"composite:{name} recorded": recorded_path(run, rec)
                     for name, run in composites.items()}},
-                {name: (f"composite:{name} plain", f"composite:{name} recorded")
+                {f"composite:{name}": (f"composite:{name} plain", f"composite:{name} recorded")
                  for name in composites},
-                rounds=PAIRED_ROUNDS, before_round=before_round)
-            spreads.update({f"composite:{name}": spread
-                            for name, spread in composite_spreads.items()})
+                rounds=PAIRED_ROUNDS, before_round=before_round))
+            spreads.update(measure.paired(
+                {"graph": graph, "graph recorded": graph, "short": short,
+                 "short recorded": short, "loop": loop, "loop recorded": loop},
+                {f"{path} added": (path, f"{path} recorded") for path in ("graph", "short", "loop")},
+                rounds=PAIRED_ROUNDS, before_round=before_round))
             before_round("none")
             cold_points, cold_spreads = calibration_cold.measure_points(
                 lambda: instrument.add_listener(rec), lambda: instrument.remove_listener(rec),
@@ -318,9 +321,6 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
                    if spread.relative_iqr > measure.MAX_RELATIVE_IQR]
     per_op = {name: spreads[name].median / (2 * rounds_of_two)
               for name in ("none", "null", "recorder")}
-    per_run = {name: spreads[name].median / graph_calls
-               for name in ("graph", "graph recorded", "short", "short recorded", "loop",
-                            "loop recorded")}
     # A path whose C version could not be built here is never taken: not stated.
     op_path_ns = {path: (max(0, round((spreads[f"{path} recorded"].median
                                        - spreads[f"{path} plain"].median) / (2 * rounds_of_two)))
@@ -334,7 +334,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
     left_ns = {name: spreads[f"composite:{name}"].median
                - (stated_eager_ns(stated_for, probe["ops"], probe["ring_ops"]) or 0)
                for name, probe in probes.items()}
-    added = {path: max(0.0, per_run[f"{path} recorded"] - per_run[path])
+    added = {path: max(0.0, spreads[f"{path} added"].median / graph_calls)
              for path in ("graph", "short", "loop")}
     per_read = {"loop": added["loop"] / reads["loop"],
                 "graph": max(0.0, (added["graph"] - added["short"])
@@ -358,7 +358,7 @@ def measure_overhead(*, ops: int = DEFAULT_OPS, memory: bool = True,
         # What an op adds beyond that after its data pushed the recorder out of the core's
         # cache: [[bytes moved, ns], ...] (calibration_cold.py).
         "cold_op_ns": cold_points,
-        "graph_run_ns": round(per_run["graph"]),
+        "graph_run_ns": round(spreads["graph"].median / graph_calls),
         "graph_steps": reads["graph"] - 1,
         # Per clock read (a timed step, or a run's end): compiled code, or Python; with
         # kernel rows, per step of the plan's step-by-step loop with its event.
