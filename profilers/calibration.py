@@ -25,9 +25,10 @@ medians), on workloads small enough that the profiler's cost shows:
   calibration_declined.py), from its runs plain and recorded side by side in
   ``PAIRED_ROUNDS`` pairs (measure.paired), each run after one untimed call;
 * **graph mode** - a jitted function of small compiled steps, run plainly and under the
-  recorder side by side (measure.paired, as the composites), twice: as one whole-graph C program (which reads the clock in C) and without
-  one (the generated Python replay reads it). Recording adds a clock read per step it
-  times and one per run (execmode/kernel_clock.py), counted from the plan's own clock.
+  recorder side by side (measure.paired, as the composites), twice: as one whole-graph C
+  program (which reads the clock in C) and without one (the generated Python replay reads
+  it). Recording adds a clock read per step it times and one per run
+  (execmode/kernel_clock.py), counted from the plan's own clock.
   The compiled run also has a cost of its own, whatever its steps (the call's path while
   a listener wants kernel times): a second program of one step separates the two, a
   cost per run (``kernel_run_ns``) and per clock read (``kernel_step_ns``), the line
@@ -58,7 +59,7 @@ from execmode import instrument
 DEFAULT_OPS = 2000
 GRAPH_STEPS = 6
 ROUNDS = measure.MIN_ROUNDS + 2
-PAIRED_ROUNDS = 15  # the composites' pairs of runs (measure.paired)
+PAIRED_ROUNDS = 15  # pairs of runs of each composite and jitted workload (measure.paired)
 
 
 class _NullListener:
