@@ -50,9 +50,7 @@ _CODES = {dtype: code for code, dtype in enumerate(SUPPORTED)}
 
 def reduce_op(caller: str, op, dtype: np.dtype):
     """The MPI op for ``op`` on ``dtype`` (bools combine as any / all)."""
-    # Every collective asks, with a handful of (op, dtype) pairs: remembered, keyed by
-    # the op's value (an Enum member hashes in Python).
-    name = op._value_ if op.__class__ is ReduceOp else op if op.__class__ is str else None
+    name = _op_name(op)
     if name is None:  # (any other kind of op: looked up at every call)
         return _reduce_op(caller, op, dtype)
     found = _REDUCE_OPS.get((name, dtype))
@@ -62,6 +60,13 @@ def reduce_op(caller: str, op, dtype: np.dtype):
 
 
 _REDUCE_OPS: dict = {}
+
+
+def _op_name(op) -> str | None:
+    """What :func:`reduce_op` remembers ``op`` by, with the dtype: its value (an Enum member
+    hashes in Python; every collective asks, with a handful of (op, dtype) pairs); None for
+    any other kind of op, looked up at every call."""
+    return op._value_ if op.__class__ is ReduceOp else op if op.__class__ is str else None
 
 
 def _reduce_op(caller: str, op, dtype: np.dtype):
@@ -393,8 +398,7 @@ def repeated_all_reduce(pg: ProcessGroup, caller: str, data: np.ndarray, op) -> 
             or data.shape != last[1]:
         dtype = data.dtype
         pair = pg.known_header((dtype, data.shape, -1))
-        name = op._value_ if op.__class__ is ReduceOp else op if op.__class__ is str else None
-        found = _REDUCE_OPS.get((name, dtype))
+        found = _REDUCE_OPS.get((_op_name(op), dtype))  # (reduce_op's, for this call)
         if pair is None or found is None or dtype.kind == "b":  # (bools: mpi_buffer's view)
             return False
         last = pg.last_all_reduce = (dtype, data.shape, op, *pair, *found)
